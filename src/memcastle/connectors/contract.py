@@ -1,0 +1,133 @@
+"""The connector contract (SPEC §2): what a source adapter provides to the shared mining pipeline.
+
+A connector turns one kind of source into documents. It never writes to the palace: the pipeline in
+`memcastle.mining` checks revisions, chunks, supersedes and advances the cursor. Third-party packages register a
+connector class (or a zero-argument factory) under the entry-point group ``memcastle.connectors``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol, runtime_checkable
+
+OptionType = Literal["string", "path", "date"]
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    """One declared option. `identity` options select a slice of the source and so belong to its identity."""
+
+    type: OptionType
+    description: str
+    identity: bool = True
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """A locator plus validated options: what one mine reads."""
+
+    locator: str
+    options: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def path(self) -> Path:
+        return Path(self.locator).expanduser()
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A document discovery found; `cursor_after` is the source cursor once it is filed (None: no cursor)."""
+
+    external_id: str
+    cursor_after: str | None = None
+    hint: Any = None
+
+
+@dataclass(frozen=True)
+class RawDocument:
+    """A document as read. `revision` None means: SHA-256 of body + canonical metadata (see `revision_of`)."""
+
+    external_id: str
+    body: str
+    metadata: Mapping[str, Any]
+    revision: str | None = None
+    occurred_at: str | None = None
+    title: str | None = None
+    uri: str | None = None
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CanonicalDocument:
+    """A document ready for chunking. `segments` join with blank lines into the document text."""
+
+    kind: str
+    segments: tuple[str, ...]
+    title: str | None = None
+    room: str | None = None
+    name: str | None = None
+    uri: str | None = None
+    tags: tuple[str, ...] = ()
+
+
+class SkipDocument(Exception):
+    """Raised by `read` for a document that cannot be mined; the reason lands in the job result."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@runtime_checkable
+class Connector(Protocol):
+    """A source adapter. `name` is the adapter name that source preferences refer to."""
+
+    name: str
+    options: Mapping[str, OptionSpec]
+    source_kind: str
+
+    def identify(self, source: SourceSpec) -> str:
+        """A stable id for this source: locator plus the identity options."""
+        ...
+
+    def default_wing(self, source: SourceSpec) -> str:
+        """The wing drawers go to when the request names none."""
+        ...
+
+    def discover(self, source: SourceSpec, cursor: str | None) -> Iterable[Candidate]:
+        """The documents to consider, in a deterministic order, starting after `cursor` when given."""
+        ...
+
+    def read(self, source: SourceSpec, candidate: Candidate) -> RawDocument:
+        """Read one document; raise `SkipDocument` when it cannot be mined."""
+        ...
+
+    def normalize(self, raw: RawDocument) -> CanonicalDocument:
+        """Pure: turn a raw document into segments, title, room, name, kind, uri and tags."""
+        ...
+
+
+def canonical_json(value: Any) -> str:
+    """Deterministic JSON text used for identities and revisions."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def revision_of(raw: RawDocument) -> str:
+    """The document's revision: the connector's own, else SHA-256 of body + canonical metadata."""
+    if raw.revision:
+        return raw.revision
+    digest = hashlib.sha256()
+    digest.update(raw.body.encode("utf-8", "surrogatepass"))
+    digest.update(b"\x00")
+    digest.update(canonical_json(raw.metadata).encode("utf-8"))
+    return digest.hexdigest()
+
+
+def identify_source(connector_name: str, locator: str, identity_options: Mapping[str, str]) -> str:
+    """The usual `identify`: connector + absolute locator + identity options, hashed to a short id."""
+    text = canonical_json({"connector": connector_name, "locator": locator, "options": dict(identity_options)})
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]

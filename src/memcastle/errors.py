@@ -1,0 +1,145 @@
+"""The MemCastle exception tree, arranged by what the caller can do about it.
+
+    MemCastleError                 anything MemCastle raises on purpose
+    ├── InvalidRequest             fix the request: a field is missing, malformed or out of range (HTTP 400)
+    │   └── UnknownOption          an option the connector does not declare (lists the accepted ones)
+    ├── NotFound                   the thing named does not exist (HTTP 404)
+    ├── Conflict                   the request clashes with current state (HTTP 409)
+    │   └── IllegalTransition      a job cannot move from its status to the one asked for
+    ├── AccessDenied               the client's memory mode or token forbids this (HTTP 403 / 401)
+    ├── ProviderError              an external provider (embeddings, extraction) failed (HTTP 502)
+    ├── ConfigError                a configuration file or value is wrong (names file, line, key)
+    ├── MigrationError             the palace schema could not be brought up to date; the daemon stops
+    └── DaemonNotRunning           no live daemon serves this palace (CLI exit code 3)
+
+Errors become responses at each edge, in one place: `api.errors` for HTTP, `cli.main` for the terminal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+class MemCastleError(Exception):
+    """Base of every error MemCastle raises on purpose."""
+
+    code = "error"
+    help = ""
+
+    def __init__(self, message: str, *, help: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if help is not None:
+            self.help = help
+
+
+class InvalidRequest(MemCastleError):
+    """A request field is missing, malformed or out of range."""
+
+    code = "invalid_request"
+
+    def __init__(self, message: str, *, field: str | None = None, help: str | None = None) -> None:
+        super().__init__(message, help=help)
+        self.field = field
+
+
+class UnknownOption(InvalidRequest):
+    """An option the connector does not declare."""
+
+    code = "unknown_option"
+
+    def __init__(self, option: str, accepted: Sequence[str], *, connector: str) -> None:
+        listed = ", ".join(sorted(accepted)) or "(none)"
+        super().__init__(
+            f"connector {connector!r} has no option {option!r}; accepted options: {listed}",
+            field=f"options.{option}",
+            help=f"accepted options for {connector}: {listed}",
+        )
+        self.option = option
+        self.accepted = tuple(sorted(accepted))
+
+
+class NotFound(MemCastleError):
+    """The thing named does not exist."""
+
+    code = "not_found"
+
+
+class Conflict(MemCastleError):
+    """The request clashes with the current state of the palace."""
+
+    code = "conflict"
+
+    def __init__(self, message: str, *, existing_id: str | None = None, help: str | None = None) -> None:
+        super().__init__(message, help=help)
+        self.existing_id = existing_id
+
+
+class IllegalTransition(Conflict):
+    """A job cannot move from its current status to the one asked for."""
+
+    code = "illegal_transition"
+
+    def __init__(self, job_id: str, current: str, target: str) -> None:
+        super().__init__(
+            f"job {job_id} cannot go from {current} to {target}",
+            existing_id=job_id,
+            help="see the job transition table in docs/architecture.md",
+        )
+        self.current = current
+        self.target = target
+
+
+class AccessDenied(MemCastleError):
+    """The client's memory mode or credentials forbid this request."""
+
+    code = "forbidden"
+
+    def __init__(self, message: str, *, unauthenticated: bool = False, help: str | None = None) -> None:
+        super().__init__(message, help=help)
+        self.unauthenticated = unauthenticated
+        if unauthenticated:
+            self.code = "unauthorized"
+
+
+class ProviderError(MemCastleError):
+    """An external provider (embeddings, extraction) failed or answered badly."""
+
+    code = "provider_error"
+
+
+class ConfigError(MemCastleError):
+    """A configuration file or value is wrong; says where."""
+
+    code = "config_error"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        line: int | None = None,
+        key: str | None = None,
+    ) -> None:
+        where = []
+        if file:
+            where.append(f"{file}:{line}" if line else file)
+        if key:
+            where.append(f"key {key!r}")
+        prefix = f"{' '.join(where)}: " if where else ""
+        super().__init__(prefix + message)
+        self.file = file
+        self.line = line
+        self.key = key
+
+
+class MigrationError(MemCastleError):
+    """The palace schema could not be brought up to date."""
+
+    code = "migration_failed"
+
+
+class DaemonNotRunning(MemCastleError):
+    """No live daemon serves this palace."""
+
+    code = "daemon_not_running"
