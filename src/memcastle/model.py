@@ -355,3 +355,64 @@ class SearchResult:
 
     def to_json(self) -> JSON:
         return {"hits": [h.to_json() for h in self.hits], "ranking": self.ranking, "warnings": list(self.warnings)}
+
+
+# The only ways a job's status may change (SPEC §1); anything else is refused.
+JOB_TRANSITIONS: frozenset[tuple[JobStatus, JobStatus]] = frozenset(
+    {
+        (JobStatus.QUEUED, JobStatus.RUNNING),  # claim
+        (JobStatus.RUNNING, JobStatus.PAUSED),
+        (JobStatus.PAUSED, JobStatus.QUEUED),  # resume
+        (JobStatus.RUNNING, JobStatus.COMPLETED),
+        (JobStatus.RUNNING, JobStatus.FAILED),
+        (JobStatus.QUEUED, JobStatus.CANCELLED),
+        (JobStatus.PAUSED, JobStatus.CANCELLED),
+        (JobStatus.RUNNING, JobStatus.CANCELLED),
+        (JobStatus.RUNNING, JobStatus.QUEUED),  # crash recovery or shutdown, within budget
+        (JobStatus.FAILED, JobStatus.QUEUED),  # retry
+    }
+)
+
+
+def is_legal_transition(current: JobStatus, target: JobStatus) -> bool:
+    """True when the transition table allows `current` → `target`."""
+    return (current, target) in JOB_TRANSITIONS
+
+
+# --- mining ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DocumentRecord:
+    """What the palace remembers of one source document: its revision and the drawer of each chunk."""
+
+    source_id: str
+    external_id: str
+    revision: str
+    chunk_hashes: tuple[str, ...]
+    drawer_ids: tuple[str, ...]
+    updated_at: str
+
+
+@dataclass(frozen=True)
+class SourceRecord:
+    """A mined source: connector + locator + options, and the cursor discovery resumes from."""
+
+    id: str
+    connector: str
+    locator: str
+    options: Mapping[str, str]
+    cursor: str | None
+    updated_at: str
+
+
+@dataclass(frozen=True)
+class DocumentChanges:
+    """Everything one document's mining writes, applied by the store in a single transaction."""
+
+    source: SourceRecord
+    record: DocumentRecord
+    created: tuple[NewDrawer, ...] = ()
+    superseded: tuple[tuple[str, NewDrawer], ...] = ()  # (old drawer id, replacement)
+    invalidated: tuple[str, ...] = ()
+    at: str | None = None

@@ -1,0 +1,89 @@
+"""The one place where exceptions become HTTP responses `{error, code, help}`."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from memcastle.errors import (
+    AccessDenied,
+    Conflict,
+    InvalidRequest,
+    MemCastleError,
+    NotFound,
+    ProviderError,
+)
+
+log = logging.getLogger(__name__)
+
+
+def error_body(message: str, code: str, help: str = "", **extra: Any) -> dict[str, Any]:
+    return {"error": message, "code": code, "help": help, **{k: v for k, v in extra.items() if v is not None}}
+
+
+def status_of(exc: MemCastleError) -> int:
+    if isinstance(exc, InvalidRequest):
+        return 400
+    if isinstance(exc, NotFound):
+        return 404
+    if isinstance(exc, Conflict):
+        return 409
+    if isinstance(exc, AccessDenied):
+        return 401 if exc.unauthenticated else 403
+    if isinstance(exc, ProviderError):
+        return 502
+    return 500
+
+
+def _field_of(loc: tuple[Any, ...]) -> str:
+    parts = [str(p) for p in loc if p not in ("body", "query", "path", "header")]
+    return ".".join(parts) or "body"
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(MemCastleError)
+    async def on_memcastle_error(request: Request, exc: MemCastleError) -> JSONResponse:
+        extra: dict[str, Any] = {}
+        if isinstance(exc, InvalidRequest):
+            extra["field"] = exc.field
+        if isinstance(exc, Conflict):
+            extra["existing_id"] = exc.existing_id
+        headers = {"WWW-Authenticate": "Bearer"} if isinstance(exc, AccessDenied) and exc.unauthenticated else None
+        return JSONResponse(error_body(exc.message, exc.code, exc.help, **extra), status_code=status_of(exc),
+                            headers=headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def on_validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = exc.errors()
+        first = errors[0] if errors else {"loc": ("body",), "msg": "invalid request", "type": "invalid"}
+        field = _field_of(tuple(first.get("loc", ())))
+        if first.get("type") == "json_invalid":
+            message = f"the body is not valid JSON: {first.get('ctx', {}).get('error', first.get('msg'))}"
+            field = "body"
+        elif first.get("type") == "extra_forbidden":
+            message = f"{field}: unknown field"
+        else:
+            message = f"{field}: {first.get('msg')}"
+        details = [{"field": _field_of(tuple(e.get("loc", ()))), "message": e.get("msg")} for e in errors]
+        return JSONResponse(
+            error_body(message, "invalid_request", "see the OpenAPI schema at /openapi.json", field=field,
+                       details=details),
+            status_code=400,
+        )
+
+    @app.exception_handler(StarletteHTTPException)
+    async def on_http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = {404: "not_found", 405: "method_not_allowed", 413: "too_large"}.get(exc.status_code, "http_error")
+        return JSONResponse(error_body(str(exc.detail), code), status_code=exc.status_code,
+                            headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(Exception)
+    async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unexpected error on %s %s", request.method, request.url.path)
+        return JSONResponse(error_body(f"internal error: {type(exc).__name__}", "internal",
+                                       "this is a bug; the daemon log has the details"), status_code=500)

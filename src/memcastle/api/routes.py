@@ -1,0 +1,122 @@
+"""REST routes under /api (SPEC §7): each parses, calls one service method, and renders JSON."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Query, Request, Response
+
+from memcastle import integrity
+from memcastle.api.schemas import NoteBody, SearchBody, SupersedeBody, VerifyBody
+from memcastle.services import SearchRequest, Services
+
+router = APIRouter(prefix="/api")
+
+
+def services(request: Request) -> Services:
+    return request.app.state.services  # type: ignore[no-any-return]
+
+
+def requester(request: Request) -> str:
+    client = request.headers.get("x-memcastle-client", "http")
+    return client if client in ("cli", "http", "web") else "http"
+
+
+@router.get("/health", tags=["status"])
+def health() -> dict[str, Any]:
+    return {"ok": True}
+
+
+@router.get("/status", tags=["status"])
+def status(request: Request) -> dict[str, Any]:
+    return services(request).status()
+
+
+@router.post("/notes", status_code=201, tags=["drawers"])
+def save_note(body: NoteBody, request: Request, response: Response) -> dict[str, Any]:
+    drawer, created = services(request).save_note(
+        body.content, wing=body.wing, room=body.room, tags=body.tags, agent=body.agent, name=body.name,
+        requested_by=requester(request),
+    )
+    if not created:
+        response.status_code = 200
+    return {"drawer": drawer.to_json(), "created": created}
+
+
+@router.get("/drawers", tags=["drawers"])
+def list_drawers(request: Request, wing: str | None = None, room: str | None = None,
+                 limit: int = Query(50), after: str | None = None) -> dict[str, Any]:
+    page = services(request).list_drawers(wing, room, limit, after)
+    return {"drawers": [d.to_json() for d in page.items], "next_after": page.next_after}
+
+
+@router.get("/drawers/{drawer_id}", tags=["drawers"])
+def get_drawer(drawer_id: str, request: Request) -> dict[str, Any]:
+    return services(request).get_drawer(drawer_id).to_json()
+
+
+@router.get("/drawers/{drawer_id}/history", tags=["drawers"])
+def drawer_history(drawer_id: str, request: Request) -> dict[str, Any]:
+    return {"versions": [d.to_json() for d in services(request).drawer_history(drawer_id)]}
+
+
+@router.post("/drawers/{drawer_id}/supersede", status_code=201, tags=["drawers"])
+def supersede_drawer(drawer_id: str, body: SupersedeBody, request: Request) -> dict[str, Any]:
+    return services(request).supersede_drawer(drawer_id, body.content, requested_by=requester(request)).to_json()
+
+
+@router.get("/wings", tags=["drawers"])
+def list_wings(request: Request) -> dict[str, Any]:
+    return {"wings": [{"name": w.name, "drawers": w.drawers, "created_at": w.created_at}
+                      for w in services(request).list_wings()]}
+
+
+@router.get("/wings/{wing}/rooms", tags=["drawers"])
+def list_rooms(wing: str, request: Request) -> dict[str, Any]:
+    return {"rooms": [{"wing": r.wing, "name": r.name, "drawers": r.drawers, "created_at": r.created_at}
+                      for r in services(request).list_rooms(wing)]}
+
+
+@router.post("/search", tags=["search"])
+def search(body: SearchBody, request: Request) -> dict[str, Any]:
+    return services(request).search(_search_request(body)).to_json()
+
+
+def _search_request(body: SearchBody) -> SearchRequest:
+    return SearchRequest(
+        query=body.query, limit=body.limit, wing=body.wing, room=body.room, tags=tuple(body.tags),
+        source_kind=body.source_kind, connector=body.connector, ranking=body.ranking, as_of=body.as_of,
+        from_=body.from_, until=body.until, include_historical=body.include_historical, expand=body.expand,
+        preferences=body.preferences,
+    )
+
+
+@router.get("/jobs", tags=["jobs"])
+def list_jobs(request: Request, status: str | None = None, kind: str | None = None,
+              limit: int = Query(50)) -> dict[str, Any]:
+    return {"jobs": [j.to_json() for j in services(request).list_jobs(status, kind, limit)]}
+
+
+@router.get("/jobs/{job_id}", tags=["jobs"])
+def get_job(job_id: str, request: Request) -> dict[str, Any]:
+    return services(request).get_job(job_id).to_json()
+
+
+@router.post("/jobs/{job_id}/{action}", tags=["jobs"])
+def control_job(job_id: str, action: str, request: Request) -> dict[str, Any]:
+    return {"job": services(request).control_job(job_id, action).to_json()}
+
+
+@router.post("/verify", status_code=202, tags=["jobs"])
+def verify(body: VerifyBody, request: Request) -> dict[str, Any]:
+    job, _ = services(request).submit_job(
+        integrity.KIND, {"batch": body.batch, "pace_ms": body.pace_ms}, priority=body.priority,
+        requested_by=requester(request),
+    )
+    return {"job": job.to_json()}
+
+
+@router.post("/shutdown", status_code=202, tags=["status"])
+def shutdown(request: Request) -> dict[str, Any]:
+    request.app.state.request_shutdown()
+    return {"ok": True, "message": "draining jobs, then exiting"}

@@ -1,0 +1,52 @@
+"""Request bodies accepted over HTTP (pydantic at the edge; unknown fields are refused)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Body(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class NoteBody(Body):
+    content: str
+    wing: str | None = None
+    room: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    agent: str | None = None
+    name: str | None = None
+
+
+class SupersedeBody(Body):
+    content: str
+    reason: str | None = None
+
+
+class SearchBody(Body):
+    query: str
+    limit: int = 10
+    wing: str | None = None
+    room: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    source_kind: str | None = None
+    connector: str | None = None
+    ranking: str = "auto"
+    as_of: str | None = None
+    from_: str | None = Field(default=None, alias="from")
+    until: str | None = None
+    include_historical: bool = False
+    expand: bool = False
+    preferences: str = "on"
+
+
+class VerifyBody(Body):
+    batch: int = Field(default=200, ge=1, le=10_000)
+    pace_ms: int = Field(default=0, ge=0, le=60_000)
+    priority: str = "low"
+
+
+class JobAnswer(BaseModel):
+    job: dict[str, Any]

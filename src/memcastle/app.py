@@ -1,0 +1,62 @@
+"""Composition root: read settings once, build the object graph of one palace, start and stop it."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from functools import partial
+
+from memcastle import integrity
+from memcastle.config import Settings
+from memcastle.errors import ConfigError
+from memcastle.jobs.context import JobHandler
+from memcastle.jobs.queue import JobQueue
+from memcastle.jobs.worker import WorkerPool
+from memcastle.search.engine import SearchEngine
+from memcastle.services import Services
+from memcastle.store import Store
+from memcastle.store.sqlite import SQLiteStore
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Palace:
+    """A built palace: its store, worker pool and services."""
+
+    settings: Settings
+    store: Store
+    pool: WorkerPool
+    services: Services
+    started: bool = field(default=False)
+
+    def start(self) -> None:
+        """Recover jobs a crashed daemon left running, then start the workers."""
+        for job in self.pool.recover():
+            log.warning("job %s (%s) was interrupted; now %s", job.id, job.kind, job.status.value)
+        self.pool.start()
+        self.started = True
+
+    def stop(self) -> list[str]:
+        """Drain running jobs within `jobs.drain_seconds`, requeue the rest, close the store."""
+        requeued = self.pool.drain(self.settings["jobs.drain_seconds"]) if self.started else []
+        self.store.close()
+        return requeued
+
+
+def open_store(settings: Settings) -> Store:
+    url = settings["store.url"]
+    if url:
+        raise ConfigError("only the embedded SQLite store is available in this build", key="store.url")
+    return SQLiteStore(settings.palace)
+
+
+def build(settings: Settings) -> Palace:
+    """Build (not start) the palace the settings name; migrations run here, so a failure stops start-up."""
+    store = open_store(settings)
+    handlers: dict[str, JobHandler] = {integrity.KIND: partial(integrity.verify_palace, store)}
+    pool = WorkerPool(store, handlers, workers=settings["jobs.workers"], lease_seconds=settings["jobs.lease_seconds"])
+    queue = JobQueue(store, pool)
+    services = Services(store=store, queue=queue, search=SearchEngine(store), palace=settings.palace,
+                        settings=settings.values)
+    return Palace(settings=settings, store=store, pool=pool, services=services)

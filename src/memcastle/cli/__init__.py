@@ -1,0 +1,1 @@
+"""The command line: a thin HTTP client of the daemon (except `serve`)."""

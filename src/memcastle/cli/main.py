@@ -1,0 +1,395 @@
+"""`memcastle` commands: parse, call the daemon, render. Errors become a message, a hint and an exit code."""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from memcastle.cli import render
+from memcastle.cli.client import DaemonClient
+from memcastle.config import MODES, Settings, load_settings
+from memcastle.errors import DaemonNotRunning, InvalidRequest, MemCastleError
+
+EXIT_ERROR = 1
+EXIT_NO_DAEMON = 3
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=None,
+                  help="MemCastle: a local-first memory server for AI agents.")
+drawer_app = typer.Typer(no_args_is_help=True, help="Drawers: show, history, supersede, list.")
+wing_app = typer.Typer(no_args_is_help=True, help="Wings of the palace.")
+room_app = typer.Typer(no_args_is_help=True, help="Rooms of a wing.")
+job_app = typer.Typer(no_args_is_help=True, help="Background jobs: list, show and control them.")
+config_app = typer.Typer(no_args_is_help=True, help="Configuration.")
+app.add_typer(drawer_app, name="drawer")
+app.add_typer(wing_app, name="wing")
+app.add_typer(room_app, name="room")
+app.add_typer(job_app, name="job")
+app.add_typer(config_app, name="config")
+
+
+@dataclass
+class Invocation:
+    """Global options, resolved into settings on first use."""
+
+    palace: Path | None
+    config: Path | None
+    json: bool
+    mode: str | None
+    _settings: Settings | None = None
+
+    def settings(self, **flags: Any) -> Settings:
+        if self._settings is None or flags:
+            base = {"palace": str(self.palace) if self.palace else None, "mode": self.mode}
+            self._settings = load_settings(flags={**base, **flags}, config_file=self.config)
+        return self._settings
+
+    def client(self) -> DaemonClient:
+        return DaemonClient(self.settings())
+
+    @property
+    def as_json(self) -> bool:
+        return render.wants_json(self.json)
+
+
+def _inv(ctx: typer.Context) -> Invocation:
+    return ctx.obj  # type: ignore[no-any-return]
+
+
+@app.callback()
+def main(
+    ctx: typer.Context,
+    palace: Annotated[Path | None, typer.Option("--palace", help="palace directory", envvar=None)] = None,
+    config: Annotated[Path | None, typer.Option("--config", help="config file to read instead of the XDG one")] = None,
+    json_output: Annotated[bool, typer.Option("--json", help="print JSON even on a terminal")] = False,
+    mode: Annotated[str | None, typer.Option("--mode", help="memory mode: full, read_only, disabled")] = None,
+) -> None:
+    if mode is not None and mode not in MODES:
+        raise InvalidRequest(f"--mode must be one of {', '.join(MODES)}", field="mode")
+    ctx.obj = Invocation(palace=palace, config=config, json=json_output, mode=mode)
+
+
+# --- daemon ---------------------------------------------------------------------------------------
+
+
+@app.command()
+def serve(
+    ctx: typer.Context,
+    host: Annotated[str | None, typer.Option(help="address to bind (default 127.0.0.1)")] = None,
+    port: Annotated[int | None, typer.Option(help="port to bind; 0 picks a free one (default 8420)")] = None,
+) -> None:
+    """Run the daemon for the palace in the foreground."""
+    from memcastle.daemon import serve as run_daemon
+
+    run_daemon(_inv(ctx).settings(**{"server.host": host, "server.port": port}))
+
+
+@app.command()
+def status(ctx: typer.Context) -> None:
+    """Is the daemon running and healthy? Exit 0 healthy, 1 degraded, 3 not running."""
+    inv = _inv(ctx)
+    data = inv.client().get("/status")
+    degraded = bool(data.get("warnings"))
+    if inv.as_json:
+        render.print_json(data)
+    else:
+        jobs = data.get("jobs", {})
+        lines = [
+            f"[bold]MemCastle {data['version']}[/bold] — {'[yellow]degraded[/yellow]' if degraded else '[green]healthy[/green]'}",
+            f"palace   {data['palace']}",
+            f"store    {data['store']['backend']} ({data['store']['location']})",
+            f"drawers  {data['drawers']} current, {data['drawers_total']} with history",
+            "jobs     " + ", ".join(f"{k} {v}" for k, v in jobs.items() if v),
+        ]
+        embeddings = data.get("embeddings")
+        if embeddings:
+            lines.append(f"embed    {embeddings.get('provider')} {embeddings.get('model') or ''} "
+                         f"dim {embeddings.get('dimension')} · pending {embeddings.get('pending')}")
+        for warning in data.get("warnings", []):
+            lines.append(f"[yellow]warning[/yellow] {warning}")
+        render.console.print("\n".join(lines))
+    raise typer.Exit(EXIT_ERROR if degraded else 0)
+
+
+@app.command()
+def shutdown(ctx: typer.Context) -> None:
+    """Ask the daemon to drain its jobs and exit."""
+    inv = _inv(ctx)
+    data = inv.client().post("/shutdown")
+    render.print_json(data) if inv.as_json else render.console.print(data["message"])
+
+
+# --- drawers --------------------------------------------------------------------------------------
+
+
+def _read_content(content: str) -> str:
+    return sys.stdin.read() if content == "-" else content
+
+
+@app.command()
+def note(
+    ctx: typer.Context,
+    content: Annotated[str, typer.Argument(help="the note text, or - to read standard input")],
+    wing: Annotated[str | None, typer.Option(help="wing (default: the project's, else 'default')")] = None,
+    room: Annotated[str | None, typer.Option(help="room (default: the project's, else 'notes')")] = None,
+    tag: Annotated[list[str] | None, typer.Option("--tag", help="a tag; repeat for more")] = None,
+    agent: Annotated[str | None, typer.Option(help="who is writing (an agent identity)")] = None,
+    name: Annotated[str | None, typer.Option(help="a name, unique among the room's current drawers")] = None,
+) -> None:
+    """Save a note as a drawer."""
+    from memcastle.connectors.project import find_project_settings
+
+    inv = _inv(ctx)
+    project = find_project_settings(Path.cwd())
+    body = {"content": _read_content(content), "wing": wing or (project.wing if project else None),
+            "room": room or (project.room if project else None), "tags": tag or [], "agent": agent, "name": name}
+    data = inv.client().post("/notes", body)
+    if inv.as_json:
+        render.print_json(data)
+    else:
+        verb = "saved" if data["created"] else "already stored (exact copy)"
+        render.console.print(f"{verb}: {data['drawer']['id']} in {data['drawer']['wing']}/{data['drawer']['room']}")
+
+
+@app.command()
+def search(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Argument(help="what to look for")],
+    limit: Annotated[int, typer.Option(help="how many hits (1-200)")] = 10,
+    wing: Annotated[str | None, typer.Option(help="only this wing")] = None,
+    room: Annotated[str | None, typer.Option(help="only this room")] = None,
+    tag: Annotated[list[str] | None, typer.Option("--tag", help="required tag; repeat for more")] = None,
+    kind: Annotated[str | None, typer.Option("--kind", help="source kind: file, note, transcript, commit, …")] = None,
+    connector: Annotated[str | None, typer.Option(help="only drawers mined by this connector")] = None,
+    ranking: Annotated[str, typer.Option(help="auto, lexical, semantic or hybrid")] = "auto",
+    as_of: Annotated[str | None, typer.Option("--as-of", help="what was current at this instant")] = None,
+    from_: Annotated[str | None, typer.Option("--from", help="window start (with --until)")] = None,
+    until: Annotated[str | None, typer.Option(help="window end (with --from)")] = None,
+    historical: Annotated[bool, typer.Option("--historical", help="include closed versions")] = False,
+    expand: Annotated[bool, typer.Option(help="add drawers related through the knowledge graph")] = False,
+) -> None:
+    """Search the palace: evidence with provenance and the signals that ranked it."""
+    inv = _inv(ctx)
+    body = {"query": query, "limit": limit, "wing": wing, "room": room, "tags": tag or [], "source_kind": kind,
+            "connector": connector, "ranking": ranking, "as_of": as_of, "from": from_, "until": until,
+            "include_historical": historical, "expand": expand}
+    data = inv.client().post("/search", {k: v for k, v in body.items() if v is not None})
+    render.print_json(data) if inv.as_json else render.show_hits(data)
+
+
+@drawer_app.command("show")
+def drawer_show(ctx: typer.Context, drawer_id: str) -> None:
+    """Show one drawer verbatim with its provenance."""
+    inv = _inv(ctx)
+    data = inv.client().get(f"/drawers/{drawer_id}")
+    render.print_json(data) if inv.as_json else render.show_drawer(data)
+
+
+@drawer_app.command("history")
+def drawer_history(ctx: typer.Context, drawer_id: str) -> None:
+    """Every version of a drawer, oldest first."""
+    inv = _inv(ctx)
+    data = inv.client().get(f"/drawers/{drawer_id}/history")
+    if inv.as_json:
+        render.print_json(data)
+        return
+    for version in data["versions"]:
+        render.show_drawer(version)
+
+
+@drawer_app.command("supersede")
+def drawer_supersede(
+    ctx: typer.Context,
+    drawer_id: str,
+    content: Annotated[str, typer.Argument(help="the replacement text, or - for standard input")],
+) -> None:
+    """Replace a drawer: the old version closes, the new one opens, both stay linked."""
+    inv = _inv(ctx)
+    data = inv.client().post(f"/drawers/{drawer_id}/supersede", {"content": _read_content(content)})
+    render.print_json(data) if inv.as_json else render.show_drawer(data)
+
+
+@drawer_app.command("list")
+def drawer_list(
+    ctx: typer.Context,
+    wing: Annotated[str | None, typer.Option(help="only this wing")] = None,
+    room: Annotated[str | None, typer.Option(help="only this room")] = None,
+    limit: Annotated[int, typer.Option(help="page size (1-200)")] = 50,
+    after: Annotated[str | None, typer.Option(help="continue after this drawer id")] = None,
+) -> None:
+    """List current drawers, oldest first, a page at a time."""
+    inv = _inv(ctx)
+    data = inv.client().get("/drawers", wing=wing, room=room, limit=limit, after=after)
+    if inv.as_json:
+        render.print_json(data)
+        return
+    render.table("drawers", ["id", "wing/room", "name", "text"], [
+        (d["id"], f"{d['wing']}/{d['room']}", d.get("name"), d["content"][:60].replace("\n", " "))
+        for d in data["drawers"]
+    ])
+    if data.get("next_after"):
+        render.console.print(f"[dim]more: --after {data['next_after']}[/dim]")
+
+
+@wing_app.command("list")
+def wing_list(ctx: typer.Context) -> None:
+    """List the palace's wings."""
+    inv = _inv(ctx)
+    data = inv.client().get("/wings")
+    if inv.as_json:
+        render.print_json(data)
+    else:
+        render.table("wings", ["wing", "drawers", "created"], [(w["name"], w["drawers"], w["created_at"])
+                                                               for w in data["wings"]])
+
+
+@room_app.command("list")
+def room_list(ctx: typer.Context, wing: str) -> None:
+    """List the rooms of a wing."""
+    inv = _inv(ctx)
+    data = inv.client().get(f"/wings/{wing}/rooms")
+    if inv.as_json:
+        render.print_json(data)
+    else:
+        render.table(f"rooms of {wing}", ["room", "drawers", "created"],
+                     [(r["name"], r["drawers"], r["created_at"]) for r in data["rooms"]])
+
+
+# --- jobs -----------------------------------------------------------------------------------------
+
+
+@job_app.command("list")
+def job_list(
+    ctx: typer.Context,
+    status_: Annotated[str | None, typer.Option("--status", help="queued, running, paused, completed, …")] = None,
+    kind: Annotated[str | None, typer.Option(help="job kind, e.g. mine, embed, verify")] = None,
+    limit: Annotated[int, typer.Option(help="how many (1-200)")] = 50,
+) -> None:
+    """List jobs, newest first."""
+    inv = _inv(ctx)
+    data = inv.client().get("/jobs", status=status_, kind=kind, limit=limit)
+    render.print_json(data) if inv.as_json else render.show_jobs(data["jobs"])
+
+
+@job_app.command("show")
+def job_show(ctx: typer.Context, job_id: str) -> None:
+    """Show one job: status, progress, result or error."""
+    inv = _inv(ctx)
+    data = inv.client().get(f"/jobs/{job_id}")
+    render.print_json(data) if inv.as_json else render.show_job(data)
+
+
+def _control(ctx: typer.Context, job_id: str, action: str) -> None:
+    inv = _inv(ctx)
+    data = inv.client().post(f"/jobs/{job_id}/{action}")
+    render.print_json(data) if inv.as_json else render.show_job(data["job"])
+
+
+@job_app.command("pause")
+def job_pause(ctx: typer.Context, job_id: str) -> None:
+    """Pause a running job at its next checkpoint."""
+    _control(ctx, job_id, "pause")
+
+
+@job_app.command("resume")
+def job_resume(ctx: typer.Context, job_id: str) -> None:
+    """Queue a paused job again; it continues from its checkpoint."""
+    _control(ctx, job_id, "resume")
+
+
+@job_app.command("cancel")
+def job_cancel(ctx: typer.Context, job_id: str) -> None:
+    """Cancel a queued, paused or running job (a running one stops at its next checkpoint)."""
+    _control(ctx, job_id, "cancel")
+
+
+@job_app.command("retry")
+def job_retry(ctx: typer.Context, job_id: str) -> None:
+    """Queue a failed job again."""
+    _control(ctx, job_id, "retry")
+
+
+def wait_for_job(inv: Invocation, job: dict[str, Any]) -> dict[str, Any]:
+    """Follow a job to its end, with a progress bar on a terminal."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    client = inv.client()
+    finished = {"completed", "failed", "cancelled", "paused"}
+    if inv.as_json:
+        while job["status"] not in finished:
+            time.sleep(0.2)
+            job = client.get(f"/jobs/{job['id']}")
+        return job
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=render.console, transient=True) as bar:
+        task = bar.add_task(job["kind"], total=None)
+        while job["status"] not in finished:
+            time.sleep(0.2)
+            job = client.get(f"/jobs/{job['id']}")
+            progress = job.get("progress") or {}
+            bar.update(task, completed=progress.get("current", 0), total=progress.get("total"),
+                       description=f"{job['kind']} · {job['status']}")
+    return job
+
+
+@app.command()
+def verify(
+    ctx: typer.Context,
+    wait: Annotated[bool, typer.Option(help="follow the job to its end")] = False,
+    pace_ms: Annotated[int, typer.Option("--pace-ms", help="pause between batches, to go easy on the disk")] = 0,
+) -> None:
+    """Re-hash every current drawer in the background and report any mismatch."""
+    inv = _inv(ctx)
+    job = inv.client().post("/verify", {"pace_ms": pace_ms})["job"]
+    if wait:
+        job = wait_for_job(inv, job)
+    render.print_json({"job": job}) if inv.as_json else render.show_job(job)
+
+
+# --- configuration --------------------------------------------------------------------------------
+
+
+@config_app.command("show")
+def config_show(ctx: typer.Context) -> None:
+    """Every effective setting and where its value came from."""
+    inv = _inv(ctx)
+    settings = inv.settings()
+    rows = settings.describe()
+    if inv.as_json:
+        render.print_json({"config_file": str(settings.config_file), "settings": rows})
+        return
+    render.console.print(f"[dim]config file: {settings.config_file}[/dim]")
+    render.table("settings", ["key", "value", "from"], [(r["key"], r["value"], r["origin"]) for r in rows])
+
+
+def run() -> None:
+    """Console-script entry point: one place turns errors into a message and an exit code."""
+    try:
+        app(standalone_mode=False)
+    except DaemonNotRunning as exc:
+        _report(exc)
+        sys.exit(EXIT_NO_DAEMON)
+    except MemCastleError as exc:
+        _report(exc)
+        sys.exit(EXIT_ERROR)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        sys.exit(EXIT_ERROR)
+    except Exception as exc:  # click usage errors arrive here in non-standalone mode
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            sys.exit(2)
+        raise
+
+
+def _report(exc: MemCastleError) -> None:
+    render.errors.print(f"[red]error:[/red] {exc.message}")
+    if exc.help:
+        render.errors.print(f"[dim]hint: {exc.help}[/dim]")

@@ -1,0 +1,121 @@
+"""Terminal rendering: rich tables and panels on a TTY, JSON otherwise."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from rich.console import Console
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+console = Console(highlight=False, soft_wrap=False)
+errors = Console(stderr=True, highlight=False)
+
+
+def wants_json(flag: bool) -> bool:
+    return flag or not sys.stdout.isatty()
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def _short(stamp: str | None) -> str:
+    return stamp[:19].replace("T", " ") if stamp else "—"
+
+
+def _origin_line(drawer: Mapping[str, Any]) -> str:
+    source = drawer.get("source") or {}
+    origin = source.get("origin")
+    if origin:
+        when = origin.get("occurred_at") or drawer.get("valid_from")
+        return f"{origin['connector']} · {origin['document']} #{origin['chunk']} · {_short(when)}"
+    who = source.get("agent") or (drawer.get("provenance") or {}).get("requested_by", "")
+    return f"{source.get('kind', 'manual')} · {who} · {_short(drawer.get('created_at'))}"
+
+
+def drawer_panel(drawer: Mapping[str, Any], *, title_extra: str = "") -> Panel:
+    state = "current" if drawer.get("valid_to") is None else f"closed {_short(drawer['valid_to'])}"
+    title = f"[bold]{drawer['wing']}/{drawer['room']}[/bold]"
+    if drawer.get("name"):
+        title += f" · {drawer['name']}"
+    subtitle = f"{drawer['id']} · {state}"
+    body = Text()
+    body.append(_origin_line(drawer) + "\n", style="dim")
+    if drawer.get("tags"):
+        body.append("tags: " + ", ".join(drawer["tags"]) + "\n", style="dim")
+    if title_extra:
+        body.append(title_extra + "\n", style="cyan")
+    body.append(drawer["content"])
+    return Panel(body, title=title, subtitle=subtitle, title_align="left", subtitle_align="right")
+
+
+def show_drawer(drawer: Mapping[str, Any]) -> None:
+    console.print(drawer_panel(drawer))
+
+
+def show_hits(result: Mapping[str, Any]) -> None:
+    for warning in result.get("warnings", []):
+        errors.print(f"[yellow]warning:[/yellow] {warning}")
+    hits = result.get("hits", [])
+    if not hits:
+        console.print("[dim]no matching drawers[/dim]")
+        return
+    console.print(f"[dim]{len(hits)} hit(s), ranking {result.get('ranking')}[/dim]")
+    for rank, hit in enumerate(hits, start=1):
+        console.print(drawer_panel(hit["drawer"], title_extra=f"#{rank}  {explain_signals(hit)}"))
+
+
+def explain_signals(hit: Mapping[str, Any]) -> str:
+    signals = hit.get("signals", {})
+    parts = [f"score {hit['score']:.3f}"]
+    for key in ("lexical", "semantic", "fusion", "graph", "relevance"):
+        if key in signals and signals[key] is not None:
+            parts.append(f"{key} {signals[key]:.3f}")
+    preference = signals.get("preference")
+    if preference:
+        criterion = preference.get("criterion")
+        why = f" ({criterion['path']}={criterion['equals']!r})" if criterion else ""
+        parts.append(f"preference {preference['level']}{why} {preference['adjustment']:+.2f}")
+    if hit.get("via"):
+        parts.append("via " + ", ".join(hit["via"]))
+    return " · ".join(parts)
+
+
+def table(title: str, columns: Iterable[str], rows: Iterable[Iterable[Any]]) -> None:
+    grid = Table(title=title, title_justify="left", show_lines=False)
+    for column in columns:
+        grid.add_column(column)
+    for row in rows:
+        grid.add_row(*("" if v is None else str(v) for v in row))
+    console.print(grid)
+
+
+def show_jobs(jobs: list[Mapping[str, Any]]) -> None:
+    table("jobs", ["id", "kind", "status", "priority", "progress", "created", "error"], [
+        (j["id"], j["kind"], j["status"], j["priority"], progress_text(j), _short(j["created_at"]),
+         (j.get("error") or "")[:60]) for j in jobs
+    ])
+
+
+def progress_text(job: Mapping[str, Any]) -> str:
+    progress = job.get("progress") or {}
+    total = progress.get("total")
+    return f"{progress.get('current', 0)}/{total}" if total else str(progress.get("current", 0))
+
+
+def show_job(job: Mapping[str, Any]) -> None:
+    lines = [f"[bold]{job['kind']}[/bold] job {job['id']}", f"status: {job['status']}  priority: {job['priority']}",
+             f"progress: {progress_text(job)} {(job.get('progress') or {}).get('message') or ''}",
+             f"created {_short(job['created_at'])} · started {_short(job.get('started_at'))} · finished "
+             f"{_short(job.get('finished_at'))}",
+             f"attempt {job['attempt']} · recoveries {job['recovery_attempts']}"]
+    if job.get("error"):
+        lines.append(f"[red]error:[/red] {job['error']}")
+    if job.get("result"):
+        lines.append("result: " + json.dumps(job["result"], ensure_ascii=False))
+    console.print(Panel("\n".join(lines), title_align="left"))

@@ -1,0 +1,301 @@
+"""Settings: built-in defaults < config.toml < MEMCASTLE_* environment < command-line flags (SPEC §7).
+
+Every setting is declared once in `SETTINGS`; a key that is not declared is an error naming the key (and the file
+and line when it came from a file). `Settings.origin(key)` says where each effective value came from.
+Only composition roots (`memcastle.app`, the CLI entry point) read settings.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+from memcastle.errors import ConfigError
+
+APP = "memcastle"
+MODES = ("full", "read_only", "disabled")
+
+
+@dataclass(frozen=True)
+class SettingSpec:
+    """One declared setting: its type, default and meaning."""
+
+    key: str
+    type: type
+    default: Any
+    description: str
+    choices: tuple[str, ...] = ()
+    minimum: float | None = None
+    maximum: float | None = None
+    secret: bool = False
+
+    @property
+    def env_var(self) -> str:
+        return "MEMCASTLE_" + self.key.upper().replace(".", "_")
+
+
+def _default_palace() -> str:
+    return str(Path(platformdirs.user_data_dir(APP)) / "palace")
+
+
+SETTINGS: tuple[SettingSpec, ...] = (
+    SettingSpec("palace", str, _default_palace, "the palace directory this daemon serves"),
+    SettingSpec("mode", str, "full", "this client's memory mode", choices=MODES),
+    SettingSpec("server.host", str, "127.0.0.1", "address the daemon binds"),
+    SettingSpec("server.port", int, 8420, "port the daemon binds (0 picks a free one)", minimum=0, maximum=65535),
+    SettingSpec("server.max_body_bytes", int, 8 * 1024 * 1024, "largest request body accepted", minimum=1024),
+    SettingSpec("store.url", str, "", "empty for the embedded SQLite palace, or postgresql://…"),
+    SettingSpec("jobs.workers", int, 2, "background job worker threads", minimum=1, maximum=32),
+    SettingSpec("jobs.drain_seconds", float, 10.0, "how long shutdown waits for running jobs", minimum=0),
+    SettingSpec("jobs.lease_seconds", float, 60.0, "job lease length; renewed while a job makes progress",
+                minimum=1),
+    SettingSpec("mining.chunk_chars", int, 6000, "largest drawer a mined document is cut into", minimum=200),
+    SettingSpec("mining.max_file_bytes", int, 2 * 1024 * 1024, "files larger than this are skipped", minimum=1),
+    SettingSpec("search.rrf_k", int, 60, "reciprocal rank fusion constant", minimum=1),
+    SettingSpec("search.lexical_weight", float, 1.0, "weight of the lexical leg in fusion", minimum=0),
+    SettingSpec("search.semantic_weight", float, 1.0, "weight of the semantic leg in fusion", minimum=0),
+    SettingSpec("embeddings.provider", str, "builtin", "embedding provider",
+                choices=("builtin", "command", "http", "none")),
+    SettingSpec("embeddings.model", str, "", "model name passed to command/http providers"),
+    SettingSpec("embeddings.command", list, [], "argv of the command provider (no shell)"),
+    SettingSpec("embeddings.url", str, "", "base URL of an OpenAI-compatible embeddings endpoint"),
+    SettingSpec("embeddings.api_key", str, "", "bearer key for the http provider", secret=True),
+    SettingSpec("embeddings.timeout", float, 30.0, "seconds before a provider call fails", minimum=0.1),
+    SettingSpec("embeddings.threads", int, 2, "CPU threads for the builtin model", minimum=1, maximum=64),
+    SettingSpec("embeddings.batch_size", int, 64, "drawers embedded per unit of the embed job", minimum=1),
+    SettingSpec("extraction.provider", str, "heuristic", "fact extraction provider",
+                choices=("heuristic", "command", "http", "none")),
+    SettingSpec("extraction.min_confidence", float, 0.3, "facts below this confidence are dropped",
+                minimum=0, maximum=1),
+    SettingSpec("dedup.near_threshold", float, 0.9, "similarity at which drawers count as near duplicates",
+                minimum=0, maximum=1),
+    SettingSpec("auth.enabled", bool, False, "require a bearer token on every request but /api/health"),
+    SettingSpec("auth.token", str, "", "the token this client sends", secret=True),
+    SettingSpec("auth.allow_remote", bool, False, "allow a non-loopback bind without auth"),
+    SettingSpec("mcp.allowed_hosts", list, [], "extra Host header values the MCP endpoint accepts"),
+)
+
+SPEC_BY_KEY = {spec.key: spec for spec in SETTINGS}
+# Tables that are validated by their own modules rather than key by key here.
+STRUCTURED_TABLES = ("miners", "preferences", "palace")
+
+
+@dataclass(frozen=True)
+class RawTable:
+    """A structured table kept for its own validator, with the file it came from."""
+
+    value: Any
+    file: str
+    text: str
+
+
+@dataclass
+class Settings:
+    """The effective settings and, for each key, where its value came from."""
+
+    values: dict[str, Any]
+    origins: dict[str, str]
+    config_file: Path
+    tables: dict[str, RawTable] = field(default_factory=dict)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.values[key]
+
+    def origin(self, key: str) -> str:
+        return self.origins[key]
+
+    @property
+    def palace(self) -> Path:
+        return Path(self.values["palace"]).expanduser()
+
+    def describe(self) -> list[dict[str, Any]]:
+        """Every setting with its effective value (secrets masked) and origin."""
+        rows = []
+        for spec in SETTINGS:
+            value = self.values[spec.key]
+            if spec.secret and value:
+                value = "********"
+            rows.append({"key": spec.key, "value": value, "origin": self.origins[spec.key],
+                         "description": spec.description})
+        return rows
+
+
+def default_config_file() -> Path:
+    return Path(platformdirs.user_config_dir(APP)) / "config.toml"
+
+
+def state_dir() -> Path:
+    return Path(platformdirs.user_state_dir(APP))
+
+
+def load_settings(
+    *,
+    flags: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    config_file: Path | None = None,
+) -> Settings:
+    """Merge defaults, the config file, MEMCASTLE_* variables and flags (None flags are ignored)."""
+    env = os.environ if env is None else env
+    flags = {k: v for k, v in (flags or {}).items() if v is not None}
+    values: dict[str, Any] = {}
+    origins: dict[str, str] = {}
+    for spec in SETTINGS:
+        values[spec.key] = spec.default() if callable(spec.default) else spec.default
+        origins[spec.key] = "default"
+
+    path = config_file or (Path(env["MEMCASTLE_CONFIG"]) if env.get("MEMCASTLE_CONFIG") else default_config_file())
+    tables: dict[str, RawTable] = {}
+    if path.exists():
+        _apply_file(path, values, origins, tables)
+    elif config_file is not None or env.get("MEMCASTLE_CONFIG"):
+        raise ConfigError("config file does not exist", file=str(path))
+
+    _apply_env(env, values, origins)
+    for key, value in flags.items():
+        spec = SPEC_BY_KEY.get(key)
+        if spec is None:
+            raise ConfigError("unknown setting", key=key)
+        values[key] = _coerce(spec, value, where=f"flag for {key}")
+        origins[key] = "flag"
+    return Settings(values=values, origins=origins, config_file=path, tables=tables)
+
+
+def _apply_file(path: Path, values: dict[str, Any], origins: dict[str, str], tables: dict[str, RawTable]) -> None:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read: {exc}", file=str(path)) from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        line = _line_from_message(str(exc))
+        raise ConfigError(str(exc), file=str(path), line=line) from None
+    origin = f"file {path}"
+    for key, value in _flatten(data):
+        if key.split(".")[0] in STRUCTURED_TABLES:
+            continue
+        spec = SPEC_BY_KEY.get(key)
+        line = line_of_key(text, key)
+        if spec is None:
+            raise ConfigError(_unknown_message(key), file=str(path), line=line, key=key)
+        try:
+            values[key] = _coerce(spec, value, where=key)
+        except ConfigError as exc:
+            raise ConfigError(exc.message, file=str(path), line=line, key=key) from None
+        origins[key] = origin
+    for name in STRUCTURED_TABLES:
+        if name in data:
+            tables[name] = RawTable(value=data[name], file=str(path), text=text)
+
+
+def _apply_env(env: Mapping[str, str], values: dict[str, Any], origins: dict[str, str]) -> None:
+    by_var = {spec.env_var: spec for spec in SETTINGS}
+    for var, raw in env.items():
+        if not var.startswith("MEMCASTLE_") or var == "MEMCASTLE_CONFIG":
+            continue
+        spec = by_var.get(var)
+        if spec is None:
+            known = ", ".join(sorted(by_var)[:6])
+            raise ConfigError(f"unknown environment variable {var} (known ones look like {known}, …)", key=var)
+        values[spec.key] = _coerce(spec, _parse_env_value(spec, raw, var), where=var)
+        origins[spec.key] = f"env {var}"
+
+
+def _parse_env_value(spec: SettingSpec, raw: str, var: str) -> Any:
+    if spec.type is list:
+        try:
+            return tomllib.loads(f"v = {raw}")["v"]
+        except tomllib.TOMLDecodeError:
+            raise ConfigError("expected a TOML array such as [\"a\", \"b\"]", key=var) from None
+    if spec.type is bool:
+        lowered = raw.strip().lower()
+        if lowered in ("1", "true", "yes", "on"):
+            return True
+        if lowered in ("0", "false", "no", "off"):
+            return False
+        raise ConfigError(f"expected true or false, got {raw!r}", key=var)
+    return raw
+
+
+def _coerce(spec: SettingSpec, value: Any, *, where: str) -> Any:
+    converters: dict[type, Callable[[Any], Any]] = {int: int, float: float, str: str}
+    if spec.type is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"expected true or false, got {value!r}", key=where)
+        return value
+    if spec.type is list:
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"expected a list of strings, got {value!r}", key=where)
+        return list(value)
+    if spec.type in (int, float) and isinstance(value, bool):
+        raise ConfigError(f"expected a number, got {value!r}", key=where)
+    if spec.type is str and not isinstance(value, str):
+        raise ConfigError(f"expected a string, got {value!r}", key=where)
+    try:
+        coerced = converters[spec.type](value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"expected {spec.type.__name__}, got {value!r}", key=where) from None
+    if spec.type is int and isinstance(value, float) and not value.is_integer():
+        raise ConfigError(f"expected an integer, got {value!r}", key=where)
+    if spec.choices and coerced not in spec.choices:
+        raise ConfigError(f"{coerced!r} is not one of {', '.join(spec.choices)}", key=where)
+    if spec.minimum is not None and coerced < spec.minimum:
+        raise ConfigError(f"{coerced!r} is below the minimum {spec.minimum:g}", key=where)
+    if spec.maximum is not None and coerced > spec.maximum:
+        raise ConfigError(f"{coerced!r} is above the maximum {spec.maximum:g}", key=where)
+    return coerced
+
+
+def _flatten(data: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    out: list[tuple[str, Any]] = []
+    for key, value in data.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, dict) and dotted not in SPEC_BY_KEY and key not in STRUCTURED_TABLES:
+            out.extend(_flatten(value, dotted + "."))
+        else:
+            out.append((dotted, value))
+    return out
+
+
+def _unknown_message(key: str) -> str:
+    section = key.rsplit(".", 1)[0] if "." in key else ""
+    siblings = [s.key for s in SETTINGS if section and s.key.startswith(section + ".")]
+    hint = f"; known keys in [{section}]: {', '.join(siblings)}" if siblings else ""
+    return f"unknown setting{hint}"
+
+
+_LINE_IN_MESSAGE = re.compile(r"line (\d+)")
+
+
+def _line_from_message(message: str) -> int | None:
+    match = _LINE_IN_MESSAGE.search(message)
+    return int(match.group(1)) if match else None
+
+
+def line_of_key(text: str, dotted: str) -> int | None:
+    """Best-effort line number of `dotted` (section + key) in TOML text; tomllib does not report it."""
+    parts = dotted.split(".")
+    leaf = parts[-1]
+    section = ".".join(parts[:-1])
+    current = ""
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        header = re.match(r"^\[\[?\s*([^\]]+?)\s*\]\]?", stripped)
+        if header:
+            current = header.group(1).replace(" ", "").replace('"', "")
+            continue
+        match = re.match(r"^([A-Za-z0-9_.\"-]+)\s*=", stripped)
+        if not match:
+            continue
+        key = match.group(1).replace('"', "")
+        full = f"{current}.{key}" if current else key
+        if full == dotted or (current == section and key == leaf):
+            return number
+    return None

@@ -1,0 +1,59 @@
+"""`memcastle serve`: run one palace's daemon in the foreground on one listener."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import sys
+
+import uvicorn
+
+from memcastle import __version__
+from memcastle.api.app import create_app
+from memcastle.app import build
+from memcastle.config import Settings, state_dir
+from memcastle.errors import Conflict
+from memcastle.registry import find_daemon, remove_entry, write_entry
+
+log = logging.getLogger("memcastle")
+
+
+def serve(settings: Settings) -> None:
+    """Build the palace, bind, register, serve until SIGINT/SIGTERM or POST /api/shutdown, then drain."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+                        stream=sys.stderr)
+    states = state_dir()
+    running, _ = find_daemon(states, settings.palace)
+    if running is not None:
+        raise Conflict(f"palace {settings.palace} is already served by pid {running.pid} at {running.address}",
+                       help="stop it first (memcastle shutdown) or choose another --palace")
+    host, port = settings["server.host"], settings["server.port"]
+    listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind((host, port))
+    bound_port = listener.getsockname()[1]
+    shown_host = f"[{host}]" if ":" in host else host
+    address = f"http://{shown_host}:{bound_port}"
+
+    palace = build(settings)
+    server: uvicorn.Server | None = None
+
+    def request_shutdown() -> None:
+        if server is not None:
+            server.should_exit = True
+
+    app = create_app(palace, request_shutdown=request_shutdown)
+    config = uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=5)
+    server = uvicorn.Server(config)
+    palace.start()
+    write_entry(states, settings.palace, address, __version__)
+    log.info("MemCastle %s serving palace %s at %s (pid registered)", __version__, settings.palace, address)
+    print(f"MemCastle {__version__} serving {settings.palace} at {address}", file=sys.stderr, flush=True)
+    try:
+        server.run(sockets=[listener])
+    finally:
+        requeued = palace.stop()
+        if requeued:
+            log.info("requeued %d unfinished job(s): %s", len(requeued), ", ".join(requeued))
+        remove_entry(states, settings.palace)
+        log.info("MemCastle stopped")

@@ -1,0 +1,1 @@
+"""Durable background jobs: the worker pool and the context a job handler works through."""

@@ -1,0 +1,61 @@
+"""What a running job sees: its parameters, its saved checkpoint, and a way to report progress."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from memcastle.model import Job, Progress
+from memcastle.store import Store
+
+
+class JobStopped(Exception):
+    """Raised inside a handler at a unit boundary when the job must stop (pause, cancel or shutdown)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class JobContext:
+    """The handle a job handler gets; `checkpoint()` saves progress and is where pause/cancel take effect."""
+
+    def __init__(self, store: Store, job: Job, owner: str, lease_seconds: float,
+                 is_shutting_down: Callable[[], bool]) -> None:
+        self._store = store
+        self.job = job
+        self._owner = owner
+        self._lease_seconds = lease_seconds
+        self._is_shutting_down = is_shutting_down
+        self.state: dict[str, Any] = dict(job.checkpoint)
+
+    @property
+    def params(self) -> Mapping[str, Any]:
+        return self.job.params
+
+    @property
+    def job_id(self) -> str:
+        return self.job.id
+
+    def checkpoint(self, state: Mapping[str, Any], current: int, total: int | None = None,
+                   message: str | None = None) -> None:
+        """Durably save `state` (what a resumed run needs) and progress; then stop here if asked to."""
+        self.state = dict(state)
+        self.job = self._store.save_job_checkpoint(
+            self.job.id, self._owner, self.state, Progress(current=current, total=total, message=message),
+            self._lease_seconds,
+        )
+        self.raise_if_stopping()
+
+    def raise_if_stopping(self) -> None:
+        """Stop at this unit boundary when a cancel, pause or shutdown was requested."""
+        if self._is_shutting_down():
+            raise JobStopped("shutdown")
+        job = self._store.get_job(self.job.id)
+        if job.cancel_requested:
+            raise JobStopped("cancel")
+        if job.pause_requested:
+            raise JobStopped("pause")
+
+
+JobHandler = Callable[[JobContext], Mapping[str, Any]]

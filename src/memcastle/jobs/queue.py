@@ -1,0 +1,52 @@
+"""Job control as users see it: submit, pause, resume, cancel, retry — each a legal transition or a refusal."""
+
+from __future__ import annotations
+
+from memcastle.clock import utc_now
+from memcastle.errors import IllegalTransition
+from memcastle.jobs.worker import WorkerPool
+from memcastle.model import Job, JobStatus, NewJob
+from memcastle.store import Store
+
+
+class JobQueue:
+    """Submits jobs to the store and wakes the pool; translates control requests into transitions."""
+
+    def __init__(self, store: Store, pool: WorkerPool | None) -> None:
+        self._store = store
+        self._pool = pool
+
+    def submit(self, new: NewJob) -> tuple[Job, bool]:
+        """Queue a job (or join a queued one with the same coalesce key); returns (job, created)."""
+        job, created = self._store.create_job(new)
+        if self._pool is not None:
+            self._pool.wake()
+        return job, created
+
+    def pause(self, job_id: str) -> Job:
+        job = self._store.get_job(job_id)
+        if job.status is not JobStatus.RUNNING:
+            raise IllegalTransition(job_id, job.status.value, JobStatus.PAUSED.value)
+        return self._store.request_job_stop(job_id, pause=True)
+
+    def resume(self, job_id: str) -> Job:
+        job = self._store.transition_job(job_id, JobStatus.QUEUED, pause_requested=0)
+        if self._pool is not None:
+            self._pool.wake()
+        return job
+
+    def cancel(self, job_id: str) -> Job:
+        job = self._store.get_job(job_id)
+        if job.status in (JobStatus.QUEUED, JobStatus.PAUSED):
+            return self._store.transition_job(job_id, JobStatus.CANCELLED, finished_at=utc_now(),
+                                              cancel_requested=1)
+        if job.status is JobStatus.RUNNING:
+            return self._store.request_job_stop(job_id, cancel=True)
+        raise IllegalTransition(job_id, job.status.value, JobStatus.CANCELLED.value)
+
+    def retry(self, job_id: str) -> Job:
+        job = self._store.transition_job(job_id, JobStatus.QUEUED, error=None, finished_at=None,
+                                         cancel_requested=0, pause_requested=0)
+        if self._pool is not None:
+            self._pool.wake()
+        return job

@@ -1,0 +1,1 @@
+"""Retrieval: lexical, semantic, fusion, expansion, and the embedding providers."""

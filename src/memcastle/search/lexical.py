@@ -1,0 +1,39 @@
+"""Full-text query building: user text becomes quoted FTS5 terms, so no operator in it is ever interpreted."""
+
+from __future__ import annotations
+
+import re
+
+# Function words that carry no topic; dropping them keeps BM25 from rewarding chatter.
+STOP_WORDS = frozenset(
+    """
+    a about above after again against all am an and any are as at be because been before being below between both
+    but by can could did do does doing down during each few for from further had has have having he her here hers
+    herself him himself his how i if in into is it its itself just me more most my myself no nor not now of off on
+    once only or other our ours ourselves out over own same she should so some such than that the their theirs them
+    themselves then there these they this those through to too under until up very was we were what when where
+    which while who whom why will with would you your yours yourself yourselves s t d ll m re ve did does doing
+    """.split()
+)
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def query_terms(text: str) -> list[str]:
+    """Case-folded words of `text`, stop words removed unless nothing else remains; order kept, no repeats."""
+    words = [w.casefold() for w in _WORD.findall(text)]
+    words = [w.strip("_") for w in words if w.strip("_")]
+    content = [w for w in words if w not in STOP_WORDS]
+    return list(dict.fromkeys(content or words))
+
+
+def quote_term(term: str) -> str:
+    """One term as an FTS5 string literal."""
+    return '"' + term.replace('"', '""') + '"'
+
+
+def match_expression(terms: list[str], *, require_all: bool) -> str | None:
+    """An FTS5 MATCH expression over quoted terms (AND when all are required, else OR); None for no terms."""
+    if not terms:
+        return None
+    return (" AND " if require_all else " OR ").join(quote_term(t) for t in terms)

@@ -1,0 +1,231 @@
+"""The application seam: every interface (HTTP, MCP, CLI through HTTP) calls these methods and nothing below."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memcastle import __version__
+from memcastle.clock import parse_instant
+from memcastle.errors import InvalidRequest
+from memcastle.jobs.queue import JobQueue
+from memcastle.model import (
+    PRIORITY_NAMES,
+    RANKINGS,
+    SOURCE_KINDS,
+    Drawer,
+    Job,
+    JobStatus,
+    NewDrawer,
+    NewJob,
+    Page,
+    Provenance,
+    Room,
+    Scope,
+    SearchQuery,
+    SearchResult,
+    Source,
+    TimeWindow,
+    Wing,
+    content_hash,
+)
+from memcastle.search.engine import SearchEngine
+from memcastle.store import Store
+
+MAX_LIMIT = 200
+DEFAULT_WING = "default"
+NOTES_ROOM = "notes"
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    """A search as the interfaces receive it, before validation."""
+
+    query: str
+    limit: int = 10
+    wing: str | None = None
+    room: str | None = None
+    tags: Sequence[str] = ()
+    source_kind: str | None = None
+    connector: str | None = None
+    ranking: str = "auto"
+    as_of: str | None = None
+    from_: str | None = None
+    until: str | None = None
+    include_historical: bool = False
+    expand: bool = False
+    preferences: str = "on"
+
+
+class Services:
+    """One palace's operations."""
+
+    def __init__(self, *, store: Store, queue: JobQueue, search: SearchEngine, palace: Path,
+                 settings: Mapping[str, Any]) -> None:
+        self.store = store
+        self.queue = queue
+        self._search = search
+        self.palace = palace
+        self._settings = settings
+
+    # --- status ---------------------------------------------------------------------------------
+
+    def status(self) -> dict[str, Any]:
+        jobs = self.store.count_jobs()
+        return {
+            "ok": True,
+            "version": __version__,
+            "palace": str(self.palace),
+            "store": {"backend": self.store.backend, "location": self.store.location},
+            "drawers": self.store.count_drawers(current_only=True),
+            "drawers_total": self.store.count_drawers(),
+            "jobs": jobs,
+        }
+
+    # --- drawers --------------------------------------------------------------------------------
+
+    def save_note(self, content: str, *, wing: str | None = None, room: str | None = None,
+                  tags: Sequence[str] = (), agent: str | None = None, name: str | None = None,
+                  requested_by: str = "http", kind: str = "note") -> tuple[Drawer, bool]:
+        """File a manual note; an unnamed exact copy in the same room returns the existing drawer instead."""
+        if not content.strip():
+            raise InvalidRequest("content must not be empty", field="content")
+        wing = _name(wing, "wing") or DEFAULT_WING
+        room = _name(room, "room") or NOTES_ROOM
+        tags = _tags(tags)
+        if name is None:
+            existing = self.store.find_current_copy(wing, room, content_hash(content))
+            if existing is not None:
+                return existing, False
+        drawer = self.store.add_drawer(NewDrawer(
+            wing=wing, room=room, content=content, name=_name(name, "name"), tags=tags,
+            source=Source(kind=kind, agent=agent), provenance=Provenance(requested_by=requested_by),
+        ))
+        return drawer, True
+
+    def get_drawer(self, drawer_id: str) -> Drawer:
+        return self.store.get_drawer(drawer_id)
+
+    def drawer_history(self, drawer_id: str) -> list[Drawer]:
+        return self.store.drawer_history(drawer_id)
+
+    def supersede_drawer(self, drawer_id: str, content: str, *, requested_by: str = "http") -> Drawer:
+        if not content.strip():
+            raise InvalidRequest("content must not be empty", field="content")
+        old = self.store.get_drawer(drawer_id)
+        return self.store.supersede_drawer(drawer_id, NewDrawer(
+            wing=old.wing, room=old.room, content=content, name=old.name, tags=old.tags,
+            source=Source(kind=old.source.kind, uri=old.source.uri, agent=old.source.agent),
+            provenance=Provenance(requested_by=requested_by),
+        ))
+
+    def list_wings(self) -> list[Wing]:
+        return self.store.list_wings()
+
+    def list_rooms(self, wing: str) -> list[Room]:
+        return self.store.list_rooms(wing)
+
+    def list_drawers(self, wing: str | None, room: str | None, limit: int, after: str | None) -> Page[Drawer]:
+        return self.store.list_drawers(wing, room, _limit(limit), after)
+
+    # --- search ---------------------------------------------------------------------------------
+
+    def search(self, request: SearchRequest) -> SearchResult:
+        return self._search.search(build_query(request))
+
+    # --- jobs -----------------------------------------------------------------------------------
+
+    def submit_job(self, kind: str, params: Mapping[str, Any], *, priority: str = "normal",
+                   requested_by: str = "http", coalesce_key: str | None = None) -> tuple[Job, bool]:
+        if priority not in PRIORITY_NAMES:
+            raise InvalidRequest(f"unknown priority {priority!r}; one of {', '.join(PRIORITY_NAMES)}",
+                                 field="priority")
+        return self.queue.submit(NewJob(kind=kind, params=dict(params), priority=PRIORITY_NAMES[priority],
+                                        requested_by=requested_by, coalesce_key=coalesce_key))
+
+    def get_job(self, job_id: str) -> Job:
+        return self.store.get_job(job_id)
+
+    def list_jobs(self, status: str | None, kind: str | None, limit: int = 50) -> list[Job]:
+        if status is not None and status not in {s.value for s in JobStatus}:
+            raise InvalidRequest(f"unknown job status {status!r}; one of {', '.join(s.value for s in JobStatus)}",
+                                 field="status")
+        return self.store.list_jobs(status, kind, _limit(limit))
+
+    def control_job(self, job_id: str, action: str) -> Job:
+        actions = {"pause": self.queue.pause, "resume": self.queue.resume, "cancel": self.queue.cancel,
+                   "retry": self.queue.retry}
+        if action not in actions:
+            raise InvalidRequest(f"unknown job action {action!r}; one of {', '.join(actions)}", field="action")
+        return actions[action](job_id)
+
+
+# --- validation at the service seam ---------------------------------------------------------------
+
+
+def build_query(request: SearchRequest) -> SearchQuery:
+    """Validate a search request into a `SearchQuery`; every refusal names the option."""
+    if not isinstance(request.query, str) or not request.query.strip():
+        raise InvalidRequest("query must not be empty", field="query")
+    if request.ranking not in RANKINGS:
+        raise InvalidRequest(f"unknown ranking {request.ranking!r}; one of {', '.join(RANKINGS)}", field="ranking")
+    if request.source_kind is not None and request.source_kind not in SOURCE_KINDS:
+        raise InvalidRequest(f"unknown source_kind {request.source_kind!r}; one of {', '.join(SOURCE_KINDS)}",
+                             field="source_kind")
+    if request.preferences not in ("on", "off"):
+        raise InvalidRequest("preferences must be 'on' or 'off'", field="preferences")
+    forms = [name for name, present in (
+        ("as_of", request.as_of is not None),
+        ("from/until", request.from_ is not None or request.until is not None),
+        ("include_historical", request.include_historical),
+    ) if present]
+    if len(forms) > 1:
+        raise InvalidRequest(f"choose one temporal form, not {' and '.join(forms)}", field=",".join(forms))
+    window: TimeWindow | None = None
+    if request.as_of is not None:
+        instant = parse_instant(request.as_of, field="as_of")
+        window = TimeWindow(start=instant, end=instant, is_instant=True)
+    elif request.from_ is not None or request.until is not None:
+        if request.from_ is None or request.until is None:
+            raise InvalidRequest("from and until go together", field="from" if request.from_ is None else "until")
+        start = parse_instant(request.from_, field="from")
+        end = parse_instant(request.until, field="until")
+        if end <= start:
+            raise InvalidRequest("until must be later than from", field="until")
+        window = TimeWindow(start=start, end=end)
+    return SearchQuery(
+        text=request.query,
+        limit=_limit(request.limit),
+        scope=Scope(wing=_name(request.wing, "wing"), room=_name(request.room, "room"), tags=_tags(request.tags),
+                    source_kind=request.source_kind, connector=_name(request.connector, "connector")),
+        ranking=request.ranking,
+        window=window,
+        include_historical=request.include_historical,
+        expand=request.expand,
+        preferences=request.preferences == "on",
+    )
+
+
+def _limit(limit: int) -> int:
+    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
+        raise InvalidRequest(f"limit must be an integer from 1 to {MAX_LIMIT}", field="limit")
+    return limit
+
+
+def _name(value: str | None, field: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip() or len(value) > 200 or "\x00" in value:
+        raise InvalidRequest(f"{field} must be a non-empty name of at most 200 characters", field=field)
+    return value.strip()
+
+
+def _tags(tags: Sequence[str]) -> tuple[str, ...]:
+    out = []
+    for tag in tags:
+        if not isinstance(tag, str) or not tag.strip() or len(tag) > 100:
+            raise InvalidRequest("each tag must be a non-empty string of at most 100 characters", field="tags")
+        out.append(tag.strip())
+    return tuple(dict.fromkeys(out))
