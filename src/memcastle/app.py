@@ -6,7 +6,11 @@ import logging
 from dataclasses import dataclass, field
 from functools import partial
 
-from memcastle import integrity
+from memcastle import integrity, mining
+from memcastle.connectors.builtin import builtin_connectors
+from memcastle.connectors.registry import load_registry
+from memcastle.miners import load_miners
+from memcastle.mining import MinePipeline
 from memcastle.config import Settings
 from memcastle.errors import ConfigError
 from memcastle.jobs.context import JobHandler
@@ -53,10 +57,20 @@ def open_store(settings: Settings) -> Store:
 
 def build(settings: Settings) -> Palace:
     """Build (not start) the palace the settings name; migrations run here, so a failure stops start-up."""
+    miners = load_miners(settings.tables.get("miners"))
+    connectors = load_registry(builtin_connectors(max_file_bytes=settings["mining.max_file_bytes"]))
+    for miner in miners.values():
+        if miner.connector not in connectors.names:
+            raise ConfigError(f"unknown connector {miner.connector!r}; available: {', '.join(connectors.names)}",
+                              file=str(settings.config_file), key=f"miners.{miner.name}.connector")
     store = open_store(settings)
-    handlers: dict[str, JobHandler] = {integrity.KIND: partial(integrity.verify_palace, store)}
+    pipeline = MinePipeline(store, connectors, chunk_chars=settings["mining.chunk_chars"])
+    handlers: dict[str, JobHandler] = {
+        integrity.KIND: partial(integrity.verify_palace, store),
+        mining.KIND: pipeline.run,
+    }
     pool = WorkerPool(store, handlers, workers=settings["jobs.workers"], lease_seconds=settings["jobs.lease_seconds"])
     queue = JobQueue(store, pool)
     services = Services(store=store, queue=queue, search=SearchEngine(store), palace=settings.palace,
-                        settings=settings.values)
+                        connectors=connectors, miners=miners)
     return Palace(settings=settings, store=store, pool=pool, services=services)

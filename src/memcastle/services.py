@@ -9,7 +9,7 @@ from typing import Any
 
 from memcastle import __version__
 from memcastle.clock import parse_instant
-from memcastle.errors import InvalidRequest
+from memcastle.errors import InvalidRequest, NotFound
 from memcastle.jobs.queue import JobQueue
 from memcastle.model import (
     PRIORITY_NAMES,
@@ -31,6 +31,9 @@ from memcastle.model import (
     Wing,
     content_hash,
 )
+from memcastle.connectors.registry import ConnectorRegistry
+from memcastle.miners import MinerSpec
+from memcastle.mining import KIND as MINE
 from memcastle.search.engine import SearchEngine
 from memcastle.store import Store
 
@@ -63,12 +66,13 @@ class Services:
     """One palace's operations."""
 
     def __init__(self, *, store: Store, queue: JobQueue, search: SearchEngine, palace: Path,
-                 settings: Mapping[str, Any]) -> None:
+                 connectors: ConnectorRegistry, miners: Mapping[str, MinerSpec]) -> None:
         self.store = store
         self.queue = queue
         self._search = search
         self.palace = palace
-        self._settings = settings
+        self._connectors = connectors
+        self._miners = dict(miners)
 
     # --- status ---------------------------------------------------------------------------------
 
@@ -134,6 +138,33 @@ class Services:
 
     def search(self, request: SearchRequest) -> SearchResult:
         return self._search.search(build_query(request))
+
+    # --- mining -------------------------------------------------------------------------------
+
+    def submit_mine(self, connector: str, locator: str, options: Mapping[str, Any] | None = None, *,
+                    wing: str | None = None, full: bool = False, requested_by: str = "http") -> tuple[Job, bool]:
+        """Queue a background mine; a request for the same source joins one that is still queued."""
+        spec = self._connectors.source_spec(connector, locator, options or {})
+        source_id = self._connectors.get(connector).identify(spec)
+        wing = _name(wing, "wing")
+        params = {"connector": connector, "locator": spec.locator, "options": dict(spec.options), "wing": wing,
+                  "full": bool(full)}
+        return self.submit_job(MINE, params, priority="background", requested_by=requested_by,
+                               coalesce_key=f"mine:{source_id}:{wing or ''}:{int(bool(full))}")
+
+    def list_connectors(self) -> list[dict[str, Any]]:
+        return self._connectors.describe()
+
+    def list_miners(self) -> list[MinerSpec]:
+        return list(self._miners.values())
+
+    def run_miner(self, name: str, *, requested_by: str = "http") -> tuple[Job, bool]:
+        miner = self._miners.get(name)
+        if miner is None:
+            known = ", ".join(sorted(self._miners)) or "none configured"
+            raise NotFound(f"no miner named {name!r} ({known})", help="declare one with [[miners]] in config.toml")
+        return self.submit_mine(miner.connector, miner.locator, miner.options, wing=miner.wing, full=miner.full,
+                                requested_by=requested_by)
 
     # --- jobs -----------------------------------------------------------------------------------
 

@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Query, Request, Response
 
 from memcastle import integrity
-from memcastle.api.schemas import NoteBody, SearchBody, SupersedeBody, VerifyBody
+from memcastle.api.schemas import MineBody, NoteBody, SearchBody, SupersedeBody, VerifyBody
 from memcastle.services import SearchRequest, Services
 
 router = APIRouter(prefix="/api")
@@ -105,6 +105,29 @@ def get_job(job_id: str, request: Request) -> dict[str, Any]:
 @router.post("/jobs/{job_id}/{action}", tags=["jobs"])
 def control_job(job_id: str, action: str, request: Request) -> dict[str, Any]:
     return {"job": services(request).control_job(job_id, action).to_json()}
+
+
+@router.post("/mine", status_code=202, tags=["mining"])
+def mine(body: MineBody, request: Request) -> dict[str, Any]:
+    job, created = services(request).submit_mine(body.connector, body.locator, body.options, wing=body.wing,
+                                                 full=body.full, requested_by=requester(request))
+    return {"job": job.to_json(), "joined": not created}
+
+
+@router.get("/connectors", tags=["mining"])
+def connectors(request: Request) -> dict[str, Any]:
+    return {"connectors": services(request).list_connectors()}
+
+
+@router.get("/miners", tags=["mining"])
+def miners(request: Request) -> dict[str, Any]:
+    return {"miners": [m.to_json() for m in services(request).list_miners()]}
+
+
+@router.post("/miners/{name}/run", status_code=202, tags=["mining"])
+def run_miner(name: str, request: Request) -> dict[str, Any]:
+    job, created = services(request).run_miner(name, requested_by=requester(request))
+    return {"job": job.to_json(), "joined": not created}
 
 
 @router.post("/verify", status_code=202, tags=["jobs"])

@@ -50,3 +50,11 @@ class VerifyBody(Body):
 
 class JobAnswer(BaseModel):
     job: dict[str, Any]
+
+
+class MineBody(Body):
+    connector: str
+    locator: str = ""
+    options: dict[str, str] = Field(default_factory=dict)
+    wing: str | None = None
+    full: bool = False

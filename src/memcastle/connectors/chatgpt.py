@@ -278,9 +278,12 @@ def _call_detail(content: dict[str, Any]) -> str:
 
 
 def _attachments(metadata: dict[str, Any]) -> str:
-    """Markers for the files a user attached to a message."""
+    """Markers for the files a user attached; images already show as `[image]` parts."""
     attachments = metadata.get("attachments")
-    names = [as_text(as_dict(item).get("name")) for item in attachments] if isinstance(attachments, list) else []
+    if not isinstance(attachments, list):
+        return ""
+    files = [as_dict(item) for item in attachments]
+    names = [as_text(item.get("name")) for item in files if not str(item.get("mime_type") or "").startswith("image/")]
     return "\n".join(f"[attachment: {name}]" for name in names if name)
 
 

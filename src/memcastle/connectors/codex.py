@@ -145,7 +145,7 @@ class _Session:
         snapshot: dict[str, Any] = {key: self.context.get(key) for key in
                                     ("session_id", "cwd", "cli_version", "model", "originator")}
         snapshot["first_timestamp"] = self.started_at
-        for key in ("model_provider", "git_branch", "git_commit", "git_repository"):
+        for key in ("model_provider", "git_branch", "git_commit"):
             if key in self.context:
                 snapshot[key] = self.context[key]
         return snapshot
@@ -158,8 +158,8 @@ class _Session:
             self._keep_first(key, payload.get(key))
         git = as_dict(payload.get("git"))
         self._keep_first("git_branch", git.get("branch"))
+        # The repository URL is left out: a remote URL may carry a token.
         self._keep_first("git_commit", git.get("commit_hash"))
-        self._keep_first("git_repository", git.get("repository_url"))
         self._note_start(payload.get("timestamp"))
 
     def _item_turns(self, item: dict[str, Any]) -> list[Turn]:

@@ -1,0 +1,17 @@
+"""The connectors that ship with MemCastle."""
+
+from __future__ import annotations
+
+from memcastle.connectors.contract import Connector
+from memcastle.connectors.directory import DirectoryConnector
+from memcastle.connectors.git import GitConnector
+from memcastle.connectors.notes import NotesConnector
+
+
+def builtin_connectors(*, max_file_bytes: int) -> dict[str, Connector]:
+    connectors: list[Connector] = [
+        DirectoryConnector(max_file_bytes=max_file_bytes),
+        NotesConnector(max_file_bytes=max_file_bytes),
+        GitConnector(),
+    ]
+    return {c.name: c for c in connectors}

@@ -1,0 +1,66 @@
+"""Named miners from `[[miners]]` in the config file: a connector + locator + options + wing to mine again."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from memcastle.config import RawTable, line_of_key
+from memcastle.errors import ConfigError
+
+_KEYS = {"name", "connector", "locator", "options", "wing", "full"}
+
+
+@dataclass(frozen=True)
+class MinerSpec:
+    name: str
+    connector: str
+    locator: str
+    options: Mapping[str, str] = field(default_factory=dict)
+    wing: str | None = None
+    full: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "connector": self.connector, "locator": self.locator,
+                "options": dict(self.options), "wing": self.wing, "full": self.full}
+
+
+def load_miners(table: RawTable | None) -> dict[str, MinerSpec]:
+    """Validate `[[miners]]`; every error names the file, the line where it can, and the key."""
+    if table is None:
+        return {}
+    if not isinstance(table.value, list):
+        raise ConfigError("must be an array of tables: [[miners]]", file=table.file, key="miners")
+    miners: dict[str, MinerSpec] = {}
+    for index, entry in enumerate(table.value):
+        where = f"miners[{index}]"
+        if not isinstance(entry, dict):
+            raise ConfigError("must be a table", file=table.file, key=where)
+
+        def fail(key: str, message: str, entry_key: str) -> ConfigError:
+            return ConfigError(message, file=table.file, line=line_of_key(table.text, f"miners.{entry_key}"),
+                               key=key)
+
+        for key in entry:
+            if key not in _KEYS:
+                raise fail(f"{where}.{key}", f"unknown key; allowed: {', '.join(sorted(_KEYS))}", key)
+        for key in ("name", "connector", "locator"):
+            value = entry.get(key)
+            if not isinstance(value, str) or (key != "locator" and not value.strip()):
+                raise fail(f"{where}.{key}", "required, a non-empty string", key)
+        options = entry.get("options", {})
+        if not isinstance(options, dict) or not all(isinstance(v, str) for v in options.values()):
+            raise fail(f"{where}.options", "must be a table of strings", "options")
+        wing = entry.get("wing")
+        if wing is not None and (not isinstance(wing, str) or not wing.strip()):
+            raise fail(f"{where}.wing", "must be a non-empty string", "wing")
+        full = entry.get("full", False)
+        if not isinstance(full, bool):
+            raise fail(f"{where}.full", "must be true or false", "full")
+        name = entry["name"].strip()
+        if name in miners:
+            raise fail(f"{where}.name", f"duplicate miner name {name!r}", "name")
+        miners[name] = MinerSpec(name=name, connector=entry["connector"].strip(), locator=entry["locator"],
+                                 options=dict(options), wing=wing, full=full)
+    return miners

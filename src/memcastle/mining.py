@@ -1,0 +1,247 @@
+"""The shared mining pipeline (SPEC §2): revision check, chunking, supersession, then the cursor.
+
+Each document is filed in one store transaction (its drawers, its document record and the source cursor), so a
+crash between documents loses nothing and a replay lands on the same records: drawer ids derive from the job, the
+document and the chunk.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memcastle.chunking import chunk_segments
+from memcastle.clock import utc_now
+from memcastle.connectors.contract import (
+    Candidate,
+    CanonicalDocument,
+    Connector,
+    RawDocument,
+    SkipDocument,
+    SourceSpec,
+    revision_of,
+)
+from memcastle.connectors.project import find_project_settings
+from memcastle.connectors.registry import ConnectorRegistry
+from memcastle.errors import Conflict
+from memcastle.jobs.context import JobContext
+from memcastle.model import (
+    DocumentChanges,
+    DocumentRecord,
+    Drawer,
+    NewDrawer,
+    Origin,
+    Provenance,
+    Source,
+    SourceRecord,
+    content_hash,
+)
+from memcastle.store import Store
+
+KIND = "mine"
+_ID_NAMESPACE = uuid.UUID("5b0c6f0e-8a43-4c1e-9d8f-6f1d7a0d2c11")
+MAX_REASONS = 200
+CHECKPOINT_SECONDS = 0.5
+COUNTERS = ("documents", "created", "superseded", "invalidated", "unchanged", "skipped", "similar", "errors")
+
+
+def drawer_id_for(job_id: str, source_id: str, document: str, chunk: int) -> str:
+    """Deterministic: a replayed job writes the same ids, so it can never duplicate a drawer."""
+    return str(uuid.uuid5(_ID_NAMESPACE, f"{job_id}\x00{source_id}\x00{document}\x00{chunk}"))
+
+
+@dataclass
+class MineTally:
+    """The counts and reasons a mine job reports; saved in its checkpoint so a resumed job keeps counting."""
+
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNTERS, 0))
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    warnings: list[dict[str, str]] = field(default_factory=list)
+
+    def skip(self, document: str, reason: str) -> None:
+        self.counts["skipped"] += 1
+        if len(self.skipped) < MAX_REASONS:
+            self.skipped.append({"document": document, "reason": reason})
+
+    def warn(self, document: str, message: str) -> None:
+        self.counts["errors"] += 1
+        if len(self.warnings) < MAX_REASONS:
+            self.warnings.append({"document": document, "reason": message})
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.counts, "skipped_documents": self.skipped, "warnings": self.warnings}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> MineTally:
+        tally = cls()
+        for key in COUNTERS:
+            tally.counts[key] = int(data.get(key, 0))
+        tally.skipped = list(data.get("skipped_documents", []))
+        tally.warnings = list(data.get("warnings", []))
+        return tally
+
+
+class MinePipeline:
+    """Runs `mine` jobs: params {connector, locator, options, wing?, full?, source_id}."""
+
+    def __init__(self, store: Store, registry: ConnectorRegistry, *, chunk_chars: int) -> None:
+        self._store = store
+        self._registry = registry
+        self._chunk_chars = chunk_chars
+
+    def run(self, ctx: JobContext) -> Mapping[str, Any]:
+        params = ctx.params
+        connector = self._registry.get(params["connector"])
+        spec = self._registry.source_spec(params["connector"], params.get("locator", ""), params.get("options", {}))
+        source_id = connector.identify(spec)
+        known = self._store.get_source(source_id)
+        source = self._store.upsert_source(SourceRecord(
+            id=source_id, connector=connector.name, locator=spec.locator, options=dict(spec.options),
+            cursor=known.cursor if known else None, updated_at=utc_now(),
+        ))
+        state = dict(ctx.state)
+        tally = MineTally.from_json(state.get("tally", {}))
+        start_cursor = state.get("start_cursor", None if params.get("full") else source.cursor)
+        try:
+            candidates = list(connector.discover(spec, start_cursor))
+        except SkipDocument as exc:
+            tally.skip(spec.locator or connector.name, exc.reason)
+            return {**tally.to_json(), "source_id": source_id}
+        wing = params.get("wing") or connector.default_wing(spec)
+        default_room = _default_room(connector, spec)
+        position = _resume_position(state, candidates)
+        if position == 0:
+            tally = MineTally()  # discovery changed under a resumed job: count again from the start
+        last_save = time.monotonic()
+        for index in range(position, len(candidates)):
+            candidate = candidates[index]
+            self._mine_one(ctx, connector, spec, source, candidate, wing, default_room, tally)
+            if candidate.cursor_after is not None:
+                source = SourceRecord(id=source.id, connector=source.connector, locator=source.locator,
+                                      options=source.options, cursor=candidate.cursor_after,
+                                      updated_at=source.updated_at)
+            if time.monotonic() - last_save >= CHECKPOINT_SECONDS or index == len(candidates) - 1:
+                ctx.checkpoint(
+                    {"position": index + 1, "last": candidate.external_id, "tally": tally.to_json(),
+                     "start_cursor": start_cursor},
+                    current=index + 1, total=len(candidates), message=candidate.external_id,
+                )
+                last_save = time.monotonic()
+        return {**tally.to_json(), "source_id": source_id, "wing": wing}
+
+    def _mine_one(self, ctx: JobContext, connector: Connector, spec: SourceSpec, source: SourceRecord,
+                  candidate: Candidate, wing: str, default_room: str, tally: MineTally) -> None:
+        tally.counts["documents"] += 1
+        try:
+            raw = connector.read(spec, candidate)
+        except SkipDocument as exc:
+            tally.skip(candidate.external_id, exc.reason)
+            return
+        for warning in raw.warnings:
+            tally.warn(raw.external_id, warning)
+        revision = revision_of(raw)
+        record = self._store.get_document(source.id, raw.external_id)
+        if record is not None and record.revision == revision:
+            tally.counts["unchanged"] += 1
+            return
+        try:
+            document = connector.normalize(raw)
+        except Exception as exc:  # noqa: BLE001 - one bad document must not abort the mine
+            tally.skip(raw.external_id, f"could not be normalized: {type(exc).__name__}: {exc}")
+            return
+        changes = self._changes(ctx.job_id, connector, source, raw, revision, document, record, wing,
+                                default_room)
+        try:
+            self._store.apply_document(changes)
+        except Conflict:
+            # A name clash with another document's drawer in the same room: file the evidence unnamed.
+            changes = self._changes(ctx.job_id, connector, source, raw, revision, document, record, wing,
+                                    default_room, named=False)
+            self._store.apply_document(changes)
+            room = changes_room(document, default_room)
+            tally.warn(raw.external_id, f"name {document.name!r} is taken in {wing}/{room}; filed without a name")
+        tally.counts["created"] += len(changes.created)
+        tally.counts["superseded"] += len(changes.superseded)
+        tally.counts["invalidated"] += len(changes.invalidated)
+
+    def _changes(self, job_id: str, connector: Connector, source: SourceRecord, raw: RawDocument, revision: str,
+                 document: CanonicalDocument, record: DocumentRecord | None, wing: str, default_room: str, *,
+                 named: bool = True) -> DocumentChanges:
+        chunks = chunk_segments(document.segments, self._chunk_chars)
+        hashes = [content_hash(c) for c in chunks]
+        old = self._previous_drawers(record)
+        room = changes_room(document, default_room)
+        created: list[NewDrawer] = []
+        superseded: list[tuple[str, NewDrawer]] = []
+        drawer_ids: list[str] = []
+        for index, chunk in enumerate(chunks):
+            previous = old[index] if index < len(old) else None
+            if previous is not None and _is_kept(previous, hashes[index], raw, wing, room):
+                drawer_ids.append(previous.id)
+                continue
+            new = NewDrawer(
+                id=drawer_id_for(job_id, source.id, raw.external_id, index),
+                wing=wing, room=room, content=chunk,
+                name=document.name if (index == 0 and named) else None,
+                tags=tuple(document.tags),
+                source=Source(kind=document.kind or connector.source_kind, uri=document.uri or raw.uri,
+                              origin=Origin(connector=connector.name, source_id=source.id,
+                                            document=raw.external_id, chunk=index, revision=revision,
+                                            metadata=dict(raw.metadata), occurred_at=raw.occurred_at)),
+                provenance=Provenance(requested_by="job", job_id=job_id),
+            )
+            drawer_ids.append(new.id or "")
+            if previous is not None and previous.is_current:
+                superseded.append((previous.id, new))
+            else:
+                created.append(new)
+        invalidated = tuple(d.id for d in old[len(chunks):] if d is not None and d.is_current)
+        return DocumentChanges(
+            source=source,
+            record=DocumentRecord(source_id=source.id, external_id=raw.external_id, revision=revision,
+                                  chunk_hashes=tuple(hashes), drawer_ids=tuple(drawer_ids), updated_at=utc_now()),
+            created=tuple(created), superseded=tuple(superseded), invalidated=invalidated,
+        )
+
+    def _previous_drawers(self, record: DocumentRecord | None) -> list[Drawer | None]:
+        if record is None:
+            return []
+        found = self._store.get_drawers(record.drawer_ids)
+        return [found.get(drawer_id) for drawer_id in record.drawer_ids]
+
+
+def changes_room(document: CanonicalDocument, default_room: str) -> str:
+    return document.room or default_room
+
+
+def _is_kept(previous: Drawer, new_hash: str, raw: RawDocument, wing: str, room: str) -> bool:
+    """A chunk is kept only when its text, its document's metadata snapshot and its place are all unchanged."""
+    origin = previous.source.origin
+    return (
+        previous.is_current
+        and previous.content_hash == new_hash
+        and origin is not None
+        and dict(origin.metadata) == dict(raw.metadata)
+        and origin.occurred_at == raw.occurred_at
+        and previous.wing == wing
+        and previous.room == room
+    )
+
+
+def _default_room(connector: Connector, spec: SourceSpec) -> str:
+    project = find_project_settings(Path(spec.locator)) if spec.locator else None
+    if project and project.room:
+        return project.room
+    return str(getattr(connector, "default_room", None) or connector.name)
+
+
+def _resume_position(state: Mapping[str, Any], candidates: list[Candidate]) -> int:
+    """Skip what a previous run of this job already filed, when discovery still lists it in the same place."""
+    position = int(state.get("position", 0))
+    if 0 < position <= len(candidates) and candidates[position - 1].external_id == state.get("last"):
+        return position
+    return 0
