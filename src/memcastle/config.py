@@ -70,16 +70,6 @@ SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec("embeddings.timeout", float, 30.0, "seconds before a provider call fails", minimum=0.1),
     SettingSpec("embeddings.threads", int, 2, "CPU threads for the builtin model", minimum=1, maximum=64),
     SettingSpec("embeddings.batch_size", int, 64, "drawers embedded per unit of the embed job", minimum=1),
-    SettingSpec("extraction.provider", str, "heuristic", "fact extraction provider",
-                choices=("heuristic", "command", "http", "none")),
-    SettingSpec("extraction.min_confidence", float, 0.3, "facts below this confidence are dropped",
-                minimum=0, maximum=1),
-    SettingSpec("dedup.near_threshold", float, 0.9, "similarity at which drawers count as near duplicates",
-                minimum=0, maximum=1),
-    SettingSpec("auth.enabled", bool, False, "require a bearer token on every request but /api/health"),
-    SettingSpec("auth.token", str, "", "the token this client sends", secret=True),
-    SettingSpec("auth.allow_remote", bool, False, "allow a non-loopback bind without auth"),
-    SettingSpec("mcp.allowed_hosts", list, [], "extra Host header values the MCP endpoint accepts"),
 )
 
 SPEC_BY_KEY = {spec.key: spec for spec in SETTINGS}

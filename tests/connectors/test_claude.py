@@ -192,6 +192,20 @@ def test_non_ascii_paths_and_text_are_read(tmp_path: Path) -> None:
     assert connector.normalize(raw).room == "código"
 
 
+def test_shell_mode_input_is_kept_and_its_output_dropped_while_quoted_tags_stay_verbatim(tmp_path: Path) -> None:
+    project = tmp_path / "-home-alex-x"
+    project.mkdir()
+    contents = ["<bash-input>git status</bash-input>",
+                "<bash-stdout>On branch main\nnothing to commit</bash-stdout><bash-stderr></bash-stderr>",
+                "Why does my log show <command-name>/clear</command-name> lines?"]
+    entries = [{"type": "user", "sessionId": "s", "cwd": "/home/alex/x", "timestamp": f"2025-07-01T08:00:0{i}.000Z",
+                "message": {"role": "user", "content": content}} for i, content in enumerate(contents)]
+    (project / "s.jsonl").write_text("".join(json.dumps(entry) + "\n" for entry in entries), encoding="utf-8")
+    raw = read(tmp_path, "-home-alex-x/s.jsonl")
+    assert raw.body == ("User: !git status\n\n"
+                        "Why does my log show <command-name>/clear</command-name> lines?")
+
+
 def test_unreadable_files_are_skipped_with_a_reason(tmp_path: Path) -> None:
     project = tmp_path / "-home-alex-x"
     project.mkdir()

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
 
 from memcastle import integrity
+from memcastle.api.modes import opens, reads, writes
 from memcastle.api.schemas import MineBody, NoteBody, SearchBody, SupersedeBody, VerifyBody
 from memcastle.services import SearchRequest, Services
 
@@ -22,17 +23,17 @@ def requester(request: Request) -> str:
     return client if client in ("cli", "http", "web") else "http"
 
 
-@router.get("/health", tags=["status"])
+@router.get("/health", tags=["status"], dependencies=[Depends(opens)])
 def health() -> dict[str, Any]:
     return {"ok": True}
 
 
-@router.get("/status", tags=["status"])
+@router.get("/status", tags=["status"], dependencies=[Depends(opens)])
 def status(request: Request) -> dict[str, Any]:
     return services(request).status()
 
 
-@router.post("/notes", status_code=201, tags=["drawers"])
+@router.post("/notes", status_code=201, tags=["drawers"], dependencies=[Depends(writes)])
 def save_note(body: NoteBody, request: Request, response: Response) -> dict[str, Any]:
     drawer, created = services(request).save_note(
         body.content, wing=body.wing, room=body.room, tags=body.tags, agent=body.agent, name=body.name,
@@ -43,41 +44,41 @@ def save_note(body: NoteBody, request: Request, response: Response) -> dict[str,
     return {"drawer": drawer.to_json(), "created": created}
 
 
-@router.get("/drawers", tags=["drawers"])
+@router.get("/drawers", tags=["drawers"], dependencies=[Depends(reads)])
 def list_drawers(request: Request, wing: str | None = None, room: str | None = None,
                  limit: int = Query(50), after: str | None = None) -> dict[str, Any]:
     page = services(request).list_drawers(wing, room, limit, after)
     return {"drawers": [d.to_json() for d in page.items], "next_after": page.next_after}
 
 
-@router.get("/drawers/{drawer_id}", tags=["drawers"])
+@router.get("/drawers/{drawer_id}", tags=["drawers"], dependencies=[Depends(reads)])
 def get_drawer(drawer_id: str, request: Request) -> dict[str, Any]:
     return services(request).get_drawer(drawer_id).to_json()
 
 
-@router.get("/drawers/{drawer_id}/history", tags=["drawers"])
+@router.get("/drawers/{drawer_id}/history", tags=["drawers"], dependencies=[Depends(reads)])
 def drawer_history(drawer_id: str, request: Request) -> dict[str, Any]:
     return {"versions": [d.to_json() for d in services(request).drawer_history(drawer_id)]}
 
 
-@router.post("/drawers/{drawer_id}/supersede", status_code=201, tags=["drawers"])
+@router.post("/drawers/{drawer_id}/supersede", status_code=201, tags=["drawers"], dependencies=[Depends(writes)])
 def supersede_drawer(drawer_id: str, body: SupersedeBody, request: Request) -> dict[str, Any]:
     return services(request).supersede_drawer(drawer_id, body.content, requested_by=requester(request)).to_json()
 
 
-@router.get("/wings", tags=["drawers"])
+@router.get("/wings", tags=["drawers"], dependencies=[Depends(reads)])
 def list_wings(request: Request) -> dict[str, Any]:
     return {"wings": [{"name": w.name, "drawers": w.drawers, "created_at": w.created_at}
                       for w in services(request).list_wings()]}
 
 
-@router.get("/wings/{wing}/rooms", tags=["drawers"])
+@router.get("/wings/{wing}/rooms", tags=["drawers"], dependencies=[Depends(reads)])
 def list_rooms(wing: str, request: Request) -> dict[str, Any]:
     return {"rooms": [{"wing": r.wing, "name": r.name, "drawers": r.drawers, "created_at": r.created_at}
                       for r in services(request).list_rooms(wing)]}
 
 
-@router.post("/search", tags=["search"])
+@router.post("/search", tags=["search"], dependencies=[Depends(reads)])
 def search(body: SearchBody, request: Request) -> dict[str, Any]:
     return services(request).search(_search_request(body)).to_json()
 
@@ -91,46 +92,46 @@ def _search_request(body: SearchBody) -> SearchRequest:
     )
 
 
-@router.get("/jobs", tags=["jobs"])
+@router.get("/jobs", tags=["jobs"], dependencies=[Depends(reads)])
 def list_jobs(request: Request, status: str | None = None, kind: str | None = None,
               limit: int = Query(50)) -> dict[str, Any]:
     return {"jobs": [j.to_json() for j in services(request).list_jobs(status, kind, limit)]}
 
 
-@router.get("/jobs/{job_id}", tags=["jobs"])
+@router.get("/jobs/{job_id}", tags=["jobs"], dependencies=[Depends(reads)])
 def get_job(job_id: str, request: Request) -> dict[str, Any]:
     return services(request).get_job(job_id).to_json()
 
 
-@router.post("/jobs/{job_id}/{action}", tags=["jobs"])
+@router.post("/jobs/{job_id}/{action}", tags=["jobs"], dependencies=[Depends(opens)])
 def control_job(job_id: str, action: str, request: Request) -> dict[str, Any]:
     return {"job": services(request).control_job(job_id, action).to_json()}
 
 
-@router.post("/mine", status_code=202, tags=["mining"])
+@router.post("/mine", status_code=202, tags=["mining"], dependencies=[Depends(writes)])
 def mine(body: MineBody, request: Request) -> dict[str, Any]:
     job, created = services(request).submit_mine(body.connector, body.locator, body.options, wing=body.wing,
                                                  full=body.full, requested_by=requester(request))
     return {"job": job.to_json(), "joined": not created}
 
 
-@router.get("/connectors", tags=["mining"])
+@router.get("/connectors", tags=["mining"], dependencies=[Depends(opens)])
 def connectors(request: Request) -> dict[str, Any]:
     return {"connectors": services(request).list_connectors()}
 
 
-@router.get("/miners", tags=["mining"])
+@router.get("/miners", tags=["mining"], dependencies=[Depends(reads)])
 def miners(request: Request) -> dict[str, Any]:
     return {"miners": [m.to_json() for m in services(request).list_miners()]}
 
 
-@router.post("/miners/{name}/run", status_code=202, tags=["mining"])
+@router.post("/miners/{name}/run", status_code=202, tags=["mining"], dependencies=[Depends(writes)])
 def run_miner(name: str, request: Request) -> dict[str, Any]:
     job, created = services(request).run_miner(name, requested_by=requester(request))
     return {"job": job.to_json(), "joined": not created}
 
 
-@router.post("/verify", status_code=202, tags=["jobs"])
+@router.post("/verify", status_code=202, tags=["jobs"], dependencies=[Depends(reads)])
 def verify(body: VerifyBody, request: Request) -> dict[str, Any]:
     job, _ = services(request).submit_job(
         integrity.KIND, {"batch": body.batch, "pace_ms": body.pace_ms}, priority=body.priority,
@@ -139,7 +140,7 @@ def verify(body: VerifyBody, request: Request) -> dict[str, Any]:
     return {"job": job.to_json()}
 
 
-@router.post("/shutdown", status_code=202, tags=["status"])
+@router.post("/shutdown", status_code=202, tags=["status"], dependencies=[Depends(opens)])
 def shutdown(request: Request) -> dict[str, Any]:
     request.app.state.request_shutdown()
     return {"ok": True, "message": "draining jobs, then exiting"}

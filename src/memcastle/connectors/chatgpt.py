@@ -152,7 +152,9 @@ def _load_conversations(path: Path) -> dict[str, Any]:
 def _export_files(path: Path) -> list[tuple[str, bytes]]:
     """The conversation files of an export, named for messages, in order."""
     if path.is_dir():
-        found = sorted(child for child in path.rglob("*.json") if _is_export_file(child.relative_to(path).as_posix()))
+        # An unpacked export holds its files at the top, or one folder down when unpacked into a folder.
+        found = sorted(child for child in (*path.glob("*.json"), *path.glob("*/*.json"))
+                       if _is_export_file(child.relative_to(path).as_posix()))
         if found:
             return [(str(child), _read_bytes(child)) for child in found]
         archives = sorted(path.glob("*.zip"))
@@ -247,7 +249,7 @@ def _content_text(content: dict[str, Any]) -> str:
     """The readable text of a message: its parts, with images and audio as short markers."""
     parts = content.get("parts")
     if isinstance(parts, list):
-        return SEGMENT_SEPARATOR.join(text for part in parts if (text := _part_text(part).strip()))
+        return SEGMENT_SEPARATOR.join(piece for part in parts if (piece := _part_text(part).strip()))
     text = content.get("text")
     return text.strip() if isinstance(text, str) else ""
 

@@ -201,11 +201,12 @@ def _user_text(text: str) -> str:
     stripped = text.strip()
     if stripped.startswith(_HARNESS_TEXT):
         return ""
-    command = _COMMAND_NAME.search(stripped)
+    # Only a text that opens with the CLI's tags is a command echo; a prompt may quote such tags.
+    command = _COMMAND_NAME.search(stripped) if stripped.startswith("<command-") else None
     if command:
         arguments = _COMMAND_ARGS.search(stripped)
         return f"{command.group(1).strip()} {arguments.group(1).strip() if arguments else ''}".strip()
-    shell = _BASH_INPUT.search(stripped)
+    shell = _BASH_INPUT.match(stripped)
     if shell:
         return f"!{shell.group(1).strip()}"
     return stripped

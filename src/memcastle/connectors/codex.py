@@ -184,11 +184,12 @@ class _Session:
         role = item.get("role")
         if role not in ("user", "assistant"):
             return []  # developer and system messages are instructions, not the conversation
+        content = item.get("content")
         parts: list[str] = []
-        for part in item.get("content") if isinstance(item.get("content"), list) else []:
-            part = as_dict(part)
-            kind = part.get("type")
-            text = str(part.get("text") or "")
+        for block in content if isinstance(content, list) else []:
+            block = as_dict(block)
+            kind = block.get("type")
+            text = str(block.get("text") or "")
             if kind in ("input_text", "output_text", "text"):
                 if role == "user" and text.lstrip().startswith(_INJECTED_INPUT):
                     self._note_environment(text)

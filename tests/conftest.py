@@ -1,0 +1,275 @@
+"""Fixtures shared by the whole suite: isolated XDG homes, settings, a built palace, an in-process client, and
+real daemon subprocesses on ephemeral ports."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+
+from memcastle.api.app import create_app
+from memcastle.app import Palace, build
+from memcastle.config import Settings, load_settings
+from memcastle.registry import DaemonEntry, find_daemon, registry_file
+
+# `python -c` is the console entry without needing the installed script on PATH.
+ENTRY = [sys.executable, "-c", "from memcastle.cli.main import run; run()"]
+DAEMON_START_TIMEOUT = 20.0
+
+
+@dataclass(frozen=True)
+class XdgHome:
+    """The per-test XDG directories every MemCastle lookup is pointed at."""
+
+    root: Path
+    config: Path
+    data: Path
+    state: Path
+
+    @property
+    def state_dir(self) -> Path:
+        """What `memcastle.config.state_dir()` resolves to under this home."""
+        return self.state / "memcastle"
+
+    @property
+    def config_file(self) -> Path:
+        return self.config / "memcastle" / "config.toml"
+
+    def env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        """An environment for a child process: this home, no inherited MEMCASTLE_* variables."""
+        base = {k: v for k, v in os.environ.items() if not k.startswith(("MEMCASTLE_", "XDG_"))}
+        base.update({
+            "XDG_CONFIG_HOME": str(self.config),
+            "XDG_DATA_HOME": str(self.data),
+            "XDG_STATE_HOME": str(self.state),
+            "COLUMNS": "200",
+            "PYTHONUNBUFFERED": "1",
+        })
+        base.update(extra or {})
+        return base
+
+
+def make_home(root: Path) -> XdgHome:
+    home = XdgHome(root=root, config=root / "config", data=root / "data", state=root / "state")
+    for folder in (home.config, home.data, home.state):
+        folder.mkdir(parents=True, exist_ok=True)
+    return home
+
+
+@pytest.fixture(autouse=True)
+def xdg_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> XdgHome:
+    """No test may read or write the real user's MemCastle config, data or state."""
+    home = make_home(tmp_path / "xdg")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home.config))
+    monkeypatch.setenv("XDG_DATA_HOME", str(home.data))
+    monkeypatch.setenv("XDG_STATE_HOME", str(home.state))
+    for variable in [v for v in os.environ if v.startswith("MEMCASTLE_")]:
+        monkeypatch.delenv(variable)
+    return home
+
+
+@pytest.fixture
+def palace_dir(tmp_path: Path) -> Path:
+    return tmp_path / "palace"
+
+
+@pytest.fixture
+def settings(xdg_home: XdgHome, palace_dir: Path) -> Settings:
+    """Settings for a palace in a temp dir; no environment, no config file."""
+    return load_settings(flags={"palace": str(palace_dir), "jobs.drain_seconds": 3.0}, env={}, config_file=None)
+
+
+@pytest.fixture
+def palace(settings: Settings) -> Iterator[Palace]:
+    """A built and started palace (real SQLite, real worker pool); drained and closed at teardown."""
+    built = build(settings)
+    built.start()
+    try:
+        yield built
+    finally:
+        built.stop()
+
+
+@pytest.fixture
+def client(palace: Palace) -> Iterator[TestClient]:
+    """The daemon's real HTTP surface, in-process."""
+    with TestClient(create_app(palace), raise_server_exceptions=False) as http:
+        yield http
+
+
+# --- polling --------------------------------------------------------------------------------------
+
+
+def wait_until(predicate: Callable[[], Any], *, timeout: float = 10.0, interval: float = 0.01,
+               what: str = "condition") -> Any:
+    """Poll `predicate` until it returns something truthy; fail the test after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
+
+
+@pytest.fixture(scope="session")
+def poll() -> Callable[..., Any]:
+    """`poll(predicate, timeout=…, what=…)`: wait until the predicate is truthy."""
+    return wait_until
+
+
+# --- the real console entry -----------------------------------------------------------------------
+
+
+def run_cli(args: Sequence[str], *, env: Mapping[str, str], input: str | None = None, cwd: Path | None = None,
+            timeout: float = 30.0) -> subprocess.CompletedProcess[str]:
+    """Run `memcastle ARGS` as a subprocess (stdout is a pipe, so the CLI answers in JSON)."""
+    return subprocess.run([*ENTRY, *args], env=dict(env), input=input, capture_output=True, text=True,
+                          cwd=cwd, timeout=timeout)
+
+
+@pytest.fixture(scope="session")
+def cli_runner() -> Callable[..., subprocess.CompletedProcess[str]]:
+    """`cli_runner(args, env=…, input=…)` runs the real console entry."""
+    return run_cli
+
+
+# --- real daemons -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Daemon:
+    """A `memcastle serve --port 0` subprocess and how to reach it."""
+
+    proc: subprocess.Popen[bytes]
+    palace: Path
+    home: XdgHome
+    log_path: Path
+    entry: DaemonEntry | None = None
+    env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def address(self) -> str:
+        assert self.entry is not None
+        return self.entry.address
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    @property
+    def registry_path(self) -> Path:
+        return registry_file(self.home.state_dir, self.palace)
+
+    def log(self) -> str:
+        return self.log_path.read_text(encoding="utf-8", errors="replace")
+
+    def http(self, timeout: float = 10.0) -> httpx.Client:
+        return httpx.Client(base_url=self.address, timeout=timeout, trust_env=False)
+
+    def cli(self, *args: str, input: str | None = None, extra_env: Mapping[str, str] | None = None,
+            cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+        """`memcastle --palace P ARGS` against this daemon."""
+        env = {**self.env, **(extra_env or {})}
+        return run_cli(["--palace", str(self.palace), *args], env=env, input=input,
+                       cwd=cwd or self.home.root)
+
+    def wait_exit(self, timeout: float = 20.0) -> int:
+        return self.proc.wait(timeout=timeout)
+
+    def kill(self) -> None:
+        """SIGKILL and reap (so the pid is really gone, not a zombie)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(timeout=10)
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+def launch_daemon(palace: Path, home: XdgHome, *, extra_env: Mapping[str, str] | None = None,
+                  extra_args: Sequence[str] = (), wait: bool = True) -> Daemon:
+    """Start `memcastle --palace P serve --port 0`; when `wait`, return once it is registered and healthy."""
+    env = home.env(extra_env)
+    log_path = home.root / f"daemon-{time.monotonic_ns()}.log"
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            [*ENTRY, "--palace", str(palace), "serve", "--port", "0", *extra_args],
+            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, cwd=home.root,
+        )
+    daemon = Daemon(proc=proc, palace=palace, home=home, log_path=log_path, env=env)
+    if wait:
+        try:
+            await_ready(daemon)
+        except BaseException:
+            daemon.kill()
+            raise
+    return daemon
+
+
+def await_ready(daemon: Daemon, timeout: float = DAEMON_START_TIMEOUT) -> None:
+    """Wait for the registry file, then for `/api/health` to answer at the address it names."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if daemon.proc.poll() is not None:
+            pytest.fail(f"the daemon exited with {daemon.proc.returncode} before it was ready:\n{daemon.log()}")
+        if daemon.registry_path.exists():
+            entry, _ = find_daemon(daemon.home.state_dir, daemon.palace)
+            if entry is not None and entry.pid == daemon.proc.pid:
+                try:
+                    answer = httpx.get(entry.address + "/api/health", timeout=2.0, trust_env=False)
+                    if answer.status_code == 200 and answer.json() == {"ok": True}:
+                        daemon.entry = entry
+                        return
+                except httpx.TransportError:
+                    pass
+        if time.monotonic() > deadline:
+            daemon.kill()
+            pytest.fail(f"the daemon was not ready within {timeout}s:\n{daemon.log()}")
+        time.sleep(0.02)
+
+
+@pytest.fixture
+def daemon(tmp_path: Path, xdg_home: XdgHome) -> Iterator[Callable[..., Daemon]]:
+    """Factory: `daemon(palace=None, extra_env=None, wait=True)` starts a real daemon in this test's XDG home.
+
+    Every daemon started is killed at teardown."""
+    started: list[Daemon] = []
+
+    def start(palace: Path | None = None, *, extra_env: Mapping[str, str] | None = None,
+              extra_args: Sequence[str] = (), wait: bool = True) -> Daemon:
+        process = launch_daemon(palace or tmp_path / "palace", xdg_home, extra_env=extra_env,
+                                extra_args=extra_args, wait=wait)
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        process.kill()
+
+
+@pytest.fixture(scope="module")
+def module_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    """One daemon shared by a module's tests (each test keeps to its own wing so they stay independent)."""
+    root = tmp_path_factory.mktemp("module-daemon")
+    home = make_home(root / "xdg")
+    process = launch_daemon(root / "palace", home)
+    yield process
+    process.kill()
+
