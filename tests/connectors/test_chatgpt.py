@@ -128,6 +128,17 @@ def test_a_malformed_conversation_is_skipped_by_read(export: Path) -> None:
         connector.read(source, broken)
 
 
+def test_a_conversation_without_an_id_is_listed_and_then_refused(export: Path) -> None:
+    conversations = json.loads(export.read_text(encoding="utf-8"))
+    del conversations[1]["id"], conversations[1]["conversation_id"]
+    export.write_text(json.dumps(conversations), encoding="utf-8")
+    connector = ChatGPTConnector()
+    source = SourceSpec(str(export))
+    nameless = next(c for c in connector.discover(source, None) if c.external_id == "invalid-1")
+    with pytest.raises(SkipDocument, match="has no id"):
+        connector.read(source, nameless)
+
+
 def test_read_without_a_discovery_hint_finds_the_conversation_in_the_export(export: Path) -> None:
     connector = ChatGPTConnector()
     raw = connector.read(SourceSpec(str(export)), Candidate(CREPES))

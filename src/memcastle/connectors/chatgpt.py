@@ -87,6 +87,8 @@ class ChatGPTConnector:
                 raise SkipDocument(f"conversation {candidate.external_id} is not in the export")
         if not isinstance(conversation, dict):
             raise SkipDocument(f"conversation {candidate.external_id} is not a JSON object")
+        if not (as_text(conversation.get("conversation_id")) or as_text(conversation.get("id"))):
+            raise SkipDocument(f"conversation {candidate.external_id} has no id")
         mapping = conversation.get("mapping")
         if not isinstance(mapping, dict) or not mapping:
             raise SkipDocument(f"conversation {candidate.external_id} has no message mapping")

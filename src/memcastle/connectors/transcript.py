@@ -41,7 +41,7 @@ class Turn:
     text: str
 
 
-@dataclass(frozen=True)
+@dataclass
 class JsonLines:
     """The objects of a JSONL file with their 1-based line numbers, and a warning per line that was skipped."""
 

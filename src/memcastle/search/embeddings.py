@@ -460,12 +460,14 @@ def passage_spans(
         raise ValueError(f"need window_chars >= 1 and 0 <= overlap_chars < window_chars, "
                          f"got {window_chars} and {overlap_chars}")
     spans: list[tuple[int, int]] = []
-    start = 0
+    start = covered = 0
     while start < len(text):
         if len(text) - start <= window_chars:
             spans.append((start, len(text)))
             break
-        end = _word_break_before(text, start + window_chars, floor=start + max(1, window_chars // 2))
+        # Ending past the previous passage keeps every passage useful; start + window is always past it.
+        floor = max(start + max(1, window_chars // 2), covered + 1)
+        end = covered = _word_break_before(text, start + window_chars, floor=floor)
         spans.append((start, end))
         # Starting strictly later guarantees progress even when the overlap is most of the window.
         start = max(start + 1, _word_start_after(text, end - overlap_chars, ceiling=end - overlap_chars // 2))

@@ -1,0 +1,271 @@
+"""Settings: defaults < config.toml < MEMCASTLE_* < flags, each value's origin, and errors that say where."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import click
+import pytest
+import typer.main
+
+import memcastle.cli.main
+from memcastle.config import SETTINGS, SPEC_BY_KEY, load_settings
+from memcastle.errors import ConfigError
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def config_file(tmp_path: Path) -> Path:
+    return tmp_path / "config.toml"
+
+
+# --- precedence and origins -----------------------------------------------------------------------
+
+
+def test_defaults_apply_when_nothing_is_configured(config_file: Path) -> None:
+    write(config_file, "")
+    loaded = load_settings(env={}, config_file=config_file)
+    for spec in SETTINGS:
+        assert loaded.origin(spec.key) == "default"
+    assert loaded["jobs.workers"] == SPEC_BY_KEY["jobs.workers"].default
+    assert loaded["server.port"] == 8420
+
+
+def test_each_layer_overrides_the_one_below_and_records_its_origin(config_file: Path) -> None:
+    write(config_file, "[jobs]\nworkers = 3\n[server]\nport = 9001\n")
+    env = {"MEMCASTLE_JOBS_WORKERS": "4"}
+
+    from_file = load_settings(env={}, config_file=config_file)
+    assert from_file["jobs.workers"] == 3
+    assert from_file.origin("jobs.workers") == f"file {config_file}"
+
+    from_env = load_settings(env=env, config_file=config_file)
+    assert from_env["jobs.workers"] == 4
+    assert from_env.origin("jobs.workers") == "env MEMCASTLE_JOBS_WORKERS"
+    assert from_env["server.port"] == 9001, "a key the environment does not set keeps the file's value"
+    assert from_env.origin("server.port") == f"file {config_file}"
+
+    from_flag = load_settings(flags={"jobs.workers": 5}, env=env, config_file=config_file)
+    assert from_flag["jobs.workers"] == 5
+    assert from_flag.origin("jobs.workers") == "flag"
+    assert from_flag.origin("mode") == "default"
+
+
+def test_none_flags_are_ignored(config_file: Path) -> None:
+    write(config_file, "mode = \"read_only\"\n")
+    loaded = load_settings(flags={"mode": None, "palace": None}, env={}, config_file=config_file)
+    assert loaded["mode"] == "read_only"
+    assert loaded.origin("mode") == f"file {config_file}"
+
+
+def test_default_config_file_is_read_from_xdg_config_home(xdg_home: Any) -> None:
+    write(xdg_home.config_file, "[jobs]\nworkers = 7\n")
+    loaded = load_settings(env={})
+    assert loaded.config_file == xdg_home.config_file
+    assert loaded["jobs.workers"] == 7
+
+
+def test_memcastle_config_variable_selects_the_file(tmp_path: Path) -> None:
+    chosen = write(tmp_path / "elsewhere.toml", "[server]\nport = 8999\n")
+    loaded = load_settings(env={"MEMCASTLE_CONFIG": str(chosen)})
+    assert loaded["server.port"] == 8999
+    assert loaded.origin("server.port") == f"file {chosen}"
+
+
+def test_palace_flag_selects_the_palace_directory(tmp_path: Path) -> None:
+    loaded = load_settings(flags={"palace": str(tmp_path / "mine")}, env={})
+    assert loaded.palace == tmp_path / "mine"
+    assert loaded.origin("palace") == "flag"
+
+
+def test_environment_values_are_parsed_by_type() -> None:
+    loaded = load_settings(env={
+        "MEMCASTLE_AUTH_ENABLED": "yes", "MEMCASTLE_JOBS_DRAIN_SECONDS": "2.5",
+        "MEMCASTLE_MCP_ALLOWED_HOSTS": '["a.test", "b.test"]', "MEMCASTLE_SERVER_PORT": "0",
+    })
+    assert loaded["auth.enabled"] is True
+    assert loaded["jobs.drain_seconds"] == 2.5
+    assert loaded["mcp.allowed_hosts"] == ["a.test", "b.test"]
+    assert loaded["server.port"] == 0
+
+
+def test_secrets_are_masked_in_the_description() -> None:
+    loaded = load_settings(env={"MEMCASTLE_AUTH_TOKEN": "s3cret"})
+    rows = {row["key"]: row for row in loaded.describe()}
+    assert rows["auth.token"]["value"] == "********"
+    assert rows["auth.token"]["origin"] == "env MEMCASTLE_AUTH_TOKEN"
+    assert "s3cret" not in repr(loaded.describe())
+
+
+def test_structured_tables_are_kept_for_their_own_validators(config_file: Path) -> None:
+    write(config_file, "[preferences]\ndefault = \"high\"\n\n[preferences.sources.notes]\nlevel = \"low\"\n")
+    loaded = load_settings(env={}, config_file=config_file)
+    assert loaded.tables["preferences"].value["sources"]["notes"]["level"] == "low"
+    assert loaded.tables["preferences"].file == str(config_file)
+
+
+# --- errors say where -----------------------------------------------------------------------------
+
+
+def test_malformed_toml_names_the_file_and_line(config_file: Path) -> None:
+    write(config_file, "[jobs]\nworkers = 2\nthis is not toml\n")
+    with pytest.raises(ConfigError) as error:
+        load_settings(env={}, config_file=config_file)
+    assert error.value.file == str(config_file)
+    assert error.value.line == 3
+    assert f"{config_file}:3" in str(error.value)
+
+
+def test_unknown_key_names_the_key_and_its_line(config_file: Path) -> None:
+    write(config_file, "mode = \"full\"\n\n[jobs]\nworkers = 2\nwrokers = 3\n")
+    with pytest.raises(ConfigError) as error:
+        load_settings(env={}, config_file=config_file)
+    assert error.value.key == "jobs.wrokers"
+    assert error.value.line == 5
+    assert "jobs.wrokers" in str(error.value) and f"{config_file}:5" in str(error.value)
+    assert "jobs.workers" in str(error.value), "the message lists the known keys of the section"
+
+
+def test_unknown_top_level_key_is_refused(config_file: Path) -> None:
+    write(config_file, "colour = \"blue\"\n")
+    with pytest.raises(ConfigError) as error:
+        load_settings(env={}, config_file=config_file)
+    assert error.value.key == "colour"
+    assert error.value.line == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "line"),
+    [
+        ("[jobs]\nworkers = \"two\"\n", "jobs.workers", 2),  # type
+        ("[jobs]\nworkers = 2.5\n", "jobs.workers", 2),  # not an integer
+        ("[jobs]\nworkers = 0\n", "jobs.workers", 2),  # below minimum
+        ("[server]\nport = 70000\n", "server.port", 2),  # above maximum
+        ("mode = \"loud\"\n", "mode", 1),  # not a choice
+        ("[embeddings]\nprovider = \"magic\"\n", "embeddings.provider", 2),  # not a choice
+        ("[auth]\nenabled = \"yes\"\n", "auth.enabled", 2),  # a string is not a TOML boolean
+        ("[mcp]\nallowed_hosts = \"a.test\"\n", "mcp.allowed_hosts", 2),  # not a list
+        ("[embeddings]\ncommand = [\"run\", 3]\n", "embeddings.command", 2),  # not a list of strings
+        ("[jobs]\ndrain_seconds = true\n", "jobs.drain_seconds", 2),  # a boolean is not a number
+    ],
+)
+def test_bad_value_in_file_names_the_key_file_and_line(config_file: Path, text: str, key: str, line: int) -> None:
+    write(config_file, text)
+    with pytest.raises(ConfigError) as error:
+        load_settings(env={}, config_file=config_file)
+    assert error.value.key == key
+    assert error.value.file == str(config_file)
+    assert error.value.line == line
+    assert key in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("variable", "raw"),
+    [
+        ("MEMCASTLE_SERVER_PORT", "http"),
+        ("MEMCASTLE_SERVER_PORT", "-1"),
+        ("MEMCASTLE_MODE", "loud"),
+        ("MEMCASTLE_AUTH_ENABLED", "maybe"),
+        ("MEMCASTLE_MCP_ALLOWED_HOSTS", "a.test"),
+        ("MEMCASTLE_JOBS_WORKERS", "2.5"),
+    ],
+)
+def test_bad_environment_value_names_the_variable(variable: str, raw: str) -> None:
+    with pytest.raises(ConfigError) as error:
+        load_settings(env={variable: raw})
+    assert variable in str(error.value)
+
+
+def test_unknown_memcastle_variable_is_refused_by_name() -> None:
+    with pytest.raises(ConfigError) as error:
+        load_settings(env={"MEMCASTLE_JOBS_WROKERS": "2"})
+    assert "MEMCASTLE_JOBS_WROKERS" in str(error.value)
+
+
+def test_variables_without_the_prefix_are_not_settings() -> None:
+    loaded = load_settings(env={"JOBS_WORKERS": "9", "MEMCASTLEX": "1"})
+    assert loaded["jobs.workers"] == 2
+
+
+@pytest.mark.parametrize(("key", "value"), [("jobs.workers", 0), ("mode", "loud"), ("server.port", "x")])
+def test_bad_flag_names_the_key(key: str, value: object) -> None:
+    with pytest.raises(ConfigError) as error:
+        load_settings(flags={key: value}, env={})
+    assert key in str(error.value)
+
+
+def test_unknown_flag_is_refused() -> None:
+    with pytest.raises(ConfigError) as error:
+        load_settings(flags={"jobs.wrokers": 2}, env={})
+    assert "jobs.wrokers" in str(error.value)
+
+
+def test_explicit_config_file_that_does_not_exist_is_an_error(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.toml"
+    with pytest.raises(ConfigError) as error:
+        load_settings(env={}, config_file=missing)
+    assert str(missing) in str(error.value)
+    with pytest.raises(ConfigError):
+        load_settings(env={"MEMCASTLE_CONFIG": str(missing)})
+
+
+def test_config_file_that_is_not_utf8_is_an_error_naming_it(config_file: Path) -> None:
+    config_file.write_bytes(b"mode = \"\xff\xfe\"\n")
+    with pytest.raises(ConfigError) as error:
+        load_settings(env={}, config_file=config_file)
+    assert str(config_file) in str(error.value)
+
+
+# --- everything is documented ---------------------------------------------------------------------
+
+
+def _doc(name: str) -> str:
+    path = DOCS / name
+    if not path.is_file():
+        pytest.fail(f"docs/{name} does not exist; it must document every setting/command")
+    return path.read_text(encoding="utf-8")
+
+
+def test_every_setting_is_documented_in_configuration_md() -> None:
+    text = _doc("configuration.md")
+    missing = [spec.key for spec in SETTINGS
+               if not re.search(rf"(?<![\w.]){re.escape(spec.key)}(?![\w.])", text)]
+    assert not missing, f"docs/configuration.md does not mention these settings: {', '.join(missing)}"
+
+
+def _command_paths(command: click.Command, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    if isinstance(command, click.Group):
+        paths: list[tuple[str, ...]] = []
+        for name, sub in command.commands.items():
+            if not sub.hidden:
+                paths.extend(_command_paths(sub, (*prefix, name)))
+        return paths
+    return [prefix]
+
+
+def test_command_walk_finds_nested_commands() -> None:
+    paths = _command_paths(typer.main.get_command(memcastle.cli.main.app))
+    assert ("serve",) in paths and ("drawer", "show") in paths and ("job", "cancel") in paths
+
+
+def test_every_cli_command_is_documented_in_cli_md() -> None:
+    """Documented = `memcastle <command>` appears, or a Markdown heading names the command."""
+    text = _doc("cli.md")
+    headings = "\n".join(line for line in text.splitlines() if line.lstrip().startswith("#"))
+    missing = []
+    for path in _command_paths(typer.main.get_command(memcastle.cli.main.app)):
+        words = r"\s+".join(re.escape(part) for part in path)
+        usage = re.search(rf"memcastle\s+(?:--?[\w-]+(?:[ =]\S+)?\s+)*{words}(?![\w-])", text)
+        heading = re.search(rf"(?<![\w-]){words}(?![\w-])", headings)
+        if not (usage or heading):
+            missing.append(" ".join(path))
+    assert not missing, f"docs/cli.md does not document these commands: {', '.join(missing)}"
