@@ -78,7 +78,6 @@ def test_metadata_snapshots_the_conversation(export: Path) -> None:
         "title": "Flaky pytest fixture",
         "model": "gpt-4o",
         "create_time": "2025-02-03T16:26:40.123456Z",
-        "update_time": "2025-02-03T16:28:54.323456Z",
     }
     assert raw.occurred_at == "2025-02-03T16:26:40.123456Z"
     assert raw.uri == f"chatgpt://conversation/{PYTEST}"

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from memcastle.connectors.chatgpt import ChatGPTConnector
+from memcastle.connectors.claude import ClaudeConnector
+from memcastle.connectors.codex import CodexConnector
 from memcastle.connectors.contract import Connector
 from memcastle.connectors.directory import DirectoryConnector
 from memcastle.connectors.git import GitConnector
@@ -13,5 +16,8 @@ def builtin_connectors(*, max_file_bytes: int) -> dict[str, Connector]:
         DirectoryConnector(max_file_bytes=max_file_bytes),
         NotesConnector(max_file_bytes=max_file_bytes),
         GitConnector(),
+        ClaudeConnector(),
+        CodexConnector(),
+        ChatGPTConnector(),
     ]
     return {c.name: c for c in connectors}

@@ -105,7 +105,6 @@ class ChatGPTConnector:
             "title": title,
             "model": as_text(conversation.get("default_model_slug")) or _first_model(messages),
             "create_time": created,
-            "update_time": instant(conversation.get("update_time")),
         }
         if as_text(conversation.get("gizmo_id")):
             metadata["gizmo_id"] = conversation["gizmo_id"]

@@ -12,6 +12,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from memcastle.clock import format_instant, to_datetime, utc_now
 from memcastle.errors import Conflict, IllegalTransition, MigrationError, NotFound
 from memcastle.model import (
@@ -334,6 +336,87 @@ class SQLiteStore:
         )
         # bm25() is lower-is-better; the signal is flipped so that higher is better everywhere.
         return [Candidate(drawer_id=r["id"], signal=-float(r["rank"])) for r in rows]
+
+    def eligible_ids(self, drawer_ids: Sequence[str], scope: Scope, window: TimeWindow | None,
+                     include_historical: bool) -> set[str]:
+        """The subset of `drawer_ids` inside the scope and the temporal window."""
+        where, params = _scope_sql(scope)
+        time_sql, time_params = _time_sql(window, include_historical)
+        found: set[str] = set()
+        ids = list(dict.fromkeys(drawer_ids))
+        for start in range(0, len(ids), 500):
+            batch = ids[start : start + 500]
+            marks = ",".join("?" * len(batch))
+            rows = self._reader().execute(
+                "SELECT d.id FROM drawer d JOIN room r ON r.id = d.room_id JOIN wing w ON w.id = r.wing_id "
+                f"WHERE d.id IN ({marks}){where}{time_sql}",
+                (*batch, *params, *time_params),
+            )
+            found.update(r[0] for r in rows)
+        return found
+
+    def all_eligible_ids(self, scope: Scope, window: TimeWindow | None, include_historical: bool) -> set[str]:
+        where, params = _scope_sql(scope)
+        time_sql, time_params = _time_sql(window, include_historical)
+        rows = self._reader().execute(
+            "SELECT d.id FROM drawer d JOIN room r ON r.id = d.room_id JOIN wing w ON w.id = r.wing_id "
+            f"WHERE 1 = 1{where}{time_sql}",
+            (*params, *time_params),
+        )
+        return {r[0] for r in rows}
+
+    # --- embeddings -----------------------------------------------------------------------------
+
+    def drawers_missing_embeddings(self, model: str, limit: int) -> list[Drawer]:
+        rows = self._reader().execute(
+            f"{_DRAWER_SELECT} WHERE NOT EXISTS (SELECT 1 FROM embedded e WHERE e.model = ? AND e.drawer_seq = d.seq)"
+            " ORDER BY d.valid_to IS NOT NULL, d.seq LIMIT ?",
+            (model, limit),
+        )
+        return [_drawer(r) for r in rows]
+
+    def count_missing_embeddings(self, model: str) -> int:
+        row = self._reader().execute(
+            "SELECT (SELECT COUNT(*) FROM drawer) - (SELECT COUNT(*) FROM embedded WHERE model = ?)", (model,)
+        ).fetchone()
+        return max(0, int(row[0]))
+
+    def put_embeddings(self, model: str, rows: Iterable[tuple[str, np.ndarray]]) -> None:
+        """Store each drawer's passage vectors (float32, shape (passages, dimension)) and mark it embedded."""
+        with self._write() as conn:
+            for drawer_id, vectors in rows:
+                found = conn.execute("SELECT seq FROM drawer WHERE id = ?", (drawer_id,)).fetchone()
+                if found is None:
+                    continue
+                seq = found[0]
+                matrix = np.asarray(vectors, dtype="<f4")
+                dimension = int(matrix.shape[1]) if matrix.ndim == 2 and matrix.shape[0] else 0
+                conn.execute("DELETE FROM embedding WHERE model = ? AND drawer_seq = ?", (model, seq))
+                conn.executemany(
+                    "INSERT INTO embedding(model, drawer_seq, passage, vector) VALUES (?,?,?,?)",
+                    [(model, seq, index, matrix[index].tobytes()) for index in range(matrix.shape[0])],
+                )
+                conn.execute("INSERT OR REPLACE INTO embedded(model, drawer_seq, dimension) VALUES (?,?,?)",
+                             (model, seq, dimension))
+
+    def load_embeddings(self, model: str, after_id: int, dimension: int) -> tuple[list[str], np.ndarray, int]:
+        """Passage vectors stored after `after_id`: (drawer id per row, matrix, last id)."""
+        rows = self._reader().execute(
+            "SELECT e.id, d.id AS drawer_id, e.vector FROM embedding e JOIN drawer d ON d.seq = e.drawer_seq "
+            "WHERE e.model = ? AND e.id > ? ORDER BY e.id",
+            (model, after_id),
+        ).fetchall()
+        if not rows:
+            return [], np.zeros((0, dimension), dtype=np.float32), after_id
+        matrix = np.frombuffer(b"".join(r["vector"] for r in rows), dtype="<f4").reshape(len(rows), -1)
+        return [r["drawer_id"] for r in rows], matrix.astype(np.float32, copy=False), int(rows[-1]["id"])
+
+    def drop_other_embeddings(self, model: str) -> int:
+        """Remove vectors of models other than `model` (after a model change has been filled in)."""
+        with self._write() as conn:
+            removed = conn.execute("DELETE FROM embedding WHERE model != ?", (model,)).rowcount
+            conn.execute("DELETE FROM embedded WHERE model != ?", (model,))
+        return int(removed)
 
     # --- mining ---------------------------------------------------------------------------------
 
