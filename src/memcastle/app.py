@@ -16,7 +16,11 @@ from memcastle.errors import ConfigError
 from memcastle.jobs.context import JobHandler
 from memcastle.jobs.queue import JobQueue
 from memcastle.jobs.worker import WorkerPool
-from memcastle.search.engine import SearchEngine
+from memcastle.search.backfill import KIND as backfill_kind
+from memcastle.search.backfill import EmbeddingBackfill, model_key
+from memcastle.search.embeddings import build_provider
+from memcastle.search.engine import FusionWeights, SearchEngine
+from memcastle.search.semantic import SemanticIndex
 from memcastle.services import Services
 from memcastle.store import Store
 from memcastle.store.sqlite import SQLiteStore
@@ -38,6 +42,8 @@ class Palace:
         """Recover jobs a crashed daemon left running, then start the workers."""
         for job in self.pool.recover():
             log.warning("job %s (%s) was interrupted; now %s", job.id, job.kind, job.status.value)
+        if self.services.embedding_status()["pending"]:
+            self.services.request_embedding()
         self.pool.start()
         self.started = True
 
@@ -63,14 +69,28 @@ def build(settings: Settings) -> Palace:
         if miner.connector not in connectors.names:
             raise ConfigError(f"unknown connector {miner.connector!r}; available: {', '.join(connectors.names)}",
                               file=str(settings.config_file), key=f"miners.{miner.name}.connector")
+    provider = build_provider({key.removeprefix("embeddings."): value for key, value in settings.values.items()
+                               if key.startswith("embeddings.")})
     store = open_store(settings)
     pipeline = MinePipeline(store, connectors, chunk_chars=settings["mining.chunk_chars"])
     handlers: dict[str, JobHandler] = {
         integrity.KIND: partial(integrity.verify_palace, store),
         mining.KIND: pipeline.run,
     }
+    index = None
+    if provider.is_enabled:
+        backfill = EmbeddingBackfill(store, provider, batch_size=settings["embeddings.batch_size"])
+        handlers[backfill_kind] = backfill.run
+        index = SemanticIndex(store, model_key(provider))
+    search = SearchEngine(
+        store, provider, index,
+        weights=FusionWeights(k=settings["search.rrf_k"], lexical=settings["search.lexical_weight"],
+                              semantic=settings["search.semantic_weight"]),
+        pending=(lambda: store.count_missing_embeddings(model_key(provider))) if provider.is_enabled else None,
+    )
     pool = WorkerPool(store, handlers, workers=settings["jobs.workers"], lease_seconds=settings["jobs.lease_seconds"])
     queue = JobQueue(store, pool)
-    services = Services(store=store, queue=queue, search=SearchEngine(store), palace=settings.palace,
-                        connectors=connectors, miners=miners)
+    services = Services(store=store, queue=queue, search=search, palace=settings.palace,
+                        connectors=connectors, miners=miners, embeddings=provider)
+    pool.on_finished = services.after_job
     return Palace(settings=settings, store=store, pool=pool, services=services)

@@ -34,6 +34,10 @@ from memcastle.model import (
 from memcastle.connectors.registry import ConnectorRegistry
 from memcastle.miners import MinerSpec
 from memcastle.mining import KIND as MINE
+from memcastle.search.backfill import COALESCE_KEY as EMBED_KEY
+from memcastle.search.backfill import KIND as EMBED
+from memcastle.search.backfill import model_key
+from memcastle.search.embeddings import EmbeddingProvider
 from memcastle.search.engine import SearchEngine
 from memcastle.store import Store
 
@@ -66,8 +70,10 @@ class Services:
     """One palace's operations."""
 
     def __init__(self, *, store: Store, queue: JobQueue, search: SearchEngine, palace: Path,
-                 connectors: ConnectorRegistry, miners: Mapping[str, MinerSpec]) -> None:
+                 connectors: ConnectorRegistry, miners: Mapping[str, MinerSpec],
+                 embeddings: EmbeddingProvider) -> None:
         self.store = store
+        self._embeddings = embeddings
         self.queue = queue
         self._search = search
         self.palace = palace
@@ -86,7 +92,42 @@ class Services:
             "drawers": self.store.count_drawers(current_only=True),
             "drawers_total": self.store.count_drawers(),
             "jobs": jobs,
+            "embeddings": self.embedding_status(),
+            "warnings": self._warnings(),
         }
+
+    def embedding_status(self) -> dict[str, Any]:
+        provider = self._embeddings
+        if not provider.is_enabled:
+            return {"provider": provider.name, "model": None, "dimension": None, "pending": 0}
+        return {
+            "provider": provider.name,
+            "model": provider.model,
+            "dimension": self._search.dimension,
+            "pending": self.store.count_missing_embeddings(model_key(provider)),
+        }
+
+    def _warnings(self) -> list[str]:
+        warnings = []
+        if self._embeddings.is_enabled:
+            latest = self.store.list_jobs(None, EMBED, 1)
+            if latest and latest[0].status is JobStatus.FAILED:
+                warnings.append(f"the embedding provider failed: {latest[0].error}; search falls back to lexical")
+        return warnings
+
+    def request_embedding(self, *, requested_by: str = "job") -> Job | None:
+        """Queue the background embed sweep (joining a queued one); None when embeddings are off."""
+        if not self._embeddings.is_enabled:
+            return None
+        job, _ = self.submit_job(EMBED, {}, priority="background", requested_by=requested_by,
+                                 coalesce_key=EMBED_KEY)
+        return job
+
+    def after_job(self, job: Job) -> None:
+        """Follow-ups of a finished job: new drawers get embeddings."""
+        if job.kind == MINE and job.status is JobStatus.COMPLETED and job.result:
+            if int(job.result.get("created", 0)) + int(job.result.get("superseded", 0)) > 0:
+                self.request_embedding()
 
     # --- drawers --------------------------------------------------------------------------------
 
@@ -107,6 +148,7 @@ class Services:
             wing=wing, room=room, content=content, name=_name(name, "name"), tags=tags,
             source=Source(kind=kind, agent=agent), provenance=Provenance(requested_by=requested_by),
         ))
+        self.request_embedding()
         return drawer, True
 
     def get_drawer(self, drawer_id: str) -> Drawer:
@@ -119,11 +161,13 @@ class Services:
         if not content.strip():
             raise InvalidRequest("content must not be empty", field="content")
         old = self.store.get_drawer(drawer_id)
-        return self.store.supersede_drawer(drawer_id, NewDrawer(
+        replacement = self.store.supersede_drawer(drawer_id, NewDrawer(
             wing=old.wing, room=old.room, content=content, name=old.name, tags=old.tags,
             source=Source(kind=old.source.kind, uri=old.source.uri, agent=old.source.agent),
             provenance=Provenance(requested_by=requested_by),
         ))
+        self.request_embedding()
+        return replacement
 
     def list_wings(self) -> list[Wing]:
         return self.store.list_wings()

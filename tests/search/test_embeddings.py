@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -126,7 +127,7 @@ def test_builtin_embeds_with_the_network_blocked(tmp_path: Path) -> None:
         )
     )
     env = {**os.environ, "PYTHONPATH": str(SRC)}
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=60)
+    done = subprocess.run([sys.executable, str(script)], check=False, capture_output=True, text=True, env=env, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "(2, 384)"
 
@@ -402,7 +403,7 @@ def test_passages_cover_the_whole_text_in_order_within_the_window(text: str, win
         return
     assert spans[0][0] == 0 and spans[-1][1] == len(text)
     assert all(0 < end - start <= size for start, end in spans)
-    for (start, end), (next_start, next_end) in zip(spans, spans[1:]):
+    for (start, end), (next_start, next_end) in pairwise(spans):
         # Each passage starts later, ends later, and starts no later than the previous one ends: no gaps.
         assert start < next_start <= end < next_end
     passages = split_passages(text, size, overlap)

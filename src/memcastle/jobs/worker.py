@@ -9,7 +9,7 @@ import threading
 import time
 import traceback
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from memcastle.clock import utc_now
 from memcastle.errors import Conflict
@@ -28,6 +28,7 @@ class WorkerPool:
     def __init__(self, store: Store, handlers: Mapping[str, JobHandler], *, workers: int,
                  lease_seconds: float) -> None:
         self._store = store
+        self.on_finished: Callable[[Job], None] | None = None  # follow-ups of a finished job
         self._handlers = dict(handlers)
         self._workers = workers
         self._lease_seconds = lease_seconds
@@ -138,7 +139,13 @@ class WorkerPool:
         if finished:
             fields["finished_at"] = utc_now()
         try:
-            self._store.transition_job(job.id, status, owner=self.owner, lease_owner=None, lease_expires_at=None,
-                                       **fields)
+            finished_job = self._store.transition_job(job.id, status, owner=self.owner, lease_owner=None,
+                                                      lease_expires_at=None, **fields)
         except Conflict:
             log.warning("job %s changed hands before it could be marked %s", job.id, status.value)
+            return
+        if self.on_finished is not None and finished_job.is_finished:
+            try:
+                self.on_finished(finished_job)
+            except Exception:  # noqa: BLE001 - a follow-up must never take the worker down
+                log.exception("follow-up of job %s failed", job.id)

