@@ -304,6 +304,7 @@ class Scope:
     tags: tuple[str, ...] = ()
     source_kind: str | None = None
     connector: str | None = None
+    agent: str | None = None
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,9 @@ from memcastle.store import Store
 MAX_LIMIT = 200
 DEFAULT_WING = "default"
 NOTES_ROOM = "notes"
+DIARY_ROOM = "diary"
+CHECKPOINT_ROOM = "checkpoints"
+CHECKPOINT_TAG = "checkpoint"
 
 
 @dataclass(frozen=True)
@@ -183,6 +186,78 @@ class Services:
     def search(self, request: SearchRequest) -> SearchResult:
         return self._search.search(build_query(request))
 
+    def recall(self, request: SearchRequest) -> SearchResult:
+        """The agent-facing search: a wing at most, never a room."""
+        if request.room is not None:
+            raise InvalidRequest("recall searches a whole wing; drop room or use search", field="room")
+        return self._search.search(build_query(request))
+
+    # --- agent memory ---------------------------------------------------------------------------
+
+    def write_diary(self, agent: str, content: str, *, wing: str | None = None,
+                    requested_by: str = "http") -> Drawer:
+        """A diary entry: a drawer in room `diary`, keyed by the agent's identity."""
+        agent = _required(agent, "agent")
+        drawer, _ = self.save_note(content, wing=wing, room=DIARY_ROOM, agent=agent, requested_by=requested_by,
+                                   kind="manual")
+        return drawer
+
+    def read_diary(self, agent: str, *, wing: str | None = None, limit: int = 10) -> list[Drawer]:
+        """The agent's diary entries, newest first."""
+        scope = Scope(wing=_name(wing, "wing"), room=DIARY_ROOM, agent=_required(agent, "agent"))
+        return self.store.latest_drawers(scope, _limit(limit))
+
+    def checkpoint(self, items: Sequence[Mapping[str, Any]], *, agent: str | None = None,
+                   requested_by: str = "http") -> list[Drawer]:
+        """Save decisions and state as checkpoint drawers (tag `checkpoint`), all or nothing validated first."""
+        if not items:
+            raise InvalidRequest("items must not be empty", field="items")
+        prepared = []
+        for index, item in enumerate(items):
+            content = item.get("content")
+            if not isinstance(content, str) or not content.strip():
+                raise InvalidRequest("content must not be empty", field=f"items[{index}].content")
+            prepared.append(item)
+        saved = []
+        for item in prepared:
+            tags = tuple(dict.fromkeys((*_tags(item.get("tags") or ()), CHECKPOINT_TAG)))
+            drawer, _ = self.save_note(item["content"], wing=item.get("wing"), room=item.get("room") or
+                                       CHECKPOINT_ROOM, tags=tags, agent=agent, name=item.get("name"),
+                                       requested_by=requested_by, kind="manual")
+            saved.append(drawer)
+        return saved
+
+    def wake_up(self, agent: str, *, wing: str | None = None, max_items: int = 10,
+                max_bytes: int = 8192) -> dict[str, Any]:
+        """What an agent needs at the start of a session: its latest diary entry and the most recent checkpoints,
+        trimmed by whole drawers to the budget."""
+        agent = _required(agent, "agent")
+        if not 1 <= max_items <= MAX_LIMIT:
+            raise InvalidRequest(f"max_items must be from 1 to {MAX_LIMIT}", field="max_items")
+        if not 256 <= max_bytes <= 1_048_576:
+            raise InvalidRequest("max_bytes must be from 256 to 1048576", field="max_bytes")
+        wing = _name(wing, "wing")
+        diary = self.store.latest_drawers(Scope(wing=wing, room=DIARY_ROOM, agent=agent), 1)
+        checkpoints = self.store.latest_drawers(Scope(wing=wing, tags=(CHECKPOINT_TAG,)), max_items)
+        chosen: list[Drawer] = []
+        used = 0
+        omitted = 0
+        for drawer in [*diary, *checkpoints]:
+            size = len(drawer.content.encode("utf-8"))
+            if len(chosen) >= max_items or used + size > max_bytes:
+                omitted += 1
+                continue
+            chosen.append(drawer)
+            used += size
+        return {
+            "agent": agent,
+            "wing": wing,
+            "diary": [d.to_json() for d in chosen if d.room == DIARY_ROOM and d.source.agent == agent],
+            "checkpoints": [d.to_json() for d in chosen if CHECKPOINT_TAG in d.tags],
+            "bytes": used,
+            "omitted": omitted,
+        }
+
     # --- mining -------------------------------------------------------------------------------
 
     def submit_mine(self, connector: str, locator: str, options: Mapping[str, Any] | None = None, *,
@@ -295,6 +370,13 @@ def _name(value: str | None, field: str) -> str | None:
     if not isinstance(value, str) or not value.strip() or len(value) > 200 or "\x00" in value:
         raise InvalidRequest(f"{field} must be a non-empty name of at most 200 characters", field=field)
     return value.strip()
+
+
+def _required(value: str | None, field: str) -> str:
+    name = _name(value, field)
+    if name is None:
+        raise InvalidRequest(f"{field} is required", field=field)
+    return name
 
 
 def _tags(tags: Sequence[str]) -> tuple[str, ...]:

@@ -8,7 +8,16 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 
 from memcastle import integrity
 from memcastle.api.modes import opens, reads, writes
-from memcastle.api.schemas import MineBody, NoteBody, SearchBody, SupersedeBody, VerifyBody
+from memcastle.api.schemas import (
+    CheckpointBody,
+    DiaryBody,
+    EmbedBody,
+    MineBody,
+    NoteBody,
+    SearchBody,
+    SupersedeBody,
+    VerifyBody,
+)
 from memcastle.services import SearchRequest, Services
 
 router = APIRouter(prefix="/api")
@@ -81,6 +90,44 @@ def list_rooms(wing: str, request: Request) -> dict[str, Any]:
 @router.post("/search", tags=["search"], dependencies=[Depends(reads)])
 def search(body: SearchBody, request: Request) -> dict[str, Any]:
     return services(request).search(_search_request(body)).to_json()
+
+
+@router.post("/recall", tags=["search"], dependencies=[Depends(reads)])
+def recall(body: SearchBody, request: Request) -> dict[str, Any]:
+    return services(request).recall(_search_request(body)).to_json()
+
+
+@router.post("/embed", status_code=202, tags=["search"], dependencies=[Depends(writes)])
+def embed(request: Request, body: EmbedBody | None = None) -> dict[str, Any]:
+    job = services(request).request_embedding(requested_by=requester(request))
+    if job is None:
+        return {"job": None, "message": "embeddings are disabled (embeddings.provider = none)"}
+    return {"job": job.to_json()}
+
+
+@router.post("/diary", status_code=201, tags=["agents"], dependencies=[Depends(writes)])
+def write_diary(body: DiaryBody, request: Request) -> dict[str, Any]:
+    drawer = services(request).write_diary(body.agent, body.content, wing=body.wing,
+                                           requested_by=requester(request))
+    return {"drawer": drawer.to_json()}
+
+
+@router.get("/diary", tags=["agents"], dependencies=[Depends(reads)])
+def read_diary(request: Request, agent: str, wing: str | None = None, limit: int = Query(10)) -> dict[str, Any]:
+    return {"entries": [d.to_json() for d in services(request).read_diary(agent, wing=wing, limit=limit)]}
+
+
+@router.get("/wake-up", tags=["agents"], dependencies=[Depends(reads)])
+def wake_up(request: Request, agent: str, wing: str | None = None, max_items: int = Query(10),
+            max_bytes: int = Query(8192)) -> dict[str, Any]:
+    return services(request).wake_up(agent, wing=wing, max_items=max_items, max_bytes=max_bytes)
+
+
+@router.post("/checkpoint", status_code=201, tags=["agents"], dependencies=[Depends(writes)])
+def checkpoint(body: CheckpointBody, request: Request) -> dict[str, Any]:
+    saved = services(request).checkpoint([item.model_dump() for item in body.items], agent=body.agent,
+                                         requested_by=requester(request))
+    return {"drawers": [d.to_json() for d in saved]}
 
 
 def _search_request(body: SearchBody) -> SearchRequest:

@@ -58,3 +58,26 @@ class MineBody(Body):
     options: dict[str, str] = Field(default_factory=dict)
     wing: str | None = None
     full: bool = False
+
+
+class EmbedBody(Body):
+    pass
+
+
+class DiaryBody(Body):
+    agent: str
+    content: str
+    wing: str | None = None
+
+
+class CheckpointItem(Body):
+    content: str
+    wing: str | None = None
+    room: str | None = None
+    name: str | None = None
+    tags: list[str] = Field(default_factory=list)
+
+
+class CheckpointBody(Body):
+    items: list[CheckpointItem]
+    agent: str | None = None

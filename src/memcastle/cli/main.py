@@ -26,12 +26,14 @@ room_app = typer.Typer(no_args_is_help=True, help="Rooms of a wing.")
 job_app = typer.Typer(no_args_is_help=True, help="Background jobs: list, show and control them.")
 config_app = typer.Typer(no_args_is_help=True, help="Configuration.")
 miner_app = typer.Typer(no_args_is_help=True, help="Named miners declared with [[miners]] in config.toml.")
+diary_app = typer.Typer(no_args_is_help=True, help="An agent's diary: write and read entries.")
 app.add_typer(drawer_app, name="drawer")
 app.add_typer(wing_app, name="wing")
 app.add_typer(room_app, name="room")
 app.add_typer(job_app, name="job")
 app.add_typer(config_app, name="config")
 app.add_typer(miner_app, name="miner")
+app.add_typer(diary_app, name="diary")
 
 
 @dataclass
@@ -181,6 +183,89 @@ def search(
             "include_historical": historical, "expand": expand}
     data = inv.client().post("/search", {k: v for k, v in body.items() if v is not None})
     render.print_json(data) if inv.as_json else render.show_hits(data)
+
+
+@app.command()
+def recall(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Argument(help="what to remember")],
+    limit: Annotated[int, typer.Option(help="how many hits (1-200)")] = 10,
+    wing: Annotated[str | None, typer.Option(help="only this wing")] = None,
+    tag: Annotated[list[str] | None, typer.Option("--tag", help="required tag; repeat for more")] = None,
+    kind: Annotated[str | None, typer.Option("--kind", help="source kind")] = None,
+    connector: Annotated[str | None, typer.Option(help="only drawers mined by this connector")] = None,
+    as_of: Annotated[str | None, typer.Option("--as-of", help="what was current at this instant")] = None,
+    historical: Annotated[bool, typer.Option("--historical", help="include closed versions")] = False,
+) -> None:
+    """Search a whole wing (no room scoping): the agent-facing search."""
+    inv = _inv(ctx)
+    body = {"query": query, "limit": limit, "wing": wing, "tags": tag or [], "source_kind": kind,
+            "connector": connector, "as_of": as_of, "include_historical": historical}
+    data = inv.client().post("/recall", {k: v for k, v in body.items() if v is not None})
+    render.print_json(data) if inv.as_json else render.show_hits(data)
+
+
+@app.command("wake-up")
+def wake_up(
+    ctx: typer.Context,
+    agent: Annotated[str, typer.Option(help="the agent's identity")],
+    wing: Annotated[str | None, typer.Option(help="only this wing")] = None,
+    max_items: Annotated[int, typer.Option("--max-items", help="at most this many drawers")] = 10,
+    max_bytes: Annotated[int, typer.Option("--max-bytes", help="at most this many bytes of content")] = 8192,
+) -> None:
+    """The agent's latest diary entry and the most recent checkpoints, within a budget."""
+    inv = _inv(ctx)
+    data = inv.client().get("/wake-up", agent=agent, wing=wing, max_items=max_items, max_bytes=max_bytes)
+    if inv.as_json:
+        render.print_json(data)
+        return
+    for drawer in data["diary"] + data["checkpoints"]:
+        render.show_drawer(drawer)
+    render.console.print(f"[dim]{data['bytes']} bytes; {data['omitted']} drawer(s) left out by the budget[/dim]")
+
+
+@diary_app.command("write")
+def diary_write(
+    ctx: typer.Context,
+    content: Annotated[str, typer.Argument(help="the entry, or - for standard input")],
+    agent: Annotated[str, typer.Option(help="the agent's identity")],
+    wing: Annotated[str | None, typer.Option(help="wing (default 'default')")] = None,
+) -> None:
+    """Write a diary entry for an agent."""
+    inv = _inv(ctx)
+    data = inv.client().post("/diary", {"agent": agent, "content": _read_content(content), "wing": wing})
+    render.print_json(data) if inv.as_json else render.console.print(f"written: {data['drawer']['id']}")
+
+
+@diary_app.command("read")
+def diary_read(
+    ctx: typer.Context,
+    agent: Annotated[str, typer.Option(help="the agent's identity")],
+    wing: Annotated[str | None, typer.Option(help="only this wing")] = None,
+    limit: Annotated[int, typer.Option(help="how many entries, newest first")] = 10,
+) -> None:
+    """Read an agent's diary, newest first."""
+    inv = _inv(ctx)
+    data = inv.client().get("/diary", agent=agent, wing=wing, limit=limit)
+    if inv.as_json:
+        render.print_json(data)
+        return
+    for drawer in data["entries"]:
+        render.show_drawer(drawer)
+
+
+@app.command()
+def embed(ctx: typer.Context, wait: Annotated[bool, typer.Option(help="follow the job to its end")] = False) -> None:
+    """Fill missing embeddings in the background (joins a queued sweep)."""
+    inv = _inv(ctx)
+    data = inv.client().post("/embed")
+    job = data.get("job")
+    if job is None:
+        render.print_json(data) if inv.as_json else render.console.print(data["message"])
+        return
+    if wait:
+        job = wait_for_job(inv, job)
+    render.print_json({"job": job}) if inv.as_json else render.show_job(job)
 
 
 @drawer_app.command("show")

@@ -46,8 +46,8 @@ _STDERR_TAIL = 400
 # Measured with the shipped tokenizer on 1000-character windows of whitespace-collapsed text (no [CLS]/[SEP]):
 # English prose (GPL-3, Apache-2.0 licence texts) averages 200 word pieces (max 230, ~5.0 chars/piece), so a
 # 1000-char passage fits the 254 pieces left beside [CLS]/[SEP]. Technical text (the vim user manual, SPEC.md)
-# runs ~3.3 chars/piece (mean ~305, max 419): the model then sees ~840 chars of a passage, which still reaches
-# past the next passage's start (1000 - 200 = 800), so no stretch of the text goes unseen.
+# runs ~3.3 chars/piece (mean ~305, max 419): the model then sees ~840 chars of a passage on average, which
+# still reaches past the next passage's start (1000 - 200 = 800); only the densest windows leave a gap.
 PASSAGE_WINDOW_CHARS = 1000
 PASSAGE_OVERLAP_CHARS = 200
 

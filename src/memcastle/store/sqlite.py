@@ -643,6 +643,9 @@ def _scope_sql(scope: Scope) -> tuple[str, list[Any]]:
     if scope.connector:
         sql += " AND d.connector = ?"
         params.append(scope.connector)
+    if scope.agent:
+        sql += " AND d.source_agent = ?"
+        params.append(scope.agent)
     tags = sorted(set(scope.tags))
     if tags:
         marks = ",".join("?" * len(tags))
