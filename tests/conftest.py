@@ -85,8 +85,12 @@ def palace_dir(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def settings(xdg_home: XdgHome, palace_dir: Path) -> Settings:
-    """Settings for a palace in a temp dir; no environment, no config file."""
-    return load_settings(flags={"palace": str(palace_dir), "jobs.drain_seconds": 3.0}, env={}, config_file=None)
+    """Settings for a palace in a temp dir; no environment, no config file.
+
+    Embeddings are off: the foundation tests are about storage, jobs and interfaces, and must not wait on a model
+    (tests/search covers the providers)."""
+    return load_settings(flags={"palace": str(palace_dir), "jobs.drain_seconds": 3.0, "embeddings.provider": "none"},
+                         env={}, config_file=None)
 
 
 @pytest.fixture
@@ -205,8 +209,10 @@ class Daemon:
 
 def launch_daemon(palace: Path, home: XdgHome, *, extra_env: Mapping[str, str] | None = None,
                   extra_args: Sequence[str] = (), wait: bool = True) -> Daemon:
-    """Start `memcastle --palace P serve --port 0`; when `wait`, return once it is registered and healthy."""
-    env = home.env(extra_env)
+    """Start `memcastle --palace P serve --port 0`; when `wait`, return once it is registered and healthy.
+
+    Embeddings are off unless `extra_env` turns them on, so no daemon test waits on a model."""
+    env = home.env({"MEMCASTLE_EMBEDDINGS_PROVIDER": "none", **(extra_env or {})})
     log_path = home.root / f"daemon-{time.monotonic_ns()}.log"
     with log_path.open("wb") as log:
         proc = subprocess.Popen(

@@ -35,10 +35,11 @@ class SettingSpec:
     minimum: float | None = None
     maximum: float | None = None
     secret: bool = False
+    env: str | None = None
 
     @property
     def env_var(self) -> str:
-        return "MEMCASTLE_" + self.key.upper().replace(".", "_")
+        return self.env or "MEMCASTLE_" + self.key.upper().replace(".", "_")
 
 
 def _default_palace() -> str:
@@ -46,7 +47,8 @@ def _default_palace() -> str:
 
 
 SETTINGS: tuple[SettingSpec, ...] = (
-    SettingSpec("palace", str, _default_palace, "the palace directory this daemon serves"),
+    SettingSpec("palace.path", str, _default_palace, "the palace directory this daemon serves",
+                env="MEMCASTLE_PALACE"),
     SettingSpec("mode", str, "full", "this client's memory mode", choices=MODES),
     SettingSpec("server.host", str, "127.0.0.1", "address the daemon binds"),
     SettingSpec("server.port", int, 8420, "port the daemon binds (0 picks a free one)", minimum=0, maximum=65535),
@@ -73,8 +75,9 @@ SETTINGS: tuple[SettingSpec, ...] = (
 )
 
 SPEC_BY_KEY = {spec.key: spec for spec in SETTINGS}
+FLAG_ALIASES = {"palace": "palace.path"}  # --palace sets palace.path
 # Tables that are validated by their own modules rather than key by key here.
-STRUCTURED_TABLES = ("miners", "preferences", "palace")
+STRUCTURED_TABLES = ("miners", "preferences", "palace.preferences")
 
 
 @dataclass(frozen=True)
@@ -99,11 +102,11 @@ class Settings:
         return self.values[key]
 
     def origin(self, key: str) -> str:
-        return self.origins[key]
+        return self.origins[FLAG_ALIASES.get(key, key)]
 
     @property
     def palace(self) -> Path:
-        return Path(self.values["palace"]).expanduser()
+        return Path(self.values["palace.path"]).expanduser()
 
     def describe(self) -> list[dict[str, Any]]:
         """Every setting with its effective value (secrets masked) and origin."""
@@ -133,7 +136,7 @@ def load_settings(
 ) -> Settings:
     """Merge defaults, the config file, MEMCASTLE_* variables and flags (None flags are ignored)."""
     env = os.environ if env is None else env
-    flags = {k: v for k, v in (flags or {}).items() if v is not None}
+    flags = {FLAG_ALIASES.get(k, k): v for k, v in (flags or {}).items() if v is not None}
     values: dict[str, Any] = {}
     origins: dict[str, str] = {}
     for spec in SETTINGS:
@@ -169,8 +172,6 @@ def _apply_file(path: Path, values: dict[str, Any], origins: dict[str, str], tab
         raise ConfigError(str(exc), file=str(path), line=line) from None
     origin = f"file {path}"
     for key, value in _flatten(data):
-        if key.split(".")[0] in STRUCTURED_TABLES:
-            continue
         spec = SPEC_BY_KEY.get(key)
         line = line_of_key(text, key)
         if spec is None:
@@ -181,8 +182,11 @@ def _apply_file(path: Path, values: dict[str, Any], origins: dict[str, str], tab
             raise ConfigError(exc.message, file=str(path), line=line, key=key) from None
         origins[key] = origin
     for name in STRUCTURED_TABLES:
-        if name in data:
-            tables[name] = RawTable(value=data[name], file=str(path), text=text)
+        node: Any = data
+        for part in name.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        if node is not None:
+            tables[name] = RawTable(value=node, file=str(path), text=text)
 
 
 def _apply_env(env: Mapping[str, str], values: dict[str, Any], origins: dict[str, str]) -> None:
@@ -247,7 +251,9 @@ def _flatten(data: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]]
     out: list[tuple[str, Any]] = []
     for key, value in data.items():
         dotted = f"{prefix}{key}"
-        if isinstance(value, dict) and dotted not in SPEC_BY_KEY and key not in STRUCTURED_TABLES:
+        if dotted in STRUCTURED_TABLES:
+            continue
+        if isinstance(value, dict) and dotted not in SPEC_BY_KEY:
             out.extend(_flatten(value, dotted + "."))
         else:
             out.append((dotted, value))

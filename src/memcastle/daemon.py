@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import signal
 import socket
 import sys
+from collections.abc import Iterator
 
 import uvicorn
 
@@ -18,6 +21,15 @@ from memcastle.registry import find_daemon, remove_entry, write_entry
 log = logging.getLogger("memcastle")
 
 
+class _Server(uvicorn.Server):
+    """uvicorn re-raises a captured SIGTERM once it stops, which would kill the process before jobs are drained;
+    the daemon handles the signals itself instead."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
 def serve(settings: Settings) -> None:
     """Build the palace, bind, register, serve until SIGINT/SIGTERM or POST /api/shutdown, then drain."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -28,7 +40,9 @@ def serve(settings: Settings) -> None:
         raise Conflict(f"palace {settings.palace} is already served by pid {running.pid} at {running.address}",
                        help="stop it first (memcastle shutdown) or choose another --palace")
     host, port = settings["server.host"], settings["server.port"]
-    listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    # IPPROTO_TCP (not 0) so asyncio sets TCP_NODELAY on accepted sockets: no Nagle stall on keep-alive replies.
+    listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM,
+                             socket.IPPROTO_TCP)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind((host, port))
     bound_port = listener.getsockname()[1]
@@ -44,7 +58,9 @@ def serve(settings: Settings) -> None:
 
     app = create_app(palace, request_shutdown=request_shutdown)
     config = uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=5)
-    server = uvicorn.Server(config)
+    server = _Server(config)
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: request_shutdown())
     palace.start()
     write_entry(states, settings.palace, address, __version__)
     log.info("MemCastle %s serving palace %s at %s (pid registered)", __version__, settings.palace, address)

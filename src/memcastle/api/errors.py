@@ -41,7 +41,8 @@ def status_of(exc: MemCastleError) -> int:
 
 
 def _field_of(loc: tuple[Any, ...]) -> str:
-    parts = [str(p) for p in loc if p not in ("body", "query", "path", "header")]
+    # The first element names where the value was (body, query string, path, header); the rest is the field.
+    parts = [str(p) for p in (loc[1:] if loc and loc[0] in ("body", "query", "path", "header") else loc)]
     return ".".join(parts) or "body"
 
 

@@ -8,7 +8,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class Body(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    # Strict: JSON true is not a limit of 1 and "yes" is not a boolean; a wrong type is a 400 naming the field.
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
 
 
 class NoteBody(Body):

@@ -19,6 +19,7 @@ EXIT_ERROR = 1
 EXIT_NO_DAEMON = 3
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=None,
+                  pretty_exceptions_enable=False,
                   help="MemCastle: a local-first memory server for AI agents.")
 drawer_app = typer.Typer(no_args_is_help=True, help="Drawers: show, history, supersede, list.")
 wing_app = typer.Typer(no_args_is_help=True, help="Wings of the palace.")
@@ -551,24 +552,14 @@ def config_show(ctx: typer.Context) -> None:
 def run() -> None:
     """Console-script entry point: one place turns errors into a message and an exit code."""
     try:
-        app(standalone_mode=False)
+        # Standalone mode lets click handle usage errors (exit 2) and typer.Exit codes; our errors pass through.
+        app()
     except DaemonNotRunning as exc:
         _report(exc)
         sys.exit(EXIT_NO_DAEMON)
     except MemCastleError as exc:
         _report(exc)
         sys.exit(EXIT_ERROR)
-    except typer.Exit as exc:
-        sys.exit(exc.exit_code)
-    except typer.Abort:
-        sys.exit(EXIT_ERROR)
-    except Exception as exc:  # click usage errors arrive here in non-standalone mode
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(2)
-        raise
 
 
 def _report(exc: MemCastleError) -> None:

@@ -30,6 +30,7 @@ class JobQueue:
         return self._store.request_job_stop(job_id, pause=True)
 
     def resume(self, job_id: str) -> Job:
+        self._require(job_id, JobStatus.PAUSED, JobStatus.QUEUED)
         job = self._store.transition_job(job_id, JobStatus.QUEUED, pause_requested=0)
         if self._pool is not None:
             self._pool.wake()
@@ -45,8 +46,15 @@ class JobQueue:
         raise IllegalTransition(job_id, job.status.value, JobStatus.CANCELLED.value)
 
     def retry(self, job_id: str) -> Job:
+        self._require(job_id, JobStatus.FAILED, JobStatus.QUEUED)
         job = self._store.transition_job(job_id, JobStatus.QUEUED, error=None, finished_at=None,
                                          cancel_requested=0, pause_requested=0)
         if self._pool is not None:
             self._pool.wake()
         return job
+
+    def _require(self, job_id: str, expected: JobStatus, target: JobStatus) -> None:
+        """Resume and retry are user actions with one legal origin each (running → queued is recovery only)."""
+        job = self._store.get_job(job_id)
+        if job.status is not expected:
+            raise IllegalTransition(job_id, job.status.value, target.value)

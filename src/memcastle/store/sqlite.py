@@ -70,8 +70,12 @@ class SQLiteStore:
         self._local = threading.local()
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
-        self._writer = self._connect()
-        self._writer.execute("PRAGMA journal_mode=WAL")
+        try:
+            self._writer = self._connect()
+            self._writer.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.DatabaseError as exc:
+            raise MigrationError(f"{self.path} is not a MemCastle palace database: {exc}",
+                                 help="point --palace at a palace directory, or move the file away") from None
         self._migrate()
 
     # --- connections ----------------------------------------------------------------------------
@@ -118,11 +122,14 @@ class SQLiteStore:
     def _migrate(self) -> None:
         conn = self._writer
         with self._lock:
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS schema_migration "
-                "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
-            )
-            applied = {row[0] for row in conn.execute("SELECT version FROM schema_migration")}
+            try:
+                conn.execute(
+                    "CREATE TABLE IF NOT EXISTS schema_migration "
+                    "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+                )
+                applied = {row[0] for row in conn.execute("SELECT version FROM schema_migration")}
+            except sqlite3.DatabaseError as exc:
+                raise MigrationError(f"{self.path} is not a MemCastle palace database: {exc}") from None
             migrations = load_migrations("sqlite")
             newest = max((m.version for m in migrations), default=0)
             if applied and max(applied) > newest:
