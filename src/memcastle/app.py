@@ -16,6 +16,7 @@ from memcastle.errors import ConfigError
 from memcastle.jobs.context import JobHandler
 from memcastle.jobs.queue import JobQueue
 from memcastle.jobs.worker import WorkerPool
+from memcastle.preferences import layers_from_settings, load_policy
 from memcastle.search.backfill import KIND as backfill_kind
 from memcastle.search.backfill import EmbeddingBackfill, model_key
 from memcastle.search.embeddings import build_provider
@@ -64,6 +65,7 @@ def open_store(settings: Settings) -> Store:
 def build(settings: Settings) -> Palace:
     """Build (not start) the palace the settings name; migrations run here, so a failure stops start-up."""
     miners = load_miners(settings.tables.get("miners"))
+    policy = load_policy(layers_from_settings(settings))
     connectors = load_registry(builtin_connectors(max_file_bytes=settings["mining.max_file_bytes"]))
     for miner in miners.values():
         if miner.connector not in connectors.names:
@@ -87,10 +89,11 @@ def build(settings: Settings) -> Palace:
         weights=FusionWeights(k=settings["search.rrf_k"], lexical=settings["search.lexical_weight"],
                               semantic=settings["search.semantic_weight"]),
         pending=(lambda: store.count_missing_embeddings(model_key(provider))) if provider.is_enabled else None,
+        policy=policy,
     )
     pool = WorkerPool(store, handlers, workers=settings["jobs.workers"], lease_seconds=settings["jobs.lease_seconds"])
     queue = JobQueue(store, pool)
     services = Services(store=store, queue=queue, search=search, palace=settings.palace,
-                        connectors=connectors, miners=miners, embeddings=provider)
+                        connectors=connectors, miners=miners, embeddings=provider, policy=policy)
     pool.on_finished = services.after_job
     return Palace(settings=settings, store=store, pool=pool, services=services)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memcastle.config import line_of_key
+from memcastle.config import Settings, line_of_key
 from memcastle.errors import ConfigError
 from memcastle.model import Drawer, Hit, Origin
 
@@ -224,6 +224,21 @@ def load_policy(layers: Sequence[Layer]) -> Policy:
 
 
 PALACE_FILE = "preferences.toml"
+
+
+def layers_from_settings(settings: Settings) -> list[Layer]:
+    """The declared layers in merge order: global [preferences], global [palace.preferences], the palace file."""
+    layers = []
+    for table, key, label in (("preferences", "preferences", "global [preferences]"),
+                              ("palace.preferences", "palace.preferences", "global [palace.preferences]")):
+        raw = settings.tables.get(table)
+        if raw is not None:
+            layers.append(parse_layer(f"{label} in {raw.file}", raw.value, file=raw.file, text=raw.text,
+                                      key_prefix=key))
+    local = palace_layer(settings.palace)
+    if local is not None:
+        layers.append(local)
+    return layers
 
 
 def palace_layer(palace: Path) -> Layer | None:

@@ -34,6 +34,7 @@ from memcastle.model import (
 from memcastle.connectors.registry import ConnectorRegistry
 from memcastle.miners import MinerSpec
 from memcastle.mining import KIND as MINE
+from memcastle.preferences import Policy, explain
 from memcastle.search.backfill import COALESCE_KEY as EMBED_KEY
 from memcastle.search.backfill import KIND as EMBED
 from memcastle.search.backfill import model_key
@@ -74,8 +75,9 @@ class Services:
 
     def __init__(self, *, store: Store, queue: JobQueue, search: SearchEngine, palace: Path,
                  connectors: ConnectorRegistry, miners: Mapping[str, MinerSpec],
-                 embeddings: EmbeddingProvider) -> None:
+                 embeddings: EmbeddingProvider, policy: Policy) -> None:
         self.store = store
+        self.policy = policy
         self._embeddings = embeddings
         self.queue = queue
         self._search = search
@@ -171,6 +173,11 @@ class Services:
         ))
         self.request_embedding()
         return replacement
+
+    def preference_trace(self, drawer_id: str) -> dict[str, Any]:
+        """How the effective policy resolves this drawer, from its frozen origin snapshot."""
+        drawer = self.store.get_drawer(drawer_id)
+        return {"drawer_id": drawer.id, **explain(self.policy, drawer.source.origin)}
 
     def list_wings(self) -> list[Wing]:
         return self.store.list_wings()

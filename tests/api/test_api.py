@@ -192,9 +192,6 @@ def test_bad_search_request_is_a_400_naming_the_option(client: TestClient, paylo
     assert body["field"] == field, body
 
 
-@pytest.mark.xfail(strict=True, reason="api.errors._field_of drops every loc part equal to 'query' (meant for the "
-                                       "query-string location), so a bad or missing body field named query is "
-                                       "reported as field 'body'")
 @pytest.mark.parametrize("payload", [{"query": 5}, {}, {"query": None}])
 def test_bad_or_missing_query_field_is_named_query(client: TestClient, payload: dict[str, Any]) -> None:
     body = assert_error(client.post("/api/search", json=payload), 400, "invalid_request")
@@ -216,8 +213,6 @@ def test_two_temporal_forms_are_refused_naming_both(client: TestClient, payload:
         assert option in body["field"], body
 
 
-@pytest.mark.xfail(strict=True, reason="the HTTP bodies are validated in pydantic's lax mode: JSON true is "
-                                       "coerced to limit 1 (and 'yes' to a boolean) instead of a 400")
 @pytest.mark.parametrize(("payload", "field"), [({"limit": True}, "limit"),
                                                 ({"include_historical": "yes"}, "include_historical")])
 def test_wrong_json_types_are_not_coerced(client: TestClient, payload: dict[str, Any], field: str) -> None:
@@ -304,8 +299,6 @@ def test_oversized_body_is_refused_with_413_and_nothing_is_stored(small_body_cli
     assert small_body_client.post("/api/notes", json={"content": "x" * 1000}).status_code == 201
 
 
-@pytest.mark.xfail(strict=True, reason="the body limit only checks the Content-Length header; a chunked body "
-                                       "of any size is read and stored")
 def test_oversized_chunked_body_is_refused_with_413(small_body_client: TestClient) -> None:
     payload = ('{"content": "' + "x" * 4000 + '"}').encode()
     chunks = iter([payload[i:i + 512] for i in range(0, len(payload), 512)])

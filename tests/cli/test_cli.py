@@ -8,6 +8,7 @@ import pty
 import re
 import select
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -34,8 +35,6 @@ def as_json(done: subprocess.CompletedProcess[str]) -> Any:
 
 def on_terminal(args: Sequence[str], env: dict[str, str], cwd: Path, timeout: float = 30.0) -> tuple[int, str]:
     """Run the console entry with stdout on a pseudo-terminal; return (exit code, text without ANSI codes)."""
-    import sys
-
     primary, secondary = pty.openpty()
     proc = subprocess.Popen([sys.executable, *ENTRY_ARGS, *args], stdin=subprocess.DEVNULL, stdout=secondary,
                             stderr=secondary, env={**env, "TERM": "xterm"}, cwd=cwd)
@@ -194,7 +193,7 @@ def slow_verify(daemon: Any, wing: str, notes: int = 8, pace_ms: int = 250) -> d
 
 
 def test_job_list_show_and_cancel(module_daemon: Any, poll: Poll) -> None:
-    job = slow_verify(module_daemon, "cli-jobs")
+    job = slow_verify(module_daemon, "cli-jobs", notes=20)
     listed = as_json(module_daemon.cli("job", "list", "--kind", "verify"))["jobs"]
     assert job["id"] in [j["id"] for j in listed]
     assert all(j["kind"] == "verify" for j in listed)
@@ -219,13 +218,8 @@ def test_job_show_of_an_unknown_job_exits_1(module_daemon: Any) -> None:
     assert done.returncode == 1 and "no-such-job" in done.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="cli.main.run calls the typer app with standalone_mode=False, where "
-                                       "typer.Exit(n) is *returned*, and run() drops it: `mine --wait` (and "
-                                       "`status` when degraded) exit 0 instead of 1")
 def test_mine_wait_exits_1_when_the_job_does_not_complete(module_daemon: Any, tmp_path: Path,
                                                           poll: Poll) -> None:
-    import sys
-
     blockers = [slow_verify(module_daemon, f"cli-mine-block-{i}", notes=4, pace_ms=400) for i in range(2)]
     source = tmp_path / "project"
     source.mkdir()
@@ -257,9 +251,6 @@ def test_mine_wait_exits_1_when_the_job_does_not_complete(module_daemon: Any, tm
 # --- errors and configuration ---------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="typer 0.29 vendors click (typer._click); cli.main.run catches "
-                                       "click.ClickException from the separate click package, so usage errors "
-                                       "escape as a traceback with exit code 1")
 @pytest.mark.parametrize("args", [["drawer", "show"], ["--no-such-option", "status"]])
 def test_usage_errors_print_usage_and_exit_2(xdg_home: Any, tmp_path: Path, cli_runner: Callable[..., Any],
                                              args: list[str]) -> None:

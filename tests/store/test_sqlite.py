@@ -323,8 +323,6 @@ def test_failing_migration_stops_building_the_palace(tmp_path: Path) -> None:
         build(load_settings(flags={"palace": str(palace)}, env={}))
 
 
-@pytest.mark.xfail(strict=True, reason="a non-SQLite palace file raises a raw sqlite3.DatabaseError, "
-                                       "not a MemCastle MigrationError")
 def test_a_palace_file_that_is_not_sqlite_is_refused_with_a_migration_error(tmp_path: Path) -> None:
     palace = tmp_path / "palace"
     palace.mkdir()

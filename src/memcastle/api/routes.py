@@ -70,6 +70,16 @@ def drawer_history(drawer_id: str, request: Request) -> dict[str, Any]:
     return {"versions": [d.to_json() for d in services(request).drawer_history(drawer_id)]}
 
 
+@router.get("/drawers/{drawer_id}/preference", tags=["preferences"], dependencies=[Depends(reads)])
+def drawer_preference(drawer_id: str, request: Request) -> dict[str, Any]:
+    return services(request).preference_trace(drawer_id)
+
+
+@router.get("/preferences", tags=["preferences"], dependencies=[Depends(opens)])
+def preferences(request: Request) -> dict[str, Any]:
+    return services(request).policy.to_json()
+
+
 @router.post("/drawers/{drawer_id}/supersede", status_code=201, tags=["drawers"], dependencies=[Depends(writes)])
 def supersede_drawer(drawer_id: str, body: SupersedeBody, request: Request) -> dict[str, Any]:
     return services(request).supersede_drawer(drawer_id, body.content, requested_by=requester(request)).to_json()

@@ -28,6 +28,7 @@ job_app = typer.Typer(no_args_is_help=True, help="Background jobs: list, show an
 config_app = typer.Typer(no_args_is_help=True, help="Configuration.")
 miner_app = typer.Typer(no_args_is_help=True, help="Named miners declared with [[miners]] in config.toml.")
 diary_app = typer.Typer(no_args_is_help=True, help="An agent's diary: write and read entries.")
+preferences_app = typer.Typer(no_args_is_help=True, help="Source preferences: show, check, explain.")
 app.add_typer(drawer_app, name="drawer")
 app.add_typer(wing_app, name="wing")
 app.add_typer(room_app, name="room")
@@ -35,6 +36,7 @@ app.add_typer(job_app, name="job")
 app.add_typer(config_app, name="config")
 app.add_typer(miner_app, name="miner")
 app.add_typer(diary_app, name="diary")
+app.add_typer(preferences_app, name="preferences")
 
 
 @dataclass
@@ -531,6 +533,48 @@ def verify(
     if wait:
         job = wait_for_job(inv, job)
     render.print_json({"job": job}) if inv.as_json else render.show_job(job)
+
+
+# --- preferences ----------------------------------------------------------------------------------
+
+
+@preferences_app.command("show")
+def preferences_show(ctx: typer.Context) -> None:
+    """The daemon's effective source-preference policy, each field with the layer it came from."""
+    inv = _inv(ctx)
+    data = inv.client().get("/preferences")
+    if inv.as_json:
+        render.print_json(data)
+        return
+    render.show_policy(data)
+
+
+@preferences_app.command("check")
+def preferences_check(ctx: typer.Context) -> None:
+    """Validate every preference layer (global file and the palace's preferences.toml); exit 1 on an error."""
+    from memcastle.preferences import layers_from_settings, load_policy
+
+    inv = _inv(ctx)
+    settings = inv.settings()
+    layers = layers_from_settings(settings)
+    policy = load_policy(layers)
+    if inv.as_json:
+        render.print_json({"ok": True, "layers": [layer.name for layer in layers], "policy": policy.to_json()})
+        return
+    render.console.print(f"[green]ok[/green]: {len(layers)} layer(s) valid" +
+                         "".join(f"\n  {layer.name}" for layer in layers))
+    render.show_policy(policy.to_json())
+
+
+@preferences_app.command("explain")
+def preferences_explain(ctx: typer.Context, drawer_id: str) -> None:
+    """How the policy resolves one drawer: connector, each criterion tried, which matched, which won and why."""
+    inv = _inv(ctx)
+    data = inv.client().get(f"/drawers/{drawer_id}/preference")
+    if inv.as_json:
+        render.print_json(data)
+        return
+    render.show_trace(data)
 
 
 # --- configuration --------------------------------------------------------------------------------

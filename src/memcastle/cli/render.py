@@ -119,3 +119,31 @@ def show_job(job: Mapping[str, Any]) -> None:
     if job.get("result"):
         lines.append("result: " + json.dumps(job["result"], ensure_ascii=False))
     console.print(Panel("\n".join(lines), title_align="left"))
+
+
+def show_policy(policy: Mapping[str, Any]) -> None:
+    default = policy["default"]
+    console.print(f"default level [bold]{default['value']}[/bold] [dim](from {default['layer']})[/dim]"
+                  + ("  [dim]— neutral: search scores are untouched[/dim]" if policy.get("neutral") else ""))
+    rows = []
+    for name, source in policy.get("sources", {}).items():
+        level = source["level"]
+        rows.append((name, "", level["value"] or "(default)", level["layer"] or ""))
+        for criterion in source["criteria"]["value"]:
+            rows.append(("", f"{criterion['path']} = {criterion['equals']!r}", criterion["level"],
+                         source["criteria"]["layer"] or ""))
+    if rows:
+        table("sources", ["connector", "criterion", "level", "from"], rows)
+
+
+def show_trace(trace: Mapping[str, Any]) -> None:
+    result = trace["result"]
+    console.print(f"drawer {trace['drawer_id']}: [bold]{result['level']}[/bold] "
+                  f"(adjustment {result['adjustment']:+.2f})")
+    for step in trace.get("steps", []):
+        console.print(f"  • {step}")
+    criteria = trace.get("criteria") or []
+    if criteria:
+        table("criteria tried, in declaration order", ["path", "equals", "level", "found", "matched", "won"], [
+            (c["path"], repr(c["equals"]), c["level"], repr(c["found"]) if c["present"] else "(absent)",
+             "yes" if c["matched"] else "no", "yes" if c["won"] else "") for c in criteria])

@@ -14,7 +14,8 @@ import numpy as np
 import numpy.typing as npt
 
 from memcastle.errors import InvalidRequest, ProviderError
-from memcastle.model import Candidate, Drawer, Hit, SearchQuery, SearchResult
+from memcastle.model import Candidate, Hit, SearchQuery, SearchResult
+from memcastle.preferences import NEUTRAL, PoolEntry, Policy, pool_size, rerank
 from memcastle.search.embeddings import EmbeddingProvider
 from memcastle.search.lexical import match_expression, query_terms
 from memcastle.search.semantic import SemanticIndex
@@ -43,22 +44,21 @@ class Ranked:
     signals: dict[str, float]
 
 
-# Re-ranks the pool (e.g. by source preference) and returns hits in order; the identity keeps the base signal.
-Reranker = Callable[[SearchQuery, list[Ranked], dict[str, Drawer]], list[Hit]]
-
-
 class SearchEngine:
     """Runs a validated `SearchQuery` against the store and the semantic index."""
 
     def __init__(self, store: Store, provider: EmbeddingProvider | None = None, index: SemanticIndex | None = None,
-                 *, weights: FusionWeights = FusionWeights(), pending: Callable[[], int] | None = None) -> None:
+                 *, weights: FusionWeights = FusionWeights(), pending: Callable[[], int] | None = None,
+                 policy: Policy = NEUTRAL) -> None:
         self._store = store
         self._provider = provider
         self._index = index
         self._weights = weights
         self._pending = pending or (lambda: 0)
-        self.reranker: Reranker = neutral_rerank
-        self.pool_size: Callable[[SearchQuery], int] = lambda query: query.limit
+        self.policy = policy
+
+    def _adjusts(self, query: SearchQuery) -> bool:
+        return query.preferences and not self.policy.is_neutral
 
     @property
     def dimension(self) -> int | None:
@@ -70,7 +70,8 @@ class SearchEngine:
 
     def search(self, query: SearchQuery) -> SearchResult:
         warnings: list[str] = []
-        pool = self.pool_size(query)
+        # A neutral policy leaves the pool at the limit, so results equal a palace without preferences.
+        pool = pool_size(query.limit) if self._adjusts(query) else query.limit
         ranking, vector = self._choose_ranking(query, warnings)
         if ranking == "lexical":
             pooled = [Ranked(c.drawer_id, c.signal, {"lexical": c.signal}) for c in self.lexical_leg(query, pool)]
@@ -86,7 +87,13 @@ class SearchEngine:
             pooled = fuse_ranks(lexical, semantic, self._weights)[:pool]
         drawers = self._store.get_drawers([r.drawer_id for r in pooled])
         pooled = [r for r in pooled if r.drawer_id in drawers]
-        hits = self.reranker(query, pooled, drawers)
+        relevance = pool_relevance([r.base for r in pooled])
+        if self._adjusts(query):
+            entries = [PoolEntry(r.drawer_id, r.base, r.signals, rel) for r, rel in zip(pooled, relevance, strict=True)]
+            hits = rerank(self.policy, entries, drawers)
+        else:
+            hits = [Hit(drawer=drawers[r.drawer_id], score=r.base, signals={**r.signals, "relevance": rel})
+                    for r, rel in zip(pooled, relevance, strict=True)]
         return SearchResult(hits=tuple(hits[: query.limit]), ranking=ranking, warnings=tuple(warnings))
 
     def _choose_ranking(self, query: SearchQuery,
@@ -153,12 +160,3 @@ def pool_relevance(signals: Sequence[float]) -> list[float]:
     if high == low:
         return [1.0] * len(signals)
     return [(s - low) / (high - low) for s in signals]
-
-
-def neutral_rerank(query: SearchQuery, pooled: list[Ranked], drawers: dict[str, Drawer]) -> list[Hit]:
-    """No adjustment: the score is the base signal, in the leg's own order."""
-    relevance = pool_relevance([r.base for r in pooled])
-    return [
-        Hit(drawer=drawers[r.drawer_id], score=r.base, signals={**r.signals, "relevance": rel})
-        for r, rel in zip(pooled, relevance, strict=True)
-    ]
