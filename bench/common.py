@@ -1,0 +1,83 @@
+"""Shared bench plumbing: a palace in a temp dir, waiting for jobs, and writing a section of RESULTS.md."""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from memcastle.app import Palace, build
+from memcastle.config import load_settings
+from memcastle.model import Job
+
+RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
+
+
+def open_palace(path: Path, **flags: Any) -> Palace:
+    """Build and start a palace with the given settings (dotted keys), no environment or config file."""
+    settings = load_settings(flags={"palace": str(path), **flags}, env={}, config_file=None)
+    palace = build(settings)
+    palace.start()
+    return palace
+
+
+def wait_for(palace: Palace, job: Job, timeout: float = 3600, tick: Callable[[Job], None] | None = None) -> Job:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        job = palace.services.get_job(job.id)
+        if tick:
+            tick(job)
+        if job.is_finished:
+            return job
+        time.sleep(0.05)
+    raise TimeoutError(f"job {job.id} did not finish in {timeout}s")
+
+
+def wait_for_embeddings(palace: Palace, timeout: float = 7200) -> float:
+    """Block until no drawer waits for embeddings; returns the seconds waited."""
+    started = time.monotonic()
+    palace.services.request_embedding()
+    while palace.services.embedding_status()["pending"]:
+        if time.monotonic() - started > timeout:
+            raise TimeoutError("embeddings did not catch up")
+        time.sleep(0.2)
+    for job in palace.services.list_jobs(None, "embed", 5):
+        if not job.is_finished:
+            wait_for(palace, job)
+    return time.monotonic() - started
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values)
+
+
+def machine() -> str:
+    return f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+
+
+def command_line() -> str:
+    return "python " + " ".join([os.path.relpath(sys.argv[0], Path.cwd()), *sys.argv[1:]])
+
+
+def write_section(name: str, body: str) -> None:
+    """Replace the `<!-- name:start -->…<!-- name:end -->` section of bench/RESULTS.md (appending it if new)."""
+    start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    block = f"{start}\n{body.rstrip()}\n\n_Run {stamp} on {machine()}._\n{end}"
+    text = RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else "# Benchmark results\n"
+    pattern = re.compile(re.escape(start) + r".*?" + re.escape(end), re.DOTALL)
+    text = pattern.sub(lambda _: block, text) if pattern.search(text) else text.rstrip() + "\n\n" + block + "\n"
+    RESULTS.write_text(text, encoding="utf-8")
