@@ -62,7 +62,11 @@ class SearchEngine:
 
     @property
     def dimension(self) -> int | None:
-        return self._index.dimension if self._index is not None else None
+        """The stored vectors' dimension (None until the first vector is stored)."""
+        if self._index is None:
+            return None
+        self._index.refresh()
+        return self._index.dimension
 
     @property
     def has_embeddings(self) -> bool:
