@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from hypothesis import given, settings
@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 from memcastle.model import Origin
 from memcastle.preferences import LEVELS, Policy, explain, load_policy, parse_layer, resolve, scalar_equals
 
-from conftest import Bench  # noqa: E402  (tests/preferences/conftest.py, for the type only)
+if TYPE_CHECKING:
+    from conftest import Bench  # tests/preferences/conftest.py
 
 
 def origin(connector: str = "notes", metadata: Mapping[str, Any] | None = None) -> Origin:
@@ -153,11 +154,12 @@ def test_three_segments_beat_two_and_two_beat_one() -> None:
 
 @pytest.mark.parametrize(("first", "second"), [("low", "high"), ("high", "low"), ("normal", "high")])
 def test_declaration_order_breaks_a_tie_between_equally_specific_matches(first: str, second: str) -> None:
-    criteria = [crit("status", "draft", first), crit("review.owner", "ana", "normal"),
-                crit("title", "Plan", second)]
-    criteria[1] = crit("owner", "ana", second)  # same depth as status, declared later
-    result = resolve(policy(notes={"criteria": criteria}), origin(metadata={**SNAPSHOT, "owner": "ana"}))
+    snapshot = {**SNAPSHOT, "owner": "ana"}
+    declared = [crit("status", "draft", first), crit("owner", "ana", second)]
+    result = resolve(policy(notes={"criteria": declared}), origin(metadata=snapshot))
     assert result.level == first and result.criterion is not None and result.criterion.path == ("status",)
+    result = resolve(policy(notes={"criteria": declared[::-1]}), origin(metadata=snapshot))
+    assert result.level == second and result.criterion is not None and result.criterion.path == ("owner",)
 
 
 def test_a_more_specific_criterion_that_does_not_match_does_not_win() -> None:

@@ -40,6 +40,7 @@ from memcastle.model import (
     is_legal_transition,
 )
 from memcastle.store.migrate import load_migrations
+from memcastle.store.sqlite_graph import GraphTables
 
 DB_FILE = "palace.sqlite3"
 
@@ -57,7 +58,7 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-class SQLiteStore:
+class SQLiteStore(GraphTables):
     """A palace in `<palace>/palace.sqlite3`."""
 
     backend = "sqlite"
@@ -319,6 +320,10 @@ class SQLiteStore:
         ).fetchall()
         items = tuple(_drawer(r) for r in rows[:limit])
         return Page(items=items, next_after=items[-1].id if len(rows) > limit and items else None)
+
+    def _drawers_where(self, where: str, params: Sequence[Any], limit: int) -> list[Drawer]:
+        rows = self._reader().execute(f"{_DRAWER_SELECT} WHERE {where} ORDER BY d.seq LIMIT ?", (*params, limit))
+        return [_drawer(r) for r in rows]
 
     def latest_drawers(self, scope: Scope, limit: int) -> list[Drawer]:
         where, params = _scope_sql(scope)

@@ -40,9 +40,9 @@ from memcastle.search.backfill import KIND as EMBED
 from memcastle.search.backfill import model_key
 from memcastle.search.embeddings import EmbeddingProvider
 from memcastle.search.engine import SearchEngine
+from memcastle.services.validation import MAX_LIMIT, check_limit, check_name, check_tags, require_name
 from memcastle.store import Store
 
-MAX_LIMIT = 200
 DEFAULT_WING = "default"
 NOTES_ROOM = "notes"
 DIARY_ROOM = "diary"
@@ -142,15 +142,15 @@ class Services:
         """File a manual note; an unnamed exact copy in the same room returns the existing drawer instead."""
         if not content.strip():
             raise InvalidRequest("content must not be empty", field="content")
-        wing = _name(wing, "wing") or DEFAULT_WING
-        room = _name(room, "room") or NOTES_ROOM
-        tags = _tags(tags)
+        wing = check_name(wing, "wing") or DEFAULT_WING
+        room = check_name(room, "room") or NOTES_ROOM
+        tags = check_tags(tags)
         if name is None:
             existing = self.store.find_current_copy(wing, room, content_hash(content))
             if existing is not None:
                 return existing, False
         drawer = self.store.add_drawer(NewDrawer(
-            wing=wing, room=room, content=content, name=_name(name, "name"), tags=tags,
+            wing=wing, room=room, content=content, name=check_name(name, "name"), tags=tags,
             source=Source(kind=kind, agent=agent), provenance=Provenance(requested_by=requested_by),
         ))
         self.request_embedding()
@@ -186,7 +186,7 @@ class Services:
         return self.store.list_rooms(wing)
 
     def list_drawers(self, wing: str | None, room: str | None, limit: int, after: str | None) -> Page[Drawer]:
-        return self.store.list_drawers(wing, room, _limit(limit), after)
+        return self.store.list_drawers(wing, room, check_limit(limit), after)
 
     # --- search ---------------------------------------------------------------------------------
 
@@ -204,15 +204,15 @@ class Services:
     def write_diary(self, agent: str, content: str, *, wing: str | None = None,
                     requested_by: str = "http") -> Drawer:
         """A diary entry: a drawer in room `diary`, keyed by the agent's identity."""
-        agent = _required(agent, "agent")
+        agent = require_name(agent, "agent")
         drawer, _ = self.save_note(content, wing=wing, room=DIARY_ROOM, agent=agent, requested_by=requested_by,
                                    kind="manual")
         return drawer
 
     def read_diary(self, agent: str, *, wing: str | None = None, limit: int = 10) -> list[Drawer]:
         """The agent's diary entries, newest first."""
-        scope = Scope(wing=_name(wing, "wing"), room=DIARY_ROOM, agent=_required(agent, "agent"))
-        return self.store.latest_drawers(scope, _limit(limit))
+        scope = Scope(wing=check_name(wing, "wing"), room=DIARY_ROOM, agent=require_name(agent, "agent"))
+        return self.store.latest_drawers(scope, check_limit(limit))
 
     def checkpoint(self, items: Sequence[Mapping[str, Any]], *, agent: str | None = None,
                    requested_by: str = "http") -> list[Drawer]:
@@ -227,7 +227,7 @@ class Services:
             prepared.append(item)
         saved = []
         for item in prepared:
-            tags = tuple(dict.fromkeys((*_tags(item.get("tags") or ()), CHECKPOINT_TAG)))
+            tags = tuple(dict.fromkeys((*check_tags(item.get("tags") or ()), CHECKPOINT_TAG)))
             drawer, _ = self.save_note(item["content"], wing=item.get("wing"), room=item.get("room") or
                                        CHECKPOINT_ROOM, tags=tags, agent=agent, name=item.get("name"),
                                        requested_by=requested_by, kind="manual")
@@ -238,12 +238,12 @@ class Services:
                 max_bytes: int = 8192) -> dict[str, Any]:
         """What an agent needs at the start of a session: its latest diary entry and the most recent checkpoints,
         trimmed by whole drawers to the budget."""
-        agent = _required(agent, "agent")
+        agent = require_name(agent, "agent")
         if not 1 <= max_items <= MAX_LIMIT:
             raise InvalidRequest(f"max_items must be from 1 to {MAX_LIMIT}", field="max_items")
         if not 256 <= max_bytes <= 1_048_576:
             raise InvalidRequest("max_bytes must be from 256 to 1048576", field="max_bytes")
-        wing = _name(wing, "wing")
+        wing = check_name(wing, "wing")
         diary = self.store.latest_drawers(Scope(wing=wing, room=DIARY_ROOM, agent=agent), 1)
         checkpoints = self.store.latest_drawers(Scope(wing=wing, tags=(CHECKPOINT_TAG,)), max_items)
         chosen: list[Drawer] = []
@@ -272,7 +272,7 @@ class Services:
         """Queue a background mine; a request for the same source joins one that is still queued."""
         spec = self._connectors.source_spec(connector, locator, options or {})
         source_id = self._connectors.get(connector).identify(spec)
-        wing = _name(wing, "wing")
+        wing = check_name(wing, "wing")
         params = {"connector": connector, "locator": spec.locator, "options": dict(spec.options), "wing": wing,
                   "full": bool(full)}
         return self.submit_job(MINE, params, priority="background", requested_by=requested_by,
@@ -309,7 +309,7 @@ class Services:
         if status is not None and status not in {s.value for s in JobStatus}:
             raise InvalidRequest(f"unknown job status {status!r}; one of {', '.join(s.value for s in JobStatus)}",
                                  field="status")
-        return self.store.list_jobs(status, kind, _limit(limit))
+        return self.store.list_jobs(status, kind, check_limit(limit))
 
     def control_job(self, job_id: str, action: str) -> Job:
         actions = {"pause": self.queue.pause, "resume": self.queue.resume, "cancel": self.queue.cancel,
@@ -354,42 +354,12 @@ def build_query(request: SearchRequest) -> SearchQuery:
         window = TimeWindow(start=start, end=end)
     return SearchQuery(
         text=request.query,
-        limit=_limit(request.limit),
-        scope=Scope(wing=_name(request.wing, "wing"), room=_name(request.room, "room"), tags=_tags(request.tags),
-                    source_kind=request.source_kind, connector=_name(request.connector, "connector")),
+        limit=check_limit(request.limit),
+        scope=Scope(wing=check_name(request.wing, "wing"), room=check_name(request.room, "room"), tags=check_tags(request.tags),
+                    source_kind=request.source_kind, connector=check_name(request.connector, "connector")),
         ranking=request.ranking,
         window=window,
         include_historical=request.include_historical,
         expand=request.expand,
         preferences=request.preferences == "on",
     )
-
-
-def _limit(limit: int) -> int:
-    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
-        raise InvalidRequest(f"limit must be an integer from 1 to {MAX_LIMIT}", field="limit")
-    return limit
-
-
-def _name(value: str | None, field: str) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value.strip() or len(value) > 200 or "\x00" in value:
-        raise InvalidRequest(f"{field} must be a non-empty name of at most 200 characters", field=field)
-    return value.strip()
-
-
-def _required(value: str | None, field: str) -> str:
-    name = _name(value, field)
-    if name is None:
-        raise InvalidRequest(f"{field} is required", field=field)
-    return name
-
-
-def _tags(tags: Sequence[str]) -> tuple[str, ...]:
-    out = []
-    for tag in tags:
-        if not isinstance(tag, str) or not tag.strip() or len(tag) > 100:
-            raise InvalidRequest("each tag must be a non-empty string of at most 100 characters", field="tags")
-        out.append(tag.strip())
-    return tuple(dict.fromkeys(out))

@@ -1,0 +1,824 @@
+"""The project's own judged retrieval set (SPEC §9): recall@k, nDCG@10 and MRR per category, plus the ADR 048
+preference set, measured through MemCastle's real path.
+
+The data lives in `eval/judged/` (original text about a fictional team, written for this purpose):
+
+    corpus.json        the sources to mine (notes, project files, Claude Code and Codex transcripts), readable aliases
+                       for transcript documents, and the supersession steps applied between mines
+    notes/ project/ claude/ codex/     the sources as first mined (step 0)
+    steps/<n>/         files written over the sources before mine n (edits and new documents)
+    queries.json       judged queries: lexical, paraphrase, scoped, temporal, graph-ready
+    preferences.json   the judged preference set; its policy is `preferences.toml`
+    baseline.json      the figures the regression test compares against (written by --write-baseline)
+
+The run: settings → `app.build` → `start` in a temporary palace; every source mined with `Services.submit_mine`;
+then each supersession step is written over a copy of the sources and everything is mined again; the background
+`embed` job is awaited after every mine; queries go through `Services.search(SearchRequest(...))`. The preference
+set restarts the same palace with the policy in `<palace>/preferences.toml` (the policy is read at start-up; the
+drawers and their frozen metadata snapshots stay as mined).
+
+A relevant document is named by its path under `eval/judged/` (a transcript also by an alias from corpus.json),
+optionally `#text` that the drawer content must contain: that selects one revision of a document that changed
+between mines. Drawer ids never appear in the data.
+
+    python bench/judged.py                       # all three rankings and the preference set; prints the tables
+    python bench/judged.py --write-baseline      # ... and writes eval/judged/baseline.json
+    python bench/judged.py --rankings lexical --verbose
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shutil
+import sqlite3
+import sys
+import tempfile
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memcastle.app import Palace, build
+from memcastle.clock import utc_now
+from memcastle.config import Settings, load_settings
+from memcastle.model import Drawer, Hit, JobStatus, SearchResult
+from memcastle.preferences import BOUND
+from memcastle.search.lexical import query_terms
+from memcastle.services import SearchRequest
+
+ROOT = Path(__file__).resolve().parents[1] / "eval" / "judged"
+RANKINGS = ("lexical", "semantic", "hybrid")
+CATEGORIES = ("lexical", "paraphrase", "scoped", "temporal", "graph-ready")
+METRICS = ("recall@5", "recall@10", "ndcg@10", "mrr")
+LIMIT = 10
+TOLERANCE = 0.02
+START = "start"  # the instant before anything was mined
+EPSILON = 1e-9
+
+
+# ---------------------------------------------------------------------------------------------------- the data
+
+
+@dataclass(frozen=True)
+class Mine:
+    """One source of the corpus: a folder under the corpus root mined by one connector."""
+
+    connector: str
+    path: str
+    wing: str | None = None
+
+
+@dataclass(frozen=True)
+class Step:
+    """A supersession step: files written over the sources before the next mine."""
+
+    number: int
+    description: str
+    files: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Corpus:
+    root: Path
+    mines: tuple[Mine, ...]
+    aliases: Mapping[str, str]
+    steps: tuple[Step, ...]
+
+    def resolve(self, name: str) -> str:
+        """A document path under the corpus root, expanding an `@alias`."""
+        if name.startswith("@"):
+            if name not in self.aliases:
+                raise ValueError(f"unknown document alias {name!r}")
+            return self.aliases[name]
+        return name
+
+    def mine_of(self, doc: str) -> Mine:
+        for mine in self.mines:
+            if doc.startswith(mine.path.rstrip("/") + "/"):
+                return mine
+        raise ValueError(f"{doc!r} is under none of the mined folders")
+
+
+def load_corpus(root: Path = ROOT) -> Corpus:
+    data = json.loads((root / "corpus.json").read_text(encoding="utf-8"))
+    mines = tuple(Mine(connector=m["connector"], path=m["path"], wing=m.get("wing")) for m in data["mines"])
+    steps = tuple(Step(number=int(s["step"]), description=s["description"], files=tuple(s["files"]))
+                  for s in data.get("steps", []))
+    for expected, step in enumerate(steps, start=1):
+        if step.number != expected:
+            raise ValueError(f"steps must be numbered 1, 2, …; found {step.number} at position {expected}")
+        for name in step.files:
+            if not (root / "steps" / str(step.number) / name).is_file():
+                raise ValueError(f"step {step.number} lists {name!r}, missing under steps/{step.number}/")
+    corpus = Corpus(root=root, mines=mines, aliases=dict(data.get("aliases", {})), steps=steps)
+    for alias, doc in corpus.aliases.items():
+        corpus.mine_of(doc)
+        if not alias.startswith("@"):
+            raise ValueError(f"alias {alias!r} must start with @")
+    return corpus
+
+
+@dataclass(frozen=True)
+class DocRef:
+    """A judged document: its path under the corpus root, optionally a text its drawer must contain (to pick one
+    revision), optionally metadata its snapshot must hold (`"review.state": "approved"`)."""
+
+    doc: str
+    contains: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    label: str = ""
+
+    @classmethod
+    def parse(cls, value: str | Mapping[str, Any], corpus: Corpus) -> DocRef:
+        if isinstance(value, str):
+            name, _, marker = value.partition("#")
+            doc = corpus.resolve(name)
+            corpus.mine_of(doc)
+            return cls(doc=doc, contains=marker or None, label=value)
+        doc = corpus.resolve(value["doc"])
+        corpus.mine_of(doc)
+        label = value.get("label") or json.dumps(value, sort_keys=True)
+        return cls(doc=doc, contains=value.get("contains"), metadata=dict(value.get("metadata", {})), label=label)
+
+    def matches(self, key: str | None, drawer: Drawer) -> bool:
+        if key != self.doc:
+            return False
+        if self.contains is not None and self.contains not in drawer.content:
+            return False
+        origin = drawer.source.origin
+        for path, expected in self.metadata.items():
+            node: Any = origin.metadata if origin else {}
+            for segment in path.split("."):
+                node = node.get(segment) if isinstance(node, Mapping) else None
+            if node != expected:
+                return False
+        return True
+
+
+@dataclass(frozen=True)
+class Query:
+    """One judged query."""
+
+    id: str
+    category: str
+    text: str
+    relevant: tuple[DocRef, ...]
+    gains: Mapping[str, float]  # DocRef label → grade (default 1)
+    filters: Mapping[str, Any]
+    ranking: str | None = None  # when set, the query is judged under that ranking only
+    expand: bool = False
+    distractor: DocRef | None = None  # scoped: outside the filter, and ranked first without it
+    entity: tuple[str, ...] = ()  # graph-ready: every current drawer mentioning one of these is relevant
+
+    def gain(self, ref: DocRef) -> float:
+        return float(self.gains.get(ref.label, 1.0))
+
+
+FILTER_KEYS = {"wing", "room", "tags", "source_kind", "connector", "as_of_step", "from_step", "until_step",
+               "include_historical"}
+
+
+def load_queries(corpus: Corpus, path: Path | None = None) -> list[Query]:
+    data = json.loads((path or corpus.root / "queries.json").read_text(encoding="utf-8"))
+    queries: list[Query] = []
+    seen: set[str] = set()
+    for item in data["queries"]:
+        if item["id"] in seen:
+            raise ValueError(f"duplicate query id {item['id']!r}")
+        seen.add(item["id"])
+        if item["category"] not in CATEGORIES:
+            raise ValueError(f"{item['id']}: unknown category {item['category']!r}")
+        filters = dict(item.get("filters", {}))
+        unknown = set(filters) - FILTER_KEYS
+        if unknown:
+            raise ValueError(f"{item['id']}: unknown filters {sorted(unknown)}")
+        relevant = tuple(DocRef.parse(r, corpus) for r in item["relevant"])
+        labels = {r.label for r in relevant}
+        graded = dict(item.get("graded", {}))
+        if not set(graded) <= labels:
+            raise ValueError(f"{item['id']}: graded names documents that are not relevant: {set(graded) - labels}")
+        queries.append(Query(
+            id=item["id"], category=item["category"], text=item["query"], relevant=relevant, gains=graded,
+            filters=filters, ranking=item.get("ranking"), expand=bool(item.get("expand", False)),
+            distractor=DocRef.parse(item["distractor"], corpus) if item.get("distractor") else None,
+            entity=tuple(item.get("entity", ())),
+        ))
+    return queries
+
+
+@dataclass(frozen=True)
+class PreferenceCase:
+    """A judged preference query (ADR 048)."""
+
+    id: str
+    kind: str  # near_tie | low_stays_first
+    text: str
+    filters: Mapping[str, Any]
+    rankings: tuple[str, ...]
+    first: DocRef  # the hit that must rank first: the preferred one in a near tie, the low one otherwise
+    over: DocRef | None  # near tie: the other, less preferred source saying nearly the same thing
+    expect: tuple[tuple[DocRef, str, str | None], ...]  # (document, level, criterion path or None)
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class PreferenceSet:
+    policy_toml: str
+    cases: tuple[PreferenceCase, ...]
+
+
+def load_preferences(corpus: Corpus, path: Path | None = None) -> PreferenceSet:
+    data = json.loads((path or corpus.root / "preferences.json").read_text(encoding="utf-8"))
+    policy = data["policy"]
+    toml = (corpus.root / policy["file"]).read_text(encoding="utf-8")
+    if policy.get("toml") is not None and policy["toml"] != toml:
+        raise ValueError(f"preferences.json embeds a policy that differs from {policy['file']}")
+    default_rankings = tuple(data.get("rankings", ("lexical", "hybrid")))
+    cases = []
+    for item in data["queries"]:
+        kind = item["kind"]
+        if kind not in ("near_tie", "low_stays_first"):
+            raise ValueError(f"{item['id']}: unknown kind {kind!r}")
+        first = DocRef.parse(item["preferred"] if kind == "near_tie" else item["first"], corpus)
+        over = DocRef.parse(item["over"], corpus) if kind == "near_tie" else None
+        expect = tuple((DocRef.parse(e["doc"], corpus), e["level"], e.get("criterion"))
+                       for e in item.get("expect", []))
+        cases.append(PreferenceCase(
+            id=item["id"], kind=kind, text=item["query"], filters=dict(item.get("filters", {})),
+            rankings=tuple(item.get("rankings", default_rankings)), first=first, over=over, expect=expect,
+            note=item.get("note", ""),
+        ))
+    return PreferenceSet(policy_toml=toml, cases=tuple(cases))
+
+
+# ---------------------------------------------------------------------------------------------------- the palace
+
+
+def open_settings(workdir: Path) -> Settings:
+    """Settings for a palace under `workdir`: builtin embeddings on 2 threads, no user config file."""
+    config = workdir / "config.toml"
+    if not config.exists():
+        config.write_text("", encoding="utf-8")
+    return load_settings(
+        flags={"palace": str(workdir / "palace"), "embeddings.provider": "builtin", "embeddings.threads": 2},
+        env={}, config_file=config,
+    )
+
+
+@dataclass
+class MinedPalace:
+    """A started palace holding the judged corpus after every supersession step."""
+
+    palace: Palace
+    corpus: Corpus
+    workdir: Path
+    instants: dict[str, str]  # "start", "0", "1", … → the instant after that step's mine
+    sources: dict[str, str]  # source id → mined folder (its path under the corpus root)
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def services(self) -> Any:
+        return self.palace.services
+
+    def doc_key(self, drawer: Drawer) -> str | None:
+        """The document's path under the corpus root, or None for a drawer that was not mined from the corpus."""
+        origin = drawer.source.origin
+        if origin is None or origin.source_id not in self.sources:
+            return None
+        return f"{self.sources[origin.source_id]}/{origin.document}"
+
+    def request(self, text: str, filters: Mapping[str, Any], ranking: str, *, limit: int = LIMIT,
+                expand: bool = False, preferences: str = "on") -> SearchRequest:
+        """A service request from judged filters; steps become the instants recorded while mining."""
+        def instant(step: Any) -> str:
+            return self.instants[str(step)]
+
+        return SearchRequest(
+            query=text, limit=limit, wing=filters.get("wing"), room=filters.get("room"),
+            tags=tuple(filters.get("tags", ())), source_kind=filters.get("source_kind"),
+            connector=filters.get("connector"), ranking=ranking,
+            as_of=instant(filters["as_of_step"]) if "as_of_step" in filters else None,
+            from_=instant(filters["from_step"]) if "from_step" in filters else None,
+            until=instant(filters["until_step"]) if "until_step" in filters else None,
+            include_historical=bool(filters.get("include_historical", False)), expand=expand,
+            preferences=preferences,
+        )
+
+    def search(self, request: SearchRequest) -> SearchResult:
+        result: SearchResult = self.services.search(request)
+        return result
+
+    def all_drawers(self) -> list[Drawer]:
+        """Every drawer of the corpus, current and superseded."""
+        seen: dict[str, Drawer] = {}
+        wings = [w.name for w in self.services.list_wings()]
+        for wing in wings:
+            after = None
+            while True:
+                page = self.services.list_drawers(wing, None, 200, after)
+                for drawer in page.items:
+                    for version in self.services.drawer_history(drawer.id):
+                        seen[version.id] = version
+                if page.next_after is None:
+                    break
+                after = page.next_after
+        return [d for d in seen.values() if self.doc_key(d) is not None]
+
+    def stop(self) -> None:
+        self.palace.stop()
+
+
+def _wait_job(palace: Palace, job_id: str, timeout: float) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        job = palace.services.get_job(job_id)
+        if job.is_finished:
+            if job.status is not JobStatus.COMPLETED:
+                raise RuntimeError(f"{job.kind} job {job.id} ended {job.status.value}: {job.error}")
+            return dict(job.result or {})
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{job.kind} job {job.id} still {job.status.value} after {timeout:.0f}s")
+        time.sleep(0.02)
+
+
+def wait_for_embeddings(palace: Palace, timeout: float) -> None:
+    """Until no drawer lacks an embedding and no embed job is queued or running."""
+    deadline = time.monotonic() + timeout
+    while True:
+        jobs = palace.services.list_jobs(None, "embed")
+        failed = [j for j in jobs if j.status is JobStatus.FAILED]
+        if failed:
+            raise RuntimeError(f"embed job {failed[0].id} failed: {failed[0].error}")
+        if not any(not j.is_finished for j in jobs) and palace.services.embedding_status()["pending"] == 0:
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"embeddings still pending after {timeout:.0f}s")
+        time.sleep(0.05)
+
+
+def _mine_all(palace: Palace, corpus: Corpus, sources_root: Path, timeout: float) -> dict[str, str]:
+    submitted = []
+    for mine in corpus.mines:
+        job, _ = palace.services.submit_mine(mine.connector, str(sources_root / mine.path), {}, wing=mine.wing,
+                                             requested_by="cli")
+        submitted.append((mine, job.id))
+    sources: dict[str, str] = {}
+    for mine, job_id in submitted:
+        result = _wait_job(palace, job_id, timeout)
+        if result.get("skipped") or result.get("errors"):
+            raise RuntimeError(f"mining {mine.path} skipped or failed documents: "
+                               f"{result.get('skipped_documents')} {result.get('warnings')}")
+        sources[str(result["source_id"])] = mine.path.rstrip("/")
+    return sources
+
+
+def _tick() -> str:
+    """An instant strictly between the writes before and after it."""
+    time.sleep(0.005)
+    now = utc_now()
+    time.sleep(0.005)
+    return now
+
+
+def build_palace(workdir: Path, corpus: Corpus | None = None, *, timeout: float = 300.0) -> MinedPalace:
+    """Copy the sources, build and start a palace, mine step 0, then every supersession step, embedding as it goes."""
+    corpus = corpus or load_corpus()
+    sources_root = workdir / "sources"
+    for mine in corpus.mines:
+        shutil.copytree(corpus.root / mine.path, sources_root / mine.path, dirs_exist_ok=True)
+    started = time.monotonic()
+    palace = build(open_settings(workdir))
+    palace.start()
+    timings: dict[str, float] = {"start": time.monotonic() - started}
+    try:
+        instants = {START: _tick()}
+        sources = _mine_all(palace, corpus, sources_root, timeout)
+        wait_for_embeddings(palace, timeout)
+        instants["0"] = _tick()
+        for step in corpus.steps:
+            for name in step.files:
+                target = sources_root / name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(corpus.root / "steps" / str(step.number) / name, target)
+            sources.update(_mine_all(palace, corpus, sources_root, timeout))
+            wait_for_embeddings(palace, timeout)
+            instants[str(step.number)] = _tick()
+    except BaseException:
+        palace.stop()
+        raise
+    timings["mine_and_embed"] = time.monotonic() - started
+    return MinedPalace(palace=palace, corpus=corpus, workdir=workdir, instants=instants, sources=sources,
+                       timings=timings)
+
+
+def restart_with_policy(mined: MinedPalace, policy_toml: str | None, *, timeout: float = 60.0) -> MinedPalace:
+    """Stop the palace, write (or remove) `<palace>/preferences.toml`, and start it again on the same data."""
+    mined.palace.stop()
+    policy_file = mined.workdir / "palace" / "preferences.toml"
+    if policy_toml is None:
+        policy_file.unlink(missing_ok=True)
+    else:
+        policy_file.write_text(policy_toml, encoding="utf-8")
+    palace = build(open_settings(mined.workdir))
+    palace.start()
+    wait_for_embeddings(palace, timeout)
+    return MinedPalace(palace=palace, corpus=mined.corpus, workdir=mined.workdir, instants=mined.instants,
+                       sources=mined.sources, timings=mined.timings)
+
+
+@contextmanager
+def judged_palace(corpus: Corpus | None = None) -> Iterator[MinedPalace]:
+    """A mined palace in a temporary folder, stopped and deleted afterwards."""
+    with tempfile.TemporaryDirectory(prefix="memcastle-judged-") as folder:
+        mined = build_palace(Path(folder), corpus)
+        try:
+            yield mined
+        finally:
+            mined.palace.stop()
+
+
+# ---------------------------------------------------------------------------------------------------- scoring
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One query under one ranking: what came back and how it scored."""
+
+    query: Query
+    ranking: str
+    used: str  # the ranking the engine reports
+    hits: tuple[tuple[str | None, str], ...]  # (document key, first 60 characters) per hit
+    found: tuple[int | None, ...]  # per relevant document: its 1-based rank, or None
+    metrics: Mapping[str, float]
+    warnings: tuple[str, ...] = ()
+
+
+def judge(query: Query, keyed_hits: Sequence[tuple[str | None, Drawer]]) -> tuple[list[int | None], list[float]]:
+    """Match hits to relevant documents in rank order (each relevant document once): per relevant document its
+    rank, and per hit its gain."""
+    ranks: list[int | None] = [None] * len(query.relevant)
+    gains: list[float] = []
+    for rank, (key, drawer) in enumerate(keyed_hits, start=1):
+        gain = 0.0
+        for index, ref in enumerate(query.relevant):
+            if ranks[index] is None and ref.matches(key, drawer):
+                ranks[index] = rank
+                gain = query.gain(ref)
+                break
+        gains.append(gain)
+    return ranks, gains
+
+
+def score(query: Query, ranks: Sequence[int | None], gains: Sequence[float]) -> dict[str, float]:
+    """recall@5, recall@10, nDCG@10 (graded gains, ideal = the relevant documents in grade order) and MRR."""
+    total = len(query.relevant)
+    out = {f"recall@{k}": sum(1 for r in ranks if r is not None and r <= k) / total for k in (5, 10)}
+    dcg = sum(g / math.log2(i + 2) for i, g in enumerate(gains[:10]))
+    ideal = sorted((query.gain(r) for r in query.relevant), reverse=True)[:10]
+    idcg = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
+    out["ndcg@10"] = dcg / idcg if idcg else 0.0
+    first = min((r for r in ranks if r is not None), default=None)
+    out["mrr"] = 1.0 / first if first else 0.0
+    return out
+
+
+def applies(query: Query, ranking: str) -> bool:
+    wanted = {"auto": "hybrid"}.get(query.ranking or "", query.ranking)
+    return wanted is None or wanted == {"auto": "hybrid"}.get(ranking, ranking)
+
+
+def run_query(mined: MinedPalace, query: Query, ranking: str) -> Outcome:
+    result = mined.search(mined.request(query.text, query.filters, ranking, expand=query.expand))
+    keyed = [(mined.doc_key(h.drawer), h.drawer) for h in result.hits]
+    ranks, gains = judge(query, keyed)
+    return Outcome(query=query, ranking=ranking, used=result.ranking,
+                   hits=tuple((k, d.content[:60].replace("\n", " ")) for k, d in keyed),
+                   found=tuple(ranks), metrics=score(query, ranks, gains), warnings=tuple(result.warnings))
+
+
+def run_judged(mined: MinedPalace, queries: Sequence[Query], ranking: str) -> list[Outcome]:
+    """Every query that applies to `ranking` (`auto` counts as hybrid)."""
+    return [run_query(mined, q, ranking) for q in queries if applies(q, ranking)]
+
+
+def summarize(outcomes: Sequence[Outcome]) -> dict[str, dict[str, float]]:
+    """Mean of each metric per category and over all queries, with the query count as `n`."""
+    groups: dict[str, list[Outcome]] = {"all": list(outcomes)}
+    for outcome in outcomes:
+        groups.setdefault(outcome.query.category, []).append(outcome)
+    table: dict[str, dict[str, float]] = {}
+    for name in ("all", *CATEGORIES):
+        members = groups.get(name, [])
+        if not members:
+            continue
+        table[name] = {"n": float(len(members))}
+        for metric in METRICS:
+            table[name][metric] = round(sum(o.metrics[metric] for o in members) / len(members), 4)
+    return table
+
+
+def regressions(current: Mapping[str, Mapping[str, float]], baseline: Mapping[str, Mapping[str, float]],
+                tolerance: float = TOLERANCE) -> list[str]:
+    """Each metric more than `tolerance` below its baseline, as a readable line."""
+    problems = []
+    for category, metrics in baseline.items():
+        for metric, expected in metrics.items():
+            if metric == "n":
+                continue
+            got = current.get(category, {}).get(metric)
+            if got is None:
+                problems.append(f"{category} {metric}: missing (baseline {expected:.3f})")
+            elif got < expected - tolerance - EPSILON:
+                problems.append(f"{category} {metric}: {got:.3f} < baseline {expected:.3f} - {tolerance}")
+    return problems
+
+
+# ---------------------------------------------------------------------------------------------------- checks of the data
+
+
+def _fts_shares_terms(text: str, terms: Iterable[str]) -> list[str]:
+    """The query terms that the full-text index (same tokenizer as the palace) finds in `text`."""
+    db = sqlite3.connect(":memory:")
+    try:
+        db.execute("CREATE VIRTUAL TABLE t USING fts5(content, tokenize = 'porter unicode61 remove_diacritics 2')")
+        db.execute("INSERT INTO t(content) VALUES (?)", (text,))
+        shared = []
+        for term in terms:
+            if db.execute("SELECT 1 FROM t WHERE t MATCH ?", ('"' + term.replace('"', '""') + '"',)).fetchone():
+                shared.append(term)
+        return shared
+    finally:
+        db.close()
+
+
+def validate(mined: MinedPalace, queries: Sequence[Query], preferences: PreferenceSet | None = None) -> list[str]:
+    """Problems with the judged data itself: names that match no drawer, markers that do not single out one
+    revision, paraphrases that share a content word with their answer, scoped queries whose distractor does not
+    outrank the answer when the filter is dropped, graph-ready sets that miss a mention."""
+    drawers = mined.all_drawers()
+    keyed = [(mined.doc_key(d), d) for d in drawers]
+    problems: list[str] = []
+
+    def check_ref(owner: str, ref: DocRef) -> list[Drawer]:
+        found = [d for k, d in keyed if ref.matches(k, d)]
+        if not found:
+            problems.append(f"{owner}: {ref.label} matches no drawer")
+        elif ref.contains is not None and len(found) > 1:
+            problems.append(f"{owner}: {ref.label} matches {len(found)} drawers; the marker must pick one revision")
+        return found
+
+    for query in queries:
+        matched = [d for ref in query.relevant for d in check_ref(query.id, ref)]
+        if query.distractor is not None:
+            check_ref(query.id, query.distractor)
+        if query.category == "paraphrase":
+            terms = query_terms(query.text)
+            for drawer in matched:
+                shared = _fts_shares_terms(drawer.content, terms)
+                if shared:
+                    problems.append(f"{query.id}: shares {shared} with {mined.doc_key(drawer)}")
+        if query.category == "scoped":
+            if query.distractor is None:
+                problems.append(f"{query.id}: a scoped query names its distractor")
+            else:
+                unscoped = {k: v for k, v in query.filters.items()
+                            if k in ("as_of_step", "from_step", "until_step", "include_historical")}
+                hits = mined.search(mined.request(query.text, unscoped, "lexical")).hits
+                ranked = [(mined.doc_key(h.drawer), h.drawer) for h in hits]
+                top = next((i for i, (k, d) in enumerate(ranked) if query.distractor.matches(k, d)), None)
+                best = min((i for i, (k, d) in enumerate(ranked) for r in query.relevant if r.matches(k, d)),
+                           default=None)
+                if top is None or (best is not None and best < top):
+                    problems.append(f"{query.id}: without the filter the distractor does not outrank the answer "
+                                    f"(lexical ranks: distractor {top}, best answer {best})")
+                for ref in query.relevant:
+                    if query.distractor.doc == ref.doc:
+                        problems.append(f"{query.id}: the distractor is a relevant document")
+        if query.entity:
+            current = {k for k, d in keyed if d.valid_to is None
+                       and any(e.lower() in d.content.lower() for e in query.entity)}
+            judged = {r.doc for r in query.relevant}
+            if current != judged:
+                problems.append(f"{query.id}: documents mentioning {list(query.entity)}: missing from relevant "
+                                f"{sorted(current - judged)}, judged but not mentioning {sorted(judged - current)}")
+    if preferences is not None:
+        for case in preferences.cases:
+            for ref in (case.first, case.over, *(e[0] for e in case.expect)):
+                if ref is not None:
+                    check_ref(case.id, ref)
+    return problems
+
+
+# ---------------------------------------------------------------------------------------------------- preferences
+
+
+@dataclass(frozen=True)
+class PreferenceOutcome:
+    case: PreferenceCase
+    ranking: str
+    problems: tuple[str, ...]
+    top: str  # the first hit, as document key (+ level)
+    neutral_top: str  # the first hit with preferences off
+    hits: int
+
+    @property
+    def passed(self) -> bool:
+        return not self.problems
+
+    @property
+    def flipped(self) -> bool:
+        """True when the preference changed which document ranks first."""
+        return self.top.split(" ")[0] != self.neutral_top.split(" ")[0]
+
+
+def _describe(mined: MinedPalace, hit: Hit | None) -> str:
+    if hit is None:
+        return "(no hits)"
+    preference = hit.signals.get("preference") or {}
+    level = preference.get("level", "-") if isinstance(preference, Mapping) else "-"
+    return f"{mined.doc_key(hit.drawer)} [{level}]"
+
+
+def run_preference_case(mined: MinedPalace, case: PreferenceCase, ranking: str) -> PreferenceOutcome:
+    """Check a case's rules exactly: who ranks first, the bound on every hit, the expected resolutions."""
+    result = mined.search(mined.request(case.text, case.filters, ranking))
+    neutral = mined.search(mined.request(case.text, case.filters, ranking, preferences="off"))
+    hits = list(result.hits)
+    problems: list[str] = []
+    if ranking in ("hybrid", "auto") and result.ranking != "hybrid":
+        problems.append(f"ranked {result.ranking}, not hybrid: {list(result.warnings)}")
+
+    def position(ref: DocRef) -> int | None:
+        return next((i for i, h in enumerate(hits) if ref.matches(mined.doc_key(h.drawer), h.drawer)), None)
+
+    for index, hit in enumerate(hits):
+        relevance = hit.signals.get("relevance")
+        if not isinstance(relevance, (int, float)) or "preference" not in hit.signals:
+            problems.append(f"hit {index + 1} lacks relevance or preference signals")
+        elif abs(hit.score - relevance) > BOUND + EPSILON:
+            problems.append(f"hit {index + 1}: |score - relevance| = {abs(hit.score - relevance):.4f} > {BOUND}")
+    first = position(case.first)
+    if first != 0:
+        problems.append(f"{case.first.label} ranks {'absent' if first is None else first + 1}, not first; "
+                        f"first is {_describe(mined, hits[0] if hits else None)}")
+    if case.over is not None:
+        other = position(case.over)
+        if other is None:
+            problems.append(f"{case.over.label} is not among the hits: not a near tie")
+        elif first is not None and other < first:
+            problems.append(f"{case.over.label} ranks above {case.first.label}")
+    if case.kind == "low_stays_first" and first is not None:
+        level = hits[first].signals["preference"]["level"]
+        if level != "low":
+            problems.append(f"{case.first.label} resolves to {level!r}, but the case is about a low drawer")
+    for ref, level, criterion in case.expect:
+        at = position(ref)
+        if at is None:
+            problems.append(f"expected {ref.label} among the hits")
+            continue
+        found = hits[at].signals["preference"]
+        path = (found.get("criterion") or {}).get("path")
+        if found["level"] != level or path != criterion:
+            problems.append(f"{ref.label} resolves to {found['level']!r} via {path!r}; expected {level!r} via "
+                            f"{criterion!r}")
+    return PreferenceOutcome(case=case, ranking=ranking, problems=tuple(problems),
+                             top=_describe(mined, hits[0] if hits else None),
+                             neutral_top=_describe(mined, neutral.hits[0] if neutral.hits else None),
+                             hits=len(hits))
+
+
+def run_preferences(mined: MinedPalace, preferences: PreferenceSet) -> list[PreferenceOutcome]:
+    return [run_preference_case(mined, case, ranking) for case in preferences.cases for ranking in case.rankings]
+
+
+# ---------------------------------------------------------------------------------------------------- reports
+
+
+def format_table(tables: Mapping[str, Mapping[str, Mapping[str, float]]]) -> str:
+    header = ["ranking", "category", "n", *METRICS]
+    rows = [header]
+    for ranking, table in tables.items():
+        for category, metrics in table.items():
+            rows.append([ranking, category, str(int(metrics["n"])), *(f"{metrics[m]:.3f}" for m in METRICS)])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows)
+
+
+def format_misses(outcomes: Sequence[Outcome]) -> str:
+    lines = []
+    for o in outcomes:
+        if o.metrics["recall@10"] < 1 or o.metrics["mrr"] < 1:
+            lines.append(f"  {o.ranking:8} {o.query.id:14} R@10 {o.metrics['recall@10']:.2f} MRR {o.metrics['mrr']:.2f}"
+                         f"  {o.query.text!r}")
+            for ref, rank in zip(o.query.relevant, o.found, strict=True):
+                lines.append(f"      want {ref.label}  rank {rank}")
+            for i, (key, text) in enumerate(o.hits[:5], start=1):
+                lines.append(f"      {i}. {key}  {text!r}")
+    return "\n".join(lines)
+
+
+def format_preferences(outcomes: Sequence[PreferenceOutcome]) -> str:
+    lines = []
+    for o in outcomes:
+        state = "ok  " if o.passed else "FAIL"
+        flip = "flipped by the policy" if o.flipped else "same first hit without the policy"
+        lines.append(f"  {state} {o.case.id:10} {o.ranking:7} {o.case.kind:15} first {o.top}; {flip}")
+        lines.extend(f"         - {p}" for p in o.problems)
+    return "\n".join(lines)
+
+
+def measure(rankings: Sequence[str] = RANKINGS, *, verbose: bool = False,
+            out: Any = sys.stdout) -> dict[str, Any]:
+    """The whole run: judged set under each ranking, data checks, then the preference set after a restart."""
+    corpus = load_corpus()
+    queries = load_queries(corpus)
+    preferences = load_preferences(corpus)
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="memcastle-judged-") as folder:
+        mined = build_palace(Path(folder), corpus)
+        try:
+            drawers = mined.all_drawers()
+            print(f"corpus: {len({mined.doc_key(d) for d in drawers})} documents, {len(drawers)} drawers "
+                  f"({sum(d.valid_to is None for d in drawers)} current); mined and embedded in "
+                  f"{mined.timings['mine_and_embed']:.1f} s", file=out)
+            problems = validate(mined, queries, preferences)
+            tables: dict[str, dict[str, dict[str, float]]] = {}
+            outcomes: dict[str, list[Outcome]] = {}
+            for ranking in rankings:
+                outcomes[ranking] = run_judged(mined, queries, ranking)
+                tables[ranking] = summarize(outcomes[ranking])
+            mined = restart_with_policy(mined, preferences.policy_toml)
+            preference_outcomes = run_preferences(mined, preferences)
+        finally:
+            mined.stop()
+    print(format_table(tables), file=out)
+    if verbose:
+        for ranking in rankings:
+            print(format_misses(outcomes[ranking]), file=out)
+    passed = sum(o.passed for o in preference_outcomes)
+    print(f"preference set: {passed}/{len(preference_outcomes)} checks pass; "
+          f"{sum(o.flipped for o in preference_outcomes if o.case.kind == 'near_tie')} near ties flipped by the "
+          "policy", file=out)
+    print(format_preferences(preference_outcomes), file=out)
+    if problems:
+        print("problems with the judged data:", file=out)
+        print("\n".join(f"  {p}" for p in problems), file=out)
+    return {
+        "metrics": tables,
+        "preferences": {"checks": len(preference_outcomes), "passed": passed},
+        "corpus": {"documents": len({mined.doc_key(d) for d in drawers}), "drawers": len(drawers)},
+        "problems": problems,
+        "seconds": round(time.monotonic() - started, 1),
+    }
+
+
+def write_baseline(report: Mapping[str, Any], path: Path | None = None) -> Path:
+    path = path or ROOT / "baseline.json"
+    baseline = {
+        "command": "python bench/judged.py --write-baseline",
+        "created": utc_now(),
+        "tolerance": TOLERANCE,
+        "limit": LIMIT,
+        "corpus": report["corpus"],
+        "metrics": report["metrics"],
+        "preferences": report["preferences"],
+    }
+    path.write_text(json.dumps(baseline, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+    return path
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rankings", default=",".join(RANKINGS),
+                        help="comma-separated subset of lexical, semantic, hybrid")
+    parser.add_argument("--write-baseline", action="store_true", help="write eval/judged/baseline.json")
+    parser.add_argument("--verbose", action="store_true", help="list every query that misses, with its top hits")
+    args = parser.parse_args(argv)
+    args.rankings = tuple(r.strip() for r in args.rankings.split(",") if r.strip())
+    unknown = set(args.rankings) - set(RANKINGS)
+    if unknown:
+        parser.error(f"unknown rankings {sorted(unknown)}; choose from {', '.join(RANKINGS)}")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    report = measure(args.rankings, verbose=args.verbose)
+    print(f"run time {report['seconds']} s", file=sys.stdout)
+    if args.write_baseline:
+        if report["problems"]:
+            print("not writing a baseline while the judged data has problems", file=sys.stderr)
+            return 1
+        if set(args.rankings) != set(RANKINGS):
+            print("a baseline covers all three rankings; drop --rankings", file=sys.stderr)
+            return 1
+        print(f"wrote {write_baseline(report)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

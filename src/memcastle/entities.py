@@ -1,0 +1,86 @@
+"""Entity resolution (SPEC §4): exact name, normalized key, recorded alias, one 1-edit candidate; else a new entity.
+
+Entities are never merged or deleted automatically. When resolution is unsure, a new entity is created with a
+`possibly_same` hint pointing at the candidates, for a person to decide.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+
+from memcastle.clock import utc_now
+from memcastle.model import Entity, EntityHint, normalize_text
+from memcastle.store import Store
+
+_NAMESPACE = uuid.UUID("0e5b9a5e-2f63-4c55-9a1e-3d8b8f1c7a21")
+EDIT_MIN_CHARS = 6
+
+
+def entity_id_for(kind: str, key: str) -> str:
+    """Deterministic, so a replayed extraction creates the same entity."""
+    return str(uuid.uuid5(_NAMESPACE, f"{kind}\x00{key}"))
+
+
+def within_one_edit(a: str, b: str) -> bool:
+    """True when `a` and `b` differ by exactly one insertion, deletion or substitution."""
+    if a == b or abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) > len(b):
+        a, b = b, a
+    i = 0
+    while i < len(a) and a[i] == b[i]:
+        i += 1
+    if len(a) == len(b):
+        return a[i + 1 :] == b[i + 1 :]
+    return a[i:] == b[i + 1 :]
+
+
+@dataclass
+class Resolution:
+    entity: Entity
+    created: bool
+    how: str
+    hints: list[EntityHint] = field(default_factory=list)
+
+
+class EntityResolver:
+    """Resolves names against the palace's entities plus those created earlier in the same batch."""
+
+    def __init__(self, store: Store) -> None:
+        self._entities: dict[str, Entity] = {e.id: e for e in store.all_entities()}
+        self._aliases = store.entity_alias_keys()
+        self.created: list[Entity] = []
+
+    @staticmethod
+    def _compatible(entity: Entity, kind: str) -> bool:
+        return entity.kind == kind or "other" in (entity.kind, kind)
+
+    def resolve(self, name: str, kind: str) -> Resolution:
+        name = " ".join(name.split())
+        key = normalize_text(name)
+        pool = [e for e in self._entities.values() if self._compatible(e, kind)]
+        for how, matches in (
+            ("name", [e for e in pool if e.name == name]),
+            ("key", [e for e in pool if e.key == key]),
+            ("alias", [self._entities[i] for i in self._aliases.get(key, []) if i in self._entities
+                       and self._compatible(self._entities[i], kind)]),
+        ):
+            if matches:
+                return Resolution(entity=_oldest(matches), created=False, how=how)
+        near = [e for e in pool if len(key) >= EDIT_MIN_CHARS and within_one_edit(e.key, key)] if key else []
+        if len(near) == 1:
+            return Resolution(entity=near[0], created=False, how="one edit")
+        entity = Entity(id=entity_id_for(kind, key), name=name, kind=kind, key=key, aliases=(), created_at=utc_now())
+        self._entities[entity.id] = entity
+        self.created.append(entity)
+        hints = [EntityHint(entity.id, other.id, "possibly_same", f"{name!r} is one edit from {other.name!r}")
+                 for other in near]
+        same_key = [e for e in self._entities.values() if e.key == key and e.id != entity.id]
+        hints += [EntityHint(entity.id, other.id, "possibly_same",
+                             f"same name as {other.name!r}, a {other.kind}") for other in same_key]
+        return Resolution(entity=entity, created=True, how="new", hints=hints)
+
+
+def _oldest(matches: list[Entity]) -> Entity:
+    return min(matches, key=lambda e: (e.created_at, e.id))

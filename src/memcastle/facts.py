@@ -1,0 +1,175 @@
+"""Fact lifecycle (SPEC §6) and conflict presentation (SPEC §5): states computed at read time from immutable links.
+
+    state_of(fact, links, facts, at)       historical | invalidated | superseded | conflicting | current
+    infer_links(new, existing, ...)        confirms / contradicts / supersedes, never over an explicit decision
+    present(facts, links, policy, at)      each fact with its state, links and, in a conflict, preferred + basis
+
+Nothing here decides truth: contradicting facts both stay open; `preferred` only orders their presentation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import timedelta
+from typing import Any
+
+from memcastle.clock import to_datetime
+from memcastle.model import SINGLE_VALUED_PREDICATES, Assertion, Entity, FactLink, Origin
+from memcastle.preferences import Policy, resolve
+
+FRESHNESS_MAX = 0.12
+FRESHNESS_DAYS = 30.0
+
+
+def link_id(from_id: str, to_id: str, kind: str, origin: str) -> str:
+    """Deterministic: retrying an operation lands on the same link."""
+    return hashlib.sha256(f"{from_id}|{to_id}|{kind}|{origin}".encode()).hexdigest()[:32]
+
+
+def make_link(from_id: str, to_id: str, kind: str, origin: str, reason: str, at: str,
+              evidence: str | None = None) -> FactLink:
+    return FactLink(id=link_id(from_id, to_id, kind, origin), from_id=from_id, to_id=to_id, kind=kind,
+                    origin=origin, reason=reason, at=at, evidence_drawer=evidence)
+
+
+def is_open(fact: Assertion, at: str) -> bool:
+    return fact.valid_from <= at and (fact.valid_to is None or fact.valid_to > at)
+
+
+def _overlaps(a: Assertion, b: Assertion) -> bool:
+    return (b.valid_to is None or a.valid_from < b.valid_to) and (a.valid_to is None or b.valid_from < a.valid_to)
+
+
+def state_of(fact: Assertion, links: Sequence[FactLink], facts: Mapping[str, Assertion], at: str) -> str:
+    """The fact's state at instant `at`; decisions recorded after `at` are ignored."""
+    known = [link for link in links if link.at <= at]
+    if fact.valid_from > at:
+        return "historical"
+    if any(link.kind == "invalidates" and link.to_id == fact.id for link in known):
+        return "invalidated"
+    if any(link.kind == "supersedes" and link.to_id == fact.id for link in known):
+        return "superseded"
+    if fact.valid_to is not None and fact.valid_to <= at:
+        return "historical"
+    if rivals(fact, known, facts, at):
+        return "conflicting"
+    return "current"
+
+
+def rivals(fact: Assertion, links: Sequence[FactLink], facts: Mapping[str, Assertion], at: str) -> list[Assertion]:
+    """Open facts that contradict `fact` at `at` and have not been superseded or invalidated by then."""
+    found = []
+    for link in links:
+        if link.kind != "contradicts" or link.at > at or fact.id not in (link.from_id, link.to_id):
+            continue
+        other = facts.get(link.to_id if link.from_id == fact.id else link.from_id)
+        if other is None or not is_open(other, at):
+            continue
+        closed = any(l.kind in ("supersedes", "invalidates") and l.to_id == other.id and l.at <= at for l in links)
+        if not closed:
+            found.append(other)
+    return found
+
+
+def infer_links(new: Assertion, existing: Iterable[Assertion], *, predecessor_drawer: str | None,
+                explicit_pairs: set[frozenset[str]], at: str) -> list[FactLink]:
+    """Links a newly extracted fact earns against what the palace already holds (SPEC §6)."""
+    links = []
+    superseded: set[str] = set()
+    for old in existing:
+        if old.id == new.id or old.subject != new.subject or old.predicate != new.predicate:
+            continue
+        if frozenset((old.id, new.id)) in explicit_pairs:
+            continue  # an explicit decision about this pair stands; inference never overrides it
+        if predecessor_drawer is not None and old.drawer_id == predecessor_drawer:
+            links.append(make_link(new.id, old.id, "supersedes", "inferred",
+                                   "its evidence drawer superseded the earlier one", at, new.drawer_id))
+            superseded.add(old.id)
+            continue
+        if old.drawer_id == new.drawer_id or not _overlaps(old, new):
+            continue
+        if old.object == new.object:
+            links.append(make_link(new.id, old.id, "confirms", "inferred",
+                                   "same subject, predicate and object from different evidence", at, new.drawer_id))
+        elif new.predicate in SINGLE_VALUED_PREDICATES and old.valid_to is None:
+            links.append(make_link(new.id, old.id, "contradicts", "inferred",
+                                   f"{new.predicate} holds one value at a time", at, new.drawer_id))
+    return links
+
+
+# --- presentation ---------------------------------------------------------------------------------
+
+
+def freshness(fact: Assertion, at: str) -> float:
+    """Bounded: 0.12 / (1 + age_days / 30), age from the evidence's occurred_at or the fact's valid_from."""
+    start = (fact.origin or {}).get("occurred_at") or fact.valid_from
+    age = to_datetime(at) - to_datetime(start)
+    days = max(0.0, age / timedelta(days=1))
+    return FRESHNESS_MAX / (1 + days / FRESHNESS_DAYS)
+
+
+def adjustment_of(fact: Assertion, policy: Policy) -> tuple[float, str]:
+    origin = Origin.from_json(fact.origin) if fact.origin and fact.origin.get("connector") else None
+    match = resolve(policy, origin)
+    return match.adjustment, match.level
+
+
+def quality(fact: Assertion, policy: Policy, at: str) -> float:
+    adjustment, _ = adjustment_of(fact, policy)
+    return fact.confidence + freshness(fact, at) + 0.5 * adjustment
+
+
+def choose_preferred(group: Sequence[Assertion], policy: Policy, at: str) -> tuple[Assertion, str]:
+    """Presentation only: explicit first; then quality; then later valid_from; then id. Returns (fact, basis)."""
+
+    ordered = sorted(group, key=lambda f: (0 if f.explicit else 1, -round(quality(f, policy, at), 12),
+                                           _descending(f.valid_from), f.id))
+    first, second = ordered[0], ordered[1]
+    adj_first, level_first = adjustment_of(first, policy)
+    adj_second, level_second = adjustment_of(second, policy)
+    q1, q2 = quality(first, policy, at), quality(second, policy, at)
+    if first.explicit != second.explicit:
+        basis = "explicit assertion comes first"
+    elif round(q1, 12) != round(q2, 12):
+        parts = (f"confidence {first.confidence:.2f} vs {second.confidence:.2f}, freshness "
+                 f"{freshness(first, at):.3f} vs {freshness(second, at):.3f}, half the source adjustment "
+                 f"{0.5 * adj_first:+.2f} ({level_first}) vs {0.5 * adj_second:+.2f} ({level_second})")
+        basis = f"higher quality {q1:.3f} vs {q2:.3f}: {parts}"
+    elif first.valid_from != second.valid_from:
+        basis = f"equal quality; later valid_from ({first.valid_from})"
+    else:
+        basis = "equal quality and valid_from; smaller id"
+    return first, basis
+
+
+def _descending(stamp: str) -> str:
+    """Sort key that orders timestamps newest first inside an ascending sort."""
+    return "".join(chr(0x10FFFF - ord(c)) for c in stamp)
+
+
+def present(facts: Sequence[Assertion], links: Sequence[FactLink], everything: Mapping[str, Assertion],
+            entities: Mapping[str, Entity], policy: Policy, at: str) -> list[dict[str, Any]]:
+    """Facts as the API shows them: the assertion, entity names, state, links, and preferred/basis in a conflict."""
+    out = []
+    for fact in facts:
+        own = [link for link in links if fact.id in (link.from_id, link.to_id)]
+        state = state_of(fact, links, everything, at)
+        entry: dict[str, Any] = {
+            **fact.to_json(),
+            "subject_name": entities[fact.subject].name if fact.subject in entities else None,
+            "object_name": entities[fact.object].name if fact.object in entities else None,
+            "lifecycle": {"state": state, "links": [link.to_json() for link in own]},
+        }
+        if state == "conflicting":
+            group = [fact, *rivals(fact, links, everything, at)]
+            chosen, basis = choose_preferred(group, policy, at)
+            adjustment, level = adjustment_of(fact, policy)
+            entry["lifecycle"].update({
+                "preferred": chosen.id == fact.id,
+                "preferred_id": chosen.id,
+                "basis": basis,
+                "preference": {"level": level, "adjustment": adjustment},
+            })
+        out.append(entry)
+    return out
