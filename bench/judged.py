@@ -45,8 +45,9 @@ from typing import Any
 from memcastle.app import Palace, build
 from memcastle.clock import utc_now
 from memcastle.config import Settings, load_settings
-from memcastle.model import Drawer, Hit, JobStatus, SearchResult
+from memcastle.model import Candidate, Drawer, Hit, JobStatus, SearchResult
 from memcastle.preferences import BOUND
+from memcastle.search.engine import MIN_LEG, FusionWeights, fuse_ranks
 from memcastle.search.lexical import query_terms
 from memcastle.services import SearchRequest
 
@@ -445,45 +446,89 @@ def judged_palace(corpus: Corpus | None = None) -> Iterator[MinedPalace]:
 
 
 @dataclass(frozen=True)
+class Entry:
+    """One ranked drawer with the score that ranked it."""
+
+    key: str | None
+    drawer: Drawer
+    score: float
+
+
+@dataclass(frozen=True)
 class Outcome:
     """One query under one ranking: what came back and how it scored."""
 
     query: Query
     ranking: str
     used: str  # the ranking the engine reports
-    hits: tuple[tuple[str | None, str], ...]  # (document key, first 60 characters) per hit
-    found: tuple[int | None, ...]  # per relevant document: its 1-based rank, or None
-    metrics: Mapping[str, float]
+    hits: tuple[tuple[str | None, str], ...]  # (document key, first 60 characters) per hit, as returned
+    found: tuple[int | None, ...]  # per relevant document: its 1-based rank in the response, or None
+    metrics: Mapping[str, float]  # expected over the orders of exactly tied hits
+    ties: int  # hits in the top LIMIT that tie exactly with another candidate
     warnings: tuple[str, ...] = ()
 
 
-def judge(query: Query, keyed_hits: Sequence[tuple[str | None, Drawer]]) -> tuple[list[int | None], list[float]]:
-    """Match hits to relevant documents in rank order (each relevant document once): per relevant document its
-    rank, and per hit its gain."""
+def observed_ranks(query: Query, entries: Sequence[Entry]) -> list[int | None]:
+    """Per relevant document, the rank of the first hit that matches it (each hit credits one document)."""
     ranks: list[int | None] = [None] * len(query.relevant)
-    gains: list[float] = []
-    for rank, (key, drawer) in enumerate(keyed_hits, start=1):
-        gain = 0.0
+    for rank, entry in enumerate(entries, start=1):
         for index, ref in enumerate(query.relevant):
-            if ranks[index] is None and ref.matches(key, drawer):
+            if ranks[index] is None and ref.matches(entry.key, entry.drawer):
                 ranks[index] = rank
-                gain = query.gain(ref)
                 break
-        gains.append(gain)
-    return ranks, gains
+    return ranks
 
 
-def score(query: Query, ranks: Sequence[int | None], gains: Sequence[float]) -> dict[str, float]:
-    """recall@5, recall@10, nDCG@10 (graded gains, ideal = the relevant documents in grade order) and MRR."""
-    total = len(query.relevant)
-    out = {f"recall@{k}": sum(1 for r in ranks if r is not None and r <= k) / total for k in (5, 10)}
-    dcg = sum(g / math.log2(i + 2) for i, g in enumerate(gains[:10]))
-    ideal = sorted((query.gain(r) for r in query.relevant), reverse=True)[:10]
+def tie_groups(entries: Sequence[Entry]) -> list[tuple[int, int]]:
+    """Runs of exactly equal scores as (first, last) 0-based positions; `entries` is sorted by score."""
+    groups: list[tuple[int, int]] = []
+    start = 0
+    for index in range(1, len(entries) + 1):
+        if index == len(entries) or not math.isclose(entries[index].score, entries[start].score, rel_tol=1e-12,
+                                                     abs_tol=0.0):
+            groups.append((start, index - 1))
+            start = index
+    return groups
+
+
+def expected_metrics(query: Query, entries: Sequence[Entry], limit: int = LIMIT) -> dict[str, float]:
+    """recall@5, recall@10, nDCG@10 (graded gains; ideal = the relevant documents in grade order) and MRR at
+    `limit`, as expectations over every order of exactly tied entries (McSherry & Najork, ECIR 2008).
+
+    The engine breaks exact ties by drawer id, and drawer ids are random per palace, so the observed order of a tie
+    is luck: two palaces mined from the same files disagree on it. The expectation is the same for both."""
+    owner: dict[int, float] = {}  # entry position -> gain of the relevant document it stands for
+    for ref in query.relevant:
+        for position, entry in enumerate(entries):
+            if position not in owner and ref.matches(entry.key, entry.drawer):
+                owner[position] = query.gain(ref)
+                break
+    recall = {5: 0.0, 10: 0.0}
+    dcg = 0.0
+    reciprocal = 0.0
+    first_found = False
+    for first, last in tie_groups(entries):
+        size = last - first + 1
+        members = [owner[p] for p in range(first, last + 1) if p in owner]
+        if not members:
+            continue
+        for k in recall:
+            recall[k] += len(members) * max(0, min(k, last + 1) - first) / size
+        discount = sum(1 / math.log2(p + 1) for p in range(first + 1, min(last + 1, limit) + 1)) / size
+        dcg += sum(members) * discount
+        if not first_found:
+            first_found = True
+            count = len(members)
+            total = math.comb(size, count)
+            for x in range(1, size - count + 2):  # x = the position of the first relevant one inside the group
+                rank = first + x
+                if rank <= limit:
+                    reciprocal += math.comb(size - x, count - 1) / total / rank
+    ideal = sorted((query.gain(r) for r in query.relevant), reverse=True)[:limit]
     idcg = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
-    out["ndcg@10"] = dcg / idcg if idcg else 0.0
-    first = min((r for r in ranks if r is not None), default=None)
-    out["mrr"] = 1.0 / first if first else 0.0
-    return out
+    total_relevant = len(query.relevant)
+    return {"recall@5": recall[5] / total_relevant, "recall@10": recall[10] / total_relevant,
+            "ndcg@10": dcg / idcg if idcg else 0.0, "mrr": reciprocal}
 
 
 def applies(query: Query, ranking: str) -> bool:
@@ -491,13 +536,41 @@ def applies(query: Query, ranking: str) -> bool:
     return wanted is None or wanted == {"auto": "hybrid"}.get(ranking, ranking)
 
 
+def entries_of(mined: MinedPalace, result: SearchResult) -> list[Entry]:
+    return [Entry(mined.doc_key(h.drawer), h.drawer, h.score) for h in result.hits]
+
+
+def fused_entries(mined: MinedPalace, query: Query, limit: int = LIMIT) -> list[Entry]:
+    """The whole fused pool of a hybrid search with `limit`: both legs fetched through the service at the depth
+    the hybrid search uses, fused with the palace's own RRF. Unlike the response, it shows which candidates below
+    the cut tie with the last hits."""
+    depth = max(2 * limit, MIN_LEG)
+    legs = [mined.search(mined.request(query.text, query.filters, ranking, limit=depth, expand=query.expand))
+            for ranking in ("lexical", "semantic")]
+    settings = mined.palace.settings
+    weights = FusionWeights(k=settings["search.rrf_k"], lexical=settings["search.lexical_weight"],
+                            semantic=settings["search.semantic_weight"])
+    fused = fuse_ranks(*([Candidate(h.drawer.id, h.score) for h in leg.hits] for leg in legs), weights)
+    drawers = {h.drawer.id: h.drawer for leg in legs for h in leg.hits}
+    return [Entry(mined.doc_key(drawers[r.drawer_id]), drawers[r.drawer_id], r.base) for r in fused]
+
+
 def run_query(mined: MinedPalace, query: Query, ranking: str) -> Outcome:
+    """Search as a client would (limit 10); score the ranking with exact ties counted as ties."""
     result = mined.search(mined.request(query.text, query.filters, ranking, expand=query.expand))
-    keyed = [(mined.doc_key(h.drawer), h.drawer) for h in result.hits]
-    ranks, gains = judge(query, keyed)
+    returned = entries_of(mined, result)
+    entries = returned
+    if result.ranking == "hybrid":
+        entries = fused_entries(mined, query)
+        got = [e.score for e in returned]
+        want = [e.score for e in entries[: len(returned)]]
+        if len(got) != len(want) or not all(math.isclose(a, b, rel_tol=1e-12) for a, b in zip(got, want)):
+            raise RuntimeError(f"{query.id}: the hybrid response {got} disagrees with its legs fused again {want}")
+    in_top = {p for first, last in tie_groups(entries) if last > first for p in range(first, last + 1)}
     return Outcome(query=query, ranking=ranking, used=result.ranking,
-                   hits=tuple((k, d.content[:60].replace("\n", " ")) for k, d in keyed),
-                   found=tuple(ranks), metrics=score(query, ranks, gains), warnings=tuple(result.warnings))
+                   hits=tuple((e.key, e.drawer.content[:60].replace("\n", " ")) for e in returned),
+                   found=tuple(observed_ranks(query, returned)), metrics=expected_metrics(query, entries),
+                   ties=sum(1 for p in in_top if p < LIMIT), warnings=tuple(result.warnings))
 
 
 def run_judged(mined: MinedPalace, queries: Sequence[Query], ranking: str) -> list[Outcome]:
@@ -623,6 +696,7 @@ class PreferenceOutcome:
     problems: tuple[str, ...]
     top: str  # the first hit, as document key (+ level)
     neutral_top: str  # the first hit with preferences off
+    neutral_tie: bool  # with preferences off, the first two hits tie exactly (random drawer ids decide)
     hits: int
 
     @property
@@ -631,8 +705,8 @@ class PreferenceOutcome:
 
     @property
     def flipped(self) -> bool:
-        """True when the preference changed which document ranks first."""
-        return self.top.split(" ")[0] != self.neutral_top.split(" ")[0]
+        """True when the preference changed which document ranks first (a tie without it counts as changed)."""
+        return self.neutral_tie or self.top.split(" ")[0] != self.neutral_top.split(" ")[0]
 
 
 def _describe(mined: MinedPalace, hit: Hit | None) -> str:
@@ -688,6 +762,7 @@ def run_preference_case(mined: MinedPalace, case: PreferenceCase, ranking: str) 
     return PreferenceOutcome(case=case, ranking=ranking, problems=tuple(problems),
                              top=_describe(mined, hits[0] if hits else None),
                              neutral_top=_describe(mined, neutral.hits[0] if neutral.hits else None),
+                             neutral_tie=len(neutral.hits) > 1 and neutral.hits[0].score == neutral.hits[1].score,
                              hits=len(hits))
 
 
@@ -725,7 +800,8 @@ def format_preferences(outcomes: Sequence[PreferenceOutcome]) -> str:
     lines = []
     for o in outcomes:
         state = "ok  " if o.passed else "FAIL"
-        flip = "flipped by the policy" if o.flipped else "same first hit without the policy"
+        flip = ("tied for first without the policy" if o.neutral_tie else
+                "flipped by the policy" if o.flipped else "same first hit without the policy")
         lines.append(f"  {state} {o.case.id:10} {o.ranking:7} {o.case.kind:15} first {o.top}; {flip}")
         lines.extend(f"         - {p}" for p in o.problems)
     return "\n".join(lines)

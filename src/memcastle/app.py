@@ -6,9 +6,12 @@ import logging
 from dataclasses import dataclass, field
 from functools import partial
 
-from memcastle import integrity, mining
+from memcastle import integrity, knowledge, mining
 from memcastle.connectors.builtin import builtin_connectors
 from memcastle.connectors.registry import load_registry
+from memcastle.dedup import DuplicateFinder
+from memcastle.extraction import build_extraction_provider
+from memcastle.knowledge import ExtractionSweep
 from memcastle.miners import load_miners
 from memcastle.mining import MinePipeline
 from memcastle.config import Settings
@@ -45,6 +48,8 @@ class Palace:
             log.warning("job %s (%s) was interrupted; now %s", job.id, job.kind, job.status.value)
         if self.services.embedding_status()["pending"]:
             self.services.request_embedding()
+        if self.services.extraction_status()["pending"]:
+            self.services.request_extraction()
         self.pool.start()
         self.started = True
 
@@ -73,12 +78,20 @@ def build(settings: Settings) -> Palace:
                               file=str(settings.config_file), key=f"miners.{miner.name}.connector")
     provider = build_provider({key.removeprefix("embeddings."): value for key, value in settings.values.items()
                                if key.startswith("embeddings.")})
+    extraction = build_extraction_provider({key.removeprefix("extraction."): value
+                                            for key, value in settings.values.items()
+                                            if key.startswith("extraction.") and key != "extraction.batch_size"})
     store = open_store(settings)
-    pipeline = MinePipeline(store, connectors, chunk_chars=settings["mining.chunk_chars"])
+    duplicates = DuplicateFinder(store, settings["dedup.near_threshold"])
+    pipeline = MinePipeline(store, connectors, chunk_chars=settings["mining.chunk_chars"], duplicates=duplicates)
     handlers: dict[str, JobHandler] = {
         integrity.KIND: partial(integrity.verify_palace, store),
         mining.KIND: pipeline.run,
     }
+    if extraction.is_enabled:
+        sweep = ExtractionSweep(store, extraction, policy, min_confidence=settings["extraction.min_confidence"],
+                                batch_size=settings["extraction.batch_size"])
+        handlers[knowledge.KIND] = sweep.run
     index = None
     if provider.is_enabled:
         backfill = EmbeddingBackfill(store, provider, batch_size=settings["embeddings.batch_size"])
@@ -94,6 +107,7 @@ def build(settings: Settings) -> Palace:
     pool = WorkerPool(store, handlers, workers=settings["jobs.workers"], lease_seconds=settings["jobs.lease_seconds"])
     queue = JobQueue(store, pool)
     services = Services(store=store, queue=queue, search=search, palace=settings.palace,
-                        connectors=connectors, miners=miners, embeddings=provider, policy=policy)
+                        connectors=connectors, miners=miners, embeddings=provider, policy=policy,
+                        extraction=extraction, duplicates=duplicates)
     pool.on_finished = services.after_job
     return Palace(settings=settings, store=store, pool=pool, services=services)

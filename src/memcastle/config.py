@@ -72,6 +72,18 @@ SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec("embeddings.timeout", float, 30.0, "seconds before a provider call fails", minimum=0.1),
     SettingSpec("embeddings.threads", int, 2, "CPU threads for the builtin model", minimum=1, maximum=64),
     SettingSpec("embeddings.batch_size", int, 64, "drawers embedded per unit of the embed job", minimum=1),
+    SettingSpec("extraction.provider", str, "heuristic", "fact extraction provider",
+                choices=("heuristic", "command", "http", "none")),
+    SettingSpec("extraction.model", str, "", "model name passed to command/http extraction providers"),
+    SettingSpec("extraction.command", list, [], "argv of the command extraction provider (no shell)"),
+    SettingSpec("extraction.url", str, "", "base URL of an OpenAI-compatible chat completions endpoint"),
+    SettingSpec("extraction.api_key", str, "", "bearer key for the http extraction provider", secret=True),
+    SettingSpec("extraction.timeout", float, 120.0, "seconds before an extraction call fails", minimum=0.1),
+    SettingSpec("extraction.min_confidence", float, 0.3, "facts below this confidence are dropped, whatever "
+                "the source's preference", minimum=0, maximum=1),
+    SettingSpec("extraction.batch_size", int, 16, "drawers per extraction batch (one transaction)", minimum=1),
+    SettingSpec("dedup.near_threshold", float, 0.9, "similarity at which drawers of a room count as near copies",
+                minimum=0, maximum=1),
 )
 
 SPEC_BY_KEY = {spec.key: spec for spec in SETTINGS}

@@ -15,6 +15,7 @@ any result is returned, so a batch is all or nothing; every bad setting is a `Co
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 import os
@@ -261,7 +262,8 @@ _SENTENCE_BREAK = re.compile(
 _CODE_SPAN = re.compile(r"`([^`\n]+)`")
 # A code span names a tool when it is a name or a short command, not a whole expression.
 _TOOL_NAME = re.compile(r"[\w@/.:+#-]+(?: [\w@/.:+#-]+){0,2}")
-_HANDLE = re.compile(r"(?<![\w@.])@[A-Za-z0-9_](?:[\w.-]*\w)?")
+# Not inside an e-mail address, and not a decorator such as @dataclass(frozen=True).
+_HANDLE = re.compile(r"(?<![\w@.])@[A-Za-z0-9_](?:[\w.-]*\w)?(?![\w(])")
 _WORD = re.compile(r"[^\W_](?:[\w’'-]|\.(?=\w))*")
 _MASK = "\x00"  # stands in for a code span or handle, so no name run can continue across one
 _POSSESSIVE = re.compile(r"['’]s$|['’]$")
@@ -282,7 +284,7 @@ _NON_NAMES = frozenset("""
     revert reverted move moved rename renamed use using make create implement support improve change changed clean
     initial release set get run see ask call check send try keep write read ping mail email tell look need want
     think remember consider start stop finish test deploy ship build review
-    user assistant system human
+    user assistant system human mr mrs ms dr prof true false null
     monday tuesday wednesday thursday friday saturday sunday january february march april june july august
     september october november december
 """.split())
@@ -321,6 +323,7 @@ _PHRASE = re.compile(
 )
 # A claim that is denied right before its phrase ("no longer works on", "never joined") is no claim.
 _NEGATED = re.compile(r"(?:\bnot|\bnever|\bno\s+longer|n['’]t)\s+(?:\w+\s+)?$", re.IGNORECASE)
+_NEGATION_REACH = 40  # characters before a phrase that may hold its negation
 # Where two roles suggest different kinds, the earlier one here wins.
 _ROLE_ORDER = ("place", "person", "project", "tool")
 
@@ -368,17 +371,19 @@ def _read_heuristically(text: str) -> dict[str, Any]:
             spellings.setdefault(key, mention.name)
             if mention.kind is not None:
                 fixed.setdefault(key, mention.kind)
+        starts = [m.start for m in mentions]
+        ends = [m.end for m in mentions]  # mentions never overlap, so their ends are in order too
         for match in _PHRASE.finditer(masked):
-            if _NEGATED.search(masked, 0, match.start()):
+            if _NEGATED.search(masked[max(0, match.start() - _NEGATION_REACH): match.start()]):
                 continue
             phrase = _PHRASES[" ".join(match.group().lower().split())]
             if phrase.predicate == "member_of" and re.match(r"\s+by\b", masked[match.end():]):
                 continue  # "was joined by" names the joiner after the phrase
-            before = [m for m in mentions if m.end <= match.start()]
-            after = [m for m in mentions if m.start >= match.end()]
-            if not before or not after:
+            before = bisect.bisect_right(ends, match.start())
+            after = bisect.bisect_left(starts, match.end())
+            if before == 0 or after == len(mentions):
                 continue
-            subject, obj = before[-1], after[0]
+            subject, obj = mentions[before - 1], mentions[after]
             for mention, kind in ((subject, phrase.subject_kind), (obj, phrase.object_kind)):
                 if kind is not None:
                     roles.setdefault(_key(mention.name), set()).add(kind)
@@ -465,7 +470,7 @@ def _name_runs(masked: str) -> list[_Mention]:
     mentions = []
     for run in runs:
         if run[0][0] == sentence_start:
-            while run and (run[0][2].casefold() in _NON_NAMES or run[0][2].casefold() in _PARTICLES):
+            while run and run[0][2].casefold() in _NON_NAMES | _PARTICLES:
                 run = run[1:]
         if not run or all(word.casefold() in _NON_NAMES for _, _, word in run):
             continue
@@ -653,7 +658,6 @@ class HttpProvider:
             "model": self.model,
             "messages": [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}],
             "response_format": {"type": "json_object"},
-            "temperature": 0,
         }
 
     def extract(self, inputs: Sequence[ExtractionInput]) -> list[Extraction]:

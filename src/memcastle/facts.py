@@ -123,7 +123,7 @@ def quality(fact: Assertion, policy: Policy, at: str) -> float:
 def choose_preferred(group: Sequence[Assertion], policy: Policy, at: str) -> tuple[Assertion, str]:
     """Presentation only: explicit first; then quality; then later valid_from; then id. Returns (fact, basis)."""
 
-    ordered = sorted(group, key=lambda f: (0 if f.explicit else 1, -round(quality(f, policy, at), 12),
+    ordered = sorted(group, key=lambda f: (0 if f.explicit else 1, -round(quality(f, policy, at), 6),
                                            _descending(f.valid_from), f.id))
     first, second = ordered[0], ordered[1]
     adj_first, level_first = adjustment_of(first, policy)
@@ -131,7 +131,7 @@ def choose_preferred(group: Sequence[Assertion], policy: Policy, at: str) -> tup
     q1, q2 = quality(first, policy, at), quality(second, policy, at)
     if first.explicit != second.explicit:
         basis = "explicit assertion comes first"
-    elif round(q1, 12) != round(q2, 12):
+    elif round(q1, 6) != round(q2, 6):
         parts = (f"confidence {first.confidence:.2f} vs {second.confidence:.2f}, freshness "
                  f"{freshness(first, at):.3f} vs {freshness(second, at):.3f}, half the source adjustment "
                  f"{0.5 * adj_first:+.2f} ({level_first}) vs {0.5 * adj_second:+.2f} ({level_second})")

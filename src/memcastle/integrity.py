@@ -33,6 +33,8 @@ def verify_palace(store: Store, ctx: JobContext) -> Mapping[str, Any]:
         if page.items:
             after = page.items[-1].id
         if page.next_after is None:
+            ctx.checkpoint({"after": after, "checked": checked, "mismatches": mismatches}, current=checked,
+                           total=checked, message=f"checked {checked} drawers")
             break
         ctx.checkpoint({"after": after, "checked": checked, "mismatches": mismatches}, current=checked,
                        total=total, message=f"checked {checked} drawers")

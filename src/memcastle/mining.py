@@ -27,6 +27,7 @@ from memcastle.connectors.contract import (
 )
 from memcastle.connectors.project import find_project_settings
 from memcastle.connectors.registry import ConnectorRegistry
+from memcastle.dedup import DuplicateFinder
 from memcastle.errors import Conflict
 from memcastle.jobs.context import JobContext
 from memcastle.model import (
@@ -88,10 +89,12 @@ class MineTally:
 class MinePipeline:
     """Runs `mine` jobs: params {connector, locator, options, wing?, full?, source_id}."""
 
-    def __init__(self, store: Store, registry: ConnectorRegistry, *, chunk_chars: int) -> None:
+    def __init__(self, store: Store, registry: ConnectorRegistry, *, chunk_chars: int,
+                 duplicates: DuplicateFinder | None = None) -> None:
         self._store = store
         self._registry = registry
         self._chunk_chars = chunk_chars
+        self._duplicates = duplicates
 
     def run(self, ctx: JobContext) -> Mapping[str, Any]:
         params = ctx.params
@@ -167,6 +170,12 @@ class MinePipeline:
         tally.counts["created"] += len(changes.created)
         tally.counts["superseded"] += len(changes.superseded)
         tally.counts["invalidated"] += len(changes.invalidated)
+        if self._duplicates is not None:
+            # Evidence that repeats other evidence is stored anyway and linked, never merged.
+            filed = [new.id for new in changes.created] + [new.id for _, new in changes.superseded]
+            for drawer in self._store.get_drawers([i for i in filed if i]).values():
+                if self._duplicates.link(drawer):
+                    tally.counts["similar"] += 1
 
     def _changes(self, job_id: str, connector: Connector, source: SourceRecord, raw: RawDocument, revision: str,
                  document: CanonicalDocument, record: DocumentRecord | None, wing: str, default_room: str, *,

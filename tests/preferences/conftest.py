@@ -35,13 +35,16 @@ class Bench:
     root: Path
     running: list[Palace] = field(default_factory=list)
 
-    def settings(self, name: str = "palace", *, config: str | None = None) -> Settings:
+    def settings(self, name: str = "palace", *, config: str | None = None,
+                 flags: Mapping[str, Any] | None = None) -> Settings:
+        """Embeddings are off unless `flags` turn them on, so no test waits on a model."""
         config_file = None
         if config is not None:
             config_file = self.root / f"{name}-config.toml"
             config_file.write_text(config, encoding="utf-8")
         return load_settings(
-            flags={"palace": str(self.root / name), "embeddings.provider": "none", "jobs.drain_seconds": 3.0},
+            flags={"palace": str(self.root / name), "embeddings.provider": "none", "jobs.drain_seconds": 3.0,
+                   **(flags or {})},
             env={}, config_file=config_file,
         )
 
@@ -54,10 +57,11 @@ class Bench:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(preferences, encoding="utf-8")
 
-    def open(self, name: str = "palace", *, preferences: str | None = None, config: str | None = None) -> Palace:
+    def open(self, name: str = "palace", *, preferences: str | None = None, config: str | None = None,
+             flags: Mapping[str, Any] | None = None) -> Palace:
         """Build and start a palace, with `preferences` as its palace-local preferences.toml."""
         self.write_policy(name, preferences)
-        palace = build(self.settings(name, config=config))
+        palace = build(self.settings(name, config=config, flags=flags))
         palace.start()
         self.running.append(palace)
         return palace

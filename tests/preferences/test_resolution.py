@@ -288,7 +288,7 @@ def reference_resolve(default: str, sources: Mapping[str, Any], connector: str |
     return winner[2]["level"], tuple(winner[2]["path"].split("."))
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(default=LEVEL, sources=SOURCES, connector=st.sampled_from(("notes", "claude", "git", None)),
        metadata=METADATA_STRATEGY)
 def test_resolution_agrees_with_the_reference_model(default: str, sources: dict[str, Any], connector: str | None,

@@ -12,10 +12,14 @@ from memcastle.api.schemas import (
     CheckpointBody,
     DiaryBody,
     EmbedBody,
+    FactBody,
+    InvalidateFactBody,
+    LinkFactBody,
     MineBody,
     NoteBody,
     SearchBody,
     SupersedeBody,
+    SupersedeFactBody,
     VerifyBody,
 )
 from memcastle.services import SearchRequest, Services
@@ -73,6 +77,11 @@ def drawer_history(drawer_id: str, request: Request) -> dict[str, Any]:
 @router.get("/drawers/{drawer_id}/preference", tags=["preferences"], dependencies=[Depends(reads)])
 def drawer_preference(drawer_id: str, request: Request) -> dict[str, Any]:
     return services(request).preference_trace(drawer_id)
+
+
+@router.get("/drawers/{drawer_id}/duplicates", tags=["drawers"], dependencies=[Depends(reads)])
+def drawer_duplicates(drawer_id: str, request: Request) -> dict[str, Any]:
+    return {"duplicates": services(request).duplicates(drawer_id)}
 
 
 @router.get("/preferences", tags=["preferences"], dependencies=[Depends(opens)])
@@ -135,9 +144,68 @@ def wake_up(request: Request, agent: str, wing: str | None = None, max_items: in
 
 @router.post("/checkpoint", status_code=201, tags=["agents"], dependencies=[Depends(writes)])
 def checkpoint(body: CheckpointBody, request: Request) -> dict[str, Any]:
-    saved = services(request).checkpoint([item.model_dump() for item in body.items], agent=body.agent,
+    saved = services(request).checkpoint([item.model_dump(exclude_none=True) for item in body.items],
+                                         agent=body.agent,
                                          requested_by=requester(request))
     return {"drawers": [d.to_json() for d in saved]}
+
+
+@router.post("/extract", status_code=202, tags=["facts"], dependencies=[Depends(writes)])
+def extract(request: Request, body: EmbedBody | None = None) -> dict[str, Any]:
+    job = services(request).request_extraction(requested_by=requester(request))
+    if job is None:
+        return {"job": None, "message": "extraction is disabled (extraction.provider = none)"}
+    return {"job": job.to_json()}
+
+
+@router.get("/facts", tags=["facts"], dependencies=[Depends(reads)])
+def list_facts(request: Request, subject: str | None = None, predicate: str | None = None,
+               object: str | None = None, state: str | None = None, as_of: str | None = None,
+               limit: int = Query(50)) -> dict[str, Any]:
+    return {"facts": services(request).facts.list_facts(subject=subject, predicate=predicate, object=object,
+                                                        state=state, as_of=as_of, limit=limit)}
+
+
+@router.get("/facts/{fact_id}", tags=["facts"], dependencies=[Depends(reads)])
+def get_fact(fact_id: str, request: Request, as_of: str | None = None) -> dict[str, Any]:
+    return services(request).facts.get_fact(fact_id, as_of=as_of)
+
+
+@router.get("/facts/{fact_id}/history", tags=["facts"], dependencies=[Depends(reads)])
+def fact_history(fact_id: str, request: Request) -> dict[str, Any]:
+    return {"facts": services(request).facts.fact_history(fact_id)}
+
+
+@router.post("/facts", status_code=201, tags=["facts"], dependencies=[Depends(writes)])
+def add_fact(body: FactBody, request: Request) -> dict[str, Any]:
+    return services(request).facts.add(body.model_dump(exclude={"evidence_drawer"}),
+                                       evidence_drawer=body.evidence_drawer, requested_by=requester(request))
+
+
+@router.post("/facts/{fact_id}/supersede", status_code=201, tags=["facts"], dependencies=[Depends(writes)])
+def supersede_fact(fact_id: str, body: SupersedeFactBody, request: Request) -> dict[str, Any]:
+    return services(request).facts.supersede(fact_id, body.model_dump(), requested_by=requester(request))
+
+
+@router.post("/facts/{fact_id}/invalidate", tags=["facts"], dependencies=[Depends(writes)])
+def invalidate_fact(fact_id: str, body: InvalidateFactBody, request: Request) -> dict[str, Any]:
+    return services(request).facts.invalidate(fact_id, body.reason)
+
+
+@router.post("/facts/{fact_id}/link", status_code=201, tags=["facts"], dependencies=[Depends(writes)])
+def link_fact(fact_id: str, body: LinkFactBody, request: Request) -> dict[str, Any]:
+    return services(request).facts.link(fact_id, body.to, body.kind, body.reason)
+
+
+@router.get("/entities", tags=["facts"], dependencies=[Depends(reads)])
+def list_entities(request: Request, name: str | None = None, kind: str | None = None,
+                  limit: int = Query(50)) -> dict[str, Any]:
+    return {"entities": [e.to_json() for e in services(request).facts.list_entities(name, kind, limit)]}
+
+
+@router.get("/entities/{entity_id}", tags=["facts"], dependencies=[Depends(reads)])
+def get_entity(entity_id: str, request: Request) -> dict[str, Any]:
+    return services(request).facts.get_entity(entity_id)
 
 
 def _search_request(body: SearchBody) -> SearchRequest:

@@ -71,14 +71,47 @@ class DiaryBody(Body):
     wing: str | None = None
 
 
+class FactBody(Body):
+    subject: str
+    predicate: str
+    object: str
+    confidence: float = 1.0
+    valid_from: str | None = None
+    subject_kind: str | None = None
+    object_kind: str | None = None
+    evidence_drawer: str | None = None
+
+
 class CheckpointItem(Body):
     content: str
     wing: str | None = None
     room: str | None = None
     name: str | None = None
     tags: list[str] = Field(default_factory=list)
+    fact: FactBody | None = None
 
 
 class CheckpointBody(Body):
     items: list[CheckpointItem]
     agent: str | None = None
+
+
+class SupersedeFactBody(Body):
+    subject: str | None = None
+    predicate: str | None = None
+    object: str | None = None
+    confidence: float | None = None
+    subject_kind: str | None = None
+    object_kind: str | None = None
+    evidence_drawer: str | None = None
+    reason: str | None = None
+
+
+class InvalidateFactBody(Body):
+    reason: str
+
+
+class LinkFactBody(Body):
+    to: str
+    kind: str
+    reason: str

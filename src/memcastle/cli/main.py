@@ -28,6 +28,8 @@ job_app = typer.Typer(no_args_is_help=True, help="Background jobs: list, show an
 config_app = typer.Typer(no_args_is_help=True, help="Configuration.")
 miner_app = typer.Typer(no_args_is_help=True, help="Named miners declared with [[miners]] in config.toml.")
 diary_app = typer.Typer(no_args_is_help=True, help="An agent's diary: write and read entries.")
+fact_app = typer.Typer(no_args_is_help=True, help="Facts: list, history, and explicit decisions.")
+entity_app = typer.Typer(no_args_is_help=True, help="Entities of the knowledge graph.")
 preferences_app = typer.Typer(no_args_is_help=True, help="Source preferences: show, check, explain.")
 app.add_typer(drawer_app, name="drawer")
 app.add_typer(wing_app, name="wing")
@@ -37,6 +39,8 @@ app.add_typer(config_app, name="config")
 app.add_typer(miner_app, name="miner")
 app.add_typer(diary_app, name="diary")
 app.add_typer(preferences_app, name="preferences")
+app.add_typer(fact_app, name="fact")
+app.add_typer(entity_app, name="entity")
 
 
 @dataclass
@@ -533,6 +537,153 @@ def verify(
     if wait:
         job = wait_for_job(inv, job)
     render.print_json({"job": job}) if inv.as_json else render.show_job(job)
+
+
+# --- facts and entities ---------------------------------------------------------------------------
+
+
+@app.command()
+def extract(ctx: typer.Context, wait: Annotated[bool, typer.Option(help="follow the job to its end")] = False) -> None:
+    """Read new drawers for entities and facts in the background (joins a queued sweep)."""
+    inv = _inv(ctx)
+    data = inv.client().post("/extract")
+    job = data.get("job")
+    if job is None:
+        render.print_json(data) if inv.as_json else render.console.print(data["message"])
+        return
+    if wait:
+        job = wait_for_job(inv, job)
+    render.print_json({"job": job}) if inv.as_json else render.show_job(job)
+
+
+@fact_app.command("list")
+def fact_list(
+    ctx: typer.Context,
+    subject: Annotated[str | None, typer.Option(help="subject entity name")] = None,
+    predicate: Annotated[str | None, typer.Option(help="works_on, uses, located_in, …")] = None,
+    object_: Annotated[str | None, typer.Option("--object", help="object entity name")] = None,
+    state: Annotated[str | None, typer.Option(help="current, conflicting, superseded, invalidated, historical")] = None,
+    as_of: Annotated[str | None, typer.Option("--as-of", help="states as they were at this instant")] = None,
+    limit: Annotated[int, typer.Option(help="how many (1-200)")] = 50,
+) -> None:
+    """Facts with their lifecycle state; in a conflict, which one is preferred and why."""
+    inv = _inv(ctx)
+    data = inv.client().get("/facts", subject=subject, predicate=predicate, object=object_, state=state,
+                            as_of=as_of, limit=limit)
+    render.print_json(data) if inv.as_json else render.show_facts(data["facts"])
+
+
+@fact_app.command("history")
+def fact_history(ctx: typer.Context, fact_id: str) -> None:
+    """A fact and everything transitively linked to it, by valid_from."""
+    inv = _inv(ctx)
+    data = inv.client().get(f"/facts/{fact_id}/history")
+    render.print_json(data) if inv.as_json else render.show_facts(data["facts"], links=True)
+
+
+@fact_app.command("add")
+def fact_add(
+    ctx: typer.Context,
+    subject: str,
+    predicate: str,
+    object_: Annotated[str, typer.Argument(metavar="OBJECT")],
+    confidence: Annotated[float, typer.Option(help="0 to 1")] = 1.0,
+    valid_from: Annotated[str | None, typer.Option("--valid-from", help="when it became true")] = None,
+    subject_kind: Annotated[str | None, typer.Option("--subject-kind")] = None,
+    object_kind: Annotated[str | None, typer.Option("--object-kind")] = None,
+) -> None:
+    """Record an explicit fact."""
+    inv = _inv(ctx)
+    body = {"subject": subject, "predicate": predicate, "object": object_, "confidence": confidence,
+            "valid_from": valid_from, "subject_kind": subject_kind, "object_kind": object_kind}
+    data = inv.client().post("/facts", {k: v for k, v in body.items() if v is not None})
+    render.print_json(data) if inv.as_json else render.show_facts([data])
+
+
+@fact_app.command("supersede")
+def fact_supersede(
+    ctx: typer.Context,
+    fact_id: str,
+    object_: Annotated[str | None, typer.Option("--object", help="the new object")] = None,
+    subject: Annotated[str | None, typer.Option(help="the new subject")] = None,
+    confidence: Annotated[float | None, typer.Option(help="0 to 1")] = None,
+    reason: Annotated[str | None, typer.Option(help="why")] = None,
+) -> None:
+    """Close a fact and open its replacement, linked `supersedes`, in one step."""
+    inv = _inv(ctx)
+    body = {"object": object_, "subject": subject, "confidence": confidence, "reason": reason}
+    data = inv.client().post(f"/facts/{fact_id}/supersede", {k: v for k, v in body.items() if v is not None})
+    render.print_json(data) if inv.as_json else render.show_facts([data["superseded"], data["fact"]])
+
+
+@fact_app.command("invalidate")
+def fact_invalidate(ctx: typer.Context, fact_id: str,
+                    reason: Annotated[str, typer.Option(help="why it no longer holds")]) -> None:
+    """Close a fact without a replacement."""
+    inv = _inv(ctx)
+    data = inv.client().post(f"/facts/{fact_id}/invalidate", {"reason": reason})
+    render.print_json(data) if inv.as_json else render.show_facts([data])
+
+
+@fact_app.command("link")
+def fact_link(
+    ctx: typer.Context,
+    fact_id: str,
+    to: Annotated[str, typer.Argument(help="the other fact's id")],
+    kind: Annotated[str, typer.Option(help="confirms, contradicts or refines")],
+    reason: Annotated[str, typer.Option(help="why")],
+) -> None:
+    """Record an explicit link between two facts."""
+    inv = _inv(ctx)
+    data = inv.client().post(f"/facts/{fact_id}/link", {"to": to, "kind": kind, "reason": reason})
+    render.print_json(data) if inv.as_json else render.show_facts([data["from"], data["to"]], links=True)
+
+
+@entity_app.command("list")
+def entity_list(
+    ctx: typer.Context,
+    name: Annotated[str | None, typer.Option(help="part of a name or alias")] = None,
+    kind: Annotated[str | None, typer.Option(help="person, organization, project, tool, place, concept, other")] = None,
+    limit: Annotated[int, typer.Option(help="how many (1-200)")] = 50,
+) -> None:
+    """List entities."""
+    inv = _inv(ctx)
+    data = inv.client().get("/entities", name=name, kind=kind, limit=limit)
+    if inv.as_json:
+        render.print_json(data)
+    else:
+        render.table("entities", ["id", "name", "kind", "aliases"],
+                     [(e["id"], e["name"], e["kind"], ", ".join(e["aliases"])) for e in data["entities"]])
+
+
+@entity_app.command("show")
+def entity_show(ctx: typer.Context, entity_id: str) -> None:
+    """One entity with its aliases, mentions and possibly-same hints."""
+    inv = _inv(ctx)
+    data = inv.client().get(f"/entities/{entity_id}")
+    if inv.as_json:
+        render.print_json(data)
+        return
+    render.console.print(f"[bold]{data['name']}[/bold] ({data['kind']}) {data['id']}")
+    if data["aliases"]:
+        render.console.print("aliases: " + ", ".join(data["aliases"]))
+    for mention in data["mentions"]:
+        render.console.print(f"  mentioned in {mention['drawer']} as {mention['spelling']!r}")
+    for hint in data["hints"]:
+        render.console.print(f"  [yellow]{hint['kind']}[/yellow] {hint['other']}: {hint['reason']}")
+
+
+@drawer_app.command("duplicates")
+def drawer_duplicates(ctx: typer.Context, drawer_id: str) -> None:
+    """Drawers linked to this one as exact, normalized or near copies (never merged)."""
+    inv = _inv(ctx)
+    data = inv.client().get(f"/drawers/{drawer_id}/duplicates")
+    if inv.as_json:
+        render.print_json(data)
+        return
+    for item in data["duplicates"]:
+        render.console.print(render.drawer_panel(
+            item["drawer"], title_extra=f"{item['verdict']} copy, similarity {item['similarity']}"))
 
 
 # --- preferences ----------------------------------------------------------------------------------

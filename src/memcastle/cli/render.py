@@ -147,3 +147,27 @@ def show_trace(trace: Mapping[str, Any]) -> None:
         table("criteria tried, in declaration order", ["path", "equals", "level", "found", "matched", "won"], [
             (c["path"], repr(c["equals"]), c["level"], repr(c["found"]) if c["present"] else "(absent)",
              "yes" if c["matched"] else "no", "yes" if c["won"] else "") for c in criteria])
+
+
+def show_facts(facts: list[Mapping[str, Any]], *, links: bool = False) -> None:
+    if not facts:
+        console.print("[dim]no facts[/dim]")
+        return
+    rows = []
+    for fact in facts:
+        life = fact["lifecycle"]
+        state = life["state"]
+        if state == "conflicting":
+            state += " (preferred)" if life.get("preferred") else " (not preferred)"
+        rows.append((fact["id"], fact.get("subject_name"), fact["predicate"], fact.get("object_name"),
+                     f"{fact['confidence']:.2f}", _short(fact["valid_from"]), state,
+                     "explicit" if fact["explicit"] else (fact["provenance"]["drawer"] or "")[:8]))
+    table("facts", ["id", "subject", "predicate", "object", "conf", "valid from", "state", "evidence"], rows)
+    for fact in facts:
+        life = fact["lifecycle"]
+        if life.get("basis"):
+            console.print(f"[dim]{fact['id'][:8]}: {life['basis']}[/dim]")
+        if links:
+            for link in life["links"]:
+                console.print(f"[dim]  {link['from'][:8]} {link['kind']} {link['to'][:8]} "
+                              f"({link['origin']}: {link['reason']})[/dim]")

@@ -49,11 +49,12 @@ class JobContext:
 
     def raise_if_stopping(self) -> None:
         """Stop at this unit boundary when a cancel, pause or shutdown was requested."""
-        if self._is_shutting_down():
-            raise JobStopped("shutdown")
         job = self._store.get_job(self.job.id)
+        # A cancel wins over a shutdown: the user asked for the job to end, not to be resumed later.
         if job.cancel_requested:
             raise JobStopped("cancel")
+        if self._is_shutting_down():
+            raise JobStopped("shutdown")
         if job.pause_requested:
             raise JobStopped("pause")
 

@@ -17,6 +17,7 @@ from memcastle.errors import InvalidRequest, ProviderError
 from memcastle.model import Candidate, Hit, SearchQuery, SearchResult
 from memcastle.preferences import NEUTRAL, PoolEntry, Policy, pool_size, rerank
 from memcastle.search.embeddings import EmbeddingProvider
+from memcastle.search.expansion import expand
 from memcastle.search.lexical import match_expression, query_terms
 from memcastle.search.semantic import SemanticIndex
 from memcastle.store import Store
@@ -98,7 +99,10 @@ class SearchEngine:
         else:
             hits = [Hit(drawer=drawers[r.drawer_id], score=r.base, signals={**r.signals, "relevance": rel})
                     for r, rel in zip(pooled, relevance, strict=True)]
-        return SearchResult(hits=tuple(hits[: query.limit]), ranking=ranking, warnings=tuple(warnings))
+        direct = hits[: query.limit]
+        # Expanded hits come after the direct ones, never interleaved.
+        related = expand(self._store, query, direct) if query.expand else []
+        return SearchResult(hits=tuple(direct + related), ranking=ranking, warnings=tuple(warnings))
 
     def _choose_ranking(self, query: SearchQuery,
                         warnings: list[str]) -> tuple[str, npt.NDArray[np.float32] | None]:

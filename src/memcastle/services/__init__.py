@@ -34,12 +34,18 @@ from memcastle.model import (
 from memcastle.connectors.registry import ConnectorRegistry
 from memcastle.miners import MinerSpec
 from memcastle.mining import KIND as MINE
+from memcastle.dedup import DuplicateFinder
+from memcastle.extraction import ExtractionProvider
+from memcastle.knowledge import COALESCE_KEY as EXTRACT_KEY
+from memcastle.knowledge import KIND as EXTRACT
+from memcastle.knowledge import extractor_key
 from memcastle.preferences import Policy, explain
 from memcastle.search.backfill import COALESCE_KEY as EMBED_KEY
 from memcastle.search.backfill import KIND as EMBED
 from memcastle.search.backfill import model_key
 from memcastle.search.embeddings import EmbeddingProvider
 from memcastle.search.engine import SearchEngine
+from memcastle.services.facts import FactService
 from memcastle.services.validation import MAX_LIMIT, check_limit, check_name, check_tags, require_name
 from memcastle.store import Store
 
@@ -75,9 +81,13 @@ class Services:
 
     def __init__(self, *, store: Store, queue: JobQueue, search: SearchEngine, palace: Path,
                  connectors: ConnectorRegistry, miners: Mapping[str, MinerSpec],
-                 embeddings: EmbeddingProvider, policy: Policy) -> None:
+                 embeddings: EmbeddingProvider, policy: Policy, extraction: ExtractionProvider,
+                 duplicates: DuplicateFinder) -> None:
         self.store = store
         self.policy = policy
+        self.facts = FactService(store, policy)
+        self._extraction = extraction
+        self._duplicates = duplicates
         self._embeddings = embeddings
         self.queue = queue
         self._search = search
@@ -98,6 +108,7 @@ class Services:
             "drawers_total": self.store.count_drawers(),
             "jobs": jobs,
             "embeddings": self.embedding_status(),
+            "extraction": self.extraction_status(),
             "warnings": self._warnings(),
         }
 
@@ -112,12 +123,23 @@ class Services:
             "pending": self.store.count_missing_embeddings(model_key(provider)),
         }
 
+    def extraction_status(self) -> dict[str, Any]:
+        provider = self._extraction
+        if not provider.is_enabled:
+            return {"provider": provider.name, "model": None, "pending": 0, "facts": self.store.count_facts()}
+        return {"provider": provider.name, "model": provider.model or None,
+                "pending": self.store.count_to_extract(extractor_key(provider)), "facts": self.store.count_facts()}
+
     def _warnings(self) -> list[str]:
         warnings = []
         if self._embeddings.is_enabled:
             latest = self.store.list_jobs(None, EMBED, 1)
             if latest and latest[0].status is JobStatus.FAILED:
                 warnings.append(f"the embedding provider failed: {latest[0].error}; search falls back to lexical")
+        if self._extraction.is_enabled:
+            latest = self.store.list_jobs(None, EXTRACT, 1)
+            if latest and latest[0].status is JobStatus.FAILED:
+                warnings.append(f"the extraction provider failed: {latest[0].error}")
         return warnings
 
     def request_embedding(self, *, requested_by: str = "job") -> Job | None:
@@ -128,11 +150,38 @@ class Services:
                                  coalesce_key=EMBED_KEY)
         return job
 
+    def request_extraction(self, *, requested_by: str = "job") -> Job | None:
+        """Queue the background extraction sweep (joining a queued one); None when extraction is off."""
+        if not self._extraction.is_enabled:
+            return None
+        job, _ = self.submit_job(EXTRACT, {}, priority="background", requested_by=requested_by,
+                                 coalesce_key=EXTRACT_KEY)
+        return job
+
     def after_job(self, job: Job) -> None:
-        """Follow-ups of a finished job: new drawers get embeddings."""
+        """Follow-ups of a finished job: new drawers get embeddings and are read for facts."""
         if job.kind == MINE and job.status is JobStatus.COMPLETED and job.result:
             if int(job.result.get("created", 0)) + int(job.result.get("superseded", 0)) > 0:
                 self.request_embedding()
+                self.request_extraction()
+
+    def _after_write(self, drawer: Drawer) -> None:
+        self._duplicates.link(drawer)
+        self.request_embedding()
+        self.request_extraction()
+
+    def duplicates(self, drawer_id: str) -> list[dict[str, Any]]:
+        """Drawers linked to this one as exact, normalized or near copies (linked, never merged)."""
+        self.store.get_drawer(drawer_id)
+        links = self.store.drawer_links(drawer_id)
+        others = self.store.get_drawers([l.to_id if l.from_id == drawer_id else l.from_id for l in links])
+        out = []
+        for link in links:
+            other = others.get(link.to_id if link.from_id == drawer_id else link.from_id)
+            if other is not None:
+                out.append({"drawer": other.to_json(), "verdict": link.verdict, "similarity": link.similarity,
+                            "linked_at": link.created_at})
+        return out
 
     # --- drawers --------------------------------------------------------------------------------
 
@@ -153,7 +202,7 @@ class Services:
             wing=wing, room=room, content=content, name=check_name(name, "name"), tags=tags,
             source=Source(kind=kind, agent=agent), provenance=Provenance(requested_by=requested_by),
         ))
-        self.request_embedding()
+        self._after_write(drawer)
         return drawer, True
 
     def get_drawer(self, drawer_id: str) -> Drawer:
@@ -171,7 +220,7 @@ class Services:
             source=Source(kind=old.source.kind, uri=old.source.uri, agent=old.source.agent),
             provenance=Provenance(requested_by=requested_by),
         ))
-        self.request_embedding()
+        self._after_write(replacement)
         return replacement
 
     def preference_trace(self, drawer_id: str) -> dict[str, Any]:
@@ -224,6 +273,9 @@ class Services:
             content = item.get("content")
             if not isinstance(content, str) or not content.strip():
                 raise InvalidRequest("content must not be empty", field=f"items[{index}].content")
+            fact = item.get("fact")
+            if fact is not None and not isinstance(fact, Mapping):
+                raise InvalidRequest("fact must be an object", field=f"items[{index}].fact")
             prepared.append(item)
         saved = []
         for item in prepared:
@@ -231,6 +283,8 @@ class Services:
             drawer, _ = self.save_note(item["content"], wing=item.get("wing"), room=item.get("room") or
                                        CHECKPOINT_ROOM, tags=tags, agent=agent, name=item.get("name"),
                                        requested_by=requested_by, kind="manual")
+            if item.get("fact"):
+                self.facts.add(item["fact"], evidence_drawer=drawer.id, requested_by=requested_by)
             saved.append(drawer)
         return saved
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from memcastle.clock import format_instant, to_datetime, utc_now
+from memcastle.clock import format_instant, parse_instant, to_datetime, utc_now
 from memcastle.errors import Conflict, IllegalTransition, MigrationError, NotFound
 from memcastle.model import (
     Candidate,
@@ -187,7 +187,8 @@ class SQLiteStore(GraphTables):
                     drawer_id, room_id, new.name, new.content, content_hash(new.content), fingerprint(new.content),
                     new.source.kind, new.source.uri, new.source.agent, origin.connector if origin else None,
                     _dumps(origin.to_json()) if origin else None, _dumps(list(new.tags)),
-                    _dumps(new.provenance.to_json()), new.valid_from or at, supersedes, at,
+                    _dumps(new.provenance.to_json()),
+                    parse_instant(new.valid_from, field="valid_from") if new.valid_from else at, supersedes, at,
                 ),
             )
         except sqlite3.IntegrityError:

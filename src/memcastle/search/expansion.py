@@ -1,0 +1,55 @@
+"""Graph expansion (SPEC §3): drawers related to the direct hits through shared entities, after the direct hits.
+
+A drawer scores 1.0 for each entity it shares with the direct hits and 0.5 for each entity one current fact away;
+it must pass the same scope and time filters, and says `via` which entities brought it.
+"""
+
+from __future__ import annotations
+
+from memcastle.clock import utc_now
+from memcastle.facts import state_of
+from memcastle.model import Hit, SearchQuery
+from memcastle.store import Store
+
+SHARED = 1.0
+NEIGHBOUR = 0.5
+PER_ENTITY = 200
+
+
+def expand(store: Store, query: SearchQuery, direct: list[Hit]) -> list[Hit]:
+    """Up to `query.limit` related drawers not among the direct hits, best first (ties by id)."""
+    direct_ids = {hit.drawer.id for hit in direct}
+    mentioned = store.entities_of_drawers(list(direct_ids))
+    seeds: set[str] = set().union(*mentioned.values()) if mentioned else set()
+    if not seeds:
+        return []
+    at = query.window.start if query.window is not None and query.window.is_instant else utc_now()
+    facts = store.assertions_touching(list(seeds))
+    links = store.links_of([f.id for f in facts])
+    everything = {f.id: f for f in facts}
+    everything.update(store.get_assertions([i for link in links for i in (link.from_id, link.to_id)
+                                            if i not in everything]))
+    neighbours: set[str] = set()
+    for fact in facts:
+        if state_of(fact, links, everything, at) not in ("current", "conflicting"):
+            continue
+        for end, other in ((fact.subject, fact.object), (fact.object, fact.subject)):
+            if end in seeds and other not in seeds:
+                neighbours.add(other)
+    reached = store.drawers_mentioning([*seeds, *neighbours], PER_ENTITY)
+    scores: dict[str, float] = {}
+    via: dict[str, set[str]] = {}
+    for drawer_id, entity_ids in reached.items():
+        if drawer_id in direct_ids:
+            continue
+        scores[drawer_id] = sum(SHARED if e in seeds else NEIGHBOUR for e in entity_ids)
+        via[drawer_id] = set(entity_ids)
+    eligible = store.eligible_ids(list(scores), query.scope, query.window, query.include_historical)
+    ranked = sorted((d for d in scores if d in eligible), key=lambda d: (-scores[d], d))[: query.limit]
+    drawers = store.get_drawers(ranked)
+    names = store.get_entities([e for d in ranked for e in via[d]])
+    return [
+        Hit(drawer=drawers[d], score=scores[d], signals={"graph": scores[d]},
+            via=tuple(sorted(names[e].name for e in via[d] if e in names)))
+        for d in ranked if d in drawers
+    ]

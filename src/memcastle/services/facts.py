@@ -1,0 +1,198 @@
+"""Facts and entities at the service seam: listings with lifecycle, history, and the explicit operations."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from memcastle.clock import parse_instant, utc_now
+from memcastle.entities import EntityResolver
+from memcastle.errors import Conflict, InvalidRequest
+from memcastle.facts import make_link, present
+from memcastle.model import FACT_STATES, Assertion, Entity, GraphWrite
+from memcastle.preferences import Policy
+from memcastle.services.validation import check_limit, require_name
+from memcastle.store import Store
+
+ENTITY_KINDS = ("person", "organization", "project", "tool", "place", "concept", "other")
+PREDICATES = ("works_on", "member_of", "depends_on", "uses", "owns", "part_of", "located_in", "related_to")
+EXPLICIT_LINKS = ("confirms", "contradicts", "refines")
+EXPLICIT = "explicit"
+
+
+class FactService:
+    """Read facts with their computed state; record explicit decisions as immutable links."""
+
+    def __init__(self, store: Store, policy: Policy) -> None:
+        self._store = store
+        self._policy = policy
+
+    # --- reading --------------------------------------------------------------------------------
+
+    def list_facts(self, *, subject: str | None = None, predicate: str | None = None, object: str | None = None,
+                   state: str | None = None, as_of: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
+        at = parse_instant(as_of, field="as_of") if as_of else utc_now()
+        if state is not None and state not in FACT_STATES:
+            raise InvalidRequest(f"unknown state {state!r}; one of {', '.join(FACT_STATES)}", field="state")
+        if predicate is not None and predicate not in PREDICATES:
+            raise InvalidRequest(f"unknown predicate {predicate!r}; one of {', '.join(PREDICATES)}",
+                                 field="predicate")
+        subjects = self._entity_ids(subject, "subject")
+        objects = self._entity_ids(object, "object")
+        if subjects == [] or objects == []:
+            return []
+        facts: dict[str, Assertion] = {}
+        for subject_id in subjects or [None]:
+            for found in self._store.find_assertions(subject=subject_id, predicate=predicate, limit=5000):
+                if objects is None or found.object in objects:
+                    facts[found.id] = found
+        described = self._describe(list(facts.values()), at)
+        if state is not None:
+            described = [d for d in described if d["lifecycle"]["state"] == state]
+        return described[: check_limit(limit)]
+
+    def get_fact(self, fact_id: str, *, as_of: str | None = None) -> dict[str, Any]:
+        at = parse_instant(as_of, field="as_of") if as_of else utc_now()
+        return self._describe([self._store.get_assertion(fact_id)], at)[0]
+
+    def fact_history(self, fact_id: str) -> list[dict[str, Any]]:
+        """The fact and everything transitively linked to it, ordered by valid_from."""
+        seen = {fact_id: self._store.get_assertion(fact_id)}
+        frontier = [fact_id]
+        while frontier:
+            links = self._store.links_of(frontier)
+            frontier = []
+            for link in links:
+                for other in (link.from_id, link.to_id):
+                    if other not in seen:
+                        seen[other] = self._store.get_assertion(other)
+                        frontier.append(other)
+        ordered = sorted(seen.values(), key=lambda f: (f.valid_from, f.id))
+        return self._describe(ordered, utc_now())
+
+    def _describe(self, facts: Sequence[Assertion], at: str) -> list[dict[str, Any]]:
+        links = self._store.links_of([f.id for f in facts])
+        related = self._store.get_assertions([i for link in links for i in (link.from_id, link.to_id)])
+        everything = {**related, **{f.id: f for f in facts}}
+        entities = self._store.get_entities([i for f in everything.values() for i in (f.subject, f.object)])
+        ordered = sorted(facts, key=lambda f: (f.valid_from, f.id))
+        return present(ordered, links, everything, entities, self._policy, at)
+
+    def _entity_ids(self, name: str | None, field: str) -> list[str] | None:
+        if name is None:
+            return None
+        resolver = EntityResolver(self._store)
+        matches = [e.id for e in self._store.list_entities(name, None, 200)
+                   if name.casefold() in (e.name.casefold(), e.key) or name in e.aliases]
+        if not matches:
+            found = resolver.resolve(name, "other")
+            return [] if found.created else [found.entity.id]
+        return matches
+
+    # --- entities -------------------------------------------------------------------------------
+
+    def list_entities(self, name: str | None, kind: str | None, limit: int = 50) -> list[Entity]:
+        if kind is not None and kind not in ENTITY_KINDS:
+            raise InvalidRequest(f"unknown kind {kind!r}; one of {', '.join(ENTITY_KINDS)}", field="kind")
+        return self._store.list_entities(name, kind, check_limit(limit))
+
+    def get_entity(self, entity_id: str) -> dict[str, Any]:
+        entity = self._store.get_entity(entity_id)
+        mentions = self._store.entity_mentions(entity_id, 200)
+        hints = self._store.entity_hints(entity_id)
+        return {**entity.to_json(),
+                "mentions": [{"drawer": d, "spelling": s} for d, s in mentions],
+                "hints": [{"entity": h.entity_id, "other": h.other_id, "kind": h.kind, "reason": h.reason}
+                          for h in hints]}
+
+    # --- explicit operations --------------------------------------------------------------------
+
+    def add(self, spec: Mapping[str, Any], *, evidence_drawer: str | None = None,
+            requested_by: str = "http") -> dict[str, Any]:
+        """An explicit fact: entities are resolved (or created), the assertion is marked explicit."""
+        fact, write = self._new_fact(spec, evidence_drawer=evidence_drawer, requested_by=requested_by)
+        self._store.apply_graph(write)
+        return self.get_fact(fact.id)
+
+    def supersede(self, fact_id: str, spec: Mapping[str, Any], *, requested_by: str = "http") -> dict[str, Any]:
+        """Close the fact and open its replacement in one transaction, linked `supersedes`."""
+        old = self._store.get_assertion(fact_id)
+        if old.valid_to is not None:
+            raise Conflict(f"fact {fact_id} was already closed at {old.valid_to}", existing_id=fact_id)
+        names = self._store.get_entities([old.subject, old.object])
+        merged = {"subject": names[old.subject].name, "predicate": old.predicate, "object": names[old.object].name,
+                  "confidence": old.confidence, **{k: v for k, v in spec.items() if v is not None and k != "reason"}}
+        at = utc_now()
+        merged["valid_from"] = at
+        fact, write = self._new_fact(merged, evidence_drawer=spec.get("evidence_drawer"), requested_by=requested_by)
+        reason = _reason(spec.get("reason"), default="superseded explicitly")
+        link = make_link(fact.id, old.id, "supersedes", EXPLICIT, reason, at, fact.drawer_id)
+        self._store.apply_graph(GraphWrite(extractor=EXPLICIT, read_drawers=(), entities=write.entities,
+                                           hints=write.hints))
+        self._store.record_decision(new=fact, close=(old.id, at), links=[link])
+        return {"fact": self.get_fact(fact.id), "superseded": self.get_fact(old.id)}
+
+    def invalidate(self, fact_id: str, reason: str | None) -> dict[str, Any]:
+        """Close the fact without a replacement; the reason is recorded on an `invalidates` link."""
+        self._store.get_assertion(fact_id)
+        at = utc_now()
+        link = make_link(fact_id, fact_id, "invalidates", EXPLICIT, _reason(reason, field="reason"), at)
+        self._store.record_decision(close=(fact_id, at), links=[link])
+        return self.get_fact(fact_id)
+
+    def link(self, from_id: str, to_id: str, kind: str, reason: str | None) -> dict[str, Any]:
+        if kind not in EXPLICIT_LINKS:
+            raise InvalidRequest(f"kind must be one of {', '.join(EXPLICIT_LINKS)}", field="kind")
+        if from_id == to_id:
+            raise InvalidRequest("a fact cannot be linked to itself", field="to")
+        self._store.get_assertion(from_id)
+        self._store.get_assertion(to_id)
+        link = make_link(from_id, to_id, kind, EXPLICIT, _reason(reason, field="reason"), utc_now())
+        self._store.record_decision(links=[link])
+        return {"link": link.to_json(), "from": self.get_fact(from_id), "to": self.get_fact(to_id)}
+
+    def _new_fact(self, spec: Mapping[str, Any], *, evidence_drawer: str | None,
+                  requested_by: str) -> tuple[Assertion, GraphWrite]:
+        subject = require_name(spec.get("subject"), "subject")
+        object_ = require_name(spec.get("object"), "object")
+        predicate = spec.get("predicate")
+        if predicate not in PREDICATES:
+            raise InvalidRequest(f"predicate must be one of {', '.join(PREDICATES)}", field="predicate")
+        confidence = spec.get("confidence", 1.0)
+        if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 <= confidence <= 1:
+            raise InvalidRequest("confidence must be a number from 0 to 1", field="confidence")
+        kinds = {}
+        for side in ("subject_kind", "object_kind"):
+            kind = spec.get(side) or "other"
+            if kind not in ENTITY_KINDS:
+                raise InvalidRequest(f"{side} must be one of {', '.join(ENTITY_KINDS)}", field=side)
+            kinds[side] = kind
+        if subject.casefold() == object_.casefold():
+            raise InvalidRequest("subject and object must differ", field="object")
+        valid_from = parse_instant(spec["valid_from"], field="valid_from") if spec.get("valid_from") else utc_now()
+        origin = None
+        if evidence_drawer:
+            drawer = self._store.get_drawer(evidence_drawer)
+            origin = drawer.source.origin.to_json() if drawer.source.origin else None
+        resolver = EntityResolver(self._store)
+        subject_entity = resolver.resolve(subject, kinds["subject_kind"])
+        object_entity = resolver.resolve(object_, kinds["object_kind"])
+        fact = Assertion(
+            id=str(uuid.uuid4()), subject=subject_entity.entity.id, predicate=predicate,
+            object=object_entity.entity.id, confidence=float(confidence), valid_from=valid_from, valid_to=None,
+            drawer_id=evidence_drawer, extractor=EXPLICIT, job_id=None, origin=origin, explicit=True,
+            created_at=utc_now(),
+        )
+        write = GraphWrite(extractor=EXPLICIT, read_drawers=(), entities=tuple(resolver.created),
+                           hints=tuple(subject_entity.hints + object_entity.hints), assertions=(fact,))
+        return fact, write
+
+
+def _reason(value: Any, *, field: str = "reason", default: str | None = None) -> str:
+    if value is None and default is not None:
+        return default
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidRequest("a non-blank reason is required", field=field)
+    return value.strip()
+
