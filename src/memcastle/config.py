@@ -82,8 +82,13 @@ SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec("extraction.min_confidence", float, 0.3, "facts below this confidence are dropped, whatever "
                 "the source's preference", minimum=0, maximum=1),
     SettingSpec("extraction.batch_size", int, 16, "drawers per extraction batch (one transaction)", minimum=1),
+    SettingSpec("auth.enabled", bool, False, "require a bearer token on every request but GET /api/health"),
+    SettingSpec("auth.allow_remote", bool, False, "allow binding a non-loopback address without auth"),
+    SettingSpec("auth.token", str, "", "the bearer token this client (CLI, stdio bridge) sends", secret=True),
     SettingSpec("dedup.near_threshold", float, 0.9, "similarity at which drawers of a room count as near copies",
                 minimum=0, maximum=1),
+    SettingSpec("mcp.allowed_hosts", list, [], "Host header values the /mcp endpoint accepts besides loopback "
+                "(DNS-rebinding defence); 'name:*' allows any port"),
 )
 
 SPEC_BY_KEY = {spec.key: spec for spec in SETTINGS}

@@ -121,7 +121,7 @@ def parse_layer(name: str, table: Any, *, file: str | None = None, text: str = "
     """Validate one `[preferences]` table; errors name the file, the line where it can be found, and the key."""
 
     def fail(key: str, message: str) -> ConfigError:
-        return ConfigError(message, file=file, line=line_of_key(text, key) if text else None, key=key)
+        return ConfigError(message, file=file, line=_line_for(text, key) if text else None, key=key)
 
     if not isinstance(table, dict):
         raise fail(key_prefix, "must be a table")
@@ -151,6 +151,40 @@ def parse_layer(name: str, table: Any, *, file: str | None = None, text: str = "
             criteria[connector] = _parse_criteria(entry["criteria"], f"{where}.criteria", fail)
     return Layer(name=name, file=file, default=default, levels=levels, criteria=criteria,
                  connectors=tuple(sources))
+
+
+_INDEXED = re.compile(r"^(?P<table>.+)\[(?P<index>\d+)\](?:\.(?P<leaf>[\w-]+))?$")
+
+
+def _line_for(text: str, key: str) -> int | None:
+    """The line of `key` in TOML text, including keys inside the n-th `[[…criteria]]` table."""
+    match = _INDEXED.match(key)
+    if match is None:
+        found = line_of_key(text, key)
+        if found is None and key.endswith(".sources"):
+            found = _first_line(text, re.compile(r'^\s*\[\[?[^\]]*sources\.\s*"\s*"'))
+        return found or _header_line(text, key.split(".")[-1])
+    table, index, leaf = match["table"], int(match["index"]), match["leaf"]
+    lines = text.splitlines()
+    header = re.compile(rf"^\s*\[\[\s*{re.escape(table)}\s*\]\]")
+    starts = [n for n, line in enumerate(lines, start=1) if header.match(line)]
+    if index >= len(starts):
+        return line_of_key(text, table)  # the inline form: criteria = [ … ]
+    start = starts[index]
+    for number in range(start + 1, len(lines) + 1):
+        line = lines[number - 1].strip()
+        if line.startswith("["):
+            break
+        if leaf and re.match(rf"^{re.escape(leaf)}\s*=", line):
+            return number
+    return start
+
+
+def _first_line(text: str, pattern: re.Pattern[str]) -> int | None:
+    for number, line in enumerate(text.splitlines(), start=1):
+        if pattern.match(line):
+            return number
+    return None
 
 
 def _check_level(value: Any, key: str, fail: Any) -> str:

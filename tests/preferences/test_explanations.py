@@ -20,7 +20,6 @@ import pytest
 from fastapi.testclient import TestClient
 
 from memcastle.api.app import create_app
-from memcastle.app import Palace
 from memcastle.preferences import BUILTIN_LAYER, PALACE_FILE
 
 if TYPE_CHECKING:
@@ -272,7 +271,7 @@ def test_check_exits_1_naming_the_global_config_file_and_key(cli_runner: Any, xd
                       'path = "review..owner"\nequals = "ana"\nlevel = "high"\n')
     done = check(cli_runner, xdg_home, config, tmp_path / "palace")
     assert done.returncode == 1
-    assert squeezed(f"{config} key 'palace.preferences.sources.notes.criteria[0].path'") in squeezed(done.stderr)
+    assert squeezed(f"{config}:5 key 'palace.preferences.sources.notes.criteria[0].path'") in squeezed(done.stderr)
 
 
 # --- show and explain against a real daemon -------------------------------------------------------------

@@ -249,6 +249,23 @@ def test_hybrid_and_semantic_hits_keep_their_own_base_signal_beside_relevance(
     assert_bounded(result.hits)
 
 
+def test_graph_expanded_hits_stay_after_the_direct_hits_whatever_their_preference(bench: Bench, poll: Any) -> None:
+    palace = bench.open(preferences=DRAFTS_HIGH)
+    bench.mine(palace, "notes", bench.notes("graph", {
+        "crane.md": ({"status": "final"}, "The harbor crane is run by Alice Moreau."),
+        "noon.md": ({"status": "final"}, "The harbor closes at noon."),
+        "tea.md": ({"status": "draft"}, "Alice Moreau prefers green tea."),
+    }), wing="w")
+    poll(lambda: (jobs := palace.services.list_jobs(None, "extract")) and all(j.is_finished for j in jobs),
+         timeout=20, what="fact extraction")
+    for preferences in ("on", "off"):
+        result = bench.search(palace, "harbor", wing="w", expand=True, preferences=preferences)
+        direct, expanded = result.hits[:2], result.hits[2:]
+        assert {hit.drawer.name for hit in direct} == {"crane.md", "noon.md"}
+        assert [(hit.drawer.name, hit.via, dict(hit.signals)) for hit in expanded] == [
+            ("tea.md", ("Alice Moreau",), {"graph": 1.0})], "a preferred related drawer is not pulled forward"
+
+
 # --- eligibility comes first ----------------------------------------------------------------------------
 
 

@@ -1,4 +1,8 @@
-"""Memory modes per client (`X-MemCastle-Mode`): full, read_only, disabled — the gate follows data access."""
+"""Memory modes per client: full, read_only, disabled — the gate follows data access.
+
+The rule (`parse_mode`, `enforce_mode`) is shared by every interface; HTTP reads the mode from `X-MemCastle-Mode`,
+MCP from the session (`memcastle_set_mode`) and falls back to the same header.
+"""
 
 from __future__ import annotations
 
@@ -11,25 +15,38 @@ from memcastle.errors import AccessDenied, InvalidRequest
 
 Access = Literal["open", "read", "write"]
 HEADER = "x-memcastle-mode"
+HTTP_SWITCH = "send X-MemCastle-Mode: {mode}"
 
 
-def client_mode(request: Request) -> str:
-    mode = request.headers.get(HEADER, "full").strip().lower() or "full"
+def parse_mode(value: str | None, *, field: str) -> str:
+    """The mode named by `value` (absent or blank means full); an unknown one is refused naming `field`."""
+    mode = (value or "").strip().lower() or "full"
     if mode not in MODES:
-        raise InvalidRequest(f"unknown memory mode {mode!r}; one of {', '.join(MODES)}", field="X-MemCastle-Mode")
+        raise InvalidRequest(f"unknown memory mode {mode!r}; one of {', '.join(MODES)}", field=field,
+                             help=f"{field} must be one of {', '.join(MODES)}")
     return mode
 
 
-def check_access(request: Request, access: Access) -> None:
-    """Refuse what the client's mode forbids; `disabled` refuses reads too, never an empty answer."""
-    mode = client_mode(request)
+def enforce_mode(mode: str, access: Access, *, switch: str = HTTP_SWITCH) -> None:
+    """Refuse what `mode` forbids; `disabled` refuses reads too, never an empty answer.
+
+    `switch` tells the client how to change its mode (`{mode}` is filled in)."""
     if access == "open" or mode == "full":
         return
     if mode == "disabled":
-        raise AccessDenied("memory is disabled for this client", help="send X-MemCastle-Mode: full or read_only")
+        raise AccessDenied("memory is disabled for this client", help=switch.format(mode="full or read_only"))
     if access == "write":
         raise AccessDenied("this client is in read_only mode: writes are refused",
-                           help="send X-MemCastle-Mode: full to write")
+                           help=switch.format(mode="full") + " to write")
+
+
+def client_mode(request: Request) -> str:
+    return parse_mode(request.headers.get(HEADER), field="X-MemCastle-Mode")
+
+
+def check_access(request: Request, access: Access) -> None:
+    """Refuse what the client's mode forbids."""
+    enforce_mode(client_mode(request), access)
 
 
 def reads(request: Request) -> None:

@@ -28,6 +28,8 @@ class DaemonClient:
             raise DaemonNotRunning(why or "no daemon", help="start one with: memcastle serve")
         self.address = entry.address
         headers = {"X-MemCastle-Client": "cli", "X-MemCastle-Mode": settings["mode"]}
+        if settings["auth.token"]:
+            headers["Authorization"] = f"Bearer {settings['auth.token']}"
         self._http = httpx.Client(base_url=entry.address, headers=headers, timeout=timeout, trust_env=False)
 
     def call(self, method: str, path: str, *, json: Any = None, params: dict[str, Any] | None = None) -> Any:

@@ -182,12 +182,13 @@ def search(
     until: Annotated[str | None, typer.Option(help="window end (with --from)")] = None,
     historical: Annotated[bool, typer.Option("--historical", help="include closed versions")] = False,
     expand: Annotated[bool, typer.Option(help="add drawers related through the knowledge graph")] = False,
+    preferences: Annotated[str, typer.Option(help="on, or off to see the ranking without source preferences")] = "on",
 ) -> None:
     """Search the palace: evidence with provenance and the signals that ranked it."""
     inv = _inv(ctx)
     body = {"query": query, "limit": limit, "wing": wing, "room": room, "tags": tag or [], "source_kind": kind,
             "connector": connector, "ranking": ranking, "as_of": as_of, "from": from_, "until": until,
-            "include_historical": historical, "expand": expand}
+            "include_historical": historical, "expand": expand, "preferences": preferences}
     data = inv.client().post("/search", {k: v for k, v in body.items() if v is not None})
     render.print_json(data) if inv.as_json else render.show_hits(data)
 
