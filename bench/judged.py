@@ -13,13 +13,20 @@ The data lives in `eval/judged/` (original text about a fictional team, written 
 
 The run: settings → `app.build` → `start` in a temporary palace; every source mined with `Services.submit_mine`;
 then each supersession step is written over a copy of the sources and everything is mined again; the background
-`embed` job is awaited after every mine; queries go through `Services.search(SearchRequest(...))`. The preference
-set restarts the same palace with the policy in `<palace>/preferences.toml` (the policy is read at start-up; the
-drawers and their frozen metadata snapshots stay as mined).
+`embed` and `extract` sweeps are awaited after every mine; queries go through `Services.search(SearchRequest(...))`
+with limit 10. The preference set restarts the same palace with the policy in `<palace>/preferences.toml` (the
+policy is read at start-up; the drawers and their frozen metadata snapshots stay as mined).
 
 A relevant document is named by its path under `eval/judged/` (a transcript also by an alias from corpus.json),
 optionally `#text` that the drawer content must contain: that selects one revision of a document that changed
 between mines. Drawer ids never appear in the data.
+
+Metrics (means per category): recall@5, recall@10, nDCG@10 (graded), MRR over the direct hits, and `recall+graph`
+over the whole response (direct hits, then graph-expanded ones). Exact ties count as ties: the engine orders them by
+drawer id, which is random per palace, so each metric is its expectation over the tied orders (for hybrid, the tie
+groups below the cut come from the two legs, fetched through the service at the hybrid's leg depth and fused again
+with the engine's own `fuse_ranks`; the response must agree with that). Without this, two palaces mined from the
+same files disagree on up to a sixth of the hybrid queries.
 
     python bench/judged.py                       # all three rankings and the preference set; prints the tables
     python bench/judged.py --write-baseline      # ... and writes eval/judged/baseline.json
@@ -36,8 +43,7 @@ import sqlite3
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,7 +67,7 @@ START = "start"  # the instant before anything was mined
 EPSILON = 1e-9
 
 
-# ---------------------------------------------------------------------------------------------------- the data
+# ------------------------------------------------------------------------------------------------------------ the data
 
 
 @dataclass(frozen=True)
@@ -260,7 +266,7 @@ def load_preferences(corpus: Corpus, path: Path | None = None) -> PreferenceSet:
     return PreferenceSet(policy_toml=toml, cases=tuple(cases))
 
 
-# ---------------------------------------------------------------------------------------------------- the palace
+# ---------------------------------------------------------------------------------------------------------- the palace
 
 
 def open_settings(workdir: Path) -> Settings:
@@ -312,6 +318,29 @@ class MinedPalace:
             include_historical=bool(filters.get("include_historical", False)), expand=expand,
             preferences=preferences,
         )
+
+    def in_scope(self, drawer: Drawer, filters: Mapping[str, Any]) -> bool:
+        """Whether the drawer passes the judged scope filters (wing, room, tags, source kind, connector)."""
+        origin = drawer.source.origin
+        return (filters.get("wing", drawer.wing) == drawer.wing
+                and filters.get("room", drawer.room) == drawer.room
+                and set(filters.get("tags", ())) <= set(drawer.tags)
+                and filters.get("source_kind", drawer.source.kind) == drawer.source.kind
+                and ("connector" not in filters or (origin is not None and origin.connector == filters["connector"])))
+
+    def is_eligible(self, drawer: Drawer, filters: Mapping[str, Any]) -> bool:
+        """Whether the drawer passes the judged filters: scope, then the SPEC §3 temporal rule."""
+        if not self.in_scope(drawer, filters):
+            return False
+        if filters.get("include_historical"):
+            return True
+        if "as_of_step" in filters:
+            start = end = self.instants[str(filters["as_of_step"])]
+            return drawer.valid_from <= start and (drawer.valid_to is None or drawer.valid_to > end)
+        if "from_step" in filters:
+            start, end = self.instants[str(filters["from_step"])], self.instants[str(filters["until_step"])]
+            return drawer.valid_from < end and (drawer.valid_to is None or drawer.valid_to > start)
+        return drawer.valid_to is None
 
     def search(self, request: SearchRequest) -> SearchResult:
         result: SearchResult = self.services.search(request)
@@ -442,7 +471,7 @@ def reopen_with_policy(mined: MinedPalace, policy_toml: str | None, *, timeout: 
                        sources=mined.sources, timings=mined.timings)
 
 
-# ---------------------------------------------------------------------------------------------------- scoring
+# ------------------------------------------------------------------------------------------------------------- scoring
 
 
 @dataclass(frozen=True)
@@ -584,7 +613,8 @@ def run_query(mined: MinedPalace, query: Query, ranking: str) -> Outcome:
     tied = {p for first, last in tie_groups(entries) if last > first for p in range(first, last + 1)}
     returned = direct + related
     return Outcome(query=query, ranking=ranking, used=result.ranking,
-                   hits=tuple((e.key, e.drawer.content[:60].replace("\n", " ")) for e in returned),
+                   hits=tuple((e.key if e in direct else f"{e.key} (via graph)",
+                               e.drawer.content[:60].replace("\n", " ")) for e in returned),
                    found=tuple(observed_ranks(query, returned)), metrics=metrics,
                    ties=sum(1 for p in tied if p < LIMIT), warnings=tuple(result.warnings))
 
@@ -626,7 +656,7 @@ def regressions(current: Mapping[str, Mapping[str, float]], baseline: Mapping[st
     return problems
 
 
-# ---------------------------------------------------------------------------------------------------- checks of the data
+# -------------------------------------------------------------------------------------------------- checks of the data
 
 
 def _fts_shares_terms(text: str, terms: Iterable[str]) -> list[str]:
@@ -662,8 +692,13 @@ def validate(mined: MinedPalace, queries: Sequence[Query], preferences: Preferen
 
     for query in queries:
         matched = [d for ref in query.relevant for d in check_ref(query.id, ref)]
+        for ref in query.relevant:
+            if not any(mined.is_eligible(d, query.filters) for k, d in keyed if ref.matches(k, d)):
+                problems.append(f"{query.id}: no revision of {ref.label} is in the query's scope and time")
         if query.distractor is not None:
-            check_ref(query.id, query.distractor)
+            outside = [d for d in check_ref(query.id, query.distractor) if not mined.in_scope(d, query.filters)]
+            if not outside:
+                problems.append(f"{query.id}: the distractor {query.distractor.label} is inside the filter")
         if query.category == "paraphrase":
             terms = query_terms(query.text)
             for drawer in matched:
@@ -702,7 +737,7 @@ def validate(mined: MinedPalace, queries: Sequence[Query], preferences: Preferen
     return problems
 
 
-# ---------------------------------------------------------------------------------------------------- preferences
+# --------------------------------------------------------------------------------------------------------- preferences
 
 
 @dataclass(frozen=True)
@@ -796,7 +831,7 @@ def run_preferences(mined: MinedPalace, preferences: PreferenceSet) -> list[Pref
     return [run_preference_case(mined, case, ranking) for case in preferences.cases for ranking in case.rankings]
 
 
-# ---------------------------------------------------------------------------------------------------- reports
+# ------------------------------------------------------------------------------------------------------------- reports
 
 
 def format_table(tables: Mapping[str, Mapping[str, Mapping[str, float]]]) -> str:
