@@ -26,6 +26,7 @@ from tokenizers import Tokenizer
 
 from memcastle.errors import ConfigError, ProviderError
 from memcastle.search.embeddings import (
+    PASSAGE_WINDOW_CHARS,
     BUILTIN_MODEL,
     MAX_TOKENS,
     BuiltinProvider,
@@ -427,9 +428,9 @@ def test_whitespace_only_text_has_no_passages(text: str) -> None:
 def test_a_long_drawer_is_cut_at_word_breaks_and_its_end_is_a_passage() -> None:
     drawer = (PROSE * 8)[:6000]
     spans = passage_spans(drawer)
-    assert 6 <= len(spans) <= 9
+    assert 13 <= len(spans) <= 17  # 500-character windows, 100 of overlap
     assert split_passages(drawer) == [drawer[a:b] for a, b in spans]
-    assert all(end - start <= 1000 for start, end in spans)
+    assert all(end - start <= PASSAGE_WINDOW_CHARS for start, end in spans)
     assert spans[-1][1] == len(drawer)
     for start, end in spans[:-1]:
         assert drawer[end - 1].isspace() or drawer[end].isspace()

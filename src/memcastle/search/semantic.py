@@ -30,6 +30,10 @@ class SemanticIndex:
         self._lock = threading.Lock()
         self._ids: list[str] = []
         self._matrix = np.zeros((0, 0), dtype=np.float32)
+        # Per row: codes of the drawer's wing, room, source kind and connector (fixed for a drawer's life), so a
+        # scope narrows the scan with a numpy mask instead of a round trip per candidate.
+        self._places = np.zeros((0, 4), dtype=np.int32)
+        self._codes: list[dict[str | None, int]] = [{}, {}, {}, {}]
         self._count = 0
         self._last_row = 0
 
@@ -55,21 +59,50 @@ class SemanticIndex:
                 grown[: self._count] = self._matrix[: self._count]
                 self._matrix = grown
             self._matrix[self._count : needed] = matrix
+            places = self._store.drawer_places(ids)
+            coded = np.array([[self._code(column, value) for column, value in enumerate(places[i])] for i in ids],
+                             dtype=np.int32).reshape(len(ids), 4)
+            if needed > self._places.shape[0]:
+                grown_places = np.zeros((self._matrix.shape[0], 4), dtype=np.int32)
+                grown_places[: self._count] = self._places[: self._count]
+                self._places = grown_places
+            self._places[self._count : needed] = coded
             self._ids.extend(ids)
             self._count = needed
             self._last_row = last
+
+    def _code(self, column: int, value: str | None) -> int:
+        codes = self._codes[column]
+        return codes.setdefault(value, len(codes) + 1)
+
+    def _scope_mask(self, scope: Scope, count: int) -> npt.NDArray[np.bool_] | None:
+        mask: npt.NDArray[np.bool_] | None = None
+        for column, wanted in enumerate((scope.wing, scope.room, scope.source_kind, scope.connector)):
+            if wanted is None:
+                continue
+            code = self._codes[column].get(wanted, -1)
+            column_mask = self._places[:count, column] == code
+            mask = column_mask if mask is None else mask & column_mask
+        return mask
 
     def candidates(self, vector: npt.NDArray[np.float32], need: int, scope: Scope, window: TimeWindow | None,
                    include_historical: bool) -> list[Candidate]:
         """The `need` best eligible drawers by cosine of their best passage; ties by id."""
         self.refresh()
         with self._lock:
-            count, ids = self._count, self._ids
+            count, ids = self._count, self._ids[: self._count]  # a copy: the embed job may grow the list meanwhile
             if count == 0 or need <= 0:
                 return []
             if vector.shape[0] != self.dimension:
                 raise ProviderError(f"the query vector has dimension {vector.shape[0]}, the palace {self.dimension}")
             scores = self._matrix[:count] @ vector.astype(np.float32)
+            mask = self._scope_mask(scope, count)
+        rows = count
+        if mask is not None:
+            scores = np.where(mask, scores, -np.inf).astype(np.float32)
+            count = int(mask.sum())
+            if count == 0:
+                return []
         take = min(count, max(need * _FIRST_ROUND, 64))
         for _ in range(2):
             best = _best_per_drawer(scores, ids, take)
@@ -79,9 +112,9 @@ class SemanticIndex:
                 return _ranked(found, need)
             take = min(count, take * _WIDEN)
         eligible = self._store.all_eligible_ids(scope, window, include_historical)
-        mask = np.fromiter((drawer_id in eligible for drawer_id in ids), dtype=bool, count=count)
-        masked = np.where(mask, scores, -np.inf)
-        best = _best_per_drawer(masked, ids, min(count, int(mask.sum())))
+        allowed = np.fromiter((drawer_id in eligible for drawer_id in ids), dtype=bool, count=rows)
+        masked = np.where(allowed, scores, -np.inf).astype(np.float32)
+        best = _best_per_drawer(masked, ids, int(np.isfinite(masked).sum()))
         return _ranked([(d, s) for d, s in best.items() if np.isfinite(s)], need)
 
 
@@ -95,7 +128,8 @@ def _best_per_drawer(scores: npt.NDArray[np.float32], ids: list[str], take: int)
     top = top[np.argsort(-scores[top], kind="stable")]
     best: dict[str, float] = {}
     for row in top:
-        best.setdefault(ids[row], float(scores[row]))  # descending order: the first passage seen is the best
+        if np.isfinite(scores[row]):
+            best.setdefault(ids[row], float(scores[row]))  # descending order: the first passage seen is the best
     return best
 
 

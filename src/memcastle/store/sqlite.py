@@ -368,6 +368,19 @@ class SQLiteStore(GraphTables):
             found.update(r[0] for r in rows)
         return found
 
+    def drawer_places(self, drawer_ids: Sequence[str]) -> dict[str, tuple[str, str, str, str | None]]:
+        """(wing, room, source kind, connector) of each drawer: fixed for a drawer's whole life."""
+        found: dict[str, tuple[str, str, str, str | None]] = {}
+        ids = list(dict.fromkeys(drawer_ids))
+        for start in range(0, len(ids), 500):
+            batch = ids[start : start + 500]
+            marks = ",".join("?" * len(batch))
+            rows = self._reader().execute(
+                "SELECT d.id, w.name, r.name, d.source_kind, d.connector FROM drawer d JOIN room r ON r.id = d.room_id "
+                f"JOIN wing w ON w.id = r.wing_id WHERE d.id IN ({marks})", batch)
+            found.update({row[0]: (row[1], row[2], row[3], row[4]) for row in rows})
+        return found
+
     def all_eligible_ids(self, scope: Scope, window: TimeWindow | None, include_historical: bool) -> set[str]:
         where, params = _scope_sql(scope)
         time_sql, time_params = _time_sql(window, include_historical)
@@ -560,8 +573,11 @@ class SQLiteStore(GraphTables):
         marks = ",".join("?" * len(kinds))
         now = utc_now()
         with self._write() as conn:
+            # Jobs sharing a coalesce key run one at a time: a sweep queued behind a running one waits for it
+            # instead of redoing the same drawers beside it.
             row = conn.execute(
-                f"SELECT id FROM job WHERE status = 'queued' AND kind IN ({marks}) "
+                f"SELECT id FROM job q WHERE status = 'queued' AND kind IN ({marks}) AND (q.coalesce_key IS NULL "
+                "OR NOT EXISTS (SELECT 1 FROM job r WHERE r.status = 'running' AND r.coalesce_key = q.coalesce_key)) "
                 "ORDER BY priority DESC, created_at, id LIMIT 1",
                 kinds,
             ).fetchone()
