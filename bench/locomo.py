@@ -7,6 +7,9 @@ never copied into this repository — the notes it writes live in a temporary fo
 
 Everything goes through MemCastle's real path: settings → `app.build` → `palace.start`, the `notes` connector via
 `Services.submit_mine`, the background `embed` job, and `Services.search` scoped to the conversation's wing.
+Settings are the defaults except builtin embeddings on 2 threads and `mining.chunk_chars` 8000 (one drawer per
+session). Evidence ids are repaired where malformed; ids that name no turn are dropped and questions left without
+evidence are skipped, both counted in the report.
 
     python bench/locomo.py                                   # both levels, all three rankings, writes RESULTS.md
     python bench/locomo.py --level turn --rankings lexical --limit-conversations 1 --no-write
@@ -172,6 +175,12 @@ def note_text(front: dict[str, Any], body: str) -> str:
     return f"---\n{yaml.safe_dump(front, sort_keys=False, allow_unicode=True)}---\n{body}\n"
 
 
+def note_name(dia_id: str) -> str:
+    """`D3:7` → `D03-007`: zero-padded so that the folder's path order is the order of the dialogue."""
+    match = _EVIDENCE_ID.fullmatch(dia_id)
+    return f"D{int(match.group(1)):02d}-{int(match.group(2)):03d}" if match else dia_id.replace(":", "-")
+
+
 def write_turn_notes(conversation: Conversation, folder: Path) -> int:
     """One note per dialogue turn, front matter `dia_id`, `session`, `date`; returns the number written."""
     folder.mkdir(parents=True)
@@ -182,8 +191,7 @@ def write_turn_notes(conversation: Conversation, folder: Path) -> int:
                                      "speaker": turn.speaker, "date_time": session.date_time}
             if session.date:
                 front["date"] = session.date
-            name = turn.dia_id.replace(":", "-")
-            (folder / f"{name}.md").write_text(note_text(front, turn.line()), encoding="utf-8")
+            (folder / f"{note_name(turn.dia_id)}.md").write_text(note_text(front, turn.line()), encoding="utf-8")
             count += 1
     return count
 
@@ -437,9 +445,10 @@ def machine() -> str:
                 break
     except OSError:
         pass
-    cores = os.cpu_count()
-    return f"{cores} cores{f' ({model})' if model else ''}, {platform.system()} {platform.release()}, " \
-           f"Python {platform.python_version()}"
+    # The machines are shared: the load at the start says how much of the 2 cores the run really had.
+    load = f", load average {os.getloadavg()[0]:.1f} at start" if hasattr(os, "getloadavg") else ""
+    return (f"{os.cpu_count()} cores{f' ({model})' if model else ''}, {platform.system()} {platform.release()}, "
+            f"Python {platform.python_version()}{load}")
 
 
 def latency_line(runs: Sequence[Run]) -> str:
@@ -447,8 +456,8 @@ def latency_line(runs: Sequence[Run]) -> str:
     return ", ".join(parts)
 
 
-def markdown_section(command: str, conversations: Sequence[Conversation], report: Ingest, runs: Sequence[Run],
-                     total_seconds: float) -> str:
+def markdown_section(command: str, host: str, conversations: Sequence[Conversation], report: Ingest,
+                     runs: Sequence[Run], total_seconds: float) -> str:
     questions = sum(len(c.questions) for c in conversations)
     dropped_q = sum(c.dropped_questions for c in conversations)
     dropped_e = sum(c.dropped_evidence for c in conversations)
@@ -459,7 +468,7 @@ def markdown_section(command: str, conversations: Sequence[Conversation], report
         "",
         f"Command: `{command}`  ",
         f"Date: {dt.datetime.now().astimezone().strftime('%Y-%m-%d %H:%M %Z')}  ",
-        f"Machine: {machine()}  ",
+        f"Machine: {host}  ",
         "Data: LoCoMo (Maharana et al., 2024), CC BY-NC 4.0, evaluation use only — "
         f"{len(conversations)} conversations of `../shared/eval/locomo-dev.json`, {questions} questions of "
         f"categories 1–4 ({dropped_q} without usable evidence left out; {dropped_e} evidence ids that name no "
@@ -519,11 +528,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = "python " + " ".join(shlex.quote(a) for a in
                                    [os.path.relpath(sys.argv[0]), *(sys.argv[1:] if argv is None else argv)])
     began = time.monotonic()
+    host = machine()
     conversations = load_conversations(args.data)[: args.limit_conversations]
     levels = LEVELS if args.level == "both" else (args.level,)
     questions = sum(len(c.questions) for c in conversations)
     print(f"{len(conversations)} conversations, {questions} questions; levels {', '.join(levels)}; "
-          f"rankings {', '.join(args.rankings)}", flush=True)
+          f"rankings {', '.join(args.rankings)}; {host}", flush=True)
     with tempfile.TemporaryDirectory(prefix="memcastle-locomo-") as tmp:
         root = Path(tmp)
         palace = open_palace(root)
@@ -545,7 +555,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(text_table(table_rows(runs)))
     print(f"\nmedian search latency: {latency_line(runs)}; whole run {total / 60:.1f} min")
     if not args.no_write:
-        write_section(args.results, markdown_section(command, conversations, report, runs, total))
+        write_section(args.results, markdown_section(command, host, conversations, report, runs, total))
         print(f"wrote {args.results}")
     return 0
 
