@@ -51,6 +51,7 @@ class EntityResolver:
         self._entities: dict[str, Entity] = {e.id: e for e in store.all_entities()}
         self._aliases = store.entity_alias_keys()
         self.created: list[Entity] = []
+        self.aliases: list[tuple[str, str]] = []  # (entity id, spelling) learnt by one-edit matches
 
     @staticmethod
     def _compatible(entity: Entity, kind: str) -> bool:
@@ -68,8 +69,11 @@ class EntityResolver:
         ):
             if matches:
                 return Resolution(entity=_oldest(matches), created=False, how=how)
-        near = [e for e in pool if len(key) >= EDIT_MIN_CHARS and within_one_edit(e.key, key)] if key else []
+        near = [e for e in pool if min(len(key), len(e.key)) >= EDIT_MIN_CHARS and within_one_edit(e.key, key)]
         if len(near) == 1:
+            # The spelling becomes an alias, so the same spelling resolves the same way later on.
+            self.aliases.append((near[0].id, name))
+            self._aliases.setdefault(key, []).append(near[0].id)
             return Resolution(entity=near[0], created=False, how="one edit")
         entity = Entity(id=entity_id_for(kind, key), name=name, kind=kind, key=key, aliases=(), created_at=utc_now())
         self._entities[entity.id] = entity

@@ -22,8 +22,13 @@ FRESHNESS_MAX = 0.12
 FRESHNESS_DAYS = 30.0
 
 
+SYMMETRIC = frozenset({"confirms", "contradicts"})
+
+
 def link_id(from_id: str, to_id: str, kind: str, origin: str) -> str:
-    """Deterministic: retrying an operation lands on the same link."""
+    """Deterministic: retrying an operation lands on the same link (either direction, for symmetric kinds)."""
+    if kind in SYMMETRIC:
+        from_id, to_id = sorted((from_id, to_id))
     return hashlib.sha256(f"{from_id}|{to_id}|{kind}|{origin}".encode()).hexdigest()[:32]
 
 
@@ -41,9 +46,18 @@ def _overlaps(a: Assertion, b: Assertion) -> bool:
     return (b.valid_to is None or a.valid_from < b.valid_to) and (a.valid_to is None or b.valid_from < a.valid_to)
 
 
+def effective_at(link: FactLink, facts: Mapping[str, Assertion]) -> str:
+    """When a link counts: an explicit decision from when it was recorded; an inferred link from when both of its
+    facts hold (it describes the evidence, not a later decision)."""
+    if link.origin == "explicit":
+        return link.at
+    ends = [facts[i].valid_from for i in (link.from_id, link.to_id) if i in facts]
+    return max(ends) if ends else link.at
+
+
 def state_of(fact: Assertion, links: Sequence[FactLink], facts: Mapping[str, Assertion], at: str) -> str:
     """The fact's state at instant `at`; decisions recorded after `at` are ignored."""
-    known = [link for link in links if link.at <= at]
+    known = [link for link in links if effective_at(link, facts) <= at]
     if fact.valid_from > at:
         return "historical"
     if any(link.kind == "invalidates" and link.to_id == fact.id for link in known):
@@ -59,14 +73,18 @@ def state_of(fact: Assertion, links: Sequence[FactLink], facts: Mapping[str, Ass
 
 def rivals(fact: Assertion, links: Sequence[FactLink], facts: Mapping[str, Assertion], at: str) -> list[Assertion]:
     """Open facts that contradict `fact` at `at` and have not been superseded or invalidated by then."""
+    known = [link for link in links if effective_at(link, facts) <= at]
+    decided = {frozenset((l.from_id, l.to_id)) for l in known if l.origin == "explicit" and l.kind != "contradicts"}
     found = []
-    for link in links:
-        if link.kind != "contradicts" or link.at > at or fact.id not in (link.from_id, link.to_id):
+    for link in known:
+        if link.kind != "contradicts" or fact.id not in (link.from_id, link.to_id):
             continue
+        if link.origin == "inferred" and frozenset((link.from_id, link.to_id)) in decided:
+            continue  # a person's decision about the pair (confirms, refines, …) stands over the inference
         other = facts.get(link.to_id if link.from_id == fact.id else link.from_id)
         if other is None or not is_open(other, at):
             continue
-        closed = any(l.kind in ("supersedes", "invalidates") and l.to_id == other.id and l.at <= at for l in links)
+        closed = any(l.kind in ("supersedes", "invalidates") and l.to_id == other.id for l in known)
         if not closed:
             found.append(other)
     return found

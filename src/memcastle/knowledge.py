@@ -111,7 +111,8 @@ class ExtractionSweep:
                 ))
         links = self._infer(assertions, drawers, now)
         write = GraphWrite(extractor=extractor, read_drawers=tuple(d.id for d in drawers),
-                           entities=tuple(resolver.created), hints=tuple(hints), mentions=tuple(mentions.values()),
+                           entities=tuple(resolver.created), aliases=tuple(resolver.aliases), hints=tuple(hints),
+                           mentions=tuple(mentions.values()),
                            assertions=tuple(assertions), links=tuple(links))
         return write, {"drawers": len(drawers), "entities": len(resolver.created), "facts": len(assertions),
                        "links": len(links), "dropped_below_floor": dropped}

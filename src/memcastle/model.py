@@ -23,12 +23,12 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-_NON_ALNUM = re.compile(r"[^0-9a-z]+")
+_NON_ALNUM = re.compile(r"[\W_]+")
 
 
 def normalize_text(text: str) -> str:
-    """Lower case, every run of non-alphanumerics collapsed to one space (the dedup normal form)."""
-    return _NON_ALNUM.sub(" ", text.lower()).strip()
+    """Case-folded, every run of non-alphanumerics (in any script) collapsed to one space: the dedup normal form."""
+    return _NON_ALNUM.sub(" ", text.casefold()).strip()
 
 
 def fingerprint(text: str) -> str:

@@ -155,7 +155,7 @@ def graph_of(store: Store) -> GraphSnapshot:
 
 
 def facts_named(palace: Palace, **filters: Any) -> list[dict[str, Any]]:
-    """The facts the service lists, as `(subject name, predicate, object name)` -> fact JSON order kept."""
+    """The facts the service lists (the same JSON as `GET /api/facts`), ordered by valid_from."""
     return palace.services.facts.list_facts(limit=200, **filters)
 
 

@@ -132,34 +132,19 @@ class SearchEngine:
         return ("hybrid" if query.ranking == "auto" else query.ranking), vector
 
     def lexical_leg(self, query: SearchQuery, limit: int) -> list[Candidate]:
-        """BM25 candidates: drawers with every term first, then (for 2+ words) drawers with any of them."""
+        """BM25 candidates: every term required first; any term when that finds nothing and there are 2+ words."""
         terms = query_terms(query.text)
         expression = match_expression(terms, require_all=True)
         if expression is None:
             return []
         found = self._store.lexical_candidates(expression, query.scope, query.window, query.include_historical,
                                                limit)
-        if len(found) < limit and len(terms) >= 2:
-            # Drawers with every term come first; drawers with some of them fill the remaining places below.
+        if not found and len(terms) >= 2:
             fallback = match_expression(terms, require_all=False)
             assert fallback is not None
-            seen = {c.drawer_id for c in found}
-            partial = [c for c in self._store.lexical_candidates(fallback, query.scope, query.window,
-                                                                 query.include_historical, limit)
-                       if c.drawer_id not in seen][: limit - len(found)]
-            found += _below(partial, min((c.signal for c in found), default=None))
+            found = self._store.lexical_candidates(fallback, query.scope, query.window, query.include_historical,
+                                                   limit)
         return found
-
-
-def _below(partial: list[Candidate], floor: float | None) -> list[Candidate]:
-    """Scale partial matches' BM25 (order kept) under the weakest full match, so all-term drawers stay first."""
-    if floor is None or not partial:
-        return partial
-    top = max(c.signal for c in partial)
-    if top < floor:
-        return partial
-    scale = floor / top * 0.999 if top > 0 else 0.0
-    return [Candidate(c.drawer_id, c.signal * scale) for c in partial]
 
 
 def fuse_ranks(lexical: Sequence[Candidate], semantic: Sequence[Candidate], weights: FusionWeights) -> list[Ranked]:

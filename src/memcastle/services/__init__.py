@@ -195,7 +195,7 @@ class Services:
         room = check_name(room, "room") or NOTES_ROOM
         tags = check_tags(tags)
         if name is None:
-            existing = self.store.find_current_copy(wing, room, content_hash(content))
+            existing = self.store.find_current_copy(wing, room, content_hash(content), agent)
             if existing is not None:
                 return existing, False
         drawer = self.store.add_drawer(NewDrawer(
@@ -274,8 +274,13 @@ class Services:
             if not isinstance(content, str) or not content.strip():
                 raise InvalidRequest("content must not be empty", field=f"items[{index}].content")
             fact = item.get("fact")
-            if fact is not None and not isinstance(fact, Mapping):
-                raise InvalidRequest("fact must be an object", field=f"items[{index}].fact")
+            if fact is not None:
+                if not isinstance(fact, Mapping):
+                    raise InvalidRequest("fact must be an object", field=f"items[{index}].fact")
+                try:
+                    self.facts.check_spec(fact)
+                except InvalidRequest as exc:
+                    raise InvalidRequest(exc.message, field=f"items[{index}].fact.{exc.field}") from None
             prepared.append(item)
         saved = []
         for item in prepared:

@@ -129,7 +129,7 @@ class FactService:
         reason = _reason(spec.get("reason"), default="superseded explicitly")
         link = make_link(fact.id, old.id, "supersedes", EXPLICIT, reason, at, fact.drawer_id)
         self._store.apply_graph(GraphWrite(extractor=EXPLICIT, read_drawers=(), entities=write.entities,
-                                           hints=write.hints))
+                                           aliases=write.aliases, hints=write.hints))
         self._store.record_decision(new=fact, close=(old.id, at), links=[link])
         return {"fact": self.get_fact(fact.id), "superseded": self.get_fact(old.id)}
 
@@ -150,10 +150,14 @@ class FactService:
         self._store.get_assertion(to_id)
         link = make_link(from_id, to_id, kind, EXPLICIT, _reason(reason, field="reason"), utc_now())
         self._store.record_decision(links=[link])
-        return {"link": link.to_json(), "from": self.get_fact(from_id), "to": self.get_fact(to_id)}
+        stored = next(l for l in self._store.links_of([from_id]) if l.id == link.id)
+        return {"link": stored.to_json(), "from": self.get_fact(from_id), "to": self.get_fact(to_id)}
 
-    def _new_fact(self, spec: Mapping[str, Any], *, evidence_drawer: str | None,
-                  requested_by: str) -> tuple[Assertion, GraphWrite]:
+    def check_spec(self, spec: Mapping[str, Any]) -> None:
+        """Validate an explicit fact without writing anything (for all-or-nothing batches)."""
+        self._validated(spec)
+
+    def _validated(self, spec: Mapping[str, Any]) -> tuple[str, str, str, float, dict[str, str], str]:
         subject = require_name(spec.get("subject"), "subject")
         object_ = require_name(spec.get("object"), "object")
         predicate = spec.get("predicate")
@@ -171,6 +175,11 @@ class FactService:
         if subject.casefold() == object_.casefold():
             raise InvalidRequest("subject and object must differ", field="object")
         valid_from = parse_instant(spec["valid_from"], field="valid_from") if spec.get("valid_from") else utc_now()
+        return subject, predicate, object_, float(confidence), kinds, valid_from
+
+    def _new_fact(self, spec: Mapping[str, Any], *, evidence_drawer: str | None,
+                  requested_by: str) -> tuple[Assertion, GraphWrite]:
+        subject, predicate, object_, confidence, kinds, valid_from = self._validated(spec)
         origin = None
         if evidence_drawer:
             drawer = self._store.get_drawer(evidence_drawer)
@@ -185,7 +194,8 @@ class FactService:
             created_at=utc_now(),
         )
         write = GraphWrite(extractor=EXPLICIT, read_drawers=(), entities=tuple(resolver.created),
-                           hints=tuple(subject_entity.hints + object_entity.hints), assertions=(fact,))
+                           aliases=tuple(resolver.aliases), hints=tuple(subject_entity.hints + object_entity.hints),
+                           assertions=(fact,))
         return fact, write
 
 

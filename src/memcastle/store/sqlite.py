@@ -227,11 +227,11 @@ class SQLiteStore(GraphTables):
                 found[row["id"]] = _drawer(row)
         return found
 
-    def find_current_copy(self, wing: str, room: str, content_hash: str) -> Drawer | None:
+    def find_current_copy(self, wing: str, room: str, content_hash: str, agent: str | None = None) -> Drawer | None:
         row = self._reader().execute(
             f"{_DRAWER_SELECT} WHERE w.name = ? AND r.name = ? AND d.content_hash = ? AND d.valid_to IS NULL "
-            "AND d.name IS NULL ORDER BY d.seq LIMIT 1",
-            (wing, room, content_hash),
+            "AND d.name IS NULL AND d.source_agent IS ? ORDER BY d.seq LIMIT 1",
+            (wing, room, content_hash, agent),
         ).fetchone()
         return _drawer(row) if row else None
 
