@@ -15,7 +15,8 @@ from memcastle import __version__
 from memcastle.api.app import create_app
 from memcastle.app import build
 from memcastle.config import Settings, state_dir
-from memcastle.errors import Conflict
+from memcastle.credentials import TokenStore
+from memcastle.errors import ConfigError, Conflict
 from memcastle.registry import find_daemon, remove_entry, write_entry
 
 log = logging.getLogger("memcastle")
@@ -29,17 +30,42 @@ class _Server(uvicorn.Server):
     def capture_signals(self) -> Iterator[None]:
         yield
 
+    def request_exit(self, *_: object) -> None:
+        """Stop serving; the caller of `run` then drains the jobs.
+
+        Installed as the SIGINT/SIGTERM handler as a bound method on purpose: sse-starlette finds the server through
+        the handler's `__self__` and closes open MCP event streams at once instead of holding shutdown for
+        `timeout_graceful_shutdown`."""
+        self.should_exit = True
+
+
+def check_exposure(settings: Settings) -> None:
+    """Refuse to serve auth without a token, or a non-loopback address without auth unless explicitly allowed."""
+    if settings["auth.enabled"] and not TokenStore(settings.palace).records():
+        raise ConfigError("auth.enabled is true but the palace has no token, so nobody could connect",
+                          key="auth.enabled",
+                          help="create one first: memcastle auth token create NAME")
+    host = settings["server.host"]
+    loopback = host in ("localhost", "::1") or host.startswith("127.")
+    if not loopback and not settings["auth.enabled"] and not settings["auth.allow_remote"]:
+        raise ConfigError(f"binding {host} would expose the palace to the network without authentication",
+                          key="server.host",
+                          help="enable auth (auth.enabled = true, then memcastle auth token create NAME), or set "
+                               "auth.allow_remote = true if another layer protects it")
+
 
 def serve(settings: Settings) -> None:
     """Build the palace, bind, register, serve until SIGINT/SIGTERM or POST /api/shutdown, then drain."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
                         stream=sys.stderr)
+    logging.getLogger("mcp").setLevel(logging.WARNING)  # the MCP SDK logs every session at INFO
     states = state_dir()
     running, _ = find_daemon(states, settings.palace)
     if running is not None:
         raise Conflict(f"palace {settings.palace} is already served by pid {running.pid} at {running.address}",
                        help="stop it first (memcastle shutdown) or choose another --palace")
     host, port = settings["server.host"], settings["server.port"]
+    check_exposure(settings)
     # IPPROTO_TCP (not 0) so asyncio sets TCP_NODELAY on accepted sockets: no Nagle stall on keep-alive replies.
     listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM,
                              socket.IPPROTO_TCP)
@@ -50,17 +76,17 @@ def serve(settings: Settings) -> None:
     address = f"http://{shown_host}:{bound_port}"
 
     palace = build(settings)
-    server: uvicorn.Server | None = None
+    server: _Server | None = None
 
     def request_shutdown() -> None:
         if server is not None:
-            server.should_exit = True
+            server.request_exit()
 
     app = create_app(palace, request_shutdown=request_shutdown)
-    config = uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=5)
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5)
     server = _Server(config)
     for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: request_shutdown())
+        signal.signal(signum, server.request_exit)
     palace.start()
     write_entry(states, settings.palace, address, __version__)
     log.info("MemCastle %s serving palace %s at %s (pid registered)", __version__, settings.palace, address)

@@ -120,6 +120,7 @@ class ConfigError(MemCastleError):
         file: str | None = None,
         line: int | None = None,
         key: str | None = None,
+        help: str | None = None,
     ) -> None:
         where = []
         if file:
@@ -127,7 +128,7 @@ class ConfigError(MemCastleError):
         if key:
             where.append(f"key {key!r}")
         prefix = f"{' '.join(where)}: " if where else ""
-        super().__init__(prefix + message)
+        super().__init__(prefix + message, help=help)
         self.file = file
         self.line = line
         self.key = key

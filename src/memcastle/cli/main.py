@@ -28,6 +28,9 @@ job_app = typer.Typer(no_args_is_help=True, help="Background jobs: list, show an
 config_app = typer.Typer(no_args_is_help=True, help="Configuration.")
 miner_app = typer.Typer(no_args_is_help=True, help="Named miners declared with [[miners]] in config.toml.")
 diary_app = typer.Typer(no_args_is_help=True, help="An agent's diary: write and read entries.")
+auth_app = typer.Typer(no_args_is_help=True, help="Authentication: bearer tokens of the palace.")
+token_app = typer.Typer(no_args_is_help=True, help="Create bearer tokens (stored only as digests).")
+auth_app.add_typer(token_app, name="token")
 fact_app = typer.Typer(no_args_is_help=True, help="Facts: list, history, and explicit decisions.")
 entity_app = typer.Typer(no_args_is_help=True, help="Entities of the knowledge graph.")
 preferences_app = typer.Typer(no_args_is_help=True, help="Source preferences: show, check, explain.")
@@ -40,6 +43,7 @@ app.add_typer(miner_app, name="miner")
 app.add_typer(diary_app, name="diary")
 app.add_typer(preferences_app, name="preferences")
 app.add_typer(fact_app, name="fact")
+app.add_typer(auth_app, name="auth")
 app.add_typer(entity_app, name="entity")
 
 
@@ -727,6 +731,41 @@ def preferences_explain(ctx: typer.Context, drawer_id: str) -> None:
         render.print_json(data)
         return
     render.show_trace(data)
+
+
+# --- MCP ------------------------------------------------------------------------------------------
+
+
+@app.command("mcp")
+def mcp_bridge(
+    ctx: typer.Context,
+    start: Annotated[bool, typer.Option("--start", help="start the palace's daemon in the background if none "
+                                                        "runs, and wait for it")] = False,
+) -> None:
+    """Speak MCP on standard input/output and forward every request to the palace's daemon (for MCP clients that
+    only spawn processes); --mode is sent as the X-MemCastle-Mode header, auth.token as the bearer token."""
+    from memcastle.mcp.bridge import locate_daemon, run_bridge, start_daemon
+
+    inv = _inv(ctx)
+    settings = inv.settings()
+    if start:
+        start_daemon(settings.palace, config_file=inv.config)
+    run_bridge(lambda: locate_daemon(settings.palace), mode=settings["mode"], token=settings["auth.token"] or None)
+
+
+@token_app.command("create")
+def token_create(ctx: typer.Context, name: Annotated[str, typer.Argument(help="what the token is for")]) -> None:
+    """Create a bearer token for this palace; it is printed once and stored only as a digest."""
+    from memcastle.credentials import TokenStore
+
+    inv = _inv(ctx)
+    token = TokenStore(inv.settings().palace).create(name)
+    if inv.as_json:
+        render.print_json({"name": name, "token": token})
+        return
+    render.console.print(f"token {name!r} created; it is shown only this once:\n\n  {token}\n")
+    render.console.print("[dim]clients send it as Authorization: Bearer TOKEN; the CLI reads MEMCASTLE_AUTH_TOKEN. "
+                         "Enable checking with auth.enabled = true and restart the daemon.[/dim]")
 
 
 # --- configuration --------------------------------------------------------------------------------

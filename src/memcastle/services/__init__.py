@@ -195,7 +195,9 @@ class Services:
         room = check_name(room, "room") or NOTES_ROOM
         tags = check_tags(tags)
         if name is None:
-            existing = self.store.find_current_copy(wing, room, content_hash(content), agent)
+            # A diary is one agent's: the same words from another agent are that agent's own entry.
+            existing = self.store.find_current_copy(wing, room, content_hash(content),
+                                                    agent if room == DIARY_ROOM else None)
             if existing is not None:
                 return existing, False
         drawer = self.store.add_drawer(NewDrawer(

@@ -228,10 +228,12 @@ class SQLiteStore(GraphTables):
         return found
 
     def find_current_copy(self, wing: str, room: str, content_hash: str, agent: str | None = None) -> Drawer | None:
+        """An unnamed current drawer with this content in the room (written by `agent`, when one is given)."""
+        agent_sql = " AND d.source_agent = ?" if agent is not None else ""
         row = self._reader().execute(
             f"{_DRAWER_SELECT} WHERE w.name = ? AND r.name = ? AND d.content_hash = ? AND d.valid_to IS NULL "
-            "AND d.name IS NULL AND d.source_agent IS ? ORDER BY d.seq LIMIT 1",
-            (wing, room, content_hash, agent),
+            f"AND d.name IS NULL{agent_sql} ORDER BY d.seq LIMIT 1",
+            (wing, room, content_hash, *([agent] if agent is not None else [])),
         ).fetchone()
         return _drawer(row) if row else None
 

@@ -1,0 +1,330 @@
+"""MCP over streamable HTTP at /mcp: the official `mcp` client against a real daemon."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, get_args
+
+import anyio
+import httpx
+import httpx2
+import pytest
+from fastapi.testclient import TestClient
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp_types import CallToolResult
+
+from memcastle.api.app import create_app
+from memcastle.app import build
+from memcastle.config import MODES, load_settings
+from memcastle.mcp import server as mcp_server
+from memcastle.mcp.server import TOOLS
+from memcastle.model import FACT_STATES, RANKINGS, SOURCE_KINDS, JobStatus
+from memcastle.services.facts import ENTITY_KINDS, PREDICATES
+
+REQUIRED = {
+    "memcastle_status", "memcastle_search", "memcastle_recall", "memcastle_wake_up", "memcastle_diary_write",
+    "memcastle_diary_read", "memcastle_note", "memcastle_checkpoint", "memcastle_history", "memcastle_fact_list",
+    "memcastle_fact_history", "memcastle_mine", "memcastle_job_list", "memcastle_job_get", "memcastle_set_mode",
+}
+WRITES = {"memcastle_note", "memcastle_checkpoint", "memcastle_diary_write", "memcastle_mine"}
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+              "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                         "clientInfo": {"name": "test", "version": "1"}}}
+MCP_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+
+
+@asynccontextmanager
+async def connect(address: str, *, mode: str = "legacy", headers: dict[str, str] | None = None,
+                  ) -> AsyncIterator[Client]:
+    """An official MCP client on the daemon's /mcp; `legacy` (the initialize handshake) gives it a session."""
+    async with httpx2.AsyncClient(headers=headers or {}, trust_env=False, timeout=15.0) as http:
+        async with Client(streamable_http_client(address + "/mcp", http_client=http), mode=mode) as client:
+            yield client
+
+
+def run(scenario: Callable[[], Awaitable[None]]) -> None:
+    """Run an async scenario; a failure inside the client's task groups is reported as itself."""
+    try:
+        anyio.run(scenario)
+    except BaseExceptionGroup as group:
+        leaf: BaseException = group
+        while isinstance(leaf, BaseExceptionGroup) and len(leaf.exceptions) == 1:
+            leaf = leaf.exceptions[0]
+        raise leaf from None
+
+
+async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
+    """The structured answer of a tool call that must succeed."""
+    result = await client.call_tool(tool, arguments)
+    assert not result.is_error, f"{tool} failed: {result.content}"
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+async def refused(client: Client, tool: str, **arguments: Any) -> CallToolResult:
+    result = await client.call_tool(tool, arguments)
+    assert result.is_error, f"{tool} was not refused: {result.structured_content}"
+    return result
+
+
+# --- the tool list --------------------------------------------------------------------------------
+
+
+def test_tools_are_listed_with_hints_and_agent_descriptions(module_daemon: Any) -> None:
+    async def scenario() -> None:
+        async with connect(module_daemon.address) as client:
+            tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        assert REQUIRED <= set(tools)
+        assert set(tools) == set(TOOLS)
+        for name, tool in tools.items():
+            hints = tool.annotations
+            assert hints is not None, name
+            assert hints.read_only_hint is (name not in WRITES | {"memcastle_set_mode"}), name
+            assert hints.destructive_hint is False, name
+            assert hints.open_world_hint is False, name
+            assert hints.idempotent_hint is not None, name
+            assert tool.description and len(tool.description) > 80, name
+            assert tool.output_schema is not None, name
+        assert tools["memcastle_checkpoint"].annotations.idempotent_hint is False  # type: ignore[union-attr]
+        assert tools["memcastle_note"].annotations.idempotent_hint is True  # type: ignore[union-attr]
+        assert "before answering" in (tools["memcastle_search"].description or "")
+        assert "start of every session" in (tools["memcastle_wake_up"].description or "")
+        assert "directory" in (tools["memcastle_mine"].description or "")  # the connectors are listed
+        schema = tools["memcastle_search"].input_schema["properties"]
+        assert schema["limit"]["maximum"] == 200 and "ranking" in schema and "since" in schema
+        assert tools["memcastle_set_mode"].input_schema["properties"]["mode"]["enum"] == list(MODES)
+
+    run(scenario)
+
+
+def test_tool_vocabularies_match_the_domain() -> None:
+    assert get_args(mcp_server.SourceKind) == SOURCE_KINDS
+    assert get_args(mcp_server.Ranking) == RANKINGS
+    assert get_args(mcp_server.Predicate) == PREDICATES
+    assert get_args(mcp_server.EntityKind) == ENTITY_KINDS
+    assert get_args(mcp_server.FactState) == FACT_STATES
+    assert get_args(mcp_server.JobState) == tuple(s.value for s in JobStatus)
+
+
+# --- reading and writing --------------------------------------------------------------------------
+
+
+def test_mined_evidence_is_found_with_origin_and_preference_signals(daemon: Callable[..., Any],
+                                                                      tmp_path: Path) -> None:
+    source = tmp_path / "project"
+    source.mkdir()
+    (source / "decisions.md").write_text("We picked zeppelin-storage because it survives power loss.\n")
+    palace = tmp_path / "preferring-palace"
+    palace.mkdir()
+    (palace / "preferences.toml").write_text('[preferences.sources.directory]\nlevel = "high"\n')
+    served = daemon(palace)
+
+    async def scenario() -> None:
+        async with connect(served.address) as client:
+            queued = await call(client, "memcastle_mine", connector="directory", locator=str(source),
+                                wing="mcp-mine")
+            job_id = queued["job"]["id"]
+            with anyio.fail_after(15):
+                while (job := await call(client, "memcastle_job_get", job_id=job_id))["status"] != "completed":
+                    assert job["status"] in ("queued", "running"), job
+                    await anyio.sleep(0.05)
+            assert job["result"]["created"] >= 1 and job["requested_by"] == "mcp"
+            listed = await call(client, "memcastle_job_list", kind="mine")
+            assert job_id in {j["id"] for j in listed["jobs"]}
+
+            found = await call(client, "memcastle_search", query="zeppelin-storage power loss", wing="mcp-mine")
+            hit = found["hits"][0]
+            assert "zeppelin-storage" in hit["drawer"]["content"]
+            assert hit["origin"]["connector"] == "directory"
+            assert hit["origin"]["document"].endswith("decisions.md")
+            assert hit["drawer"]["provenance"] == {"requested_by": "job", "job_id": job_id}
+            preference = hit["signals"]["preference"]
+            assert (preference["level"], preference["connector"], preference["adjustment"]) == (
+                "high", "directory", 0.08)
+            recalled = await call(client, "memcastle_recall", query="zeppelin-storage", wing="mcp-mine")
+            assert recalled["hits"][0]["drawer"]["id"] == hit["drawer"]["id"]
+            trace = await call(client, "memcastle_explain_preference", drawer_id=hit["drawer"]["id"])
+            assert trace["drawer_id"] == hit["drawer"]["id"] and trace["result"]["level"] == "high"
+
+    run(scenario)
+
+
+def test_note_search_checkpoint_history_wake_up_and_diary(module_daemon: Any) -> None:
+    async def scenario() -> None:
+        async with connect(module_daemon.address) as client:
+            saved = await call(client, "memcastle_note", content="The staging database is called heron-7.",
+                               wing="mcp-flow", tags=["infra"], agent="tester")
+            assert saved["created"] is True
+            drawer = saved["drawer"]
+            assert drawer["source"]["agent"] == "tester" and drawer["provenance"]["requested_by"] == "mcp"
+            again = await call(client, "memcastle_note", content="The staging database is called heron-7.",
+                               wing="mcp-flow", agent="tester")
+            assert again["created"] is False and again["drawer"]["id"] == drawer["id"]
+
+            found = await call(client, "memcastle_search", query="heron-7", wing="mcp-flow", tags=["infra"])
+            assert [h["drawer"]["id"] for h in found["hits"]] == [drawer["id"]]
+            assert "origin" in found["hits"][0] and found["hits"][0]["signals"]
+
+            checkpoint = await call(client, "memcastle_checkpoint", agent="tester", items=[
+                {"content": "Decided: deploy heron-7 on Fridays only.", "wing": "mcp-flow",
+                 "fact": {"subject": "heron-7", "predicate": "part_of", "object": "staging"}}])
+            [kept] = checkpoint["drawers"]
+            assert "checkpoint" in kept["tags"] and kept["room"] == "checkpoints"
+            history = await call(client, "memcastle_history", drawer_id=kept["id"])
+            assert [v["id"] for v in history["versions"]] == [kept["id"]]
+            facts = await call(client, "memcastle_fact_list", subject="heron-7")
+            [fact] = facts["facts"]
+            assert fact["lifecycle"]["state"] == "current"
+            assert (await call(client, "memcastle_fact_history", fact_id=fact["id"]))["facts"][0]["id"] == fact["id"]
+
+            await call(client, "memcastle_diary_write", agent="tester", content="Set up heron-7; next: backups.",
+                       wing="mcp-flow")
+            woken = await call(client, "memcastle_wake_up", agent="tester", wing="mcp-flow")
+            assert "backups" in woken["diary"][0]["content"]
+            assert kept["id"] in {d["id"] for d in woken["checkpoints"]}
+            diary = await call(client, "memcastle_diary_read", agent="tester", wing="mcp-flow")
+            assert len(diary["entries"]) == 1
+            duplicates = await call(client, "memcastle_duplicates", drawer_id=drawer["id"])
+            assert duplicates["duplicates"] == []
+
+    run(scenario)
+
+
+def test_service_errors_become_tool_errors_with_message_and_help(module_daemon: Any) -> None:
+    async def scenario() -> None:
+        async with connect(module_daemon.address) as client:
+            missing = await refused(client, "memcastle_history", drawer_id="no-such-drawer")
+            assert missing.structured_content is not None and missing.structured_content["code"] == "not_found"
+            bad = await refused(client, "memcastle_search", query="x", as_of="yesterday-ish")
+            assert bad.structured_content is not None and bad.structured_content["field"] == "as_of"
+            assert "as_of" in bad.content[0].text  # type: ignore[union-attr]
+            # Pydantic validates at the edge: out-of-range and unknown values never reach the services.
+            too_many = await refused(client, "memcastle_search", query="x", limit=0)
+            assert "limit" in too_many.content[0].text  # type: ignore[union-attr]
+            await refused(client, "memcastle_search", query="x", ranking="psychic")
+
+    run(scenario)
+
+
+# --- memory modes per session ---------------------------------------------------------------------
+
+
+def test_set_mode_gates_only_the_calling_session(module_daemon: Any) -> None:
+    async def scenario() -> None:
+        async with connect(module_daemon.address) as client, connect(module_daemon.address) as other:
+            assert (await call(client, "memcastle_status"))["mode"] == "full"
+            changed = await call(client, "memcastle_set_mode", mode="read_only")
+            assert changed == {"mode": "read_only", "previous": "full", "scope": "session"}
+            note = await refused(client, "memcastle_note", content="refused in read_only", wing="mcp-modes")
+            assert note.structured_content is not None and note.structured_content["code"] == "forbidden"
+            assert "memcastle_set_mode" in note.structured_content["help"]
+            await refused(client, "memcastle_checkpoint", items=[{"content": "refused too"}])
+            await call(client, "memcastle_search", query="anything")  # reads still work
+
+            await call(client, "memcastle_set_mode", mode="disabled")
+            search = await refused(client, "memcastle_search", query="anything")
+            assert "disabled" in search.content[0].text  # type: ignore[union-attr]
+            await refused(client, "memcastle_job_list")
+            status = await call(client, "memcastle_status")
+            assert (status["mode"], status["mode_source"]) == ("disabled", "session")
+
+            # Another session keeps its own mode.
+            await call(other, "memcastle_note", content="written by the other session", wing="mcp-modes")
+            assert (await call(other, "memcastle_status"))["mode"] == "full"
+
+            await call(client, "memcastle_set_mode", mode="full")
+            await call(client, "memcastle_note", content="full again", wing="mcp-modes")
+
+    run(scenario)
+
+
+def test_an_invalid_mode_is_a_tool_error_naming_mode(module_daemon: Any) -> None:
+    async def scenario() -> None:
+        async with connect(module_daemon.address) as client:
+            result = await refused(client, "memcastle_set_mode", mode="sleepy")
+            assert result.structured_content is not None
+            assert result.structured_content["field"] == "mode"
+            assert "full, read_only, disabled" in result.content[0].text  # type: ignore[union-attr]
+            assert (await call(client, "memcastle_status"))["mode"] == "full"
+
+    run(scenario)
+
+
+def test_the_mode_header_applies_until_the_session_sets_one(module_daemon: Any) -> None:
+    async def scenario() -> None:
+        async with connect(module_daemon.address, headers={"X-MemCastle-Mode": "read_only"}) as client:
+            status = await call(client, "memcastle_status")
+            assert (status["mode"], status["mode_source"]) == ("read_only", "header")
+            await refused(client, "memcastle_note", content="refused by the header")
+            await call(client, "memcastle_set_mode", mode="full")
+            await call(client, "memcastle_note", content="allowed once the session chose full", wing="mcp-header")
+
+    run(scenario)
+
+
+def test_an_unknown_mode_header_is_refused_until_the_session_sets_a_mode(module_daemon: Any) -> None:
+    async def scenario() -> None:
+        async with connect(module_daemon.address, headers={"X-MemCastle-Mode": "loud"}) as client:
+            search = await refused(client, "memcastle_search", query="anything")
+            assert search.structured_content is not None
+            assert search.structured_content["field"] == "X-MemCastle-Mode"
+            assert (await call(client, "memcastle_set_mode", mode="read_only"))["previous"] is None
+            await call(client, "memcastle_search", query="anything")
+
+    run(scenario)
+
+
+def test_a_sessionless_client_is_told_to_use_the_header(module_daemon: Any) -> None:
+    async def scenario() -> None:
+        async with connect(module_daemon.address, mode="auto") as client:  # 2026-07-28: no sessions
+            result = await refused(client, "memcastle_set_mode", mode="read_only")
+            assert "X-MemCastle-Mode" in result.content[0].text  # type: ignore[union-attr]
+        async with connect(module_daemon.address, mode="auto", headers={"X-MemCastle-Mode": "disabled"}) as client:
+            search = await refused(client, "memcastle_search", query="anything")
+            assert search.structured_content is not None
+            assert search.structured_content["help"] == "send X-MemCastle-Mode: full or read_only"
+            assert (await call(client, "memcastle_status"))["mode"] == "disabled"
+
+    run(scenario)
+
+
+# --- DNS-rebinding defence ------------------------------------------------------------------------
+
+
+def test_a_rebinding_host_is_refused_on_mcp(module_daemon: Any) -> None:
+    with httpx.Client(base_url=module_daemon.address, trust_env=False, timeout=10) as http:
+        evil = http.post("/mcp", json=INITIALIZE, headers={**MCP_HEADERS, "Host": "evil.example"})
+        assert evil.status_code == 421
+        hostile_page = http.post("/mcp", json=INITIALIZE, headers={**MCP_HEADERS, "Origin": "http://evil.example"})
+        assert hostile_page.status_code == 403
+        local = http.post("/mcp", json=INITIALIZE, headers=MCP_HEADERS)
+        assert local.status_code == 200 and local.headers["mcp-session-id"]
+        assert http.get("/api/health").status_code == 200
+
+
+def test_configured_hosts_are_allowed(tmp_path: Path) -> None:
+    settings = load_settings(flags={"palace": str(tmp_path / "palace"), "embeddings.provider": "none",
+                                    "jobs.drain_seconds": 3.0, "mcp.allowed_hosts": ["memory.lan:*"]},
+                             env={}, config_file=None)
+    palace = build(settings)
+    palace.start()
+    try:
+        with TestClient(create_app(palace)) as http:  # as a context manager: the lifespan runs the MCP sessions
+            allowed = http.post("/mcp", json=INITIALIZE, headers={**MCP_HEADERS, "Host": "memory.lan:8420"})
+            assert allowed.status_code == 200, allowed.text
+            other = http.post("/mcp", json=INITIALIZE, headers={**MCP_HEADERS, "Host": "elsewhere.lan:8420"})
+            assert other.status_code == 421
+    finally:
+        palace.stop()
+
+
+@pytest.mark.parametrize("mode", ["full", "read_only"])
+def test_rest_modes_still_follow_the_shared_rule(client: TestClient, mode: str) -> None:
+    answer = client.post("/api/notes", json={"content": f"rest in {mode}"}, headers={"X-MemCastle-Mode": mode})
+    assert answer.status_code == (201 if mode == "full" else 403)
+    if mode == "read_only":
+        assert answer.json()["help"] == "send X-MemCastle-Mode: full to write"
+    assert client.post("/api/notes", json={"content": "x"}, headers={"X-MemCastle-Mode": "loud"}).status_code == 400
