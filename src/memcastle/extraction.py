@@ -18,10 +18,7 @@ from __future__ import annotations
 import bisect
 import json
 import math
-import os
 import re
-import signal
-import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -29,7 +26,7 @@ from typing import Any, Protocol, runtime_checkable
 import httpx
 
 from memcastle.errors import ConfigError, ProviderError
-from memcastle.search.embeddings import child_environment
+from memcastle.provider_command import ask_command, tail
 
 ENTITY_KINDS = ("person", "organization", "project", "tool", "place", "concept", "other")
 PREDICATES = ("works_on", "member_of", "depends_on", "uses", "owns", "part_of", "located_in", "related_to")
@@ -43,7 +40,6 @@ MAX_RELATIONS = 50
 MAX_NAME_CHARS = 200
 # Chat models reading a batch of drawers are far slower than an embedding call.
 DEFAULT_TIMEOUT = 120.0
-_STDERR_TAIL = 400
 
 
 @dataclass(frozen=True)
@@ -507,7 +503,7 @@ def _read_results(answer: Any, inputs: Sequence[ExtractionInput], *, who: str, m
                  max_entities: int = MAX_ENTITIES, max_relations: int = MAX_RELATIONS) -> list[Extraction]:
     """Check a provider's {"results": [...]} answer against the inputs and normalize each result."""
     if not isinstance(answer, Mapping) or not isinstance(answer.get("results"), list):
-        raise ProviderError(f'{who} answered without a "results" list: {_tail(json.dumps(answer, default=str))}')
+        raise ProviderError(f'{who} answered without a "results" list: {tail(json.dumps(answer, default=str))}')
     results: list[Any] = answer["results"]
     if len(results) != len(inputs):
         raise ProviderError(f"{who} answered {len(results)} results for {len(inputs)} texts")
@@ -550,61 +546,15 @@ class CommandProvider:
         if not inputs:
             return []
         who = f"extraction command {self._argv[0]!r}"
-        payload = json.dumps({
+        request = {
             "model": self.model,
             "texts": _request_texts(inputs),
             "entity_kinds": list(ENTITY_KINDS),
             "predicates": list(PREDICATES),
-        }).encode("utf-8")
-        try:
-            process = subprocess.Popen(
-                self._argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=child_environment(),
-                # Its own process group, so a timeout also ends whatever the command started.
-                start_new_session=True,
-            )
-        except OSError as exc:
-            raise ProviderError(f"{who} could not start: {exc}") from exc
-        try:
-            out, err = process.communicate(payload, timeout=self._timeout)
-        except subprocess.TimeoutExpired:
-            _kill(process)
-            raise ProviderError(f"{who} gave no answer within {self._timeout:g} s") from None
-        if process.returncode != 0:
-            raise ProviderError(f"{who} exited with status {process.returncode}; stderr: {_tail(err)}")
-        try:
-            answer = json.loads(out)
-        except ValueError:
-            raise ProviderError(f"{who} did not print JSON; stdout: {_tail(out)}; stderr: {_tail(err)}") from None
+        }
+        answer = ask_command(self._argv, request, timeout=self._timeout, who=who)
         return _read_results(answer, inputs, who=who, min_confidence=self._min_confidence,
                             max_entities=self._max_entities, max_relations=self._max_relations)
-
-
-def _kill(process: subprocess.Popen[bytes]) -> None:
-    try:
-        if hasattr(os, "killpg"):
-            os.killpg(process.pid, signal.SIGKILL)
-        else:
-            process.kill()
-    except (ProcessLookupError, PermissionError):
-        process.kill()
-    try:
-        process.communicate(timeout=5)
-    except subprocess.TimeoutExpired:
-        # Something escaped the process group and still holds the pipes; stop waiting for it.
-        process.kill()
-        process.wait()
-
-
-def _tail(raw: bytes | str) -> str:
-    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
-    text = text.strip()
-    if not text:
-        return "(nothing)"
-    return text if len(text) <= _STDERR_TAIL else "…" + text[-_STDERR_TAIL:]
 
 
 SYSTEM_PROMPT = f"""\
@@ -672,21 +622,21 @@ class HttpProvider:
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
             raise ProviderError(f"{who} failed: {type(exc).__name__}: {exc}") from exc
         if not response.is_success:
-            raise ProviderError(f"{who} answered HTTP {response.status_code}: {_tail(response.text)}")
+            raise ProviderError(f"{who} answered HTTP {response.status_code}: {tail(response.text)}")
         try:
             completion = response.json()
         except ValueError:
-            raise ProviderError(f"{who} did not answer JSON: {_tail(response.text)}") from None
+            raise ProviderError(f"{who} did not answer JSON: {tail(response.text)}") from None
         choice = _first_choice(completion)
         message = choice.get("message") if isinstance(choice, Mapping) else None
         content = message.get("content") if isinstance(message, Mapping) else None
         if not isinstance(content, str):
-            raise ProviderError(f"{who} answered without choices[0].message.content: {_tail(response.text)}")
+            raise ProviderError(f"{who} answered without choices[0].message.content: {tail(response.text)}")
         try:
             answer = json.loads(_unfence(content))
         except ValueError:
             cut = " (the reply was cut off at the token limit)" if choice.get("finish_reason") == "length" else ""
-            raise ProviderError(f"{who} answered content that is not JSON{cut}: {_tail(content)}") from None
+            raise ProviderError(f"{who} answered content that is not JSON{cut}: {tail(content)}") from None
         return _read_results(answer, inputs, who=who, min_confidence=self._min_confidence,
                             max_entities=self._max_entities, max_relations=self._max_relations)
 

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -26,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memcastle.errors import ConfigError, ProviderError
+from memcastle.provider_command import ask_command, tail
 
 Vectors = npt.NDArray[np.float32]
 
@@ -41,7 +40,6 @@ HTTP_BATCH = 64
 COMMAND_BATCH = 256
 DEFAULT_TIMEOUT = 30.0
 _PROBE_TEXT = "dimension probe"
-_STDERR_TAIL = 400
 
 # Measured with the shipped tokenizer: English prose runs ~5 characters per word piece and technical text ~3.3, so a
 # 500-character passage (~100-150 pieces) always fits the 256-piece window whole. On LoCoMo sessions, 500-character
@@ -311,20 +309,6 @@ def answer_matrix(rows: object, expected: int, *, who: str) -> npt.NDArray[np.fl
     return matrix.astype(np.float64)
 
 
-def _tail(raw: bytes | str) -> str:
-    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
-    text = text.strip()
-    if not text:
-        return "(nothing)"
-    return text if len(text) <= _STDERR_TAIL else "…" + text[-_STDERR_TAIL:]
-
-
-def child_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The parent's environment minus MEMCASTLE_* variables, which may hold secrets such as API keys."""
-    source = os.environ if environ is None else environ
-    return {key: value for key, value in source.items() if not key.upper().startswith("MEMCASTLE_")}
-
-
 class CommandProvider(_AnsweringProvider):
     """Runs argv (no shell), writes {"model", "texts"} JSON to stdin, reads {"embeddings"} from stdout."""
 
@@ -339,51 +323,10 @@ class CommandProvider(_AnsweringProvider):
 
     def _ask(self, texts: list[str]) -> npt.NDArray[np.floating[Any]]:
         who = f"embedding command {self._argv[0]!r}"
-        payload = json.dumps({"model": self.model, "texts": texts}).encode("utf-8")
-        try:
-            process = subprocess.Popen(
-                self._argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=child_environment(),
-                # Its own process group, so a timeout also ends whatever the command started.
-                start_new_session=True,
-            )
-        except OSError as exc:
-            raise ProviderError(f"{who} could not start: {exc}") from exc
-        try:
-            out, err = process.communicate(payload, timeout=self._timeout)
-        except subprocess.TimeoutExpired:
-            _kill(process)
-            raise ProviderError(f"{who} gave no answer within {self._timeout:g} s") from None
-        if process.returncode != 0:
-            raise ProviderError(f"{who} exited with status {process.returncode}; stderr: {_tail(err)}")
-        try:
-            answer = json.loads(out)
-        except ValueError:
-            raise ProviderError(
-                f"{who} did not print JSON; stdout: {_tail(out)}; stderr: {_tail(err)}"
-            ) from None
+        answer = ask_command(self._argv, {"model": self.model, "texts": texts}, timeout=self._timeout, who=who)
         if not isinstance(answer, dict) or "embeddings" not in answer:
-            raise ProviderError(f'{who} printed JSON without an "embeddings" list: {_tail(out)}')
+            raise ProviderError(f'{who} printed JSON without an "embeddings" list: {tail(json.dumps(answer))}')
         return answer_matrix(answer["embeddings"], len(texts), who=who)
-
-
-def _kill(process: subprocess.Popen[bytes]) -> None:
-    try:
-        if hasattr(os, "killpg"):
-            os.killpg(process.pid, signal.SIGKILL)
-        else:
-            process.kill()
-    except (ProcessLookupError, PermissionError):
-        process.kill()
-    try:
-        process.communicate(timeout=5)
-    except subprocess.TimeoutExpired:
-        # Something escaped the process group and still holds the pipes; stop waiting for it.
-        process.kill()
-        process.wait()
 
 
 class HttpProvider(_AnsweringProvider):
@@ -410,14 +353,14 @@ class HttpProvider(_AnsweringProvider):
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
             raise ProviderError(f"{who} failed: {type(exc).__name__}: {exc}") from exc
         if not response.is_success:
-            raise ProviderError(f"{who} answered HTTP {response.status_code}: {_tail(response.text)}")
+            raise ProviderError(f"{who} answered HTTP {response.status_code}: {tail(response.text)}")
         try:
             answer = response.json()
         except ValueError:
-            raise ProviderError(f"{who} did not answer JSON: {_tail(response.text)}") from None
+            raise ProviderError(f"{who} did not answer JSON: {tail(response.text)}") from None
         data = answer.get("data") if isinstance(answer, dict) else None
         if not isinstance(data, list) or not all(isinstance(item, dict) and "embedding" in item for item in data):
-            raise ProviderError(f'{who} answered without a "data" list of embeddings: {_tail(response.text)}')
+            raise ProviderError(f'{who} answered without a "data" list of embeddings: {tail(response.text)}')
         return answer_matrix([item["embedding"] for item in _by_index(data, who)], len(texts), who=who)
 
 
