@@ -61,10 +61,17 @@ class Palace:
 
 
 def open_store(settings: Settings) -> Store:
+    """SQLite in the palace directory, or PostgreSQL when `store.url` names a server (SPEC §8)."""
     url = settings["store.url"]
-    if url:
-        raise ConfigError("only the embedded SQLite store is available in this build", key="store.url")
-    return SQLiteStore(settings.palace)
+    if not url:
+        return SQLiteStore(settings.palace)
+    if not url.startswith(("postgresql://", "postgres://")):
+        raise ConfigError("must be empty (SQLite in the palace directory) or a postgresql:// URL", key="store.url")
+    from memcastle.store.postgres import PostgresStore  # psycopg is loaded only by palaces that use it
+
+    # The palace directory still holds the palace-local files (preferences.toml, tokens.json).
+    settings.palace.mkdir(parents=True, exist_ok=True)
+    return PostgresStore(url, max_connections=settings["jobs.workers"] + 8)
 
 
 def build(settings: Settings) -> Palace:

@@ -1,0 +1,154 @@
+"""The store contract for the knowledge graph and drawer similarity, run against every backend (see conftest.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from memcastle.errors import Conflict, NotFound
+from memcastle.model import (
+    Assertion,
+    DrawerLink,
+    Entity,
+    EntityHint,
+    FactLink,
+    GraphWrite,
+    Mention,
+    NewDrawer,
+    content_hash,
+    fingerprint,
+)
+from memcastle.store import Store
+
+T0 = "2024-01-01T00:00:00.000000Z"
+T1 = "2024-02-01T00:00:00.000000Z"
+T2 = "2024-03-01T00:00:00.000000Z"
+
+
+def entity(entity_id: str, name: str, kind: str = "person", at: str = T0) -> Entity:
+    return Entity(id=entity_id, name=name, kind=kind, key=name.lower(), aliases=(), created_at=at)
+
+
+def fact(fact_id: str, subject: str, predicate: str, obj: str, *, drawer: str | None = None, at: str = T0,
+         explicit: bool = False) -> Assertion:
+    return Assertion(id=fact_id, subject=subject, predicate=predicate, object=obj, confidence=0.75, valid_from=at,
+                     valid_to=None, drawer_id=drawer, extractor="test", job_id="job-1",
+                     origin={"connector": "notes", "metadata": {"b": 1, "a": 2}} if drawer else None,
+                     explicit=explicit, created_at=at)
+
+
+@pytest.fixture
+def graph(store: Store) -> tuple[Store, list[str]]:
+    """Three drawers, two people and a place, mentions and two facts."""
+    drawers = [store.add_drawer(NewDrawer(wing="w", room="r", content=f"drawer {i}")).id for i in range(3)]
+    store.apply_graph(GraphWrite(
+        extractor="test",
+        read_drawers=(drawers[0], drawers[1]),
+        entities=(entity("e-alice", "Alice"), entity("e-bob", "Bob", at=T1), entity("e-paris", "Paris", "place")),
+        aliases=(("e-alice", "Ally"), ("e-alice", "Ally"), ("e-alice", "A. Smith")),
+        hints=(EntityHint("e-alice", "e-bob", "similar_name", "both short"),),
+        mentions=(Mention(drawers[0], "e-alice", "Alice"), Mention(drawers[0], "e-paris", "Paris"),
+                  Mention(drawers[1], "e-alice", "Ally"), Mention(drawers[1], "e-bob", "Bob")),
+        assertions=(fact("f-1", "e-alice", "located_in", "e-paris", drawer=drawers[0]),
+                    fact("f-2", "e-bob", "knows", "e-alice", drawer=drawers[1], at=T1)),
+        links=(FactLink("l-1", "f-2", "f-1", "refines", "inferred", "same subject", T1, drawers[1]),),
+    ))
+    return store, drawers
+
+
+def test_a_graph_write_is_stored_and_replaying_it_changes_nothing(graph: tuple[Store, list[str]]) -> None:
+    store, drawers = graph
+    alice = store.get_entity("e-alice")
+    assert alice.aliases == ("Ally", "A. Smith") and alice.key == "alice" and alice.created_at == T0
+    assert [e.id for e in store.all_entities()] == ["e-alice", "e-paris", "e-bob"]
+    assert store.entity_alias_keys() == {"ally": ["e-alice"], "a smith": ["e-alice"]}
+    assert store.count_facts() == 2
+    first = store.get_assertion("f-1")
+    assert first == fact("f-1", "e-alice", "located_in", "e-paris", drawer=drawers[0])
+    assert list(first.origin or {}) == ["connector", "metadata"]
+    store.apply_graph(GraphWrite(
+        extractor="test", read_drawers=(drawers[0],), entities=(entity("e-alice", "Renamed"),),
+        mentions=(Mention(drawers[0], "e-alice", "Alice"),),
+        assertions=(fact("f-1", "e-alice", "other", "e-paris"),),
+    ))
+    assert store.get_entity("e-alice").name == "Alice", "an existing entity is not overwritten"
+    assert store.get_assertion("f-1").predicate == "located_in", "a replayed fact lands on the same record"
+    assert store.count_facts() == 2
+    assert store.entity_mentions("e-alice", 10) == sorted([(drawers[0], "Alice"), (drawers[1], "Ally")])
+
+
+def test_read_markers_say_what_is_left_to_extract(graph: tuple[Store, list[str]]) -> None:
+    store, drawers = graph
+    assert [d.id for d in store.drawers_to_extract("test", 10)] == [drawers[2]]
+    assert store.count_to_extract("test") == 1
+    assert store.count_to_extract("other-extractor") == 3
+    store.invalidate_drawer(drawers[2])
+    assert store.count_to_extract("test") == 0 and store.drawers_to_extract("test", 10) == []
+
+
+def test_entities_are_found_by_name_alias_and_kind(graph: tuple[Store, list[str]]) -> None:
+    store, _ = graph
+    assert [e.id for e in store.list_entities("ali", None, 10)] == ["e-alice"]
+    assert [e.id for e in store.list_entities("ALLY", None, 10)] == ["e-alice"], "ASCII case is ignored"
+    assert [e.id for e in store.list_entities(None, "place", 10)] == ["e-paris"]
+    assert [e.id for e in store.list_entities(None, None, 2)] == ["e-alice", "e-bob"]
+    assert store.list_entities("nobody", None, 10) == []
+    assert set(store.get_entities(["e-bob", "e-paris", "missing"])) == {"e-bob", "e-paris"}
+    with pytest.raises(NotFound):
+        store.get_entity("missing")
+
+
+def test_mentions_connect_drawers_and_entities(graph: tuple[Store, list[str]]) -> None:
+    store, drawers = graph
+    assert store.entities_of_drawers([drawers[0], drawers[2]]) == {drawers[0]: {"e-alice", "e-paris"}}
+    assert store.drawers_mentioning(["e-alice", "e-bob"], 10) == {
+        drawers[0]: {"e-alice"}, drawers[1]: {"e-alice", "e-bob"}}
+    assert len(store.drawers_mentioning(["e-alice"], 1)) == 1, "the limit is per entity"
+    assert store.entity_hints("e-bob") == [EntityHint("e-alice", "e-bob", "similar_name", "both short")]
+
+
+def test_facts_are_found_by_edge_drawer_and_entity(graph: tuple[Store, list[str]]) -> None:
+    store, drawers = graph
+    assert [a.id for a in store.find_assertions(subject="e-alice")] == ["f-1"]
+    assert [a.id for a in store.find_assertions(predicate="knows", object="e-alice")] == ["f-2"]
+    assert [a.id for a in store.find_assertions(drawer_ids=drawers)] == ["f-1", "f-2"]
+    assert store.find_assertions(drawer_ids=[]) == []
+    assert [a.id for a in store.find_assertions(limit=1)] == ["f-1"]
+    assert {a.id for a in store.assertions_touching(["e-alice"])} == {"f-1", "f-2"}
+    assert {a.id for a in store.assertions_touching(["e-paris"])} == {"f-1"}
+    assert set(store.get_assertions(["f-2", "nope"])) == {"f-2"}
+    with pytest.raises(NotFound):
+        store.get_assertion("nope")
+
+
+def test_a_decision_closes_opens_and_links_in_one_transaction(graph: tuple[Store, list[str]]) -> None:
+    store, _ = graph
+    replacement = fact("f-3", "e-alice", "located_in", "e-bob", at=T2, explicit=True)
+    link = FactLink("l-2", "f-3", "f-1", "supersedes", "explicit", "moved", T2)
+    store.record_decision(new=replacement, close=("f-1", T2), links=[link])
+    assert store.get_assertion("f-1").valid_to == T2
+    assert store.get_assertion("f-3").explicit is True
+    assert [link.id for link in store.links_of(["f-1"])] == ["l-1", "l-2"]
+    with pytest.raises(Conflict) as twice:
+        store.record_decision(new=fact("f-4", "e-bob", "x", "e-paris"), close=("f-1", T2))
+    assert twice.value.existing_id == "f-1"
+    with pytest.raises(NotFound):
+        store.get_assertion("f-4"), "the refused decision wrote nothing"
+    with pytest.raises(NotFound):
+        store.record_decision(close=("missing", T2))
+    assert store.links_of([]) == []
+
+
+def test_similar_drawers_are_linked_and_found_in_their_room(store: Store) -> None:
+    original = store.add_drawer(NewDrawer(wing="w", room="r", content="Hello, World!"))
+    exact = store.add_drawer(NewDrawer(wing="w", room="r", content="Hello, World!"))
+    loose = store.add_drawer(NewDrawer(wing="w", room="r", content="hello world"))
+    store.add_drawer(NewDrawer(wing="w", room="elsewhere", content="Hello, World!"))
+    found = store.similar_in_room("w", "r", content_hash("Hello, World!"), fingerprint("Hello, World!"),
+                                  exclude=[exact.id])
+    assert found == [(original.id, "exact"), (loose.id, "normalized")]
+    store.add_drawer_links([DrawerLink(exact.id, original.id, "exact", 1.0, T0),
+                            DrawerLink(loose.id, original.id, "normalized", 0.98, T1)])
+    store.add_drawer_links([DrawerLink(exact.id, original.id, "exact", 1.0, T2)])
+    assert store.drawer_links(original.id) == [DrawerLink(exact.id, original.id, "exact", 1.0, T0),
+                                               DrawerLink(loose.id, original.id, "normalized", 0.98, T1)]
+    assert store.drawer_links(loose.id) == [DrawerLink(loose.id, original.id, "normalized", 0.98, T1)]
