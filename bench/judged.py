@@ -31,6 +31,7 @@ same files disagree on up to a sixth of the hybrid queries.
     python bench/judged.py                       # all three rankings and the preference set; prints the tables
     python bench/judged.py --write-baseline      # ... and writes eval/judged/baseline.json
     python bench/judged.py --rankings lexical --verbose
+    python bench/judged.py --store postgresql://…    # the same on PostgreSQL, compared with the SQLite baseline
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ CATEGORIES = ("lexical", "paraphrase", "scoped", "temporal", "graph-ready")
 METRICS = ("recall@5", "recall@10", "ndcg@10", "mrr", "recall+graph")
 LIMIT = 10
 TOLERANCE = 0.02
+PARITY = 0.03  # another store backend answers the judged set within this of the SQLite baseline, both ways
 START = "start"  # the instant before anything was mined
 EPSILON = 1e-9
 
@@ -269,13 +271,15 @@ def load_preferences(corpus: Corpus, path: Path | None = None) -> PreferenceSet:
 # ---------------------------------------------------------------------------------------------------------- the palace
 
 
-def open_settings(workdir: Path) -> Settings:
-    """Settings for a palace under `workdir`: builtin embeddings on 2 threads, no user config file."""
+def open_settings(workdir: Path, store_url: str = "") -> Settings:
+    """Settings for a palace under `workdir`: builtin embeddings on 2 threads, no user config file; kept in SQLite
+    in the palace directory, or in the PostgreSQL database `store_url` names."""
     config = workdir / "config.toml"
     if not config.exists():
         config.write_text("", encoding="utf-8")
     return load_settings(
-        flags={"palace": str(workdir / "palace"), "embeddings.provider": "builtin", "embeddings.threads": 2},
+        flags={"palace": str(workdir / "palace"), "embeddings.provider": "builtin", "embeddings.threads": 2,
+               "store.url": store_url},
         env={}, config_file=config,
     )
 
@@ -290,6 +294,7 @@ class MinedPalace:
     instants: dict[str, str]  # "start", "0", "1", … → the instant after that step's mine
     sources: dict[str, str]  # source id → mined folder (its path under the corpus root)
     timings: dict[str, float] = field(default_factory=dict)
+    store_url: str = ""  # empty: SQLite in the palace directory
 
     @property
     def services(self) -> Any:
@@ -421,14 +426,15 @@ def _tick() -> str:
     return now
 
 
-def build_palace(workdir: Path, corpus: Corpus | None = None, *, timeout: float = 300.0) -> MinedPalace:
+def build_palace(workdir: Path, corpus: Corpus | None = None, *, timeout: float = 300.0,
+                 store_url: str = "") -> MinedPalace:
     """Copy the sources, build and start a palace, mine step 0, then every supersession step, embedding as it goes."""
     corpus = corpus or load_corpus()
     sources_root = workdir / "sources"
     for mine in corpus.mines:
         shutil.copytree(corpus.root / mine.path, sources_root / mine.path, dirs_exist_ok=True)
     started = time.monotonic()
-    palace = build(open_settings(workdir))
+    palace = build(open_settings(workdir, store_url))
     palace.start()
     timings: dict[str, float] = {"start": time.monotonic() - started}
     try:
@@ -449,7 +455,7 @@ def build_palace(workdir: Path, corpus: Corpus | None = None, *, timeout: float 
         raise
     timings["mine_and_embed"] = time.monotonic() - started
     return MinedPalace(palace=palace, corpus=corpus, workdir=workdir, instants=instants, sources=sources,
-                       timings=timings)
+                       timings=timings, store_url=store_url)
 
 
 def reopen_with_policy(mined: MinedPalace, policy_toml: str | None, *, timeout: float = 60.0) -> MinedPalace:
@@ -460,7 +466,7 @@ def reopen_with_policy(mined: MinedPalace, policy_toml: str | None, *, timeout: 
         policy_file.unlink(missing_ok=True)
     else:
         policy_file.write_text(policy_toml, encoding="utf-8")
-    palace = build(open_settings(mined.workdir))
+    palace = build(open_settings(mined.workdir, mined.store_url))
     palace.start()
     try:
         wait_for_background(palace, timeout)
@@ -468,7 +474,7 @@ def reopen_with_policy(mined: MinedPalace, policy_toml: str | None, *, timeout: 
         palace.stop()
         raise
     return MinedPalace(palace=palace, corpus=mined.corpus, workdir=mined.workdir, instants=mined.instants,
-                       sources=mined.sources, timings=mined.timings)
+                       sources=mined.sources, timings=mined.timings, store_url=mined.store_url)
 
 
 # ------------------------------------------------------------------------------------------------------------- scoring
@@ -638,6 +644,46 @@ def summarize(outcomes: Sequence[Outcome]) -> dict[str, dict[str, float]]:
         for metric in METRICS:
             table[name][metric] = round(sum(o.metrics[metric] for o in members) / len(members), 4)
     return table
+
+
+@dataclass(frozen=True)
+class Gap:
+    """One metric of one category measured on another backend, against the SQLite baseline."""
+
+    ranking: str
+    category: str
+    metric: str
+    measured: float
+    baseline: float
+
+    @property
+    def difference(self) -> float:
+        return self.measured - self.baseline
+
+    def __str__(self) -> str:
+        return (f"{self.ranking}/{self.category} {self.metric}: {self.measured:.4f} vs {self.baseline:.4f} "
+                f"({self.difference:+.4f})")
+
+
+def parity_gaps(current: Mapping[str, Mapping[str, float]], baseline: Mapping[str, Mapping[str, float]],
+                ranking: str) -> list[Gap]:
+    """Every metric of every category, measured against its baseline."""
+    return [Gap(ranking, category, metric, current[category][metric], expected[metric])
+            for category, expected in baseline.items() if category in current for metric in METRICS]
+
+
+def parity_problems(current: Mapping[str, Mapping[str, float]], baseline: Mapping[str, Mapping[str, float]],
+                    ranking: str, parity: float = PARITY) -> list[str]:
+    """Where another backend is not at parity with the SQLite baseline: any metric over all queries more than
+    `parity` away in either direction, or any metric of a category more than `parity` below it.
+
+    A category holds 10 to 14 queries, so one query answered differently moves its metrics by 0.07 to 0.14: a
+    category may come out better on another backend (the stemmers differ), never worse."""
+    problems = []
+    for gap in parity_gaps(current, baseline, ranking):
+        if abs(gap.difference) > parity + EPSILON and (gap.category == "all" or gap.difference < 0):
+            problems.append(str(gap))
+    return problems
 
 
 def regressions(current: Mapping[str, Mapping[str, float]], baseline: Mapping[str, Mapping[str, float]],
@@ -882,14 +928,16 @@ class Evaluation:
     timings: dict[str, float]
 
 
-def evaluate(workdir: Path, rankings: Sequence[str] = RANKINGS, corpus: Corpus | None = None) -> Evaluation:
+def evaluate(workdir: Path, rankings: Sequence[str] = RANKINGS, corpus: Corpus | None = None, *,
+             store_url: str = "") -> Evaluation:
     """The whole run in `workdir`: mine the corpus, check the data, run the judged set under each ranking, then
-    restart the palace with the set's policy and run the preference set."""
+    restart the palace with the set's policy and run the preference set. `store_url` (a postgresql:// URL of an
+    empty palace) keeps the palace in PostgreSQL instead of SQLite."""
     started = time.monotonic()
     corpus = corpus or load_corpus()
     queries = load_queries(corpus)
     preferences = load_preferences(corpus)
-    mined = build_palace(workdir, corpus)
+    mined = build_palace(workdir, corpus, store_url=store_url)
     try:
         drawers = mined.all_drawers()
         problems = validate(mined, queries, preferences)
@@ -912,10 +960,11 @@ def evaluate(workdir: Path, rankings: Sequence[str] = RANKINGS, corpus: Corpus |
     )
 
 
-def measure(rankings: Sequence[str] = RANKINGS, *, verbose: bool = False, out: Any = sys.stdout) -> Evaluation:
+def measure(rankings: Sequence[str] = RANKINGS, *, verbose: bool = False, out: Any = sys.stdout,
+            store_url: str = "") -> Evaluation:
     """`evaluate` in a temporary folder, with the tables printed."""
     with tempfile.TemporaryDirectory(prefix="memcastle-judged-") as folder:
-        run = evaluate(Path(folder), rankings)
+        run = evaluate(Path(folder), rankings, store_url=store_url)
     print(f"corpus: {run.corpus['documents']} documents, {run.corpus['drawers']} drawers ({run.corpus['current']} "
           f"current); mined, embedded and extracted in {run.timings['mine_and_embed']:.1f} s", file=out)
     print(format_table(run.tables), file=out)
@@ -959,7 +1008,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="comma-separated subset of lexical, semantic, hybrid")
     parser.add_argument("--write-baseline", action="store_true", help="write eval/judged/baseline.json")
     parser.add_argument("--verbose", action="store_true", help="list every query that misses, with its top hits")
+    parser.add_argument("--store", default="", metavar="URL",
+                        help="keep the palace in this (empty) PostgreSQL database and compare every metric with "
+                             f"the SQLite baseline (parity: within {PARITY})")
     args = parser.parse_args(argv)
+    if args.store and args.write_baseline:
+        parser.error("the baseline is measured on SQLite; drop --store")
     args.rankings = tuple(r.strip() for r in args.rankings.split(",") if r.strip())
     unknown = set(args.rankings) - set(RANKINGS)
     if unknown:
@@ -969,7 +1023,20 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    run = measure(args.rankings, verbose=args.verbose)
+    run = measure(args.rankings, verbose=args.verbose, store_url=args.store)
+    if args.store:
+        baseline = json.loads((ROOT / "baseline.json").read_text(encoding="utf-8"))
+        print(f"against the SQLite baseline (parity: all queries within {PARITY}, no category more than {PARITY} "
+              "below):")
+        problems = []
+        for ranking in args.rankings:
+            expected = baseline["metrics"][ranking]
+            for gap in parity_gaps(run.tables[ranking], expected, ranking):
+                if gap.category == "all" or abs(gap.difference) > PARITY:
+                    print(f"  {gap}")
+            problems.extend(parity_problems(run.tables[ranking], expected, ranking))
+        print("parity: " + ("ok" if not problems else "NOT met:\n  " + "\n  ".join(problems)))
+        return 1 if problems else 0
     unexpected = [o for o in run.preferences if not o.passed and not o.known_failure]
     if args.write_baseline:
         if run.problems or unexpected:

@@ -17,19 +17,27 @@ from pathlib import Path
 
 from common import command_line, median, open_palace, wait_for, write_section
 
-WORDS = ("palace drawer search memory agent commit vector token query index budget cursor revision chunk "
-         "wing room fact entity source preference lexical semantic hybrid fusion rank daemon job lease").split()
+def vocabulary(rng: random.Random, size: int = 5000) -> list[str]:
+    """Made-up words, so files share a realistic amount of text (a tiny vocabulary makes every file a near copy)."""
+    syllables = ["ka", "lo", "mi", "ne", "su", "ta", "ri", "po", "ve", "da", "zu", "fe", "go", "hi", "ju", "wo"]
+    words: set[str] = set()
+    while len(words) < size:
+        words.add("".join(rng.choice(syllables) for _ in range(rng.randint(2, 4))))
+    return sorted(words)
 
 
 def generate(root: Path, files: int, seed: int = 7) -> int:
-    """A project-like tree: nested folders, code and prose files of 0.5–6 KB. Returns total bytes."""
+    """A project-like tree: nested folders, code and prose files of 0.5–6 KB with Zipf-distributed words."""
     rng = random.Random(seed)
+    words = vocabulary(rng)
+    weights = [1 / (rank + 1) for rank in range(len(words))]
     total = 0
     for index in range(files):
         folder = root / f"pkg{index % 37:02d}" / f"sub{index % 11}"
         folder.mkdir(parents=True, exist_ok=True)
         suffix = rng.choice((".py", ".md", ".ts", ".txt", ".toml"))
-        paragraphs = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(20, 120))) for _ in range(rng.randint(1, 8))]
+        paragraphs = [" ".join(rng.choices(words, weights, k=rng.randint(20, 120)))
+                      for _ in range(rng.randint(1, 8))]
         text = f"# file {index}\n\n" + "\n\n".join(paragraphs) + "\n"
         (folder / f"f{index:05d}{suffix}").write_text(text, encoding="utf-8")
         total += len(text)

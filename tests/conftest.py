@@ -21,6 +21,7 @@ from memcastle.api.app import create_app
 from memcastle.app import Palace, build
 from memcastle.config import Settings, load_settings
 from memcastle.registry import DaemonEntry, find_daemon, registry_file
+from postgres_support import PostgresServer, session_server
 
 # `python -c` is the console entry without needing the installed script on PATH.
 ENTRY = [sys.executable, "-c", "from memcastle.cli.main import run; run()"]
@@ -109,6 +110,13 @@ def client(palace: Palace) -> Iterator[TestClient]:
     """The daemon's real HTTP surface, in-process."""
     with TestClient(create_app(palace), raise_server_exceptions=False) as http:
         yield http
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """The session's PostgreSQL server (with pgvector) and a migrated template database; see
+    tests/postgres_support.py. Skipped when none can be had — failed instead under `CI=true`."""
+    yield from session_server()
 
 
 # --- polling --------------------------------------------------------------------------------------

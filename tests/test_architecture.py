@@ -13,6 +13,7 @@ LAYERS = {
     "store": 1,
     "search": 2, "mining": 2, "chunking": 2, "miners": 2, "integrity": 2, "jobs": 2, "connectors": 2,
     "preferences": 2, "facts": 2, "extraction": 2, "dedup": 2, "embedding": 2, "entities": 2, "knowledge": 2, "credentials": 2, "provider_command": 2,
+    "palace_copy": 2,
     "services": 3,
     "app": 4,
     "api": 5, "cli": 5, "daemon": 5, "mcp": 5, "web": 5,

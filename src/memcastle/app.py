@@ -14,8 +14,9 @@ from memcastle.extraction import build_extraction_provider
 from memcastle.knowledge import ExtractionSweep
 from memcastle.miners import load_miners
 from memcastle.mining import MinePipeline
-from memcastle.config import Settings
-from memcastle.errors import ConfigError
+from memcastle.palace_copy import CopyReport, Progress, copy_palace
+from memcastle.config import Settings, state_dir
+from memcastle.errors import ConfigError, Conflict, NotFound
 from memcastle.jobs.context import JobHandler
 from memcastle.jobs.queue import JobQueue
 from memcastle.jobs.worker import WorkerPool
@@ -27,7 +28,8 @@ from memcastle.search.engine import FusionWeights, SearchEngine
 from memcastle.search.semantic import SemanticIndex
 from memcastle.services import Services
 from memcastle.store import Store
-from memcastle.store.sqlite import SQLiteStore
+from memcastle.registry import find_daemon
+from memcastle.store.sqlite import DB_FILE, SQLiteStore
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +76,31 @@ def open_store(settings: Settings) -> Store:
     return PostgresStore(url, max_connections=settings["jobs.workers"] + 8)
 
 
+def migrate_palace(settings: Settings, url: str, *, progress: Progress | None = None) -> CopyReport:
+    """`memcastle migrate --to URL`: copy the embedded palace of `settings.palace` into the PostgreSQL palace at
+    `url`, locally. The palace must be at rest (no daemon serves it) and the target empty."""
+    if not url.startswith(("postgresql://", "postgres://")):
+        raise ConfigError("must be a postgresql:// URL", key="--to")
+    running, _ = find_daemon(state_dir(), settings.palace)
+    if running is not None:
+        raise Conflict(f"palace {settings.palace} is served by pid {running.pid} at {running.address}",
+                       help="stop it first (memcastle shutdown): migrate copies a palace at rest")
+    if not (settings.palace / DB_FILE).is_file():
+        raise NotFound(f"no embedded palace in {settings.palace} (no {DB_FILE})",
+                       help="point --palace at the palace directory to copy")
+    from memcastle.store.postgres import PostgresStore
+
+    source = SQLiteStore(settings.palace)
+    try:
+        target = PostgresStore(url, max_connections=2)
+        try:
+            return copy_palace(source, target, progress=progress)
+        finally:
+            target.close()
+    finally:
+        source.close()
+
+
 def build(settings: Settings) -> Palace:
     """Build (not start) the palace the settings name; migrations run here, so a failure stops start-up."""
     miners = load_miners(settings.tables.get("miners"))
@@ -111,7 +138,8 @@ def build(settings: Settings) -> Palace:
         pending=(lambda: store.count_missing_embeddings(model_key(provider))) if provider.is_enabled else None,
         policy=policy,
     )
-    pool = WorkerPool(store, handlers, workers=settings["jobs.workers"], lease_seconds=settings["jobs.lease_seconds"])
+    pool = WorkerPool(store, handlers, workers=settings["jobs.workers"], lease_seconds=settings["jobs.lease_seconds"],
+                      shared=store.backend != "sqlite")
     queue = JobQueue(store, pool)
     services = Services(store=store, queue=queue, search=search, palace=settings.palace,
                         connectors=connectors, miners=miners, embeddings=provider, policy=policy,

@@ -1,21 +1,39 @@
 """Drawer dedup (SPEC §4): exact, normalized and near copies within a room are linked, never merged.
 
 Two independent sources saying the same thing are two pieces of evidence, so mined drawers are always stored and
-linked (`similar_to`). Near copies are found among lexical candidates from the same room and confirmed by the
-Jaccard similarity of character 5-grams of the normalized text.
+linked (`similar_to`). Near copies are found through MinHash: each drawer's character 5-gram set gets a 32-value
+signature cut into 8 bands of 4; drawers of the same room sharing band keys are candidates, confirmed by the exact
+Jaccard similarity of their 5-gram sets. With 8 bands of 4, a pair at similarity 0.9 shares a band with probability
+0.997 in at least two bands (required), while a pair at 0.5 does so with probability 0.085; a lookup costs one
+indexed query whatever the size of the room.
 """
 
 from __future__ import annotations
 
+import hashlib
+import zlib
+
+import numpy as np
+import numpy.typing as npt
+
 from memcastle.clock import utc_now
-from memcastle.model import Drawer, DrawerLink, Scope, normalize_text
-from memcastle.search.lexical import match_expression, query_terms
+from memcastle.model import Drawer, DrawerLink, normalize_text
 from memcastle.store import Store
 
 NEAR_MIN_CHARS = 12
 SHINGLE = 5
-CANDIDATES = 10
-PROBE_TERMS = 12
+BANDS = 8
+ROWS = 4
+CANDIDATES = 20
+# A pair at similarity 0.9 shares 2+ of 8 bands with probability 0.997; a pair at 0.5 only 0.085: the exact check
+# runs on few drawers even in a room of look-alike files.
+MIN_SHARED_BANDS = 2
+ESTIMATE_SLACK = 0.15
+_PRIME = np.uint64((1 << 31) - 1)
+# Fixed coefficients: signatures must be comparable across runs and daemons.
+_RANDOM = np.random.default_rng(20261129)
+_A = _RANDOM.integers(1, int(_PRIME), size=BANDS * ROWS, dtype=np.uint64)
+_B = _RANDOM.integers(0, int(_PRIME), size=BANDS * ROWS, dtype=np.uint64)
 
 
 def shingles(text: str) -> set[str]:
@@ -32,40 +50,75 @@ def similarity(a: str, b: str) -> float:
     return len(left & right) / union if union else 1.0
 
 
+def gram_hashes(text: str) -> npt.NDArray[np.uint64]:
+    """31-bit hashes of the distinct 5-byte windows of the normalized text, computed with numpy in one pass."""
+    data = np.frombuffer(normalize_text(text).encode("utf-8"), dtype=np.uint8).astype(np.uint64)
+    if len(data) < SHINGLE:
+        return np.array([zlib.crc32(data.tobytes()) % int(_PRIME)], dtype=np.uint64)
+    windows = data[: len(data) - 4]
+    for offset in range(1, SHINGLE):
+        windows = windows | (data[offset : len(data) - 4 + offset] << np.uint64(8 * offset))
+    # Multiplicative hashing (wrapping in uint64 on purpose), top 31 bits kept.
+    return (np.unique(windows) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(33)
+
+
+def signature(text: str) -> npt.NDArray[np.uint64]:
+    """MinHash: for each of 32 universal hash functions, the smallest value over the text's 5-gram hashes."""
+    hashes = gram_hashes(text)
+    # (a·h + b) mod p with a, h < 2^31 stays below 2^63: no overflow in uint64.
+    return ((_A[:, None] * hashes[None, :] + _B[:, None]) % _PRIME).min(axis=1)
+
+
+def band_keys(wing: str, room: str, values: npt.NDArray[np.uint64]) -> list[int]:
+    """One signed 64-bit key per band of a signature, scoped to the room."""
+    keys = []
+    for band in range(BANDS):
+        digest = hashlib.blake2b(f"{wing}\x00{room}\x00{band}\x00".encode("utf-8")
+                                 + values[band * ROWS : (band + 1) * ROWS].tobytes(), digest_size=8).digest()
+        keys.append(int.from_bytes(digest, "little", signed=True))
+    return keys
+
+
 class DuplicateFinder:
-    """Finds the current drawers of the same room that say the same as a given drawer."""
+    """Finds and links the current drawers of the same room that say the same as a given drawer."""
 
     def __init__(self, store: Store, near_threshold: float) -> None:
         self._store = store
         self._threshold = near_threshold
 
-    def links_for(self, drawer: Drawer) -> list[DrawerLink]:
+    def links_for(self, drawer: Drawer, values: npt.NDArray[np.uint64] | None,
+                  bands: list[int]) -> list[DrawerLink]:
         now = utc_now()
         found: dict[str, DrawerLink] = {}
         for other, verdict in self._store.similar_in_room(drawer.wing, drawer.room, drawer.content_hash,
                                                           drawer.fingerprint, exclude=[drawer.id]):
             found[other] = DrawerLink(drawer.id, other, verdict, 1.0, now)
-        if len(normalize_text(drawer.content)) >= NEAR_MIN_CHARS:
-            for other in self._near(drawer):
-                if other.id not in found:
-                    score = similarity(drawer.content, other.content)
-                    if score >= self._threshold:
-                        found[other.id] = DrawerLink(drawer.id, other.id, "near", round(score, 4), now)
+        if bands:
+            candidates = [i for i in self._store.drawers_sharing_bands(bands, CANDIDATES, at_least=MIN_SHARED_BANDS)
+                          if i != drawer.id and i not in found]
+            assert values is not None
+            # The signatures estimate similarity (±0.05 at 0.9); only plausible pairs have their text compared.
+            estimates = {i: float(np.mean(np.frombuffer(s, dtype=np.uint64) == values))
+                         for i, s in self._store.drawer_signatures(candidates).items()}
+            plausible = [i for i in candidates if estimates.get(i, 1.0) >= self._threshold - ESTIMATE_SLACK]
+            grams = shingles(drawer.content) if plausible else set()
+            for other in self._store.get_drawers(plausible).values():
+                if not other.is_current or (other.wing, other.room) != (drawer.wing, drawer.room):
+                    continue
+                other_grams = shingles(other.content)
+                union = len(grams | other_grams)
+                score = len(grams & other_grams) / union if union else 1.0
+                if score >= self._threshold:
+                    found[other.id] = DrawerLink(drawer.id, other.id, "near", round(score, 4), now)
         return list(found.values())
 
-    def _near(self, drawer: Drawer) -> list[Drawer]:
-        terms = sorted(query_terms(drawer.content), key=len, reverse=True)[:PROBE_TERMS]
-        expression = match_expression(terms, require_all=False)
-        if expression is None:
-            return []
-        candidates = self._store.lexical_candidates(expression, Scope(wing=drawer.wing, room=drawer.room), None,
-                                                    False, CANDIDATES + 1)
-        ids = [c.drawer_id for c in candidates if c.drawer_id != drawer.id][:CANDIDATES]
-        return list(self._store.get_drawers(ids).values())
-
     def link(self, drawer: Drawer) -> int:
-        """Record the links of `drawer`; returns how many it has."""
-        links = self.links_for(drawer)
+        """Index the drawer's bands and record its links; returns how many it has."""
+        values = signature(drawer.content) if len(normalize_text(drawer.content)) >= NEAR_MIN_CHARS else None
+        bands = band_keys(drawer.wing, drawer.room, values) if values is not None else []
+        links = self.links_for(drawer, values, bands)
+        if values is not None:
+            self._store.add_drawer_bands(drawer.id, bands, values.astype(np.uint64).tobytes())
         if links:
             self._store.add_drawer_links(links)
         return len(links)

@@ -590,10 +590,6 @@ def test_re_embedding_replaces_a_drawers_vectors(store: Store) -> None:
     replacement = unit_rows(1, 8, seed=9)
     store.put_embeddings("m", [(drawer.id, replacement)])
     ids, matrix, _ = store.load_embeddings("m", last, 8)
-    if store.backend == "sqlite" and not ids:
-        # embedding.id is INTEGER PRIMARY KEY without AUTOINCREMENT: after the drawer's rows (the newest ones) are
-        # deleted, the replacement reuses their ids, which the incremental load has already passed.
-        pytest.xfail("known SQLite store bug: re-embedded vectors reuse ids at or below the last loaded id")
     assert ids == [drawer.id] and np.array_equal(matrix, replacement)
 
 
@@ -918,3 +914,14 @@ def test_drawer_places_name_wing_room_kind_and_connector(store: Store) -> None:
         manual.id: ("proj", "notes", "note", None),
     }
     assert store.drawer_places([]) == {}
+
+
+def test_drawers_sharing_a_band_key_are_found_and_others_are_not(store: Store) -> None:
+    first = store.add_drawer(note("the first text of two"))
+    second = store.add_drawer(note("the second text of two"))
+    store.add_drawer_bands(first.id, [11, -22, 2**62])
+    store.add_drawer_bands(second.id, [33, 2**62])
+    store.add_drawer_bands(second.id, [33])  # idempotent
+    assert set(store.drawers_sharing_bands([2**62], 10)) == {first.id, second.id}
+    assert store.drawers_sharing_bands([-22], 10) == [first.id]
+    assert store.drawers_sharing_bands([44], 10) == [] and store.drawers_sharing_bands([], 10) == []

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from memcastle.cli import render
 from memcastle.cli.client import DaemonClient
@@ -101,6 +102,34 @@ def serve(
     from memcastle.daemon import serve as run_daemon
 
     run_daemon(_inv(ctx).settings(**{"server.host": host, "server.port": port}))
+
+
+@app.command()
+def migrate(
+    ctx: typer.Context,
+    to: Annotated[str, typer.Option("--to", help="postgresql://user:password@host:port/database — an empty palace")],
+) -> None:
+    """Copy this embedded (SQLite) palace into PostgreSQL. Runs here, not through the daemon: stop the palace's
+    daemon first. The target must be empty; the copy is one transaction, so a failed copy leaves it empty."""
+    from memcastle.app import migrate_palace
+
+    inv = _inv(ctx)
+    settings = inv.settings()
+
+    def progress(table: str, rows: int, done: bool) -> None:
+        if done and not inv.as_json:
+            render.console.print(f"  {table:16} {rows:>9} rows")
+
+    if not inv.as_json:
+        render.console.print(f"copying {escape(str(settings.palace))} into PostgreSQL …")
+    report = migrate_palace(settings, to, progress=progress)
+    if inv.as_json:
+        render.print_json(report.to_json())
+        return
+    render.console.print(f"[green]copied[/green] {report.rows} rows in {report.seconds:.1f} s into "
+                         f"{escape(report.target)}")
+    render.console.print("[dim]serve it from there: set store.url (config.toml) or MEMCASTLE_STORE_URL to that "
+                         "URL, then memcastle serve. Jobs were not copied; the SQLite palace is left as it was.[/dim]")
 
 
 @app.command()
@@ -798,6 +827,7 @@ def run() -> None:
 
 
 def _report(exc: MemCastleError) -> None:
-    render.errors.print(f"[red]error:[/red] {exc.message}")
+    # Messages quote user data (paths, names, `[/socket/dir]` locations): printed as text, never as markup.
+    render.errors.print(f"[red]error:[/red] {escape(exc.message)}")
     if exc.help:
-        render.errors.print(f"[dim]hint: {exc.help}[/dim]")
+        render.errors.print(f"[dim]hint: {escape(exc.help)}[/dim]")

@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Callable, Mapping
 
 from memcastle.clock import utc_now
-from memcastle.errors import Conflict
+from memcastle.errors import Conflict, IllegalTransition
 from memcastle.jobs.context import JobContext, JobHandler, JobStopped
 from memcastle.model import Job, JobStatus
 from memcastle.store import Store
@@ -21,13 +21,40 @@ log = logging.getLogger(__name__)
 
 RECOVERY_BUDGET = 3
 
+# Owners of the pools of this process that are running (started, not yet drained).
+_LIVE_OWNERS: set[str] = set()
+
+
+def owner_is_dead(owner: str | None) -> bool:
+    """Whether a lease owner (`host:pid:nonce`) is provably gone: a process of this host that no longer exists, or a
+    pool of this very process that is no longer running. Owners on other hosts are never judged dead here — their
+    leases expire instead. (Daemons in containers need distinct host names, which is the default.)"""
+    if owner is None:
+        return True
+    host, _, rest = owner.partition(":")
+    pid_text = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return False
+    pid = int(pid_text)
+    if pid == os.getpid():
+        return owner not in _LIVE_OWNERS
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False  # alive, under another user
+    return False
+
 
 class WorkerPool:
     """`workers` threads that run job handlers; `drain()` stops them at the next unit boundary."""
 
     def __init__(self, store: Store, handlers: Mapping[str, JobHandler], *, workers: int,
-                 lease_seconds: float) -> None:
+                 lease_seconds: float, shared: bool = False) -> None:
         self._store = store
+        # Several daemons may serve a shared palace (PostgreSQL) at once: their running jobs are theirs, not ours.
+        self._shared = shared
         self.on_finished: Callable[[Job], None] | None = None  # follow-ups of a finished job
         self._handlers = dict(handlers)
         self._workers = workers
@@ -35,6 +62,7 @@ class WorkerPool:
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._wakeup = threading.Event()
         self._stopping = threading.Event()
+        self._halted = threading.Event()
         self._threads: list[threading.Thread] = []
         self._active: dict[str, threading.Thread] = {}
         self._active_lock = threading.Lock()
@@ -44,27 +72,50 @@ class WorkerPool:
         return tuple(self._handlers)
 
     def recover(self) -> list[Job]:
-        """Requeue jobs a dead daemon left running, within the recovery budget; fail the rest with a reason."""
+        """Requeue jobs a dead daemon left running, within the recovery budget; fail the rest with a reason.
+
+        One daemon per palace (SQLite): every running job was left by a dead daemon, so all of them are recovered.
+        A shared palace (PostgreSQL): other daemons may be running their jobs right now, so only jobs whose owner is
+        provably dead — a process of this host that no longer exists — are recovered here. Any other running job is
+        left alone: if its daemon died, `claim_next_job` takes it over once its lease has expired, judged on the
+        database's clock (the one clock every daemon shares) and with the same recovery budget."""
         recovered = []
         for job in self._store.running_jobs():
-            if job.recovery_attempts < RECOVERY_BUDGET:
-                recovered.append(self._store.transition_job(
-                    job.id, JobStatus.QUEUED, recovery_attempts=job.recovery_attempts + 1, lease_owner=None,
-                    lease_expires_at=None,
-                ))
-            else:
-                recovered.append(self._store.transition_job(
-                    job.id, JobStatus.FAILED, finished_at=utc_now(), lease_owner=None, lease_expires_at=None,
-                    error=f"interrupted by a daemon crash {job.recovery_attempts + 1} times; recovery budget "
-                          f"({RECOVERY_BUDGET}) spent — retry it once the cause is fixed",
-                ))
+            if self._shared and not owner_is_dead(job.lease_owner):
+                continue
+            # On a shared palace the transition is fenced by the owner we saw: a job another daemon has claimed in
+            # the meantime is not touched.
+            owner = job.lease_owner if self._shared else None
+            try:
+                if job.recovery_attempts < RECOVERY_BUDGET:
+                    recovered.append(self._store.transition_job(
+                        job.id, JobStatus.QUEUED, owner=owner, recovery_attempts=job.recovery_attempts + 1,
+                        lease_owner=None, lease_expires_at=None,
+                    ))
+                else:
+                    recovered.append(self._store.transition_job(
+                        job.id, JobStatus.FAILED, owner=owner, finished_at=utc_now(), lease_owner=None,
+                        lease_expires_at=None,
+                        error=f"interrupted by a daemon crash {job.recovery_attempts + 1} times; recovery budget "
+                              f"({RECOVERY_BUDGET}) spent — retry it once the cause is fixed",
+                    ))
+            except (Conflict, IllegalTransition):
+                if not self._shared:
+                    raise
+                log.info("job %s changed hands while it was being recovered; left to its new owner", job.id)
         return recovered
 
     def start(self) -> None:
+        _LIVE_OWNERS.add(self.owner)
         for index in range(self._workers):
             thread = threading.Thread(target=self._loop, name=f"memcastle-worker-{index}", daemon=True)
             thread.start()
             self._threads.append(thread)
+        if self._shared:
+            # Another daemon takes a job over once its lease expires, so a live daemon keeps the leases of its
+            # running jobs fresh even through a unit of work longer than the lease (a slow provider call).
+            heartbeat = threading.Thread(target=self._renew_leases, name="memcastle-leases", daemon=True)
+            heartbeat.start()
 
     def wake(self) -> None:
         self._wakeup.set()
@@ -89,7 +140,31 @@ class WorkerPool:
                 requeued.append(job.id)
             except Conflict:
                 pass
+        self._halted.set()
+        _LIVE_OWNERS.discard(self.owner)
         return requeued
+
+    def _renew_leases(self) -> None:
+        """Renew the lease of every job this pool runs, a few times per lease, until the pool has drained.
+
+        The lease says "this daemon is alive", not "this unit of work is quick": progress is what checkpoints
+        record. A renewal the store refuses means another daemon has taken the job over; the worker learns it at
+        its next checkpoint, which is fenced by the same lease."""
+        interval = max(0.1, self._lease_seconds / 3)
+        while not self._halted.wait(interval):
+            with self._active_lock:
+                running = list(self._active)
+            for job_id in running:
+                try:
+                    renewed = self._store.renew_job_lease(job_id, self.owner, self._lease_seconds)
+                except Exception:  # noqa: BLE001 - a failed renewal is retried next round; the lease may lapse
+                    log.exception("renewing the lease of job %s failed", job_id)
+                    continue
+                if not renewed:
+                    with self._active_lock:
+                        lost = self._active.pop(job_id, None) is not None  # else it just finished here
+                    if lost:
+                        log.warning("job %s lost its lease; another worker owns it now", job_id)
 
     def _loop(self) -> None:
         while not self._stopping.is_set():
@@ -105,6 +180,15 @@ class WorkerPool:
             self._run(job)
 
     def _run(self, job: Job) -> None:
+        with self._active_lock:
+            self._active[job.id] = threading.current_thread()
+        try:
+            self._run_handler(job)
+        finally:
+            with self._active_lock:
+                self._active.pop(job.id, None)
+
+    def _run_handler(self, job: Job) -> None:
         ctx = JobContext(self._store, job, self.owner, self._lease_seconds, self._stopping.is_set)
         handler = self._handlers[job.kind]
         try:

@@ -5,7 +5,7 @@ SQL lives only below this package. Methods take and return `memcastle.model` val
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -110,6 +110,9 @@ class Store(Protocol):
     def drawer_links(self, drawer_id: str) -> list[DrawerLink]: ...
     def similar_in_room(self, wing: str, room: str, content_hash: str, fingerprint: str,
                         exclude: Sequence[str]) -> list[tuple[str, str]]: ...
+    def add_drawer_bands(self, drawer_id: str, bands: Sequence[int], signature: bytes = b"") -> None: ...
+    def drawer_signatures(self, drawer_ids: Sequence[str]) -> dict[str, bytes]: ...
+    def drawers_sharing_bands(self, bands: Sequence[int], limit: int, *, at_least: int = 1) -> list[str]: ...
 
     # jobs
     def create_job(self, new: NewJob) -> tuple[Job, bool]: ...
@@ -123,3 +126,20 @@ class Store(Protocol):
                             lease_seconds: float) -> Job: ...
     def request_job_stop(self, job_id: str, *, pause: bool = False, cancel: bool = False) -> Job: ...
     def running_jobs(self) -> list[Job]: ...
+    def renew_job_lease(self, job_id: str, owner: str, lease_seconds: float) -> bool: ...
+
+    # whole-palace copy (memcastle migrate)
+    def export_rows(self, table: str) -> Iterator[dict[str, Any]]: ...
+    def import_rows(self, tables: Iterable[tuple[str, Iterable[Mapping[str, Any]]]]) -> dict[str, int]: ...
+
+
+# The tables a palace copy moves, parents before children (`export_rows`, `import_rows`). Rows are plain dicts keyed
+# by column name, the same on both backends: ids, sequence numbers and timestamps as stored, JSON columns as their
+# exact JSON text, booleans as bool or 0/1, `embedding.vector` as a float32 numpy array, drawer content verbatim.
+# Columns a backend derives (its full-text index, token counts, vector dimensions) are not part of a row: the target
+# computes them. Jobs (`job`) are not copied: they are this palace's work history, not its memory.
+PALACE_TABLES: tuple[str, ...] = (
+    "wing", "room", "drawer", "drawer_tag", "drawer_band", "drawer_signature", "source", "document", "embedding",
+    "embedded", "entity", "entity_alias", "entity_hint", "mention", "assertion", "fact_link", "extraction_read",
+    "drawer_link",
+)

@@ -278,6 +278,33 @@ class GraphTables:
         return [(r["id"], "exact" if r["content_hash"] == content_hash else "normalized")
                 for r in rows if r["id"] not in skip]
 
+    def add_drawer_bands(self, drawer_id: str, bands: Sequence[int], signature: bytes = b"") -> None:
+        if not bands:
+            return
+        with self._write() as conn, conn.cursor() as cursor:
+            cursor.executemany("INSERT INTO drawer_band(band, drawer_id) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                               [(band, drawer_id) for band in bands])
+            if signature:
+                cursor.execute("INSERT INTO drawer_signature(drawer_id, signature) VALUES (%s, %s) "
+                               "ON CONFLICT (drawer_id) DO UPDATE SET signature = EXCLUDED.signature",
+                               (drawer_id, signature))
+
+    def drawer_signatures(self, drawer_ids: Sequence[str]) -> dict[str, bytes]:
+        ids = list(dict.fromkeys(drawer_ids))
+        if not ids:
+            return {}
+        rows = self._rows("SELECT drawer_id, signature FROM drawer_signature WHERE drawer_id = ANY(%s)", (ids,))
+        return {r["drawer_id"]: bytes(r["signature"]) for r in rows}
+
+    def drawers_sharing_bands(self, bands: Sequence[int], limit: int, *, at_least: int = 1) -> list[str]:
+        """Drawers sharing at least `at_least` of these band keys, most shared first (near-duplicate candidates)."""
+        if not bands:
+            return []
+        rows = self._rows("SELECT drawer_id FROM drawer_band WHERE band = ANY(%s) GROUP BY drawer_id "
+                          "HAVING COUNT(*) >= %s ORDER BY COUNT(*) DESC, drawer_id LIMIT %s",
+                          (list(bands), at_least, limit))
+        return [r["drawer_id"] for r in rows]
+
 
 def _entity(row: Row) -> Entity:
     return Entity(id=row["id"], name=row["name"], kind=row["kind"], key=row["key"],

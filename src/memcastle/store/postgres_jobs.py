@@ -208,6 +208,16 @@ class JobTables:
     def running_jobs(self) -> list[Job]:
         return [_job(r) for r in self._rows("SELECT * FROM job WHERE status = 'running'")]
 
+    def renew_job_lease(self, job_id: str, owner: str, lease_seconds: float) -> bool:
+        """Extend a running job's lease from now (database clock) while `owner` still holds it; False otherwise."""
+        with self._write() as conn:
+            cursor = conn.execute(
+                f"UPDATE job SET lease_expires_at = {_DB_LATER} WHERE id = %s AND status = 'running' "
+                "AND lease_owner = %s",
+                (float(lease_seconds), job_id, owner),
+            )
+            return cursor.rowcount == 1
+
 
 def _job_value(key: str, value: Any) -> Any:
     if key in _BOOL_JOB_FIELDS:

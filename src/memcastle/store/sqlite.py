@@ -39,6 +39,7 @@ from memcastle.model import (
     fingerprint,
     is_legal_transition,
 )
+from memcastle.store import PALACE_TABLES
 from memcastle.store.migrate import load_migrations
 from memcastle.store.sqlite_graph import GraphTables
 
@@ -617,8 +618,81 @@ class SQLiteStore(GraphTables):
     def running_jobs(self) -> list[Job]:
         return [_job(r) for r in self._reader().execute("SELECT * FROM job WHERE status = 'running'")]
 
+    def renew_job_lease(self, job_id: str, owner: str, lease_seconds: float) -> bool:
+        """Extend a running job's lease from now while `owner` still holds it; False otherwise."""
+        with self._write() as conn:
+            cursor = conn.execute(
+                "UPDATE job SET lease_expires_at = ? WHERE id = ? AND status = 'running' AND lease_owner = ?",
+                (_later(utc_now(), lease_seconds), job_id, owner),
+            )
+            return cursor.rowcount == 1
+
+    # --- whole-palace copy ----------------------------------------------------------------------
+
+    def export_rows(self, table: str) -> Iterator[dict[str, Any]]:
+        """Every row of one palace table (`memcastle.store.PALACE_TABLES`), in primary-key order, as neutral rows."""
+        _copied_table(table)
+        conn = self._reader()
+        columns = conn.execute(f"PRAGMA table_info({table})").fetchall()
+        keys = [c["name"] for c in sorted((c for c in columns if c["pk"]), key=lambda c: c["pk"])]
+        order = f" ORDER BY {', '.join(keys)}" if keys else ""
+        for row in conn.execute(f"SELECT * FROM {table}{order}"):
+            item = dict(row)
+            if table == "embedding":
+                item["vector"] = np.frombuffer(item["vector"], dtype="<f4").astype(np.float32)
+            yield item
+
+    def import_rows(self, tables: Iterable[tuple[str, Iterable[Mapping[str, Any]]]]) -> dict[str, int]:
+        """Fill an empty palace with exported rows, table by table, in one transaction: all of it or nothing.
+
+        Refused (Conflict) when this palace already holds anything, jobs included."""
+        counts: dict[str, int] = {}
+        with self._write() as conn:
+            for table in (*PALACE_TABLES, "job"):
+                if conn.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchone() is not None:
+                    raise Conflict(f"{self.path} already holds a palace ({table} is not empty)",
+                                   help="copy into an empty palace")
+            for table, rows in tables:
+                _copied_table(table)
+                names = [c[1] for c in conn.execute(f"PRAGMA table_info({table})")]
+                statement = f"INSERT INTO {table}({', '.join(names)}) VALUES ({', '.join('?' * len(names))})"
+                count = 0
+                batch: list[tuple[Any, ...]] = []
+                for row in rows:
+                    batch.append(_imported(table, names, row))
+                    if len(batch) >= 500:
+                        conn.executemany(statement, batch)
+                        count += len(batch)
+                        batch.clear()
+                conn.executemany(statement, batch)
+                counts[table] = count + len(batch)
+        return counts
+
 
 # --- row mapping ----------------------------------------------------------------------------------
+
+
+def _copied_table(table: str) -> None:
+    if table not in PALACE_TABLES:
+        raise ValueError(f"{table!r} is not a table a palace copy moves; known: {', '.join(PALACE_TABLES)}")
+
+
+def _imported(table: str, names: Sequence[str], row: Mapping[str, Any]) -> tuple[Any, ...]:
+    """A neutral row as this table's column values (the full-text index is filled by its trigger)."""
+    unknown = set(row) - set(names)
+    if unknown:
+        raise MigrationError(f"rows of {table} carry columns this palace has no place for: {sorted(unknown)}",
+                             help="copy between palaces of the same MemCastle version")
+    values = []
+    for name in names:
+        value = row.get(name)
+        if table == "embedding" and name == "vector" and value is not None:
+            value = np.asarray(value, dtype="<f4").tobytes()
+        elif isinstance(value, bool):
+            value = int(value)
+        values.append(value)
+    return tuple(values)
+
 
 
 def _with_id(new: NewDrawer, drawer_id: str, at: str) -> NewDrawer:

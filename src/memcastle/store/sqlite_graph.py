@@ -262,13 +262,43 @@ class GraphTables:
     def similar_in_room(self, wing: str, room: str, content_hash: str, fingerprint: str,
                         exclude: Sequence[str]) -> list[tuple[str, str]]:
         """Current drawers of the room with the same hash or fingerprint: (drawer id, exact|normalized)."""
+        # Two indexed lookups rather than one OR, which would scan the whole room.
         rows = self._reader().execute(
-            "SELECT d.id, d.content_hash FROM drawer d JOIN room r ON r.id = d.room_id JOIN wing w ON w.id = r.wing_id "
-            "WHERE w.name = ? AND r.name = ? AND d.valid_to IS NULL AND (d.content_hash = ? OR d.fingerprint = ?) "
-            "ORDER BY d.seq LIMIT 50",
+            "WITH place AS (SELECT r.id FROM room r JOIN wing w ON w.id = r.wing_id WHERE w.name = ? AND r.name = ?) "
+            "SELECT id, content_hash, seq FROM drawer WHERE room_id = (SELECT id FROM place) AND content_hash = ? "
+            "AND valid_to IS NULL UNION SELECT id, content_hash, seq FROM drawer WHERE room_id = (SELECT id FROM place) "
+            "AND fingerprint = ? AND valid_to IS NULL ORDER BY seq LIMIT 50",
             (wing, room, content_hash, fingerprint))
         skip = set(exclude)
         return [(r[0], "exact" if r[1] == content_hash else "normalized") for r in rows if r[0] not in skip]
+
+    def add_drawer_bands(self, drawer_id: str, bands: Sequence[int], signature: bytes = b"") -> None:
+        with self._write() as conn:
+            conn.executemany("INSERT OR IGNORE INTO drawer_band(band, drawer_id) VALUES (?, ?)",
+                             [(band, drawer_id) for band in bands])
+            if signature:
+                conn.execute("INSERT OR REPLACE INTO drawer_signature(drawer_id, signature) VALUES (?, ?)",
+                             (drawer_id, signature))
+
+    def drawer_signatures(self, drawer_ids: Sequence[str]) -> dict[str, bytes]:
+        found: dict[str, bytes] = {}
+        for batch in _chunks(list(dict.fromkeys(drawer_ids))):
+            marks = ",".join("?" * len(batch))
+            for row in self._reader().execute(
+                f"SELECT drawer_id, signature FROM drawer_signature WHERE drawer_id IN ({marks})", tuple(batch)
+            ):
+                found[row[0]] = bytes(row[1])
+        return found
+
+    def drawers_sharing_bands(self, bands: Sequence[int], limit: int, *, at_least: int = 1) -> list[str]:
+        """Drawers sharing at least `at_least` of these band keys, most shared first (near-duplicate candidates)."""
+        if not bands:
+            return []
+        marks = ",".join("?" * len(bands))
+        rows = self._reader().execute(
+            f"SELECT drawer_id FROM drawer_band WHERE band IN ({marks}) GROUP BY drawer_id HAVING COUNT(*) >= ? "
+            "ORDER BY COUNT(*) DESC, drawer_id LIMIT ?", (*bands, at_least, limit))
+        return [r[0] for r in rows]
 
 
 def _entity(row: sqlite3.Row) -> Entity:
