@@ -298,8 +298,12 @@ def diary_read(
 @app.command()
 def embed(ctx: typer.Context, wait: Annotated[bool, typer.Option(help="follow the job to its end")] = False) -> None:
     """Fill missing embeddings in the background (joins a queued sweep)."""
-    inv = _inv(ctx)
-    data = inv.client().post("/embed")
+    _request_sweep(_inv(ctx), "/embed", wait)
+
+
+def _request_sweep(inv: Invocation, path: str, wait: bool) -> None:
+    """Queue a background sweep (or join the queued one); follow it when asked."""
+    data = inv.client().post(path)
     job = data.get("job")
     if job is None:
         render.print_json(data) if inv.as_json else render.console.print(data["message"])
@@ -579,15 +583,7 @@ def verify(
 @app.command()
 def extract(ctx: typer.Context, wait: Annotated[bool, typer.Option(help="follow the job to its end")] = False) -> None:
     """Read new drawers for entities and facts in the background (joins a queued sweep)."""
-    inv = _inv(ctx)
-    data = inv.client().post("/extract")
-    job = data.get("job")
-    if job is None:
-        render.print_json(data) if inv.as_json else render.console.print(data["message"])
-        return
-    if wait:
-        job = wait_for_job(inv, job)
-    render.print_json({"job": job}) if inv.as_json else render.show_job(job)
+    _request_sweep(_inv(ctx), "/extract", wait)
 
 
 @fact_app.command("list")

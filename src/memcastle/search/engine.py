@@ -7,6 +7,7 @@ base signal of the ranking used (BM25, cosine or RRF); `relevance` is that signa
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -25,6 +26,7 @@ from memcastle.store import Store
 log = logging.getLogger(__name__)
 
 MIN_LEG = 20
+PENDING_TTL = 2.0
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,7 @@ class SearchEngine:
         self._index = index
         self._weights = weights
         self._pending = pending or (lambda: 0)
+        self._pending_seen: tuple[float, int] = (-PENDING_TTL, 0)
         self.policy = policy
 
     def _adjusts(self, query: SearchQuery) -> bool:
@@ -126,10 +129,20 @@ class SearchEngine:
                 raise
             warnings.append(f"embeddings unavailable ({exc.message}); ranked lexically")
             return "lexical", None
-        pending = self._pending()
+        pending = self._pending_count()
         if pending:
             warnings.append(f"{pending} drawer(s) are still waiting for embeddings; the semantic leg misses them")
         return ("hybrid" if query.ranking == "auto" else query.ranking), vector
+
+    def _pending_count(self) -> int:
+        """Drawers still waiting for vectors, counted at most once per PENDING_TTL: it only feeds a warning, and
+        counting a large palace on every query would cost more than the search."""
+        checked, count = self._pending_seen
+        now = time.monotonic()
+        if now - checked >= PENDING_TTL:
+            count = self._pending()
+            self._pending_seen = (now, count)
+        return count
 
     def lexical_leg(self, query: SearchQuery, limit: int) -> list[Candidate]:
         """BM25 candidates: every term required first; any term when that finds nothing and there are 2+ words."""
