@@ -290,3 +290,11 @@ def test_bad_config_file_is_an_error_naming_file_and_line(xdg_home: Any, tmp_pat
     done = cli_runner(["--palace", str(tmp_path / "p"), "config", "show"], env=xdg_home.env(), cwd=tmp_path)
     assert done.returncode == 1
     assert f"{xdg_home.config_file}:2" in done.stderr and "jobs.wrokers" in done.stderr
+
+
+def test_json_after_the_command_means_the_global_option() -> None:
+    from memcastle.cli.main import hoist_json_flag
+
+    assert hoist_json_flag(["search", "x", "--json"]) == ["--json", "search", "x"]
+    assert hoist_json_flag(["--json", "status"]) == ["--json", "status"]
+    assert hoist_json_flag(["note", "--", "--json"]) == ["note", "--", "--json"]

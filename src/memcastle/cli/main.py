@@ -813,13 +813,22 @@ def run() -> None:
     """Console-script entry point: one place turns errors into a message and an exit code."""
     try:
         # Standalone mode lets click handle usage errors (exit 2) and typer.Exit codes; our errors pass through.
-        app()
+        app(args=hoist_json_flag(sys.argv[1:]))
     except DaemonNotRunning as exc:
         _report(exc)
         sys.exit(EXIT_NO_DAEMON)
     except MemCastleError as exc:
         _report(exc)
         sys.exit(EXIT_ERROR)
+
+
+def hoist_json_flag(args: list[str]) -> list[str]:
+    """`--json` is a global option, but people type it after the command (`memcastle search x --json`): move it
+    to the front. Nothing after a `--` is touched."""
+    end = args.index("--") if "--" in args else len(args)
+    if "--json" not in args[1:end]:
+        return args
+    return ["--json", *[a for i, a in enumerate(args) if not (a == "--json" and i < end)]]
 
 
 def _report(exc: MemCastleError) -> None:
