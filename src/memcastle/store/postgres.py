@@ -44,6 +44,7 @@ from memcastle.model import (
     fingerprint,
 )
 from memcastle.store import PALACE_TABLES
+from memcastle.store.history import SupersessionHistory
 from memcastle.store.migrate import load_migrations
 from memcastle.store.postgres_fulltext import CONFIG, bm25_sql, parse_match, search_text, token_count
 from memcastle.store.postgres_graph import GraphTables
@@ -82,7 +83,7 @@ def redact(conninfo: str) -> str:
     return f"postgresql://{user}{where}/{parts.get('dbname') or ''}"
 
 
-class PostgresStore(JobTables, GraphTables):
+class PostgresStore(JobTables, GraphTables, SupersessionHistory):
     """A palace in a PostgreSQL database (with the pgvector extension)."""
 
     backend = "postgres"
@@ -309,22 +310,6 @@ class PostgresStore(JobTables, GraphTables):
         with self._write() as conn:
             self._close_current(conn, drawer_id, utc_now(), None)
         return self.get_drawer(drawer_id)
-
-    def drawer_history(self, drawer_id: str) -> list[Drawer]:
-        start = self.get_drawer(drawer_id)
-        chain = [start]
-        seen = {start.id}
-        node = start
-        while node.supersedes and node.supersedes not in seen:
-            node = self.get_drawer(node.supersedes)
-            seen.add(node.id)
-            chain.insert(0, node)
-        node = start
-        while node.superseded_by and node.superseded_by not in seen:
-            node = self.get_drawer(node.superseded_by)
-            seen.add(node.id)
-            chain.append(node)
-        return chain
 
     def count_drawers(self, *, current_only: bool = False) -> int:
         where = " WHERE valid_to IS NULL" if current_only else ""

@@ -42,6 +42,7 @@ from memcastle.model import (
 from memcastle.store import PALACE_TABLES
 from memcastle.store.migrate import load_migrations
 from memcastle.store.sqlite_graph import GraphTables
+from memcastle.store.history import SupersessionHistory
 
 DB_FILE = "palace.sqlite3"
 
@@ -59,7 +60,7 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-class SQLiteStore(GraphTables):
+class SQLiteStore(GraphTables, SupersessionHistory):
     """A palace in `<palace>/palace.sqlite3`."""
 
     backend = "sqlite"
@@ -264,22 +265,6 @@ class SQLiteStore(GraphTables):
         with self._write() as conn:
             self._close_current(conn, drawer_id, utc_now(), None)
         return self.get_drawer(drawer_id)
-
-    def drawer_history(self, drawer_id: str) -> list[Drawer]:
-        start = self.get_drawer(drawer_id)
-        chain = [start]
-        seen = {start.id}
-        node = start
-        while node.supersedes and node.supersedes not in seen:
-            node = self.get_drawer(node.supersedes)
-            seen.add(node.id)
-            chain.insert(0, node)
-        node = start
-        while node.superseded_by and node.superseded_by not in seen:
-            node = self.get_drawer(node.superseded_by)
-            seen.add(node.id)
-            chain.append(node)
-        return chain
 
     def count_drawers(self, *, current_only: bool = False) -> int:
         where = " WHERE valid_to IS NULL" if current_only else ""
