@@ -14,7 +14,6 @@ from memcastle.api.app import create_app
 from memcastle.app import build
 from memcastle.config import load_settings
 from memcastle.credentials import TokenStore, digest_of
-from memcastle.errors import ConfigError
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from memcastle.api.modes import opens, reads, writes
 from memcastle.api.schemas import (
     CheckpointBody,
     DiaryBody,
-    EmbedBody,
+    SweepBody,
     FactBody,
     InvalidateFactBody,
     LinkFactBody,
@@ -117,7 +117,7 @@ def recall(body: SearchBody, request: Request) -> dict[str, Any]:
 
 
 @router.post("/embed", status_code=202, tags=["search"], dependencies=[Depends(writes)])
-def embed(request: Request, body: EmbedBody | None = None) -> dict[str, Any]:
+def embed(request: Request, body: SweepBody | None = None) -> dict[str, Any]:
     job = services(request).request_embedding(requested_by=requester(request))
     if job is None:
         return {"job": None, "message": "embeddings are disabled (embeddings.provider = none)"}
@@ -151,7 +151,7 @@ def checkpoint(body: CheckpointBody, request: Request) -> dict[str, Any]:
 
 
 @router.post("/extract", status_code=202, tags=["facts"], dependencies=[Depends(writes)])
-def extract(request: Request, body: EmbedBody | None = None) -> dict[str, Any]:
+def extract(request: Request, body: SweepBody | None = None) -> dict[str, Any]:
     job = services(request).request_extraction(requested_by=requester(request))
     if job is None:
         return {"job": None, "message": "extraction is disabled (extraction.provider = none)"}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -49,10 +48,6 @@ class VerifyBody(Body):
     priority: str = "low"
 
 
-class JobAnswer(BaseModel):
-    job: dict[str, Any]
-
-
 class MineBody(Body):
     connector: str
     locator: str = ""
@@ -61,7 +56,7 @@ class MineBody(Body):
     full: bool = False
 
 
-class EmbedBody(Body):
+class SweepBody(Body):
     pass
 
 
