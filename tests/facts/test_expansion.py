@@ -116,8 +116,10 @@ def test_a_fact_that_is_no_longer_current_bridges_nothing(client: TestClient, pa
     assert related[graph["bridge"]] == ["Atlas"]  # still shares Atlas with the direct hit
 
 
-def test_an_explicit_fact_bridges_like_an_extracted_one(client: TestClient, graph: dict[str, str]) -> None:
+def test_an_explicit_fact_bridges_like_an_extracted_one(client: TestClient, palace: Palace,
+                                                        graph: dict[str, str]) -> None:
     orion = note(client, "Orion release checklist.")
+    extracted(palace)  # the new note's mention of Orion is filed by the background sweep
     client.post("/api/facts", json={"subject": "Ana Lopez", "predicate": "works_on", "object": "Orion"})
 
     related = {h["drawer"]["id"]: h for h in search(client, "zebra", expand=True, limit=20)[1:]}
