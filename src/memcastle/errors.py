@@ -5,7 +5,8 @@
     │   └── UnknownOption          an option the connector does not declare (lists the accepted ones)
     ├── NotFound                   the thing named does not exist (HTTP 404)
     ├── Conflict                   the request clashes with current state (HTTP 409)
-    │   └── IllegalTransition      a job cannot move from its status to the one asked for
+    │   ├── IllegalTransition      a job cannot move from its status to the one asked for
+    │   └── LeaseLost              this worker no longer holds the job's lease (another took it over)
     ├── AccessDenied               the client's memory mode or token forbids this (HTTP 403 / 401)
     ├── ProviderError              an external provider (embeddings, extraction) failed (HTTP 502)
     ├── ConfigError                a configuration file or value is wrong (names file, line, key)
@@ -88,6 +89,17 @@ class IllegalTransition(Conflict):
         )
         self.current = current
         self.target = target
+
+
+class LeaseLost(Conflict):
+    """The job is no longer leased to the worker that tried to change it."""
+
+    code = "lease_lost"
+
+    def __init__(self, job_id: str) -> None:
+        super().__init__(f"job {job_id} is no longer leased to this worker", existing_id=job_id,
+                         help="another worker took the job over once its lease ran out")
+        self.job_id = job_id
 
 
 class AccessDenied(MemCastleError):

@@ -96,9 +96,18 @@ class Provenance:
 
     requested_by: str = "http"
     job_id: str | None = None
+    reason: str | None = None  # why a supersession was asked for, kept on the replacement
 
     def to_json(self) -> JSON:
-        return {"requested_by": self.requested_by, "job_id": self.job_id}
+        data: JSON = {"requested_by": self.requested_by, "job_id": self.job_id}
+        if self.reason is not None:
+            data["reason"] = self.reason
+        return data
+
+    @classmethod
+    def from_json(cls, data: JSON) -> Provenance:
+        return cls(requested_by=data.get("requested_by", "http"), job_id=data.get("job_id"),
+                   reason=data.get("reason"))
 
 
 @dataclass(frozen=True)

@@ -102,10 +102,14 @@ def test_get_history_and_supersede_a_drawer(client: TestClient) -> None:
     v1 = save(client, "the plan is A", wing="p")
     assert client.get(f"/api/drawers/{v1['id']}").json() == v1
 
-    answer = client.post(f"/api/drawers/{v1['id']}/supersede", json={"content": "the plan is B", "reason": "x"})
+    answer = client.post(f"/api/drawers/{v1['id']}/supersede",
+                         json={"content": "the plan is B", "reason": "the board chose B"})
     assert answer.status_code == 201
     v2 = answer.json()
     assert v2["supersedes"] == v1["id"] and v2["wing"] == "p" and v2["valid_to"] is None
+    assert v2["provenance"]["reason"] == "the board chose B"
+    assert client.get(f"/api/drawers/{v2['id']}").json()["provenance"]["reason"] == "the board chose B"
+    assert "reason" not in v1["provenance"]
     closed = client.get(f"/api/drawers/{v1['id']}").json()
     assert closed["superseded_by"] == v2["id"] and closed["valid_to"] == v2["valid_from"]
 
@@ -115,6 +119,12 @@ def test_get_history_and_supersede_a_drawer(client: TestClient) -> None:
     again = client.post(f"/api/drawers/{v1['id']}/supersede", json={"content": "the plan is C"})
     body = assert_error(again, 409, "conflict")
     assert body["existing_id"] == v2["id"]
+
+
+def test_a_blank_supersede_reason_is_refused_naming_reason(client: TestClient) -> None:
+    v1 = save(client, "the plan is A", wing="p")
+    answer = client.post(f"/api/drawers/{v1['id']}/supersede", json={"content": "the plan is B", "reason": "  "})
+    assert assert_error(answer, 400, "invalid_request")["field"] == "reason"
 
 
 def test_listings_page_with_next_after(client: TestClient) -> None:

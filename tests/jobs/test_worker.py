@@ -164,6 +164,41 @@ def test_failed_job_records_the_error_and_retry_runs_it_again(harness: Harness, 
     assert done.result == {"attempt": 2} and done.attempt == 2
 
 
+def test_an_illegal_transition_on_its_own_job_fails_the_job_instead_of_reading_as_a_lost_lease(
+    harness: Harness, poll: Poll
+) -> None:
+    def retries_itself(ctx: JobContext) -> dict[str, Any]:
+        harness.queue.retry(ctx.job.id)  # running -> queued by retry is not in the table
+        return {}
+
+    harness.start({"self-retry": retries_itself}, workers=1)
+    job = harness.submit("self-retry")
+    failed = poll(finished(harness.store, job.id), what="the job to be marked")
+    assert failed.status is JobStatus.FAILED
+    assert failed.error is not None and failed.error.startswith("IllegalTransition: ")
+    assert failed.lease_owner is None
+
+
+def test_a_lost_lease_leaves_the_job_to_its_new_owner(harness: Harness, poll: Poll) -> None:
+    taken = threading.Event()
+
+    def loses_its_lease(ctx: JobContext) -> dict[str, Any]:
+        # Another worker takes the job over: its lease now names someone else.
+        harness.store.transition_job(ctx.job.id, JobStatus.QUEUED, lease_owner=None, lease_expires_at=None)
+        claimed = harness.store.claim_next_job("another-daemon", 30, ["takeover"])
+        assert claimed is not None and claimed.id == ctx.job.id
+        taken.set()
+        ctx.checkpoint({"step": 1}, 1)  # refused: LeaseLost
+        return {"unreachable": True}
+
+    harness.start({"takeover": loses_its_lease}, workers=1)
+    job = harness.submit("takeover")
+    poll(taken.is_set, what="the takeover")
+    harness.pool.drain(60) if harness.pool else None
+    after = harness.store.get_job(job.id)
+    assert after.status is JobStatus.RUNNING and after.lease_owner == "another-daemon" and after.result is None
+
+
 def test_only_a_failed_job_can_be_retried(harness: Harness, poll: Poll) -> None:
     harness.start({"ok": lambda ctx: {}}, workers=1)
     job = harness.submit("ok")

@@ -91,7 +91,8 @@ def preferences(request: Request) -> dict[str, Any]:
 
 @router.post("/drawers/{drawer_id}/supersede", status_code=201, tags=["drawers"], dependencies=[Depends(writes)])
 def supersede_drawer(drawer_id: str, body: SupersedeBody, request: Request) -> dict[str, Any]:
-    return services(request).supersede_drawer(drawer_id, body.content, requested_by=requester(request)).to_json()
+    return services(request).supersede_drawer(drawer_id, body.content, reason=body.reason,
+                                                requested_by=requester(request)).to_json()
 
 
 @router.get("/wings", tags=["drawers"], dependencies=[Depends(reads)])

@@ -338,10 +338,12 @@ def drawer_supersede(
     ctx: typer.Context,
     drawer_id: str,
     content: Annotated[str, typer.Argument(help="the replacement text, or - for standard input")],
+    reason: Annotated[str | None, typer.Option(help="why, kept in the replacement's provenance")] = None,
 ) -> None:
     """Replace a drawer: the old version closes, the new one opens, both stay linked."""
     inv = _inv(ctx)
-    data = inv.client().post(f"/drawers/{drawer_id}/supersede", {"content": _read_content(content)})
+    body = {"content": _read_content(content), **({"reason": reason} if reason is not None else {})}
+    data = inv.client().post(f"/drawers/{drawer_id}/supersede", body)
     render.print_json(data) if inv.as_json else render.show_drawer(data)
 
 

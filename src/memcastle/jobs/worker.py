@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Callable, Mapping
 
 from memcastle.clock import utc_now
-from memcastle.errors import Conflict, IllegalTransition
+from memcastle.errors import Conflict, IllegalTransition, LeaseLost
 from memcastle.jobs.context import JobContext, JobHandler, JobStopped
 from memcastle.model import Job, JobStatus
 from memcastle.store import Store
@@ -196,8 +196,8 @@ class WorkerPool:
         except JobStopped as stop:
             self._stop(job, stop.reason)
             return
-        except Conflict as exc:
-            if exc.existing_id == job.id:
+        except LeaseLost as exc:
+            if exc.job_id == job.id:
                 log.warning("job %s lost its lease; another worker owns it now", job.id)
                 return
             self._fail(job, exc)

@@ -213,14 +213,17 @@ class Services:
     def drawer_history(self, drawer_id: str) -> list[Drawer]:
         return self.store.drawer_history(drawer_id)
 
-    def supersede_drawer(self, drawer_id: str, content: str, *, requested_by: str = "http") -> Drawer:
+    def supersede_drawer(self, drawer_id: str, content: str, *, reason: str | None = None,
+                         requested_by: str = "http") -> Drawer:
         if not content.strip():
             raise InvalidRequest("content must not be empty", field="content")
+        if reason is not None and not reason.strip():
+            raise InvalidRequest("reason must not be blank when given", field="reason")
         old = self.store.get_drawer(drawer_id)
         replacement = self.store.supersede_drawer(drawer_id, NewDrawer(
             wing=old.wing, room=old.room, content=content, name=old.name, tags=old.tags,
             source=Source(kind=old.source.kind, uri=old.source.uri, agent=old.source.agent),
-            provenance=Provenance(requested_by=requested_by),
+            provenance=Provenance(requested_by=requested_by, reason=reason),
         ))
         self._after_write(replacement)
         return replacement

@@ -724,7 +724,7 @@ def _drawer(row: Row) -> Drawer:
         content_hash=row["content_hash"], fingerprint=row["fingerprint"],
         source=Source(kind=row["source_kind"], uri=row["source_uri"], agent=row["source_agent"], origin=origin),
         tags=tuple(row["tags"]),
-        provenance=Provenance(requested_by=provenance.get("requested_by", "http"), job_id=provenance.get("job_id")),
+        provenance=Provenance.from_json(provenance),
         valid_from=row["valid_from"], valid_to=row["valid_to"], supersedes=row["supersedes"],
         superseded_by=row["superseded_by"], created_at=row["created_at"],
     )

@@ -16,7 +16,7 @@ from typing import Any
 import psycopg
 
 from memcastle.clock import utc_now
-from memcastle.errors import Conflict, IllegalTransition, NotFound
+from memcastle.errors import Conflict, IllegalTransition, LeaseLost, NotFound
 from memcastle.model import Job, JobStatus, NewJob, Progress, is_legal_transition
 
 Row = dict[str, Any]
@@ -116,7 +116,7 @@ class JobTables:
             if not is_legal_transition(job.status, target):
                 raise IllegalTransition(job_id, job.status.value, target.value)
             if owner is not None and job.lease_owner != owner:
-                raise Conflict(f"job {job_id} is no longer leased to this worker", existing_id=job_id)
+                raise LeaseLost(job_id)
             sets = ["status = %s"]
             params: list[Any] = [target.value]
             for key, value in fields.items():
@@ -193,7 +193,7 @@ class JobTables:
                 (_dumps(dict(checkpoint)), _dumps(progress.to_json()), float(lease_seconds), job_id, owner),
             )
             if cursor.rowcount == 0:
-                raise Conflict(f"job {job_id} is no longer leased to this worker", existing_id=job_id)
+                raise LeaseLost(job_id)
             return self._job(conn, job_id)
 
     def request_job_stop(self, job_id: str, *, pause: bool = False, cancel: bool = False) -> Job:

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from memcastle.clock import format_instant, parse_instant, to_datetime, utc_now
-from memcastle.errors import Conflict, IllegalTransition, MigrationError, NotFound
+from memcastle.errors import Conflict, IllegalTransition, LeaseLost, MigrationError, NotFound
 from memcastle.model import (
     Candidate,
     DocumentChanges,
@@ -545,7 +545,7 @@ class SQLiteStore(GraphTables, SupersessionHistory):
             if not is_legal_transition(job.status, target):
                 raise IllegalTransition(job_id, job.status.value, target.value)
             if owner is not None and job.lease_owner != owner:
-                raise Conflict(f"job {job_id} is no longer leased to this worker", existing_id=job_id)
+                raise LeaseLost(job_id)
             sets = ["status = ?"]
             params: list[Any] = [target.value]
             for key, value in fields.items():
@@ -588,7 +588,7 @@ class SQLiteStore(GraphTables, SupersessionHistory):
                  owner),
             )
             if cursor.rowcount == 0:
-                raise Conflict(f"job {job_id} is no longer leased to this worker", existing_id=job_id)
+                raise LeaseLost(job_id)
             return self._job(conn, job_id)
 
     def request_job_stop(self, job_id: str, *, pause: bool = False, cancel: bool = False) -> Job:
@@ -697,7 +697,7 @@ def _drawer(row: sqlite3.Row) -> Drawer:
         content_hash=row["content_hash"], fingerprint=row["fingerprint"],
         source=Source(kind=row["source_kind"], uri=row["source_uri"], agent=row["source_agent"], origin=origin),
         tags=tuple(json.loads(row["tags"])),
-        provenance=Provenance(requested_by=provenance.get("requested_by", "http"), job_id=provenance.get("job_id")),
+        provenance=Provenance.from_json(provenance),
         valid_from=row["valid_from"], valid_to=row["valid_to"], supersedes=row["supersedes"],
         superseded_by=row["superseded_by"], created_at=row["created_at"],
     )
