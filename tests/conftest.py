@@ -16,12 +16,12 @@ from typing import Any
 import httpx
 import pytest
 from fastapi.testclient import TestClient
+from postgres_support import PostgresServer, session_server
 
 from memcastle.api.app import create_app
 from memcastle.app import Palace, build
 from memcastle.config import Settings, load_settings
-from memcastle.registry import DaemonEntry, find_daemon, registry_file
-from postgres_support import PostgresServer, session_server
+from memcastle.runtime.registry import DaemonEntry, find_daemon, registry_file
 
 # `python -c` is the console entry without needing the installed script on PATH.
 ENTRY = [sys.executable, "-c", "from memcastle.cli.main import run; run()"]

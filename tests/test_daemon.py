@@ -17,7 +17,7 @@ import httpx
 
 from memcastle import __version__
 from memcastle.model import JobStatus, NewDrawer
-from memcastle.registry import find_daemon, registry_file
+from memcastle.runtime.registry import find_daemon, registry_file
 from memcastle.store.sqlite import DB_FILE, SQLiteStore
 
 Poll = Callable[..., Any]

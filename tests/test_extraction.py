@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memcastle.errors import ConfigError, ProviderError
-from memcastle.extraction import (
+from memcastle.knowledge.extraction import (
     ENTITY_KINDS,
     PREDICATES,
     CommandProvider,

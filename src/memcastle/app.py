@@ -6,21 +6,24 @@ import logging
 from dataclasses import dataclass, field
 from functools import partial
 
-from memcastle import integrity, knowledge, mining
+from memcastle import integrity
+from memcastle.config import Settings, state_dir
+from memcastle.config.layers import layers_from_settings
+from memcastle.config.miners import load_miners
 from memcastle.connectors.builtin import builtin_connectors
 from memcastle.connectors.registry import load_registry
-from memcastle.dedup import DuplicateFinder
-from memcastle.extraction import build_extraction_provider
-from memcastle.knowledge import ExtractionSweep
-from memcastle.miners import load_miners
-from memcastle.mining import MinePipeline
-from memcastle.palace_copy import CopyReport, Progress, copy_palace
-from memcastle.config import Settings, state_dir
 from memcastle.errors import ConfigError, Conflict, NotFound
 from memcastle.jobs.context import JobHandler
 from memcastle.jobs.queue import JobQueue
 from memcastle.jobs.worker import WorkerPool
-from memcastle.preferences import layers_from_settings, load_policy
+from memcastle.knowledge import sweep
+from memcastle.knowledge.dedup import DuplicateFinder
+from memcastle.knowledge.extraction import build_extraction_provider
+from memcastle.knowledge.sweep import ExtractionSweep
+from memcastle.mining import pipeline
+from memcastle.mining.pipeline import MinePipeline
+from memcastle.preferences import load_policy
+from memcastle.runtime.registry import find_daemon
 from memcastle.search.backfill import KIND as backfill_kind
 from memcastle.search.backfill import EmbeddingBackfill, model_key
 from memcastle.search.embeddings import build_provider
@@ -28,7 +31,7 @@ from memcastle.search.engine import FusionWeights, SearchEngine
 from memcastle.search.semantic import SemanticIndex
 from memcastle.services import Services
 from memcastle.store import Store
-from memcastle.registry import find_daemon
+from memcastle.store.copy import CopyReport, Progress, copy_palace
 from memcastle.store.sqlite import DB_FILE, SQLiteStore
 
 log = logging.getLogger(__name__)
@@ -69,7 +72,9 @@ def open_store(settings: Settings) -> Store:
         return SQLiteStore(settings.palace)
     if not url.startswith(("postgresql://", "postgres://")):
         raise ConfigError("must be empty (SQLite in the palace directory) or a postgresql:// URL", key="store.url")
-    from memcastle.store.postgres import PostgresStore  # psycopg is loaded only by palaces that use it
+    from memcastle.store.postgres import (
+        PostgresStore,  # psycopg is loaded only by palaces that use it
+    )
 
     # The palace directory still holds the palace-local files (preferences.toml, tokens.json).
     settings.palace.mkdir(parents=True, exist_ok=True)
@@ -117,15 +122,15 @@ def build(settings: Settings) -> Palace:
                                             if key.startswith("extraction.") and key != "extraction.batch_size"})
     store = open_store(settings)
     duplicates = DuplicateFinder(store, settings["dedup.near_threshold"])
-    pipeline = MinePipeline(store, connectors, chunk_chars=settings["mining.chunk_chars"], duplicates=duplicates)
+    mine_pipeline = MinePipeline(store, connectors, chunk_chars=settings["mining.chunk_chars"], duplicates=duplicates)
     handlers: dict[str, JobHandler] = {
         integrity.KIND: partial(integrity.verify_palace, store),
-        mining.KIND: pipeline.run,
+        pipeline.KIND: mine_pipeline.run,
     }
     if extraction.is_enabled:
-        sweep = ExtractionSweep(store, extraction, policy, min_confidence=settings["extraction.min_confidence"],
+        extract_sweep = ExtractionSweep(store, extraction, policy, min_confidence=settings["extraction.min_confidence"],
                                 batch_size=settings["extraction.batch_size"])
-        handlers[knowledge.KIND] = sweep.run
+        handlers[sweep.KIND] = extract_sweep.run
     index = None
     if provider.is_enabled:
         backfill = EmbeddingBackfill(store, provider, batch_size=settings["embeddings.batch_size"])

@@ -15,9 +15,9 @@ from memcastle import __version__
 from memcastle.api.app import create_app
 from memcastle.app import build
 from memcastle.config import Settings, state_dir
-from memcastle.credentials import TokenStore
 from memcastle.errors import ConfigError, Conflict
-from memcastle.registry import find_daemon, remove_entry, write_entry
+from memcastle.runtime.registry import find_daemon, remove_entry, write_entry
+from memcastle.runtime.tokens import TokenStore
 
 log = logging.getLogger("memcastle")
 

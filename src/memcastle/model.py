@@ -533,3 +533,22 @@ class GraphWrite:
     mentions: tuple[Mention, ...] = ()
     assertions: tuple[Assertion, ...] = ()
     links: tuple[FactLink, ...] = ()
+
+
+# --- configured miners ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MinerSpec:
+    """A named miner from `[[miners]]`: a connector, a locator, options and a wing, to mine again by name."""
+
+    name: str
+    connector: str
+    locator: str
+    options: Mapping[str, str] = field(default_factory=dict)
+    wing: str | None = None
+    full: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "connector": self.connector, "locator": self.locator,
+                "options": dict(self.options), "wing": self.wing, "full": self.full}

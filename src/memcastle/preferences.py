@@ -5,22 +5,18 @@
     explain(policy, origin) -> dict           the resolution trace: every criterion tried, which matched, which won
     rerank(policy, pooled, drawers) -> hits   relevance normalized in the pool, ± at most BOUND, never filtering
 
+Layers are read from TOML by `memcastle.config.layers`; this module never reads a file.
+
 Preferences only order evidence that is already relevant and eligible. They never make a claim true, never merge
 sources, and never hide evidence.
 """
 
 from __future__ import annotations
 
-import math
-import re
-import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from memcastle.config import Settings, line_of_key
-from memcastle.errors import ConfigError
 from memcastle.model import Drawer, Hit, Origin
 
 LEVELS: Mapping[str, float] = {"low": -0.08, "normal": 0.0, "high": 0.08}
@@ -113,122 +109,6 @@ class PreferenceMatch:
 NEUTRAL = Policy(default="normal", connectors={}, origins={"default": BUILTIN_LAYER})
 
 
-# --- layers ---------------------------------------------------------------------------------------
-
-
-def parse_layer(name: str, table: Any, *, file: str | None = None, text: str = "",
-                key_prefix: str = "preferences") -> Layer:
-    """Validate one `[preferences]` table; errors name the file, the line where it can be found, and the key."""
-
-    def fail(key: str, message: str) -> ConfigError:
-        return ConfigError(message, file=file, line=_line_for(text, key) if text else None, key=key)
-
-    if not isinstance(table, dict):
-        raise fail(key_prefix, "must be a table")
-    for key in table:
-        if key not in ("default", "sources"):
-            raise fail(f"{key_prefix}.{key}", "unknown key; allowed: default, sources")
-    default = table.get("default")
-    if default is not None:
-        _check_level(default, f"{key_prefix}.default", fail)
-    sources = table.get("sources", {})
-    if not isinstance(sources, dict):
-        raise fail(f"{key_prefix}.sources", "must be a table of connectors")
-    levels: dict[str, str] = {}
-    criteria: dict[str, tuple[Criterion, ...]] = {}
-    for connector, entry in sources.items():
-        where = f"{key_prefix}.sources.{connector}"
-        if not connector.strip():
-            raise fail(f"{key_prefix}.sources", "a connector name must not be blank")
-        if not isinstance(entry, dict):
-            raise fail(where, "must be a table with level and/or criteria")
-        for key in entry:
-            if key not in ("level", "criteria"):
-                raise fail(f"{where}.{key}", "unknown key; allowed: level, criteria")
-        if "level" in entry:
-            levels[connector] = _check_level(entry["level"], f"{where}.level", fail)
-        if "criteria" in entry:
-            criteria[connector] = _parse_criteria(entry["criteria"], f"{where}.criteria", fail)
-    return Layer(name=name, file=file, default=default, levels=levels, criteria=criteria,
-                 connectors=tuple(sources))
-
-
-_INDEXED = re.compile(r"^(?P<table>.+)\[(?P<index>\d+)\](?:\.(?P<leaf>[\w-]+))?$")
-
-
-def _line_for(text: str, key: str) -> int | None:
-    """The line of `key` in TOML text, including keys inside the n-th `[[…criteria]]` table."""
-    match = _INDEXED.match(key)
-    if match is None:
-        found = line_of_key(text, key)
-        if found is None and key.endswith(".sources"):
-            found = _first_line(text, re.compile(r'^\s*\[\[?[^\]]*sources\.\s*"\s*"'))
-        return found or _header_line(text, key.split(".")[-1])
-    table, index, leaf = match["table"], int(match["index"]), match["leaf"]
-    lines = text.splitlines()
-    header = re.compile(rf"^\s*\[\[\s*{re.escape(table)}\s*\]\]")
-    starts = [n for n, line in enumerate(lines, start=1) if header.match(line)]
-    if index >= len(starts):
-        return line_of_key(text, table)  # the inline form: criteria = [ … ]
-    start = starts[index]
-    for number in range(start + 1, len(lines) + 1):
-        line = lines[number - 1].strip()
-        if line.startswith("["):
-            break
-        if leaf and re.match(rf"^{re.escape(leaf)}\s*=", line):
-            return number
-    return start
-
-
-def _first_line(text: str, pattern: re.Pattern[str]) -> int | None:
-    for number, line in enumerate(text.splitlines(), start=1):
-        if pattern.match(line):
-            return number
-    return None
-
-
-def _check_level(value: Any, key: str, fail: Any) -> str:
-    if not isinstance(value, str) or value not in LEVELS:
-        raise fail(key, f"unknown level {value!r}; one of low, normal, high")
-    return value
-
-
-_SEGMENT = re.compile(r"^[^.\s][^.]*$")
-
-
-def _parse_criteria(value: Any, key: str, fail: Any) -> tuple[Criterion, ...]:
-    if not isinstance(value, list):
-        raise fail(key, "must be an array of tables ([[…criteria]] or criteria = [])")
-    seen: set[tuple[tuple[str, ...], str, Scalar]] = set()
-    out = []
-    for index, item in enumerate(value):
-        where = f"{key}[{index}]"
-        if not isinstance(item, dict):
-            raise fail(where, "must be a table with path, equals and level")
-        for extra in item:
-            if extra not in ("path", "equals", "level"):
-                raise fail(f"{where}.{extra}", "unknown key; allowed: path, equals, level")
-        path = item.get("path")
-        if not isinstance(path, str) or not path:
-            raise fail(f"{where}.path", "required: a dot-separated path into the origin metadata")
-        segments = tuple(path.split("."))
-        if not all(_SEGMENT.match(s) and s.strip() == s for s in segments):
-            raise fail(f"{where}.path", f"malformed path {path!r}: every dot-separated segment must be non-empty "
-                                        "and not padded with spaces")
-        if "equals" not in item:
-            raise fail(f"{where}.equals", "required: a string, number or boolean")
-        equals = item["equals"]
-        if not isinstance(equals, (str, int, float, bool)) or (isinstance(equals, float) and not math.isfinite(equals)):
-            raise fail(f"{where}.equals", f"must be a JSON scalar (string, number or boolean), not {equals!r}")
-        level = _check_level(item.get("level"), f"{where}.level", fail)
-        identity = (segments, _kind(equals), equals)
-        if identity in seen:
-            raise fail(f"{where}", f"duplicate criterion (path {path!r}, equals {equals!r}) in one connector")
-        seen.add(identity)
-        out.append(Criterion(path=segments, equals=equals, level=level, order=index))
-    return tuple(out)
-
-
 def load_policy(layers: Sequence[Layer]) -> Policy:
     """Merge layers in order: `default` and each connector's `level` replace when present; a connector's
     `criteria` is replaced wholesale only when its key is present (`criteria = []` clears); connectors a layer does
@@ -254,58 +134,11 @@ def load_policy(layers: Sequence[Layer]) -> Policy:
     return Policy(default=default, connectors=connectors, origins=origins, layers=tuple(layers))
 
 
-# --- where layers come from -----------------------------------------------------------------------
-
-
-PALACE_FILE = "preferences.toml"
-
-
-def layers_from_settings(settings: Settings) -> list[Layer]:
-    """The declared layers in merge order: global [preferences], global [palace.preferences], the palace file."""
-    layers = []
-    for table, key, label in (("preferences", "preferences", "global [preferences]"),
-                              ("palace.preferences", "palace.preferences", "global [palace.preferences]")):
-        raw = settings.tables.get(table)
-        if raw is not None:
-            layers.append(parse_layer(f"{label} in {raw.file}", raw.value, file=raw.file, text=raw.text,
-                                      key_prefix=key))
-    local = palace_layer(settings.palace)
-    if local is not None:
-        layers.append(local)
-    return layers
-
-
-def palace_layer(palace: Path) -> Layer | None:
-    """`<palace>/preferences.toml`, which may contain only a `[preferences]` table."""
-    path = palace / PALACE_FILE
-    if not path.exists():
-        return None
-    try:
-        text = path.read_text(encoding="utf-8")
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        line = int(m.group(1)) if (m := re.search(r"line (\d+)", str(exc))) else None
-        raise ConfigError(str(exc), file=str(path), line=line) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read: {exc}", file=str(path)) from None
-    for key in data:
-        if key != "preferences":
-            raise ConfigError("only a [preferences] table is allowed in a palace's preferences.toml",
-                              file=str(path), line=line_of_key(text, key) or _header_line(text, key), key=key)
-    return parse_layer(f"palace file {path}", data.get("preferences", {}), file=str(path), text=text)
-
-
-def _header_line(text: str, table: str) -> int | None:
-    for number, line in enumerate(text.splitlines(), start=1):
-        if re.match(rf"^\s*\[\[?\s*{re.escape(table)}[\].]", line):
-            return number
-    return None
-
-
 # --- resolution -----------------------------------------------------------------------------------
 
 
-def _kind(value: Any) -> str:
+def scalar_kind(value: Any) -> str:
+    """The JSON kind of a scalar: boolean, number or string (criteria compare type-strictly)."""
     if isinstance(value, bool):
         return "boolean"
     if isinstance(value, (int, float)):
@@ -317,8 +150,8 @@ def _kind(value: Any) -> str:
 
 def scalar_equals(found: Any, expected: Scalar) -> bool:
     """Type-strict: 1 ≠ "1" ≠ true; numbers compare as JSON numbers (1 == 1.0)."""
-    kind = _kind(found)
-    return kind != "other" and kind == _kind(expected) and found == expected
+    kind = scalar_kind(found)
+    return kind != "other" and kind == scalar_kind(expected) and found == expected
 
 
 _MISSING = object()

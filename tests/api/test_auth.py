@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 from memcastle.api.app import create_app
 from memcastle.app import build
 from memcastle.config import load_settings
-from memcastle.credentials import TokenStore, digest_of
+from memcastle.runtime.tokens import TokenStore, digest_of
 
 
 @pytest.fixture

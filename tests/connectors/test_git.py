@@ -8,7 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from memcastle.connectors.contract import Connector, RawDocument, SkipDocument, SourceSpec, revision_of
+from memcastle.connectors.contract import (
+    Connector,
+    RawDocument,
+    SkipDocument,
+    SourceSpec,
+    revision_of,
+)
 from memcastle.connectors.git import GitConnector
 
 

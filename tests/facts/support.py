@@ -15,8 +15,8 @@ from fastapi.testclient import TestClient
 from memcastle.api.app import create_app
 from memcastle.app import Palace, build
 from memcastle.config import Settings, load_settings
+from memcastle.config.layers import PALACE_FILE
 from memcastle.model import Job
-from memcastle.preferences import PALACE_FILE
 from memcastle.store import Store
 
 EXTRACTOR = Path(__file__).with_name("extractor.py")

@@ -14,9 +14,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memcastle.facts import FRESHNESS_MAX, choose_preferred, freshness, make_link, present, quality
+from memcastle.config.layers import parse_layer
+from memcastle.knowledge.facts import (
+    FRESHNESS_MAX,
+    choose_preferred,
+    freshness,
+    make_link,
+    present,
+    quality,
+)
 from memcastle.model import Assertion, Entity, Origin
-from memcastle.preferences import Policy, load_policy, parse_layer
+from memcastle.preferences import Policy, load_policy
 
 from .support import Palaces, client_of, extracted, mine, triple, write_notes
 

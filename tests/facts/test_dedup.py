@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memcastle.dedup import similarity
+from memcastle.knowledge.dedup import similarity
 
 from .support import Palaces, client_of, mine, write_notes
 

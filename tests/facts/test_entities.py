@@ -12,7 +12,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memcastle.clock import utc_now
-from memcastle.entities import EntityResolver, Resolution, entity_id_for, within_one_edit
+from memcastle.knowledge.entities import (
+    EntityResolver,
+    Resolution,
+    entity_id_for,
+    within_one_edit,
+)
 from memcastle.model import Entity, GraphWrite, normalize_text
 from memcastle.store.sqlite import SQLiteStore
 

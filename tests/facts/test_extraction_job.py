@@ -11,8 +11,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from memcastle.app import Palace
-from memcastle.extraction import HeuristicProvider
-from memcastle.knowledge import ExtractionSweep
+from memcastle.knowledge.extraction import HeuristicProvider
+from memcastle.knowledge.sweep import ExtractionSweep
 from memcastle.model import JobStatus
 
 from .support import (

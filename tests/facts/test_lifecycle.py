@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 
 from memcastle.app import Palace
 from memcastle.clock import utc_now
-from memcastle.extraction import HeuristicProvider
-from memcastle.facts import infer_links, link_id, make_link, state_of
-from memcastle.knowledge import ExtractionSweep
+from memcastle.knowledge.extraction import HeuristicProvider
+from memcastle.knowledge.facts import infer_links, link_id, make_link, state_of
+from memcastle.knowledge.sweep import ExtractionSweep
 from memcastle.model import FACT_STATES, Assertion, FactLink
 
 from .support import Palaces, extracted, facts_named, mine, triple, write_notes

@@ -18,10 +18,11 @@ from mcp_types import CallToolResult
 
 from memcastle.api.app import create_app
 from memcastle.app import build
-from memcastle.config import MODES, load_settings
+from memcastle.config import load_settings
 from memcastle.mcp import server as mcp_server
 from memcastle.mcp.server import TOOLS
 from memcastle.model import FACT_STATES, RANKINGS, SOURCE_KINDS, JobStatus
+from memcastle.modes import MODES
 from memcastle.services.facts import ENTITY_KINDS, PREDICATES
 
 REQUIRED = {

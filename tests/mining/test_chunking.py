@@ -1,7 +1,7 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memcastle.chunking import chunk_segments, document_text
+from memcastle.mining.chunking import chunk_segments, document_text
 
 segment_text = st.text(alphabet=st.sampled_from(list("abc xyz\n\n\t.é")), min_size=0, max_size=400)
 segments = st.lists(segment_text, min_size=1, max_size=12)

@@ -8,8 +8,8 @@ import pytest
 
 from memcastle.app import build
 from memcastle.config import load_settings
+from memcastle.config.miners import load_miners
 from memcastle.errors import ConfigError, NotFound
-from memcastle.miners import load_miners
 
 
 def write_config(path: Path, text: str) -> Path:

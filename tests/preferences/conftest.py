@@ -14,8 +14,8 @@ import yaml
 
 from memcastle.app import Palace, build
 from memcastle.config import Settings, load_settings
+from memcastle.config.layers import PALACE_FILE
 from memcastle.model import Drawer, SearchResult
-from memcastle.preferences import PALACE_FILE
 from memcastle.services import SearchRequest
 
 

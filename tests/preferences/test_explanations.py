@@ -20,7 +20,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from memcastle.api.app import create_app
-from memcastle.preferences import BUILTIN_LAYER, PALACE_FILE
+from memcastle.config.layers import PALACE_FILE
+from memcastle.preferences import BUILTIN_LAYER
 
 if TYPE_CHECKING:
     from conftest import Bench  # tests/preferences/conftest.py

@@ -16,17 +16,14 @@ from hypothesis import strategies as st
 
 from memcastle.app import build
 from memcastle.config import load_settings
-from memcastle.errors import ConfigError
-from memcastle.preferences import (
-    BUILTIN_LAYER,
+from memcastle.config.layers import (
     PALACE_FILE,
-    Layer,
-    Policy,
     layers_from_settings,
-    load_policy,
     palace_layer,
     parse_layer,
 )
+from memcastle.errors import ConfigError
+from memcastle.preferences import BUILTIN_LAYER, Layer, Policy, load_policy
 from memcastle.store.sqlite import DB_FILE
 
 

@@ -16,8 +16,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from memcastle.config.layers import parse_layer
 from memcastle.model import Origin
-from memcastle.preferences import LEVELS, Policy, explain, load_policy, parse_layer, resolve, scalar_equals
+from memcastle.preferences import (
+    LEVELS,
+    Policy,
+    explain,
+    load_policy,
+    resolve,
+    scalar_equals,
+)
 
 if TYPE_CHECKING:
     from conftest import Bench  # tests/preferences/conftest.py

@@ -18,8 +18,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memcastle.app import Palace
+from memcastle.config.layers import parse_layer
 from memcastle.model import Drawer, Hit, Origin, Provenance, SearchResult, Source
-from memcastle.preferences import BOUND, LEVELS, PoolEntry, load_policy, parse_layer, pool_size, rerank, resolve
+from memcastle.preferences import (
+    BOUND,
+    LEVELS,
+    PoolEntry,
+    load_policy,
+    pool_size,
+    rerank,
+    resolve,
+)
 from memcastle.search.engine import pool_relevance
 
 if TYPE_CHECKING:

@@ -26,9 +26,9 @@ from tokenizers import Tokenizer
 
 from memcastle.errors import ConfigError, ProviderError
 from memcastle.search.embeddings import (
-    PASSAGE_WINDOW_CHARS,
     BUILTIN_MODEL,
     MAX_TOKENS,
+    PASSAGE_WINDOW_CHARS,
     BuiltinProvider,
     CommandProvider,
     EmbeddingProvider,

@@ -18,9 +18,9 @@ from memcastle.clock import utc_now
 from memcastle.config import load_settings
 from memcastle.errors import Conflict
 from memcastle.model import JobStatus, NewDrawer, NewJob, Scope
-from memcastle.palace_copy import copy_palace
 from memcastle.services import SearchRequest
 from memcastle.store import PALACE_TABLES, Store
+from memcastle.store.copy import copy_palace
 from memcastle.store.postgres import PostgresStore
 from memcastle.store.sqlite import SQLiteStore
 

@@ -14,8 +14,8 @@ from memcastle.api.errors import install_error_handlers
 from memcastle.api.limits import BodyLimit
 from memcastle.api.routes import router
 from memcastle.app import Palace
-from memcastle.credentials import TokenStore
 from memcastle.mcp import MCP_PATH, build_mcp_server, http_endpoint
+from memcastle.runtime.tokens import TokenStore
 
 
 def create_app(palace: Palace, *, request_shutdown: Callable[[], None] | None = None) -> FastAPI:

@@ -7,7 +7,7 @@ import json
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memcastle.api.errors import error_body
-from memcastle.credentials import TokenStore
+from memcastle.runtime.tokens import TokenStore
 
 PUBLIC = {("GET", "/api/health")}
 

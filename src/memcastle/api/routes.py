@@ -7,11 +7,10 @@ from typing import Any
 from fastapi import APIRouter, Depends, Query, Request, Response
 
 from memcastle import integrity
-from memcastle.api.modes import opens, reads, writes
+from memcastle.api.access import opens, reads, writes
 from memcastle.api.schemas import (
     CheckpointBody,
     DiaryBody,
-    SweepBody,
     FactBody,
     InvalidateFactBody,
     LinkFactBody,
@@ -20,6 +19,7 @@ from memcastle.api.schemas import (
     SearchBody,
     SupersedeBody,
     SupersedeFactBody,
+    SweepBody,
     VerifyBody,
 )
 from memcastle.services import SearchRequest, Services

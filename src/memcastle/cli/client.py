@@ -16,7 +16,7 @@ from memcastle.errors import (
     NotFound,
     ProviderError,
 )
-from memcastle.registry import find_daemon
+from memcastle.runtime.registry import find_daemon
 
 
 class DaemonClient:

@@ -13,8 +13,9 @@ from rich.markup import escape
 
 from memcastle.cli import render
 from memcastle.cli.client import DaemonClient
-from memcastle.config import MODES, Settings, load_settings
+from memcastle.config import Settings, load_settings
 from memcastle.errors import DaemonNotRunning, InvalidRequest, MemCastleError
+from memcastle.modes import MODES
 
 EXIT_ERROR = 1
 EXIT_NO_DAEMON = 3
@@ -449,7 +450,13 @@ def job_retry(ctx: typer.Context, job_id: str) -> None:
 
 def wait_for_job(inv: Invocation, job: dict[str, Any]) -> dict[str, Any]:
     """Follow a job to its end, with a progress bar on a terminal."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
 
     client = inv.client()
     finished = {"completed", "failed", "cancelled", "paused"}
@@ -735,7 +742,8 @@ def preferences_show(ctx: typer.Context) -> None:
 @preferences_app.command("check")
 def preferences_check(ctx: typer.Context) -> None:
     """Validate every preference layer (global file and the palace's preferences.toml); exit 1 on an error."""
-    from memcastle.preferences import layers_from_settings, load_policy
+    from memcastle.config.layers import layers_from_settings
+    from memcastle.preferences import load_policy
 
     inv = _inv(ctx)
     settings = inv.settings()
@@ -783,7 +791,7 @@ def mcp_bridge(
 @token_app.command("create")
 def token_create(ctx: typer.Context, name: Annotated[str, typer.Argument(help="what the token is for")]) -> None:
     """Create a bearer token for this palace; it is printed once and stored only as a digest."""
-    from memcastle.credentials import TokenStore
+    from memcastle.runtime.tokens import TokenStore
 
     inv = _inv(ctx)
     token = TokenStore(inv.settings().palace).create(name)

@@ -6,15 +6,20 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from memcastle.connectors.contract import (
-    CanonicalDocument,
     Candidate,
+    CanonicalDocument,
     OptionSpec,
     RawDocument,
     SkipDocument,
     SourceSpec,
     identify_source,
 )
-from memcastle.connectors.files import file_metadata, read_text_file, repository_info, walk_files
+from memcastle.connectors.files import (
+    file_metadata,
+    read_text_file,
+    repository_info,
+    walk_files,
+)
 from memcastle.connectors.project import project_wing
 
 DEFAULT_MAX_FILE_BYTES = 2 * 1024 * 1024

@@ -12,8 +12,8 @@ import yaml
 
 from memcastle.clock import parse_instant
 from memcastle.connectors.contract import (
-    CanonicalDocument,
     Candidate,
+    CanonicalDocument,
     OptionSpec,
     RawDocument,
     SkipDocument,

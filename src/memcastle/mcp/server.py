@@ -21,10 +21,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.types import ASGIApp
 
 from memcastle import __version__
-from memcastle.api.modes import HEADER as MODE_HEADER
-from memcastle.api.modes import HTTP_SWITCH, Access, enforce_mode, parse_mode
-from memcastle.config import MODES
 from memcastle.errors import Conflict, InvalidRequest, MemCastleError
+from memcastle.modes import HEADER as MODE_HEADER
+from memcastle.modes import HTTP_SWITCH, MODES, Access, enforce_mode, parse_mode
 from memcastle.services import SearchRequest, Services
 
 MCP_PATH = "/mcp"

@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memcastle.errors import ConfigError, ProviderError
-from memcastle.provider_command import ask_command, tail
+from memcastle.providers.command import ask_command, tail
 
 Vectors = npt.NDArray[np.float32]
 

@@ -16,7 +16,7 @@ import numpy.typing as npt
 
 from memcastle.errors import InvalidRequest, ProviderError
 from memcastle.model import Candidate, Hit, SearchQuery, SearchResult
-from memcastle.preferences import NEUTRAL, PoolEntry, Policy, pool_size, rerank
+from memcastle.preferences import NEUTRAL, Policy, PoolEntry, pool_size, rerank
 from memcastle.search.embeddings import EmbeddingProvider
 from memcastle.search.expansion import expand
 from memcastle.search.lexical import match_expression, query_terms

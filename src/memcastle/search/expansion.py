@@ -7,7 +7,7 @@ it must pass the same scope and time filters, and says `via` which entities brou
 from __future__ import annotations
 
 from memcastle.clock import utc_now
-from memcastle.facts import state_of
+from memcastle.knowledge.facts import state_of
 from memcastle.model import Hit, SearchQuery
 from memcastle.store import Store
 

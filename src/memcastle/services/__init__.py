@@ -9,8 +9,15 @@ from typing import Any
 
 from memcastle import __version__
 from memcastle.clock import parse_instant
+from memcastle.connectors.registry import ConnectorRegistry
 from memcastle.errors import InvalidRequest, NotFound
 from memcastle.jobs.queue import JobQueue
+from memcastle.knowledge.dedup import DuplicateFinder
+from memcastle.knowledge.extraction import ExtractionProvider
+from memcastle.knowledge.sweep import COALESCE_KEY as EXTRACT_KEY
+from memcastle.knowledge.sweep import KIND as EXTRACT
+from memcastle.knowledge.sweep import extractor_key
+from memcastle.mining.pipeline import KIND as MINE
 from memcastle.model import (
     PRIORITY_NAMES,
     RANKINGS,
@@ -18,6 +25,7 @@ from memcastle.model import (
     Drawer,
     Job,
     JobStatus,
+    MinerSpec,
     NewDrawer,
     NewJob,
     Page,
@@ -31,14 +39,6 @@ from memcastle.model import (
     Wing,
     content_hash,
 )
-from memcastle.connectors.registry import ConnectorRegistry
-from memcastle.miners import MinerSpec
-from memcastle.mining import KIND as MINE
-from memcastle.dedup import DuplicateFinder
-from memcastle.extraction import ExtractionProvider
-from memcastle.knowledge import COALESCE_KEY as EXTRACT_KEY
-from memcastle.knowledge import KIND as EXTRACT
-from memcastle.knowledge import extractor_key
 from memcastle.preferences import Policy, explain
 from memcastle.search.backfill import COALESCE_KEY as EMBED_KEY
 from memcastle.search.backfill import KIND as EMBED
@@ -46,7 +46,13 @@ from memcastle.search.backfill import model_key
 from memcastle.search.embeddings import EmbeddingProvider
 from memcastle.search.engine import SearchEngine
 from memcastle.services.facts import FactService
-from memcastle.services.validation import MAX_LIMIT, check_limit, check_name, check_tags, require_name
+from memcastle.services.validation import (
+    MAX_LIMIT,
+    check_limit,
+    check_name,
+    check_tags,
+    require_name,
+)
 from memcastle.store import Store
 
 DEFAULT_WING = "default"

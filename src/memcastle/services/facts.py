@@ -7,9 +7,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memcastle.clock import parse_instant, utc_now
-from memcastle.entities import EntityResolver
 from memcastle.errors import Conflict, InvalidRequest
-from memcastle.facts import make_link, present
+from memcastle.knowledge.entities import EntityResolver
+from memcastle.knowledge.facts import make_link, present
 from memcastle.model import FACT_STATES, Assertion, Entity, GraphWrite
 from memcastle.preferences import Policy
 from memcastle.services.validation import check_limit, require_name

@@ -46,7 +46,13 @@ from memcastle.model import (
 from memcastle.store import PALACE_TABLES
 from memcastle.store.history import SupersessionHistory
 from memcastle.store.migrate import load_migrations
-from memcastle.store.postgres_fulltext import CONFIG, bm25_sql, parse_match, search_text, token_count
+from memcastle.store.postgres_fulltext import (
+    CONFIG,
+    bm25_sql,
+    parse_match,
+    search_text,
+    token_count,
+)
 from memcastle.store.postgres_graph import GraphTables
 from memcastle.store.postgres_jobs import RECOVERY_BUDGET, JobTables
 

@@ -16,7 +16,7 @@ from typing import Any
 import psycopg
 
 from memcastle.clock import utc_now
-from memcastle.errors import Conflict, IllegalTransition, LeaseLost, NotFound
+from memcastle.errors import IllegalTransition, LeaseLost, NotFound
 from memcastle.model import Job, JobStatus, NewJob, Progress, is_legal_transition
 
 Row = dict[str, Any]

@@ -15,7 +15,13 @@ from typing import Any
 import numpy as np
 
 from memcastle.clock import format_instant, parse_instant, to_datetime, utc_now
-from memcastle.errors import Conflict, IllegalTransition, LeaseLost, MigrationError, NotFound
+from memcastle.errors import (
+    Conflict,
+    IllegalTransition,
+    LeaseLost,
+    MigrationError,
+    NotFound,
+)
 from memcastle.model import (
     Candidate,
     DocumentChanges,
@@ -40,9 +46,9 @@ from memcastle.model import (
     is_legal_transition,
 )
 from memcastle.store import PALACE_TABLES
+from memcastle.store.history import SupersessionHistory
 from memcastle.store.migrate import load_migrations
 from memcastle.store.sqlite_graph import GraphTables
-from memcastle.store.history import SupersessionHistory
 
 DB_FILE = "palace.sqlite3"
 

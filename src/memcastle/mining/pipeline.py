@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memcastle.chunking import chunk_segments
 from memcastle.clock import utc_now
 from memcastle.connectors.contract import (
     Candidate,
@@ -27,9 +26,10 @@ from memcastle.connectors.contract import (
 )
 from memcastle.connectors.project import find_project_settings
 from memcastle.connectors.registry import ConnectorRegistry
-from memcastle.dedup import DuplicateFinder
 from memcastle.errors import Conflict
 from memcastle.jobs.context import JobContext
+from memcastle.knowledge.dedup import DuplicateFinder
+from memcastle.mining.chunking import chunk_segments
 from memcastle.model import (
     DocumentChanges,
     DocumentRecord,

@@ -1,18 +1,17 @@
 """Memory modes per client: full, read_only, disabled — the gate follows data access.
 
 The rule (`parse_mode`, `enforce_mode`) is shared by every interface; HTTP reads the mode from `X-MemCastle-Mode`,
-MCP from the session (`memcastle_set_mode`) and falls back to the same header.
+MCP from the session (`memcastle_set_mode`) and falls back to the same header, the CLI from `--mode`.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
-from fastapi import Request
-
-from memcastle.config import MODES
 from memcastle.errors import AccessDenied, InvalidRequest
 
+Mode = Literal["full", "read_only", "disabled"]
+MODES: tuple[str, ...] = get_args(Mode)
 Access = Literal["open", "read", "write"]
 HEADER = "x-memcastle-mode"
 HTTP_SWITCH = "send X-MemCastle-Mode: {mode}"
@@ -38,24 +37,3 @@ def enforce_mode(mode: str, access: Access, *, switch: str = HTTP_SWITCH) -> Non
     if access == "write":
         raise AccessDenied("this client is in read_only mode: writes are refused",
                            help=switch.format(mode="full") + " to write")
-
-
-def client_mode(request: Request) -> str:
-    return parse_mode(request.headers.get(HEADER), field="X-MemCastle-Mode")
-
-
-def check_access(request: Request, access: Access) -> None:
-    """Refuse what the client's mode forbids."""
-    enforce_mode(client_mode(request), access)
-
-
-def reads(request: Request) -> None:
-    check_access(request, "read")
-
-
-def writes(request: Request) -> None:
-    check_access(request, "write")
-
-
-def opens(request: Request) -> None:
-    check_access(request, "open")

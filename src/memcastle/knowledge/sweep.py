@@ -11,10 +11,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from memcastle.clock import utc_now
-from memcastle.entities import EntityResolver
-from memcastle.extraction import ExtractionInput, ExtractionProvider
-from memcastle.facts import infer_links
 from memcastle.jobs.context import JobContext
+from memcastle.knowledge.entities import EntityResolver
+from memcastle.knowledge.extraction import ExtractionInput, ExtractionProvider
+from memcastle.knowledge.facts import infer_links
 from memcastle.model import Assertion, Drawer, EntityHint, FactLink, GraphWrite, Mention
 from memcastle.preferences import Policy, resolve
 from memcastle.store import Store

@@ -26,7 +26,7 @@ from typing import Any, Protocol, runtime_checkable
 import httpx
 
 from memcastle.errors import ConfigError, ProviderError
-from memcastle.provider_command import ask_command, tail
+from memcastle.providers.command import ask_command, tail
 
 ENTITY_KINDS = ("person", "organization", "project", "tool", "place", "concept", "other")
 PREDICATES = ("works_on", "member_of", "depends_on", "uses", "owns", "part_of", "located_in", "related_to")

@@ -15,7 +15,13 @@ from datetime import timedelta
 from typing import Any
 
 from memcastle.clock import to_datetime
-from memcastle.model import SINGLE_VALUED_PREDICATES, Assertion, Entity, FactLink, Origin
+from memcastle.model import (
+    SINGLE_VALUED_PREDICATES,
+    Assertion,
+    Entity,
+    FactLink,
+    Origin,
+)
 from memcastle.preferences import Policy, resolve
 
 FRESHNESS_MAX = 0.12

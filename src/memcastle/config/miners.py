@@ -2,28 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
-
-from memcastle.config import RawTable, line_of_key
+from memcastle.config import RawTable
+from memcastle.config.toml import line_of_key
 from memcastle.errors import ConfigError
+from memcastle.model import MinerSpec
 
 _KEYS = {"name", "connector", "locator", "options", "wing", "full"}
-
-
-@dataclass(frozen=True)
-class MinerSpec:
-    name: str
-    connector: str
-    locator: str
-    options: Mapping[str, str] = field(default_factory=dict)
-    wing: str | None = None
-    full: bool = False
-
-    def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "connector": self.connector, "locator": self.locator,
-                "options": dict(self.options), "wing": self.wing, "full": self.full}
 
 
 def load_miners(table: RawTable | None) -> dict[str, MinerSpec]:

@@ -8,7 +8,6 @@ Only composition roots (`memcastle.app`, the CLI entry point) read settings.
 from __future__ import annotations
 
 import os
-import re
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -17,10 +16,11 @@ from typing import Any
 
 import platformdirs
 
+from memcastle.config.toml import line_from_message, line_of_key
 from memcastle.errors import ConfigError
+from memcastle.modes import MODES
 
 APP = "memcastle"
-MODES = ("full", "read_only", "disabled")
 
 
 @dataclass(frozen=True)
@@ -186,7 +186,7 @@ def _apply_file(path: Path, values: dict[str, Any], origins: dict[str, str], tab
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        line = _line_from_message(str(exc))
+        line = line_from_message(str(exc))
         raise ConfigError(str(exc), file=str(path), line=line) from None
     origin = f"file {path}"
     for key, value in _flatten(data):
@@ -283,33 +283,3 @@ def _unknown_message(key: str) -> str:
     siblings = [s.key for s in SETTINGS if section and s.key.startswith(section + ".")]
     hint = f"; known keys in [{section}]: {', '.join(siblings)}" if siblings else ""
     return f"unknown setting{hint}"
-
-
-_LINE_IN_MESSAGE = re.compile(r"line (\d+)")
-
-
-def _line_from_message(message: str) -> int | None:
-    match = _LINE_IN_MESSAGE.search(message)
-    return int(match.group(1)) if match else None
-
-
-def line_of_key(text: str, dotted: str) -> int | None:
-    """Best-effort line number of `dotted` (section + key) in TOML text; tomllib does not report it."""
-    parts = dotted.split(".")
-    leaf = parts[-1]
-    section = ".".join(parts[:-1])
-    current = ""
-    for number, line in enumerate(text.splitlines(), start=1):
-        stripped = line.strip()
-        header = re.match(r"^\[\[?\s*([^\]]+?)\s*\]\]?", stripped)
-        if header:
-            current = header.group(1).replace(" ", "").replace('"', "")
-            continue
-        match = re.match(r"^([A-Za-z0-9_.\"-]+)\s*=", stripped)
-        if not match:
-            continue
-        key = match.group(1).replace('"', "")
-        full = f"{current}.{key}" if current else key
-        if full == dotted or (current == section and key == leaf):
-            return number
-    return None

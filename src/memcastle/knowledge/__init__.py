@@ -1,0 +1,1 @@
+"""What is derived from stored drawers: facts, entities, drawer dedup, the extract sweep and its providers."""

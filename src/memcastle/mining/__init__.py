@@ -1,0 +1,1 @@
+"""Mining: the shared pipeline every connector goes through, and deterministic chunking."""
