@@ -52,9 +52,10 @@ from typing import Any
 from memcastle.app import Palace, build
 from memcastle.clock import utc_now
 from memcastle.config import Settings, load_settings
-from memcastle.model import Candidate, Drawer, Hit, JobStatus, SearchResult
+from memcastle.model import Drawer, Hit, JobStatus, ScoredDrawer, SearchResult
 from memcastle.preferences import BOUND
-from memcastle.search.engine import MIN_LEG, FusionWeights, fuse_ranks
+from memcastle.search.engine import MIN_LEG
+from memcastle.search.fusion import FusionWeights, fuse_ranks
 from memcastle.search.lexical import query_terms
 from memcastle.services import SearchRequest
 
@@ -589,7 +590,7 @@ def fused_entries(mined: MinedPalace, query: Query, limit: int = LIMIT) -> list[
     settings = mined.palace.settings
     weights = FusionWeights(k=settings["search.rrf_k"], lexical=settings["search.lexical_weight"],
                             semantic=settings["search.semantic_weight"])
-    fused = fuse_ranks(*([Candidate(h.drawer.id, h.score) for h in leg.hits] for leg in legs), weights)
+    fused = fuse_ranks(*([ScoredDrawer(h.drawer.id, h.score) for h in leg.hits] for leg in legs), weights)
     drawers = {h.drawer.id: h.drawer for leg in legs for h in leg.hits}
     return [Entry(mined.doc_key(drawers[r.drawer_id]), drawers[r.drawer_id], r.base) for r in fused]
 

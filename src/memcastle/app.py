@@ -27,11 +27,12 @@ from memcastle.runtime.registry import find_daemon
 from memcastle.search.backfill import KIND as backfill_kind
 from memcastle.search.backfill import EmbeddingBackfill, model_key
 from memcastle.search.embeddings import build_provider
-from memcastle.search.engine import FusionWeights, SearchEngine
+from memcastle.search.engine import SearchEngine
+from memcastle.search.fusion import FusionWeights
 from memcastle.search.semantic import SemanticIndex
 from memcastle.services import Services
 from memcastle.store import Store
-from memcastle.store.copy import CopyReport, Progress, copy_palace
+from memcastle.store.copy import CopyProgress, CopyReport, copy_palace
 from memcastle.store.sqlite import DB_FILE, SQLiteStore
 
 log = logging.getLogger(__name__)
@@ -81,7 +82,7 @@ def open_store(settings: Settings) -> Store:
     return PostgresStore(url, max_connections=settings["jobs.workers"] + 8)
 
 
-def migrate_palace(settings: Settings, url: str, *, progress: Progress | None = None) -> CopyReport:
+def migrate_palace(settings: Settings, url: str, *, progress: CopyProgress | None = None) -> CopyReport:
     """`memcastle migrate --to URL`: copy the embedded palace of `settings.palace` into the PostgreSQL palace at
     `url`, locally. The palace must be at rest (no daemon serves it) and the target empty."""
     if not url.startswith(("postgresql://", "postgres://")):

@@ -331,7 +331,7 @@ class SearchQuery:
 
 
 @dataclass(frozen=True)
-class Candidate:
+class ScoredDrawer:
     """A drawer id with its base signal from one ranking leg (higher is better)."""
 
     drawer_id: str

@@ -29,7 +29,7 @@ from memcastle.preferences import (
     rerank,
     resolve,
 )
-from memcastle.search.engine import pool_relevance
+from memcastle.search.fusion import pool_relevance
 
 if TYPE_CHECKING:
     from conftest import Bench  # tests/preferences/conftest.py

@@ -8,17 +8,17 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 
 import numpy as np
 import numpy.typing as npt
 
 from memcastle.errors import InvalidRequest, ProviderError
-from memcastle.model import Candidate, Hit, SearchQuery, SearchResult
+from memcastle.model import Hit, ScoredDrawer, SearchQuery, SearchResult
 from memcastle.preferences import NEUTRAL, Policy, PoolEntry, pool_size, rerank
 from memcastle.search.embeddings import EmbeddingProvider
 from memcastle.search.expansion import expand
+from memcastle.search.fusion import FusionWeights, Ranked, fuse_ranks, pool_relevance
 from memcastle.search.lexical import match_expression, query_terms
 from memcastle.search.semantic import SemanticIndex
 from memcastle.store import Store
@@ -27,24 +27,6 @@ log = logging.getLogger(__name__)
 
 MIN_LEG = 20
 PENDING_TTL = 2.0
-
-
-@dataclass(frozen=True)
-class FusionWeights:
-    """Reciprocal rank fusion: k and the weight of each leg."""
-
-    k: int = 60
-    lexical: float = 1.0
-    semantic: float = 1.0
-
-
-@dataclass(frozen=True)
-class Ranked:
-    """One candidate of the final pool with every signal that ranked it."""
-
-    drawer_id: str
-    base: float
-    signals: dict[str, float]
 
 
 class SearchEngine:
@@ -144,7 +126,7 @@ class SearchEngine:
             self._pending_seen = (now, count)
         return count
 
-    def lexical_leg(self, query: SearchQuery, limit: int) -> list[Candidate]:
+    def lexical_leg(self, query: SearchQuery, limit: int) -> list[ScoredDrawer]:
         """BM25 candidates: every term required first; any term when that finds nothing and there are 2+ words."""
         terms = query_terms(query.text)
         expression = match_expression(terms, require_all=True)
@@ -158,26 +140,3 @@ class SearchEngine:
             found = self._store.lexical_candidates(fallback, query.scope, query.window, query.include_historical,
                                                    limit)
         return found
-
-
-def fuse_ranks(lexical: Sequence[Candidate], semantic: Sequence[Candidate], weights: FusionWeights) -> list[Ranked]:
-    """Reciprocal rank fusion: Σ weight / (k + rank), rank from 1; ties by drawer id."""
-    signals: dict[str, dict[str, float]] = {}
-    for leg, candidates, weight in (("lexical", lexical, weights.lexical), ("semantic", semantic, weights.semantic)):
-        for rank, candidate in enumerate(candidates, start=1):
-            entry = signals.setdefault(candidate.drawer_id, {"fusion": 0.0})
-            entry[leg] = candidate.signal
-            entry["fusion"] += weight / (weights.k + rank)
-    ranked = [Ranked(drawer_id, entry["fusion"], entry) for drawer_id, entry in signals.items()]
-    ranked.sort(key=lambda r: (-r.base, r.drawer_id))
-    return ranked
-
-
-def pool_relevance(signals: Sequence[float]) -> list[float]:
-    """Min-max normalize base signals within the pool to [0, 1]; all equal → 1.0."""
-    if not signals:
-        return []
-    low, high = min(signals), max(signals)
-    if high == low:
-        return [1.0] * len(signals)
-    return [(s - low) / (high - low) for s in signals]

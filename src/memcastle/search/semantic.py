@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memcastle.errors import ProviderError
-from memcastle.model import Candidate, Scope, TimeWindow
+from memcastle.model import Scope, ScoredDrawer, TimeWindow
 from memcastle.store import Store
 
 _FIRST_ROUND = 8
@@ -86,7 +86,7 @@ class SemanticIndex:
         return mask
 
     def candidates(self, vector: npt.NDArray[np.float32], need: int, scope: Scope, window: TimeWindow | None,
-                   include_historical: bool) -> list[Candidate]:
+                   include_historical: bool) -> list[ScoredDrawer]:
         """The `need` best eligible drawers by cosine of their best passage; ties by id."""
         self.refresh()
         with self._lock:
@@ -133,6 +133,6 @@ def _best_per_drawer(scores: npt.NDArray[np.float32], ids: list[str], take: int)
     return best
 
 
-def _ranked(found: list[tuple[str, float]], need: int) -> list[Candidate]:
+def _ranked(found: list[tuple[str, float]], need: int) -> list[ScoredDrawer]:
     found.sort(key=lambda item: (-item[1], item[0]))
-    return [Candidate(drawer_id=d, signal=s) for d, s in found[:need]]
+    return [ScoredDrawer(drawer_id=d, signal=s) for d, s in found[:need]]

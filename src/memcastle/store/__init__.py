@@ -12,7 +12,6 @@ import numpy as np
 
 from memcastle.model import (
     Assertion,
-    Candidate,
     DocumentChanges,
     DocumentRecord,
     Drawer,
@@ -29,6 +28,7 @@ from memcastle.model import (
     Progress,
     Room,
     Scope,
+    ScoredDrawer,
     SourceRecord,
     TimeWindow,
     Wing,
@@ -61,7 +61,7 @@ class Store(Protocol):
     # retrieval
     def lexical_candidates(
         self, match: str, scope: Scope, window: TimeWindow | None, include_historical: bool, limit: int
-    ) -> list[Candidate]: ...
+    ) -> list[ScoredDrawer]: ...
 
     def eligible_ids(self, drawer_ids: Sequence[str], scope: Scope, window: TimeWindow | None,
                      include_historical: bool) -> set[str]: ...

@@ -23,7 +23,7 @@ from typing import Any
 from memcastle.errors import MigrationError
 from memcastle.store import PALACE_TABLES, Store
 
-Progress = Callable[[str, int, bool], None]
+CopyProgress = Callable[[str, int, bool], None]
 """Called with (table, rows copied so far, whether the table is done)."""
 
 
@@ -45,7 +45,7 @@ class CopyReport:
                 "seconds": round(self.seconds, 3)}
 
 
-def copy_palace(source: Store, target: Store, *, progress: Progress | None = None) -> CopyReport:
+def copy_palace(source: Store, target: Store, *, progress: CopyProgress | None = None) -> CopyReport:
     """Copy every palace table of `source` into the empty palace `target`; check that both now hold the same."""
     started = time.monotonic()
     exported: dict[str, int] = {}

@@ -26,7 +26,6 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from memcastle.clock import parse_instant, utc_now
 from memcastle.errors import Conflict, InvalidRequest, MigrationError, NotFound
 from memcastle.model import (
-    Candidate,
     DocumentChanges,
     DocumentRecord,
     Drawer,
@@ -36,6 +35,7 @@ from memcastle.model import (
     Provenance,
     Room,
     Scope,
+    ScoredDrawer,
     Source,
     SourceRecord,
     TimeWindow,
@@ -378,7 +378,7 @@ class PostgresStore(JobTables, GraphTables, SupersessionHistory):
 
     def lexical_candidates(
         self, match: str, scope: Scope, window: TimeWindow | None, include_historical: bool, limit: int
-    ) -> list[Candidate]:
+    ) -> list[ScoredDrawer]:
         terms, require_all = parse_match(match)
         words = [search_text(term) for term in terms]
         if require_all and any(not w for w in words):
@@ -390,7 +390,7 @@ class PostgresStore(JobTables, GraphTables, SupersessionHistory):
         time_sql, time_params = _time_sql(window, include_historical)
         rows = self._rows(bm25_sql(len(words), require_all, where + time_sql),
                           (words, *words, *params, *time_params, limit))
-        return [Candidate(drawer_id=r["id"], signal=float(r["score"])) for r in rows]
+        return [ScoredDrawer(drawer_id=r["id"], signal=float(r["score"])) for r in rows]
 
     def eligible_ids(self, drawer_ids: Sequence[str], scope: Scope, window: TimeWindow | None,
                      include_historical: bool) -> set[str]:

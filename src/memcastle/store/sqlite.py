@@ -23,7 +23,6 @@ from memcastle.errors import (
     NotFound,
 )
 from memcastle.model import (
-    Candidate,
     DocumentChanges,
     DocumentRecord,
     Drawer,
@@ -37,6 +36,7 @@ from memcastle.model import (
     Provenance,
     Room,
     Scope,
+    ScoredDrawer,
     Source,
     SourceRecord,
     TimeWindow,
@@ -332,7 +332,7 @@ class SQLiteStore(GraphTables, SupersessionHistory):
 
     def lexical_candidates(
         self, match: str, scope: Scope, window: TimeWindow | None, include_historical: bool, limit: int
-    ) -> list[Candidate]:
+    ) -> list[ScoredDrawer]:
         where, params = _scope_sql(scope)
         time_sql, time_params = _time_sql(window, include_historical)
         rows = self._reader().execute(
@@ -342,7 +342,7 @@ class SQLiteStore(GraphTables, SupersessionHistory):
             (match, *params, *time_params, limit),
         )
         # bm25() is lower-is-better; the signal is flipped so that higher is better everywhere.
-        return [Candidate(drawer_id=r["id"], signal=-float(r["rank"])) for r in rows]
+        return [ScoredDrawer(drawer_id=r["id"], signal=-float(r["rank"])) for r in rows]
 
     def eligible_ids(self, drawer_ids: Sequence[str], scope: Scope, window: TimeWindow | None,
                      include_historical: bool) -> set[str]:

@@ -1,0 +1,49 @@
+"""Fusing the ranking legs and normalizing a pool: reciprocal rank fusion, min-max relevance."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from memcastle.model import ScoredDrawer
+
+
+@dataclass(frozen=True)
+class FusionWeights:
+    """Reciprocal rank fusion: k and the weight of each leg."""
+
+    k: int = 60
+    lexical: float = 1.0
+    semantic: float = 1.0
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """One candidate of the final pool with every signal that ranked it."""
+
+    drawer_id: str
+    base: float
+    signals: dict[str, float]
+
+
+def fuse_ranks(lexical: Sequence[ScoredDrawer], semantic: Sequence[ScoredDrawer], weights: FusionWeights) -> list[Ranked]:
+    """Reciprocal rank fusion: Σ weight / (k + rank), rank from 1; ties by drawer id."""
+    signals: dict[str, dict[str, float]] = {}
+    for leg, candidates, weight in (("lexical", lexical, weights.lexical), ("semantic", semantic, weights.semantic)):
+        for rank, candidate in enumerate(candidates, start=1):
+            entry = signals.setdefault(candidate.drawer_id, {"fusion": 0.0})
+            entry[leg] = candidate.signal
+            entry["fusion"] += weight / (weights.k + rank)
+    ranked = [Ranked(drawer_id, entry["fusion"], entry) for drawer_id, entry in signals.items()]
+    ranked.sort(key=lambda r: (-r.base, r.drawer_id))
+    return ranked
+
+
+def pool_relevance(signals: Sequence[float]) -> list[float]:
+    """Min-max normalize base signals within the pool to [0, 1]; all equal → 1.0."""
+    if not signals:
+        return []
+    low, high = min(signals), max(signals)
+    if high == low:
+        return [1.0] * len(signals)
+    return [(s - low) / (high - low) for s in signals]
