@@ -293,7 +293,7 @@ def test_bad_config_file_is_an_error_naming_file_and_line(xdg_home: Any, tmp_pat
 
 
 def test_json_after_the_command_means_the_global_option() -> None:
-    from memcastle.cli.main import hoist_json_flag
+    from memcastle.cli.app import hoist_json_flag
 
     assert hoist_json_flag(["search", "x", "--json"]) == ["--json", "search", "x"]
     assert hoist_json_flag(["--json", "status"]) == ["--json", "status"]

@@ -1,0 +1,152 @@
+"""The `memcastle` command line: the Typer app, global options, the output rule, and errors → exit codes.
+
+Commands live in `memcastle.cli.commands`, one module per group; `memcastle.cli.main` imports them all.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+
+from memcastle.cli import render
+from memcastle.cli.client import DaemonClient
+from memcastle.config import Settings, load_settings
+from memcastle.errors import DaemonNotRunning, InvalidRequest, MemCastleError
+from memcastle.modes import MODES
+
+EXIT_ERROR = 1
+EXIT_NO_DAEMON = 3
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=None,
+                  pretty_exceptions_enable=False,
+                  help="MemCastle: a local-first memory server for AI agents.")
+
+
+@dataclass
+class Invocation:
+    """Global options, resolved into settings on first use."""
+
+    palace: Path | None
+    config: Path | None
+    json: bool
+    mode: str | None
+    _settings: Settings | None = None
+
+    def settings(self, **flags: Any) -> Settings:
+        if self._settings is None or flags:
+            base = {"palace": str(self.palace) if self.palace else None, "mode": self.mode}
+            self._settings = load_settings(flags={**base, **flags}, config_file=self.config)
+        return self._settings
+
+    def client(self) -> DaemonClient:
+        return DaemonClient(self.settings())
+
+    @property
+    def as_json(self) -> bool:
+        return render.wants_json(self.json)
+
+    def emit(self, data: Any, show: Callable[[Any], None]) -> None:
+        """The one output rule: JSON when piped or with --json, `show(data)` rendered on a terminal."""
+        if self.as_json:
+            render.print_json(data)
+        else:
+            show(data)
+
+
+def invocation(ctx: typer.Context) -> Invocation:
+    """The global options of this command line."""
+    return ctx.obj  # type: ignore[no-any-return]
+
+
+@app.callback()
+def main(
+    ctx: typer.Context,
+    palace: Annotated[Path | None, typer.Option("--palace", help="palace directory", envvar=None)] = None,
+    config: Annotated[Path | None, typer.Option("--config", help="config file to read instead of the XDG one")] = None,
+    json_output: Annotated[bool, typer.Option("--json", help="print JSON even on a terminal")] = False,
+    mode: Annotated[str | None, typer.Option("--mode", help="memory mode: full, read_only, disabled")] = None,
+) -> None:
+    if mode is not None and mode not in MODES:
+        raise InvalidRequest(f"--mode must be one of {', '.join(MODES)}", field="mode")
+    ctx.obj = Invocation(palace=palace, config=config, json=json_output, mode=mode)
+
+
+def read_content(content: str) -> str:
+    return sys.stdin.read() if content == "-" else content
+
+
+def request_sweep(inv: Invocation, path: str, wait: bool) -> None:
+    """Queue a background sweep (or join the queued one); follow it when asked."""
+    data = inv.client().post(path)
+    job = data.get("job")
+    if job is None:
+        inv.emit(data, lambda data: render.console.print(data["message"]))
+        return
+    if wait:
+        job = wait_for_job(inv, job)
+    inv.emit({"job": job}, lambda data: render.show_job(job))
+
+
+def wait_for_job(inv: Invocation, job: dict[str, Any]) -> dict[str, Any]:
+    """Follow a job to its end, with a progress bar on a terminal."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    client = inv.client()
+    finished = {"completed", "failed", "cancelled", "paused"}
+    if inv.as_json:
+        while job["status"] not in finished:
+            time.sleep(0.2)
+            job = client.get(f"/jobs/{job['id']}")
+        return job
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=render.console, transient=True) as bar:
+        task = bar.add_task(job["kind"], total=None)
+        while job["status"] not in finished:
+            time.sleep(0.2)
+            job = client.get(f"/jobs/{job['id']}")
+            progress = job.get("progress") or {}
+            bar.update(task, completed=progress.get("current", 0), total=progress.get("total"),
+                       description=f"{job['kind']} · {job['status']}")
+    return job
+
+
+def run() -> None:
+    """Console-script entry point: one place turns errors into a message and an exit code."""
+    try:
+        # Standalone mode lets click handle usage errors (exit 2) and typer.Exit codes; our errors pass through.
+        app(args=hoist_json_flag(sys.argv[1:]))
+    except DaemonNotRunning as exc:
+        _report(exc)
+        sys.exit(EXIT_NO_DAEMON)
+    except MemCastleError as exc:
+        _report(exc)
+        sys.exit(EXIT_ERROR)
+
+
+def hoist_json_flag(args: list[str]) -> list[str]:
+    """`--json` is a global option, but people type it after the command (`memcastle search x --json`): move it
+    to the front. Nothing after a `--` is touched."""
+    end = args.index("--") if "--" in args else len(args)
+    if "--json" not in args[1:end]:
+        return args
+    return ["--json", *[a for i, a in enumerate(args) if not (a == "--json" and i < end)]]
+
+
+def _report(exc: MemCastleError) -> None:
+    # Messages quote user data (paths, names, `[/socket/dir]` locations): printed as text, never as markup.
+    render.errors.print(f"[red]error:[/red] {escape(exc.message)}")
+    if exc.help:
+        render.errors.print(f"[dim]hint: {escape(exc.help)}[/dim]")

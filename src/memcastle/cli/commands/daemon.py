@@ -1,0 +1,124 @@
+"""The daemon: serve, status, shutdown, migrate, the MCP stdio bridge and bearer tokens."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+
+from memcastle.cli import render
+from memcastle.cli.app import (
+    EXIT_ERROR,
+    app,
+    invocation,
+)
+
+auth_app = typer.Typer(no_args_is_help=True, help="Authentication: bearer tokens of the palace.")
+token_app = typer.Typer(no_args_is_help=True, help="Create bearer tokens (stored only as digests).")
+app.add_typer(auth_app, name="auth")
+auth_app.add_typer(token_app, name="token")
+
+
+@app.command()
+def serve(
+    ctx: typer.Context,
+    host: Annotated[str | None, typer.Option(help="address to bind (default 127.0.0.1)")] = None,
+    port: Annotated[int | None, typer.Option(help="port to bind; 0 picks a free one (default 8420)")] = None,
+) -> None:
+    """Run the daemon for the palace in the foreground."""
+    from memcastle.daemon import serve as run_daemon
+
+    run_daemon(invocation(ctx).settings(**{"server.host": host, "server.port": port}))
+
+
+@app.command()
+def migrate(
+    ctx: typer.Context,
+    to: Annotated[str, typer.Option("--to", help="postgresql://user:password@host:port/database — an empty palace")],
+) -> None:
+    """Copy this embedded (SQLite) palace into PostgreSQL. Runs here, not through the daemon: stop the palace's
+    daemon first. The target must be empty; the copy is one transaction, so a failed copy leaves it empty."""
+    from memcastle.app import migrate_palace
+
+    inv = invocation(ctx)
+    settings = inv.settings()
+
+    def progress(table: str, rows: int, done: bool) -> None:
+        if done and not inv.as_json:
+            render.console.print(f"  {table:16} {rows:>9} rows")
+
+    if not inv.as_json:
+        render.console.print(f"copying {escape(str(settings.palace))} into PostgreSQL …")
+    report = migrate_palace(settings, to, progress=progress)
+    def show(data: Any) -> None:
+        render.console.print(f"[green]copied[/green] {report.rows} rows in {report.seconds:.1f} s into "
+                             f"{escape(report.target)}")
+        render.console.print("[dim]serve it from there: set store.url (config.toml) or MEMCASTLE_STORE_URL to that "
+                             "URL, then memcastle serve. Jobs were not copied; the SQLite palace is left as it was.[/dim]")
+    inv.emit(report.to_json(), show)
+
+
+@app.command()
+def status(ctx: typer.Context) -> None:
+    """Is the daemon running and healthy? Exit 0 healthy, 1 degraded, 3 not running."""
+    inv = invocation(ctx)
+    data = inv.client().get("/status")
+    degraded = bool(data.get("warnings"))
+    def show(data: Any) -> None:
+        jobs = data.get("jobs", {})
+        lines = [
+            f"[bold]MemCastle {data['version']}[/bold] — {'[yellow]degraded[/yellow]' if degraded else '[green]healthy[/green]'}",
+            f"palace   {data['palace']}",
+            f"store    {data['store']['backend']} ({data['store']['location']})",
+            f"drawers  {data['drawers']} current, {data['drawers_total']} with history",
+            "jobs     " + ", ".join(f"{k} {v}" for k, v in jobs.items() if v),
+        ]
+        embeddings = data.get("embeddings")
+        if embeddings:
+            lines.append(f"embed    {embeddings.get('provider')} {embeddings.get('model') or ''} "
+                         f"dim {embeddings.get('dimension')} · pending {embeddings.get('pending')}")
+        for warning in data.get("warnings", []):
+            lines.append(f"[yellow]warning[/yellow] {warning}")
+        render.console.print("\n".join(lines))
+    inv.emit(data, show)
+    raise typer.Exit(EXIT_ERROR if degraded else 0)
+
+
+@app.command()
+def shutdown(ctx: typer.Context) -> None:
+    """Ask the daemon to drain its jobs and exit."""
+    inv = invocation(ctx)
+    data = inv.client().post("/shutdown")
+    inv.emit(data, lambda data: render.console.print(data["message"]))
+
+
+@app.command("mcp")
+def mcp_bridge(
+    ctx: typer.Context,
+    start: Annotated[bool, typer.Option("--start", help="start the palace's daemon in the background if none "
+                                                        "runs, and wait for it")] = False,
+) -> None:
+    """Speak MCP on standard input/output and forward every request to the palace's daemon (for MCP clients that
+    only spawn processes); --mode is sent as the X-MemCastle-Mode header, auth.token as the bearer token."""
+    from memcastle.mcp.bridge import locate_daemon, run_bridge, start_daemon
+
+    inv = invocation(ctx)
+    settings = inv.settings()
+    if start:
+        start_daemon(settings.palace, config_file=inv.config)
+    run_bridge(lambda: locate_daemon(settings.palace), mode=settings["mode"], token=settings["auth.token"] or None)
+
+
+@token_app.command("create")
+def token_create(ctx: typer.Context, name: Annotated[str, typer.Argument(help="what the token is for")]) -> None:
+    """Create a bearer token for this palace; it is printed once and stored only as a digest."""
+    from memcastle.runtime.tokens import TokenStore
+
+    inv = invocation(ctx)
+    token = TokenStore(inv.settings().palace).create(name)
+    def show(data: Any) -> None:
+        render.console.print(f"token {name!r} created; it is shown only this once:\n\n  {token}\n")
+        render.console.print("[dim]clients send it as Authorization: Bearer TOKEN; the CLI reads MEMCASTLE_AUTH_TOKEN. "
+                             "Enable checking with auth.enabled = true and restart the daemon.[/dim]")
+    inv.emit({"name": name, "token": token}, show)
