@@ -69,7 +69,10 @@ def machine() -> str:
 
 
 def command_line() -> str:
-    return "python " + " ".join([os.path.relpath(sys.argv[0], Path.cwd()), *sys.argv[1:]])
+    """The command as typed from the repository root: `python -m bench.<script> …`."""
+    script = Path(sys.argv[0]).resolve()
+    module = "bench.judged" if script.parent.name == "judged" else f"bench.{script.stem}"
+    return " ".join(["python -m", module, *sys.argv[1:]])
 
 
 def write_section(name: str, body: str) -> None:

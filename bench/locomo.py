@@ -11,8 +11,8 @@ Settings are the defaults except builtin embeddings on 2 threads and `mining.chu
 session). Evidence ids are repaired where malformed; ids that name no turn are dropped and questions left without
 evidence are skipped, both counted in the report.
 
-    python bench/locomo.py                                   # both levels, all three rankings, writes RESULTS.md
-    python bench/locomo.py --level turn --rankings lexical --limit-conversations 1 --no-write
+    python -m bench.locomo                                   # both levels, all three rankings, writes RESULTS.md
+    python -m bench.locomo --level turn --rankings lexical --limit-conversations 1 --no-write
 """
 
 from __future__ import annotations

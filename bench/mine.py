@@ -3,7 +3,7 @@
 The same-run baseline is a bare walk that reads and hashes every file (the I/O floor), so the ratio shows what the
 pipeline (revision check, chunking, transactions) costs on this machine today.
 
-    python bench/mine.py [--files 5000] [--runs 3] [--write]
+    python -m bench.mine [--files 5000] [--runs 3] [--write]
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import command_line, median, open_palace, wait_for, write_section
+from bench.common import command_line, median, open_palace, wait_for, write_section
 
 
 def vocabulary(rng: random.Random, size: int = 5000) -> list[str]:

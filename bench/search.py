@@ -17,7 +17,7 @@ SQLite palace is copied there with `memcastle.store.copy` (the code behind `memc
 the same vectors, the same ids), then a second daemon serving it takes the same queries and the same load, and the
 report sets each PostgreSQL figure beside SQLite's from the same run (a ratio). The daemons run one after the other.
 
-    python bench/search.py [--drawers 100000] [--queries 200] [--vectors builtin|synthetic] [--store URL|pgserver]
+    python -m bench.search [--drawers 100000] [--queries 200] [--vectors builtin|synthetic] [--store URL|pgserver]
                            [--write]
 """
 
@@ -41,7 +41,7 @@ from urllib.parse import quote, urlencode
 
 import httpx
 import numpy as np
-from common import (
+from bench.common import (
     command_line,
     median,
     open_palace,

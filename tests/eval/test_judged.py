@@ -1,41 +1,29 @@
 """The project's own judged retrieval set and its preference set (SPEC §9, ADR 048) as a regression test.
 
-One palace per module: `bench/judged.py` mines `eval/judged/` through the real path (settings → build → start,
+One palace per module: `bench/judged/` mines `eval/judged/` through the real path (settings → build → start,
 `submit_mine`, the supersession steps, the embed and extract sweeps), runs every judged query under `auto` (which
 must be hybrid), lexical and semantic ranking, then restarts the palace with the set's `preferences.toml` and runs
 the preference set. The tests only read what that run measured.
 
 A metric may not drop more than 0.02 below `eval/judged/baseline.json` (refresh it with
-`python bench/judged.py --write-baseline` when a change is meant to move it). The preference rules are exact; cases
+`python -m bench.judged --write-baseline` when a change is meant to move it). The preference rules are exact; cases
 the engine is known to fail are listed with the reason in `eval/judged/preferences.json` and expected to fail here,
 so fixing one shows up as an unexpected pass until the data says so.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
+from bench import judged
+
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _load_bench() -> ModuleType:
-    """`bench/` is not a package: load `bench/judged.py` by path."""
-    spec = importlib.util.spec_from_file_location("memcastle_bench_judged", REPO / "bench" / "judged.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses resolve their module by name
-    spec.loader.exec_module(module)
-    return module
-
-
-judged = _load_bench()
 CORPUS = judged.load_corpus()
 PREFERENCES = judged.load_preferences(CORPUS)
 BASELINE_FILE = judged.ROOT / "baseline.json"
@@ -52,7 +40,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Any:
 @pytest.fixture(scope="module")
 def baseline() -> dict[str, Any]:
     if not BASELINE_FILE.exists():
-        pytest.fail(f"{BASELINE_FILE} is missing; write it with `python bench/judged.py --write-baseline`")
+        pytest.fail(f"{BASELINE_FILE} is missing; write it with `python -m bench.judged --write-baseline`")
     data: dict[str, Any] = json.loads(BASELINE_FILE.read_text(encoding="utf-8"))
     return data
 

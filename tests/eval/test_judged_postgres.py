@@ -1,4 +1,4 @@
-"""Retrieval parity: the judged set (bench/judged.py) run with the palace in PostgreSQL scores within 0.03 of the
+"""Retrieval parity: the judged set (bench/judged/) run with the palace in PostgreSQL scores within 0.03 of the
 SQLite baseline (`eval/judged/baseline.json`) on every metric, for every ranking, and passes the same preference
 checks.
 
@@ -12,32 +12,18 @@ the paraphrase category is better on PostgreSQL; see docs/scaling.md.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 from postgres_support import PostgresServer, as_url
 
+from bench import judged
+
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _load_bench() -> ModuleType:
-    name = "memcastle_bench_judged"
-    if name in sys.modules:  # test_judged.py may have loaded it already
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, REPO / "bench" / "judged.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses resolve their module by name
-    spec.loader.exec_module(module)
-    return module
-
-
-judged = _load_bench()
 RANKINGS = ("lexical", "semantic", "hybrid")
 
 

@@ -1,0 +1,1 @@
+"""Benchmarks and the judged evaluation, run on purpose: `python -m bench.<name>` from the repository root."""
