@@ -10,7 +10,7 @@ from typing import Any
 
 from memcastle.model import Drawer
 
-ROOT = Path(__file__).resolve().parents[1] / "eval" / "judged"
+ROOT = Path(__file__).resolve().parents[2] / "eval" / "judged"
 RANKINGS = ("lexical", "semantic", "hybrid")
 CATEGORIES = ("lexical", "paraphrase", "scoped", "temporal", "graph-ready")
 METRICS = ("recall@5", "recall@10", "ndcg@10", "mrr", "recall+graph")
