@@ -41,6 +41,7 @@ from urllib.parse import quote, urlencode
 
 import httpx
 import numpy as np
+
 from bench.common import (
     command_line,
     median,
@@ -50,10 +51,11 @@ from bench.common import (
     wait_for_embeddings,
     write_section,
 )
-
+from memcastle.model import LexicalQuery
 from memcastle.search.backfill import model_key
 from memcastle.search.embeddings import BuiltinProvider
-from memcastle.search.lexical import match_expression, query_terms
+from memcastle.search.lexical import query_terms
+from memcastle.store.sqlite.fulltext import fts5_match
 
 VOCABULARY_SIZE = 6000
 RANKINGS = ("lexical", "semantic", "hybrid")
@@ -153,7 +155,7 @@ def bare_baseline(palace_dir: Path, texts: list[str]) -> tuple[list[float], list
     provider = BuiltinProvider()
     lexical, semantic = [], []
     for text in texts:
-        expression = match_expression(query_terms(text), require_all=True)
+        expression = fts5_match(LexicalQuery(tuple(query_terms(text)), require_all=True))
         started = time.perf_counter()
         db.execute("SELECT rowid, bm25(drawer_fts) AS r FROM drawer_fts WHERE drawer_fts MATCH ? ORDER BY r "
                    "LIMIT 10", (expression,)).fetchall()

@@ -36,7 +36,14 @@ same files disagree on up to a sixth of the hybrid queries.
 
 from __future__ import annotations
 
-from bench.judged.data import METRICS, ROOT, TOLERANCE, load_corpus, load_preferences, load_queries
+from bench.judged.data import (
+           METRICS,
+           ROOT,
+           TOLERANCE,
+           load_corpus,
+           load_preferences,
+           load_queries,
+)
 from bench.judged.metrics import parity_gaps, parity_problems, regressions
 from bench.judged.report import evaluate, format_table
 

@@ -7,7 +7,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 T = TypeVar("T")
 
@@ -305,6 +305,32 @@ class TimeWindow:
 
 
 @dataclass(frozen=True)
+class LexicalQuery:
+    """What the lexical leg asks a store for: these terms, every one required or any one enough.
+
+    Each backend turns it into its own full-text dialect; user text never reaches the engine as syntax."""
+
+    terms: tuple[str, ...]
+    require_all: bool = True
+
+
+class SimilarDrawer(NamedTuple):
+    """A current drawer of the same room with the same hash (`exact`) or normalized text (`normalized`)."""
+
+    drawer_id: str
+    verdict: str
+
+
+class DrawerPlace(NamedTuple):
+    """Where a drawer lives and what mined it: fixed for the drawer's whole life."""
+
+    wing: str
+    room: str
+    source_kind: str
+    connector: str | None
+
+
+@dataclass(frozen=True)
 class Scope:
     """Filters applied inside the query, before any limit."""
 
@@ -387,6 +413,16 @@ JOB_TRANSITIONS: frozenset[tuple[JobStatus, JobStatus]] = frozenset(
 def is_legal_transition(current: JobStatus, target: JobStatus) -> bool:
     """True when the transition table allows `current` → `target`."""
     return (current, target) in JOB_TRANSITIONS
+
+
+RECOVERY_BUDGET = 3
+"""How many times a job interrupted by a crash (or taken over from a dead daemon) is requeued before it fails."""
+
+
+def recovery_spent(recovery_attempts: int, budget: int = RECOVERY_BUDGET) -> str:
+    """The error a job fails with once a crash would exceed its recovery budget."""
+    return (f"interrupted by a daemon crash {recovery_attempts + 1} times; recovery budget ({budget}) spent — "
+            "retry it once the cause is fixed")
 
 
 # --- mining ---------------------------------------------------------------------------------------

@@ -149,8 +149,8 @@ def graph_of(store: Store) -> GraphSnapshot:
         entities=frozenset(e.id for e in entities),
         facts=frozenset(f.id for f in facts),
         links=frozenset(link.id for link in store.links_of([f.id for f in facts])),
-        mentions=frozenset((drawer, e.id, spelling) for e in entities
-                           for drawer, spelling in store.entity_mentions(e.id, 100_000)),
+        mentions=frozenset((m.drawer_id, e.id, m.spelling) for e in entities
+                           for m in store.entity_mentions(e.id, 100_000)),
     )
 
 

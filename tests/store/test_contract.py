@@ -23,6 +23,7 @@ from memcastle.model import (
     DocumentRecord,
     Job,
     JobStatus,
+    LexicalQuery,
     NewDrawer,
     NewJob,
     Origin,
@@ -36,7 +37,7 @@ from memcastle.model import (
     normalize_text,
 )
 from memcastle.search.engine import SearchEngine
-from memcastle.search.lexical import match_expression, query_terms
+from memcastle.search.lexical import query_terms
 from memcastle.services import SearchRequest, build_query
 from memcastle.store import Store
 from memcastle.store.migrate import load_migrations
@@ -322,9 +323,9 @@ def test_random_punctuation_never_errors(seeded_store: Store, query: str) -> Non
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(query=st.text(max_size=40))
 def test_quoted_terms_are_always_a_valid_match_expression(seeded_store: Store, query: str) -> None:
-    expression = match_expression(query_terms(query), require_all=False)
-    if expression is not None:
-        seeded_store.lexical_candidates(expression, Scope(), None, False, 5)
+    # Whatever the text, the terms reach the engine as values: no query may error in either dialect.
+    seeded_store.lexical_candidates(LexicalQuery(tuple(query_terms(query)), require_all=False), Scope(), None,
+                                    False, 5)
 
 
 def test_all_terms_are_required_first_then_any_term(store: Store) -> None:
@@ -409,8 +410,7 @@ def test_store_temporal_rule_is_half_open(store: Store) -> None:
     drawer = store.add_drawer(note("edge case", valid_from=PAST))
     closed = store.invalidate_drawer(drawer.id)
     assert closed.valid_to is not None
-    expression = match_expression(["edge"], require_all=True)
-    assert expression is not None
+    expression = LexicalQuery(tuple(["edge"]), require_all=True)
 
     def found(window: TimeWindow) -> bool:
         return bool(store.lexical_candidates(expression, Scope(), window, False, 5))
@@ -510,8 +510,7 @@ def test_lexical_signal_is_higher_for_better_matches(store: Store) -> None:
     strong = store.add_drawer(note("harbour harbour harbour lights"))
     weak = store.add_drawer(note("a harbour among a great many other words in a long sentence of text"))
     store.add_drawer(note("nothing to see"))
-    expression = match_expression(["harbour"], require_all=True)
-    assert expression is not None
+    expression = LexicalQuery(tuple(["harbour"]), require_all=True)
     found = store.lexical_candidates(expression, Scope(), None, False, 10)
     assert [c.drawer_id for c in found] == [strong.id, weak.id]
     assert found[0].signal > found[1].signal > 0
@@ -523,8 +522,7 @@ def test_rare_terms_outweigh_common_ones_when_any_term_may_match(store: Store) -
         store.add_drawer(note(f"common word number {i}"))
     rare = store.add_drawer(note("the zeppelin"))
     common = store.add_drawer(note("the common"))
-    expression = match_expression(["zeppelin", "common"], require_all=False)
-    assert expression is not None
+    expression = LexicalQuery(tuple(["zeppelin", "common"]), require_all=False)
     found = [c.drawer_id for c in store.lexical_candidates(expression, Scope(), None, False, 20)]
     assert found.index(rare.id) < found.index(common.id)
     assert len(found) == 12

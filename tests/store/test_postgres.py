@@ -16,7 +16,7 @@ from memcastle.errors import ConfigError, Conflict, InvalidRequest, MigrationErr
 from memcastle.model import JobStatus, NewDrawer, NewJob, Progress
 from memcastle.store.migrate import load_migrations
 from memcastle.store.postgres import PostgresStore, redact
-from memcastle.store.postgres_fulltext import parse_match, search_text
+from memcastle.store.postgres.fulltext import search_text
 
 from .conftest import PostgresServer, as_url
 
@@ -229,26 +229,7 @@ def test_each_vector_dimension_gets_an_hnsw_index(postgres_server: PostgresServe
         store.close()
 
 
-# --- FTS5 expressions to tsquery ------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(("expression", "expected"), [
-    ('"fox"', (["fox"], True)),
-    ('"quick" AND "fox"', (["quick", "fox"], True)),
-    ('"quick" OR "fox" OR "and"', (["quick", "fox", "and"], False)),
-    ('"say ""hi""" AND "x"', (['say "hi"', "x"], True)),
-    ('"AND" OR "OR"', (["AND", "OR"], False)),
-    ('"a" "b"', (["a", "b"], True)),
-    ("", ([], True)),
-])
-def test_match_expressions_are_parsed_into_terms_and_operator(expression: str,
-                                                              expected: tuple[list[str], bool]) -> None:
-    assert parse_match(expression) == expected
-
-
-def test_a_match_expression_mixing_operators_is_refused() -> None:
-    with pytest.raises(InvalidRequest):
-        parse_match('"a" AND "b" OR "c"')
+# --- the full-text dialect ----------------------------------------------------------------------
 
 
 def test_search_text_folds_like_the_fts5_tokenizer() -> None:

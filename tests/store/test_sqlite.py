@@ -111,3 +111,12 @@ def test_a_palace_file_that_is_not_sqlite_is_refused_with_a_migration_error(tmp_
         SQLiteStore(palace)
     assert isinstance(error.value, MigrationError)
     assert str(palace / DB_FILE) in str(error.value)
+
+
+def test_the_fts5_dialect_quotes_every_term_so_no_operator_is_read() -> None:
+    from memcastle.model import LexicalQuery
+    from memcastle.store.sqlite.fulltext import fts5_match
+
+    assert fts5_match(LexicalQuery(('say "hi"', "AND", "x*"), require_all=False)) == '"say ""hi""" OR "AND" OR "x*"'
+    assert fts5_match(LexicalQuery(("quick", "fox"))) == '"quick" AND "fox"'
+    assert fts5_match(LexicalQuery(())) is None

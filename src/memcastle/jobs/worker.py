@@ -14,12 +14,11 @@ from collections.abc import Callable, Mapping
 from memcastle.clock import utc_now
 from memcastle.errors import Conflict, IllegalTransition, LeaseLost
 from memcastle.jobs.context import JobContext, JobHandler, JobStopped
-from memcastle.model import Job, JobStatus
+from memcastle.model import RECOVERY_BUDGET, Job, JobStatus, recovery_spent
 from memcastle.store import Store
 
 log = logging.getLogger(__name__)
 
-RECOVERY_BUDGET = 3
 
 # Owners of the pools of this process that are running (started, not yet drained).
 _LIVE_OWNERS: set[str] = set()
@@ -96,8 +95,7 @@ class WorkerPool:
                     recovered.append(self._store.transition_job(
                         job.id, JobStatus.FAILED, owner=owner, finished_at=utc_now(), lease_owner=None,
                         lease_expires_at=None,
-                        error=f"interrupted by a daemon crash {job.recovery_attempts + 1} times; recovery budget "
-                              f"({RECOVERY_BUDGET}) spent — retry it once the cause is fixed",
+                        error=recovery_spent(job.recovery_attempts),
                     ))
             except (Conflict, IllegalTransition):
                 if not self._shared:

@@ -14,12 +14,12 @@ import numpy as np
 import numpy.typing as npt
 
 from memcastle.errors import InvalidRequest, ProviderError
-from memcastle.model import Hit, ScoredDrawer, SearchQuery, SearchResult
+from memcastle.model import Hit, LexicalQuery, ScoredDrawer, SearchQuery, SearchResult
 from memcastle.preferences import NEUTRAL, Policy, PoolEntry, pool_size, rerank
 from memcastle.search.embeddings import EmbeddingProvider
 from memcastle.search.expansion import expand
 from memcastle.search.fusion import FusionWeights, Ranked, fuse_ranks, pool_relevance
-from memcastle.search.lexical import match_expression, query_terms
+from memcastle.search.lexical import query_terms
 from memcastle.search.semantic import SemanticIndex
 from memcastle.store import Store
 
@@ -128,15 +128,12 @@ class SearchEngine:
 
     def lexical_leg(self, query: SearchQuery, limit: int) -> list[ScoredDrawer]:
         """BM25 candidates: every term required first; any term when that finds nothing and there are 2+ words."""
-        terms = query_terms(query.text)
-        expression = match_expression(terms, require_all=True)
-        if expression is None:
+        terms = tuple(query_terms(query.text))
+        if not terms:
             return []
-        found = self._store.lexical_candidates(expression, query.scope, query.window, query.include_historical,
-                                               limit)
+        found = self._store.lexical_candidates(LexicalQuery(terms, require_all=True), query.scope, query.window,
+                                               query.include_historical, limit)
         if not found and len(terms) >= 2:
-            fallback = match_expression(terms, require_all=False)
-            assert fallback is not None
-            found = self._store.lexical_candidates(fallback, query.scope, query.window, query.include_historical,
-                                                   limit)
+            found = self._store.lexical_candidates(LexicalQuery(terms, require_all=False), query.scope,
+                                                   query.window, query.include_historical, limit)
         return found

@@ -1,4 +1,4 @@
-"""Full-text query building: user text becomes quoted FTS5 terms, so no operator in it is ever interpreted."""
+"""The lexical leg's terms: case-folded words of the query, stop words dropped; each backend quotes them its own way."""
 
 from __future__ import annotations
 
@@ -25,15 +25,3 @@ def query_terms(text: str) -> list[str]:
     words = [w.strip("_") for w in words if w.strip("_")]
     content = [w for w in words if w not in STOP_WORDS]
     return list(dict.fromkeys(content or words))
-
-
-def quote_term(term: str) -> str:
-    """One term as an FTS5 string literal."""
-    return '"' + term.replace('"', '""') + '"'
-
-
-def match_expression(terms: list[str], *, require_all: bool) -> str | None:
-    """An FTS5 MATCH expression over quoted terms (AND when all are required, else OR); None for no terms."""
-    if not terms:
-        return None
-    return (" AND " if require_all else " OR ").join(quote_term(t) for t in terms)

@@ -102,7 +102,7 @@ class FactService:
         mentions = self._store.entity_mentions(entity_id, 200)
         hints = self._store.entity_hints(entity_id)
         return {**entity.to_json(),
-                "mentions": [{"drawer": d, "spelling": s} for d, s in mentions],
+                "mentions": [{"drawer": m.drawer_id, "spelling": m.spelling} for m in mentions],
                 "hints": [{"entity": h.entity_id, "other": h.other_id, "kind": h.kind, "reason": h.reason}
                           for h in hints]}
 

@@ -16,12 +16,13 @@ target, and drawers keep the job id in their provenance even though that job liv
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from memcastle.errors import MigrationError
+from memcastle.errors import Conflict, MigrationError
 from memcastle.store import PALACE_TABLES, Store
+from memcastle.store.sql.base import Tx
 
 CopyProgress = Callable[[str, int, bool], None]
 """Called with (table, rows copied so far, whether the table is done)."""
@@ -69,3 +70,27 @@ def copy_palace(source: Store, target: Store, *, progress: CopyProgress | None =
             raise MigrationError(f"the copy holds {counted(target)} {what}, the source {counted(source)}")
     return CopyReport(source=source.location, target=target.location, tables=imported,
                       seconds=time.monotonic() - started)
+
+
+# --- what both backends check when they copy ------------------------------------------------------
+
+
+def copied_table(table: str) -> None:
+    """Refuse a table a palace copy does not move."""
+    if table not in PALACE_TABLES:
+        raise ValueError(f"{table!r} is not a table a palace copy moves; known: {', '.join(PALACE_TABLES)}")
+
+
+def ensure_empty(tx: Tx, location: str, *, help: str) -> None:
+    """Refuse a target that already holds anything, jobs included."""
+    for table in (*PALACE_TABLES, "job"):
+        if tx.one(f"SELECT 1 AS found FROM {table} LIMIT 1") is not None:
+            raise Conflict(f"{location} already holds a palace ({table} is not empty)", help=help)
+
+
+def check_columns(table: str, names: Collection[str], row: Mapping[str, object]) -> None:
+    """Refuse a row with columns this palace's table does not have."""
+    unknown = set(row) - set(names)
+    if unknown:
+        raise MigrationError(f"rows of {table} carry columns this palace has no place for: {sorted(unknown)}",
+                             help="copy between palaces of the same MemCastle version")

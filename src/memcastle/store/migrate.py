@@ -6,6 +6,8 @@ import re
 from dataclasses import dataclass
 from importlib import resources
 
+from memcastle.errors import MigrationError
+
 _NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 
 
@@ -29,3 +31,21 @@ def load_migrations(backend: str) -> list[Migration]:
     if versions != list(range(1, len(found) + 1)):
         raise RuntimeError(f"migrations for {backend} are not numbered 1..n: {versions}")
     return found
+
+
+def pending(applied: set[int], backend: str, location: str) -> list[Migration]:
+    """The migrations `location` still needs, oldest first; refused when it is newer than this code knows."""
+    migrations = load_migrations(backend)
+    newest = max((m.version for m in migrations), default=0)
+    if applied and max(applied) > newest:
+        raise MigrationError(
+            f"{location} has schema version {max(applied)}, newer than this MemCastle knows ({newest})",
+            help="upgrade MemCastle to serve this palace",
+        )
+    return [m for m in migrations if m.version not in applied]
+
+
+def failed(migration: Migration, location: str, detail: str) -> MigrationError:
+    """The error a failed migration stops start-up with."""
+    return MigrationError(f"migration {migration.version:04d}_{migration.name} failed on {location}: {detail}",
+                          help="the palace was left at its previous version; nothing was served")

@@ -1,8 +1,6 @@
-"""Full-text search on PostgreSQL: FTS5-style match expressions translated to tsquery, ranked by BM25.
+"""Full-text search on PostgreSQL: a `LexicalQuery`'s terms as tsquery phrases, ranked by BM25 as FTS5 ranks.
 
-The lexical leg builds its expression for SQLite FTS5 (`search/lexical.py`: quoted terms joined by AND or OR). This
-module parses that string back into its terms and operator; the terms then reach PostgreSQL only as bound parameters,
-never as SQL text. Both sides of a match go through `search_text` first (case folding, diacritics removed, every run
+The terms reach PostgreSQL only as bound parameters, never as SQL text. Both sides of a match go through `search_text` first (case folding, diacritics removed, every run
 of non-alphanumerics a single space — what FTS5's `unicode61 remove_diacritics 2` does), so the database's parser
 only ever sees plain words, whatever its locale; the `memcastle_english` configuration then stems them with the
 english snowball stemmer and keeps stop words, as FTS5 with the porter tokenizer does.
@@ -13,8 +11,6 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from memcastle.errors import InvalidRequest
-
 CONFIG = "memcastle_english"
 
 # FTS5's bm25() constants, so the two backends' lexical signals are alike in size.
@@ -22,7 +18,6 @@ K1 = 1.2
 B = 0.75
 
 _ASCII_SEPARATORS = re.compile(r"[^a-z0-9]+")
-_TOKEN = re.compile(r'\s*(?:"((?:[^"]|"")*)"|(\S+))')
 
 
 def search_text(text: str) -> str:
@@ -47,32 +42,6 @@ def token_count(words: str) -> int:
     return len(words.split())
 
 
-def parse_match(expression: str) -> tuple[list[str], bool]:
-    """An FTS5 expression of quoted terms joined by AND or OR → (terms, all terms required)."""
-    terms: list[str] = []
-    operators: set[str] = set()
-    expect_term = True
-    position = 0
-    text = expression.strip()
-    while position < len(text):
-        token = _TOKEN.match(text, position)
-        if token is None:
-            break
-        position = token.end()
-        quoted, bare = token.group(1), token.group(2)
-        if not expect_term and quoted is None and bare in ("AND", "OR"):
-            operators.add(bare)
-            expect_term = True
-            continue
-        if not expect_term:
-            operators.add("AND")  # FTS5 reads juxtaposed terms as an implicit AND
-        terms.append(quoted.replace('""', '"') if quoted is not None else bare)
-        expect_term = False
-    if len(operators) > 1:
-        raise InvalidRequest(f"a match expression mixes AND and OR: {expression!r}", field="query")
-    return terms, operators != {"OR"}
-
-
 def bm25_sql(term_count: int, require_all: bool, where: str) -> str:
     """Ranked matches of `term_count` terms (bound as an array, then once each), filtered by `where`.
 
@@ -81,12 +50,12 @@ def bm25_sql(term_count: int, require_all: bool, where: str) -> str:
     frequency over every drawer, the IDF floored at 1e-6; a multi-word term (a phrase) counts its rarest word.
     """
     glue = " && " if require_all else " || "
-    match = glue.join([f"phraseto_tsquery('{CONFIG}', %s)"] * term_count)
+    match = glue.join([f"phraseto_tsquery('{CONFIG}', ?)"] * term_count)
     return f"""
 WITH term AS (
     SELECT t.ord, phraseto_tsquery('{CONFIG}', t.words) AS query,
            tsvector_to_array(to_tsvector('{CONFIG}', t.words)) AS lexemes
-    FROM unnest(%s::text[]) WITH ORDINALITY AS t(words, ord)
+    FROM unnest(?::text[]) WITH ORDINALITY AS t(words, ord)
 ), corpus AS (
     SELECT count(*)::float8 AS n, coalesce(avg(token_count), 0)::float8 AS avgdl FROM drawer
 ), weight AS (
@@ -115,5 +84,5 @@ CROSS JOIN LATERAL (
 ) AS tf
 GROUP BY hit.id
 ORDER BY score DESC, hit.id
-LIMIT %s
+LIMIT ?
 """

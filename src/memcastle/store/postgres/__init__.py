@@ -1,0 +1,493 @@
+"""The scale-out palace on PostgreSQL + pgvector: several daemons may serve it at once (SPEC §8).
+
+The shared tables (`memcastle.store.sql`) hold every rule, checked by one contract suite on both backends
+(tests/store/test_contract.py). What is PostgreSQL's own is here: a connection pool, `?` bound as psycopg's `%s`,
+row and advisory locks, content with NUL bytes, tsvector + BM25, pgvector storage and its HNSW index, job claims
+with SKIP LOCKED and lease takeover on the database clock, and the whole-palace copy.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, cast
+
+import numpy as np
+import psycopg
+from pgvector.psycopg import register_vector
+from psycopg import errors as pg_errors
+from psycopg.conninfo import conninfo_to_dict
+from psycopg.rows import dict_row
+from psycopg.types.string import TextLoader
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from memcastle.clock import utc_now
+from memcastle.errors import InvalidRequest, MigrationError
+from memcastle.model import (
+    RECOVERY_BUDGET,
+    Job,
+    JobStatus,
+    LexicalQuery,
+    Scope,
+    ScoredDrawer,
+    TimeWindow,
+    recovery_spent,
+)
+from memcastle.store import PALACE_TABLES
+from memcastle.store.copy import check_columns, copied_table, ensure_empty
+from memcastle.store.migrate import failed, pending
+from memcastle.store.postgres.fulltext import CONFIG, bm25_sql, search_text, token_count
+from memcastle.store.sql.base import Row, dumps
+from memcastle.store.sql.drawers import NameTaken
+from memcastle.store.sql.filters import filter_sql
+from memcastle.store.sql.graph import GraphTables
+from memcastle.store.sql.jobs import JobTables
+from memcastle.store.sql.mining import MiningTables
+
+# Advisory locks are keyed (namespace, key); the namespace keeps MemCastle's apart from other users of the database.
+LOCK_NAMESPACE = 0x4D43  # "MC"
+_COALESCE_LOCK_NAMESPACE = 0x4D44
+_MIGRATION_LOCK = 1
+_EMBEDDING_LOCK = 2
+
+# HNSW on pgvector's `vector` type indexes at most 2,000 dimensions.
+_HNSW_MAX_DIMENSION = 2000
+
+# Leases are stamped on the database's clock: every daemon compares against the same one, whatever host it runs on.
+_STAMP = """'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'"""
+_DB_NOW = f"to_char(clock_timestamp() AT TIME ZONE 'UTC', {_STAMP})"
+_DB_LATER = f"to_char((clock_timestamp() + make_interval(secs => ?)) AT TIME ZONE 'UTC', {_STAMP})"
+
+
+@functools.lru_cache(maxsize=1024)
+def _bind(sql: str) -> str:
+    """The shared SQL's `?` placeholders as psycopg's `%s` (a literal `%` doubled)."""
+    return sql.replace("%", "%%").replace("?", "%s")
+
+
+class PostgresTx:
+    """A `Tx` over one psycopg connection."""
+
+    def __init__(self, conn: psycopg.Connection[dict[str, Any]]) -> None:
+        self.conn = conn
+
+    def one(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
+        return self.conn.execute(_bind(sql), params).fetchone()
+
+    def all(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        return cast("list[Row]", self.conn.execute(_bind(sql), params).fetchall())
+
+    def run(self, sql: str, params: Sequence[Any] = ()) -> int:
+        return self.conn.execute(_bind(sql), params).rowcount
+
+    def many(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        batch = list(rows)
+        if batch:
+            with self.conn.cursor() as cursor:
+                cursor.executemany(_bind(sql), batch)
+
+
+def _configure(conn: psycopg.Connection[Any]) -> None:
+    register_vector(conn)
+    # JSON columns come back as their text, exactly as SQLite's do, so one set of row mappers serves both.
+    conn.adapters.register_loader("json", TextLoader)
+
+
+def redact(conninfo: str) -> str:
+    """A connection string fit to show: user, host, port and database, never the password."""
+    try:
+        parts = conninfo_to_dict(conninfo)
+    except psycopg.ProgrammingError:
+        return "postgresql://(unparsable connection string)"
+    user = f"{parts['user']}@" if parts.get("user") else ""
+    host = str(parts.get("host") or "")
+    port = f":{parts['port']}" if parts.get("port") else ""
+    where = f"{host}{port}" if not host.startswith("/") else f"[{host}]{port}"
+    return f"postgresql://{user}{where}/{parts.get('dbname') or ''}"
+
+
+class PostgresStore(GraphTables, MiningTables, JobTables):
+    """A palace in a PostgreSQL database (with the pgvector extension)."""
+
+    backend = "postgres"
+    FOR_UPDATE = " FOR UPDATE"
+
+    def __init__(self, conninfo: str, *, max_connections: int = 10, connect_timeout: float = 10.0,
+                 recovery_budget: int = RECOVERY_BUDGET, now: Callable[[], str] = utc_now) -> None:
+        self.conninfo = conninfo
+        self.location = redact(conninfo)
+        self._recovery_budget = recovery_budget
+        self._now = now
+        self._vector_indexes: set[int] = set()
+        self._vector_lock = threading.Lock()
+        self._migrate(connect_timeout)
+        pool_options: dict[str, Any] = {}
+        if hasattr(ConnectionPool, "check_connection"):
+            pool_options["check"] = ConnectionPool.check_connection  # a restarted server costs one retry, not an error
+        self._pool = ConnectionPool(
+            conninfo, min_size=1, max_size=max(2, max_connections), name="memcastle", open=False,
+            kwargs={"autocommit": True, "row_factory": dict_row, "connect_timeout": max(1, int(connect_timeout))},
+            configure=_configure, timeout=max(30.0, connect_timeout), **pool_options,
+        )
+        try:
+            self._pool.open(wait=True, timeout=max(30.0, connect_timeout))
+        except PoolTimeout as exc:
+            self._pool.close()
+            raise MigrationError(f"cannot connect to the palace database {self.location}: {exc}",
+                                 help="check that the PostgreSQL server is running and accepts connections") from None
+
+    # --- connections ----------------------------------------------------------------------------
+
+    @contextmanager
+    def _read(self) -> Iterator[PostgresTx]:
+        with _text_errors(), self._pool.connection() as conn:
+            yield PostgresTx(conn)
+
+    @contextmanager
+    def _write(self) -> Iterator[PostgresTx]:
+        with _text_errors(), self._pool.connection() as conn, conn.transaction():
+            yield PostgresTx(conn)
+
+    def close(self) -> None:
+        self._pool.close()
+
+    def _migrate(self, connect_timeout: float) -> None:
+        try:
+            conn = psycopg.connect(self.conninfo, autocommit=True, connect_timeout=max(1, int(connect_timeout)))
+        except psycopg.Error as exc:
+            raise MigrationError(
+                f"cannot open the palace database {self.location}: {str(exc).strip()}",
+                help="check store.url (MEMCASTLE_STORE_URL) and that the PostgreSQL server is running",
+            ) from None
+        try:
+            with conn:
+                # Two daemons starting together: the second waits here until the first has finished migrating.
+                conn.execute("SELECT pg_advisory_lock(%s, %s)", (LOCK_NAMESPACE, _MIGRATION_LOCK))
+                try:
+                    self._apply_migrations(conn)
+                finally:
+                    if not conn.closed and not conn.broken:
+                        conn.execute("SELECT pg_advisory_unlock(%s, %s)", (LOCK_NAMESPACE, _MIGRATION_LOCK))
+        except psycopg.Error as exc:
+            raise MigrationError(f"migrating the palace database {self.location} failed: {str(exc).strip()}",
+                                 help="the palace was left at its previous version; nothing was served") from None
+
+    def _apply_migrations(self, conn: psycopg.Connection[Any]) -> None:
+        try:
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migration "
+                "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+            )
+            applied = {row[0] for row in conn.execute("SELECT version FROM schema_migration")}
+        except psycopg.Error as exc:
+            raise MigrationError(f"{self.location} cannot hold a MemCastle palace: {str(exc).strip()}") from None
+        for migration in pending(applied, "postgres", self.location):
+            try:
+                # DDL is transactional in PostgreSQL: a failing migration leaves no trace.
+                with conn.transaction():
+                    conn.execute(migration.sql.encode("utf-8"))  # bytes: several statements, sent as they are
+                    conn.execute("INSERT INTO schema_migration(version, name, applied_at) VALUES (%s, %s, %s)",
+                                 (migration.version, migration.name, self._now()))
+            except psycopg.Error as exc:
+                raise failed(migration, self.location, str(exc).strip()) from exc
+
+    # --- drawers: NUL-safe content and the full-text vector ---------------------------------------
+
+    def _insert_drawer_row(self, tx: Any, row: Mapping[str, Any]) -> int | None:
+        text, exact = _storable(row["content"])
+        words = search_text(row["content"])
+        values = {**row, "content": text, "content_exact": exact, "token_count": token_count(words)}
+        statement = (f"INSERT INTO drawer({', '.join(values)}, search) VALUES ({', '.join('?' * len(values))}, "
+                     f"to_tsvector('{CONFIG}', ?)) RETURNING seq")
+        try:
+            with tx.conn.transaction():  # a savepoint: a clash must not abort the caller's transaction
+                inserted = tx.one(statement, (*values.values(), words))
+        except pg_errors.UniqueViolation as clash:
+            if clash.diag.constraint_name == "drawer_current_name":
+                raise NameTaken from None
+            return None  # another writer stored this id between the check and the insert
+        assert inserted is not None
+        return int(inserted["seq"])
+
+    def _contains(self, column: str) -> str:
+        # As SQLite's LIKE: ASCII case-insensitive, no escape character, matched against JSON text too.
+        return f"{column}::text ILIKE ? ESCAPE ''"
+
+    def lexical_candidates(self, query: LexicalQuery, scope: Scope, window: TimeWindow | None,
+                           include_historical: bool, limit: int) -> list[ScoredDrawer]:
+        words = [search_text(term) for term in query.terms]
+        if query.require_all and any(not w for w in words):
+            return []  # a required term with no word in it can match nothing
+        words = [w for w in words if w]
+        if not words or limit <= 0:
+            return []
+        where, params = filter_sql(scope, window, include_historical, self._now())
+        rows = self._all(bm25_sql(len(words), query.require_all, where), (words, *words, *params, limit))
+        return [ScoredDrawer(drawer_id=r["id"], signal=float(r["score"])) for r in rows]
+
+    # --- embeddings -----------------------------------------------------------------------------
+
+    def put_embeddings(self, model: str, rows: Iterable[tuple[str, np.ndarray]]) -> None:
+        """Store each drawer's passage vectors (float32, shape (passages, dimension)) and mark it embedded."""
+        items = []
+        for drawer_id, vectors in rows:
+            matrix = np.asarray(vectors, dtype=np.float32)
+            items.append((drawer_id, matrix, int(matrix.shape[1]) if matrix.ndim == 2 and matrix.shape[0] else 0))
+        for dimension in sorted({dimension for _, _, dimension in items if dimension}):
+            self._ensure_vector_index(dimension)
+        with self._write() as tx:
+            conn = tx.conn
+            # One embedding writer at a time, so row ids become visible in id order and the in-memory index,
+            # which loads "everything after the last id it saw", never skips a row committed late.
+            conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_NAMESPACE, _EMBEDDING_LOCK))
+            for drawer_id, matrix, dimension in items:
+                found = conn.execute("SELECT seq FROM drawer WHERE id = %s", (drawer_id,)).fetchone()
+                if found is None:
+                    continue
+                seq = found["seq"]
+                conn.execute("DELETE FROM embedding WHERE model = %s AND drawer_seq = %s", (model, seq))
+                if dimension:
+                    with conn.cursor() as cursor:
+                        cursor.executemany(
+                            "INSERT INTO embedding(model, drawer_seq, passage, dimension, vector) "
+                            "VALUES (%s,%s,%s,%s,%b)",
+                            [(model, seq, index, dimension, matrix[index]) for index in range(matrix.shape[0])],
+                        )
+                conn.execute(
+                    "INSERT INTO embedded(model, drawer_seq, dimension) VALUES (%s,%s,%s) "
+                    "ON CONFLICT (model, drawer_seq) DO UPDATE SET dimension = excluded.dimension",
+                    (model, seq, dimension),
+                )
+
+    def _ensure_vector_index(self, dimension: int) -> None:
+        """An HNSW index (cosine) over the vectors of one dimension, made the first time that size is stored.
+
+        Semantic search reads the vectors into memory (search/semantic.py); the index is there for nearest-neighbour
+        queries in SQL once a palace outgrows that. It is made outside the write transaction (and committed) so a
+        rolled-back write cannot leave this process believing in an index that does not exist."""
+        if dimension in self._vector_indexes or dimension > _HNSW_MAX_DIMENSION:
+            return
+        with self._vector_lock:
+            if dimension in self._vector_indexes:
+                return
+            statement = (f"CREATE INDEX IF NOT EXISTS embedding_hnsw_{dimension:d} ON embedding USING hnsw "
+                         f"((vector::vector({dimension:d})) vector_cosine_ops) WHERE dimension = {dimension:d}")
+            with self._read() as tx:
+                try:
+                    tx.conn.execute(statement)
+                except pg_errors.UniqueViolation:
+                    pass  # another daemon made the same index at the same moment
+            self._vector_indexes.add(dimension)
+
+    def load_embeddings(self, model: str, after_id: int, dimension: int) -> tuple[list[str], np.ndarray, int]:
+        """Passage vectors stored after `after_id`: (drawer id per row, matrix, last id)."""
+        with self._read() as tx, tx.conn.cursor(binary=True) as cursor:
+            rows = cursor.execute(
+                "SELECT e.id, d.id AS drawer_id, e.vector FROM embedding e JOIN drawer d ON d.seq = e.drawer_seq "
+                "WHERE e.model = %s AND e.id > %s ORDER BY e.id",
+                (model, after_id),
+            ).fetchall()
+        if not rows:
+            return [], np.zeros((0, dimension), dtype=np.float32), after_id
+        matrix = np.vstack([r["vector"].to_numpy() for r in rows]).astype(np.float32, copy=False)
+        return [r["drawer_id"] for r in rows], matrix, int(rows[-1]["id"])
+
+    # --- jobs: SKIP LOCKED claims, leases on the database clock ----------------------------------
+
+    def _lease_until(self, lease_seconds: float) -> tuple[str, list[Any]]:
+        return _DB_LATER, [float(lease_seconds)]
+
+    def _lock_coalesce_key(self, tx: Any, key: str) -> None:
+        # Two daemons asking for the same run at once: the second finds the first one's queued job.
+        tx.run("SELECT pg_advisory_xact_lock(?, hashtext(?))", (_COALESCE_LOCK_NAMESPACE, key))
+
+    def claim_next_job(self, owner: str, lease_seconds: float, kinds: Iterable[str]) -> Job | None:
+        """The best queued job — or a running one whose lease has expired (its daemon died) — leased to `owner`.
+
+        Taking a job over counts as crash recovery (running → queued → running), within the same budget."""
+        kinds = list(kinds)
+        if not kinds:
+            return None
+        now = self._now()
+        passed: list[str] = []
+        with self._write() as tx:
+            while True:
+                # SKIP LOCKED: workers of every daemon claim side by side, each row goes to exactly one of them.
+                # Jobs sharing a coalesce key run one at a time: a sweep queued behind a running one waits for it.
+                row = tx.one(
+                    "SELECT id, status, recovery_attempts, coalesce_key FROM job q WHERE kind = ANY(?) "
+                    "AND NOT (id = ANY(?)) AND ((status = 'queued' AND (coalesce_key IS NULL OR NOT EXISTS "
+                    "(SELECT 1 FROM job r WHERE r.status = 'running' AND r.coalesce_key = q.coalesce_key))) "
+                    f"OR (status = 'running' AND lease_expires_at < {_DB_NOW})) "
+                    "ORDER BY priority DESC, created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED",
+                    (kinds, passed),
+                )
+                if row is None:
+                    return None
+                recovered = 0
+                if row["status"] == JobStatus.RUNNING.value:
+                    if row["recovery_attempts"] >= self._recovery_budget:
+                        tx.run("UPDATE job SET status = 'failed', finished_at = ?, lease_owner = NULL, "
+                               "lease_expires_at = NULL, error = ? WHERE id = ?",
+                               (now, recovery_spent(row["recovery_attempts"], self._recovery_budget), row["id"]))
+                        continue
+                    recovered = 1
+                elif row["coalesce_key"] is not None and not self._may_start(tx, row["id"], row["coalesce_key"]):
+                    passed.append(row["id"])
+                    continue
+                tx.run(
+                    f"UPDATE job SET status = 'running', lease_owner = ?, lease_expires_at = {_DB_LATER}, "
+                    "started_at = COALESCE(started_at, ?), attempt = attempt + 1, "
+                    "recovery_attempts = recovery_attempts + ?, pause_requested = FALSE WHERE id = ?",
+                    (owner, float(lease_seconds), now, recovered, row["id"]),
+                )
+                return self._job(tx, row["id"])
+
+    def _may_start(self, tx: PostgresTx, job_id: str, coalesce_key: str) -> bool:
+        """No other job of this coalesce key runs, checked under the key's lock (two claims must not both pass).
+
+        A try-lock: when another transaction holds the key (claiming or coalescing), this claim passes the job by
+        for now rather than waiting, so claims that pass several keys can never deadlock each other."""
+        locked = tx.one("SELECT pg_try_advisory_xact_lock(?, hashtext(?)) AS ok",
+                        (_COALESCE_LOCK_NAMESPACE, coalesce_key))
+        if locked is None or not locked["ok"]:
+            return False
+        return tx.one("SELECT 1 AS found FROM job WHERE status = 'running' AND coalesce_key = ? AND id <> ?",
+                      (coalesce_key, job_id)) is None
+
+    # --- whole-palace copy ----------------------------------------------------------------------
+
+    def _table_columns(self, conn: psycopg.Connection[Any], table: str) -> list[Row]:
+        return conn.execute(
+            "SELECT column_name AS name, udt_name AS type, is_identity = 'YES' AS identity "
+            "FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = %s "
+            "ORDER BY ordinal_position", (table,)).fetchall()
+
+    def export_rows(self, table: str) -> Iterator[dict[str, Any]]:
+        """Every row of one palace table (`memcastle.store.PALACE_TABLES`), in primary-key order, as neutral rows:
+        JSON as its stored text, drawer content exact, vectors as float32 arrays, derived columns left out."""
+        copied_table(table)
+        with self._read() as tx:
+            conn = tx.conn
+            columns = self._table_columns(conn, table)
+            keys = [r["name"] for r in conn.execute(
+                "SELECT a.attname AS name FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
+                "AND a.attnum = ANY(i.indkey) WHERE i.indrelid = %s::regclass AND i.indisprimary "
+                "ORDER BY array_position(i.indkey::int2[], a.attnum)", (table,)).fetchall()]
+            chosen = [c for c in columns if (table, c["name"]) not in _DERIVED_COLUMNS]
+            select = ", ".join(f'"{c["name"]}"::text AS "{c["name"]}"' if c["type"] in ("json", "jsonb")
+                               else f'"{c["name"]}"' for c in chosen)
+            order = f" ORDER BY {', '.join(keys)}" if keys else ""
+            # A server-side cursor in its own read transaction: a table of any size streams in batches.
+            with conn.transaction(), conn.cursor(name=f"memcastle_export_{table}", binary=True) as cursor:
+                cursor.execute(f"SELECT {select} FROM {table}{order}")
+                while batch := cursor.fetchmany(1000):
+                    for row in batch:
+                        yield _exported(table, row)
+
+    def import_rows(self, tables: Iterable[tuple[str, Iterable[Mapping[str, Any]]]]) -> dict[str, int]:
+        """Fill an empty palace with exported rows, table by table, in one transaction: all of it or nothing.
+
+        Ids and sequence numbers are kept (identity sequences continue after them); the full-text vectors, token
+        counts and vector dimensions are computed here. Refused (Conflict) when this palace already holds anything,
+        jobs included."""
+        counts: dict[str, int] = {}
+        dimensions: set[int] = set()
+        with self._write() as tx:
+            ensure_empty(tx, self.location, help="copy into an empty database (or one whose palace tables are empty)")
+            conn = tx.conn
+            for table, rows in tables:
+                copied_table(table)
+                columns = self._table_columns(conn, table)
+                names = [c["name"] for c in columns]
+                marks = ", ".join(f"to_tsvector('{CONFIG}', %s)" if c["type"] == "tsvector"
+                                  else "%b" if c["type"] == "vector" else "%s" for c in columns)
+                overriding = " OVERRIDING SYSTEM VALUE" if any(c["identity"] for c in columns) else ""
+                statement = f"INSERT INTO {table} ({', '.join(names)}){overriding} VALUES ({marks})"
+                count = 0
+                batch: list[tuple[Any, ...]] = []
+                with conn.cursor() as cursor:
+                    for row in rows:
+                        batch.append(_imported(table, columns, row, dimensions))
+                        if len(batch) >= 500:
+                            cursor.executemany(statement, batch)
+                            count += len(batch)
+                            batch.clear()
+                    if batch:
+                        cursor.executemany(statement, batch)
+                counts[table] = count + len(batch)
+                for column in (c["name"] for c in columns if c["identity"]):
+                    conn.execute(f"SELECT setval(pg_get_serial_sequence(%s, %s), "
+                                 f"COALESCE((SELECT MAX({column}) FROM {table}), 0) + 1, false)", (table, column))
+        for dimension in sorted(dimensions):
+            self._ensure_vector_index(dimension)
+        with self._read() as tx:
+            tx.conn.execute(f"ANALYZE {', '.join(PALACE_TABLES)}")
+        return counts
+
+
+
+# --- values in and out ----------------------------------------------------------------------------
+
+# Columns this backend derives from others; a palace copy leaves them out and recomputes them. (`content_exact` is
+# read, folded into `content` and recomputed too.)
+_DERIVED_COLUMNS = {("drawer", "token_count"), ("drawer", "search"), ("embedding", "dimension")}
+
+
+def _exported(table: str, row: Row) -> dict[str, Any]:
+    item = dict(row)
+    if table == "drawer":
+        exact = item.pop("content_exact", None)
+        if exact is not None:
+            item["content"] = bytes(exact).decode("utf-8")
+    elif table == "embedding":
+        item["vector"] = np.asarray(item["vector"].to_numpy(), dtype=np.float32)
+    return item
+
+
+def _imported(table: str, columns: Sequence[Row], row: Mapping[str, Any], dimensions: set[int]) -> tuple[Any, ...]:
+    """A neutral row as this table's column values, derived columns computed."""
+    check_columns(table, {c["name"] for c in columns}, row)
+    derived: dict[str, Any] = {}
+    if table == "drawer":
+        text, exact = _storable(row["content"])
+        words = search_text(row["content"])
+        derived = {"content": text, "content_exact": exact, "token_count": token_count(words), "search": words}
+    elif table == "embedding":
+        vector = np.asarray(row["vector"], dtype=np.float32)
+        dimensions.add(int(vector.shape[0]))
+        derived = {"vector": vector, "dimension": int(vector.shape[0])}
+    values = []
+    for column in columns:
+        name = column["name"]
+        value = derived[name] if name in derived else row.get(name)
+        if value is not None and column["type"] == "bool":
+            value = bool(value)
+        elif value is not None and column["type"] in ("json", "jsonb") and not isinstance(value, str):
+            value = dumps(value)
+        values.append(value)
+    return tuple(values)
+
+
+
+@contextmanager
+def _text_errors() -> Iterator[None]:
+    """PostgreSQL text cannot hold NUL: say so as a bad request, as no other value would be refused."""
+    try:
+        yield
+    except psycopg.DataError as exc:
+        if "NUL" in str(exc):
+            raise InvalidRequest("text values may not contain NUL (\\x00) characters on the PostgreSQL store",
+                                 help="remove the NUL characters") from None
+        raise
+
+
+def _storable(content: str) -> tuple[str, bytes | None]:
+    """Content as TEXT can hold it, plus the exact bytes when it could not (NUL)."""
+    if "\x00" not in content:
+        return content, None
+    return content.replace("\x00", "\ufffd"), content.encode("utf-8")
+
+

@@ -1,0 +1,13 @@
+"""What both SQL backends share, written once: every rule that is not SQL, and the SQL that means the same on both.
+
+    base.py     Tx (one connection in one transaction, `?` placeholders) and SqlStore, the abstract base of both
+    rows.py     row → value mappers (both backends hand back the same rows: JSON as text, flags as 0/1 or bool)
+    filters.py  the scope and time predicates (SPEC §3), applied inside every query before ranking and limit
+    drawers.py  drawers, wings, rooms, eligibility, embeddings bookkeeping; supersession and the replayed write
+    mining.py   sources, documents and the order in which a document's changes are applied
+    jobs.py     job records: coalescing, the transition table with lease fencing, checkpoints, stop requests
+    graph.py    entities, mentions, facts and their links, extraction markers, drawer similarity
+
+What stays in each backend: connections and migrations, full-text search (FTS5 vs tsvector + BM25), vector storage,
+job claims (one writer vs SKIP LOCKED and lease takeover), locks, and the whole-palace copy.
+"""

@@ -1,0 +1,71 @@
+"""The seam between the shared SQL and a backend: `Tx`, one connection inside one transaction, and `SqlStore`."""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
+
+Row = Mapping[str, Any]
+BATCH = 500  # ids bound into one `IN (…)`: well under SQLite's variable limit, small enough for any planner
+
+
+class Tx(Protocol):
+    """One connection inside one transaction. SQL uses `?` placeholders; each backend binds them its own way."""
+
+    def one(self, sql: str, params: Sequence[Any] = ()) -> Row | None: ...
+    def all(self, sql: str, params: Sequence[Any] = ()) -> list[Row]: ...
+    def run(self, sql: str, params: Sequence[Any] = ()) -> int: ...
+    def many(self, sql: str, rows: Iterable[Sequence[Any]]) -> None: ...
+
+
+class SqlStore(ABC):
+    """The abstract base of both SQL stores: the shared tables build on `_read`, `_write` and two dialect facts."""
+
+    backend: str
+    location: str
+    # Appended to a SELECT whose row the transaction is about to change: PostgreSQL locks it (two writers must see
+    # each other's close); SQLite has one writer, so there is nothing to lock.
+    FOR_UPDATE = ""
+
+    @abstractmethod
+    def _read(self) -> AbstractContextManager[Tx]:
+        """A read-only view of the palace."""
+
+    @abstractmethod
+    def _write(self) -> AbstractContextManager[Tx]:
+        """A write transaction: committed when the block ends, rolled back when it raises."""
+
+    def schema_version(self) -> int:
+        return self._count("SELECT MAX(version) AS n FROM schema_migration")
+
+    def _one(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
+        with self._read() as tx:
+            return tx.one(sql, params)
+
+    def _all(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        with self._read() as tx:
+            return tx.all(sql, params)
+
+    def _count(self, sql: str, params: Sequence[Any] = ()) -> int:
+        row = self._one(sql, params)
+        return int(row["n"] or 0) if row else 0
+
+
+def dumps(value: Any) -> str:
+    """JSON as both backends store it: compact, Unicode kept."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def batches(ids: Iterable[str], size: int = BATCH) -> Iterator[list[str]]:
+    """Distinct ids, in order, a batch at a time."""
+    unique = list(dict.fromkeys(ids))
+    for start in range(0, len(unique), size):
+        yield unique[start : start + size]
+
+
+def marks(values: Sequence[Any]) -> str:
+    """`?,?,…` for an `IN (…)` list."""
+    return ",".join("?" * len(values))

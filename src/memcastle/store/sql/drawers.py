@@ -1,0 +1,268 @@
+"""Drawers, wings and rooms on either SQL backend: writes with supersession, reads, eligibility, embedding bookkeeping."""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from abc import abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from memcastle.clock import parse_instant
+from memcastle.errors import Conflict, NotFound
+from memcastle.model import (
+    Drawer,
+    DrawerPlace,
+    NewDrawer,
+    Page,
+    Room,
+    Scope,
+    TimeWindow,
+    Wing,
+    content_hash,
+    fingerprint,
+)
+from memcastle.store.sql.base import SqlStore, Tx, batches, dumps, marks
+from memcastle.store.sql.filters import filter_sql, scope_sql
+from memcastle.store.sql.rows import DRAWER_SELECT, drawer_from_row
+
+_PLACED = "FROM drawer d JOIN room r ON r.id = d.room_id JOIN wing w ON w.id = r.wing_id"
+
+
+class NameTaken(Exception):
+    """Raised by a backend's drawer insert when the room already has a current drawer of that name."""
+
+
+def replayed(drawer_id: str, stored_hash: str, new_hash: str) -> str:
+    """A write that lands on an existing id: the same content is the record it made before, other content clashes."""
+    if stored_hash == new_hash:
+        return drawer_id
+    raise Conflict(f"drawer {drawer_id} already exists with other content", existing_id=drawer_id)
+
+
+class DrawerTables(SqlStore):
+    """Drawers and their places; every write closes, opens and links in the caller's transaction."""
+
+    _now: Callable[[], str]
+
+    @abstractmethod
+    def _insert_drawer_row(self, tx: Tx, row: Mapping[str, Any]) -> int | None:
+        """Insert one drawer row; its `seq`, or None when another writer stored this id first.
+
+        Raises `NameTaken` when the room already has a current drawer of that name."""
+
+    # --- writes ---------------------------------------------------------------------------------
+
+    def _room_id(self, tx: Tx, wing: str, room: str, at: str) -> int:
+        tx.run("INSERT INTO wing(name, created_at) VALUES (?, ?) ON CONFLICT DO NOTHING", (wing, at))
+        wing_row = tx.one("SELECT id FROM wing WHERE name = ?", (wing,))
+        assert wing_row is not None
+        tx.run("INSERT INTO room(wing_id, name, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+               (wing_row["id"], room, at))
+        room_row = tx.one("SELECT id FROM room WHERE wing_id = ? AND name = ?", (wing_row["id"], room))
+        assert room_row is not None
+        return int(room_row["id"])
+
+    def _insert_drawer(self, tx: Tx, new: NewDrawer, at: str, *, supersedes: str | None = None) -> str:
+        drawer_id = new.id or str(uuid.uuid4())
+        digest = content_hash(new.content)
+        existing = tx.one("SELECT content_hash FROM drawer WHERE id = ?", (drawer_id,))
+        if existing is not None:
+            return replayed(drawer_id, existing["content_hash"], digest)
+        room_id = self._room_id(tx, new.wing, new.room, at)
+        origin = new.source.origin
+        row = {
+            "id": drawer_id, "room_id": room_id, "name": new.name, "content": new.content, "content_hash": digest,
+            "fingerprint": fingerprint(new.content), "source_kind": new.source.kind, "source_uri": new.source.uri,
+            "source_agent": new.source.agent, "connector": origin.connector if origin else None,
+            "origin": dumps(origin.to_json()) if origin else None, "tags": dumps(list(new.tags)),
+            "provenance": dumps(new.provenance.to_json()),
+            "valid_from": parse_instant(new.valid_from, field="valid_from") if new.valid_from else at,
+            "valid_to": None, "supersedes": supersedes, "superseded_by": None, "created_at": at,
+        }
+        try:
+            seq = self._insert_drawer_row(tx, row)
+        except NameTaken:
+            other = tx.one("SELECT id FROM drawer WHERE room_id = ? AND name = ? AND valid_to IS NULL",
+                           (room_id, new.name))
+            raise Conflict(
+                f"room {new.wing}/{new.room} already has a current drawer named {new.name!r}",
+                existing_id=other["id"] if other else None,
+                help="supersede the existing drawer to replace it",
+            ) from None
+        if seq is None:  # another writer stored this id between the check and the insert
+            raced = tx.one("SELECT content_hash FROM drawer WHERE id = ?", (drawer_id,))
+            assert raced is not None
+            return replayed(drawer_id, raced["content_hash"], digest)
+        tx.many("INSERT INTO drawer_tag(drawer_seq, tag) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                [(seq, tag) for tag in sorted(set(new.tags))])
+        return drawer_id
+
+    def _close_current(self, tx: Tx, drawer_id: str, at: str, successor: str | None) -> None:
+        row = tx.one(f"SELECT valid_to, superseded_by FROM drawer WHERE id = ?{self.FOR_UPDATE}", (drawer_id,))
+        if row is None:
+            raise NotFound(f"no drawer {drawer_id}")
+        if row["valid_to"] is not None:
+            raise Conflict(
+                f"drawer {drawer_id} was already closed at {row['valid_to']}",
+                existing_id=row["superseded_by"],
+                help="supersede the current version instead (see its history)",
+            )
+        tx.run("UPDATE drawer SET valid_to = ?, superseded_by = ? WHERE id = ?", (at, successor, drawer_id))
+
+    def _supersede(self, tx: Tx, old_id: str, replacement: NewDrawer, at: str) -> str:
+        new_id = replacement.id or str(uuid.uuid4())
+        self._close_current(tx, old_id, at, new_id)
+        return self._insert_drawer(tx, dataclasses.replace(replacement, id=new_id, valid_from=at), at,
+                                   supersedes=old_id)
+
+    def add_drawer(self, new: NewDrawer) -> Drawer:
+        with self._write() as tx:
+            drawer_id = self._insert_drawer(tx, new, self._now())
+        return self.get_drawer(drawer_id)
+
+    def supersede_drawer(self, old_id: str, replacement: NewDrawer) -> Drawer:
+        with self._write() as tx:
+            new_id = self._supersede(tx, old_id, replacement, self._now())
+        return self.get_drawer(new_id)
+
+    def invalidate_drawer(self, drawer_id: str) -> Drawer:
+        with self._write() as tx:
+            self._close_current(tx, drawer_id, self._now(), None)
+        return self.get_drawer(drawer_id)
+
+    # --- reads ----------------------------------------------------------------------------------
+
+    def get_drawer(self, drawer_id: str) -> Drawer:
+        row = self._one(f"{DRAWER_SELECT} WHERE d.id = ?", (drawer_id,))
+        if row is None:
+            raise NotFound(f"no drawer {drawer_id}")
+        return drawer_from_row(row)
+
+    def get_drawers(self, drawer_ids: Sequence[str]) -> dict[str, Drawer]:
+        found: dict[str, Drawer] = {}
+        with self._read() as tx:
+            for batch in batches(drawer_ids):
+                for row in tx.all(f"{DRAWER_SELECT} WHERE d.id IN ({marks(batch)})", batch):
+                    found[row["id"]] = drawer_from_row(row)
+        return found
+
+    def drawer_history(self, drawer_id: str) -> list[Drawer]:
+        """Every version of the drawer, oldest first: `supersedes` back, `superseded_by` forward."""
+        start = self.get_drawer(drawer_id)
+        chain, seen = [start], {start.id}
+        for step in ("supersedes", "superseded_by"):
+            node = start
+            while (following := getattr(node, step)) and following not in seen:
+                node = self.get_drawer(following)
+                seen.add(node.id)
+                chain.insert(0, node) if step == "supersedes" else chain.append(node)
+        return chain
+
+    def find_current_copy(self, wing: str, room: str, content_hash: str, agent: str | None = None) -> Drawer | None:
+        """An unnamed current drawer with this content in the room (written by `agent`, when one is given)."""
+        agent_sql = " AND d.source_agent = ?" if agent is not None else ""
+        row = self._one(
+            f"{DRAWER_SELECT} WHERE w.name = ? AND r.name = ? AND d.content_hash = ? AND d.valid_to IS NULL "
+            f"AND d.name IS NULL{agent_sql} ORDER BY d.seq LIMIT 1",
+            (wing, room, content_hash, *([agent] if agent is not None else [])),
+        )
+        return drawer_from_row(row) if row else None
+
+    def count_drawers(self, *, current_only: bool = False) -> int:
+        return self._count(f"SELECT COUNT(*) AS n FROM drawer{' WHERE valid_to IS NULL' if current_only else ''}")
+
+    def list_wings(self) -> list[Wing]:
+        rows = self._all(
+            "SELECT w.name, w.created_at, (SELECT COUNT(*) FROM drawer d JOIN room r ON r.id = d.room_id "
+            "WHERE r.wing_id = w.id AND d.valid_to IS NULL) AS n FROM wing w ORDER BY w.name"
+        )
+        return [Wing(name=r["name"], drawers=int(r["n"]), created_at=r["created_at"]) for r in rows]
+
+    def list_rooms(self, wing: str) -> list[Room]:
+        with self._read() as tx:
+            if tx.one("SELECT 1 AS found FROM wing WHERE name = ?", (wing,)) is None:
+                raise NotFound(f"no wing {wing!r}")
+            rows = tx.all(
+                "SELECT r.name, r.created_at, (SELECT COUNT(*) FROM drawer d WHERE d.room_id = r.id "
+                "AND d.valid_to IS NULL) AS n FROM room r JOIN wing w ON w.id = r.wing_id WHERE w.name = ? "
+                "ORDER BY r.name",
+                (wing,),
+            )
+        return [Room(wing=wing, name=r["name"], drawers=int(r["n"]), created_at=r["created_at"]) for r in rows]
+
+    def list_drawers(self, wing: str | None, room: str | None, limit: int, after: str | None) -> Page[Drawer]:
+        clauses, params = ["d.valid_to IS NULL"], list[Any]()
+        for column, value in (("w.name", wing), ("r.name", room)):
+            if value:
+                clauses.append(f"{column} = ?")
+                params.append(value)
+        with self._read() as tx:
+            if after:
+                seq = tx.one("SELECT seq FROM drawer WHERE id = ?", (after,))
+                if seq is None:
+                    raise NotFound(f"no drawer {after} to page after")
+                clauses.append("d.seq > ?")
+                params.append(seq["seq"])
+            rows = tx.all(f"{DRAWER_SELECT} WHERE {' AND '.join(clauses)} ORDER BY d.seq LIMIT ?",
+                          (*params, limit + 1))
+        items = tuple(drawer_from_row(r) for r in rows[:limit])
+        return Page(items=items, next_after=items[-1].id if len(rows) > limit and items else None)
+
+    def _drawers_where(self, where: str, params: Sequence[Any], limit: int) -> list[Drawer]:
+        rows = self._all(f"{DRAWER_SELECT} WHERE {where} ORDER BY d.seq LIMIT ?", (*params, limit))
+        return [drawer_from_row(r) for r in rows]
+
+    def latest_drawers(self, scope: Scope, limit: int) -> list[Drawer]:
+        where, params = scope_sql(scope)
+        rows = self._all(
+            f"{DRAWER_SELECT} WHERE d.valid_to IS NULL{where} ORDER BY d.created_at DESC, d.seq DESC LIMIT ?",
+            (*params, limit),
+        )
+        return [drawer_from_row(r) for r in rows]
+
+    # --- eligibility ----------------------------------------------------------------------------
+
+    def eligible_ids(self, drawer_ids: Sequence[str], scope: Scope, window: TimeWindow | None,
+                     include_historical: bool) -> set[str]:
+        """The subset of `drawer_ids` inside the scope and the temporal window."""
+        where, params = filter_sql(scope, window, include_historical, self._now())
+        found: set[str] = set()
+        with self._read() as tx:
+            for batch in batches(drawer_ids):
+                rows = tx.all(f"SELECT d.id {_PLACED} WHERE d.id IN ({marks(batch)}){where}", (*batch, *params))
+                found.update(r["id"] for r in rows)
+        return found
+
+    def all_eligible_ids(self, scope: Scope, window: TimeWindow | None, include_historical: bool) -> set[str]:
+        where, params = filter_sql(scope, window, include_historical, self._now())
+        return {r["id"] for r in self._all(f"SELECT d.id {_PLACED} WHERE 1 = 1{where}", params)}
+
+    def drawer_places(self, drawer_ids: Sequence[str]) -> dict[str, DrawerPlace]:
+        """Where each drawer lives and what mined it: fixed for a drawer's whole life."""
+        found: dict[str, DrawerPlace] = {}
+        with self._read() as tx:
+            for batch in batches(drawer_ids):
+                for r in tx.all("SELECT d.id, w.name AS wing, r.name AS room, d.source_kind, d.connector "
+                                f"{_PLACED} WHERE d.id IN ({marks(batch)})", batch):
+                    found[r["id"]] = DrawerPlace(r["wing"], r["room"], r["source_kind"], r["connector"])
+        return found
+
+    # --- embedding bookkeeping ------------------------------------------------------------------
+
+    def drawers_missing_embeddings(self, model: str, limit: int) -> list[Drawer]:
+        rows = self._all(  # current drawers first: they are what search sees
+            f"{DRAWER_SELECT} WHERE NOT EXISTS (SELECT 1 FROM embedded e WHERE e.model = ? AND e.drawer_seq = d.seq)"
+            " ORDER BY d.valid_to IS NOT NULL, d.seq LIMIT ?", (model, limit))
+        return [drawer_from_row(r) for r in rows]
+
+    def count_missing_embeddings(self, model: str) -> int:
+        return max(0, self._count(
+            "SELECT (SELECT COUNT(*) FROM drawer) - (SELECT COUNT(*) FROM embedded WHERE model = ?) AS n", (model,)))
+
+    def drop_other_embeddings(self, model: str) -> int:
+        """Remove vectors of models other than `model` (after a model change has been filled in)."""
+        with self._write() as tx:
+            removed = tx.run("DELETE FROM embedding WHERE model <> ?", (model,))
+            tx.run("DELETE FROM embedded WHERE model <> ?", (model,))
+        return removed

@@ -1,0 +1,263 @@
+"""The knowledge graph and drawer similarity on either SQL backend: entities, mentions, facts, links, near copies."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from memcastle.errors import Conflict, NotFound
+from memcastle.model import (
+    Assertion,
+    Drawer,
+    DrawerLink,
+    Entity,
+    EntityHint,
+    FactLink,
+    GraphWrite,
+    Mention,
+    SimilarDrawer,
+    normalize_text,
+)
+from memcastle.store.sql.base import Row, Tx, batches, dumps, marks
+from memcastle.store.sql.drawers import DrawerTables
+from memcastle.store.sql.rows import (
+    assertion_from_row,
+    drawer_link_from_row,
+    entity_from_row,
+    fact_link_from_row,
+    hint_from_row,
+)
+
+_NOT_READ = "NOT EXISTS (SELECT 1 FROM extraction_read x WHERE x.extractor = ? AND x.drawer_id = d.id)"
+
+
+class GraphTables(DrawerTables):
+    """Entities, mentions, assertions, fact links, extraction markers, drawer links and near-duplicate bands."""
+
+    def _contains(self, column: str) -> str:
+        """`column` contains the bound pattern, ASCII case-insensitively (SQLite's LIKE; PostgreSQL overrides)."""
+        return f"{column} LIKE ?"
+
+    # --- extraction -----------------------------------------------------------------------------
+
+    def drawers_to_extract(self, extractor: str, limit: int) -> list[Drawer]:
+        return self._drawers_where(f"d.valid_to IS NULL AND {_NOT_READ}", (extractor,), limit)
+
+    def count_to_extract(self, extractor: str) -> int:
+        return self._count(f"SELECT COUNT(*) AS n FROM drawer d WHERE d.valid_to IS NULL AND {_NOT_READ}",
+                           (extractor,))
+
+    def apply_graph(self, write: GraphWrite) -> None:
+        """Entities, mentions, facts and links first, then the read markers — in one transaction."""
+        with self._write() as tx:
+            tx.many("INSERT INTO entity(id, name, kind, key, aliases, created_at) VALUES (?,?,?,?,?,?) "
+                    "ON CONFLICT DO NOTHING",
+                    [(e.id, e.name, e.kind, e.key, dumps(list(e.aliases)), e.created_at) for e in write.entities])
+            for entity_id, alias in write.aliases:
+                self._add_alias(tx, entity_id, alias)
+            tx.many("INSERT INTO entity_hint(entity_id, other_id, kind, reason) VALUES (?,?,?,?) "
+                    "ON CONFLICT DO NOTHING", [(h.entity_id, h.other_id, h.kind, h.reason) for h in write.hints])
+            tx.many("INSERT INTO mention(drawer_id, entity_id, spelling) VALUES (?,?,?) ON CONFLICT DO NOTHING",
+                    [(m.drawer_id, m.entity_id, m.spelling) for m in write.mentions])
+            for assertion in write.assertions:
+                self._insert_assertion(tx, assertion)
+            for link in write.links:
+                self._insert_link(tx, link)
+            tx.many("INSERT INTO extraction_read(drawer_id, extractor) VALUES (?,?) ON CONFLICT DO NOTHING",
+                    [(d, write.extractor) for d in write.read_drawers])
+
+    def _add_alias(self, tx: Tx, entity_id: str, alias: str) -> None:
+        row = tx.one(f"SELECT aliases FROM entity WHERE id = ?{self.FOR_UPDATE}", (entity_id,))
+        if row is None:
+            return
+        aliases = json.loads(row["aliases"])
+        if alias not in aliases:
+            aliases.append(alias)
+            tx.run("UPDATE entity SET aliases = ? WHERE id = ?", (dumps(aliases), entity_id))
+        tx.run("INSERT INTO entity_alias(entity_id, alias_key) VALUES (?,?) ON CONFLICT DO NOTHING",
+               (entity_id, normalize_text(alias)))
+
+    def _insert_assertion(self, tx: Tx, a: Assertion) -> None:
+        tx.run(
+            "INSERT INTO assertion(id, subject, predicate, object, confidence, valid_from, valid_to, drawer_id, "
+            "extractor, job_id, origin, explicit, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) "
+            "ON CONFLICT DO NOTHING",
+            (a.id, a.subject, a.predicate, a.object, a.confidence, a.valid_from, a.valid_to, a.drawer_id,
+             a.extractor, a.job_id, dumps(dict(a.origin)) if a.origin else None, bool(a.explicit), a.created_at))
+
+    def _insert_link(self, tx: Tx, link: FactLink) -> None:
+        # Deterministic ids: a retried request or a replayed job lands on the same record.
+        tx.run("INSERT INTO fact_link(id, from_id, to_id, kind, origin, reason, at, evidence_drawer) "
+               "VALUES (?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING",
+               (link.id, link.from_id, link.to_id, link.kind, link.origin, link.reason, link.at,
+                link.evidence_drawer))
+
+    # --- entities -------------------------------------------------------------------------------
+
+    def all_entities(self) -> list[Entity]:
+        return [entity_from_row(r) for r in self._all("SELECT * FROM entity ORDER BY created_at, id")]
+
+    def entity_alias_keys(self) -> dict[str, list[str]]:
+        found: dict[str, list[str]] = {}
+        for row in self._all("SELECT alias_key, entity_id FROM entity_alias"):
+            found.setdefault(row["alias_key"], []).append(row["entity_id"])
+        return found
+
+    def get_entity(self, entity_id: str) -> Entity:
+        row = self._one("SELECT * FROM entity WHERE id = ?", (entity_id,))
+        if row is None:
+            raise NotFound(f"no entity {entity_id}")
+        return entity_from_row(row)
+
+    def get_entities(self, entity_ids: Sequence[str]) -> dict[str, Entity]:
+        return {r["id"]: entity_from_row(r) for r in self._in("SELECT * FROM entity WHERE id IN ({})", entity_ids)}
+
+    def list_entities(self, name: str | None, kind: str | None, limit: int) -> list[Entity]:
+        clauses, params = [], []
+        if name:
+            clauses.append(f"({self._contains('name')} OR {self._contains('key')} OR {self._contains('aliases')})")
+            params.extend([f"%{name}%"] * 3)
+        if kind:
+            clauses.append("kind = ?")
+            params.append(kind)
+        where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+        rows = self._all(f"SELECT * FROM entity{where} ORDER BY name, id LIMIT ?", (*params, limit))
+        return [entity_from_row(r) for r in rows]
+
+    def entity_mentions(self, entity_id: str, limit: int) -> list[Mention]:
+        rows = self._all("SELECT drawer_id, entity_id, spelling FROM mention WHERE entity_id = ? "
+                         "ORDER BY drawer_id LIMIT ?", (entity_id, limit))
+        return [Mention(drawer_id=r["drawer_id"], entity_id=r["entity_id"], spelling=r["spelling"]) for r in rows]
+
+    def entity_hints(self, entity_id: str) -> list[EntityHint]:
+        rows = self._all("SELECT * FROM entity_hint WHERE entity_id = ? OR other_id = ?", (entity_id, entity_id))
+        return [hint_from_row(r) for r in rows]
+
+    def entities_of_drawers(self, drawer_ids: Sequence[str]) -> dict[str, set[str]]:
+        found: dict[str, set[str]] = {}
+        for row in self._in("SELECT drawer_id, entity_id FROM mention WHERE drawer_id IN ({})", drawer_ids):
+            found.setdefault(row["drawer_id"], set()).add(row["entity_id"])
+        return found
+
+    def drawers_mentioning(self, entity_ids: Sequence[str], limit: int) -> dict[str, set[str]]:
+        """drawer id → the given entities it mentions (at most `limit` drawers per entity)."""
+        found: dict[str, set[str]] = {}
+        with self._read() as tx:
+            for entity_id in dict.fromkeys(entity_ids):
+                for row in tx.all("SELECT drawer_id FROM mention WHERE entity_id = ? LIMIT ?", (entity_id, limit)):
+                    found.setdefault(row["drawer_id"], set()).add(entity_id)
+        return found
+
+    def _in(self, sql: str, ids: Sequence[str], repeat: int = 1) -> list[Row]:
+        """Rows of `sql` whose `{}` placeholders each take one batch of the distinct `ids`, over all batches."""
+        rows: list[Row] = []
+        with self._read() as tx:
+            for batch in batches(ids):
+                rows.extend(tx.all(sql.format(*[marks(batch)] * repeat), batch * repeat))
+        return rows
+
+    # --- facts ----------------------------------------------------------------------------------
+
+    def get_assertion(self, assertion_id: str) -> Assertion:
+        row = self._one("SELECT * FROM assertion WHERE id = ?", (assertion_id,))
+        if row is None:
+            raise NotFound(f"no fact {assertion_id}")
+        return assertion_from_row(row)
+
+    def get_assertions(self, assertion_ids: Sequence[str]) -> dict[str, Assertion]:
+        return {r["id"]: assertion_from_row(r)
+                for r in self._in("SELECT * FROM assertion WHERE id IN ({})", assertion_ids)}
+
+    def find_assertions(self, *, subject: str | None = None, predicate: str | None = None,
+                        object: str | None = None, drawer_ids: Sequence[str] | None = None,
+                        limit: int = 1000) -> list[Assertion]:
+        clauses, params = [], list[object]()
+        for column, value in (("subject", subject), ("predicate", predicate), ("object", object)):
+            if value is not None:
+                clauses.append(f"{column} = ?")
+                params.append(value)
+        if drawer_ids is not None:
+            if not drawer_ids:
+                return []
+            clauses.append(f"drawer_id IN ({marks(drawer_ids)})")
+            params.extend(drawer_ids)
+        where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+        rows = self._all(f"SELECT * FROM assertion{where} ORDER BY valid_from, id LIMIT ?", (*params, limit))
+        return [assertion_from_row(r) for r in rows]
+
+    def assertions_touching(self, entity_ids: Sequence[str], limit: int = 1000) -> list[Assertion]:
+        rows = self._in("SELECT * FROM assertion WHERE subject IN ({}) OR object IN ({})", entity_ids, repeat=2)
+        return list({r["id"]: assertion_from_row(r) for r in rows}.values())[:limit]
+
+    def links_of(self, assertion_ids: Sequence[str]) -> list[FactLink]:
+        rows = self._in("SELECT * FROM fact_link WHERE from_id IN ({}) OR to_id IN ({})", assertion_ids, repeat=2)
+        links = {r["id"]: fact_link_from_row(r) for r in rows}
+        return sorted(links.values(), key=lambda link: (link.at, link.id))
+
+    def record_decision(self, *, new: Assertion | None = None, close: tuple[str, str] | None = None,
+                        links: Sequence[FactLink] = ()) -> None:
+        """An explicit operation in one transaction: open a fact, close one (id, at), record links."""
+        with self._write() as tx:
+            if close is not None:
+                fact_id, at = close
+                row = tx.one(f"SELECT valid_to FROM assertion WHERE id = ?{self.FOR_UPDATE}", (fact_id,))
+                if row is None:
+                    raise NotFound(f"no fact {fact_id}")
+                if row["valid_to"] is not None:
+                    raise Conflict(f"fact {fact_id} was already closed at {row['valid_to']}", existing_id=fact_id)
+                tx.run("UPDATE assertion SET valid_to = ? WHERE id = ?", (at, fact_id))
+            if new is not None:
+                self._insert_assertion(tx, new)
+            for link in links:
+                self._insert_link(tx, link)
+
+    def count_facts(self) -> int:
+        return self._count("SELECT COUNT(*) AS n FROM assertion")
+
+    # --- drawer similarity ----------------------------------------------------------------------
+
+    def add_drawer_links(self, links: Sequence[DrawerLink]) -> None:
+        with self._write() as tx:
+            tx.many("INSERT INTO drawer_link(from_id, to_id, verdict, similarity, created_at) VALUES (?,?,?,?,?) "
+                    "ON CONFLICT DO NOTHING",
+                    [(link.from_id, link.to_id, link.verdict, link.similarity, link.created_at or self._now())
+                     for link in links])
+
+    def drawer_links(self, drawer_id: str) -> list[DrawerLink]:
+        rows = self._all("SELECT * FROM drawer_link WHERE from_id = ? OR to_id = ? ORDER BY created_at",
+                         (drawer_id, drawer_id))
+        return [drawer_link_from_row(r) for r in rows]
+
+    def similar_in_room(self, wing: str, room: str, content_hash: str, fingerprint: str,
+                        exclude: Sequence[str]) -> list[SimilarDrawer]:
+        """Current drawers of the room with the same hash or fingerprint."""
+        # Two indexed lookups rather than one OR, which would scan the whole room.
+        rows = self._all(
+            "WITH place AS (SELECT r.id FROM room r JOIN wing w ON w.id = r.wing_id WHERE w.name = ? AND r.name = ?) "
+            "SELECT id, content_hash, seq FROM drawer WHERE room_id = (SELECT id FROM place) AND content_hash = ? "
+            "AND valid_to IS NULL UNION SELECT id, content_hash, seq FROM drawer WHERE room_id = (SELECT id FROM place) "
+            "AND fingerprint = ? AND valid_to IS NULL ORDER BY seq LIMIT 50",
+            (wing, room, content_hash, fingerprint))
+        skip = set(exclude)
+        return [SimilarDrawer(r["id"], "exact" if r["content_hash"] == content_hash else "normalized")
+                for r in rows if r["id"] not in skip]
+
+    def add_drawer_bands(self, drawer_id: str, bands: Sequence[int], signature: bytes = b"") -> None:
+        with self._write() as tx:
+            tx.many("INSERT INTO drawer_band(band, drawer_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                    [(band, drawer_id) for band in bands])
+            if signature:
+                tx.run("INSERT INTO drawer_signature(drawer_id, signature) VALUES (?, ?) "
+                       "ON CONFLICT (drawer_id) DO UPDATE SET signature = excluded.signature", (drawer_id, signature))
+
+    def drawer_signatures(self, drawer_ids: Sequence[str]) -> dict[str, bytes]:
+        rows = self._in("SELECT drawer_id, signature FROM drawer_signature WHERE drawer_id IN ({})", drawer_ids)
+        return {r["drawer_id"]: bytes(r["signature"]) for r in rows}
+
+    def drawers_sharing_bands(self, bands: Sequence[int], limit: int, *, at_least: int = 1) -> list[str]:
+        """Drawers sharing at least `at_least` of these band keys, most shared first (near-duplicate candidates)."""
+        if not bands:
+            return []
+        rows = self._all(f"SELECT drawer_id FROM drawer_band WHERE band IN ({marks(bands)}) GROUP BY drawer_id "
+                         "HAVING COUNT(*) >= ? ORDER BY COUNT(*) DESC, drawer_id LIMIT ?", (*bands, at_least, limit))
+        return [r["drawer_id"] for r in rows]

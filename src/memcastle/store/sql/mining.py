@@ -1,0 +1,55 @@
+"""Sources and documents on either SQL backend, and the one order in which a mined document's changes land."""
+
+from __future__ import annotations
+
+from memcastle.model import DocumentChanges, DocumentRecord, SourceRecord
+from memcastle.store.sql.base import dumps
+from memcastle.store.sql.drawers import DrawerTables
+from memcastle.store.sql.rows import document_from_row, source_from_row
+
+
+class MiningTables(DrawerTables):
+    """Mining records: a source's cursor, each document's revision and drawers."""
+
+    def upsert_source(self, source: SourceRecord) -> SourceRecord:
+        with self._write() as tx:
+            tx.run(
+                "INSERT INTO source(id, connector, locator, options, cursor, updated_at) VALUES (?,?,?,?,?,?) "
+                "ON CONFLICT (id) DO UPDATE SET locator = excluded.locator, options = excluded.options",
+                (source.id, source.connector, source.locator, dumps(dict(source.options)), source.cursor,
+                 source.updated_at),
+            )
+        found = self.get_source(source.id)
+        assert found is not None
+        return found
+
+    def get_source(self, source_id: str) -> SourceRecord | None:
+        row = self._one("SELECT * FROM source WHERE id = ?", (source_id,))
+        return source_from_row(row) if row else None
+
+    def get_document(self, source_id: str, external_id: str) -> DocumentRecord | None:
+        row = self._one("SELECT * FROM document WHERE source_id = ? AND external_id = ?", (source_id, external_id))
+        return document_from_row(row) if row else None
+
+    def apply_document(self, changes: DocumentChanges) -> None:
+        """Invalidate, supersede, create, record the document, then move the cursor: all in one transaction."""
+        at = changes.at or self._now()
+        record = changes.record
+        with self._write() as tx:
+            for drawer_id in changes.invalidated:
+                self._close_current(tx, drawer_id, at, None)
+            for old_id, replacement in changes.superseded:
+                self._supersede(tx, old_id, replacement, at)
+            for new in changes.created:
+                self._insert_drawer(tx, new, at)
+            tx.run(
+                "INSERT INTO document(source_id, external_id, revision, chunk_hashes, drawer_ids, updated_at) "
+                "VALUES (?,?,?,?,?,?) ON CONFLICT (source_id, external_id) DO UPDATE SET "
+                "revision = excluded.revision, chunk_hashes = excluded.chunk_hashes, "
+                "drawer_ids = excluded.drawer_ids, updated_at = excluded.updated_at",
+                (record.source_id, record.external_id, record.revision, dumps(list(record.chunk_hashes)),
+                 dumps(list(record.drawer_ids)), at),
+            )
+            # The cursor advances only with the document that earned it, in the same transaction.
+            tx.run("UPDATE source SET cursor = ?, updated_at = ? WHERE id = ?",
+                   (changes.source.cursor, at, changes.source.id))

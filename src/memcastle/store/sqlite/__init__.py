@@ -1,0 +1,278 @@
+"""The embedded SQLite palace: one file, WAL, one writer connection behind a lock, readers beside it.
+
+The shared tables (`memcastle.store.sql`) hold every rule; this module holds what is SQLite's own: connections and
+migrations, the FTS5 lexical leg, vectors as BLOBs, the single-writer job claim and the whole-palace copy.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, cast
+
+import numpy as np
+
+from memcastle.clock import format_instant, to_datetime, utc_now
+from memcastle.errors import MigrationError
+from memcastle.model import Job, LexicalQuery, Scope, ScoredDrawer, TimeWindow
+from memcastle.store.copy import check_columns, copied_table, ensure_empty
+from memcastle.store.migrate import failed, pending
+from memcastle.store.sql.base import Row
+from memcastle.store.sql.drawers import NameTaken
+from memcastle.store.sql.filters import filter_sql
+from memcastle.store.sql.graph import GraphTables
+from memcastle.store.sql.jobs import JobTables
+from memcastle.store.sql.mining import MiningTables
+from memcastle.store.sql.rows import job_from_row
+from memcastle.store.sqlite.fulltext import fts5_match
+
+DB_FILE = "palace.sqlite3"
+
+
+class SQLiteTx:
+    """A `Tx` over one sqlite3 connection (qmark placeholders are SQLite's own)."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def one(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
+        return cast("Row | None", self.conn.execute(sql, params).fetchone())
+
+    def all(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        return cast("list[Row]", self.conn.execute(sql, params).fetchall())
+
+    def run(self, sql: str, params: Sequence[Any] = ()) -> int:
+        return self.conn.execute(sql, params).rowcount
+
+    def many(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        self.conn.executemany(sql, rows)
+
+
+class SQLiteStore(GraphTables, MiningTables, JobTables):
+    """A palace in `<palace>/palace.sqlite3`."""
+
+    backend = "sqlite"
+
+    def __init__(self, palace: Path, *, now: Callable[[], str] = utc_now) -> None:
+        palace.mkdir(parents=True, exist_ok=True)
+        self.path = palace / DB_FILE
+        self.location = str(self.path)
+        self._now = now
+        self._lock = threading.RLock()
+        self._local = threading.local()
+        self._readers: list[sqlite3.Connection] = []
+        self._readers_lock = threading.Lock()
+        try:
+            self._writer = self._connect()
+            self._writer.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.DatabaseError as exc:
+            raise MigrationError(f"{self.path} is not a MemCastle palace database: {exc}",
+                                 help="point --palace at a palace directory, or move the file away") from None
+        self._migrate()
+
+    # --- connections ----------------------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
+        conn.row_factory = sqlite3.Row
+        conn.execute("PRAGMA foreign_keys=ON")
+        # NORMAL is durable across application crashes in WAL mode; only an OS crash may lose the last commits.
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA busy_timeout=30000")
+        return conn
+
+    def _reader(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._connect()
+            conn.execute("PRAGMA query_only=ON")
+            self._local.conn = conn
+            with self._readers_lock:
+                self._readers.append(conn)
+        return conn
+
+    @contextmanager
+    def _read(self) -> Iterator[SQLiteTx]:
+        yield SQLiteTx(self._reader())
+
+    @contextmanager
+    def _write(self) -> Iterator[SQLiteTx]:
+        with self._lock:
+            conn = self._writer
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield SQLiteTx(conn)
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    def close(self) -> None:
+        with self._readers_lock:
+            for conn in self._readers:
+                conn.close()
+            self._readers.clear()
+        with self._lock:
+            self._writer.close()
+
+    def _migrate(self) -> None:
+        conn = self._writer
+        with self._lock:
+            try:
+                conn.execute(
+                    "CREATE TABLE IF NOT EXISTS schema_migration "
+                    "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+                )
+                applied = {row[0] for row in conn.execute("SELECT version FROM schema_migration")}
+            except sqlite3.DatabaseError as exc:
+                raise MigrationError(f"{self.path} is not a MemCastle palace database: {exc}") from None
+            for migration in pending(applied, "sqlite", str(self.path)):
+                record = (
+                    "INSERT INTO schema_migration(version, name, applied_at) VALUES "
+                    f"({migration.version}, '{migration.name}', '{self._now()}');"
+                )
+                try:
+                    conn.executescript(f"BEGIN IMMEDIATE;\n{migration.sql}\n;{record}\nCOMMIT;")
+                except sqlite3.Error as exc:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise failed(migration, str(self.path), str(exc)) from exc
+
+    # --- what is SQLite's own -------------------------------------------------------------------
+
+    def _insert_drawer_row(self, tx: Any, row: Mapping[str, Any]) -> int | None:
+        columns = ", ".join(row)
+        try:
+            cursor = tx.conn.execute(f"INSERT INTO drawer({columns}) VALUES ({', '.join('?' * len(row))})",
+                                     tuple(row.values()))
+        except sqlite3.IntegrityError:
+            raise NameTaken from None  # the id was checked in this transaction, and there is one writer
+        return int(cursor.lastrowid)
+
+    def lexical_candidates(self, query: LexicalQuery, scope: Scope, window: TimeWindow | None,
+                           include_historical: bool, limit: int) -> list[ScoredDrawer]:
+        match = fts5_match(query)
+        if match is None:
+            return []
+        where, params = filter_sql(scope, window, include_historical, self._now())
+        rows = self._all(
+            "SELECT d.id, bm25(drawer_fts) AS rank FROM drawer_fts JOIN drawer d ON d.seq = drawer_fts.rowid "
+            "JOIN room r ON r.id = d.room_id JOIN wing w ON w.id = r.wing_id "
+            f"WHERE drawer_fts MATCH ?{where} ORDER BY rank, d.id LIMIT ?",
+            (match, *params, limit),
+        )
+        # bm25() is lower-is-better; the signal is flipped so that higher is better everywhere.
+        return [ScoredDrawer(drawer_id=r["id"], signal=-float(r["rank"])) for r in rows]
+
+    def put_embeddings(self, model: str, rows: Iterable[tuple[str, np.ndarray]]) -> None:
+        """Store each drawer's passage vectors (float32, shape (passages, dimension)) and mark it embedded."""
+        with self._write() as tx:
+            for drawer_id, vectors in rows:
+                found = tx.one("SELECT seq FROM drawer WHERE id = ?", (drawer_id,))
+                if found is None:
+                    continue
+                seq = found["seq"]
+                matrix = np.asarray(vectors, dtype="<f4")
+                dimension = int(matrix.shape[1]) if matrix.ndim == 2 and matrix.shape[0] else 0
+                tx.run("DELETE FROM embedding WHERE model = ? AND drawer_seq = ?", (model, seq))
+                tx.many("INSERT INTO embedding(model, drawer_seq, passage, vector) VALUES (?,?,?,?)",
+                        [(model, seq, index, matrix[index].tobytes()) for index in range(matrix.shape[0])])
+                tx.run("INSERT INTO embedded(model, drawer_seq, dimension) VALUES (?,?,?) ON CONFLICT "
+                       "(model, drawer_seq) DO UPDATE SET dimension = excluded.dimension", (model, seq, dimension))
+
+    def load_embeddings(self, model: str, after_id: int, dimension: int) -> tuple[list[str], np.ndarray, int]:
+        """Passage vectors stored after `after_id`: (drawer id per row, matrix, last id)."""
+        rows = self._all(
+            "SELECT e.id, d.id AS drawer_id, e.vector FROM embedding e JOIN drawer d ON d.seq = e.drawer_seq "
+            "WHERE e.model = ? AND e.id > ? ORDER BY e.id",
+            (model, after_id),
+        )
+        if not rows:
+            return [], np.zeros((0, dimension), dtype=np.float32), after_id
+        matrix = np.frombuffer(b"".join(r["vector"] for r in rows), dtype="<f4").reshape(len(rows), -1)
+        return [r["drawer_id"] for r in rows], matrix.astype(np.float32, copy=False), int(rows[-1]["id"])
+
+    def _lease_until(self, lease_seconds: float) -> tuple[str, list[Any]]:
+        return "?", [format_instant(to_datetime(self._now()) + timedelta(seconds=lease_seconds))]
+
+    def claim_next_job(self, owner: str, lease_seconds: float, kinds: Iterable[str]) -> Job | None:
+        kinds = list(kinds)
+        if not kinds:
+            return None
+        until, until_params = self._lease_until(lease_seconds)
+        with self._write() as tx:
+            # Jobs sharing a coalesce key run one at a time: a sweep queued behind a running one waits for it
+            # instead of redoing the same drawers beside it.
+            row = tx.one(
+                f"SELECT id FROM job q WHERE status = 'queued' AND kind IN ({','.join('?' * len(kinds))}) AND "
+                "(q.coalesce_key IS NULL OR NOT EXISTS (SELECT 1 FROM job r WHERE r.status = 'running' "
+                "AND r.coalesce_key = q.coalesce_key)) ORDER BY priority DESC, created_at, id LIMIT 1",
+                kinds,
+            )
+            if row is None:
+                return None
+            tx.run(
+                f"UPDATE job SET status = 'running', lease_owner = ?, lease_expires_at = {until}, "
+                "started_at = COALESCE(started_at, ?), attempt = attempt + 1, pause_requested = FALSE WHERE id = ?",
+                (owner, *until_params, self._now(), row["id"]),
+            )
+            claimed = tx.one("SELECT * FROM job WHERE id = ?", (row["id"],))
+            assert claimed is not None
+            return job_from_row(claimed)
+
+    # --- whole-palace copy ----------------------------------------------------------------------
+
+    def export_rows(self, table: str) -> Iterator[dict[str, Any]]:
+        """Every row of one palace table (`memcastle.store.PALACE_TABLES`), in primary-key order, as neutral rows."""
+        copied_table(table)
+        conn = self._reader()
+        columns = conn.execute(f"PRAGMA table_info({table})").fetchall()
+        keys = [c["name"] for c in sorted((c for c in columns if c["pk"]), key=lambda c: c["pk"])]
+        order = f" ORDER BY {', '.join(keys)}" if keys else ""
+        for row in conn.execute(f"SELECT * FROM {table}{order}"):
+            item = dict(row)
+            if table == "embedding":
+                item["vector"] = np.frombuffer(item["vector"], dtype="<f4").astype(np.float32)
+            yield item
+
+    def import_rows(self, tables: Iterable[tuple[str, Iterable[Mapping[str, Any]]]]) -> dict[str, int]:
+        """Fill an empty palace with exported rows, table by table, in one transaction: all of it or nothing.
+
+        Refused (Conflict) when this palace already holds anything, jobs included."""
+        counts: dict[str, int] = {}
+        with self._write() as tx:
+            ensure_empty(tx, str(self.path), help="copy into an empty palace")
+            conn = tx.conn
+            for table, rows in tables:
+                copied_table(table)
+                names = [c[1] for c in conn.execute(f"PRAGMA table_info({table})")]
+                statement = f"INSERT INTO {table}({', '.join(names)}) VALUES ({', '.join('?' * len(names))})"
+                count = 0
+                batch: list[tuple[Any, ...]] = []
+                for row in rows:
+                    batch.append(_imported(table, names, row))
+                    if len(batch) >= 500:
+                        conn.executemany(statement, batch)
+                        count += len(batch)
+                        batch.clear()
+                conn.executemany(statement, batch)
+                counts[table] = count + len(batch)
+        return counts
+
+
+def _imported(table: str, names: Sequence[str], row: Mapping[str, Any]) -> tuple[Any, ...]:
+    """A neutral row as this table's column values (the full-text index is filled by its trigger)."""
+    check_columns(table, names, row)
+    values = []
+    for name in names:
+        value = row.get(name)
+        if table == "embedding" and name == "vector" and value is not None:
+            value = np.asarray(value, dtype="<f4").tobytes()
+        elif isinstance(value, bool):
+            value = int(value)
+        values.append(value)
+    return tuple(values)
