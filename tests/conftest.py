@@ -18,9 +18,9 @@ import pytest
 from fastapi.testclient import TestClient
 from postgres_support import PostgresServer, session_server
 
-from memcastle.api.app import create_app
 from memcastle.app import Palace, build
 from memcastle.config import Settings, load_settings
+from memcastle.daemon import http_app
 from memcastle.runtime.registry import DaemonEntry, find_daemon, registry_file
 
 # `python -c` is the console entry without needing the installed script on PATH.
@@ -108,7 +108,7 @@ def palace(settings: Settings) -> Iterator[Palace]:
 @pytest.fixture
 def client(palace: Palace) -> Iterator[TestClient]:
     """The daemon's real HTTP surface, in-process."""
-    with TestClient(create_app(palace), raise_server_exceptions=False) as http:
+    with TestClient(http_app(palace), raise_server_exceptions=False) as http:
         yield http
 
 

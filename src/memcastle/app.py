@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from memcastle import integrity
-from memcastle.config import Settings, state_dir
+from memcastle.config import Settings
 from memcastle.config.layers import layers_from_settings
 from memcastle.config.miners import load_miners
 from memcastle.connectors.builtin import builtin_connectors
@@ -23,7 +23,7 @@ from memcastle.knowledge.sweep import ExtractionSweep
 from memcastle.mining import pipeline
 from memcastle.mining.pipeline import MinePipeline
 from memcastle.preferences import load_policy
-from memcastle.runtime.registry import find_daemon
+from memcastle.runtime.registry import find_daemon, state_dir
 from memcastle.search.backfill import KIND as backfill_kind
 from memcastle.search.backfill import EmbeddingBackfill, model_key
 from memcastle.search.embeddings import build_provider

@@ -7,16 +7,17 @@ import logging
 import signal
 import socket
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import uvicorn
+from fastapi import FastAPI
 
 from memcastle import __version__
 from memcastle.api.app import create_app
-from memcastle.app import build
-from memcastle.config import Settings, state_dir
+from memcastle.app import Palace, build
+from memcastle.config import Settings
 from memcastle.errors import ConfigError, Conflict
-from memcastle.runtime.registry import find_daemon, remove_entry, write_entry
+from memcastle.runtime.registry import find_daemon, remove_entry, state_dir, write_entry
 from memcastle.runtime.tokens import TokenStore
 
 log = logging.getLogger("memcastle")
@@ -82,7 +83,7 @@ def serve(settings: Settings) -> None:
         if server is not None:
             server.request_exit()
 
-    app = create_app(palace, request_shutdown=request_shutdown)
+    app = http_app(palace, request_shutdown=request_shutdown)
     config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5)
     server = _Server(config)
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -99,3 +100,12 @@ def serve(settings: Settings) -> None:
             log.info("requeued %d unfinished job(s): %s", len(requeued), ", ".join(requeued))
         remove_entry(states, settings.palace)
         log.info("MemCastle stopped")
+
+
+def http_app(palace: Palace, *, request_shutdown: Callable[[], None] | None = None) -> FastAPI:
+    """The HTTP application of a built palace, configured from its settings."""
+    settings = palace.settings
+    return create_app(palace.services, max_body_bytes=int(settings["server.max_body_bytes"]),
+                      allowed_hosts=settings["mcp.allowed_hosts"],
+                      tokens=TokenStore(settings.palace) if settings["auth.enabled"] else None,
+                      request_shutdown=request_shutdown)

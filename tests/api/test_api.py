@@ -11,9 +11,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from memcastle import __version__
-from memcastle.api.app import create_app
 from memcastle.app import build
 from memcastle.config import load_settings
+from memcastle.daemon import http_app
 
 ERROR_KEYS = {"error", "code", "help"}
 
@@ -296,7 +296,7 @@ def small_body_client(tmp_path: Any) -> Iterator[TestClient]:
     palace = build(settings)
     palace.start()
     try:
-        with TestClient(create_app(palace)) as http:
+        with TestClient(http_app(palace)) as http:
             yield http
     finally:
         palace.stop()

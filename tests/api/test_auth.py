@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from memcastle.api.app import create_app
 from memcastle.app import build
 from memcastle.config import load_settings
+from memcastle.daemon import http_app
 from memcastle.runtime.tokens import TokenStore, digest_of
 
 
@@ -24,7 +24,7 @@ def secured(tmp_path: Path) -> Iterator[tuple[TestClient, str]]:
                                     "embeddings.provider": "none"}, env={})
     palace = build(settings)
     palace.start()
-    with TestClient(create_app(palace), raise_server_exceptions=False) as client:
+    with TestClient(http_app(palace), raise_server_exceptions=False) as client:
         yield client, token
     palace.stop()
 

@@ -12,10 +12,10 @@ from typing import Any
 import yaml
 from fastapi.testclient import TestClient
 
-from memcastle.api.app import create_app
 from memcastle.app import Palace, build
 from memcastle.config import Settings, load_settings
 from memcastle.config.layers import PALACE_FILE
+from memcastle.daemon import http_app
 from memcastle.model import Job
 from memcastle.store import Store
 
@@ -40,7 +40,7 @@ def write_notes(folder: Path, notes: Mapping[str, tuple[Mapping[str, Any], str]]
 
 def client_of(palace: Palace) -> TestClient:
     """The palace's real HTTP surface, in-process."""
-    return TestClient(create_app(palace), raise_server_exceptions=False)
+    return TestClient(http_app(palace), raise_server_exceptions=False)
 
 
 @dataclass

@@ -16,9 +16,9 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult
 
-from memcastle.api.app import create_app
 from memcastle.app import build
 from memcastle.config import load_settings
+from memcastle.daemon import http_app
 from memcastle.mcp import server as mcp_server
 from memcastle.mcp.server import TOOLS
 from memcastle.model import FACT_STATES, RANKINGS, SOURCE_KINDS, JobStatus
@@ -313,7 +313,7 @@ def test_configured_hosts_are_allowed(tmp_path: Path) -> None:
     palace = build(settings)
     palace.start()
     try:
-        with TestClient(create_app(palace)) as http:  # as a context manager: the lifespan runs the MCP sessions
+        with TestClient(http_app(palace)) as http:  # as a context manager: the lifespan runs the MCP sessions
             allowed = http.post("/mcp", json=INITIALIZE, headers={**MCP_HEADERS, "Host": "memory.lan:8420"})
             assert allowed.status_code == 200, allowed.text
             other = http.post("/mcp", json=INITIALIZE, headers={**MCP_HEADERS, "Host": "elsewhere.lan:8420"})

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from fastapi.testclient import TestClient
 
-from memcastle.api.app import create_app
 from memcastle.config.layers import PALACE_FILE
+from memcastle.daemon import http_app
 from memcastle.preferences import BUILTIN_LAYER
 
 if TYPE_CHECKING:
@@ -133,7 +133,7 @@ def test_the_effective_policy_names_the_layer_of_each_field(client: TestClient, 
 
 
 def test_without_any_layer_the_policy_is_the_neutral_builtin_one(bench: Bench) -> None:
-    with TestClient(create_app(bench.open()), raise_server_exceptions=False) as http:
+    with TestClient(http_app(bench.open()), raise_server_exceptions=False) as http:
         assert http.get("/api/preferences").json() == {
             "default": {"value": "normal", "layer": BUILTIN_LAYER}, "sources": {}, "neutral": True, "layers": []}
 

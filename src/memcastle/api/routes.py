@@ -6,7 +6,6 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 
-from memcastle import integrity
 from memcastle.api.access import opens, reads, writes
 from memcastle.api.schemas import (
     CheckpointBody,
@@ -259,10 +258,8 @@ def run_miner(name: str, request: Request) -> dict[str, Any]:
 
 @router.post("/verify", status_code=202, tags=["jobs"], dependencies=[Depends(reads)])
 def verify(body: VerifyBody, request: Request) -> dict[str, Any]:
-    job, _ = services(request).submit_job(
-        integrity.KIND, {"batch": body.batch, "pace_ms": body.pace_ms}, priority=body.priority,
-        requested_by=requester(request),
-    )
+    job = services(request).submit_verify(batch=body.batch, pace_ms=body.pace_ms, priority=body.priority,
+                                          requested_by=requester(request))
     return {"job": job.to_json()}
 
 

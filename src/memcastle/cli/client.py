@@ -6,7 +6,7 @@ from typing import Any
 
 import httpx
 
-from memcastle.config import Settings, state_dir
+from memcastle.config import Settings
 from memcastle.errors import (
     AccessDenied,
     Conflict,
@@ -16,7 +16,7 @@ from memcastle.errors import (
     NotFound,
     ProviderError,
 )
-from memcastle.runtime.registry import find_daemon
+from memcastle.runtime.registry import find_daemon, state_dir
 
 
 class DaemonClient:

@@ -142,10 +142,6 @@ def default_config_file() -> Path:
     return Path(platformdirs.user_config_dir(APP)) / "config.toml"
 
 
-def state_dir() -> Path:
-    return Path(platformdirs.user_state_dir(APP))
-
-
 def load_settings(
     *,
     flags: Mapping[str, Any] | None = None,

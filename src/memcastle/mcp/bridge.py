@@ -38,10 +38,9 @@ from mcp_types import (
 )
 
 from memcastle import __version__
-from memcastle.config import state_dir
 from memcastle.errors import AccessDenied, DaemonNotRunning, MemCastleError
 from memcastle.mcp.server import MCP_PATH
-from memcastle.runtime.registry import find_daemon, registry_file
+from memcastle.runtime.registry import find_daemon, registry_file, state_dir
 
 SET_MODE = "memcastle_set_mode"
 START_TIMEOUT = 30.0

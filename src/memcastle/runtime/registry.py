@@ -12,6 +12,8 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import platformdirs
+
 from memcastle.clock import utc_now
 
 
@@ -22,6 +24,11 @@ class DaemonEntry:
     version: str
     palace: str
     started_at: str
+
+
+def state_dir() -> Path:
+    """This user's state directory ($XDG_STATE_HOME/memcastle): where the registry of running daemons lives."""
+    return Path(platformdirs.user_state_dir("memcastle"))
 
 
 def registry_file(state_dir: Path, palace: Path) -> Path:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memcastle import __version__
+from memcastle import __version__, integrity
 from memcastle.clock import parse_instant
 from memcastle.connectors.registry import ConnectorRegistry
 from memcastle.errors import InvalidRequest, NotFound
@@ -361,6 +361,13 @@ class Services:
             raise NotFound(f"no miner named {name!r} ({known})", help="declare one with [[miners]] in config.toml")
         return self.submit_mine(miner.connector, miner.locator, miner.options, wing=miner.wing, full=miner.full,
                                 requested_by=requested_by)
+
+    def submit_verify(self, *, batch: int, pace_ms: int, priority: str = "normal",
+                      requested_by: str = "http") -> Job:
+        """Re-hash every current drawer in the background (`integrity`)."""
+        job, _ = self.submit_job(integrity.KIND, {"batch": batch, "pace_ms": pace_ms}, priority=priority,
+                                 requested_by=requested_by)
+        return job
 
     # --- jobs -----------------------------------------------------------------------------------
 

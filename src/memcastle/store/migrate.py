@@ -10,6 +10,12 @@ from memcastle.errors import MigrationError
 
 _NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 
+# Which migrations a palace has applied; the same table on every backend.
+MIGRATIONS_TABLE = (
+    "CREATE TABLE IF NOT EXISTS schema_migration "
+    "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+)
+
 
 @dataclass(frozen=True)
 class Migration:
@@ -29,7 +35,7 @@ def load_migrations(backend: str) -> list[Migration]:
     found.sort(key=lambda m: m.version)
     versions = [m.version for m in found]
     if versions != list(range(1, len(found) + 1)):
-        raise RuntimeError(f"migrations for {backend} are not numbered 1..n: {versions}")
+        raise MigrationError(f"migrations for {backend} are not numbered 1..n: {versions}")
     return found
 
 

@@ -37,7 +37,7 @@ from memcastle.model import (
 )
 from memcastle.store import PALACE_TABLES
 from memcastle.store.copy import check_columns, copied_table, ensure_empty
-from memcastle.store.migrate import failed, pending
+from memcastle.store.migrate import MIGRATIONS_TABLE, failed, pending
 from memcastle.store.postgres.fulltext import CONFIG, bm25_sql, search_text, token_count
 from memcastle.store.sql.base import Row, dumps
 from memcastle.store.sql.drawers import NameTaken
@@ -176,10 +176,7 @@ class PostgresStore(GraphTables, MiningTables, JobTables):
 
     def _apply_migrations(self, conn: psycopg.Connection[Any]) -> None:
         try:
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS schema_migration "
-                "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
-            )
+            conn.execute(MIGRATIONS_TABLE)
             applied = {row[0] for row in conn.execute("SELECT version FROM schema_migration")}
         except psycopg.Error as exc:
             raise MigrationError(f"{self.location} cannot hold a MemCastle palace: {str(exc).strip()}") from None

@@ -20,7 +20,7 @@ from memcastle.clock import format_instant, to_datetime, utc_now
 from memcastle.errors import MigrationError
 from memcastle.model import Job, LexicalQuery, Scope, ScoredDrawer, TimeWindow
 from memcastle.store.copy import check_columns, copied_table, ensure_empty
-from memcastle.store.migrate import failed, pending
+from memcastle.store.migrate import MIGRATIONS_TABLE, failed, pending
 from memcastle.store.sql.base import Row
 from memcastle.store.sql.drawers import NameTaken
 from memcastle.store.sql.filters import filter_sql
@@ -123,10 +123,7 @@ class SQLiteStore(GraphTables, MiningTables, JobTables):
         conn = self._writer
         with self._lock:
             try:
-                conn.execute(
-                    "CREATE TABLE IF NOT EXISTS schema_migration "
-                    "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
-                )
+                conn.execute(MIGRATIONS_TABLE)
                 applied = {row[0] for row in conn.execute("SELECT version FROM schema_migration")}
             except sqlite3.DatabaseError as exc:
                 raise MigrationError(f"{self.path} is not a MemCastle palace database: {exc}") from None
