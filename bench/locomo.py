@@ -57,7 +57,7 @@ END_MARK = "<!-- locomo:end -->"
 TARGETS = {"turn": "R@10 ≥ 0.70", "session": "R@10 ≥ 0.95 and R@5 ≥ 0.90"}
 REFERENCES = {
     "turn": "plain SQLite FTS5 BM25 with stop words removed 0.61 R@10; MemPalace dialog-level 0.48 "
-            "(both on all 10 conversations)",
+    "(both on all 10 conversations)",
     "session": "MemPalace raw 0.60 R@10, its tuned hybrid 0.89; plain BM25 0.91 (all 10 conversations)",
 }
 # Evidence ids in the data are mostly "D3:12" but a few are malformed ("D8:6; D9:17", "D:11:26").
@@ -146,8 +146,15 @@ def load_conversations(path: Path) -> list[Conversation]:
             if not match or not isinstance(value, list):
                 continue
             date_time = str(raw.get(f"{key}_date_time", ""))
-            turns = tuple(Turn(dia_id=t["dia_id"], speaker=t["speaker"], text=t.get("text", ""),
-                               caption=t.get("blip_caption") or None) for t in value)
+            turns = tuple(
+                Turn(
+                    dia_id=t["dia_id"],
+                    speaker=t["speaker"],
+                    text=t.get("text", ""),
+                    caption=t.get("blip_caption") or None,
+                )
+                for t in value
+            )
             sessions.append(Session(int(match.group(1)), date_time, parse_session_date(date_time), turns))
         sessions.sort(key=lambda s: s.number)
         known = {t.dia_id for s in sessions for t in s.turns}
@@ -162,8 +169,9 @@ def load_conversations(path: Path) -> list[Conversation]:
                 dropped_questions += 1
                 continue
             questions.append(Question(text=str(qa["question"]), category=int(qa["category"]), evidence=kept))
-        conversations.append(Conversation(sample["sample_id"], tuple(sessions), tuple(questions),
-                                          dropped_evidence, dropped_questions))
+        conversations.append(
+            Conversation(sample["sample_id"], tuple(sessions), tuple(questions), dropped_evidence, dropped_questions)
+        )
     return conversations
 
 
@@ -187,8 +195,12 @@ def write_turn_notes(conversation: Conversation, folder: Path) -> int:
     count = 0
     for session in conversation.sessions:
         for turn in session.turns:
-            front: dict[str, Any] = {"dia_id": turn.dia_id, "session": session.number,
-                                     "speaker": turn.speaker, "date_time": session.date_time}
+            front: dict[str, Any] = {
+                "dia_id": turn.dia_id,
+                "session": session.number,
+                "speaker": turn.speaker,
+                "date_time": session.date_time,
+            }
             if session.date:
                 front["date"] = session.date
             (folder / f"{note_name(turn.dia_id)}.md").write_text(note_text(front, turn.line()), encoding="utf-8")
@@ -200,8 +212,7 @@ def write_session_notes(conversation: Conversation, folder: Path) -> int:
     """One note per session, every turn a `Speaker: text` line; returns the number written."""
     folder.mkdir(parents=True)
     for session in conversation.sessions:
-        front: dict[str, Any] = {"session": session.number, "date_time": session.date_time,
-                                 "turns": len(session.turns)}
+        front: dict[str, Any] = {"session": session.number, "date_time": session.date_time, "turns": len(session.turns)}
         if session.date:
             front["date"] = session.date
         body = "\n".join(turn.line() for turn in session.turns)
@@ -232,13 +243,16 @@ class Ingest:
 
     def summary(self) -> str:
         """One line: notes, drawers, mining and embedding time."""
-        filed = ", ".join(f"{count} {level} notes → {self.drawers.get(level, 0)} drawers"
-                          for level, count in self.notes.items())
+        filed = ", ".join(
+            f"{count} {level} notes → {self.drawers.get(level, 0)} drawers" for level, count in self.notes.items()
+        )
         rate = self.passages / self.embed_job_seconds if self.embed_job_seconds else 0.0
-        return (f"{filed} ({self.skipped} skipped); mining {self.mine_seconds:.1f} s; embedding "
-                f"{self.embed_wall_seconds:.1f} s wall after mining — {self.embed_jobs} embed job(s) embedded "
-                f"{self.passages} passages for {self.distinct_passages} distinct ones, {rate:.0f} passages/s "
-                f"over {self.embed_job_seconds:.1f} job-seconds")
+        return (
+            f"{filed} ({self.skipped} skipped); mining {self.mine_seconds:.1f} s; embedding "
+            f"{self.embed_wall_seconds:.1f} s wall after mining — {self.embed_jobs} embed job(s) embedded "
+            f"{self.passages} passages for {self.distinct_passages} distinct ones, {rate:.0f} passages/s "
+            f"over {self.embed_job_seconds:.1f} job-seconds"
+        )
 
 
 def open_palace(root: Path) -> Palace:
@@ -247,9 +261,14 @@ def open_palace(root: Path) -> Palace:
     config = root / "config.toml"
     config.write_text("", encoding="utf-8")
     settings = load_settings(
-        flags={"palace": str(root / "palace"), "embeddings.provider": "builtin", "embeddings.threads": 2,
-               "mining.chunk_chars": CHUNK_CHARS},
-        env={}, config_file=config,
+        flags={
+            "palace": str(root / "palace"),
+            "embeddings.provider": "builtin",
+            "embeddings.threads": 2,
+            "mining.chunk_chars": CHUNK_CHARS,
+        },
+        env={},
+        config_file=config,
     )
     palace = build(settings)
     palace.start()
@@ -288,8 +307,9 @@ def wait_for_embeddings(palace: Palace, *, timeout: float) -> None:
         time.sleep(0.1)
 
 
-def ingest(palace: Palace, conversations: Sequence[Conversation], levels: Sequence[str], notes_root: Path,
-           *, timeout: float) -> Ingest:
+def ingest(
+    palace: Palace, conversations: Sequence[Conversation], levels: Sequence[str], notes_root: Path, *, timeout: float
+) -> Ingest:
     """Write the notes, mine every conversation into its wings, then wait for the embed job."""
     report = Ingest()
     writers = {"turn": write_turn_notes, "session": write_session_notes}
@@ -301,8 +321,7 @@ def ingest(palace: Palace, conversations: Sequence[Conversation], levels: Sequen
             report.notes[level] += writers[level](conversation, folder)
             folders.append((level, wing_of(conversation, level), folder))
     started = time.monotonic()
-    jobs = [(level, palace.services.submit_mine("notes", str(folder), wing=wing)[0])
-            for level, wing, folder in folders]
+    jobs = [(level, palace.services.submit_mine("notes", str(folder), wing=wing)[0]) for level, wing, folder in folders]
     wait_for_jobs(palace, [job.id for _, job in jobs], timeout=timeout)
     mined = time.monotonic()
     report.mine_seconds = mined - started
@@ -318,8 +337,9 @@ def ingest(palace: Palace, conversations: Sequence[Conversation], levels: Sequen
             span = to_datetime(job.finished_at) - to_datetime(job.started_at)
             report.embed_job_seconds += span.total_seconds()
         report.passages += int((job.result or {}).get("passages", 0))
-    report.distinct_passages = sum(len(split_passages(d.content)) for _, wing, _ in folders
-                                   for d in wing_drawers(palace, wing))
+    report.distinct_passages = sum(
+        len(split_passages(d.content)) for _, wing, _ in folders for d in wing_drawers(palace, wing)
+    )
     return report
 
 
@@ -395,8 +415,7 @@ def evaluate(palace: Palace, conversations: Sequence[Conversation], level: str, 
         wing = wing_of(conversation, level)
         for question in conversation.questions:
             started = time.perf_counter()
-            result = palace.services.search(SearchRequest(query=question.text, wing=wing, limit=LIMIT,
-                                                          ranking=ranking))
+            result = palace.services.search(SearchRequest(query=question.text, wing=wing, limit=LIMIT, ranking=ranking))
             run.latencies.append(time.perf_counter() - started)
             run.warnings += bool(result.warnings)
             # A unit can only count once even if it were filed as several drawers.
@@ -447,8 +466,10 @@ def machine() -> str:
         pass
     # The machines are shared: the load at the start says how much of the 2 cores the run really had.
     load = f", load average {os.getloadavg()[0]:.1f} at start" if hasattr(os, "getloadavg") else ""
-    return (f"{os.cpu_count()} cores{f' ({model})' if model else ''}, {platform.system()} {platform.release()}, "
-            f"Python {platform.python_version()}{load}")
+    return (
+        f"{os.cpu_count()} cores{f' ({model})' if model else ''}, {platform.system()} {platform.release()}, "
+        f"Python {platform.python_version()}{load}"
+    )
 
 
 def latency_line(runs: Sequence[Run]) -> str:
@@ -456,8 +477,14 @@ def latency_line(runs: Sequence[Run]) -> str:
     return ", ".join(parts)
 
 
-def markdown_section(command: str, host: str, conversations: Sequence[Conversation], report: Ingest,
-                     runs: Sequence[Run], total_seconds: float) -> str:
+def markdown_section(
+    command: str,
+    host: str,
+    conversations: Sequence[Conversation],
+    report: Ingest,
+    runs: Sequence[Run],
+    total_seconds: float,
+) -> str:
     questions = sum(len(c.questions) for c in conversations)
     dropped_q = sum(c.dropped_questions for c in conversations)
     dropped_e = sum(c.dropped_evidence for c in conversations)
@@ -481,8 +508,9 @@ def markdown_section(command: str, host: str, conversations: Sequence[Conversati
         "",
         "Reference points (SPEC §9):",
     ]
-    lines.extend(f"- {level} level: target {TARGETS[level]}; measured elsewhere: {REFERENCES[level]}."
-                 for level in levels)
+    lines.extend(
+        f"- {level} level: target {TARGETS[level]}; measured elsewhere: {REFERENCES[level]}." for level in levels
+    )
     lines.append(END_MARK)
     return "\n".join(lines)
 
@@ -492,7 +520,7 @@ def write_section(path: Path, section: str) -> None:
     text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmark results\n"
     start, end = text.find(START_MARK), text.find(END_MARK)
     if start != -1 and end > start:
-        text = text[:start] + section + text[end + len(END_MARK):]
+        text = text[:start] + section + text[end + len(END_MARK) :]
     else:
         text = text.rstrip("\n") + "\n\n" + section + "\n"
     path.write_text(text, encoding="utf-8")
@@ -512,11 +540,16 @@ def parse_rankings(value: str) -> tuple[str, ...]:
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the LoCoMo JSON file")
-    parser.add_argument("--rankings", type=parse_rankings, default=RANKINGS,
-                        help="comma-separated subset of lexical,semantic,hybrid (default: all)")
+    parser.add_argument(
+        "--rankings",
+        type=parse_rankings,
+        default=RANKINGS,
+        help="comma-separated subset of lexical,semantic,hybrid (default: all)",
+    )
     parser.add_argument("--level", choices=("turn", "session", "both"), default="both")
-    parser.add_argument("--limit-conversations", type=int, default=None, metavar="N",
-                        help="only the first N conversations")
+    parser.add_argument(
+        "--limit-conversations", type=int, default=None, metavar="N", help="only the first N conversations"
+    )
     parser.add_argument("--results", type=Path, default=DEFAULT_RESULTS, help="the Markdown file to update")
     parser.add_argument("--no-write", action="store_true", help="print only; leave RESULTS.md alone")
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds to wait for mining or embedding")
@@ -525,15 +558,19 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    command = "python " + " ".join(shlex.quote(a) for a in
-                                   [os.path.relpath(sys.argv[0]), *(sys.argv[1:] if argv is None else argv)])
+    command = "python " + " ".join(
+        shlex.quote(a) for a in [os.path.relpath(sys.argv[0]), *(sys.argv[1:] if argv is None else argv)]
+    )
     began = time.monotonic()
     host = machine()
     conversations = load_conversations(args.data)[: args.limit_conversations]
     levels = LEVELS if args.level == "both" else (args.level,)
     questions = sum(len(c.questions) for c in conversations)
-    print(f"{len(conversations)} conversations, {questions} questions; levels {', '.join(levels)}; "
-          f"rankings {', '.join(args.rankings)}; {host}", flush=True)
+    print(
+        f"{len(conversations)} conversations, {questions} questions; levels {', '.join(levels)}; "
+        f"rankings {', '.join(args.rankings)}; {host}",
+        flush=True,
+    )
     with tempfile.TemporaryDirectory(prefix="memcastle-locomo-") as tmp:
         root = Path(tmp)
         palace = open_palace(root)
@@ -545,9 +582,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for ranking in args.rankings:
                     started = time.monotonic()
                     runs.append(evaluate(palace, conversations, level, ranking))
-                    print(f"  {level}/{ranking}: {time.monotonic() - started:.1f} s"
-                          f"{f', {runs[-1].warnings} responses with warnings' if runs[-1].warnings else ''}",
-                          flush=True)
+                    print(
+                        f"  {level}/{ranking}: {time.monotonic() - started:.1f} s"
+                        f"{f', {runs[-1].warnings} responses with warnings' if runs[-1].warnings else ''}",
+                        flush=True,
+                    )
         finally:
             palace.stop()
     total = time.monotonic() - began

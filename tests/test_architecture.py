@@ -45,8 +45,20 @@ ALLOWED: dict[str, set[str]] = {
     # reading settings (TOML files, environment) into values
     "config": VALUES | {"modes", "preferences"},
     # composition roots
-    "app": VALUES | {"config", "store", "jobs", "integrity", "preferences", "connectors", "knowledge", "mining",
-                     "search", "services", "runtime"},
+    "app": VALUES
+    | {
+        "config",
+        "store",
+        "jobs",
+        "integrity",
+        "preferences",
+        "connectors",
+        "knowledge",
+        "mining",
+        "search",
+        "services",
+        "runtime",
+    },
     "daemon": VALUES | {"config", "app", "api", "runtime"},
     # interfaces: parse, call one service, render
     "mcp": VALUES | {"modes", "services", "runtime"},
@@ -63,8 +75,11 @@ def unit_of(module: str) -> str:
 
 
 def units(root: Path) -> set[str]:
-    return {p.stem if p.is_file() else p.name for p in root.iterdir()
-            if (p.suffix == ".py" and p.stem != "__init__") or (p.is_dir() and (p / "__init__.py").exists())}
+    return {
+        p.stem if p.is_file() else p.name
+        for p in root.iterdir()
+        if (p.suffix == ".py" and p.stem != "__init__") or (p.is_dir() and (p / "__init__.py").exists())
+    }
 
 
 def imports(root: Path) -> dict[str, set[tuple[str, str]]]:
@@ -77,8 +92,7 @@ def imports(root: Path) -> dict[str, set[tuple[str, str]]]:
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                names = ([f"memcastle.{a.name}" for a in node.names] if node.module == "memcastle"
-                         else [node.module])
+                names = [f"memcastle.{a.name}" for a in node.names] if node.module == "memcastle" else [node.module]
             elif isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
             else:
@@ -123,7 +137,7 @@ def cycles(edges: Mapping[str, set[str]]) -> list[list[str]]:
         state[node] = "open"
         for nxt in sorted(edges.get(node, ())):
             if state.get(nxt) == "open":
-                found.append([*path[path.index(nxt):], nxt])
+                found.append([*path[path.index(nxt) :], nxt])
             elif nxt not in state:
                 visit(nxt, [*path, nxt])
         state[node] = "done"
@@ -142,14 +156,17 @@ def test_the_table_itself_has_no_cycle() -> None:
     assert not cycles(ALLOWED)
 
 
-@pytest.mark.parametrize(("file", "line", "expected"), [
-    ("search/fusion.py", "from memcastle.mining.pipeline import KIND", "search → mining is not an allowed edge"),
-    ("store/sql/base.py", "from memcastle.services import Services", "store → services is not an allowed edge"),
-    ("knowledge/facts.py", "from memcastle.config import Settings", "reads configuration"),
-    ("search/engine.py", "import sqlite3", "database driver sqlite3 outside store/"),
-    ("modes.py", "import psycopg", "database driver psycopg outside store/"),
-    ("mcp/server.py", "from memcastle.api.access import reads", "mcp → api is not an allowed edge"),
-])
+@pytest.mark.parametrize(
+    ("file", "line", "expected"),
+    [
+        ("search/fusion.py", "from memcastle.mining.pipeline import KIND", "search → mining is not an allowed edge"),
+        ("store/sql/base.py", "from memcastle.services import Services", "store → services is not an allowed edge"),
+        ("knowledge/facts.py", "from memcastle.config import Settings", "reads configuration"),
+        ("search/engine.py", "import sqlite3", "database driver sqlite3 outside store/"),
+        ("modes.py", "import psycopg", "database driver psycopg outside store/"),
+        ("mcp/server.py", "from memcastle.api.access import reads", "mcp → api is not an allowed edge"),
+    ],
+)
 def test_the_contract_breaks_on_a_forbidden_import(tmp_path: Path, file: str, line: str, expected: str) -> None:
     copy = tmp_path / "memcastle"
     shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns("__pycache__", "data", "migrations"))

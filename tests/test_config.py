@@ -60,7 +60,7 @@ def test_each_layer_overrides_the_one_below_and_records_its_origin(config_file: 
 
 
 def test_none_flags_are_ignored(config_file: Path) -> None:
-    write(config_file, "mode = \"read_only\"\n")
+    write(config_file, 'mode = "read_only"\n')
     loaded = load_settings(flags={"mode": None, "palace": None}, env={}, config_file=config_file)
     assert loaded["mode"] == "read_only"
     assert loaded.origin("mode") == f"file {config_file}"
@@ -87,10 +87,14 @@ def test_palace_flag_selects_the_palace_directory(tmp_path: Path) -> None:
 
 
 def test_environment_values_are_parsed_by_type() -> None:
-    loaded = load_settings(env={
-        "MEMCASTLE_JOBS_DRAIN_SECONDS": "2.5", "MEMCASTLE_EMBEDDINGS_COMMAND": '["embed", "--fast"]',
-        "MEMCASTLE_SERVER_PORT": "0", "MEMCASTLE_MODE": "read_only",
-    })
+    loaded = load_settings(
+        env={
+            "MEMCASTLE_JOBS_DRAIN_SECONDS": "2.5",
+            "MEMCASTLE_EMBEDDINGS_COMMAND": '["embed", "--fast"]',
+            "MEMCASTLE_SERVER_PORT": "0",
+            "MEMCASTLE_MODE": "read_only",
+        }
+    )
     assert loaded["jobs.drain_seconds"] == 2.5
     assert loaded["embeddings.command"] == ["embed", "--fast"]
     assert loaded["server.port"] == 0
@@ -111,7 +115,7 @@ def test_secrets_are_masked_in_the_description(key: str) -> None:
 
 
 def test_structured_tables_are_kept_for_their_own_validators(config_file: Path) -> None:
-    write(config_file, "[preferences]\ndefault = \"high\"\n\n[preferences.sources.notes]\nlevel = \"low\"\n")
+    write(config_file, '[preferences]\ndefault = "high"\n\n[preferences.sources.notes]\nlevel = "low"\n')
     loaded = load_settings(env={}, config_file=config_file)
     assert loaded.tables["preferences"].value["sources"]["notes"]["level"] == "low"
     assert loaded.tables["preferences"].file == str(config_file)
@@ -130,7 +134,7 @@ def test_malformed_toml_names_the_file_and_line(config_file: Path) -> None:
 
 
 def test_unknown_key_names_the_key_and_its_line(config_file: Path) -> None:
-    write(config_file, "mode = \"full\"\n\n[jobs]\nworkers = 2\nwrokers = 3\n")
+    write(config_file, 'mode = "full"\n\n[jobs]\nworkers = 2\nwrokers = 3\n')
     with pytest.raises(ConfigError) as error:
         load_settings(env={}, config_file=config_file)
     assert error.value.key == "jobs.wrokers"
@@ -140,7 +144,7 @@ def test_unknown_key_names_the_key_and_its_line(config_file: Path) -> None:
 
 
 def test_unknown_top_level_key_is_refused(config_file: Path) -> None:
-    write(config_file, "colour = \"blue\"\n")
+    write(config_file, 'colour = "blue"\n')
     with pytest.raises(ConfigError) as error:
         load_settings(env={}, config_file=config_file)
     assert error.value.key == "colour"
@@ -150,15 +154,15 @@ def test_unknown_top_level_key_is_refused(config_file: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "key", "line"),
     [
-        ("[jobs]\nworkers = \"two\"\n", "jobs.workers", 2),  # type
+        ('[jobs]\nworkers = "two"\n', "jobs.workers", 2),  # type
         ("[jobs]\nworkers = 2.5\n", "jobs.workers", 2),  # not an integer
         ("[jobs]\nworkers = 0\n", "jobs.workers", 2),  # below minimum
         ("[server]\nport = 70000\n", "server.port", 2),  # above maximum
-        ("mode = \"loud\"\n", "mode", 1),  # not a choice
-        ("[embeddings]\nprovider = \"magic\"\n", "embeddings.provider", 2),  # not a choice
-        ("[embeddings]\ncommand = \"embed --fast\"\n", "embeddings.command", 2),  # not a list
+        ('mode = "loud"\n', "mode", 1),  # not a choice
+        ('[embeddings]\nprovider = "magic"\n', "embeddings.provider", 2),  # not a choice
+        ('[embeddings]\ncommand = "embed --fast"\n', "embeddings.command", 2),  # not a list
         ("[server]\nhost = 127\n", "server.host", 2),  # not a string
-        ("[embeddings]\ncommand = [\"run\", 3]\n", "embeddings.command", 2),  # not a list of strings
+        ('[embeddings]\ncommand = ["run", 3]\n', "embeddings.command", 2),  # not a list of strings
         ("[jobs]\ndrain_seconds = true\n", "jobs.drain_seconds", 2),  # a boolean is not a number
     ],
 )
@@ -223,7 +227,7 @@ def test_explicit_config_file_that_does_not_exist_is_an_error(tmp_path: Path) ->
 
 
 def test_config_file_that_is_not_utf8_is_an_error_naming_it(config_file: Path) -> None:
-    config_file.write_bytes(b"mode = \"\xff\xfe\"\n")
+    config_file.write_bytes(b'mode = "\xff\xfe"\n')
     with pytest.raises(ConfigError) as error:
         load_settings(env={}, config_file=config_file)
     assert str(config_file) in str(error.value)
@@ -241,8 +245,7 @@ def _doc(name: str) -> str:
 
 def test_every_setting_is_documented_in_configuration_md() -> None:
     text = _doc("configuration.md")
-    missing = [spec.key for spec in SETTINGS
-               if not re.search(rf"(?<![\w.]){re.escape(spec.key)}(?![\w.])", text)]
+    missing = [spec.key for spec in SETTINGS if not re.search(rf"(?<![\w.]){re.escape(spec.key)}(?![\w.])", text)]
     assert not missing, f"docs/configuration.md does not mention these settings: {', '.join(missing)}"
 
 

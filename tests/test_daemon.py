@@ -26,16 +26,26 @@ NOTES = 300
 
 def dead_pid() -> int:
     """The pid of a process that has exited and been reaped."""
-    finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
-                              text=True, check=True)
+    finished = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True
+    )
     return int(finished.stdout)
 
 
 def write_stale_entry(state_dir: Path, palace: Path) -> Path:
     path = registry_file(state_dir, palace)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"pid": dead_pid(), "address": "http://127.0.0.1:9", "version": "0.0.0",
-                                "palace": str(palace), "started_at": "2024-01-01T00:00:00.000000Z"}))
+    path.write_text(
+        json.dumps(
+            {
+                "pid": dead_pid(),
+                "address": "http://127.0.0.1:9",
+                "version": "0.0.0",
+                "palace": str(palace),
+                "started_at": "2024-01-01T00:00:00.000000Z",
+            }
+        )
+    )
     return path
 
 
@@ -114,8 +124,9 @@ def test_unreadable_registry_file_is_removed(xdg_home: Any, tmp_path: Path) -> N
     assert not path.exists()
 
 
-def test_status_with_a_stale_registry_exits_3_and_removes_it(xdg_home: Any, tmp_path: Path,
-                                                             cli_runner: Callable[..., Any]) -> None:
+def test_status_with_a_stale_registry_exits_3_and_removes_it(
+    xdg_home: Any, tmp_path: Path, cli_runner: Callable[..., Any]
+) -> None:
     palace = tmp_path / "palace"
     path = write_stale_entry(xdg_home.state_dir, palace)
     done = cli_runner(["--palace", str(palace), "status"], env=xdg_home.env(), cwd=tmp_path)
@@ -124,8 +135,9 @@ def test_status_with_a_stale_registry_exits_3_and_removes_it(xdg_home: Any, tmp_
     assert not path.exists()
 
 
-def test_a_second_daemon_for_the_same_palace_is_refused(daemon: Callable[..., Any],
-                                                        cli_runner: Callable[..., Any]) -> None:
+def test_a_second_daemon_for_the_same_palace_is_refused(
+    daemon: Callable[..., Any], cli_runner: Callable[..., Any]
+) -> None:
     served = daemon()
     again = cli_runner(["--palace", str(served.palace), "serve", "--port", "0"], env=served.env, timeout=30)
     assert again.returncode == 1
@@ -171,8 +183,9 @@ def test_sigint_drains_the_running_job_and_exits(daemon: Callable[..., Any], tmp
     assert stopped["checkpoint"]["checked"] >= 5
 
 
-def test_sigterm_drains_the_running_job_and_removes_the_registry(daemon: Callable[..., Any], tmp_path: Path,
-                                                                poll: Poll) -> None:
+def test_sigterm_drains_the_running_job_and_removes_the_registry(
+    daemon: Callable[..., Any], tmp_path: Path, poll: Poll
+) -> None:
     fill_palace(tmp_path / "palace", 200)
     served = daemon(tmp_path / "palace")
     with served.http() as http:
@@ -190,8 +203,9 @@ def test_sigterm_drains_the_running_job_and_removes_the_registry(daemon: Callabl
 # --- kill -9 in the middle of a job ---------------------------------------------------------------
 
 
-def test_kill_9_during_a_job_then_restart_resumes_it_from_its_checkpoint(daemon: Callable[..., Any], tmp_path: Path,
-                                                                         poll: Poll) -> None:
+def test_kill_9_during_a_job_then_restart_resumes_it_from_its_checkpoint(
+    daemon: Callable[..., Any], tmp_path: Path, poll: Poll
+) -> None:
     palace = tmp_path / "palace"
     ids = fill_palace(palace, NOTES)
     first = daemon(palace)
@@ -216,6 +230,7 @@ def test_kill_9_during_a_job_then_restart_resumes_it_from_its_checkpoint(daemon:
     assert second.pid != first.pid
     seen: list[int] = []
     with second.http() as http:
+
         def finished() -> dict[str, Any] | None:
             current = http.get(f"/api/jobs/{job['id']}").json()
             seen.append(current["progress"]["current"])

@@ -11,16 +11,25 @@ import pytest
 
 from memcastle.model import JobStatus, is_legal_transition
 
-Q, R, P, C, F, X = (JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.PAUSED, JobStatus.COMPLETED,
-                    JobStatus.FAILED, JobStatus.CANCELLED)
+Q, R, P, C, F, X = (
+    JobStatus.QUEUED,
+    JobStatus.RUNNING,
+    JobStatus.PAUSED,
+    JobStatus.COMPLETED,
+    JobStatus.FAILED,
+    JobStatus.CANCELLED,
+)
 
 # Written out from SPEC §1, independently of `memcastle.model.JOB_TRANSITIONS`.
 SPEC_TABLE = {
     (Q, R),  # claim
     (R, P),  # pause
     (P, Q),  # resume
-    (R, C), (R, F),  # finish
-    (Q, X), (P, X), (R, X),  # cancel
+    (R, C),
+    (R, F),  # finish
+    (Q, X),
+    (P, X),
+    (R, X),  # cancel
     (R, Q),  # crash recovery / shutdown, within budget
     (F, Q),  # retry
 }

@@ -37,15 +37,26 @@ same files disagree on up to a sixth of the hybrid queries.
 from __future__ import annotations
 
 from bench.judged.data import (
-           METRICS,
-           ROOT,
-           TOLERANCE,
-           load_corpus,
-           load_preferences,
-           load_queries,
+    METRICS,
+    ROOT,
+    TOLERANCE,
+    load_corpus,
+    load_preferences,
+    load_queries,
 )
 from bench.judged.metrics import parity_gaps, parity_problems, regressions
 from bench.judged.report import evaluate, format_table
 
-__all__ = ["METRICS", "ROOT", "TOLERANCE", "evaluate", "format_table", "load_corpus", "load_preferences",
-           "load_queries", "parity_gaps", "parity_problems", "regressions"]
+__all__ = [
+    "METRICS",
+    "ROOT",
+    "TOLERANCE",
+    "evaluate",
+    "format_table",
+    "load_corpus",
+    "load_preferences",
+    "load_queries",
+    "parity_gaps",
+    "parity_problems",
+    "regressions",
+]

@@ -14,13 +14,18 @@ from bench.judged.report import measure, write_baseline
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rankings", default=",".join(RANKINGS),
-                        help="comma-separated subset of lexical, semantic, hybrid")
+    parser.add_argument(
+        "--rankings", default=",".join(RANKINGS), help="comma-separated subset of lexical, semantic, hybrid"
+    )
     parser.add_argument("--write-baseline", action="store_true", help="write eval/judged/baseline.json")
     parser.add_argument("--verbose", action="store_true", help="list every query that misses, with its top hits")
-    parser.add_argument("--store", default="", metavar="URL",
-                        help="keep the palace in this (empty) PostgreSQL database and compare every metric with "
-                             f"the SQLite baseline (parity: within {PARITY})")
+    parser.add_argument(
+        "--store",
+        default="",
+        metavar="URL",
+        help="keep the palace in this (empty) PostgreSQL database and compare every metric with "
+        f"the SQLite baseline (parity: within {PARITY})",
+    )
     args = parser.parse_args(argv)
     if args.store and args.write_baseline:
         parser.error("the baseline is measured on SQLite; drop --store")
@@ -36,8 +41,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     run = measure(args.rankings, verbose=args.verbose, store_url=args.store)
     if args.store:
         baseline = json.loads((ROOT / "baseline.json").read_text(encoding="utf-8"))
-        print(f"against the SQLite baseline (parity: all queries within {PARITY}, no category more than {PARITY} "
-              "below):")
+        print(
+            f"against the SQLite baseline (parity: all queries within {PARITY}, no category more than {PARITY} below):"
+        )
         problems = []
         for ranking in args.rankings:
             expected = baseline["metrics"][ranking]
@@ -50,8 +56,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     unexpected = [o for o in run.preferences if not o.passed and not o.known_failure]
     if args.write_baseline:
         if run.problems or unexpected:
-            print("not writing a baseline: the judged data has problems or a preference rule broke unexpectedly",
-                  file=sys.stderr)
+            print(
+                "not writing a baseline: the judged data has problems or a preference rule broke unexpectedly",
+                file=sys.stderr,
+            )
             return 1
         if set(args.rankings) != set(RANKINGS):
             print("a baseline covers all three rankings; drop --rankings", file=sys.stderr)

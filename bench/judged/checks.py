@@ -61,26 +61,35 @@ def validate(mined: MinedPalace, queries: Sequence[Query], preferences: Preferen
             if query.distractor is None:
                 problems.append(f"{query.id}: a scoped query names its distractor")
             else:
-                unscoped = {k: v for k, v in query.filters.items()
-                            if k in ("as_of_step", "from_step", "until_step", "include_historical")}
+                unscoped = {
+                    k: v
+                    for k, v in query.filters.items()
+                    if k in ("as_of_step", "from_step", "until_step", "include_historical")
+                }
                 hits = mined.search(mined.request(query.text, unscoped, "lexical")).hits
                 ranked = [(mined.doc_key(h.drawer), h.drawer) for h in hits]
                 top = next((i for i, (k, d) in enumerate(ranked) if query.distractor.matches(k, d)), None)
-                best = min((i for i, (k, d) in enumerate(ranked) for r in query.relevant if r.matches(k, d)),
-                           default=None)
+                best = min(
+                    (i for i, (k, d) in enumerate(ranked) for r in query.relevant if r.matches(k, d)), default=None
+                )
                 if top is None or (best is not None and best < top):
-                    problems.append(f"{query.id}: without the filter the distractor does not outrank the answer "
-                                    f"(lexical ranks: distractor {top}, best answer {best})")
+                    problems.append(
+                        f"{query.id}: without the filter the distractor does not outrank the answer "
+                        f"(lexical ranks: distractor {top}, best answer {best})"
+                    )
                 for ref in query.relevant:
                     if query.distractor.doc == ref.doc:
                         problems.append(f"{query.id}: the distractor is a relevant document")
         if query.entity:
-            current = {k for k, d in keyed if d.valid_to is None
-                       and any(e.lower() in d.content.lower() for e in query.entity)}
+            current = {
+                k for k, d in keyed if d.valid_to is None and any(e.lower() in d.content.lower() for e in query.entity)
+            }
             judged = {r.doc for r in query.relevant}
             if current != judged:
-                problems.append(f"{query.id}: documents mentioning {list(query.entity)}: missing from relevant "
-                                f"{sorted(current - judged)}, judged but not mentioning {sorted(judged - current)}")
+                problems.append(
+                    f"{query.id}: documents mentioning {list(query.entity)}: missing from relevant "
+                    f"{sorted(current - judged)}, judged but not mentioning {sorted(judged - current)}"
+                )
     if preferences is not None:
         for case in preferences.cases:
             for ref in (case.first, case.over, *(e[0] for e in case.expect)):

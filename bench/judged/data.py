@@ -64,8 +64,10 @@ class Corpus:
 def load_corpus(root: Path = ROOT) -> Corpus:
     data = json.loads((root / "corpus.json").read_text(encoding="utf-8"))
     mines = tuple(Mine(connector=m["connector"], path=m["path"], wing=m.get("wing")) for m in data["mines"])
-    steps = tuple(Step(number=int(s["step"]), description=s["description"], files=tuple(s["files"]))
-                  for s in data.get("steps", []))
+    steps = tuple(
+        Step(number=int(s["step"]), description=s["description"], files=tuple(s["files"]))
+        for s in data.get("steps", [])
+    )
     for expected, step in enumerate(steps, start=1):
         if step.number != expected:
             raise ValueError(f"steps must be numbered 1, 2, …; found {step.number} at position {expected}")
@@ -136,8 +138,17 @@ class Query:
         return float(self.gains.get(ref.label, 1.0))
 
 
-FILTER_KEYS = {"wing", "room", "tags", "source_kind", "connector", "as_of_step", "from_step", "until_step",
-               "include_historical"}
+FILTER_KEYS = {
+    "wing",
+    "room",
+    "tags",
+    "source_kind",
+    "connector",
+    "as_of_step",
+    "from_step",
+    "until_step",
+    "include_historical",
+}
 
 
 def load_queries(corpus: Corpus, path: Path | None = None) -> list[Query]:
@@ -159,12 +170,20 @@ def load_queries(corpus: Corpus, path: Path | None = None) -> list[Query]:
         graded = dict(item.get("graded", {}))
         if not set(graded) <= labels:
             raise ValueError(f"{item['id']}: graded names documents that are not relevant: {set(graded) - labels}")
-        queries.append(Query(
-            id=item["id"], category=item["category"], text=item["query"], relevant=relevant, gains=graded,
-            filters=filters, ranking=item.get("ranking"), expand=bool(item.get("expand", False)),
-            distractor=DocRef.parse(item["distractor"], corpus) if item.get("distractor") else None,
-            entity=tuple(item.get("entity", ())),
-        ))
+        queries.append(
+            Query(
+                id=item["id"],
+                category=item["category"],
+                text=item["query"],
+                relevant=relevant,
+                gains=graded,
+                filters=filters,
+                ranking=item.get("ranking"),
+                expand=bool(item.get("expand", False)),
+                distractor=DocRef.parse(item["distractor"], corpus) if item.get("distractor") else None,
+                entity=tuple(item.get("entity", ())),
+            )
+        )
     return queries
 
 
@@ -204,13 +223,21 @@ def load_preferences(corpus: Corpus, path: Path | None = None) -> PreferenceSet:
             raise ValueError(f"{item['id']}: unknown kind {kind!r}")
         first = DocRef.parse(item["preferred"] if kind == "near_tie" else item["first"], corpus)
         over = DocRef.parse(item["over"], corpus) if kind == "near_tie" else None
-        expect = tuple((DocRef.parse(e["doc"], corpus), e["level"], e.get("criterion"))
-                       for e in item.get("expect", []))
-        cases.append(PreferenceCase(
-            id=item["id"], kind=kind, text=item["query"], filters=dict(item.get("filters", {})),
-            rankings=tuple(item.get("rankings", default_rankings)), first=first, over=over, expect=expect,
-            note=item.get("note", ""), known_failures=dict(item.get("known_failures", {})),
-        ))
+        expect = tuple((DocRef.parse(e["doc"], corpus), e["level"], e.get("criterion")) for e in item.get("expect", []))
+        cases.append(
+            PreferenceCase(
+                id=item["id"],
+                kind=kind,
+                text=item["query"],
+                filters=dict(item.get("filters", {})),
+                rankings=tuple(item.get("rankings", default_rankings)),
+                first=first,
+                over=over,
+                expect=expect,
+                note=item.get("note", ""),
+                known_failures=dict(item.get("known_failures", {})),
+            )
+        )
         unknown = set(cases[-1].known_failures) - set(cases[-1].rankings)
         if unknown:
             raise ValueError(f"{item['id']}: known_failures names rankings it does not run: {sorted(unknown)}")

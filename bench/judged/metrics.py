@@ -60,15 +60,17 @@ def tie_groups(entries: Sequence[Entry]) -> list[tuple[int, int]]:
     groups: list[tuple[int, int]] = []
     start = 0
     for index in range(1, len(entries) + 1):
-        if index == len(entries) or not math.isclose(entries[index].score, entries[start].score, rel_tol=1e-12,
-                                                     abs_tol=0.0):
+        if index == len(entries) or not math.isclose(
+            entries[index].score, entries[start].score, rel_tol=1e-12, abs_tol=0.0
+        ):
             groups.append((start, index - 1))
             start = index
     return groups
 
 
-def expected_metrics(query: Query, entries: Sequence[Entry], limit: int = LIMIT) -> tuple[dict[str, float],
-                                                                                       list[float]]:
+def expected_metrics(
+    query: Query, entries: Sequence[Entry], limit: int = LIMIT
+) -> tuple[dict[str, float], list[float]]:
     """recall@5, recall@10, nDCG@10 (graded gains; ideal = the relevant documents in grade order) and MRR at
     `limit`, as expectations over every order of exactly tied entries (McSherry & Najork, ECIR 2008); and per
     relevant document the probability that it is in the top `limit`.
@@ -106,8 +108,12 @@ def expected_metrics(query: Query, entries: Sequence[Entry], limit: int = LIMIT)
     ideal = sorted((query.gain(r) for r in query.relevant), reverse=True)[:limit]
     idcg = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
     total_relevant = len(query.relevant)
-    metrics = {"recall@5": sum(within[5]) / total_relevant, "recall@10": sum(within[limit]) / total_relevant,
-               "ndcg@10": dcg / idcg if idcg else 0.0, "mrr": reciprocal}
+    metrics = {
+        "recall@5": sum(within[5]) / total_relevant,
+        "recall@10": sum(within[limit]) / total_relevant,
+        "ndcg@10": dcg / idcg if idcg else 0.0,
+        "mrr": reciprocal,
+    }
     return metrics, within[limit]
 
 
@@ -125,11 +131,16 @@ def fused_entries(mined: MinedPalace, query: Query, limit: int = LIMIT) -> list[
     the hybrid search uses, fused with the palace's own RRF. Unlike the response, it shows which candidates below
     the cut tie with the last hits."""
     depth = max(2 * limit, MIN_LEG)
-    legs = [mined.search(mined.request(query.text, query.filters, ranking, limit=depth))
-            for ranking in ("lexical", "semantic")]
+    legs = [
+        mined.search(mined.request(query.text, query.filters, ranking, limit=depth))
+        for ranking in ("lexical", "semantic")
+    ]
     settings = mined.palace.settings
-    weights = FusionWeights(k=settings["search.rrf_k"], lexical=settings["search.lexical_weight"],
-                            semantic=settings["search.semantic_weight"])
+    weights = FusionWeights(
+        k=settings["search.rrf_k"],
+        lexical=settings["search.lexical_weight"],
+        semantic=settings["search.semantic_weight"],
+    )
     fused = fuse_ranks(*([ScoredDrawer(h.drawer.id, h.score) for h in leg.hits] for leg in legs), weights)
     drawers = {h.drawer.id: h.drawer for leg in legs for h in leg.hits}
     return [Entry(mined.doc_key(drawers[r.drawer_id]), drawers[r.drawer_id], r.base) for r in fused]
@@ -146,7 +157,7 @@ def run_query(mined: MinedPalace, query: Query, ranking: str) -> Outcome:
         entries = fused_entries(mined, query)
         got = [e.score for e in direct]
         want = [e.score for e in entries[: len(direct)]]
-        if len(got) != len(want) or not all(math.isclose(a, b, rel_tol=1e-12) for a, b in zip(got, want)):
+        if len(got) != len(want) or not all(math.isclose(a, b, rel_tol=1e-12) for a, b in zip(got, want, strict=True)):
             raise RuntimeError(f"{query.id}: the hybrid response {got} disagrees with its legs fused again {want}")
     metrics, chances = expected_metrics(query, entries)
     # Expansion keeps the `limit` best related drawers, ties by (random) drawer id: when it is full, the drawers
@@ -156,14 +167,24 @@ def run_query(mined: MinedPalace, query: Query, ranking: str) -> Outcome:
         floor = min(e.score for e in related)
         certain = [e for e in related if e.score > floor]
     by_graph = [any(ref.matches(e.key, e.drawer) for e in certain) for ref in query.relevant]
-    metrics["recall+graph"] = sum(max(c, float(g)) for c, g in zip(chances, by_graph)) / len(query.relevant)
+    metrics["recall+graph"] = sum(max(c, float(g)) for c, g in zip(chances, by_graph, strict=True)) / len(
+        query.relevant
+    )
     tied = {p for first, last in tie_groups(entries) if last > first for p in range(first, last + 1)}
     returned = direct + related
-    return Outcome(query=query, ranking=ranking, used=result.ranking,
-                   hits=tuple((e.key if e in direct else f"{e.key} (via graph)",
-                               e.drawer.content[:60].replace("\n", " ")) for e in returned),
-                   found=tuple(observed_ranks(query, returned)), metrics=metrics,
-                   ties=sum(1 for p in tied if p < LIMIT), warnings=tuple(result.warnings))
+    return Outcome(
+        query=query,
+        ranking=ranking,
+        used=result.ranking,
+        hits=tuple(
+            (e.key if e in direct else f"{e.key} (via graph)", e.drawer.content[:60].replace("\n", " "))
+            for e in returned
+        ),
+        found=tuple(observed_ranks(query, returned)),
+        metrics=metrics,
+        ties=sum(1 for p in tied if p < LIMIT),
+        warnings=tuple(result.warnings),
+    )
 
 
 def run_judged(mined: MinedPalace, queries: Sequence[Query], ranking: str) -> list[Outcome]:
@@ -202,19 +223,30 @@ class Gap:
         return self.measured - self.baseline
 
     def __str__(self) -> str:
-        return (f"{self.ranking}/{self.category} {self.metric}: {self.measured:.4f} vs {self.baseline:.4f} "
-                f"({self.difference:+.4f})")
+        return (
+            f"{self.ranking}/{self.category} {self.metric}: {self.measured:.4f} vs {self.baseline:.4f} "
+            f"({self.difference:+.4f})"
+        )
 
 
-def parity_gaps(current: Mapping[str, Mapping[str, float]], baseline: Mapping[str, Mapping[str, float]],
-                ranking: str) -> list[Gap]:
+def parity_gaps(
+    current: Mapping[str, Mapping[str, float]], baseline: Mapping[str, Mapping[str, float]], ranking: str
+) -> list[Gap]:
     """Every metric of every category, measured against its baseline."""
-    return [Gap(ranking, category, metric, current[category][metric], expected[metric])
-            for category, expected in baseline.items() if category in current for metric in METRICS]
+    return [
+        Gap(ranking, category, metric, current[category][metric], expected[metric])
+        for category, expected in baseline.items()
+        if category in current
+        for metric in METRICS
+    ]
 
 
-def parity_problems(current: Mapping[str, Mapping[str, float]], baseline: Mapping[str, Mapping[str, float]],
-                    ranking: str, parity: float = PARITY) -> list[str]:
+def parity_problems(
+    current: Mapping[str, Mapping[str, float]],
+    baseline: Mapping[str, Mapping[str, float]],
+    ranking: str,
+    parity: float = PARITY,
+) -> list[str]:
     """Where another backend is not at parity with the SQLite baseline: any metric over all queries more than
     `parity` away in either direction, or any metric of a category more than `parity` below it.
 
@@ -227,8 +259,11 @@ def parity_problems(current: Mapping[str, Mapping[str, float]], baseline: Mappin
     return problems
 
 
-def regressions(current: Mapping[str, Mapping[str, float]], baseline: Mapping[str, Mapping[str, float]],
-                tolerance: float = TOLERANCE) -> list[str]:
+def regressions(
+    current: Mapping[str, Mapping[str, float]],
+    baseline: Mapping[str, Mapping[str, float]],
+    tolerance: float = TOLERANCE,
+) -> list[str]:
     """Each metric more than `tolerance` below its baseline, as a readable line."""
     problems = []
     for category, metrics in baseline.items():

@@ -24,9 +24,14 @@ def open_settings(workdir: Path, store_url: str = "") -> Settings:
     if not config.exists():
         config.write_text("", encoding="utf-8")
     return load_settings(
-        flags={"palace": str(workdir / "palace"), "embeddings.provider": "builtin", "embeddings.threads": 2,
-               "store.url": store_url},
-        env={}, config_file=config,
+        flags={
+            "palace": str(workdir / "palace"),
+            "embeddings.provider": "builtin",
+            "embeddings.threads": 2,
+            "store.url": store_url,
+        },
+        env={},
+        config_file=config,
     )
 
 
@@ -53,31 +58,48 @@ class MinedPalace:
             return None
         return f"{self.sources[origin.source_id]}/{origin.document}"
 
-    def request(self, text: str, filters: Mapping[str, Any], ranking: str, *, limit: int = LIMIT,
-                expand: bool = False, preferences: str = "on") -> SearchRequest:
+    def request(
+        self,
+        text: str,
+        filters: Mapping[str, Any],
+        ranking: str,
+        *,
+        limit: int = LIMIT,
+        expand: bool = False,
+        preferences: str = "on",
+    ) -> SearchRequest:
         """A service request from judged filters; steps become the instants recorded while mining."""
+
         def instant(step: Any) -> str:
             return self.instants[str(step)]
 
         return SearchRequest(
-            query=text, limit=limit, wing=filters.get("wing"), room=filters.get("room"),
-            tags=tuple(filters.get("tags", ())), source_kind=filters.get("source_kind"),
-            connector=filters.get("connector"), ranking=ranking,
+            query=text,
+            limit=limit,
+            wing=filters.get("wing"),
+            room=filters.get("room"),
+            tags=tuple(filters.get("tags", ())),
+            source_kind=filters.get("source_kind"),
+            connector=filters.get("connector"),
+            ranking=ranking,
             as_of=instant(filters["as_of_step"]) if "as_of_step" in filters else None,
             from_=instant(filters["from_step"]) if "from_step" in filters else None,
             until=instant(filters["until_step"]) if "until_step" in filters else None,
-            include_historical=bool(filters.get("include_historical", False)), expand=expand,
+            include_historical=bool(filters.get("include_historical", False)),
+            expand=expand,
             preferences=preferences,
         )
 
     def in_scope(self, drawer: Drawer, filters: Mapping[str, Any]) -> bool:
         """Whether the drawer passes the judged scope filters (wing, room, tags, source kind, connector)."""
         origin = drawer.source.origin
-        return (filters.get("wing", drawer.wing) == drawer.wing
-                and filters.get("room", drawer.room) == drawer.room
-                and set(filters.get("tags", ())) <= set(drawer.tags)
-                and filters.get("source_kind", drawer.source.kind) == drawer.source.kind
-                and ("connector" not in filters or (origin is not None and origin.connector == filters["connector"])))
+        return (
+            filters.get("wing", drawer.wing) == drawer.wing
+            and filters.get("room", drawer.room) == drawer.room
+            and set(filters.get("tags", ())) <= set(drawer.tags)
+            and filters.get("source_kind", drawer.source.kind) == drawer.source.kind
+            and ("connector" not in filters or (origin is not None and origin.connector == filters["connector"]))
+        )
 
     def is_eligible(self, drawer: Drawer, filters: Mapping[str, Any]) -> bool:
         """Whether the drawer passes the judged filters: scope, then the SPEC §3 temporal rule."""
@@ -140,8 +162,11 @@ def wait_for_background(palace: Palace, timeout: float) -> None:
         failed = [j for j in jobs if j.status is JobStatus.FAILED]
         if failed:
             raise RuntimeError(f"{failed[0].kind} job {failed[0].id} failed: {failed[0].error}")
-        if (not any(not j.is_finished for j in jobs) and services.embedding_status()["pending"] == 0
-                and services.extraction_status()["pending"] == 0):
+        if (
+            not any(not j.is_finished for j in jobs)
+            and services.embedding_status()["pending"] == 0
+            and services.extraction_status()["pending"] == 0
+        ):
             return
         if time.monotonic() > deadline:
             raise RuntimeError(f"embedding or extraction still pending after {timeout:.0f}s")
@@ -151,15 +176,18 @@ def wait_for_background(palace: Palace, timeout: float) -> None:
 def _mine_all(palace: Palace, corpus: Corpus, sources_root: Path, timeout: float) -> dict[str, str]:
     submitted = []
     for mine in corpus.mines:
-        job, _ = palace.services.submit_mine(mine.connector, str(sources_root / mine.path), {}, wing=mine.wing,
-                                             requested_by="cli")
+        job, _ = palace.services.submit_mine(
+            mine.connector, str(sources_root / mine.path), {}, wing=mine.wing, requested_by="cli"
+        )
         submitted.append((mine, job.id))
     sources: dict[str, str] = {}
     for mine, job_id in submitted:
         result = _wait_job(palace, job_id, timeout)
         if result.get("skipped") or result.get("errors"):
-            raise RuntimeError(f"mining {mine.path} skipped or failed documents: "
-                               f"{result.get('skipped_documents')} {result.get('warnings')}")
+            raise RuntimeError(
+                f"mining {mine.path} skipped or failed documents: "
+                f"{result.get('skipped_documents')} {result.get('warnings')}"
+            )
         sources[str(result["source_id"])] = mine.path.rstrip("/")
     return sources
 
@@ -172,8 +200,9 @@ def _tick() -> str:
     return now
 
 
-def build_palace(workdir: Path, corpus: Corpus | None = None, *, timeout: float = 300.0,
-                 store_url: str = "") -> MinedPalace:
+def build_palace(
+    workdir: Path, corpus: Corpus | None = None, *, timeout: float = 300.0, store_url: str = ""
+) -> MinedPalace:
     """Copy the sources, build and start a palace, mine step 0, then every supersession step, embedding as it goes."""
     corpus = corpus or load_corpus()
     sources_root = workdir / "sources"
@@ -200,8 +229,15 @@ def build_palace(workdir: Path, corpus: Corpus | None = None, *, timeout: float 
         palace.stop()
         raise
     timings["mine_and_embed"] = time.monotonic() - started
-    return MinedPalace(palace=palace, corpus=corpus, workdir=workdir, instants=instants, sources=sources,
-                       timings=timings, store_url=store_url)
+    return MinedPalace(
+        palace=palace,
+        corpus=corpus,
+        workdir=workdir,
+        instants=instants,
+        sources=sources,
+        timings=timings,
+        store_url=store_url,
+    )
 
 
 def reopen_with_policy(mined: MinedPalace, policy_toml: str | None, *, timeout: float = 60.0) -> MinedPalace:
@@ -219,5 +255,12 @@ def reopen_with_policy(mined: MinedPalace, policy_toml: str | None, *, timeout: 
     except BaseException:
         palace.stop()
         raise
-    return MinedPalace(palace=palace, corpus=mined.corpus, workdir=mined.workdir, instants=mined.instants,
-                       sources=mined.sources, timings=mined.timings, store_url=mined.store_url)
+    return MinedPalace(
+        palace=palace,
+        corpus=mined.corpus,
+        workdir=mined.workdir,
+        instants=mined.instants,
+        sources=mined.sources,
+        timings=mined.timings,
+        store_url=mined.store_url,
+    )

@@ -67,8 +67,10 @@ def run_preference_case(mined: MinedPalace, case: PreferenceCase, ranking: str) 
     problems.extend(bound)
     first = position(case.first)
     if first != 0:
-        problems.append(f"{case.first.label} ranks {'absent' if first is None else first + 1}, not first; "
-                        f"first is {_describe(mined, hits[0] if hits else None)}")
+        problems.append(
+            f"{case.first.label} ranks {'absent' if first is None else first + 1}, not first; "
+            f"first is {_describe(mined, hits[0] if hits else None)}"
+        )
     if case.over is not None:
         other = position(case.over)
         if other is None:
@@ -87,15 +89,23 @@ def run_preference_case(mined: MinedPalace, case: PreferenceCase, ranking: str) 
         found = hits[at].signals["preference"]
         path = (found.get("criterion") or {}).get("path")
         if found["level"] != level or path != criterion:
-            problems.append(f"{ref.label} resolves to {found['level']!r} via {path!r}; expected {level!r} via "
-                            f"{criterion!r}")
-    return PreferenceOutcome(case=case, ranking=ranking, problems=tuple(problems), bound=tuple(bound),
-                             top=_describe(mined, hits[0] if hits else None),
-                             neutral_top=_describe(mined, neutral.hits[0] if neutral.hits else None),
-                             neutral_tie=len(neutral.hits) > 1 and (
-                                 neutral.hits[0].score == neutral.hits[1].score
-                                 or neutral.hits[0].drawer.content_hash == neutral.hits[1].drawer.content_hash),
-                             hits=len(hits))
+            problems.append(
+                f"{ref.label} resolves to {found['level']!r} via {path!r}; expected {level!r} via {criterion!r}"
+            )
+    return PreferenceOutcome(
+        case=case,
+        ranking=ranking,
+        problems=tuple(problems),
+        bound=tuple(bound),
+        top=_describe(mined, hits[0] if hits else None),
+        neutral_top=_describe(mined, neutral.hits[0] if neutral.hits else None),
+        neutral_tie=len(neutral.hits) > 1
+        and (
+            neutral.hits[0].score == neutral.hits[1].score
+            or neutral.hits[0].drawer.content_hash == neutral.hits[1].drawer.content_hash
+        ),
+        hits=len(hits),
+    )
 
 
 def run_preferences(mined: MinedPalace, preferences: PreferenceSet) -> list[PreferenceOutcome]:

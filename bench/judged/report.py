@@ -43,8 +43,10 @@ def format_misses(outcomes: Sequence[Outcome]) -> str:
     lines = []
     for o in outcomes:
         if o.metrics["recall@10"] < 1 or o.metrics["mrr"] < 1:
-            lines.append(f"  {o.ranking:8} {o.query.id:14} R@10 {o.metrics['recall@10']:.2f} MRR {o.metrics['mrr']:.2f}"
-                         f"  {o.query.text!r}")
+            lines.append(
+                f"  {o.ranking:8} {o.query.id:14} R@10 {o.metrics['recall@10']:.2f} MRR {o.metrics['mrr']:.2f}"
+                f"  {o.query.text!r}"
+            )
             for ref, rank in zip(o.query.relevant, o.found, strict=True):
                 lines.append(f"      want {ref.label}  rank {rank}")
             for i, (key, text) in enumerate(o.hits[:5], start=1):
@@ -56,8 +58,13 @@ def format_preferences(outcomes: Sequence[PreferenceOutcome]) -> str:
     lines = []
     for o in outcomes:
         state = ("ok  " if o.passed else "FAIL") + ("*" if o.known_failure else " ")
-        flip = ("tied for first without the policy" if o.neutral_tie else
-                "flipped by the policy" if o.flipped else "same first hit without the policy")
+        flip = (
+            "tied for first without the policy"
+            if o.neutral_tie
+            else "flipped by the policy"
+            if o.flipped
+            else "same first hit without the policy"
+        )
         lines.append(f"  {state} {o.case.id:10} {o.ranking:7} {o.case.kind:15} first {o.top}; {flip}")
         lines.extend(f"          - {p}" for p in o.problems)
         if o.known_failure:
@@ -77,8 +84,9 @@ class Evaluation:
     timings: dict[str, float]
 
 
-def evaluate(workdir: Path, rankings: Sequence[str] = RANKINGS, corpus: Corpus | None = None, *,
-             store_url: str = "") -> Evaluation:
+def evaluate(
+    workdir: Path, rankings: Sequence[str] = RANKINGS, corpus: Corpus | None = None, *, store_url: str = ""
+) -> Evaluation:
     """The whole run in `workdir`: mine the corpus, check the data, run the judged set under each ranking, then
     restart the palace with the set's policy and run the preference set. `store_url` (a postgresql:// URL of an
     empty palace) keeps the palace in PostgreSQL instead of SQLite."""
@@ -101,30 +109,41 @@ def evaluate(workdir: Path, rankings: Sequence[str] = RANKINGS, corpus: Corpus |
         preferring.stop()
     timings["total"] = time.monotonic() - started
     return Evaluation(
-        outcomes=outcomes, tables={ranking: summarize(found) for ranking, found in outcomes.items()},
-        problems=problems, preferences=preference_outcomes,
-        corpus={"documents": len({mined.doc_key(d) for d in drawers}), "drawers": len(drawers),
-                "current": sum(d.valid_to is None for d in drawers)},
+        outcomes=outcomes,
+        tables={ranking: summarize(found) for ranking, found in outcomes.items()},
+        problems=problems,
+        preferences=preference_outcomes,
+        corpus={
+            "documents": len({mined.doc_key(d) for d in drawers}),
+            "drawers": len(drawers),
+            "current": sum(d.valid_to is None for d in drawers),
+        },
         timings=timings,
     )
 
 
-def measure(rankings: Sequence[str] = RANKINGS, *, verbose: bool = False, out: Any = sys.stdout,
-            store_url: str = "") -> Evaluation:
+def measure(
+    rankings: Sequence[str] = RANKINGS, *, verbose: bool = False, out: Any = sys.stdout, store_url: str = ""
+) -> Evaluation:
     """`evaluate` in a temporary folder, with the tables printed."""
     with tempfile.TemporaryDirectory(prefix="memcastle-judged-") as folder:
         run = evaluate(Path(folder), rankings, store_url=store_url)
-    print(f"corpus: {run.corpus['documents']} documents, {run.corpus['drawers']} drawers ({run.corpus['current']} "
-          f"current); mined, embedded and extracted in {run.timings['mine_and_embed']:.1f} s", file=out)
+    print(
+        f"corpus: {run.corpus['documents']} documents, {run.corpus['drawers']} drawers ({run.corpus['current']} "
+        f"current); mined, embedded and extracted in {run.timings['mine_and_embed']:.1f} s",
+        file=out,
+    )
     print(format_table(run.tables), file=out)
     if verbose:
         for ranking in rankings:
             print(format_misses(run.outcomes[ranking]), file=out)
     passed = sum(o.passed for o in run.preferences)
     known = sum(1 for o in run.preferences if o.known_failure)
-    print(f"preference set: {passed}/{len(run.preferences)} checks pass ({known} known failures, marked *); "
-          f"{sum(o.flipped for o in run.preferences if o.case.kind == 'near_tie')} near ties decided by the policy",
-          file=out)
+    print(
+        f"preference set: {passed}/{len(run.preferences)} checks pass ({known} known failures, marked *); "
+        f"{sum(o.flipped for o in run.preferences if o.case.kind == 'near_tie')} near ties decided by the policy",
+        file=out,
+    )
     print(format_preferences(run.preferences), file=out)
     if run.problems:
         print("problems with the judged data:", file=out)
@@ -143,9 +162,11 @@ def write_baseline(run: Evaluation, path: Path | None = None) -> Path:
         "note": "means per category; metrics are expectations over exactly tied hits (see expected_metrics)",
         "corpus": run.corpus,
         "metrics": run.tables,
-        "preferences": {"checks": len(run.preferences), "passed": sum(o.passed for o in run.preferences),
-                        "known_failures": sorted(f"{o.case.id} {o.ranking}" for o in run.preferences
-                                                 if o.known_failure)},
+        "preferences": {
+            "checks": len(run.preferences),
+            "passed": sum(o.passed for o in run.preferences),
+            "known_failures": sorted(f"{o.case.id} {o.ranking}" for o in run.preferences if o.known_failure),
+        },
     }
     path.write_text(json.dumps(baseline, indent=2) + "\n", encoding="utf-8")
     return path

@@ -89,11 +89,15 @@ def migrate_palace(settings: Settings, url: str, *, progress: CopyProgress | Non
         raise ConfigError("must be a postgresql:// URL", key="--to")
     running, _ = find_daemon(state_dir(), settings.palace)
     if running is not None:
-        raise Conflict(f"palace {settings.palace} is served by pid {running.pid} at {running.address}",
-                       help="stop it first (memcastle shutdown): migrate copies a palace at rest")
+        raise Conflict(
+            f"palace {settings.palace} is served by pid {running.pid} at {running.address}",
+            help="stop it first (memcastle shutdown): migrate copies a palace at rest",
+        )
     if not (settings.palace / DB_FILE).is_file():
-        raise NotFound(f"no embedded palace in {settings.palace} (no {DB_FILE})",
-                       help="point --palace at the palace directory to copy")
+        raise NotFound(
+            f"no embedded palace in {settings.palace} (no {DB_FILE})",
+            help="point --palace at the palace directory to copy",
+        )
     from memcastle.store.postgres import PostgresStore
 
     source = SQLiteStore(settings.palace)
@@ -114,13 +118,25 @@ def build(settings: Settings) -> Palace:
     connectors = load_registry(builtin_connectors(max_file_bytes=settings["mining.max_file_bytes"]))
     for miner in miners.values():
         if miner.connector not in connectors.names:
-            raise ConfigError(f"unknown connector {miner.connector!r}; available: {', '.join(connectors.names)}",
-                              file=str(settings.config_file), key=f"miners.{miner.name}.connector")
-    provider = build_provider({key.removeprefix("embeddings."): value for key, value in settings.values.items()
-                               if key.startswith("embeddings.")})
-    extraction = build_extraction_provider({key.removeprefix("extraction."): value
-                                            for key, value in settings.values.items()
-                                            if key.startswith("extraction.") and key != "extraction.batch_size"})
+            raise ConfigError(
+                f"unknown connector {miner.connector!r}; available: {', '.join(connectors.names)}",
+                file=str(settings.config_file),
+                key=f"miners.{miner.name}.connector",
+            )
+    provider = build_provider(
+        {
+            key.removeprefix("embeddings."): value
+            for key, value in settings.values.items()
+            if key.startswith("embeddings.")
+        }
+    )
+    extraction = build_extraction_provider(
+        {
+            key.removeprefix("extraction."): value
+            for key, value in settings.values.items()
+            if key.startswith("extraction.") and key != "extraction.batch_size"
+        }
+    )
     store = open_store(settings)
     duplicates = DuplicateFinder(store, settings["dedup.near_threshold"])
     mine_pipeline = MinePipeline(store, connectors, chunk_chars=settings["mining.chunk_chars"], duplicates=duplicates)
@@ -129,8 +145,13 @@ def build(settings: Settings) -> Palace:
         pipeline.KIND: mine_pipeline.run,
     }
     if extraction.is_enabled:
-        extract_sweep = ExtractionSweep(store, extraction, policy, min_confidence=settings["extraction.min_confidence"],
-                                batch_size=settings["extraction.batch_size"])
+        extract_sweep = ExtractionSweep(
+            store,
+            extraction,
+            policy,
+            min_confidence=settings["extraction.min_confidence"],
+            batch_size=settings["extraction.batch_size"],
+        )
         handlers[sweep.KIND] = extract_sweep.run
     index = None
     if provider.is_enabled:
@@ -138,17 +159,36 @@ def build(settings: Settings) -> Palace:
         handlers[backfill_kind] = backfill.run
         index = SemanticIndex(store, model_key(provider))
     search = SearchEngine(
-        store, provider, index,
-        weights=FusionWeights(k=settings["search.rrf_k"], lexical=settings["search.lexical_weight"],
-                              semantic=settings["search.semantic_weight"]),
+        store,
+        provider,
+        index,
+        weights=FusionWeights(
+            k=settings["search.rrf_k"],
+            lexical=settings["search.lexical_weight"],
+            semantic=settings["search.semantic_weight"],
+        ),
         pending=(lambda: store.count_missing_embeddings(model_key(provider))) if provider.is_enabled else None,
         policy=policy,
     )
-    pool = WorkerPool(store, handlers, workers=settings["jobs.workers"], lease_seconds=settings["jobs.lease_seconds"],
-                      shared=store.backend != "sqlite")
+    pool = WorkerPool(
+        store,
+        handlers,
+        workers=settings["jobs.workers"],
+        lease_seconds=settings["jobs.lease_seconds"],
+        shared=store.backend != "sqlite",
+    )
     queue = JobQueue(store, pool)
-    services = Services(store=store, queue=queue, search=search, palace=settings.palace,
-                        connectors=connectors, miners=miners, embeddings=provider, policy=policy,
-                        extraction=extraction, duplicates=duplicates)
+    services = Services(
+        store=store,
+        queue=queue,
+        search=search,
+        palace=settings.palace,
+        connectors=connectors,
+        miners=miners,
+        embeddings=provider,
+        policy=policy,
+        extraction=extraction,
+        duplicates=duplicates,
+    )
     pool.on_finished = services.after_job
     return Palace(settings=settings, store=store, pool=pool, services=services)

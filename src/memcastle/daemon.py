@@ -43,33 +43,37 @@ class _Server(uvicorn.Server):
 def check_exposure(settings: Settings) -> None:
     """Refuse to serve auth without a token, or a non-loopback address without auth unless explicitly allowed."""
     if settings["auth.enabled"] and not TokenStore(settings.palace).records():
-        raise ConfigError("auth.enabled is true but the palace has no token, so nobody could connect",
-                          key="auth.enabled",
-                          help="create one first: memcastle auth token create NAME")
+        raise ConfigError(
+            "auth.enabled is true but the palace has no token, so nobody could connect",
+            key="auth.enabled",
+            help="create one first: memcastle auth token create NAME",
+        )
     host = settings["server.host"]
     loopback = host in ("localhost", "::1") or host.startswith("127.")
     if not loopback and not settings["auth.enabled"] and not settings["auth.allow_remote"]:
-        raise ConfigError(f"binding {host} would expose the palace to the network without authentication",
-                          key="server.host",
-                          help="enable auth (auth.enabled = true, then memcastle auth token create NAME), or set "
-                               "auth.allow_remote = true if another layer protects it")
+        raise ConfigError(
+            f"binding {host} would expose the palace to the network without authentication",
+            key="server.host",
+            help="enable auth (auth.enabled = true, then memcastle auth token create NAME), or set "
+            "auth.allow_remote = true if another layer protects it",
+        )
 
 
 def serve(settings: Settings) -> None:
     """Build the palace, bind, register, serve until SIGINT/SIGTERM or POST /api/shutdown, then drain."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-                        stream=sys.stderr)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     logging.getLogger("mcp").setLevel(logging.WARNING)  # the MCP SDK logs every session at INFO
     states = state_dir()
     running, _ = find_daemon(states, settings.palace)
     if running is not None:
-        raise Conflict(f"palace {settings.palace} is already served by pid {running.pid} at {running.address}",
-                       help="stop it first (memcastle shutdown) or choose another --palace")
+        raise Conflict(
+            f"palace {settings.palace} is already served by pid {running.pid} at {running.address}",
+            help="stop it first (memcastle shutdown) or choose another --palace",
+        )
     host, port = settings["server.host"], settings["server.port"]
     check_exposure(settings)
     # IPPROTO_TCP (not 0) so asyncio sets TCP_NODELAY on accepted sockets: no Nagle stall on keep-alive replies.
-    listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM,
-                             socket.IPPROTO_TCP)
+    listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind((host, port))
     bound_port = listener.getsockname()[1]
@@ -105,7 +109,10 @@ def serve(settings: Settings) -> None:
 def http_app(palace: Palace, *, request_shutdown: Callable[[], None] | None = None) -> FastAPI:
     """The HTTP application of a built palace, configured from its settings."""
     settings = palace.settings
-    return create_app(palace.services, max_body_bytes=int(settings["server.max_body_bytes"]),
-                      allowed_hosts=settings["mcp.allowed_hosts"],
-                      tokens=TokenStore(settings.palace) if settings["auth.enabled"] else None,
-                      request_shutdown=request_shutdown)
+    return create_app(
+        palace.services,
+        max_body_bytes=int(settings["server.max_body_bytes"]),
+        allowed_hosts=settings["mcp.allowed_hosts"],
+        tokens=TokenStore(settings.palace) if settings["auth.enabled"] else None,
+        request_shutdown=request_shutdown,
+    )

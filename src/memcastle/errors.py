@@ -97,8 +97,11 @@ class LeaseLost(Conflict):
     code = "lease_lost"
 
     def __init__(self, job_id: str) -> None:
-        super().__init__(f"job {job_id} is no longer leased to this worker", existing_id=job_id,
-                         help="another worker took the job over once its lease ran out")
+        super().__init__(
+            f"job {job_id} is no longer leased to this worker",
+            existing_id=job_id,
+            help="another worker took the job over once its lease ran out",
+        )
         self.job_id = job_id
 
 

@@ -25,19 +25,25 @@ def verify_palace(store: Store, ctx: JobContext) -> Mapping[str, Any]:
     while True:
         page = store.list_drawers(None, None, batch, after)
         for drawer in page.items:
-            if drawer.content_hash != content_hash(drawer.content) or drawer.fingerprint != fingerprint(
-                drawer.content
-            ):
+            if drawer.content_hash != content_hash(drawer.content) or drawer.fingerprint != fingerprint(drawer.content):
                 mismatches.append(drawer.id)
         checked += len(page.items)
         if page.items:
             after = page.items[-1].id
         if page.next_after is None:
-            ctx.checkpoint({"after": after, "checked": checked, "mismatches": mismatches}, current=checked,
-                           total=checked, message=f"checked {checked} drawers")
+            ctx.checkpoint(
+                {"after": after, "checked": checked, "mismatches": mismatches},
+                current=checked,
+                total=checked,
+                message=f"checked {checked} drawers",
+            )
             break
-        ctx.checkpoint({"after": after, "checked": checked, "mismatches": mismatches}, current=checked,
-                       total=total, message=f"checked {checked} drawers")
+        ctx.checkpoint(
+            {"after": after, "checked": checked, "mismatches": mismatches},
+            current=checked,
+            total=total,
+            message=f"checked {checked} drawers",
+        )
         if pace:
             time.sleep(pace)
     return {"checked": checked, "mismatches": mismatches, "ok": not mismatches}

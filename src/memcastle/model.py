@@ -106,8 +106,7 @@ class Provenance:
 
     @classmethod
     def from_json(cls, data: JSON) -> Provenance:
-        return cls(requested_by=data.get("requested_by", "http"), job_id=data.get("job_id"),
-                   reason=data.get("reason"))
+        return cls(requested_by=data.get("requested_by", "http"), job_id=data.get("job_id"), reason=data.get("reason"))
 
 
 @dataclass(frozen=True)
@@ -421,8 +420,10 @@ RECOVERY_BUDGET = 3
 
 def recovery_spent(recovery_attempts: int, budget: int = RECOVERY_BUDGET) -> str:
     """The error a job fails with once a crash would exceed its recovery budget."""
-    return (f"interrupted by a daemon crash {recovery_attempts + 1} times; recovery budget ({budget}) spent — "
-            "retry it once the cause is fixed")
+    return (
+        f"interrupted by a daemon crash {recovery_attempts + 1} times; recovery budget ({budget}) spent — "
+        "retry it once the cause is fixed"
+    )
 
 
 # --- mining ---------------------------------------------------------------------------------------
@@ -481,8 +482,14 @@ class Entity:
     created_at: str
 
     def to_json(self) -> JSON:
-        return {"id": self.id, "name": self.name, "kind": self.kind, "key": self.key,
-                "aliases": list(self.aliases), "created_at": self.created_at}
+        return {
+            "id": self.id,
+            "name": self.name,
+            "kind": self.kind,
+            "key": self.key,
+            "aliases": list(self.aliases),
+            "created_at": self.created_at,
+        }
 
 
 @dataclass(frozen=True)
@@ -521,11 +528,23 @@ class Assertion:
     created_at: str
 
     def to_json(self) -> JSON:
-        return {"id": self.id, "subject": self.subject, "predicate": self.predicate, "object": self.object,
-                "confidence": self.confidence, "valid_from": self.valid_from, "valid_to": self.valid_to,
-                "provenance": {"drawer": self.drawer_id, "extractor": self.extractor, "job_id": self.job_id,
-                               "origin": dict(self.origin) if self.origin else None},
-                "explicit": self.explicit, "created_at": self.created_at}
+        return {
+            "id": self.id,
+            "subject": self.subject,
+            "predicate": self.predicate,
+            "object": self.object,
+            "confidence": self.confidence,
+            "valid_from": self.valid_from,
+            "valid_to": self.valid_to,
+            "provenance": {
+                "drawer": self.drawer_id,
+                "extractor": self.extractor,
+                "job_id": self.job_id,
+                "origin": dict(self.origin) if self.origin else None,
+            },
+            "explicit": self.explicit,
+            "created_at": self.created_at,
+        }
 
 
 @dataclass(frozen=True)
@@ -542,8 +561,16 @@ class FactLink:
     evidence_drawer: str | None = None
 
     def to_json(self) -> JSON:
-        return {"id": self.id, "from": self.from_id, "to": self.to_id, "kind": self.kind, "origin": self.origin,
-                "reason": self.reason, "at": self.at, "evidence_drawer": self.evidence_drawer}
+        return {
+            "id": self.id,
+            "from": self.from_id,
+            "to": self.to_id,
+            "kind": self.kind,
+            "origin": self.origin,
+            "reason": self.reason,
+            "at": self.at,
+            "evidence_drawer": self.evidence_drawer,
+        }
 
 
 @dataclass(frozen=True)
@@ -586,5 +613,11 @@ class MinerSpec:
     full: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "connector": self.connector, "locator": self.locator,
-                "options": dict(self.options), "wing": self.wing, "full": self.full}
+        return {
+            "name": self.name,
+            "connector": self.connector,
+            "locator": self.locator,
+            "options": dict(self.options),
+            "wing": self.wing,
+            "full": self.full,
+        }

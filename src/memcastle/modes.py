@@ -21,8 +21,11 @@ def parse_mode(value: str | None, *, field: str) -> str:
     """The mode named by `value` (absent or blank means full); an unknown one is refused naming `field`."""
     mode = (value or "").strip().lower() or "full"
     if mode not in MODES:
-        raise InvalidRequest(f"unknown memory mode {mode!r}; one of {', '.join(MODES)}", field=field,
-                             help=f"{field} must be one of {', '.join(MODES)}")
+        raise InvalidRequest(
+            f"unknown memory mode {mode!r}; one of {', '.join(MODES)}",
+            field=field,
+            help=f"{field} must be one of {', '.join(MODES)}",
+        )
     return mode
 
 
@@ -35,5 +38,6 @@ def enforce_mode(mode: str, access: Access, *, switch: str = HTTP_SWITCH) -> Non
     if mode == "disabled":
         raise AccessDenied("memory is disabled for this client", help=switch.format(mode="full or read_only"))
     if access == "write":
-        raise AccessDenied("this client is in read_only mode: writes are refused",
-                           help=switch.format(mode="full") + " to write")
+        raise AccessDenied(
+            "this client is in read_only mode: writes are refused", help=switch.format(mode="full") + " to write"
+        )

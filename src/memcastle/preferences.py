@@ -81,8 +81,10 @@ class Policy:
             "sources": {
                 name: {
                     "level": {"value": pref.level, "layer": self.origins.get(f"sources.{name}.level")},
-                    "criteria": {"value": [c.to_json() for c in pref.criteria],
-                                 "layer": self.origins.get(f"sources.{name}.criteria")},
+                    "criteria": {
+                        "value": [c.to_json() for c in pref.criteria],
+                        "layer": self.origins.get(f"sources.{name}.criteria"),
+                    },
                 }
                 for name, pref in sorted(self.connectors.items())
             },
@@ -102,8 +104,12 @@ class PreferenceMatch:
         return LEVELS[self.level]
 
     def to_json(self) -> dict[str, Any]:
-        return {"level": self.level, "connector": self.connector,
-                "criterion": self.criterion.to_json() if self.criterion else None, "adjustment": self.adjustment}
+        return {
+            "level": self.level,
+            "connector": self.connector,
+            "criterion": self.criterion.to_json() if self.criterion else None,
+            "adjustment": self.adjustment,
+        }
 
 
 NEUTRAL = Policy(default="normal", connectors={}, origins={"default": BUILTIN_LAYER})
@@ -190,36 +196,53 @@ def explain(policy: Policy, origin: Origin | None) -> dict[str, Any]:
     """The resolution trace of one origin, step by step."""
     match = resolve(policy, origin)
     if origin is None:
-        return {"result": match.to_json(), "steps": [
-            f"no origin (a manual write): the default level {policy.default!r} "
-            f"(from {policy.origins.get('default', BUILTIN_LAYER)})"]}
+        return {
+            "result": match.to_json(),
+            "steps": [
+                f"no origin (a manual write): the default level {policy.default!r} "
+                f"(from {policy.origins.get('default', BUILTIN_LAYER)})"
+            ],
+        }
     steps = []
     preference = policy.connectors.get(origin.connector)
     if preference is None or preference.level is None:
-        steps.append(f"connector {origin.connector!r} sets no level: the default {policy.default!r} "
-                     f"(from {policy.origins.get('default', BUILTIN_LAYER)})")
+        steps.append(
+            f"connector {origin.connector!r} sets no level: the default {policy.default!r} "
+            f"(from {policy.origins.get('default', BUILTIN_LAYER)})"
+        )
     else:
-        steps.append(f"connector {origin.connector!r} level {preference.level!r} "
-                     f"(from {policy.origins.get(f'sources.{origin.connector}.level')})")
+        steps.append(
+            f"connector {origin.connector!r} level {preference.level!r} "
+            f"(from {policy.origins.get(f'sources.{origin.connector}.level')})"
+        )
     tried = []
     for criterion in preference.criteria if preference else ():
         found = lookup(origin.metadata, criterion.path)
         matched = scalar_equals(found, criterion.equals)
-        tried.append({
-            **criterion.to_json(),
-            "found": None if found is _MISSING else found,
-            "present": found is not _MISSING,
-            "matched": matched,
-            "won": match.criterion is criterion,
-        })
+        tried.append(
+            {
+                **criterion.to_json(),
+                "found": None if found is _MISSING else found,
+                "present": found is not _MISSING,
+                "matched": matched,
+                "won": match.criterion is criterion,
+            }
+        )
     if match.criterion is not None:
-        steps.append(f"criterion {'.'.join(match.criterion.path)} = {match.criterion.equals!r} matched and won "
-                     f"({len(match.criterion.path)} path segment(s); more segments win, then declaration order): "
-                     f"level {match.level!r}")
+        steps.append(
+            f"criterion {'.'.join(match.criterion.path)} = {match.criterion.equals!r} matched and won "
+            f"({len(match.criterion.path)} path segment(s); more segments win, then declaration order): "
+            f"level {match.level!r}"
+        )
     elif tried:
         steps.append("no criterion matched the metadata snapshot")
-    return {"result": match.to_json(), "steps": steps, "criteria": tried,
-            "metadata": dict(origin.metadata), "connector": origin.connector}
+    return {
+        "result": match.to_json(),
+        "steps": steps,
+        "criteria": tried,
+        "metadata": dict(origin.metadata),
+        "connector": origin.connector,
+    }
 
 
 # --- search ---------------------------------------------------------------------------------------
@@ -246,11 +269,13 @@ def rerank(policy: Policy, pool: Sequence[PoolEntry], drawers: Mapping[str, Draw
     for entry in pool:
         drawer = drawers[entry.drawer_id]
         match = resolve(policy, drawer.source.origin)
-        hits.append(Hit(
-            drawer=drawer,
-            score=entry.relevance + match.adjustment,
-            signals={**entry.signals, "relevance": entry.relevance, "preference": match.to_json()},
-        ))
+        hits.append(
+            Hit(
+                drawer=drawer,
+                score=entry.relevance + match.adjustment,
+                signals={**entry.signals, "relevance": entry.relevance, "preference": match.to_json()},
+            )
+        )
     base = {entry.drawer_id: entry.base for entry in pool}
     hits.sort(key=lambda h: (-h.score, -base[h.drawer.id], h.drawer.id))
     return hits

@@ -57,9 +57,18 @@ def test_status_reports_version_palace_store_and_counts(client: TestClient, sett
 def test_openapi_schema_is_served(client: TestClient) -> None:
     schema = client.get("/openapi.json").json()
     assert schema["info"]["title"] == "MemCastle"
-    for path in ("/api/health", "/api/status", "/api/notes", "/api/search", "/api/drawers/{drawer_id}",
-                 "/api/drawers/{drawer_id}/history", "/api/drawers/{drawer_id}/supersede", "/api/wings",
-                 "/api/jobs", "/api/shutdown"):
+    for path in (
+        "/api/health",
+        "/api/status",
+        "/api/notes",
+        "/api/search",
+        "/api/drawers/{drawer_id}",
+        "/api/drawers/{drawer_id}/history",
+        "/api/drawers/{drawer_id}/supersede",
+        "/api/wings",
+        "/api/jobs",
+        "/api/shutdown",
+    ):
         assert path in schema["paths"], path
 
 
@@ -102,8 +111,9 @@ def test_get_history_and_supersede_a_drawer(client: TestClient) -> None:
     v1 = save(client, "the plan is A", wing="p")
     assert client.get(f"/api/drawers/{v1['id']}").json() == v1
 
-    answer = client.post(f"/api/drawers/{v1['id']}/supersede",
-                         json={"content": "the plan is B", "reason": "the board chose B"})
+    answer = client.post(
+        f"/api/drawers/{v1['id']}/supersede", json={"content": "the plan is B", "reason": "the board chose B"}
+    )
     assert answer.status_code == 201
     v2 = answer.json()
     assert v2["supersedes"] == v1["id"] and v2["wing"] == "p" and v2["valid_to"] is None
@@ -145,8 +155,9 @@ def test_listings_page_with_next_after(client: TestClient) -> None:
     assert seen == ids
 
     wings = client.get("/api/wings").json()["wings"]
-    assert {"name": "pages", "drawers": 6} == {k: v for k, v in next(w for w in wings if w["name"] == "pages")
-                                               .items() if k in ("name", "drawers")}
+    assert {"name": "pages", "drawers": 6} == {
+        k: v for k, v in next(w for w in wings if w["name"] == "pages").items() if k in ("name", "drawers")
+    }
     rooms = client.get("/api/wings/pages/rooms").json()["rooms"]
     assert [(r["name"], r["drawers"]) for r in rooms] == [("r1", 5), ("r2", 1)]
 
@@ -196,8 +207,7 @@ def test_malformed_json_body_is_a_400_naming_the_body(client: TestClient) -> Non
         ({"query": "   "}, "query"),
     ],
 )
-def test_bad_search_request_is_a_400_naming_the_option(client: TestClient, payload: dict[str, Any],
-                                                       field: str) -> None:
+def test_bad_search_request_is_a_400_naming_the_option(client: TestClient, payload: dict[str, Any], field: str) -> None:
     body = assert_error(client.post("/api/search", json=payload), 400, "invalid_request")
     assert body["field"] == field, body
 
@@ -216,15 +226,17 @@ def test_bad_or_missing_query_field_is_named_query(client: TestClient, payload: 
         ({"from": "2024-01-01", "until": "2024-02-01", "include_historical": True}, ("from", "include_historical")),
     ],
 )
-def test_two_temporal_forms_are_refused_naming_both(client: TestClient, payload: dict[str, Any],
-                                                    named: tuple[str, str]) -> None:
+def test_two_temporal_forms_are_refused_naming_both(
+    client: TestClient, payload: dict[str, Any], named: tuple[str, str]
+) -> None:
     body = assert_error(client.post("/api/search", json={"query": "x", **payload}), 400, "invalid_request")
     for option in named:
         assert option in body["field"], body
 
 
-@pytest.mark.parametrize(("payload", "field"), [({"limit": True}, "limit"),
-                                                ({"include_historical": "yes"}, "include_historical")])
+@pytest.mark.parametrize(
+    ("payload", "field"), [({"limit": True}, "limit"), ({"include_historical": "yes"}, "include_historical")]
+)
 def test_wrong_json_types_are_not_coerced(client: TestClient, payload: dict[str, Any], field: str) -> None:
     body = assert_error(client.post("/api/search", json={"query": "x", **payload}), 400, "invalid_request")
     assert body["field"] == field
@@ -291,8 +303,9 @@ def test_refused_job_transition_is_a_409(client: TestClient) -> None:
 
 @pytest.fixture
 def small_body_client(tmp_path: Any) -> Iterator[TestClient]:
-    settings = load_settings(flags={"palace": str(tmp_path / "small"), "server.max_body_bytes": 2048,
-                                    "embeddings.provider": "none"}, env={})
+    settings = load_settings(
+        flags={"palace": str(tmp_path / "small"), "server.max_body_bytes": 2048, "embeddings.provider": "none"}, env={}
+    )
     palace = build(settings)
     palace.start()
     try:
@@ -311,7 +324,7 @@ def test_oversized_body_is_refused_with_413_and_nothing_is_stored(small_body_cli
 
 def test_oversized_chunked_body_is_refused_with_413(small_body_client: TestClient) -> None:
     payload = ('{"content": "' + "x" * 4000 + '"}').encode()
-    chunks = iter([payload[i:i + 512] for i in range(0, len(payload), 512)])
+    chunks = iter([payload[i : i + 512] for i in range(0, len(payload), 512)])
     answer = small_body_client.post("/api/notes", content=chunks, headers={"content-type": "application/json"})
     assert answer.status_code == 413
     assert small_body_client.get("/api/status").json()["drawers_total"] == 0

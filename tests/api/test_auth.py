@@ -20,8 +20,9 @@ from memcastle.runtime.tokens import TokenStore, digest_of
 def secured(tmp_path: Path) -> Iterator[tuple[TestClient, str]]:
     palace_dir = tmp_path / "palace"
     token = TokenStore(palace_dir).create("laptop")
-    settings = load_settings(flags={"palace": str(palace_dir), "auth.enabled": True,
-                                    "embeddings.provider": "none"}, env={})
+    settings = load_settings(
+        flags={"palace": str(palace_dir), "auth.enabled": True, "embeddings.provider": "none"}, env={}
+    )
     palace = build(settings)
     palace.start()
     with TestClient(http_app(palace), raise_server_exceptions=False) as client:
@@ -41,8 +42,7 @@ def test_tokens_are_stored_only_as_digests(tmp_path: Path) -> None:
 def test_health_is_public_and_everything_else_needs_the_token(secured: tuple[TestClient, str]) -> None:
     client, token = secured
     assert client.get("/api/health").status_code == 200
-    for method, path in (("GET", "/api/status"), ("POST", "/api/search"), ("GET", "/api/drawers"),
-                         ("POST", "/mcp")):
+    for method, path in (("GET", "/api/status"), ("POST", "/api/search"), ("GET", "/api/drawers"), ("POST", "/mcp")):
         answer = client.request(method, path, json={"query": "x"})
         assert answer.status_code == 401, path
         assert answer.headers["www-authenticate"].startswith("Bearer")
@@ -58,35 +58,41 @@ def test_a_wrong_token_is_refused(secured: tuple[TestClient, str]) -> None:
         assert client.get("/api/status", headers={"Authorization": header}).status_code == 401
 
 
-def test_a_token_created_while_the_daemon_runs_takes_effect(secured: tuple[TestClient, str],
-                                                           tmp_path: Path) -> None:
+def test_a_token_created_while_the_daemon_runs_takes_effect(secured: tuple[TestClient, str], tmp_path: Path) -> None:
     client, _ = secured
     newer = TokenStore(tmp_path / "palace").create("second")
     assert client.get("/api/status", headers={"Authorization": f"Bearer {newer}"}).status_code == 200
 
 
-def test_the_daemon_refuses_to_start_with_auth_and_no_token(tmp_path: Path,
-                                                            cli_runner: Callable[..., Any],
-                                                            xdg_home: Any) -> None:
-    result = cli_runner(["--palace", str(tmp_path / "p"), "serve", "--port", "0"],
-                        env=xdg_home.env({"MEMCASTLE_AUTH_ENABLED": "true", "MEMCASTLE_EMBEDDINGS_PROVIDER": "none"}))
+def test_the_daemon_refuses_to_start_with_auth_and_no_token(
+    tmp_path: Path, cli_runner: Callable[..., Any], xdg_home: Any
+) -> None:
+    result = cli_runner(
+        ["--palace", str(tmp_path / "p"), "serve", "--port", "0"],
+        env=xdg_home.env({"MEMCASTLE_AUTH_ENABLED": "true", "MEMCASTLE_EMBEDDINGS_PROVIDER": "none"}),
+    )
     assert result.returncode == 1
     assert "auth token create" in result.stderr
 
 
-def test_the_daemon_refuses_a_remote_bind_without_auth(tmp_path: Path, cli_runner: Callable[..., Any],
-                                                       xdg_home: Any) -> None:
-    result = cli_runner(["--palace", str(tmp_path / "p"), "serve", "--host", "0.0.0.0", "--port", "0"],
-                        env=xdg_home.env({"MEMCASTLE_EMBEDDINGS_PROVIDER": "none"}))
+def test_the_daemon_refuses_a_remote_bind_without_auth(
+    tmp_path: Path, cli_runner: Callable[..., Any], xdg_home: Any
+) -> None:
+    result = cli_runner(
+        ["--palace", str(tmp_path / "p"), "serve", "--host", "0.0.0.0", "--port", "0"],
+        env=xdg_home.env({"MEMCASTLE_EMBEDDINGS_PROVIDER": "none"}),
+    )
     assert result.returncode == 1
     assert "auth.allow_remote" in result.stderr
 
 
-def test_the_cli_sends_its_token_and_creates_tokens(tmp_path: Path, daemon: Callable[..., Any],
-                                                    cli_runner: Callable[..., Any], xdg_home: Any) -> None:
+def test_the_cli_sends_its_token_and_creates_tokens(
+    tmp_path: Path, daemon: Callable[..., Any], cli_runner: Callable[..., Any], xdg_home: Any
+) -> None:
     palace_dir = tmp_path / "secured"
-    created = cli_runner(["--palace", str(palace_dir), "--json", "auth", "token", "create", "cli"],
-                         env=xdg_home.env({}))
+    created = cli_runner(
+        ["--palace", str(palace_dir), "--json", "auth", "token", "create", "cli"], env=xdg_home.env({})
+    )
     assert created.returncode == 0, created.stderr
     token = json.loads(created.stdout)["token"]
     running = daemon(palace=palace_dir, extra_env={"MEMCASTLE_AUTH_ENABLED": "true"})

@@ -36,8 +36,14 @@ def as_json(done: subprocess.CompletedProcess[str]) -> Any:
 def on_terminal(args: Sequence[str], env: dict[str, str], cwd: Path, timeout: float = 30.0) -> tuple[int, str]:
     """Run the console entry with stdout on a pseudo-terminal; return (exit code, text without ANSI codes)."""
     primary, secondary = pty.openpty()
-    proc = subprocess.Popen([sys.executable, *ENTRY_ARGS, *args], stdin=subprocess.DEVNULL, stdout=secondary,
-                            stderr=secondary, env={**env, "TERM": "xterm"}, cwd=cwd)
+    proc = subprocess.Popen(
+        [sys.executable, *ENTRY_ARGS, *args],
+        stdin=subprocess.DEVNULL,
+        stdout=secondary,
+        stderr=secondary,
+        env={**env, "TERM": "xterm"},
+        cwd=cwd,
+    )
     os.close(secondary)
     chunks: list[bytes] = []
     deadline = time.monotonic() + timeout
@@ -76,8 +82,9 @@ def test_status_exits_0_and_answers_json_on_a_pipe(module_daemon: Any) -> None:
     assert data["palace"] == str(module_daemon.palace)
 
 
-def test_status_exits_3_when_no_daemon_serves_the_palace(xdg_home: Any, tmp_path: Path,
-                                                         cli_runner: Callable[..., Any]) -> None:
+def test_status_exits_3_when_no_daemon_serves_the_palace(
+    xdg_home: Any, tmp_path: Path, cli_runner: Callable[..., Any]
+) -> None:
     done = cli_runner(["--palace", str(tmp_path / "nobody-home"), "status"], env=xdg_home.env(), cwd=tmp_path)
     assert done.returncode == 3
     assert "error:" in done.stderr and "memcastle serve" in done.stderr
@@ -101,15 +108,28 @@ def test_status_on_a_terminal_is_readable_and_json_on_request(module_daemon: Any
 
 
 def test_note_is_saved_and_found_by_search(module_daemon: Any) -> None:
-    saved = as_json(module_daemon.cli("note", "The drawbridge squeaks at dawn", "--wing", "cli-search",
-                                      "--room", "gate", "--tag", "castle", "--agent", "tester"))
+    saved = as_json(
+        module_daemon.cli(
+            "note",
+            "The drawbridge squeaks at dawn",
+            "--wing",
+            "cli-search",
+            "--room",
+            "gate",
+            "--tag",
+            "castle",
+            "--agent",
+            "tester",
+        )
+    )
     assert saved["created"] is True
     drawer = saved["drawer"]
     assert (drawer["wing"], drawer["room"], drawer["tags"]) == ("cli-search", "gate", ["castle"])
     assert drawer["provenance"]["requested_by"] == "cli" and drawer["source"]["agent"] == "tester"
 
-    again = as_json(module_daemon.cli("note", "The drawbridge squeaks at dawn", "--wing", "cli-search",
-                                      "--room", "gate"))
+    again = as_json(
+        module_daemon.cli("note", "The drawbridge squeaks at dawn", "--wing", "cli-search", "--room", "gate")
+    )
     assert again["created"] is False and again["drawer"]["id"] == drawer["id"]
 
     result = as_json(module_daemon.cli("search", "drawbridge squeak", "--wing", "cli-search", "--tag", "castle"))
@@ -145,8 +165,11 @@ def test_drawer_show_history_supersede_and_list(module_daemon: Any) -> None:
     other = note(module_daemon, "second current drawer", wing="cli-drawers")
     first_page = as_json(module_daemon.cli("drawer", "list", "--wing", "cli-drawers", "--limit", "1"))
     assert [d["id"] for d in first_page["drawers"]] == [v2["id"]], "closed versions are not listed"
-    second_page = as_json(module_daemon.cli("drawer", "list", "--wing", "cli-drawers", "--limit", "1",
-                                            "--after", first_page["next_after"]))
+    second_page = as_json(
+        module_daemon.cli(
+            "drawer", "list", "--wing", "cli-drawers", "--limit", "1", "--after", first_page["next_after"]
+        )
+    )
     assert [d["id"] for d in second_page["drawers"]] == [other["id"]] and second_page["next_after"] is None
 
     again = module_daemon.cli("drawer", "supersede", v1["id"], "too late")
@@ -174,8 +197,11 @@ def test_wing_and_room_lists(module_daemon: Any) -> None:
 
 def test_tables_are_printed_on_a_terminal(module_daemon: Any) -> None:
     note(module_daemon, "a readable row", wing="cli-table")
-    code, text = on_terminal(["--palace", str(module_daemon.palace), "drawer", "list", "--wing", "cli-table"],
-                             module_daemon.env, module_daemon.home.root)
+    code, text = on_terminal(
+        ["--palace", str(module_daemon.palace), "drawer", "list", "--wing", "cli-table"],
+        module_daemon.env,
+        module_daemon.home.root,
+    )
     assert code == 0, text
     assert "a readable row" in text and "cli-table/notes" in text
     with pytest.raises(ValueError):
@@ -204,8 +230,11 @@ def test_job_list_show_and_cancel(module_daemon: Any, poll: Poll) -> None:
     assert answer["cancel_requested"] or answer["status"] == "cancelled"
 
     with module_daemon.http() as http:
-        poll(lambda: http.get(f"/api/jobs/{job['id']}").json()["status"] == "cancelled", timeout=15,
-             what="the cancel to take effect")
+        poll(
+            lambda: http.get(f"/api/jobs/{job['id']}").json()["status"] == "cancelled",
+            timeout=15,
+            what="the cancel to take effect",
+        )
     by_status = as_json(module_daemon.cli("job", "list", "--status", "cancelled"))["jobs"]
     assert job["id"] in [j["id"] for j in by_status]
 
@@ -218,19 +247,33 @@ def test_job_show_of_an_unknown_job_exits_1(module_daemon: Any) -> None:
     assert done.returncode == 1 and "no-such-job" in done.stderr
 
 
-def test_mine_wait_exits_1_when_the_job_does_not_complete(module_daemon: Any, tmp_path: Path,
-                                                          poll: Poll) -> None:
+def test_mine_wait_exits_1_when_the_job_does_not_complete(module_daemon: Any, tmp_path: Path, poll: Poll) -> None:
     blockers = [slow_verify(module_daemon, f"cli-mine-block-{i}", notes=4, pace_ms=400) for i in range(2)]
     source = tmp_path / "project"
     source.mkdir()
     (source / "readme.md").write_text("a file to mine\n")
     waiting = subprocess.Popen(
-        [sys.executable, *ENTRY_ARGS, "--palace", str(module_daemon.palace), "mine", "directory", str(source),
-         "--wing", "cli-mine", "--wait"],
-        env=module_daemon.env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            *ENTRY_ARGS,
+            "--palace",
+            str(module_daemon.palace),
+            "mine",
+            "directory",
+            str(source),
+            "--wing",
+            "cli-mine",
+            "--wait",
+        ],
+        env=module_daemon.env,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         with module_daemon.http() as http:
+
             def queued_mine() -> str | None:
                 jobs = http.get("/api/jobs", params={"kind": "mine", "status": "queued"}).json()["jobs"]
                 mine = [j for j in jobs if j["params"].get("wing") == "cli-mine"]
@@ -252,8 +295,9 @@ def test_mine_wait_exits_1_when_the_job_does_not_complete(module_daemon: Any, tm
 
 
 @pytest.mark.parametrize("args", [["drawer", "show"], ["--no-such-option", "status"]])
-def test_usage_errors_print_usage_and_exit_2(xdg_home: Any, tmp_path: Path, cli_runner: Callable[..., Any],
-                                             args: list[str]) -> None:
+def test_usage_errors_print_usage_and_exit_2(
+    xdg_home: Any, tmp_path: Path, cli_runner: Callable[..., Any], args: list[str]
+) -> None:
     done = cli_runner(args, env=xdg_home.env(), cwd=tmp_path)
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr
@@ -266,8 +310,9 @@ def test_unknown_mode_is_refused_with_exit_1(xdg_home: Any, tmp_path: Path, cli_
     assert "--mode" in done.stderr and "Traceback" not in done.stderr
 
 
-def test_config_show_names_where_each_value_came_from(xdg_home: Any, tmp_path: Path,
-                                                      cli_runner: Callable[..., Any]) -> None:
+def test_config_show_names_where_each_value_came_from(
+    xdg_home: Any, tmp_path: Path, cli_runner: Callable[..., Any]
+) -> None:
     xdg_home.config_file.parent.mkdir(parents=True, exist_ok=True)
     xdg_home.config_file.write_text("[jobs]\nworkers = 3\n", encoding="utf-8")
     env = xdg_home.env({"MEMCASTLE_SERVER_PORT": "9999", "MEMCASTLE_EMBEDDINGS_API_KEY": "s3cret"})
@@ -283,8 +328,9 @@ def test_config_show_names_where_each_value_came_from(xdg_home: Any, tmp_path: P
     assert "s3cret" not in json.dumps(data)
 
 
-def test_bad_config_file_is_an_error_naming_file_and_line(xdg_home: Any, tmp_path: Path,
-                                                          cli_runner: Callable[..., Any]) -> None:
+def test_bad_config_file_is_an_error_naming_file_and_line(
+    xdg_home: Any, tmp_path: Path, cli_runner: Callable[..., Any]
+) -> None:
     xdg_home.config_file.parent.mkdir(parents=True, exist_ok=True)
     xdg_home.config_file.write_text("[jobs]\nwrokers = 3\n", encoding="utf-8")
     done = cli_runner(["--palace", str(tmp_path / "p"), "config", "show"], env=xdg_home.env(), cwd=tmp_path)

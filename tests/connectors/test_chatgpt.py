@@ -61,7 +61,8 @@ def test_connector_satisfies_the_protocol_and_declares_only_since(export: Path) 
     assert connector.name == "chatgpt" and connector.source_kind == "transcript"
     assert set(connector.options) == {"since"} and not connector.options["since"].identity
     assert connector.identify(SourceSpec(str(export), {"since": "2025-01-01"})) == identify_source(
-        "chatgpt", str(export.resolve()), {})
+        "chatgpt", str(export.resolve()), {}
+    )
     assert connector.default_wing(SourceSpec(str(export))) == "chatgpt"
 
 
@@ -87,14 +88,14 @@ def test_metadata_snapshots_the_conversation(export: Path) -> None:
 def test_the_current_node_branch_is_followed_and_abandoned_branches_are_absent(export: Path) -> None:
     body = read_all(export)[PYTEST].body
     assert "ABANDONED_BRANCH_SENTINEL" not in body
-    assert "Assistant: Because the fixture is declared with `scope=\"module\"`" in body
+    assert 'Assistant: Because the fixture is declared with `scope="module"`' in body
 
 
 def test_images_attachments_and_tool_calls_become_short_markers(export: Path) -> None:
     document = ChatGPTConnector().normalize(read_all(export)[PYTEST])
     assert document.segments == (
         "User: Why does my pytest fixture leak state between tests?",
-        "Assistant: Because the fixture is declared with `scope=\"module\"`: every test in the module shares one "
+        'Assistant: Because the fixture is declared with `scope="module"`: every test in the module shares one '
         "instance, so a test that mutates it changes what the next test sees. Use the default function scope, "
         "or return a fresh copy.",
         "User: [image]\n\nHere is the traceback I get now — and could you count the lines of log.txt?"
@@ -150,9 +151,15 @@ def test_the_export_zip_and_its_folder_read_like_conversations_json(export: Path
     expected = {key: revision_of(raw) for key, raw in read_all(export).items()}
     folder = tmp_path / "download"
     folder.mkdir()
-    archive = zip_export(folder, {"conversations.json": export.read_bytes(), "user.json": b"{}",
-                                  "chat.html": b"<html></html>",
-                                  "__MACOSX/._conversations.json": b"\x00\x05\x16\x07"})
+    archive = zip_export(
+        folder,
+        {
+            "conversations.json": export.read_bytes(),
+            "user.json": b"{}",
+            "chat.html": b"<html></html>",
+            "__MACOSX/._conversations.json": b"\x00\x05\x16\x07",
+        },
+    )
     assert {key: revision_of(raw) for key, raw in read_all(archive).items()} == expected
     assert {key: revision_of(raw) for key, raw in read_all(folder).items()} == expected
     assert {key: revision_of(raw) for key, raw in read_all(export.parent).items()} == expected
@@ -160,10 +167,13 @@ def test_the_export_zip_and_its_folder_read_like_conversations_json(export: Path
 
 def test_split_exports_are_read_together(export: Path, tmp_path: Path) -> None:
     conversations = json.loads(export.read_text(encoding="utf-8"))
-    archive = zip_export(tmp_path, {
-        "export/conversations-000.json": json.dumps(conversations[:1]).encode(),
-        "export/conversations-001.json": json.dumps(conversations[1:]).encode(),
-    })
+    archive = zip_export(
+        tmp_path,
+        {
+            "export/conversations-000.json": json.dumps(conversations[:1]).encode(),
+            "export/conversations-001.json": json.dumps(conversations[1:]).encode(),
+        },
+    )
     assert sorted(read_all(archive)) == [PYTEST, CREPES]
 
 
@@ -203,10 +213,18 @@ def test_revision_is_stable_across_reads_and_changes_with_a_new_message(export: 
     leaf = crepes["current_node"]
     crepes["mapping"][leaf]["children"] = ["b0c1d2e3-f405-4617-8829-3a4b5c6d7e8f"]
     crepes["mapping"]["b0c1d2e3-f405-4617-8829-3a4b5c6d7e8f"] = {
-        "id": "b0c1d2e3-f405-4617-8829-3a4b5c6d7e8f", "parent": leaf, "children": [],
-        "message": {"id": "b0c1d2e3-f405-4617-8829-3a4b5c6d7e8f", "author": {"role": "user"},
-                    "create_time": 1746058000.0, "content": {"content_type": "text", "parts": ["Et sans gluten ?"]},
-                    "metadata": {}, "recipient": "all"}}
+        "id": "b0c1d2e3-f405-4617-8829-3a4b5c6d7e8f",
+        "parent": leaf,
+        "children": [],
+        "message": {
+            "id": "b0c1d2e3-f405-4617-8829-3a4b5c6d7e8f",
+            "author": {"role": "user"},
+            "create_time": 1746058000.0,
+            "content": {"content_type": "text", "parts": ["Et sans gluten ?"]},
+            "metadata": {},
+            "recipient": "all",
+        },
+    }
     crepes["current_node"] = "b0c1d2e3-f405-4617-8829-3a4b5c6d7e8f"
     export.write_text(json.dumps(conversations, ensure_ascii=False), encoding="utf-8")
     grown = read_all(export)[CREPES]

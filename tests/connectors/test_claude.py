@@ -85,8 +85,10 @@ def test_metadata_snapshots_the_session_context(projects: Path) -> None:
 def test_user_and_assistant_text_is_kept_verbatim(projects: Path) -> None:
     body = read(projects).body
     assert "User: /model sonnet" in body
-    assert ("The checkout test fails on CI but passes locally — can you find out why? "
-            "Le total affiché est 10,00 € au lieu de 9,99 €.") in body
+    assert (
+        "The checkout test fails on CI but passes locally — can you find out why? "
+        "Le total affiché est 10,00 € au lieu de 9,99 €."
+    ) in body
     assert "Assistant: I'll run the failing test first." in body
     assert "Great — please fix both and keep the public API.\n\n[image]" in body
     assert body.endswith("Assistant: Fixed both call sites and committed. All 14 tests pass now.")
@@ -107,8 +109,16 @@ def test_tool_calls_become_one_line_markers(projects: Path) -> None:
 
 def test_thinking_tool_output_sidechains_and_harness_text_are_dropped(projects: Path) -> None:
     body = read(projects).body
-    for absent in ("THINKING_SENTINEL", "TOOL_OUTPUT_SENTINEL", "SIDECHAIN_SENTINEL", "Caveat:",
-                   "local-command-stdout", "PostToolUse", "command-name", "trackedFileBackups"):
+    for absent in (
+        "THINKING_SENTINEL",
+        "TOOL_OUTPUT_SENTINEL",
+        "SIDECHAIN_SENTINEL",
+        "Caveat:",
+        "local-command-stdout",
+        "PostToolUse",
+        "command-name",
+        "trackedFileBackups",
+    ):
         assert absent not in body
 
 
@@ -118,7 +128,14 @@ def test_normalize_gives_one_segment_per_turn_joining_to_the_body(projects: Path
     document = connector.normalize(raw)
     assert "\n\n".join(document.segments) == raw.body
     assert [segment.split(" ", 1)[0] for segment in document.segments] == [
-        "User:", "Assistant:", "[tool:", "Assistant:", "User:", "[tool:", "Assistant:"]
+        "User:",
+        "Assistant:",
+        "[tool:",
+        "Assistant:",
+        "User:",
+        "[tool:",
+        "Assistant:",
+    ]
     assert document.kind == "transcript" and document.tags == ()
     assert document.room == "shop"
     assert document.title == document.name == "Fix checkout rounding"
@@ -149,11 +166,19 @@ def test_corrupt_lines_become_warnings_and_the_rest_is_read(projects: Path) -> N
 def test_revision_is_stable_across_reads_and_changes_when_a_line_is_appended(projects: Path) -> None:
     first, second = read(projects), read(projects)
     assert first.revision is None and revision_of(first) == revision_of(second)
-    entry = {"parentUuid": "046f7081-a2b3-44c5-86d7-f8091a2b3c4d", "isSidechain": False, "userType": "external",
-             "cwd": "/home/alex/code/shop", "sessionId": "4f35e220-c435-4cf7-b9b9-f40426042847",
-             "version": "2.0.55", "gitBranch": "fix/rounding", "type": "user",
-             "message": {"role": "user", "content": "Thanks! Now update the changelog."},
-             "uuid": "157a8192-b3c4-45d6-97e8-091a2b3c4d5e", "timestamp": "2025-11-20T09:18:00.000Z"}
+    entry = {
+        "parentUuid": "046f7081-a2b3-44c5-86d7-f8091a2b3c4d",
+        "isSidechain": False,
+        "userType": "external",
+        "cwd": "/home/alex/code/shop",
+        "sessionId": "4f35e220-c435-4cf7-b9b9-f40426042847",
+        "version": "2.0.55",
+        "gitBranch": "fix/rounding",
+        "type": "user",
+        "message": {"role": "user", "content": "Thanks! Now update the changelog."},
+        "uuid": "157a8192-b3c4-45d6-97e8-091a2b3c4d5e",
+        "timestamp": "2025-11-20T09:18:00.000Z",
+    }
     with (projects / SESSION).open("a", encoding="utf-8") as handle:
         handle.write(json.dumps(entry) + "\n")
     appended = read(projects)
@@ -173,16 +198,32 @@ def test_non_ascii_paths_and_text_are_read(tmp_path: Path) -> None:
     project = tmp_path / "données" / "-home-zoë-código"
     project.mkdir(parents=True)
     entries = [
-        {"type": "user", "sessionId": "7e57a11d-0000-4000-8000-00000000c0de", "cwd": "/home/zoë/código",
-         "timestamp": "2025-07-01T08:00:00.000Z", "uuid": "a", "parentUuid": None,
-         "message": {"role": "user", "content": "Что делает этот скрипт? 日本語も"}},
-        {"type": "assistant", "sessionId": "7e57a11d-0000-4000-8000-00000000c0de", "cwd": "/home/zoë/código",
-         "timestamp": "2025-07-01T08:00:05.000Z", "uuid": "b", "parentUuid": "a",
-         "message": {"role": "assistant", "model": "claude-opus-4-1-20250805",
-                     "content": [{"type": "text", "text": "Он переименовывает файлы — ファイル名を変更します。"}]}},
+        {
+            "type": "user",
+            "sessionId": "7e57a11d-0000-4000-8000-00000000c0de",
+            "cwd": "/home/zoë/código",
+            "timestamp": "2025-07-01T08:00:00.000Z",
+            "uuid": "a",
+            "parentUuid": None,
+            "message": {"role": "user", "content": "Что делает этот скрипт? 日本語も"},
+        },
+        {
+            "type": "assistant",
+            "sessionId": "7e57a11d-0000-4000-8000-00000000c0de",
+            "cwd": "/home/zoë/código",
+            "timestamp": "2025-07-01T08:00:05.000Z",
+            "uuid": "b",
+            "parentUuid": "a",
+            "message": {
+                "role": "assistant",
+                "model": "claude-opus-4-1-20250805",
+                "content": [{"type": "text", "text": "Он переименовывает файлы — ファイル名を変更します。"}],
+            },
+        },
     ]
-    (project / "sesión.jsonl").write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in entries),
-                                         encoding="utf-8")
+    (project / "sesión.jsonl").write_text(
+        "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in entries), encoding="utf-8"
+    )
     connector = ClaudeConnector()
     source = SourceSpec(str(tmp_path / "données"))
     [candidate] = connector.discover(source, None)
@@ -195,15 +236,24 @@ def test_non_ascii_paths_and_text_are_read(tmp_path: Path) -> None:
 def test_shell_mode_input_is_kept_and_its_output_dropped_while_quoted_tags_stay_verbatim(tmp_path: Path) -> None:
     project = tmp_path / "-home-alex-x"
     project.mkdir()
-    contents = ["<bash-input>git status</bash-input>",
-                "<bash-stdout>On branch main\nnothing to commit</bash-stdout><bash-stderr></bash-stderr>",
-                "Why does my log show <command-name>/clear</command-name> lines?"]
-    entries = [{"type": "user", "sessionId": "s", "cwd": "/home/alex/x", "timestamp": f"2025-07-01T08:00:0{i}.000Z",
-                "message": {"role": "user", "content": content}} for i, content in enumerate(contents)]
+    contents = [
+        "<bash-input>git status</bash-input>",
+        "<bash-stdout>On branch main\nnothing to commit</bash-stdout><bash-stderr></bash-stderr>",
+        "Why does my log show <command-name>/clear</command-name> lines?",
+    ]
+    entries = [
+        {
+            "type": "user",
+            "sessionId": "s",
+            "cwd": "/home/alex/x",
+            "timestamp": f"2025-07-01T08:00:0{i}.000Z",
+            "message": {"role": "user", "content": content},
+        }
+        for i, content in enumerate(contents)
+    ]
     (project / "s.jsonl").write_text("".join(json.dumps(entry) + "\n" for entry in entries), encoding="utf-8")
     raw = read(tmp_path, "-home-alex-x/s.jsonl")
-    assert raw.body == ("User: !git status\n\n"
-                        "Why does my log show <command-name>/clear</command-name> lines?")
+    assert raw.body == ("User: !git status\n\nWhy does my log show <command-name>/clear</command-name> lines?")
 
 
 def test_unreadable_files_are_skipped_with_a_reason(tmp_path: Path) -> None:

@@ -45,9 +45,11 @@ def test_connector_satisfies_the_protocol_and_declares_only_since() -> None:
 def test_identity_is_the_absolute_folder_and_empty_means_codex_sessions(sessions: Path) -> None:
     connector = CodexConnector()
     assert connector.identify(SourceSpec(str(sessions), {"since": "2025-01-01"})) == identify_source(
-        "codex", str(sessions.resolve()), {})
+        "codex", str(sessions.resolve()), {}
+    )
     assert connector.identify(SourceSpec("")) == identify_source(
-        "codex", str((Path.home() / ".codex" / "sessions").resolve()), {})
+        "codex", str((Path.home() / ".codex" / "sessions").resolve()), {}
+    )
     assert connector.default_wing(SourceSpec(str(sessions))) == "codex"
 
 
@@ -91,8 +93,14 @@ def test_messages_are_kept_and_calls_become_one_line_markers(sessions: Path) -> 
 
 def test_reasoning_tool_output_injected_context_and_events_are_dropped(sessions: Path) -> None:
     body = read(sessions).body
-    for absent in ("REASONING_SENTINEL", "TOOL_OUTPUT_SENTINEL", "environment_context", "user_instructions",
-                   "make test", "token_count"):
+    for absent in (
+        "REASONING_SENTINEL",
+        "TOOL_OUTPUT_SENTINEL",
+        "environment_context",
+        "user_instructions",
+        "make test",
+        "token_count",
+    ):
         assert absent not in body
     # event_msg repeats each message; the transcript holds it once.
     assert body.count("I'll add the flag in `cli.py`") == 1
@@ -129,9 +137,15 @@ def test_corrupt_lines_become_warnings_and_the_rest_is_read(sessions: Path) -> N
 def test_revision_is_stable_across_reads_and_changes_when_a_line_is_appended(sessions: Path) -> None:
     first, second = read(sessions), read(sessions)
     assert revision_of(first) == revision_of(second)
-    line = {"timestamp": "2025-09-22T14:05:00.000Z", "type": "response_item",
-            "payload": {"type": "message", "role": "user",
-                        "content": [{"type": "input_text", "text": "Also document the flag in the README."}]}}
+    line = {
+        "timestamp": "2025-09-22T14:05:00.000Z",
+        "type": "response_item",
+        "payload": {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": "Also document the flag in the README."}],
+        },
+    }
     with (sessions / ROLLOUT).open("a", encoding="utf-8") as handle:
         handle.write(json.dumps(line) + "\n")
     appended = read(sessions)
@@ -154,14 +168,30 @@ def test_non_ascii_paths_and_text_are_read(tmp_path: Path) -> None:
     day = tmp_path / "sessões" / "2025" / "10" / "03"
     day.mkdir(parents=True)
     lines = [
-        {"timestamp": "2025-10-03T10:00:00.000Z", "type": "session_meta",
-         "payload": {"id": "0199a9b1-0000-7000-8000-00000000c0de", "timestamp": "2025-10-03T10:00:00.000Z",
-                     "cwd": "/home/zoë/プロジェクト", "originator": "codex_cli_rs", "cli_version": "0.44.0"}},
-        {"timestamp": "2025-10-03T10:00:02.000Z", "type": "response_item",
-         "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Объясни ошибку"}]}},
+        {
+            "timestamp": "2025-10-03T10:00:00.000Z",
+            "type": "session_meta",
+            "payload": {
+                "id": "0199a9b1-0000-7000-8000-00000000c0de",
+                "timestamp": "2025-10-03T10:00:00.000Z",
+                "cwd": "/home/zoë/プロジェクト",
+                "originator": "codex_cli_rs",
+                "cli_version": "0.44.0",
+            },
+        },
+        {
+            "timestamp": "2025-10-03T10:00:02.000Z",
+            "type": "response_item",
+            "payload": {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": "Объясни ошибку"}],
+            },
+        },
     ]
     (day / "rollout-2025-10-03T10-00-00-0199a9b1-0000-7000-8000-00000000c0de.jsonl").write_text(
-        "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
+        "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8"
+    )
     connector = CodexConnector()
     source = SourceSpec(str(tmp_path / "sessões"))
     [candidate] = connector.discover(source, None)
@@ -172,7 +202,15 @@ def test_non_ascii_paths_and_text_are_read(tmp_path: Path) -> None:
 
 def test_a_rollout_without_conversation_is_skipped(sessions: Path) -> None:
     path = sessions / "2025" / "09" / "22" / "rollout-2025-09-22T15-00-00-0199718a-0000-7000-8000-000000000000.jsonl"
-    path.write_text(json.dumps({"timestamp": "2025-09-22T15:00:00.000Z", "type": "session_meta",
-                                "payload": {"id": "0199718a-0000-7000-8000-000000000000", "cwd": "/tmp"}}) + "\n")
+    path.write_text(
+        json.dumps(
+            {
+                "timestamp": "2025-09-22T15:00:00.000Z",
+                "type": "session_meta",
+                "payload": {"id": "0199718a-0000-7000-8000-000000000000", "cwd": "/tmp"},
+            }
+        )
+        + "\n"
+    )
     with pytest.raises(SkipDocument, match="no user or assistant messages"):
         read(sessions, path.relative_to(sessions).as_posix())

@@ -31,9 +31,22 @@ def git(repo: Path, *args: str, date: str | None = None) -> str:
     """Run git in `repo` as a fixed identity, optionally at a fixed author/committer date."""
     env = {"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date} if date else {}
     done = subprocess.run(
-        ["git", "-c", "user.name=Ada Lovelace", "-c", "user.email=ada@example.com", "-c", "init.defaultBranch=main",
-         "-c", "commit.gpgsign=false", *args],
-        cwd=repo, env={**os.environ, **env}, capture_output=True, check=True,
+        [
+            "git",
+            "-c",
+            "user.name=Ada Lovelace",
+            "-c",
+            "user.email=ada@example.com",
+            "-c",
+            "init.defaultBranch=main",
+            "-c",
+            "commit.gpgsign=false",
+            *args,
+        ],
+        cwd=repo,
+        env={**os.environ, **env},
+        capture_output=True,
+        check=True,
     )
     return done.stdout.decode("utf-8").strip()
 
@@ -225,13 +238,16 @@ def test_unknown_or_malformed_cursor_falls_back_to_everything(linear: tuple[Path
 
 def test_since_keeps_only_commits_committed_at_or_after_it(repo: Path) -> None:
     commit_file(repo, "a.txt", "a\n", "Old", date="2021-03-01T10:00:00Z")
-    kept = [commit_file(repo, "b.txt", "b\n", "Boundary", date="2022-01-01T00:00:00Z"),
-            commit_file(repo, "c.txt", "c\n", "New", date="2023-05-05T05:05:05Z")]
+    kept = [
+        commit_file(repo, "b.txt", "b\n", "Boundary", date="2022-01-01T00:00:00Z"),
+        commit_file(repo, "c.txt", "c\n", "New", date="2023-05-05T05:05:05Z"),
+    ]
     source = SourceSpec(str(repo), {"since": "2022-01-01"})
     connector = GitConnector()
     assert [c.external_id for c in connector.discover(source, None)] == kept
     assert connector.read(source, connector.discover(source, None)[0]).metadata["committed_at"] == (
-        "2022-01-01T00:00:00.000000Z")
+        "2022-01-01T00:00:00.000000Z"
+    )
 
 
 def test_since_does_not_change_identity_but_branch_does(linear: tuple[Path, list[str]]) -> None:

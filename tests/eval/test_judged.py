@@ -58,12 +58,14 @@ def test_auto_ranking_is_hybrid_without_warnings_once_embedded(run: Any) -> None
 
 
 @pytest.mark.parametrize("ranking", list(RANKINGS))
-def test_no_metric_drops_more_than_the_tolerance_below_the_baseline(run: Any, baseline: dict[str, Any],
-                                                                   ranking: str) -> None:
+def test_no_metric_drops_more_than_the_tolerance_below_the_baseline(
+    run: Any, baseline: dict[str, Any], ranking: str
+) -> None:
     expected = baseline["metrics"][RANKINGS[ranking]]
     got = run.tables[ranking]
     assert {c: int(m["n"]) for c, m in got.items()} == {c: int(m["n"]) for c, m in expected.items()}, (
-        "the judged set changed; refresh the baseline")
+        "the judged set changed; refresh the baseline"
+    )
     problems = judged.regressions(got, expected, baseline.get("tolerance", judged.TOLERANCE))
     assert problems == [], "\n" + judged.format_table({ranking: got}) + "\n" + "\n".join(problems)
 

@@ -48,8 +48,7 @@ def test_the_postgres_palace_holds_the_same_corpus(run: Any, baseline: dict[str,
 
 
 @pytest.mark.parametrize("ranking", RANKINGS)
-def test_every_metric_is_within_parity_of_the_sqlite_baseline(run: Any, baseline: dict[str, Any],
-                                                              ranking: str) -> None:
+def test_every_metric_is_within_parity_of_the_sqlite_baseline(run: Any, baseline: dict[str, Any], ranking: str) -> None:
     expected = baseline["metrics"][ranking]
     got = run.tables[ranking]
     assert {c: int(m["n"]) for c, m in got.items()} == {c: int(m["n"]) for c, m in expected.items()}

@@ -43,6 +43,7 @@ def finished(store: Any, job_id: str) -> Callable[[], Job | None]:
     def check() -> Job | None:
         job = store.get_job(job_id)
         return job if job.is_finished else None
+
     return check
 
 
@@ -50,6 +51,7 @@ def in_status(store: Any, job_id: str, status: JobStatus) -> Callable[[], Job | 
     def check() -> Job | None:
         job = store.get_job(job_id)
         return job if job.status is status else None
+
     return check
 
 
@@ -103,8 +105,14 @@ def test_higher_priority_jobs_run_first(harness: Harness, poll: Poll) -> None:
         order.append(ctx.params["name"])
         return {}
 
-    submitted = [("bg", Priority.BACKGROUND), ("normal-1", Priority.NORMAL), ("crit", Priority.CRITICAL),
-                 ("low", Priority.LOW), ("normal-2", Priority.NORMAL), ("high", Priority.HIGH)]
+    submitted = [
+        ("bg", Priority.BACKGROUND),
+        ("normal-1", Priority.NORMAL),
+        ("crit", Priority.CRITICAL),
+        ("low", Priority.LOW),
+        ("normal-2", Priority.NORMAL),
+        ("high", Priority.HIGH),
+    ]
     jobs = [harness.submit("record", priority, name=name) for name, priority in submitted]
     harness.start({"record": record}, workers=1)
     for job in jobs:
@@ -316,8 +324,9 @@ def submit_verify(palace: Palace, *, batch: int, pace_ms: int = 0, priority: str
     return job
 
 
-def test_verify_checks_every_current_drawer_and_reports_mismatches(palace: Palace, settings: Settings,
-                                                                   poll: Poll) -> None:
+def test_verify_checks_every_current_drawer_and_reports_mismatches(
+    palace: Palace, settings: Settings, poll: Poll
+) -> None:
     ids = add_notes(palace.store, 23)
     palace.store.invalidate_drawer(ids[0])
     tamper(settings.palace, ids[5])

@@ -45,12 +45,13 @@ def read(text):
     for line in text.splitlines():
         line = line.strip()
         if line.startswith("ENTITY "):
-            name, kind = line[len("ENTITY "):].split("|")
+            name, kind = line[len("ENTITY ") :].split("|")
             entities.append({"name": name, "kind": kind})
         elif line.startswith("CLAIM "):
-            subject, predicate, object_, confidence = line[len("CLAIM "):].split("|")
-            relations.append({"subject": subject, "predicate": predicate, "object": object_,
-                              "confidence": float(confidence)})
+            subject, predicate, object_, confidence = line[len("CLAIM ") :].split("|")
+            relations.append(
+                {"subject": subject, "predicate": predicate, "object": object_, "confidence": float(confidence)}
+            )
     return {"entities": entities, "relations": relations}
 
 

@@ -25,8 +25,12 @@ EXTRACT = "extract"
 
 def command_flags(*args: str, model: str = "claims-v1", timeout: float = 10.0) -> dict[str, Any]:
     """Settings that make `extractor.py ARGS` the palace's extraction provider."""
-    return {"extraction.provider": "command", "extraction.model": model,
-            "extraction.command": [sys.executable, str(EXTRACTOR), *args], "extraction.timeout": timeout}
+    return {
+        "extraction.provider": "command",
+        "extraction.model": model,
+        "extraction.command": [sys.executable, str(EXTRACTOR), *args],
+        "extraction.timeout": timeout,
+    }
 
 
 def write_notes(folder: Path, notes: Mapping[str, tuple[Mapping[str, Any], str]]) -> Path:
@@ -51,11 +55,25 @@ class Palaces:
     running: list[Palace] = field(default_factory=list)
 
     def settings(self, name: str, flags: Mapping[str, Any] | None) -> Settings:
-        return load_settings(flags={"palace": str(self.root / name), "embeddings.provider": "none",
-                                    "jobs.drain_seconds": 3.0, **(flags or {})}, env={}, config_file=None)
+        return load_settings(
+            flags={
+                "palace": str(self.root / name),
+                "embeddings.provider": "none",
+                "jobs.drain_seconds": 3.0,
+                **(flags or {}),
+            },
+            env={},
+            config_file=None,
+        )
 
-    def open(self, name: str = "palace", *, flags: Mapping[str, Any] | None = None, preferences: str | None = None,
-             start: bool = True) -> Palace:
+    def open(
+        self,
+        name: str = "palace",
+        *,
+        flags: Mapping[str, Any] | None = None,
+        preferences: str | None = None,
+        start: bool = True,
+    ) -> Palace:
         """Build a palace (with `preferences` as its palace-local preferences.toml); start it unless told not to."""
         if preferences is not None:
             (self.root / name).mkdir(parents=True, exist_ok=True)
@@ -93,8 +111,9 @@ def wait_until(predicate: Callable[[], Any], *, timeout: float = 15.0, what: str
 
 
 def wait_for_job(palace: Palace, job_id: str, timeout: float = 15.0) -> Job:
-    return wait_until(lambda: (job := palace.services.get_job(job_id)).is_finished and job,
-                      timeout=timeout, what=f"job {job_id}")
+    return wait_until(
+        lambda: (job := palace.services.get_job(job_id)).is_finished and job, timeout=timeout, what=f"job {job_id}"
+    )
 
 
 def _active(palace: Palace, kind: str | None = None) -> list[Job]:
@@ -149,8 +168,9 @@ def graph_of(store: Store) -> GraphSnapshot:
         entities=frozenset(e.id for e in entities),
         facts=frozenset(f.id for f in facts),
         links=frozenset(link.id for link in store.links_of([f.id for f in facts])),
-        mentions=frozenset((m.drawer_id, e.id, m.spelling) for e in entities
-                           for m in store.entity_mentions(e.id, 100_000)),
+        mentions=frozenset(
+            (m.drawer_id, e.id, m.spelling) for e in entities for m in store.entity_mentions(e.id, 100_000)
+        ),
     )
 
 

@@ -16,11 +16,19 @@ from .support import Palaces, client_of, extracted
 
 def test_the_facts_routes_are_in_the_openapi_schema(client: TestClient) -> None:
     paths = client.get("/openapi.json").json()["paths"]
-    assert {("/api/extract", "post"), ("/api/facts", "get"), ("/api/facts", "post"), ("/api/facts/{fact_id}", "get"),
-            ("/api/facts/{fact_id}/history", "get"), ("/api/facts/{fact_id}/supersede", "post"),
-            ("/api/facts/{fact_id}/invalidate", "post"), ("/api/facts/{fact_id}/link", "post"),
-            ("/api/entities", "get"), ("/api/entities/{entity_id}", "get"),
-            ("/api/drawers/{drawer_id}/duplicates", "get")} <= {(p, m) for p, ops in paths.items() for m in ops}
+    assert {
+        ("/api/extract", "post"),
+        ("/api/facts", "get"),
+        ("/api/facts", "post"),
+        ("/api/facts/{fact_id}", "get"),
+        ("/api/facts/{fact_id}/history", "get"),
+        ("/api/facts/{fact_id}/supersede", "post"),
+        ("/api/facts/{fact_id}/invalidate", "post"),
+        ("/api/facts/{fact_id}/link", "post"),
+        ("/api/entities", "get"),
+        ("/api/entities/{entity_id}", "get"),
+        ("/api/drawers/{drawer_id}/duplicates", "get"),
+    } <= {(p, m) for p, ops in paths.items() for m in ops}
 
 
 WRITES = [
@@ -54,15 +62,18 @@ def test_with_extraction_off_no_sweep_is_queued_and_extract_says_why(palaces: Pa
 
     assert answer.json() == {"job": None, "message": "extraction is disabled (extraction.provider = none)"}
     assert palace.services.list_jobs(None, "extract", 10) == []
-    assert http.get("/api/status").json()["extraction"] == {"provider": "none", "model": None, "pending": 0,
-                                                            "facts": 0}
+    assert http.get("/api/status").json()["extraction"] == {"provider": "none", "model": None, "pending": 0, "facts": 0}
 
 
 def test_status_counts_facts_and_pending_drawers(client: TestClient, palace: Palace) -> None:
     client.post("/api/notes", json={"content": "Ana Lopez works on Atlas. Atlas uses Postgres.", "wing": "w"})
     extracted(palace)
-    assert client.get("/api/status").json()["extraction"] == {"provider": "heuristic", "model": None, "pending": 0,
-                                                              "facts": 2}
+    assert client.get("/api/status").json()["extraction"] == {
+        "provider": "heuristic",
+        "model": None,
+        "pending": 0,
+        "facts": 2,
+    }
 
 
 # --- the CLI against a real daemon ---------------------------------------------------------------------
@@ -82,14 +93,38 @@ def test_the_cli_extracts_records_and_explains_facts(module_daemon: Any) -> None
 
     (lisbon,) = cli_json(served, "fact", "list", "--predicate", "located_in")["facts"]
     assert (lisbon["object_name"], lisbon["lifecycle"]["state"], lisbon["provenance"]["drawer"]) == (
-        "Lisbon", "current", note["id"])
+        "Lisbon",
+        "current",
+        note["id"],
+    )
 
-    porto = cli_json(served, "fact", "add", "Ana Lopez", "located_in", "Porto", "--confidence", "0.5",
-                     "--valid-from", "2024-01-01", "--object-kind", "place")
+    porto = cli_json(
+        served,
+        "fact",
+        "add",
+        "Ana Lopez",
+        "located_in",
+        "Porto",
+        "--confidence",
+        "0.5",
+        "--valid-from",
+        "2024-01-01",
+        "--object-kind",
+        "place",
+    )
     assert porto["explicit"] is True and porto["valid_from"] == "2024-01-01T00:00:00.000000Z"
 
-    linked = cli_json(served, "fact", "link", porto["id"], lisbon["id"], "--kind", "contradicts",
-                      "--reason", "she cannot live in both")
+    linked = cli_json(
+        served,
+        "fact",
+        "link",
+        porto["id"],
+        lisbon["id"],
+        "--kind",
+        "contradicts",
+        "--reason",
+        "she cannot live in both",
+    )
     assert linked["from"]["lifecycle"]["preferred"] is True  # explicit comes first
     assert linked["to"]["lifecycle"]["basis"] == "explicit assertion comes first"
 
@@ -103,10 +138,14 @@ def test_the_cli_extracts_records_and_explains_facts(module_daemon: Any) -> None
 
     history = cli_json(served, "fact", "history", lisbon["id"])["facts"]
     assert [(f["object_name"], f["lifecycle"]["state"]) for f in history] == [
-        ("Porto", "superseded"), ("Lisbon", "current"), ("Faro", "invalidated")]
+        ("Porto", "superseded"),
+        ("Lisbon", "current"),
+        ("Faro", "invalidated"),
+    ]
 
-    refused = cli_json(served, "fact", "link", lisbon["id"], faro["id"], "--kind", "supersedes", "--reason", "r",
-                       code=1)
+    refused = cli_json(
+        served, "fact", "link", lisbon["id"], faro["id"], "--kind", "supersedes", "--reason", "r", code=1
+    )
     assert "kind must be one of confirms, contradicts, refines" in refused.stderr + refused.stdout
 
     shown = cli_json(served, "entity", "show", lisbon["subject"])

@@ -54,16 +54,42 @@ def stamp(days_ago: int) -> str:
     return f"{DAY[days_ago]}T00:00:00.000000Z"
 
 
-def claim(id: str, *, confidence: float = 0.6, days_ago: int = 10, status: str | None = None,
-          explicit: bool = False, object: str | None = None, valid_from: str | None = None) -> Assertion:
+def claim(
+    id: str,
+    *,
+    confidence: float = 0.6,
+    days_ago: int = 10,
+    status: str | None = None,
+    explicit: bool = False,
+    object: str | None = None,
+    valid_from: str | None = None,
+) -> Assertion:
     """A located_in fact from a mined note whose front matter has `status` (no status: a `normal` source)."""
     occurred = stamp(days_ago)
-    origin = Origin(connector="notes", source_id="notes:x", document=f"{id}.md", chunk=0, revision="r1",
-                    metadata={"status": status} if status else {}, occurred_at=occurred)
-    return Assertion(id=id, subject="ana", predicate="located_in", object=object or f"place-{id}",
-                     confidence=confidence, valid_from=valid_from or occurred, valid_to=None, drawer_id=f"d-{id}",
-                     extractor="heuristic", job_id=None, origin=origin.to_json(), explicit=explicit,
-                     created_at=occurred)
+    origin = Origin(
+        connector="notes",
+        source_id="notes:x",
+        document=f"{id}.md",
+        chunk=0,
+        revision="r1",
+        metadata={"status": status} if status else {},
+        occurred_at=occurred,
+    )
+    return Assertion(
+        id=id,
+        subject="ana",
+        predicate="located_in",
+        object=object or f"place-{id}",
+        confidence=confidence,
+        valid_from=valid_from or occurred,
+        valid_to=None,
+        drawer_id=f"d-{id}",
+        extractor="heuristic",
+        job_id=None,
+        origin=origin.to_json(),
+        explicit=explicit,
+        created_at=occurred,
+    )
 
 
 def preferred(*group: Assertion) -> tuple[str, str]:
@@ -136,8 +162,10 @@ def test_a_more_confident_low_preference_fact_correctly_wins() -> None:
 
 def test_the_preference_moves_quality_by_at_most_four_hundredths() -> None:
     # 0.05 more confidence loses to the whole spread between a low and a high source (0.08 of quality).
-    assert preferred(claim("low", confidence=0.85, status="draft"), claim("high", confidence=0.8, status="final"))[
-        0] == "high"
+    assert (
+        preferred(claim("low", confidence=0.85, status="draft"), claim("high", confidence=0.8, status="final"))[0]
+        == "high"
+    )
 
 
 def test_later_valid_from_breaks_equal_quality() -> None:
@@ -156,8 +184,10 @@ def test_the_smaller_id_breaks_the_last_tie() -> None:
 
 
 def _entities() -> dict[str, Entity]:
-    return {key: Entity(id=key, name=key.title(), kind="other", key=key, aliases=(), created_at=NOW)
-            for key in ("ana", "place-lisbon", "place-porto", "place-atlas")}
+    return {
+        key: Entity(id=key, name=key.title(), kind="other", key=key, aliases=(), created_at=NOW)
+        for key in ("ana", "place-lisbon", "place-porto", "place-atlas")
+    }
 
 
 def test_present_marks_one_of_the_contradicting_pair_preferred_and_leaves_both_open() -> None:
@@ -167,8 +197,7 @@ def test_present_marks_one_of_the_contradicting_pair_preferred_and_leaves_both_o
     links = [make_link("porto", "lisbon", "contradicts", "inferred", "located_in holds one value at a time", NOW)]
     facts = [lisbon, porto, alone]
 
-    shown = {entry["id"]: entry for entry in present(facts, links, {f.id: f for f in facts}, _entities(), POLICY,
-                                                     NOW)}
+    shown = {entry["id"]: entry for entry in present(facts, links, {f.id: f for f in facts}, _entities(), POLICY, NOW)}
 
     for id_, is_preferred, level in (("lisbon", True, "high"), ("porto", False, "normal")):
         lifecycle = shown[id_]["lifecycle"]
@@ -211,7 +240,8 @@ def test_an_explicit_fact_is_preferred_whenever_the_group_has_one(group: list[As
 @settings(max_examples=150, deadline=None)
 @given(_claims, _claims)
 def test_no_preference_outweighs_more_than_eight_hundredths_of_confidence_and_freshness(
-        first: Assertion, second: Assertion) -> None:
+    first: Assertion, second: Assertion
+) -> None:
     first = dataclasses.replace(first, id="first", explicit=False)
     second = dataclasses.replace(second, id="second", explicit=False)
     margin = (first.confidence + freshness(first, NOW)) - (second.confidence + freshness(second, NOW))
@@ -223,12 +253,16 @@ def test_no_preference_outweighs_more_than_eight_hundredths_of_confidence_and_fr
 
 
 def test_a_contradiction_between_mined_notes_is_presented_with_the_preferred_source_and_its_basis(
-        palaces: Palaces, tmp_path: Path) -> None:
+    palaces: Palaces, tmp_path: Path
+) -> None:
     palace = palaces.open(preferences=PREFERENCES)
-    folder = write_notes(tmp_path / "notes", {
-        "final.md": ({"date": "2024-05-01", "status": "final"}, "Ana Lopez lives in Lisbon."),
-        "plain.md": ({"date": "2024-05-01"}, "Ana Lopez lives in Porto."),
-    })
+    folder = write_notes(
+        tmp_path / "notes",
+        {
+            "final.md": ({"date": "2024-05-01", "status": "final"}, "Ana Lopez lives in Lisbon."),
+            "plain.md": ({"date": "2024-05-01"}, "Ana Lopez lives in Porto."),
+        },
+    )
     mine(palace, "notes", folder, wing="w")
     extracted(palace)
     http = client_of(palace)
@@ -245,13 +279,19 @@ def test_a_contradiction_between_mined_notes_is_presented_with_the_preferred_sou
     assert lisbon["preference"] == {"level": "high", "adjustment": 0.08}
 
     # An explicit decision that Ana lives in Faro contradicting Lisbon: explicit comes first.
-    faro = http.post("/api/facts", json={"subject": "Ana Lopez", "predicate": "located_in", "object": "Faro",
-                                         "confidence": 0.4}).json()
-    http.post(f"/api/facts/{faro['id']}/link", json={"to": shown["Lisbon"]["id"], "kind": "contradicts",
-                                                     "reason": "she moved to Faro"})
+    faro = http.post(
+        "/api/facts", json={"subject": "Ana Lopez", "predicate": "located_in", "object": "Faro", "confidence": 0.4}
+    ).json()
+    http.post(
+        f"/api/facts/{faro['id']}/link",
+        json={"to": shown["Lisbon"]["id"], "kind": "contradicts", "reason": "she moved to Faro"},
+    )
     answer = http.get(f"/api/facts/{faro['id']}").json()["lifecycle"]
     assert (answer["state"], answer["preferred"], answer["basis"]) == (
-        "conflicting", True, "explicit assertion comes first")
+        "conflicting",
+        True,
+        "explicit assertion comes first",
+    )
 
 
 def test_every_order_of_three_rivals_presents_the_same_preferred_fact() -> None:

@@ -14,8 +14,10 @@ from memcastle.knowledge.dedup import similarity
 
 from .support import Palaces, client_of, mine, write_notes
 
-IMPORTER = ("The Atlas importer retries failed uploads three times with exponential backoff before it gives up "
-            "and alerts the on-call engineer.")
+IMPORTER = (
+    "The Atlas importer retries failed uploads three times with exponential backoff before it gives up "
+    "and alerts the on-call engineer."
+)
 
 
 def note(client: TestClient, content: str, **fields: Any) -> tuple[int, dict[str, Any]]:
@@ -80,7 +82,8 @@ def test_a_near_copy_is_stored_and_linked_with_its_similarity(client: TestClient
     assert (status, copy["created"]) == (201, True)
     assert similarity(IMPORTER, near) >= 0.9
     assert duplicates(client, copy["drawer"]["id"]) == [
-        (first["drawer"]["id"], "near", round(similarity(IMPORTER, near), 4))]
+        (first["drawer"]["id"], "near", round(similarity(IMPORTER, near), 4))
+    ]
 
 
 def test_a_text_below_the_near_threshold_is_not_linked(client: TestClient) -> None:
@@ -127,8 +130,9 @@ def test_an_identical_diary_entry_of_another_agent_is_its_own_entry(client: Test
     second = client.post("/api/diary", json={"agent": "codex", "content": "Done for today.", "wing": "w"})
     assert first.json()["drawer"]["source"]["agent"] == "claude"
     assert second.json()["drawer"]["source"]["agent"] == "codex"
-    assert [e["content"] for e in client.get("/api/diary", params={"agent": "codex", "wing": "w"}).json()[
-        "entries"]] == ["Done for today."]
+    assert [
+        e["content"] for e in client.get("/api/diary", params={"agent": "codex", "wing": "w"}).json()["entries"]
+    ] == ["Done for today."]
 
 
 def test_different_texts_in_another_script_are_not_normalized_copies(client: TestClient) -> None:

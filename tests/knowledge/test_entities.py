@@ -33,11 +33,26 @@ def store(tmp_path: Path) -> Iterator[SQLiteStore]:
 
 def seed(store: SQLiteStore, *entities: tuple[str, str], aliases: tuple[tuple[str, str], ...] = ()) -> list[Entity]:
     """Write entities as they are (no resolution), oldest first, plus (entity name, alias) pairs."""
-    made = [Entity(id=entity_id_for(kind, normalize_text(name)), name=name, kind=kind, key=normalize_text(name),
-                   aliases=(), created_at=utc_now()) for name, kind in entities]
+    made = [
+        Entity(
+            id=entity_id_for(kind, normalize_text(name)),
+            name=name,
+            kind=kind,
+            key=normalize_text(name),
+            aliases=(),
+            created_at=utc_now(),
+        )
+        for name, kind in entities
+    ]
     by_name = {e.name: e.id for e in made}
-    store.apply_graph(GraphWrite(extractor="seed", read_drawers=(), entities=tuple(made),
-                                 aliases=tuple((by_name[name], alias) for name, alias in aliases)))
+    store.apply_graph(
+        GraphWrite(
+            extractor="seed",
+            read_drawers=(),
+            entities=tuple(made),
+            aliases=tuple((by_name[name], alias) for name, alias in aliases),
+        )
+    )
     return made
 
 
@@ -82,7 +97,8 @@ def test_the_exact_name_wins_over_an_older_entity_with_the_same_key(store: SQLit
 
 @pytest.mark.parametrize("spelling", ["Kubernetis", "Kubernetess", "Kubernete", "Kubrnetes"])
 def test_a_single_one_edit_candidate_resolves_a_name_of_six_or_more_characters(
-        store: SQLiteStore, spelling: str) -> None:
+    store: SQLiteStore, spelling: str
+) -> None:
     (k8s,) = seed(store, ("Kubernetes", "tool"))
     found = resolve(store, spelling, "tool")
     assert (found.entity.id, found.created, found.how, found.hints) == (k8s.id, False, "one edit", [])
@@ -102,18 +118,19 @@ def test_two_one_edit_candidates_make_a_new_entity_with_possibly_same_hints(stor
 
     assert found.created and found.how == "new" and found.entity.name == "Dorothy"
     assert {(h.entity_id, h.other_id, h.kind) for h in found.hints} == {
-        (found.entity.id, dorothe.id, "possibly_same"), (found.entity.id, dorothya.id, "possibly_same")}
-    store.apply_graph(GraphWrite(extractor="test", read_drawers=(), entities=tuple(resolver.created),
-                                 hints=tuple(found.hints)))
+        (found.entity.id, dorothe.id, "possibly_same"),
+        (found.entity.id, dorothya.id, "possibly_same"),
+    }
+    store.apply_graph(
+        GraphWrite(extractor="test", read_drawers=(), entities=tuple(resolver.created), hints=tuple(found.hints))
+    )
     # Hints are recorded for a person to decide; nothing was merged or removed.
     assert {e.name for e in store.all_entities()} == {"Dorothe", "Dorothya", "Dorothy"}
     assert {h.entity_id for h in store.entity_hints(dorothe.id)} == {found.entity.id}
 
 
-@pytest.mark.parametrize(("known", "seen"), [("Atlas", "Atlaz"), ("Ana", "Anna"), ("Orion", "Orian"),
-                                             ("Vim", "Vin")])
-def test_names_shorter_than_six_characters_never_match_by_one_edit(
-        store: SQLiteStore, known: str, seen: str) -> None:
+@pytest.mark.parametrize(("known", "seen"), [("Atlas", "Atlaz"), ("Ana", "Anna"), ("Orion", "Orian"), ("Vim", "Vin")])
+def test_names_shorter_than_six_characters_never_match_by_one_edit(store: SQLiteStore, known: str, seen: str) -> None:
     (existing,) = seed(store, (known, "project"))
     found = resolve(store, seen, "project")
     assert found.created and found.entity.id != existing.id
@@ -184,11 +201,35 @@ def test_within_one_edit_is_symmetric_and_agrees_with_levenshtein(a: str, b: str
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(st.tuples(st.sampled_from(["Ana Lopez", "ana lopez", "ANA-LOPEZ", "Atlas", "ATLAS", "Kubernetes",
-                                           "Kubernetis", "Orion", "Orian", "Dorothe", "Dorothya", "Dorothy", "Vim"]),
-                          st.sampled_from(["person", "project", "tool", "other"])), min_size=1, max_size=12))
-def test_a_batch_never_creates_two_entities_of_one_kind_and_key(store: SQLiteStore,
-                                                                names: list[tuple[str, str]]) -> None:
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(
+                [
+                    "Ana Lopez",
+                    "ana lopez",
+                    "ANA-LOPEZ",
+                    "Atlas",
+                    "ATLAS",
+                    "Kubernetes",
+                    "Kubernetis",
+                    "Orion",
+                    "Orian",
+                    "Dorothe",
+                    "Dorothya",
+                    "Dorothy",
+                    "Vim",
+                ]
+            ),
+            st.sampled_from(["person", "project", "tool", "other"]),
+        ),
+        min_size=1,
+        max_size=12,
+    )
+)
+def test_a_batch_never_creates_two_entities_of_one_kind_and_key(
+    store: SQLiteStore, names: list[tuple[str, str]]
+) -> None:
     resolver = EntityResolver(store)  # the store stays empty: every entity comes from this batch
     for name, kind in names:
         found = resolver.resolve(name, kind)
@@ -214,8 +255,14 @@ def test_a_spelling_resolved_by_one_edit_keeps_resolving_to_that_entity(store: S
 def test_extraction_never_merges_entities_and_each_mention_keeps_its_spelling(palaces: Palaces) -> None:
     palace = palaces.open(flags=command_flags())
     drawers = {}
-    for spelling, kind in [("Kubernetes", "tool"), ("Kubernetis", "tool"), ("KUBERNETES", "tool"),
-                           ("Dorothe", "person"), ("Dorothya", "person"), ("Dorothy", "person")]:
+    for spelling, kind in [
+        ("Kubernetes", "tool"),
+        ("Kubernetis", "tool"),
+        ("KUBERNETES", "tool"),
+        ("Dorothe", "person"),
+        ("Dorothya", "person"),
+        ("Dorothy", "person"),
+    ]:
         drawer, _ = palace.services.save_note(f"ENTITY {spelling}|{kind}", wing="w")
         drawers[spelling] = drawer.id
     extracted(palace)
@@ -225,17 +272,18 @@ def test_extraction_never_merges_entities_and_each_mention_keeps_its_spelling(pa
     shown = http.get(f"/api/entities/{k8s['id']}").json()
     assert shown["name"] == "Kubernetes" and shown["hints"] == []
     assert sorted((m["drawer"], m["spelling"]) for m in shown["mentions"]) == sorted(
-        (drawers[s], s) for s in ("Kubernetes", "Kubernetis", "KUBERNETES"))
+        (drawers[s], s) for s in ("Kubernetes", "Kubernetis", "KUBERNETES")
+    )
 
     people = {e["name"]: e["id"] for e in http.get("/api/entities", params={"kind": "person"}).json()["entities"]}
     assert set(people) == {"Dorothe", "Dorothya", "Dorothy"}
     hints = http.get(f"/api/entities/{people['Dorothy']}").json()["hints"]
     assert {(h["entity"], h["other"], h["kind"]) for h in hints} == {
-        (people["Dorothy"], people["Dorothe"], "possibly_same"), (people["Dorothy"], people["Dorothya"],
-                                                                  "possibly_same")}
+        (people["Dorothy"], people["Dorothe"], "possibly_same"),
+        (people["Dorothy"], people["Dorothya"], "possibly_same"),
+    }
     # The hint is visible from the other side too, and a later sweep merges or deletes nothing.
-    assert [h["entity"] for h in http.get(f"/api/entities/{people['Dorothe']}").json()["hints"]] == [
-        people["Dorothy"]]
+    assert [h["entity"] for h in http.get(f"/api/entities/{people['Dorothe']}").json()["hints"]] == [people["Dorothy"]]
     palace.services.save_note("ENTITY Dorothy|person\nENTITY Kubernetis|tool", wing="w")
     extracted(palace)
     assert len(http.get("/api/entities").json()["entities"]) == 4
@@ -247,10 +295,8 @@ def test_entity_listing_filters_by_name_and_refuses_an_unknown_kind(palaces: Pal
     extracted(palace)
     http = client_of(palace)
 
-    assert [e["name"] for e in http.get("/api/entities", params={"name": "lopez"}).json()["entities"]] == [
-        "Ana Lopez"]
-    assert [e["name"] for e in http.get("/api/entities", params={"kind": "place"}).json()["entities"]] == [
-        "Lisbon"]
+    assert [e["name"] for e in http.get("/api/entities", params={"name": "lopez"}).json()["entities"]] == ["Ana Lopez"]
+    assert [e["name"] for e in http.get("/api/entities", params={"kind": "place"}).json()["entities"]] == ["Lisbon"]
     refused = http.get("/api/entities", params={"kind": "planet"})
     assert refused.status_code == 400 and refused.json()["field"] == "kind"
     assert http.get("/api/entities/no-such-entity").status_code == 404

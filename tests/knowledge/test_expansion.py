@@ -44,8 +44,9 @@ def graph(client: TestClient, palace: Palace) -> dict[str, str]:
     return ids
 
 
-def test_expanded_drawers_come_after_the_direct_hit_best_first_with_via(client: TestClient,
-                                                                         graph: dict[str, str]) -> None:
+def test_expanded_drawers_come_after_the_direct_hit_best_first_with_via(
+    client: TestClient, graph: dict[str, str]
+) -> None:
     hits = search(client, "zebra", expand=True)
 
     assert hits[0]["drawer"]["id"] == graph["hit"] and "via" not in hits[0] and "graph" not in hits[0]["signals"]
@@ -105,8 +106,9 @@ def test_expansion_keeps_to_the_search_time(client: TestClient, palace: Palace) 
     assert now[0] == hit and later in now and earlier not in now and len(now) == 3
 
 
-def test_a_fact_that_is_no_longer_current_bridges_nothing(client: TestClient, palace: Palace,
-                                                          graph: dict[str, str]) -> None:
+def test_a_fact_that_is_no_longer_current_bridges_nothing(
+    client: TestClient, palace: Palace, graph: dict[str, str]
+) -> None:
     (uses,) = [f for f in facts_named(palace) if triple(f) == ("Atlas", "uses", "Postgres")]
     client.post(f"/api/facts/{uses['id']}/invalidate", json={"reason": "Atlas moved to SQLite"})
 
@@ -116,8 +118,9 @@ def test_a_fact_that_is_no_longer_current_bridges_nothing(client: TestClient, pa
     assert related[graph["bridge"]] == ["Atlas"]  # still shares Atlas with the direct hit
 
 
-def test_an_explicit_fact_bridges_like_an_extracted_one(client: TestClient, palace: Palace,
-                                                        graph: dict[str, str]) -> None:
+def test_an_explicit_fact_bridges_like_an_extracted_one(
+    client: TestClient, palace: Palace, graph: dict[str, str]
+) -> None:
     orion = note(client, "Orion release checklist.")
     extracted(palace)  # the new note's mention of Orion is filed by the background sweep
     client.post("/api/facts", json={"subject": "Ana Lopez", "predicate": "works_on", "object": "Orion"})

@@ -36,14 +36,23 @@ from memcastle.knowledge.extraction import (
 
 
 def _input(
-    id: str, text: str, *, level: str = "normal", connector: str = "notes", document: str = "atlas.md",
+    id: str,
+    text: str,
+    *,
+    level: str = "normal",
+    connector: str = "notes",
+    document: str = "atlas.md",
     criterion: dict[str, Any] | None = None,
 ) -> ExtractionInput:
     return ExtractionInput(
         id=id,
         text=text,
-        provenance={"connector": connector, "document": document, "uri": f"file:///palace/{document}",
-                    "occurred_at": "2024-05-01T09:00:00Z"},
+        provenance={
+            "connector": connector,
+            "document": document,
+            "uri": f"file:///palace/{document}",
+            "occurred_at": "2024-05-01T09:00:00Z",
+        },
         preference={"level": level, "connector": connector, "criterion": criterion},
     )
 
@@ -134,9 +143,7 @@ def test_heuristic_links_only_within_one_sentence() -> None:
 
 def test_heuristic_reads_list_items_and_lines_as_separate_sentences() -> None:
     extraction = _read("Standup notes\n- Ana works on Atlas\n- Ben uses Vim\n\nCarla owns Orion")
-    assert _triples(extraction) == [
-        ("Ana", "works_on", "Atlas"), ("Ben", "uses", "Vim"), ("Carla", "owns", "Orion")
-    ]
+    assert _triples(extraction) == [("Ana", "works_on", "Atlas"), ("Ben", "uses", "Vim"), ("Carla", "owns", "Orion")]
 
 
 def test_heuristic_ignores_negated_and_passive_claims() -> None:
@@ -173,8 +180,9 @@ def test_heuristic_is_deterministic_and_reads_each_text_on_its_own() -> None:
     )
     alone = _read(text)
     assert _read(text) == alone
-    batch = HeuristicProvider().extract([_input("a", "Ben uses Vim."), _input("b", text, level="high"),
-                                         _input("c", "")])
+    batch = HeuristicProvider().extract(
+        [_input("a", "Ben uses Vim."), _input("b", text, level="high"), _input("c", "")]
+    )
     assert batch[1] == alone
     assert batch[0] == Extraction(
         entities=(ExtractedEntity("Ben", "other"), ExtractedEntity("Vim", "tool")),
@@ -202,8 +210,9 @@ def _normalize(raw: Any, floor: float = 0.3, **caps: int) -> Extraction:
     return normalize_extraction(raw, min_confidence=floor, **caps)
 
 
-def _relation(confidence: Any = ..., subject: Any = "Ana", obj: Any = "Atlas", predicate: Any = "works_on"
-              ) -> dict[str, Any]:
+def _relation(
+    confidence: Any = ..., subject: Any = "Ana", obj: Any = "Atlas", predicate: Any = "works_on"
+) -> dict[str, Any]:
     relation = {"subject": subject, "predicate": predicate, "object": obj}
     if confidence is not ...:
         relation["confidence"] = confidence
@@ -211,15 +220,28 @@ def _relation(confidence: Any = ..., subject: Any = "Ana", obj: Any = "Atlas", p
 
 
 def test_unknown_kinds_become_other_and_known_ones_are_case_folded() -> None:
-    extraction = _normalize({"entities": [{"name": "Ana", "kind": " Person "}, {"name": "Atlas", "kind": "software"},
-                                          {"name": "Orion"}, {"name": "Kafka", "kind": 3}]})
+    extraction = _normalize(
+        {
+            "entities": [
+                {"name": "Ana", "kind": " Person "},
+                {"name": "Atlas", "kind": "software"},
+                {"name": "Orion"},
+                {"name": "Kafka", "kind": 3},
+            ]
+        }
+    )
     assert _kinds(extraction) == {"Ana": "person", "Atlas": "other", "Orion": "other", "Kafka": "other"}
 
 
 def test_unknown_predicates_become_related_to_and_spellings_of_known_ones_are_kept() -> None:
-    raw = {"relations": [_relation(0.9, predicate="Works On"), _relation(0.9, obj="Orion", predicate="admires"),
-                         _relation(0.9, obj="Kafka", predicate=None), _relation(0.9, obj="Lisbon",
-                                                                                 predicate="located-in")]}
+    raw = {
+        "relations": [
+            _relation(0.9, predicate="Works On"),
+            _relation(0.9, obj="Orion", predicate="admires"),
+            _relation(0.9, obj="Kafka", predicate=None),
+            _relation(0.9, obj="Lisbon", predicate="located-in"),
+        ]
+    }
     assert [r.predicate for r in _normalize(raw).relations] == ["works_on", "related_to", "related_to", "located_in"]
 
 
@@ -235,8 +257,15 @@ def test_a_relation_with_a_non_finite_or_non_numeric_confidence_is_dropped(confi
 
 
 def test_confidence_is_clamped_to_the_unit_interval() -> None:
-    raw = {"relations": [_relation(1.7), _relation(-0.2, obj="Orion"), _relation(3, obj="Kafka"),
-                         _relation(10**400, obj="Redis"), _relation(0.42, obj="Vim")]}
+    raw = {
+        "relations": [
+            _relation(1.7),
+            _relation(-0.2, obj="Orion"),
+            _relation(3, obj="Kafka"),
+            _relation(10**400, obj="Redis"),
+            _relation(0.42, obj="Vim"),
+        ]
+    }
     assert [r.confidence for r in _normalize(raw, floor=0.0).relations] == [1.0, 0.0, 1.0, 1.0, 0.42]
 
 
@@ -251,14 +280,20 @@ def test_blank_and_non_string_names_are_dropped() -> None:
 
 
 def test_self_loops_are_dropped_after_whitespace_and_case_normalization() -> None:
-    raw = {"relations": [_relation(0.9, subject="Atlas", obj="  atlas "), _relation(0.9, subject="Ana  Lopez",
-                                                                                       obj="ana lopez")]}
+    raw = {
+        "relations": [
+            _relation(0.9, subject="Atlas", obj="  atlas "),
+            _relation(0.9, subject="Ana  Lopez", obj="ana lopez"),
+        ]
+    }
     assert _normalize(raw).relations == ()
 
 
 def test_relation_endpoints_missing_from_entities_are_added_as_other_in_the_entities_spelling() -> None:
-    raw = {"entities": [{"name": "Atlas", "kind": "project"}],
-           "relations": [_relation(0.8, subject="Ana", obj="ATLAS")]}
+    raw = {
+        "entities": [{"name": "Atlas", "kind": "project"}],
+        "relations": [_relation(0.8, subject="Ana", obj="ATLAS")],
+    }
     extraction = _normalize(raw)
     assert extraction.entities == (ExtractedEntity("Atlas", "project"), ExtractedEntity("Ana", "other"))
     assert extraction.relations == (ExtractedRelation("Ana", "works_on", "Atlas", 0.8),)
@@ -266,8 +301,12 @@ def test_relation_endpoints_missing_from_entities_are_added_as_other_in_the_enti
 
 def test_duplicates_are_merged_keeping_the_known_kind_and_the_highest_confidence() -> None:
     raw = {
-        "entities": [{"name": "Atlas", "kind": "other"}, {"name": "atlas", "kind": "project"},
-                     {"name": "ATLAS", "kind": "tool"}, {"name": "Ana", "kind": "person"}],
+        "entities": [
+            {"name": "Atlas", "kind": "other"},
+            {"name": "atlas", "kind": "project"},
+            {"name": "ATLAS", "kind": "tool"},
+            {"name": "Ana", "kind": "person"},
+        ],
         "relations": [_relation(0.4), _relation(0.9, subject="ana", obj="atlas"), _relation(0.7)],
     }
     extraction = _normalize(raw)
@@ -294,8 +333,10 @@ def test_a_relation_whose_endpoints_would_pass_the_entity_cap_gives_way() -> Non
 
 
 def test_the_entity_cap_keeps_relation_endpoints_first() -> None:
-    raw = {"entities": [{"name": name} for name in ("Ana", "Ben", "Carla", "Dmitri", "Eve")],
-           "relations": [_relation(0.9, subject="Dmitri", obj="Eve"), _relation(0.9, subject="Ana", obj="Ben")]}
+    raw = {
+        "entities": [{"name": name} for name in ("Ana", "Ben", "Carla", "Dmitri", "Eve")],
+        "relations": [_relation(0.9, subject="Dmitri", obj="Eve"), _relation(0.9, subject="Ana", obj="Ben")],
+    }
     extraction = _normalize(raw, max_entities=3)
     assert [e.name for e in extraction.entities] == ["Ana", "Dmitri", "Eve"]
     assert _triples(extraction) == [("Dmitri", "works_on", "Eve")]
@@ -323,16 +364,25 @@ def test_a_floor_outside_the_unit_interval_is_refused(floor: float) -> None:
 
 
 _names = st.sampled_from(["Ana", "ana", " Ana ", "Atlas", "ATLAS", "Ben Hart", "ben  hart", "", "  ", "Orion"])
-_confidences = st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True), st.integers(-3, 3),
-                         st.just("0.7"))
-_raw_results = st.fixed_dictionaries({
-    "entities": st.lists(st.fixed_dictionaries({"name": _names, "kind": st.sampled_from([*ENTITY_KINDS, "x"])}),
-                         max_size=8),
-    "relations": st.lists(st.fixed_dictionaries({
-        "subject": _names, "object": _names, "predicate": st.sampled_from([*PREDICATES, "likes"]),
-        "confidence": _confidences,
-    }), max_size=8),
-})
+_confidences = st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True), st.integers(-3, 3), st.just("0.7"))
+_raw_results = st.fixed_dictionaries(
+    {
+        "entities": st.lists(
+            st.fixed_dictionaries({"name": _names, "kind": st.sampled_from([*ENTITY_KINDS, "x"])}), max_size=8
+        ),
+        "relations": st.lists(
+            st.fixed_dictionaries(
+                {
+                    "subject": _names,
+                    "object": _names,
+                    "predicate": st.sampled_from([*PREDICATES, "likes"]),
+                    "confidence": _confidences,
+                }
+            ),
+            max_size=8,
+        ),
+    }
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -444,9 +494,14 @@ def test_command_provider_passes_provenance_and_preference_and_keeps_confidence_
     assert request["model"] == "fake-extractor"
     assert request["entity_kinds"] == list(ENTITY_KINDS) and request["predicates"] == list(PREDICATES)
     assert request["texts"][1] == {
-        "id": "d-low", "text": "claimed with 0.8",
-        "provenance": {"connector": "notes", "document": "atlas.md", "uri": "file:///palace/atlas.md",
-                       "occurred_at": "2024-05-01T09:00:00Z"},
+        "id": "d-low",
+        "text": "claimed with 0.8",
+        "provenance": {
+            "connector": "notes",
+            "document": "atlas.md",
+            "uri": "file:///palace/atlas.md",
+            "occurred_at": "2024-05-01T09:00:00Z",
+        },
         "preference": {"level": "low", "connector": "notes", "criterion": CRITERION},
     }
     # The context came back through the provider's answer, one result per text in order.
@@ -547,19 +602,29 @@ class _ChatHandler(http.server.BaseHTTPRequestHandler):
             content = json.dumps({"results": [self._echo(t) for t in texts[:-1]]})
         else:
             content = "Ana works on Atlas, and Atlas uses Kafka."
-        completion = {"object": "chat.completion", "model": body["model"],
-                      "choices": [{"index": 0, "finish_reason": "stop",
-                                   "message": {"role": "assistant", "content": content}}]}
+        completion = {
+            "object": "chat.completion",
+            "model": body["model"],
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
+        }
         self._answer(200, json.dumps(completion))
 
     @staticmethod
     def _echo(text: dict[str, Any]) -> dict[str, Any]:
         source = f"source {text['provenance']['connector']}:{text['provenance']['document']}"
         level = f"preference {text['preference']['level']}"
-        return {"id": text["id"],
-                "entities": [{"name": source, "kind": "concept"}, {"name": level, "kind": "concept"}],
-                "relations": [{"subject": source, "predicate": "related_to", "object": level,
-                               "confidence": float(text["text"].split()[-1])}]}
+        return {
+            "id": text["id"],
+            "entities": [{"name": source, "kind": "concept"}, {"name": level, "kind": "concept"}],
+            "relations": [
+                {
+                    "subject": source,
+                    "predicate": "related_to",
+                    "object": level,
+                    "confidence": float(text["text"].split()[-1]),
+                }
+            ],
+        }
 
     def _answer(self, status: int, text: str) -> None:
         raw = text.encode()
@@ -585,8 +650,9 @@ def server() -> Iterator[_ChatServer]:
 
 
 def _http(server: _ChatServer, mode: str, api_key: str | None = None) -> HttpProvider:
-    return HttpProvider(f"http://127.0.0.1:{server.server_address[1]}/{mode}/v1", model="llama3.1:8b",
-                        api_key=api_key, timeout=5)
+    return HttpProvider(
+        f"http://127.0.0.1:{server.server_address[1]}/{mode}/v1", model="llama3.1:8b", api_key=api_key, timeout=5
+    )
 
 
 def test_http_provider_sends_one_chat_request_with_the_context_and_keeps_confidence_at_the_floor(
@@ -666,8 +732,9 @@ def test_build_extraction_provider_makes_each_kind_from_settings(fake_command: l
     assert isinstance(build_extraction_provider({"provider": "none"}), NoneProvider)
     command = build_extraction_provider({"provider": "command", "model": "m", "command": [*fake_command, "echo"]})
     assert isinstance(command, CommandProvider) and command.model == "m"
-    http = build_extraction_provider({"provider": "http", "model": "m", "url": "http://127.0.0.1:11434/v1/",
-                                      "api_key": "", "timeout": 30})
+    http = build_extraction_provider(
+        {"provider": "http", "model": "m", "url": "http://127.0.0.1:11434/v1/", "api_key": "", "timeout": 30}
+    )
     assert isinstance(http, HttpProvider) and http.endpoint == "http://127.0.0.1:11434/v1/chat/completions"
     for provider in (command, http, NoneProvider(), HeuristicProvider()):
         assert isinstance(provider, ExtractionProvider)

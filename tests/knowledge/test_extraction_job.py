@@ -68,11 +68,15 @@ def test_a_saved_note_is_read_by_a_background_sweep(client: TestClient, palace: 
 
 
 def test_a_mine_that_files_drawers_queues_a_sweep_and_one_that_files_nothing_does_not(
-        palaces: Palaces, tmp_path: Path) -> None:
+    palaces: Palaces, tmp_path: Path
+) -> None:
     palace = palaces.open()
-    folder = write_notes(tmp_path / "notes", {
-        "ana.md": ({"date": "2024-05-01", "team": {"name": "core"}}, "Ana Lopez works on Atlas."),
-    })
+    folder = write_notes(
+        tmp_path / "notes",
+        {
+            "ana.md": ({"date": "2024-05-01", "team": {"name": "core"}}, "Ana Lopez works on Atlas."),
+        },
+    )
 
     mine(palace, "notes", folder, wing="w")
     first = extracted(palace)
@@ -107,8 +111,12 @@ def test_post_extract_answers_202_and_joins_the_queued_sweep(palaces: Palaces) -
     job = wait_for_job(palace, first.json()["job"]["id"])
 
     assert job.status is JobStatus.COMPLETED and job.result is not None and job.result["drawers"] == 2
-    assert http.get("/api/status").json()["extraction"] == {"provider": "heuristic", "model": None, "pending": 0,
-                                                            "facts": 2}
+    assert http.get("/api/status").json()["extraction"] == {
+        "provider": "heuristic",
+        "model": None,
+        "pending": 0,
+        "facts": 2,
+    }
 
 
 # --- what the sweep reads -------------------------------------------------------------------------
@@ -165,8 +173,13 @@ def _replay_everything(palace: Palace) -> None:
     palace.store.apply_graph(write)
 
 
-CONTRADICTING_NOTES = ("Ana Lopez lives in Lisbon.", "Ana Lopez lives in Porto.", "Ana Lopez works on Atlas.",
-                       "Atlas uses Postgres. Ben Hart works on Atlas.", "Ana Lopez is working on Atlas.")
+CONTRADICTING_NOTES = (
+    "Ana Lopez lives in Lisbon.",
+    "Ana Lopez lives in Porto.",
+    "Ana Lopez works on Atlas.",
+    "Atlas uses Postgres. Ben Hart works on Atlas.",
+    "Ana Lopez is working on Atlas.",
+)
 
 
 def test_replaying_a_batch_writes_no_new_entity_fact_or_mention(client: TestClient, palace: Palace) -> None:
@@ -195,7 +208,7 @@ def test_two_sweeps_reading_the_same_drawers_record_each_link_once(palaces: Pala
     palace.store.apply_graph(second)
 
     links = palace.store.links_of([a.id for a in first.assertions])
-    assert sorted(l.kind for l in links) == ["confirms", "contradicts", "contradicts"]
+    assert sorted(lk.kind for lk in links) == ["confirms", "contradicts", "contradicts"]
 
 
 # --- a batch is all or nothing --------------------------------------------------------------------
@@ -211,7 +224,8 @@ def test_two_sweeps_reading_the_same_drawers_record_each_link_once(palaces: Pala
     ids=["exits-non-zero", "hangs-past-the-timeout", "answers-fewer-results-than-texts"],
 )
 def test_a_provider_failure_writes_nothing_of_the_batch_and_fails_the_job_with_the_reason(
-        palaces: Palaces, args: tuple[str, ...], timeout: float, error: str) -> None:
+    palaces: Palaces, args: tuple[str, ...], timeout: float, error: str
+) -> None:
     palace = palaces.open(flags=command_flags(*args, timeout=timeout), start=False)
     palace.services.save_note("ENTITY Ana Lopez|person\nCLAIM Ana Lopez|works_on|Atlas|0.9", wing="w")
     palace.services.save_note("ENTITY Ben Hart|person\nCLAIM Ben Hart|uses|Vim|0.9", wing="w")
@@ -246,7 +260,10 @@ def test_a_failed_batch_keeps_the_batches_before_it_and_is_read_again_later(pala
 
     assert job.result is not None and job.result["drawers"] == 2
     assert sorted(triple(f) for f in facts_named(palace)) == [
-        ("Ana Lopez", "works_on", "Atlas"), ("Ben Hart", "works_on", "Orion"), ("Cy Diaz", "uses", "Vim")]
+        ("Ana Lopez", "works_on", "Atlas"),
+        ("Ben Hart", "works_on", "Orion"),
+        ("Cy Diaz", "uses", "Vim"),
+    ]
 
 
 # --- context, not verdicts (ADR 048) ----------------------------------------------------------------
@@ -262,13 +279,17 @@ def _received(record: Path) -> dict[str, dict[str, Any]]:
 
 
 def test_each_text_reaches_the_provider_with_its_provenance_and_effective_preference(
-        palaces: Palaces, tmp_path: Path) -> None:
+    palaces: Palaces, tmp_path: Path
+) -> None:
     record = tmp_path / "requests.jsonl"
     palace = palaces.open(flags=command_flags("--record", str(record)), preferences=PREFERENCES)
-    folder = write_notes(tmp_path / "notes", {
-        "final.md": ({"date": "2024-05-01", "status": "final"}, "ENTITY Ana Lopez|person"),
-        "plain.md": ({"date": "2024-05-03"}, "ENTITY Ben Hart|person"),
-    })
+    folder = write_notes(
+        tmp_path / "notes",
+        {
+            "final.md": ({"date": "2024-05-01", "status": "final"}, "ENTITY Ana Lopez|person"),
+            "plain.md": ({"date": "2024-05-03"}, "ENTITY Ben Hart|person"),
+        },
+    )
     mine(palace, "notes", folder, wing="w")
     manual, _ = palace.services.save_note("ENTITY Kim Park|person", wing="w")
     extracted(palace)
@@ -277,27 +298,40 @@ def test_each_text_reaches_the_provider_with_its_provenance_and_effective_prefer
     received = _received(record)
 
     assert received[drawers["final.md"].id]["provenance"] == {
-        "connector": "notes", "document": "final.md", "uri": (folder / "final.md").resolve().as_uri(),
-        "occurred_at": "2024-05-01T00:00:00.000000Z"}
+        "connector": "notes",
+        "document": "final.md",
+        "uri": (folder / "final.md").resolve().as_uri(),
+        "occurred_at": "2024-05-01T00:00:00.000000Z",
+    }
     assert received[drawers["final.md"].id]["preference"] == {
-        "level": "high", "connector": "notes", "criterion": {"path": "status", "equals": "final", "level": "high"}}
-    assert received[drawers["plain.md"].id]["preference"] == {"level": "normal", "connector": "notes",
-                                                              "criterion": None}
+        "level": "high",
+        "connector": "notes",
+        "criterion": {"path": "status", "equals": "final", "level": "high"},
+    }
+    assert received[drawers["plain.md"].id]["preference"] == {
+        "level": "normal",
+        "connector": "notes",
+        "criterion": None,
+    }
     # A manual write has no origin: no provenance to pass, and the policy's default applies.
-    assert received[manual.id]["provenance"] == {"connector": None, "document": None, "uri": None,
-                                                 "occurred_at": None}
+    assert received[manual.id]["provenance"] == {"connector": None, "document": None, "uri": None, "occurred_at": None}
     assert received[manual.id]["preference"] == {"level": "normal", "connector": None, "criterion": None}
     assert received[manual.id]["text"] == "ENTITY Kim Park|person"
 
 
 def test_the_floor_ignores_preference_and_confidence_is_kept_as_given(palaces: Palaces, tmp_path: Path) -> None:
     palace = palaces.open(flags=command_flags(), preferences=PREFERENCES)
-    folder = write_notes(tmp_path / "notes", {
-        # A trusted source's weak claim is still weak; a distrusted source's firm claim is still firm.
-        "final.md": ({"status": "final"}, "CLAIM Ana Lopez|located_in|Lisbon|0.2\n"
-                                          "CLAIM Ana Lopez|member_of|Platform Guild|0.3"),
-        "draft.md": ({"status": "draft"}, "CLAIM Ana Lopez|works_on|Atlas|0.8123"),
-    })
+    folder = write_notes(
+        tmp_path / "notes",
+        {
+            # A trusted source's weak claim is still weak; a distrusted source's firm claim is still firm.
+            "final.md": (
+                {"status": "final"},
+                "CLAIM Ana Lopez|located_in|Lisbon|0.2\nCLAIM Ana Lopez|member_of|Platform Guild|0.3",
+            ),
+            "draft.md": ({"status": "draft"}, "CLAIM Ana Lopez|works_on|Atlas|0.8123"),
+        },
+    )
     mine(palace, "notes", folder, wing="w")
     extracted(palace)
 

@@ -26,12 +26,32 @@ def at(day: int, hour: int = 0) -> str:
     return f"2024-01-{day:02d}T{hour:02d}:00:00.000000Z"
 
 
-def fact(id: str, *, object: str = "lisbon", predicate: str = "located_in", subject: str = "ana",
-         valid_from: str = at(1), valid_to: str | None = None, drawer: str | None = None,
-         explicit: bool = False) -> Assertion:
-    return Assertion(id=id, subject=subject, predicate=predicate, object=object, confidence=0.6,
-                     valid_from=valid_from, valid_to=valid_to, drawer_id=drawer or f"drawer-{id}",
-                     extractor="heuristic", job_id=None, origin=None, explicit=explicit, created_at=valid_from)
+def fact(
+    id: str,
+    *,
+    object: str = "lisbon",
+    predicate: str = "located_in",
+    subject: str = "ana",
+    valid_from: str = at(1),
+    valid_to: str | None = None,
+    drawer: str | None = None,
+    explicit: bool = False,
+) -> Assertion:
+    return Assertion(
+        id=id,
+        subject=subject,
+        predicate=predicate,
+        object=object,
+        confidence=0.6,
+        valid_from=valid_from,
+        valid_to=valid_to,
+        drawer_id=drawer or f"drawer-{id}",
+        extractor="heuristic",
+        job_id=None,
+        origin=None,
+        explicit=explicit,
+        created_at=valid_from,
+    )
 
 
 def link(from_id: str, to_id: str, kind: str, when: str, origin: str = "inferred") -> FactLink:
@@ -101,11 +121,14 @@ def _facts_and_links(draw: st.DrawFn) -> tuple[list[Assertion], list[FactLink]]:
 @settings(max_examples=150, deadline=None)
 @given(_facts_and_links(), _times, st.lists(st.tuples(_kinds, st.integers(0, 3)), max_size=4))
 def test_decisions_recorded_after_the_instant_never_change_the_state_at_it(
-        world: tuple[list[Assertion], list[FactLink]], instant: str, later: list[tuple[str, int]]) -> None:
+    world: tuple[list[Assertion], list[FactLink]], instant: str, later: list[tuple[str, int]]
+) -> None:
     facts, links = world
     everything = {f.id: f for f in facts}
-    after = [link(facts[i % len(facts)].id, facts[(i + 1) % len(facts)].id, kind, "2024-02-01T00:00:00.000000Z",
-                  "explicit") for kind, i in later]
+    after = [
+        link(facts[i % len(facts)].id, facts[(i + 1) % len(facts)].id, kind, "2024-02-01T00:00:00.000000Z", "explicit")
+        for kind, i in later
+    ]
     for target in facts:
         before = state_of(target, links, everything, instant)
         assert before in FACT_STATES
@@ -148,26 +171,48 @@ def test_a_fact_from_a_superseding_drawer_supersedes_the_predecessor_facts_of_it
     elsewhere = fact("elsewhere", object="lisbon", drawer="d0")
     same_place = fact("again", drawer="d2", valid_from=at(5))
 
-    links = infer_links(same_place, [lisbon, works, bens, elsewhere], predecessor_drawer="d1", explicit_pairs=set(),
-                        at=at(5))
+    links = infer_links(
+        same_place, [lisbon, works, bens, elsewhere], predecessor_drawer="d1", explicit_pairs=set(), at=at(5)
+    )
 
-    assert {(l.to_id, l.kind) for l in links} == {("lisbon", "supersedes"), ("elsewhere", "confirms")}
+    assert {(lk.to_id, lk.kind) for lk in links} == {("lisbon", "supersedes"), ("elsewhere", "confirms")}
 
 
 def test_inference_skips_a_pair_with_an_explicit_decision() -> None:
     lisbon, porto = fact("lisbon"), fact("porto", object="porto", valid_from=at(5))
-    assert infer_links(porto, [lisbon], predecessor_drawer=None, explicit_pairs={frozenset(("lisbon", "porto"))},
-                       at=at(5)) == []
-    assert infer_links(porto, [lisbon], predecessor_drawer="drawer-lisbon",
-                       explicit_pairs={frozenset(("lisbon", "porto"))}, at=at(5)) == []
+    assert (
+        infer_links(porto, [lisbon], predecessor_drawer=None, explicit_pairs={frozenset(("lisbon", "porto"))}, at=at(5))
+        == []
+    )
+    assert (
+        infer_links(
+            porto,
+            [lisbon],
+            predecessor_drawer="drawer-lisbon",
+            explicit_pairs={frozenset(("lisbon", "porto"))},
+            at=at(5),
+        )
+        == []
+    )
 
 
 def test_link_ids_are_deterministic() -> None:
     assert link_id("a", "b", "confirms", "explicit") == link_id("a", "b", "confirms", "explicit")
-    assert make_link("a", "b", "confirms", "explicit", "one reason", at(1)).id == \
-        make_link("a", "b", "confirms", "explicit", "another", at(9)).id
-    assert len({link_id("a", "b", "confirms", "explicit"), link_id("a", "b", "confirms", "inferred"),
-                link_id("a", "b", "refines", "explicit"), link_id("a", "c", "confirms", "explicit")}) == 4
+    assert (
+        make_link("a", "b", "confirms", "explicit", "one reason", at(1)).id
+        == make_link("a", "b", "confirms", "explicit", "another", at(9)).id
+    )
+    assert (
+        len(
+            {
+                link_id("a", "b", "confirms", "explicit"),
+                link_id("a", "b", "confirms", "inferred"),
+                link_id("a", "b", "refines", "explicit"),
+                link_id("a", "c", "confirms", "explicit"),
+            }
+        )
+        == 4
+    )
 
 
 # --- inferred links through extraction ----------------------------------------------------------------
@@ -186,7 +231,7 @@ def by_triple(palace: Palace) -> dict[tuple[str, str, str], dict[str, Any]]:
 
 
 def kinds_of(entry: dict[str, Any]) -> list[tuple[str, str]]:
-    return sorted((l["kind"], l["origin"]) for l in entry["lifecycle"]["links"])
+    return sorted((lk["kind"], lk["origin"]) for lk in entry["lifecycle"]["links"])
 
 
 def test_the_same_claim_in_two_drawers_confirms_and_both_stay_current(client: TestClient, palace: Palace) -> None:
@@ -198,11 +243,14 @@ def test_the_same_claim_in_two_drawers_confirms_and_both_stay_current(client: Te
     assert [f["lifecycle"]["state"] for f in (first, second)] == ["current", "current"]
     (confirmation,) = second["lifecycle"]["links"]
     assert (confirmation["from"], confirmation["to"], confirmation["kind"], confirmation["origin"]) == (
-        second["id"], first["id"], "confirms", "inferred")
+        second["id"],
+        first["id"],
+        "confirms",
+        "inferred",
+    )
 
 
-def test_a_second_place_contradicts_and_both_facts_stay_open_as_conflicting(
-        client: TestClient, palace: Palace) -> None:
+def test_a_second_place_contradicts_and_both_facts_stay_open_as_conflicting(client: TestClient, palace: Palace) -> None:
     note(client, palace, "Ana Lopez lives in Lisbon.")
     note(client, palace, "Ana Lopez lives in Porto.")
     extracted(palace)
@@ -220,11 +268,14 @@ def test_a_second_project_is_no_contradiction(client: TestClient, palace: Palace
     note(client, palace, "Ana Lopez works on Orion.")
     extracted(palace)
     assert [(f["lifecycle"]["state"], f["lifecycle"]["links"]) for f in facts_named(palace)] == [
-        ("current", []), ("current", [])]
+        ("current", []),
+        ("current", []),
+    ]
 
 
 def test_superseding_a_note_supersedes_its_facts_of_the_same_subject_and_predicate(
-        client: TestClient, palace: Palace) -> None:
+    client: TestClient, palace: Palace
+) -> None:
     old = note(client, palace, "Ana Lopez lives in Lisbon. Ana Lopez works on Atlas.")
     extracted(palace)
     new = client.post(f"/api/drawers/{old['id']}/supersede", json={"content": "Ana Lopez lives in Porto."}).json()
@@ -236,8 +287,13 @@ def test_superseding_a_note_supersedes_its_facts_of_the_same_subject_and_predica
     assert lisbon["lifecycle"]["state"] == "superseded" and lisbon["valid_to"] is None  # never rewritten
     assert porto["lifecycle"]["state"] == "current" and works["lifecycle"]["state"] == "current"
     (supersession,) = porto["lifecycle"]["links"]
-    assert (supersession["from"], supersession["to"], supersession["kind"], supersession["origin"],
-            supersession["evidence_drawer"]) == (porto["id"], lisbon["id"], "supersedes", "inferred", new["id"])
+    assert (
+        supersession["from"],
+        supersession["to"],
+        supersession["kind"],
+        supersession["origin"],
+        supersession["evidence_drawer"],
+    ) == (porto["id"], lisbon["id"], "supersedes", "inferred", new["id"])
 
 
 def test_a_claim_repeated_after_the_fact_was_closed_does_not_confirm_it(client: TestClient, palace: Palace) -> None:
@@ -262,8 +318,15 @@ def add(client: TestClient, **body: Any) -> dict[str, Any]:
 
 
 def test_an_explicit_fact_resolves_its_entities_and_is_current(client: TestClient) -> None:
-    first = add(client, subject="Ana Lopez", object="Lisbon", confidence=0.9, valid_from="2024-01-01",
-                subject_kind="person", object_kind="place")
+    first = add(
+        client,
+        subject="Ana Lopez",
+        object="Lisbon",
+        confidence=0.9,
+        valid_from="2024-01-01",
+        subject_kind="person",
+        object_kind="place",
+    )
     second = add(client, subject="ana lopez", predicate="works_on", object="Atlas")
 
     assert first["explicit"] is True and first["confidence"] == 0.9
@@ -289,8 +352,9 @@ INVALID_FACTS = [
 
 def test_an_invalid_explicit_fact_is_refused_naming_the_field(client: TestClient) -> None:
     for body, field in INVALID_FACTS:
-        answer = client.post("/api/facts", json={"subject": "Ana Lopez", "predicate": "located_in",
-                                                 "object": "Lisbon", **body})
+        answer = client.post(
+            "/api/facts", json={"subject": "Ana Lopez", "predicate": "located_in", "object": "Lisbon", **body}
+        )
         assert (answer.status_code, answer.json()["field"]) == (400, field), body
     assert client.get("/api/facts").json()["facts"] == []
     assert client.get("/api/entities").json()["entities"] == []
@@ -304,12 +368,21 @@ def test_supersede_closes_the_fact_and_opens_its_replacement_in_one_step(client:
     assert answer.status_code == 201
     new, closed = answer.json()["fact"], answer.json()["superseded"]
     assert (new["subject"], new["predicate"], new["object_name"], new["confidence"]) == (
-        old["subject"], "located_in", "Porto", 0.8)
+        old["subject"],
+        "located_in",
+        "Porto",
+        0.8,
+    )
     assert closed["valid_to"] == new["valid_from"] and new["valid_to"] is None
     assert (closed["lifecycle"]["state"], new["lifecycle"]["state"]) == ("superseded", "current")
     (decision,) = new["lifecycle"]["links"]
     assert (decision["from"], decision["to"], decision["kind"], decision["origin"], decision["reason"]) == (
-        new["id"], old["id"], "supersedes", "explicit", "she moved")
+        new["id"],
+        old["id"],
+        "supersedes",
+        "explicit",
+        "she moved",
+    )
     again = client.post(f"/api/facts/{old['id']}/supersede", json={"object": "Faro"})
     assert again.status_code == 409
     assert [f["object_name"] for f in client.get("/api/facts").json()["facts"]] == ["Lisbon", "Porto"]
@@ -342,7 +415,7 @@ def test_posting_the_same_link_twice_records_one_link(client: TestClient) -> Non
     assert first.status_code == second.status_code == 201
     assert first.json()["link"]["id"] == second.json()["link"]["id"]
     links = client.get(f"/api/facts/{lisbon['id']}").json()["lifecycle"]["links"]
-    assert [l["id"] for l in links] == [first.json()["link"]["id"]]
+    assert [lk["id"] for lk in links] == [first.json()["link"]["id"]]
     # An explicit contradiction makes both conflicting, whatever the predicate.
     assert first.json()["from"]["lifecycle"]["state"] == first.json()["to"]["lifecycle"]["state"] == "conflicting"
 
@@ -380,14 +453,27 @@ def test_a_link_needs_an_explicit_kind_a_reason_and_another_existing_fact(client
     assert client.get(f"/api/facts/{lisbon['id']}").json()["lifecycle"]["links"] == []
 
 
-def test_a_checkpoint_item_with_a_fact_records_it_explicitly_with_its_drawer_as_evidence(
-        client: TestClient) -> None:
-    answer = client.post("/api/checkpoint", json={"items": [
-        {"content": "Decided: Ana moves the Atlas team to Porto.", "wing": "w",
-         "fact": {"subject": "Atlas", "predicate": "located_in", "object": "Porto", "confidence": 0.9,
-                  "subject_kind": "project", "object_kind": "place"}},
-        {"content": "Nothing to record here.", "wing": "w"},
-    ]})
+def test_a_checkpoint_item_with_a_fact_records_it_explicitly_with_its_drawer_as_evidence(client: TestClient) -> None:
+    answer = client.post(
+        "/api/checkpoint",
+        json={
+            "items": [
+                {
+                    "content": "Decided: Ana moves the Atlas team to Porto.",
+                    "wing": "w",
+                    "fact": {
+                        "subject": "Atlas",
+                        "predicate": "located_in",
+                        "object": "Porto",
+                        "confidence": 0.9,
+                        "subject_kind": "project",
+                        "object_kind": "place",
+                    },
+                },
+                {"content": "Nothing to record here.", "wing": "w"},
+            ]
+        },
+    )
 
     assert answer.status_code == 201
     drawer = answer.json()["drawers"][0]
@@ -399,12 +485,23 @@ def test_a_checkpoint_item_with_a_fact_records_it_explicitly_with_its_drawer_as_
 
 
 def test_a_checkpoint_with_an_invalid_fact_stores_nothing(client: TestClient) -> None:
-    answer = client.post("/api/checkpoint", json={"items": [
-        {"content": "First decision.", "wing": "w",
-         "fact": {"subject": "Ana Lopez", "predicate": "works_on", "object": "Atlas"}},
-        {"content": "Second decision.", "wing": "w",
-         "fact": {"subject": "Ana Lopez", "predicate": "likes", "object": "Atlas"}},
-    ]})
+    answer = client.post(
+        "/api/checkpoint",
+        json={
+            "items": [
+                {
+                    "content": "First decision.",
+                    "wing": "w",
+                    "fact": {"subject": "Ana Lopez", "predicate": "works_on", "object": "Atlas"},
+                },
+                {
+                    "content": "Second decision.",
+                    "wing": "w",
+                    "fact": {"subject": "Ana Lopez", "predicate": "likes", "object": "Atlas"},
+                },
+            ]
+        },
+    )
     assert answer.status_code == 400 and answer.json()["field"] == "items[1].fact.predicate"
     assert client.get("/api/drawers", params={"wing": "w"}).json()["drawers"] == []
     assert client.get("/api/facts").json()["facts"] == []
@@ -421,11 +518,14 @@ def test_as_of_ignores_an_invalidation_recorded_later(client: TestClient) -> Non
 
     assert client.get(f"/api/facts/{fact_['id']}", params={"as_of": before}).json()["lifecycle"]["state"] == "current"
     assert client.get(f"/api/facts/{fact_['id']}").json()["lifecycle"]["state"] == "invalidated"
-    assert [f["id"] for f in client.get("/api/facts", params={"state": "current", "as_of": before}).json()[
-        "facts"]] == [fact_["id"]]
+    assert [
+        f["id"] for f in client.get("/api/facts", params={"state": "current", "as_of": before}).json()["facts"]
+    ] == [fact_["id"]]
     assert client.get("/api/facts", params={"state": "current"}).json()["facts"] == []
-    assert client.get(f"/api/facts/{fact_['id']}", params={"as_of": "2023-06-01"}).json()["lifecycle"][
-        "state"] == "historical"
+    assert (
+        client.get(f"/api/facts/{fact_['id']}", params={"as_of": "2023-06-01"}).json()["lifecycle"]["state"]
+        == "historical"
+    )
 
 
 def test_as_of_before_a_supersession_shows_the_old_fact_current_and_the_new_one_not_yet(client: TestClient) -> None:
@@ -434,8 +534,10 @@ def test_as_of_before_a_supersession_shows_the_old_fact_current_and_the_new_one_
     time.sleep(0.002)
     new = client.post(f"/api/facts/{old['id']}/supersede", json={"object": "Porto"}).json()["fact"]
 
-    states = {f["object_name"]: f["lifecycle"]["state"]
-              for f in client.get("/api/facts", params={"as_of": before}).json()["facts"]}
+    states = {
+        f["object_name"]: f["lifecycle"]["state"]
+        for f in client.get("/api/facts", params={"as_of": before}).json()["facts"]
+    }
     assert states == {"Lisbon": "current", "Porto": "historical"}
     assert client.get(f"/api/facts/{new['id']}").json()["lifecycle"]["state"] == "current"
 
@@ -443,13 +545,18 @@ def test_as_of_before_a_supersession_shows_the_old_fact_current_and_the_new_one_
 def test_a_fact_that_starts_later_is_historical_until_then(client: TestClient) -> None:
     later = add(client, subject="Ana Lopez", object="Lisbon", valid_from="2999-01-01")
     assert later["lifecycle"]["state"] == "historical"
-    assert client.get(f"/api/facts/{later['id']}", params={"as_of": "2999-06-01"}).json()["lifecycle"][
-        "state"] == "current"
+    assert (
+        client.get(f"/api/facts/{later['id']}", params={"as_of": "2999-06-01"}).json()["lifecycle"]["state"]
+        == "current"
+    )
 
 
 def test_a_fact_listing_refuses_an_unknown_filter_naming_it(client: TestClient) -> None:
-    for params, field in (({"state": "stale"}, "state"), ({"predicate": "likes"}, "predicate"),
-                          ({"as_of": "yesterday"}, "as_of")):
+    for params, field in (
+        ({"state": "stale"}, "state"),
+        ({"predicate": "likes"}, "predicate"),
+        ({"as_of": "yesterday"}, "as_of"),
+    ):
         answer = client.get("/api/facts", params=params)
         assert (answer.status_code, answer.json()["field"]) == (400, field)
 
@@ -457,10 +564,10 @@ def test_a_fact_listing_refuses_an_unknown_filter_naming_it(client: TestClient) 
 def test_a_fact_listing_filters_by_entity_names(client: TestClient) -> None:
     add(client, subject="Ana Lopez", object="Lisbon")
     add(client, subject="Ben Hart", predicate="works_on", object="Atlas")
-    assert [f["subject_name"] for f in client.get("/api/facts", params={"subject": "ana lopez"}).json()["facts"]] \
-        == ["Ana Lopez"]
-    assert [f["object_name"] for f in client.get("/api/facts", params={"object": "Atlas"}).json()["facts"]] == [
-        "Atlas"]
+    assert [f["subject_name"] for f in client.get("/api/facts", params={"subject": "ana lopez"}).json()["facts"]] == [
+        "Ana Lopez"
+    ]
+    assert [f["object_name"] for f in client.get("/api/facts", params={"object": "Atlas"}).json()["facts"]] == ["Atlas"]
     assert client.get("/api/facts", params={"subject": "Nobody Known"}).json()["facts"] == []
     assert client.get("/api/facts/no-such-fact").status_code == 404
 
@@ -503,14 +610,15 @@ def test_a_batch_read_again_adds_no_inferred_link_where_an_explicit_decision_sta
 
     write, _ = sweep.read_batch([porto, faro], "heuristic", None)
 
-    inferred = {(l.from_id, l.to_id, l.kind) for l in write.links}
+    inferred = {(lk.from_id, lk.to_id, lk.kind) for lk in write.links}
     assert not any({a, b} == {facts["Lisbon"], facts["Porto"]} for a, b, _ in inferred)
     faro_id = next(a.id for a in write.assertions if a.drawer_id == faro.id)
     assert (faro_id, facts["Lisbon"], "contradicts") in inferred  # where no decision stands, inference runs
 
 
 def test_an_explicit_decision_after_an_inferred_contradiction_resolves_the_conflict(
-        client: TestClient, palace: Palace) -> None:
+    client: TestClient, palace: Palace
+) -> None:
     note(client, palace, "Ana Lopez lives in Portugal.")
     note(client, palace, "Ana Lopez lives in Lisbon.")
     extracted(palace)
@@ -518,20 +626,24 @@ def test_an_explicit_decision_after_an_inferred_contradiction_resolves_the_confl
     country, city = facts["Ana Lopez", "located_in", "Portugal"], facts["Ana Lopez", "located_in", "Lisbon"]
     assert country["lifecycle"]["state"] == "conflicting"
 
-    client.post(f"/api/facts/{city['id']}/link",
-                json={"to": country["id"], "kind": "refines", "reason": "Lisbon is in Portugal"})
+    client.post(
+        f"/api/facts/{city['id']}/link",
+        json={"to": country["id"], "kind": "refines", "reason": "Lisbon is in Portugal"},
+    )
 
     assert client.get(f"/api/facts/{city['id']}").json()["lifecycle"]["state"] == "current"
     assert client.get(f"/api/facts/{country['id']}").json()["lifecycle"]["state"] == "current"
 
 
-def test_as_of_shows_an_inferred_contradiction_between_claims_both_open_then(palaces: Palaces,
-                                                                           tmp_path: Path) -> None:
+def test_as_of_shows_an_inferred_contradiction_between_claims_both_open_then(palaces: Palaces, tmp_path: Path) -> None:
     palace = palaces.open()
-    folder = write_notes(tmp_path / "notes", {
-        "lisbon.md": ({"date": "2024-05-01"}, "Ana Lopez lives in Lisbon."),
-        "porto.md": ({"date": "2024-05-02"}, "Ana Lopez lives in Porto."),
-    })
+    folder = write_notes(
+        tmp_path / "notes",
+        {
+            "lisbon.md": ({"date": "2024-05-01"}, "Ana Lopez lives in Lisbon."),
+            "porto.md": ({"date": "2024-05-02"}, "Ana Lopez lives in Porto."),
+        },
+    )
     mine(palace, "notes", folder, wing="w")
     extracted(palace)
     assert {f["lifecycle"]["state"] for f in facts_named(palace)} == {"conflicting"}

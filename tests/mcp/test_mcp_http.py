@@ -26,20 +26,39 @@ from memcastle.modes import MODES
 from memcastle.services.facts import ENTITY_KINDS, PREDICATES
 
 REQUIRED = {
-    "memcastle_status", "memcastle_search", "memcastle_recall", "memcastle_wake_up", "memcastle_diary_write",
-    "memcastle_diary_read", "memcastle_note", "memcastle_checkpoint", "memcastle_history", "memcastle_fact_list",
-    "memcastle_fact_history", "memcastle_mine", "memcastle_job_list", "memcastle_job_get", "memcastle_set_mode",
+    "memcastle_status",
+    "memcastle_search",
+    "memcastle_recall",
+    "memcastle_wake_up",
+    "memcastle_diary_write",
+    "memcastle_diary_read",
+    "memcastle_note",
+    "memcastle_checkpoint",
+    "memcastle_history",
+    "memcastle_fact_list",
+    "memcastle_fact_history",
+    "memcastle_mine",
+    "memcastle_job_list",
+    "memcastle_job_get",
+    "memcastle_set_mode",
 }
 WRITES = {"memcastle_note", "memcastle_checkpoint", "memcastle_diary_write", "memcastle_mine"}
-INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-              "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                         "clientInfo": {"name": "test", "version": "1"}}}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}},
+}
 MCP_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 
 
 @asynccontextmanager
-async def connect(address: str, *, mode: str = "legacy", headers: dict[str, str] | None = None,
-                  ) -> AsyncIterator[Client]:
+async def connect(
+    address: str,
+    *,
+    mode: str = "legacy",
+    headers: dict[str, str] | None = None,
+) -> AsyncIterator[Client]:
     """An official MCP client on the daemon's /mcp; `legacy` (the initialize handshake) gives it a session."""
     async with httpx2.AsyncClient(headers=headers or {}, trust_env=False, timeout=15.0) as http:
         async with Client(streamable_http_client(address + "/mcp", http_client=http), mode=mode) as client:
@@ -113,8 +132,7 @@ def test_tool_vocabularies_match_the_domain() -> None:
 # --- reading and writing --------------------------------------------------------------------------
 
 
-def test_mined_evidence_is_found_with_origin_and_preference_signals(daemon: Callable[..., Any],
-                                                                      tmp_path: Path) -> None:
+def test_mined_evidence_is_found_with_origin_and_preference_signals(daemon: Callable[..., Any], tmp_path: Path) -> None:
     source = tmp_path / "project"
     source.mkdir()
     (source / "decisions.md").write_text("We picked zeppelin-storage because it survives power loss.\n")
@@ -125,8 +143,7 @@ def test_mined_evidence_is_found_with_origin_and_preference_signals(daemon: Call
 
     async def scenario() -> None:
         async with connect(served.address) as client:
-            queued = await call(client, "memcastle_mine", connector="directory", locator=str(source),
-                                wing="mcp-mine")
+            queued = await call(client, "memcastle_mine", connector="directory", locator=str(source), wing="mcp-mine")
             job_id = queued["job"]["id"]
             with anyio.fail_after(15):
                 while (job := await call(client, "memcastle_job_get", job_id=job_id))["status"] != "completed":
@@ -144,7 +161,10 @@ def test_mined_evidence_is_found_with_origin_and_preference_signals(daemon: Call
             assert hit["drawer"]["provenance"] == {"requested_by": "job", "job_id": job_id}
             preference = hit["signals"]["preference"]
             assert (preference["level"], preference["connector"], preference["adjustment"]) == (
-                "high", "directory", 0.08)
+                "high",
+                "directory",
+                0.08,
+            )
             recalled = await call(client, "memcastle_recall", query="zeppelin-storage", wing="mcp-mine")
             assert recalled["hits"][0]["drawer"]["id"] == hit["drawer"]["id"]
             trace = await call(client, "memcastle_explain_preference", drawer_id=hit["drawer"]["id"])
@@ -156,22 +176,42 @@ def test_mined_evidence_is_found_with_origin_and_preference_signals(daemon: Call
 def test_note_search_checkpoint_history_wake_up_and_diary(module_daemon: Any) -> None:
     async def scenario() -> None:
         async with connect(module_daemon.address) as client:
-            saved = await call(client, "memcastle_note", content="The staging database is called heron-7.",
-                               wing="mcp-flow", tags=["infra"], agent="tester")
+            saved = await call(
+                client,
+                "memcastle_note",
+                content="The staging database is called heron-7.",
+                wing="mcp-flow",
+                tags=["infra"],
+                agent="tester",
+            )
             assert saved["created"] is True
             drawer = saved["drawer"]
             assert drawer["source"]["agent"] == "tester" and drawer["provenance"]["requested_by"] == "mcp"
-            again = await call(client, "memcastle_note", content="The staging database is called heron-7.",
-                               wing="mcp-flow", agent="tester")
+            again = await call(
+                client,
+                "memcastle_note",
+                content="The staging database is called heron-7.",
+                wing="mcp-flow",
+                agent="tester",
+            )
             assert again["created"] is False and again["drawer"]["id"] == drawer["id"]
 
             found = await call(client, "memcastle_search", query="heron-7", wing="mcp-flow", tags=["infra"])
             assert [h["drawer"]["id"] for h in found["hits"]] == [drawer["id"]]
             assert "origin" in found["hits"][0] and found["hits"][0]["signals"]
 
-            checkpoint = await call(client, "memcastle_checkpoint", agent="tester", items=[
-                {"content": "Decided: deploy heron-7 on Fridays only.", "wing": "mcp-flow",
-                 "fact": {"subject": "heron-7", "predicate": "part_of", "object": "staging"}}])
+            checkpoint = await call(
+                client,
+                "memcastle_checkpoint",
+                agent="tester",
+                items=[
+                    {
+                        "content": "Decided: deploy heron-7 on Fridays only.",
+                        "wing": "mcp-flow",
+                        "fact": {"subject": "heron-7", "predicate": "part_of", "object": "staging"},
+                    }
+                ],
+            )
             [kept] = checkpoint["drawers"]
             assert "checkpoint" in kept["tags"] and kept["room"] == "checkpoints"
             history = await call(client, "memcastle_history", drawer_id=kept["id"])
@@ -181,8 +221,13 @@ def test_note_search_checkpoint_history_wake_up_and_diary(module_daemon: Any) ->
             assert fact["lifecycle"]["state"] == "current"
             assert (await call(client, "memcastle_fact_history", fact_id=fact["id"]))["facts"][0]["id"] == fact["id"]
 
-            await call(client, "memcastle_diary_write", agent="tester", content="Set up heron-7; next: backups.",
-                       wing="mcp-flow")
+            await call(
+                client,
+                "memcastle_diary_write",
+                agent="tester",
+                content="Set up heron-7; next: backups.",
+                wing="mcp-flow",
+            )
             woken = await call(client, "memcastle_wake_up", agent="tester", wing="mcp-flow")
             assert "backups" in woken["diary"][0]["content"]
             assert kept["id"] in {d["id"] for d in woken["checkpoints"]}
@@ -307,9 +352,16 @@ def test_a_rebinding_host_is_refused_on_mcp(module_daemon: Any) -> None:
 
 
 def test_configured_hosts_are_allowed(tmp_path: Path) -> None:
-    settings = load_settings(flags={"palace": str(tmp_path / "palace"), "embeddings.provider": "none",
-                                    "jobs.drain_seconds": 3.0, "mcp.allowed_hosts": ["memory.lan:*"]},
-                             env={}, config_file=None)
+    settings = load_settings(
+        flags={
+            "palace": str(tmp_path / "palace"),
+            "embeddings.provider": "none",
+            "jobs.drain_seconds": 3.0,
+            "mcp.allowed_hosts": ["memory.lan:*"],
+        },
+        env={},
+        config_file=None,
+    )
     palace = build(settings)
     palace.start()
     try:

@@ -23,8 +23,9 @@ ENTRY_ARGS = ["-c", "from memcastle.cli.main import run; run()"]
 @asynccontextmanager
 async def bridge(palace: Path, env: Mapping[str, str], log: Path, *args: str) -> AsyncIterator[Client]:
     """`memcastle --palace P ARGS…` spawned by the SDK's stdio client; the bridge's stderr goes to `log`."""
-    params = StdioServerParameters(command=sys.executable, args=[*ENTRY_ARGS, "--palace", str(palace), *args],
-                                   env=dict(env), cwd=str(log.parent))
+    params = StdioServerParameters(
+        command=sys.executable, args=[*ENTRY_ARGS, "--palace", str(palace), *args], env=dict(env), cwd=str(log.parent)
+    )
     with log.open("w") as errors:
         async with Client(stdio_client(params, errlog=errors)) as client:
             yield client
@@ -64,20 +65,27 @@ def test_the_bridge_serves_the_daemons_tools(module_daemon: Any, tmp_path: Path)
             for name, spec in TOOLS.items():
                 hints = tools[name].annotations
                 assert hints is not None
-                assert (hints.read_only_hint, hints.destructive_hint, hints.idempotent_hint,
-                        hints.open_world_hint) == (spec.read_only, spec.destructive, spec.idempotent, False)
+                assert (hints.read_only_hint, hints.destructive_hint, hints.idempotent_hint, hints.open_world_hint) == (
+                    spec.read_only,
+                    spec.destructive,
+                    spec.idempotent,
+                    False,
+                )
 
-            saved = await call(client, "memcastle_note", content="The bridge keeps otter-9 in the loop.",
-                               wing="stdio")
+            saved = await call(client, "memcastle_note", content="The bridge keeps otter-9 in the loop.", wing="stdio")
             found = await call(client, "memcastle_search", query="otter-9", wing="stdio")
             [hit] = found["hits"]
             assert hit["drawer"]["id"] == saved["drawer"]["id"]
             assert {"origin", "signals", "score"} <= set(hit) and hit["signals"]["relevance"] == 1.0
             assert hit["drawer"]["provenance"]["requested_by"] == "mcp"
-            [kept] = (await call(client, "memcastle_checkpoint",
-                                 items=[{"content": "otter-9 stays on the bridge", "wing": "stdio"}]))["drawers"]
-            assert [v["id"] for v in (await call(client, "memcastle_history", drawer_id=kept["id"]))["versions"]] \
-                == [kept["id"]]
+            [kept] = (
+                await call(
+                    client, "memcastle_checkpoint", items=[{"content": "otter-9 stays on the bridge", "wing": "stdio"}]
+                )
+            )["drawers"]
+            assert [v["id"] for v in (await call(client, "memcastle_history", drawer_id=kept["id"]))["versions"]] == [
+                kept["id"]
+            ]
 
             await call(client, "memcastle_set_mode", mode="read_only")
             assert "read_only" in await refused(client, "memcastle_note", content="refused", wing="stdio")
@@ -92,8 +100,9 @@ def test_the_bridge_serves_the_daemons_tools(module_daemon: Any, tmp_path: Path)
 
 def test_the_cli_mode_is_sent_as_the_header(module_daemon: Any, tmp_path: Path) -> None:
     async def scenario() -> None:
-        async with bridge(module_daemon.palace, module_daemon.env, tmp_path / "bridge.log",
-                          "--mode", "read_only", "mcp") as client:
+        async with bridge(
+            module_daemon.palace, module_daemon.env, tmp_path / "bridge.log", "--mode", "read_only", "mcp"
+        ) as client:
             status = await call(client, "memcastle_status")
             assert (status["mode"], status["mode_source"]) == ("read_only", "header")
             await refused(client, "memcastle_note", content="refused by --mode", wing="stdio")
@@ -102,10 +111,12 @@ def test_the_cli_mode_is_sent_as_the_header(module_daemon: Any, tmp_path: Path) 
     run(scenario)
 
 
-def test_the_bridge_without_a_daemon_exits_3_with_a_clear_message(xdg_home: Any, tmp_path: Path,
-                                                                   cli_runner: Callable[..., Any]) -> None:
-    done = cli_runner(["--palace", str(tmp_path / "nobody-home"), "mcp"], env=xdg_home.env(), input="",
-                      cwd=tmp_path, timeout=30)
+def test_the_bridge_without_a_daemon_exits_3_with_a_clear_message(
+    xdg_home: Any, tmp_path: Path, cli_runner: Callable[..., Any]
+) -> None:
+    done = cli_runner(
+        ["--palace", str(tmp_path / "nobody-home"), "mcp"], env=xdg_home.env(), input="", cwd=tmp_path, timeout=30
+    )
     assert done.returncode == 3, done.stderr
     assert "no daemon" in done.stderr and "memcastle serve" in done.stderr and "--start" in done.stderr
     assert "Traceback" not in done.stderr

@@ -33,7 +33,8 @@ def test_chunks_reassemble_the_document_apart_from_whitespace_only_chunks(parts:
     assert all(chunk.strip() for chunk in chunks)
     assert _without_blank_chunks(text, chunks)
     assert "".join(chunks).replace(" ", "").replace("\n", "").replace("\t", "") == text.replace(" ", "").replace(
-        "\n", "").replace("\t", "")
+        "\n", ""
+    ).replace("\t", "")
 
 
 @given(segments, segments, limits)

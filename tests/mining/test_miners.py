@@ -21,8 +21,9 @@ def test_a_declared_miner_runs_and_a_second_request_joins_the_queued_run(tmp_pat
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "a.md").write_text("# A\nalpha")
-    config = write_config(tmp_path / "config.toml", f'[[miners]]\nname = "n"\nconnector = "notes"\n'
-                                                    f'locator = "{notes}"\nwing = "nw"\n')
+    config = write_config(
+        tmp_path / "config.toml", f'[[miners]]\nname = "n"\nconnector = "notes"\nlocator = "{notes}"\nwing = "nw"\n'
+    )
     palace = build(load_settings(flags={"palace": str(tmp_path / "p")}, env={}, config_file=config))
     try:
         assert [m.name for m in palace.services.list_miners()] == ["n"]
@@ -39,11 +40,18 @@ def test_a_declared_miner_runs_and_a_second_request_joins_the_queued_run(tmp_pat
     ("text", "key", "line"),
     [
         ('[[miners]]\nname = "a"\nconnector = "notes"\nlocator = "/x"\ncolour = "red"\n', "miners[0].colour", 5),
-        ('[[miners]]\nname = "a"\nconnector = "notes"\nlocator = "/x"\n'
-         '[[miners]]\nname = "a"\nconnector = "git"\nlocator = "/y"\n', "miners[1].name", None),
+        (
+            '[[miners]]\nname = "a"\nconnector = "notes"\nlocator = "/x"\n'
+            '[[miners]]\nname = "a"\nconnector = "git"\nlocator = "/y"\n',
+            "miners[1].name",
+            None,
+        ),
         ('[[miners]]\nname = "a"\nlocator = "/x"\n', "miners[0].connector", None),
-        ('[[miners]]\nname = "a"\nconnector = "notes"\nlocator = "/x"\noptions = { since = 3 }\n',
-         "miners[0].options", 5),
+        (
+            '[[miners]]\nname = "a"\nconnector = "notes"\nlocator = "/x"\noptions = { since = 3 }\n',
+            "miners[0].options",
+            5,
+        ),
     ],
 )
 def test_bad_miner_declarations_name_the_file_and_key(tmp_path: Path, text: str, key: str, line: int | None) -> None:

@@ -72,16 +72,20 @@ def test_editing_one_file_supersedes_only_its_changed_chunks(mined_palace: Palac
     doc.write_text(paragraphs(6, "alpha"))
     (project / "other.md").write_text("unrelated text that stays")
     mine(mined_palace, "directory", project)
-    before = {d.source.origin.chunk: d for d in current_drawers(mined_palace, "proj") if d.name != "other.md"
-              and d.source.origin.document == "long.md"}
+    before = {
+        d.source.origin.chunk: d
+        for d in current_drawers(mined_palace, "proj")
+        if d.name != "other.md" and d.source.origin.document == "long.md"
+    }
     parts = doc.read_text().split("\n\n")
     parts[-1] = parts[-1] + " EDITED"
     doc.write_text("\n\n".join(parts))
     os.utime(doc, (1_700_000_000, 1_700_000_000))
     result = mine(mined_palace, "directory", project)
     assert result["unchanged"] == 1  # other.md
-    after = {d.source.origin.chunk: d for d in current_drawers(mined_palace, "proj")
-             if d.source.origin.document == "long.md"}
+    after = {
+        d.source.origin.chunk: d for d in current_drawers(mined_palace, "proj") if d.source.origin.document == "long.md"
+    }
     # mtime is part of the metadata snapshot, so every chunk gets a new snapshot; text changed only at the end.
     assert after.keys() == before.keys()
     assert after[max(after)].content.endswith("EDITED")

@@ -55,8 +55,11 @@ def test_kill_9_during_a_mine_resumes_and_ends_with_exactly_the_clean_drawers(
     first = daemon(palace=crashed_palace)
     with first.http() as http:
         job = http.post("/api/mine", json={"connector": "directory", "locator": str(tree)}).json()["job"]
-        running = _wait_job(http, job["id"], lambda j: j["progress"]["current"] >= 300 or j["status"] != "running"
-                            and j["status"] != "queued")
+        running = _wait_job(
+            http,
+            job["id"],
+            lambda j: j["progress"]["current"] >= 300 or j["status"] != "running" and j["status"] != "queued",
+        )
     assert running["status"] == "running", "the mine finished before it could be interrupted"
     first.kill()
 
@@ -85,7 +88,8 @@ def test_a_connector_from_another_distribution_mines_with_no_change_to_memcastle
     site = tmp_path / "site"
     package = site / "shouting_connector"
     package.mkdir(parents=True)
-    (package / "__init__.py").write_text(textwrap.dedent('''
+    (package / "__init__.py").write_text(
+        textwrap.dedent("""
         from pathlib import Path
         from memcastle.connectors.contract import (
             Candidate, CanonicalDocument, OptionSpec, RawDocument, SourceSpec, identify_source)
@@ -113,7 +117,8 @@ def test_a_connector_from_another_distribution_mines_with_no_change_to_memcastle
 
             def normalize(self, raw):
                 return CanonicalDocument(kind="other", segments=(raw.body,), name=raw.external_id)
-    '''))
+    """)
+    )
     dist = site / "shouting_connector-1.0.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: shouting-connector\nVersion: 1.0\n")
@@ -127,8 +132,9 @@ def test_a_connector_from_another_distribution_mines_with_no_change_to_memcastle
     with running.http() as http:
         names = [c["name"] for c in http.get("/api/connectors").json()["connectors"]]
         assert "shout" in names
-        refused = http.post("/api/mine", json={"connector": "shout", "locator": str(source),
-                                               "options": {"volume": "11"}})
+        refused = http.post(
+            "/api/mine", json={"connector": "shout", "locator": str(source), "options": {"volume": "11"}}
+        )
         assert refused.status_code == 400
         assert refused.json()["field"] == "options.volume" and "suffix" in refused.json()["error"]
         job = http.post("/api/mine", json={"connector": "shout", "locator": str(source)}).json()["job"]

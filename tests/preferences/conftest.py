@@ -35,17 +35,23 @@ class Bench:
     root: Path
     running: list[Palace] = field(default_factory=list)
 
-    def settings(self, name: str = "palace", *, config: str | None = None,
-                 flags: Mapping[str, Any] | None = None) -> Settings:
+    def settings(
+        self, name: str = "palace", *, config: str | None = None, flags: Mapping[str, Any] | None = None
+    ) -> Settings:
         """Embeddings are off unless `flags` turn them on, so no test waits on a model."""
         config_file = None
         if config is not None:
             config_file = self.root / f"{name}-config.toml"
             config_file.write_text(config, encoding="utf-8")
         return load_settings(
-            flags={"palace": str(self.root / name), "embeddings.provider": "none", "jobs.drain_seconds": 3.0,
-                   **(flags or {})},
-            env={}, config_file=config_file,
+            flags={
+                "palace": str(self.root / name),
+                "embeddings.provider": "none",
+                "jobs.drain_seconds": 3.0,
+                **(flags or {}),
+            },
+            env={},
+            config_file=config_file,
         )
 
     def write_policy(self, name: str, preferences: str | None) -> None:
@@ -57,8 +63,14 @@ class Bench:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(preferences, encoding="utf-8")
 
-    def open(self, name: str = "palace", *, preferences: str | None = None, config: str | None = None,
-             flags: Mapping[str, Any] | None = None) -> Palace:
+    def open(
+        self,
+        name: str = "palace",
+        *,
+        preferences: str | None = None,
+        config: str | None = None,
+        flags: Mapping[str, Any] | None = None,
+    ) -> Palace:
         """Build and start a palace, with `preferences` as its palace-local preferences.toml."""
         self.write_policy(name, preferences)
         palace = build(self.settings(name, config=config, flags=flags))
@@ -85,8 +97,9 @@ class Bench:
         return write_notes(self.root / folder, notes)
 
     @staticmethod
-    def mine(palace: Palace, connector: str, locator: Path | str, *, wing: str,
-             timeout: float = 20.0) -> dict[str, Any]:
+    def mine(
+        palace: Palace, connector: str, locator: Path | str, *, wing: str, timeout: float = 20.0
+    ) -> dict[str, Any]:
         """Run a real mine job to completion and return its result."""
         job, _ = palace.services.submit_mine(connector, str(locator), {}, wing=wing)
         deadline = time.monotonic() + timeout

@@ -102,62 +102,104 @@ def mined(client: TestClient, folder: Path, wing: str = "w", poll_for: float = 2
 
 
 def layer_names(config: Path, palace: Path) -> tuple[str, str, str]:
-    return (f"global [preferences] in {config}", f"global [palace.preferences] in {config}",
-            f"palace file {palace / PALACE_FILE}")
+    return (
+        f"global [preferences] in {config}",
+        f"global [palace.preferences] in {config}",
+        f"palace file {palace / PALACE_FILE}",
+    )
 
 
 # --- GET /api/preferences -----------------------------------------------------------------------------
 
 
-def test_the_effective_policy_names_the_layer_of_each_field(client: TestClient, xdg_home: Any,
-                                                              palace_dir: Path) -> None:
+def test_the_effective_policy_names_the_layer_of_each_field(
+    client: TestClient, xdg_home: Any, palace_dir: Path
+) -> None:
     answer = client.get("/api/preferences")
     assert answer.status_code == 200, answer.text
     global_layer, palace_table, palace_file = layer_names(xdg_home.config_file, palace_dir)
     assert answer.json() == {
         "default": {"value": "high", "layer": palace_file},
         "sources": {
-            "claude": {"level": {"value": "low", "layer": palace_file},
-                       "criteria": {"value": [], "layer": None}},
-            "notes": {"level": {"value": "normal", "layer": palace_table},
-                      "criteria": {"value": [{"path": "status", "equals": "draft", "level": "low"},
-                                             {"path": "review.owner", "equals": "ana", "level": "high"},
-                                             {"path": "review.owner", "equals": "bo", "level": "low"}],
-                                   "layer": palace_table}},
+            "claude": {"level": {"value": "low", "layer": palace_file}, "criteria": {"value": [], "layer": None}},
+            "notes": {
+                "level": {"value": "normal", "layer": palace_table},
+                "criteria": {
+                    "value": [
+                        {"path": "status", "equals": "draft", "level": "low"},
+                        {"path": "review.owner", "equals": "ana", "level": "high"},
+                        {"path": "review.owner", "equals": "bo", "level": "low"},
+                    ],
+                    "layer": palace_table,
+                },
+            },
         },
         "neutral": False,
-        "layers": [{"name": global_layer, "file": str(xdg_home.config_file)},
-                   {"name": palace_table, "file": str(xdg_home.config_file)},
-                   {"name": palace_file, "file": str(palace_dir / PALACE_FILE)}],
+        "layers": [
+            {"name": global_layer, "file": str(xdg_home.config_file)},
+            {"name": palace_table, "file": str(xdg_home.config_file)},
+            {"name": palace_file, "file": str(palace_dir / PALACE_FILE)},
+        ],
     }
 
 
 def test_without_any_layer_the_policy_is_the_neutral_builtin_one(bench: Bench) -> None:
     with TestClient(http_app(bench.open()), raise_server_exceptions=False) as http:
         assert http.get("/api/preferences").json() == {
-            "default": {"value": "normal", "layer": BUILTIN_LAYER}, "sources": {}, "neutral": True, "layers": []}
+            "default": {"value": "normal", "layer": BUILTIN_LAYER},
+            "sources": {},
+            "neutral": True,
+            "layers": [],
+        }
 
 
 # --- GET /api/drawers/{id}/preference --------------------------------------------------------------------
 
 
 def test_the_trace_lists_every_criterion_tried_with_the_value_found_and_the_winner(
-    client: TestClient, notes_folder: Path, palace_dir: Path,
+    client: TestClient,
+    notes_folder: Path,
+    palace_dir: Path,
 ) -> None:
     ids = mined(client, notes_folder)
     answer = client.get(f"/api/drawers/{ids['plan.md']}/preference")
     assert answer.status_code == 200, answer.text
     trace = answer.json()
     assert trace["drawer_id"] == ids["plan.md"] and trace["connector"] == "notes"
-    assert trace["result"] == {"level": "high", "connector": "notes", "adjustment": 0.08,
-                               "criterion": {"path": "review.owner", "equals": "ana", "level": "high"}}
+    assert trace["result"] == {
+        "level": "high",
+        "connector": "notes",
+        "adjustment": 0.08,
+        "criterion": {"path": "review.owner", "equals": "ana", "level": "high"},
+    }
     assert trace["criteria"] == [
-        {"path": "status", "equals": "draft", "level": "low", "found": "draft", "present": True, "matched": True,
-         "won": False},
-        {"path": "review.owner", "equals": "ana", "level": "high", "found": "ana", "present": True,
-         "matched": True, "won": True},
-        {"path": "review.owner", "equals": "bo", "level": "low", "found": "ana", "present": True,
-         "matched": False, "won": False},
+        {
+            "path": "status",
+            "equals": "draft",
+            "level": "low",
+            "found": "draft",
+            "present": True,
+            "matched": True,
+            "won": False,
+        },
+        {
+            "path": "review.owner",
+            "equals": "ana",
+            "level": "high",
+            "found": "ana",
+            "present": True,
+            "matched": True,
+            "won": True,
+        },
+        {
+            "path": "review.owner",
+            "equals": "bo",
+            "level": "low",
+            "found": "ana",
+            "present": True,
+            "matched": False,
+            "won": False,
+        },
     ]
     assert trace["metadata"]["status"] == "draft" and trace["metadata"]["review"] == {"owner": "ana"}
     first, decided = trace["steps"]
@@ -170,7 +212,10 @@ def test_the_trace_says_when_no_criterion_matched(client: TestClient, notes_fold
     trace = client.get(f"/api/drawers/{ids['memo.md']}/preference").json()
     assert trace["result"] == {"level": "normal", "connector": "notes", "criterion": None, "adjustment": 0.0}
     assert [(c["path"], c["present"], c["found"], c["matched"]) for c in trace["criteria"]] == [
-        ("status", True, "final", False), ("review.owner", False, None, False), ("review.owner", False, None, False)]
+        ("status", True, "final", False),
+        ("review.owner", False, None, False),
+        ("review.owner", False, None, False),
+    ]
     assert trace["steps"][-1] == "no criterion matched the metadata snapshot"
 
 
@@ -182,8 +227,7 @@ def test_the_trace_of_a_hand_written_note_resolves_to_the_default(client: TestCl
     assert "no origin" in step and "'high'" in step and str(palace_dir / PALACE_FILE) in step
 
 
-def test_the_trace_of_a_connector_without_a_level_falls_back_to_the_default(client: TestClient,
-                                                                             tmp_path: Path) -> None:
+def test_the_trace_of_a_connector_without_a_level_falls_back_to_the_default(client: TestClient, tmp_path: Path) -> None:
     project = tmp_path / "project"
     project.mkdir()
     (project / "readme.txt").write_text("harbor readme")
@@ -207,13 +251,17 @@ def test_the_trace_of_an_unknown_drawer_is_a_404(client: TestClient) -> None:
 # --- search over HTTP -------------------------------------------------------------------------------
 
 
-def test_search_hits_over_http_carry_the_preference_and_off_leaves_it_out(client: TestClient,
-                                                                           notes_folder: Path) -> None:
+def test_search_hits_over_http_carry_the_preference_and_off_leaves_it_out(
+    client: TestClient, notes_folder: Path
+) -> None:
     ids = mined(client, notes_folder)
     hits = client.post("/api/search", json={"query": "harbor", "wing": "w"}).json()["hits"]
     by_id = {hit["drawer"]["id"]: hit for hit in hits}
     assert by_id[ids["plan.md"]]["signals"]["preference"]["criterion"] == {
-        "path": "review.owner", "equals": "ana", "level": "high"}
+        "path": "review.owner",
+        "equals": "ana",
+        "level": "high",
+    }
     assert {"lexical", "relevance", "preference"} <= set(by_id[ids["memo.md"]]["signals"])
     assert by_id[ids["plan.md"]]["origin"]["metadata"]["status"] == "draft"
     off = client.post("/api/search", json={"query": "harbor", "wing": "w", "preferences": "off"}).json()["hits"]
@@ -236,8 +284,13 @@ def squeezed(text: str) -> str:
     return "".join(text.split())
 
 
-def check(cli_runner: Callable[..., subprocess.CompletedProcess[str]], xdg_home: Any, config: Path | None,
-          palace: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+def check(
+    cli_runner: Callable[..., subprocess.CompletedProcess[str]],
+    xdg_home: Any,
+    config: Path | None,
+    palace: Path,
+    *extra: str,
+) -> subprocess.CompletedProcess[str]:
     args = [*(["--config", str(config)] if config else []), "--palace", str(palace), *extra, "preferences", "check"]
     return cli_runner(args, env=xdg_home.env(), cwd=xdg_home.root)
 
@@ -258,8 +311,9 @@ def test_check_exits_0_and_lists_the_valid_layers(cli_runner: Any, xdg_home: Any
 def test_check_exits_1_naming_the_palace_file_line_and_key(cli_runner: Any, xdg_home: Any, tmp_path: Path) -> None:
     palace = tmp_path / "palace"
     palace.mkdir()
-    (palace / PALACE_FILE).write_text('[preferences]\ndefault = "high"\n\n[preferences.sources.notes]\n'
-                                      'level = "urgent"\n')
+    (palace / PALACE_FILE).write_text(
+        '[preferences]\ndefault = "high"\n\n[preferences.sources.notes]\nlevel = "urgent"\n'
+    )
     done = check(cli_runner, xdg_home, None, palace)
     assert done.returncode == 1, done.stdout
     assert squeezed(f"{palace / PALACE_FILE}:5 key 'preferences.sources.notes.level'") in squeezed(done.stderr)
@@ -268,8 +322,10 @@ def test_check_exits_1_naming_the_palace_file_line_and_key(cli_runner: Any, xdg_
 
 def test_check_exits_1_naming_the_global_config_file_and_key(cli_runner: Any, xdg_home: Any, tmp_path: Path) -> None:
     config = tmp_path / "config.toml"
-    config.write_text('[palace.preferences]\ndefault = "normal"\n\n[[palace.preferences.sources.notes.criteria]]\n'
-                      'path = "review..owner"\nequals = "ana"\nlevel = "high"\n')
+    config.write_text(
+        '[palace.preferences]\ndefault = "normal"\n\n[[palace.preferences.sources.notes.criteria]]\n'
+        'path = "review..owner"\nequals = "ana"\nlevel = "high"\n'
+    )
     done = check(cli_runner, xdg_home, config, tmp_path / "palace")
     assert done.returncode == 1
     assert squeezed(f"{config}:5 key 'palace.preferences.sources.notes.criteria[0].path'") in squeezed(done.stderr)
@@ -283,9 +339,14 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 def on_terminal(args: Sequence[str], env: dict[str, str], cwd: Path, timeout: float = 30.0) -> tuple[int, str]:
     """Run the console entry with stdout on a pseudo-terminal (so it renders for people, not JSON)."""
     primary, secondary = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-c", "from memcastle.cli.main import run; run()", *args],
-                            stdin=subprocess.DEVNULL, stdout=secondary, stderr=secondary,
-                            env={**env, "TERM": "xterm"}, cwd=cwd)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from memcastle.cli.main import run; run()", *args],
+        stdin=subprocess.DEVNULL,
+        stdout=secondary,
+        stderr=secondary,
+        env={**env, "TERM": "xterm"},
+        cwd=cwd,
+    )
     os.close(secondary)
     chunks: list[bytes] = []
     deadline = time.monotonic() + timeout
@@ -307,7 +368,9 @@ def on_terminal(args: Sequence[str], env: dict[str, str], cwd: Path, timeout: fl
 
 
 def test_show_and_explain_answer_json_on_a_pipe_and_render_tables_on_a_terminal(
-    daemon: Callable[..., Any], palace_dir: Path, notes_folder: Path,
+    daemon: Callable[..., Any],
+    palace_dir: Path,
+    notes_folder: Path,
 ) -> None:
     process = daemon(palace_dir)
     with process.http() as http:

@@ -32,8 +32,9 @@ if TYPE_CHECKING:
 
 
 def origin(connector: str = "notes", metadata: Mapping[str, Any] | None = None) -> Origin:
-    return Origin(connector=connector, source_id="src", document="doc.md", chunk=0, revision="r1",
-                  metadata=dict(metadata or {}))
+    return Origin(
+        connector=connector, source_id="src", document="doc.md", chunk=0, revision="r1", metadata=dict(metadata or {})
+    )
 
 
 def policy(default: str | None = None, **sources: Mapping[str, Any]) -> Policy:
@@ -133,7 +134,8 @@ def test_a_path_finds_a_value_only_through_nested_tables(path: str, equals: Any,
     result = resolve(policy(notes={"criteria": [crit(path, equals, "low")]}), origin(metadata=METADATA))
     assert result.level == ("low" if matched else "normal")
     assert (result.criterion.to_json() if result.criterion else None) == (
-        crit(path, equals, "low") if matched else None)
+        crit(path, equals, "low") if matched else None
+    )
 
 
 # --- specificity and order --------------------------------------------------------------------------
@@ -151,8 +153,11 @@ def test_the_criterion_with_more_path_segments_wins_whatever_its_place(order: st
 
 
 def test_three_segments_beat_two_and_two_beat_one() -> None:
-    criteria = [crit("status", "draft", "high"), crit("review.team.lead", "bo", "low"),
-                crit("review.owner", "ana", "normal")]
+    criteria = [
+        crit("status", "draft", "high"),
+        crit("review.team.lead", "bo", "low"),
+        crit("review.owner", "ana", "normal"),
+    ]
     result = resolve(policy(notes={"criteria": criteria}), origin(metadata=SNAPSHOT))
     assert result.criterion is not None and result.criterion.path == ("review", "team", "lead")
     assert result.level == "low"
@@ -185,10 +190,14 @@ def test_another_connectors_criteria_never_apply() -> None:
 LEVEL_NAMES = list(LEVELS)
 
 
-@pytest.mark.parametrize(("default", "connector_level", "criterion_level"),
-                         list(itertools.product(LEVEL_NAMES, [None, *LEVEL_NAMES], [None, *LEVEL_NAMES])))
+@pytest.mark.parametrize(
+    ("default", "connector_level", "criterion_level"),
+    list(itertools.product(LEVEL_NAMES, [None, *LEVEL_NAMES], [None, *LEVEL_NAMES])),
+)
 def test_a_criterion_overrides_the_connector_level_which_overrides_the_default(
-    default: str, connector_level: str | None, criterion_level: str | None,
+    default: str,
+    connector_level: str | None,
+    criterion_level: str | None,
 ) -> None:
     entry: dict[str, Any] = {"criteria": [crit("status", "final", "high")]}  # present but never matching
     if connector_level is not None:
@@ -208,8 +217,7 @@ def test_a_drawer_without_an_origin_resolves_to_the_default(default: str) -> Non
     the_policy = policy(default, notes={"level": "high", "criteria": [crit("status", "draft", "low")]})
     result = resolve(the_policy, None)
     assert (result.level, result.connector, result.criterion) == (default, None, None)
-    assert result.to_json() == {"level": default, "connector": None, "criterion": None,
-                                "adjustment": LEVELS[default]}
+    assert result.to_json() == {"level": default, "connector": None, "criterion": None, "adjustment": LEVELS[default]}
 
 
 @pytest.mark.parametrize("default", LEVEL_NAMES)
@@ -235,30 +243,47 @@ def test_resolution_reads_but_never_changes_the_origin() -> None:
 
 
 def test_criteria_inherited_from_an_earlier_layer_are_gone_once_a_later_layer_replaces_them() -> None:
-    merged = load_policy([
-        parse_layer("one", {"sources": {"notes": {"criteria": [crit("status", "draft", "low")]}}}),
-        parse_layer("two", {"sources": {"notes": {"criteria": [crit("review.owner", "bo", "high")]}}}),
-    ])
+    merged = load_policy(
+        [
+            parse_layer("one", {"sources": {"notes": {"criteria": [crit("status", "draft", "low")]}}}),
+            parse_layer("two", {"sources": {"notes": {"criteria": [crit("review.owner", "bo", "high")]}}}),
+        ]
+    )
     assert resolve(merged, origin(metadata=SNAPSHOT)).level == "normal"
 
 
 # --- resolution as a property against an independent reference model ---------------------------------
 
 PATH_CHOICES = ("status", "git_branch", "review.owner", "a.b.c", "a.b")
-SCALAR = st.one_of(st.sampled_from(("draft", "final", "main", "1", "")), st.integers(-2, 2),
-                   st.sampled_from((1.0, 2.5)), st.booleans())
+SCALAR = st.one_of(
+    st.sampled_from(("draft", "final", "main", "1", "")), st.integers(-2, 2), st.sampled_from((1.0, 2.5)), st.booleans()
+)
 LEVEL = st.sampled_from(LEVEL_NAMES)
-CRITERIA = st.lists(st.fixed_dictionaries({"path": st.sampled_from(PATH_CHOICES), "equals": SCALAR, "level": LEVEL}),
-                    max_size=5, unique_by=lambda c: (c["path"], json_kind(c["equals"]), c["equals"]))
-SOURCES = st.dictionaries(st.sampled_from(("notes", "claude")),
-                          st.fixed_dictionaries({}, optional={"level": LEVEL, "criteria": CRITERIA}), max_size=2)
+CRITERIA = st.lists(
+    st.fixed_dictionaries({"path": st.sampled_from(PATH_CHOICES), "equals": SCALAR, "level": LEVEL}),
+    max_size=5,
+    unique_by=lambda c: (c["path"], json_kind(c["equals"]), c["equals"]),
+)
+SOURCES = st.dictionaries(
+    st.sampled_from(("notes", "claude")),
+    st.fixed_dictionaries({}, optional={"level": LEVEL, "criteria": CRITERIA}),
+    max_size=2,
+)
 VALUE = st.one_of(SCALAR, st.none(), st.lists(SCALAR, max_size=2))
-METADATA_STRATEGY = st.fixed_dictionaries({}, optional={
-    "status": VALUE, "git_branch": VALUE,
-    "review": st.one_of(VALUE, st.fixed_dictionaries({}, optional={"owner": VALUE})),
-    "a": st.one_of(VALUE, st.fixed_dictionaries({}, optional={
-        "b": st.one_of(VALUE, st.fixed_dictionaries({}, optional={"c": VALUE}))})),
-})
+METADATA_STRATEGY = st.fixed_dictionaries(
+    {},
+    optional={
+        "status": VALUE,
+        "git_branch": VALUE,
+        "review": st.one_of(VALUE, st.fixed_dictionaries({}, optional={"owner": VALUE})),
+        "a": st.one_of(
+            VALUE,
+            st.fixed_dictionaries(
+                {}, optional={"b": st.one_of(VALUE, st.fixed_dictionaries({}, optional={"c": VALUE}))}
+            ),
+        ),
+    },
+)
 
 
 def json_kind(value: Any) -> str:
@@ -269,8 +294,9 @@ def json_kind(value: Any) -> str:
     return "string" if isinstance(value, str) else "other"
 
 
-def reference_resolve(default: str, sources: Mapping[str, Any], connector: str | None,
-                      metadata: Mapping[str, Any]) -> tuple[str, tuple[str, ...] | None]:
+def reference_resolve(
+    default: str, sources: Mapping[str, Any], connector: str | None, metadata: Mapping[str, Any]
+) -> tuple[str, tuple[str, ...] | None]:
     """SPEC §5 resolution written independently: (level, winning criterion's path or None)."""
     if connector is None:
         return default, None
@@ -295,14 +321,20 @@ def reference_resolve(default: str, sources: Mapping[str, Any], connector: str |
 
 
 @settings(max_examples=300, deadline=None)
-@given(default=LEVEL, sources=SOURCES, connector=st.sampled_from(("notes", "claude", "git", None)),
-       metadata=METADATA_STRATEGY)
-def test_resolution_agrees_with_the_reference_model(default: str, sources: dict[str, Any], connector: str | None,
-                                                    metadata: dict[str, Any]) -> None:
+@given(
+    default=LEVEL,
+    sources=SOURCES,
+    connector=st.sampled_from(("notes", "claude", "git", None)),
+    metadata=METADATA_STRATEGY,
+)
+def test_resolution_agrees_with_the_reference_model(
+    default: str, sources: dict[str, Any], connector: str | None, metadata: dict[str, Any]
+) -> None:
     the_policy = load_policy([parse_layer("layer", {"default": default, "sources": sources})])
     result = resolve(the_policy, origin(connector, metadata) if connector else None)
     assert (result.level, result.criterion.path if result.criterion else None) == reference_resolve(
-        default, sources, connector, metadata)
+        default, sources, connector, metadata
+    )
 
 
 # --- the snapshot is frozen at mine time; the policy is read at read time ------------------------------
@@ -341,7 +373,9 @@ def test_an_old_revision_still_resolves_through_the_snapshot_it_was_mined_with(b
     assert preference(as_of.hits[0]) == ("low", "draft")
 
     historical = bench.search(palace, "blue-green", wing="w", include_historical=True)
-    assert {h.drawer.id: preference(h) for h in historical.hits} == {old.id: ("low", "draft"),
-                                                                     new.id: ("high", "final")}
+    assert {h.drawer.id: preference(h) for h in historical.hits} == {
+        old.id: ("low", "draft"),
+        new.id: ("high", "final"),
+    }
     assert palace.services.preference_trace(old.id)["metadata"]["status"] == "draft"
     assert resolve(palace.services.policy, palace.services.get_drawer(old.id).source.origin).level == "low"

@@ -64,8 +64,8 @@ ADJUSTED_ORDER = ["d.md", "b.md", "a.md", "c.md"]
 NEUTRAL_POLICIES = {
     "an empty palace file": "",
     "explicit normal levels": '[preferences]\ndefault = "normal"\n\n[preferences.sources.notes]\nlevel = "normal"\n'
-                              '[[preferences.sources.notes.criteria]]\npath = "status"\nequals = "draft"\n'
-                              'level = "normal"\n',
+    '[[preferences.sources.notes.criteria]]\npath = "status"\nequals = "draft"\n'
+    'level = "normal"\n',
 }
 
 
@@ -115,12 +115,16 @@ def test_a_neutral_policy_gives_exactly_the_results_of_a_palace_without_one(benc
 
 def test_a_neutral_global_policy_also_leaves_results_untouched(bench: Bench) -> None:
     plain = harbor_palace(bench, "plain")
-    neutral = harbor_palace(bench, "neutral", config='[preferences]\ndefault = "normal"\n'
-                                                      '[palace.preferences.sources.claude]\nlevel = "normal"\n')
+    neutral = harbor_palace(
+        bench,
+        "neutral",
+        config='[preferences]\ndefault = "normal"\n[palace.preferences.sources.claude]\nlevel = "normal"\n',
+    )
     assert neutral.services.policy.is_neutral
     for limit in (1, 3):
         assert comparable(bench.search(neutral, "harbor", wing="w", limit=limit)) == comparable(
-            bench.search(plain, "harbor", wing="w", limit=limit))
+            bench.search(plain, "harbor", wing="w", limit=limit)
+        )
 
 
 def test_preferences_off_shows_the_ranking_of_a_palace_without_a_policy(bench: Bench) -> None:
@@ -170,29 +174,35 @@ def test_each_hit_shows_its_base_signal_relevance_and_preference(bench: Bench, t
     draft = hits["b.md"]
     assert set(draft.signals) == {"lexical", "relevance", "preference"}
     assert draft.signals["preference"] == {
-        "level": "high", "connector": "notes", "criterion": {"path": "status", "equals": "draft", "level": "high"},
-        "adjustment": 0.08}
+        "level": "high",
+        "connector": "notes",
+        "criterion": {"path": "status", "equals": "draft", "level": "high"},
+        "adjustment": 0.08,
+    }
     assert draft.to_json()["origin"]["metadata"]["status"] == "draft"
-    assert hits["harbor.txt"].signals["preference"] == {"level": "low", "connector": "directory", "criterion": None,
-                                                        "adjustment": -0.08}
+    assert hits["harbor.txt"].signals["preference"] == {
+        "level": "low",
+        "connector": "directory",
+        "criterion": None,
+        "adjustment": -0.08,
+    }
     [manual] = [hit for name, hit in hits.items() if name is None]
-    assert manual.signals["preference"] == {"level": "low", "connector": None, "criterion": None,
-                                            "adjustment": -0.08}
+    assert manual.signals["preference"] == {"level": "low", "connector": None, "criterion": None, "adjustment": -0.08}
     assert_bounded(list(hits.values()))
 
 
 def test_all_equal_base_signals_give_relevance_1_and_ties_go_by_id(bench: Bench) -> None:
     palace = bench.open(preferences='[preferences]\ndefault = "high"\n')
-    bench.mine(palace, "notes", bench.notes("same", {f"n{i}.md": ({}, f"zebra alpha{i}") for i in range(6)}),
-               wing="w")
+    bench.mine(palace, "notes", bench.notes("same", {f"n{i}.md": ({}, f"zebra alpha{i}") for i in range(6)}), wing="w")
     result = bench.search(palace, "zebra", wing="w", limit=6)
     assert [hit.signals["relevance"] for hit in result.hits] == [1.0] * 6
     assert [hit.score for hit in result.hits] == [1.0 + BOUND] * 6
     assert [hit.drawer.id for hit in result.hits] == sorted(hit.drawer.id for hit in result.hits)
 
 
-@pytest.mark.parametrize(("limit", "pool"), [(1, 20), (4, 20), (5, 20), (6, 24), (10, 40), (49, 196), (50, 200),
-                                             (51, 200), (200, 200)])
+@pytest.mark.parametrize(
+    ("limit", "pool"), [(1, 20), (4, 20), (5, 20), (6, 24), (10, 40), (49, 196), (50, 200), (51, 200), (200, 200)]
+)
 def test_the_pool_size_is_four_times_the_limit_clamped_to_20_and_200(limit: int, pool: int) -> None:
     assert pool_size(limit) == pool
 
@@ -201,8 +211,12 @@ def test_search_reranks_exactly_a_pool_of_clamp_4_limit_20_200_candidates(bench:
     """Every candidate has the same base signal, so a high preference lifts any drawer inside the pool to the top,
     while one just outside the pool never appears at all."""
     palace = bench.open()
-    bench.mine(palace, "notes", bench.notes("same", {f"n{i:03d}.md": ({"key": f"k{i:03d}"}, f"zebra alpha{i:03d}")
-                                                     for i in range(205)}), wing="w")
+    bench.mine(
+        palace,
+        "notes",
+        bench.notes("same", {f"n{i:03d}.md": ({"key": f"k{i:03d}"}, f"zebra alpha{i:03d}") for i in range(205)}),
+        wing="w",
+    )
     by_id: list[Drawer] = []
     after = None
     while True:
@@ -238,13 +252,22 @@ json.dump({"embeddings": rows}, sys.stdout)
 
 @pytest.mark.parametrize(("ranking", "base"), [("hybrid", "fusion"), ("semantic", "semantic")])
 def test_hybrid_and_semantic_hits_keep_their_own_base_signal_beside_relevance(
-    bench: Bench, tmp_path: Path, poll: Any, ranking: str, base: str,
+    bench: Bench,
+    tmp_path: Path,
+    poll: Any,
+    ranking: str,
+    base: str,
 ) -> None:
     script = tmp_path / "bag_of_words.py"
     script.write_text(BAG_OF_WORDS)
-    palace = bench.open(preferences=DRAFTS_HIGH, flags={
-        "embeddings.provider": "command", "embeddings.model": "bag-3d",
-        "embeddings.command": [sys.executable, str(script)]})
+    palace = bench.open(
+        preferences=DRAFTS_HIGH,
+        flags={
+            "embeddings.provider": "command",
+            "embeddings.model": "bag-3d",
+            "embeddings.command": [sys.executable, str(script)],
+        },
+    )
     bench.mine(palace, "notes", bench.notes("harbor", HARBOR), wing="w")
     poll(lambda: palace.services.embedding_status()["pending"] == 0, timeout=20, what="embeddings")
     result = bench.search(palace, "harbor crane", wing="w", ranking=ranking)
@@ -260,27 +283,40 @@ def test_hybrid_and_semantic_hits_keep_their_own_base_signal_beside_relevance(
 
 def test_graph_expanded_hits_stay_after_the_direct_hits_whatever_their_preference(bench: Bench, poll: Any) -> None:
     palace = bench.open(preferences=DRAFTS_HIGH)
-    bench.mine(palace, "notes", bench.notes("graph", {
-        "crane.md": ({"status": "final"}, "The harbor crane is run by Alice Moreau."),
-        "noon.md": ({"status": "final"}, "The harbor closes at noon."),
-        "tea.md": ({"status": "draft"}, "Alice Moreau prefers green tea."),
-    }), wing="w")
-    poll(lambda: (jobs := palace.services.list_jobs(None, "extract")) and all(j.is_finished for j in jobs),
-         timeout=20, what="fact extraction")
+    bench.mine(
+        palace,
+        "notes",
+        bench.notes(
+            "graph",
+            {
+                "crane.md": ({"status": "final"}, "The harbor crane is run by Alice Moreau."),
+                "noon.md": ({"status": "final"}, "The harbor closes at noon."),
+                "tea.md": ({"status": "draft"}, "Alice Moreau prefers green tea."),
+            },
+        ),
+        wing="w",
+    )
+    poll(
+        lambda: (jobs := palace.services.list_jobs(None, "extract")) and all(j.is_finished for j in jobs),
+        timeout=20,
+        what="fact extraction",
+    )
     for preferences in ("on", "off"):
         result = bench.search(palace, "harbor", wing="w", expand=True, preferences=preferences)
         direct, expanded = result.hits[:2], result.hits[2:]
         assert {hit.drawer.name for hit in direct} == {"crane.md", "noon.md"}
         assert [(hit.drawer.name, hit.via, dict(hit.signals)) for hit in expanded] == [
-            ("tea.md", ("Alice Moreau",), {"graph": 1.0})], "a preferred related drawer is not pulled forward"
+            ("tea.md", ("Alice Moreau",), {"graph": 1.0})
+        ], "a preferred related drawer is not pulled forward"
 
 
 # --- eligibility comes first ----------------------------------------------------------------------------
 
 
 def test_a_preferred_drawer_outside_the_scope_never_appears(bench: Bench, tmp_path: Path) -> None:
-    palace = bench.open(preferences='[preferences.sources.notes]\nlevel = "high"\n'
-                                    '[preferences.sources.directory]\nlevel = "low"\n')
+    palace = bench.open(
+        preferences='[preferences.sources.notes]\nlevel = "high"\n[preferences.sources.directory]\nlevel = "low"\n'
+    )
     bench.mine(palace, "notes", bench.notes("inside", {"in.md": ({}, "harbor crane")}), wing="inside")
     bench.mine(palace, "notes", bench.notes("outside", {"out.md": ({}, "harbor harbor harbor")}), wing="outside")
     project = tmp_path / "project"
@@ -329,30 +365,48 @@ def test_changing_the_palace_policy_and_restarting_reranks_old_drawers_without_r
 
 # --- `rerank` as a property -----------------------------------------------------------------------------
 
-POLICY = load_policy([parse_layer("test", {"sources": {"up": {"level": "high"}, "down": {"level": "low"},
-                                                       "even": {"level": "normal"}}})])
+POLICY = load_policy(
+    [parse_layer("test", {"sources": {"up": {"level": "high"}, "down": {"level": "low"}, "even": {"level": "normal"}}})]
+)
 CONNECTOR = st.sampled_from(("up", "down", "even", "unknown", None))
 BASE = st.one_of(st.floats(-50, 50, allow_nan=False), st.sampled_from((0.0, 1.0, 0.5)))
 
 
 def drawer(drawer_id: str, connector: str | None) -> Drawer:
-    origin = Origin(connector=connector, source_id="s", document=drawer_id, chunk=0, revision="r") if connector else None
-    return Drawer(id=drawer_id, wing="w", room="r", name=drawer_id, content="text", content_hash="h", fingerprint="f",
-                  source=Source(kind="note", origin=origin), tags=(), provenance=Provenance(),
-                  valid_from="2025-01-01T00:00:00Z", valid_to=None, supersedes=None, superseded_by=None,
-                  created_at="2025-01-01T00:00:00Z")
+    origin = (
+        Origin(connector=connector, source_id="s", document=drawer_id, chunk=0, revision="r") if connector else None
+    )
+    return Drawer(
+        id=drawer_id,
+        wing="w",
+        room="r",
+        name=drawer_id,
+        content="text",
+        content_hash="h",
+        fingerprint="f",
+        source=Source(kind="note", origin=origin),
+        tags=(),
+        provenance=Provenance(),
+        valid_from="2025-01-01T00:00:00Z",
+        valid_to=None,
+        supersedes=None,
+        superseded_by=None,
+        created_at="2025-01-01T00:00:00Z",
+    )
 
 
 @settings(max_examples=300, deadline=None)
-@given(candidates=st.lists(st.tuples(BASE, CONNECTOR), min_size=1, max_size=60),
-       default=st.sampled_from(list(LEVELS)))
-def test_rerank_moves_a_hit_by_at_most_the_bound_and_drops_nothing(candidates: list[tuple[float, str | None]],
-                                                                  default: str) -> None:
+@given(candidates=st.lists(st.tuples(BASE, CONNECTOR), min_size=1, max_size=60), default=st.sampled_from(list(LEVELS)))
+def test_rerank_moves_a_hit_by_at_most_the_bound_and_drops_nothing(
+    candidates: list[tuple[float, str | None]], default: str
+) -> None:
     policy = load_policy([*POLICY.layers, parse_layer("default", {"default": default})])
     drawers = {f"d{i:03d}": drawer(f"d{i:03d}", connector) for i, (_, connector) in enumerate(candidates)}
     bases = [base for base, _ in candidates]
-    pool = [PoolEntry(drawer_id=f"d{i:03d}", base=base, signals={"lexical": base}, relevance=relevance)
-            for i, (base, relevance) in enumerate(zip(bases, pool_relevance(bases), strict=True))]
+    pool = [
+        PoolEntry(drawer_id=f"d{i:03d}", base=base, signals={"lexical": base}, relevance=relevance)
+        for i, (base, relevance) in enumerate(zip(bases, pool_relevance(bases), strict=True))
+    ]
     hits = rerank(policy, pool, drawers)
 
     assert sorted(hit.drawer.id for hit in hits) == sorted(drawers), "nothing is dropped or added"
@@ -385,8 +439,10 @@ def test_when_every_hit_has_the_same_preference_the_ranking_is_the_base_ranking(
 ) -> None:
     policy = load_policy([parse_layer("all high", {"default": "high"})])
     bases = [base for base, _ in candidates]
-    pool = [PoolEntry(f"d{i:03d}", base, {"lexical": base}, relevance)
-            for i, (base, relevance) in enumerate(zip(bases, pool_relevance(bases), strict=True))]
+    pool = [
+        PoolEntry(f"d{i:03d}", base, {"lexical": base}, relevance)
+        for i, (base, relevance) in enumerate(zip(bases, pool_relevance(bases), strict=True))
+    ]
     hits = rerank(policy, pool, {entry.drawer_id: drawer(entry.drawer_id, "any") for entry in pool})
     assert [hit.drawer.id for hit in hits] == [e.drawer_id for e in sorted(pool, key=lambda e: (-e.base, e.drawer_id))]
 

@@ -128,7 +128,9 @@ def test_builtin_embeds_with_the_network_blocked(tmp_path: Path) -> None:
         )
     )
     env = {**os.environ, "PYTHONPATH": str(SRC)}
-    done = subprocess.run([sys.executable, str(script)], check=False, capture_output=True, text=True, env=env, timeout=60)
+    done = subprocess.run(
+        [sys.executable, str(script)], check=False, capture_output=True, text=True, env=env, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "(2, 384)"
 
@@ -265,8 +267,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.server.requests.append((self.path, dict(self.headers), body))
         mode = self.path.strip("/").split("/")[0]
         if mode == "good":
-            data = [{"object": "embedding", "index": i, "embedding": [float(len(t)), 1.0, 0.0]}
-                    for i, t in enumerate(body["input"])]
+            data = [
+                {"object": "embedding", "index": i, "embedding": [float(len(t)), 1.0, 0.0]}
+                for i, t in enumerate(body["input"])
+            ]
             # Reversed on purpose: clients must put items back by `index`.
             self._answer(200, json.dumps({"object": "list", "model": body["model"], "data": data[::-1]}))
         elif mode == "fail":

@@ -23,8 +23,13 @@ def make_palace(path: Path, model: str | None = "bow") -> Palace:
     if model is None:
         flags["embeddings.provider"] = "none"
     else:
-        flags.update({"embeddings.provider": "command", "embeddings.model": model,
-                      "embeddings.command": [sys.executable, EMBEDDER]})
+        flags.update(
+            {
+                "embeddings.provider": "command",
+                "embeddings.model": model,
+                "embeddings.command": [sys.executable, EMBEDDER],
+            }
+        )
     palace = build(load_settings(flags=flags, env={}))
     palace.start()
     return palace
@@ -110,8 +115,9 @@ def test_filters_apply_inside_every_leg_before_the_limit(palace: Palace) -> None
     palace.services.save_note("a kitten playing", wing="home")
     settle(palace)
     for ranking in ("lexical", "semantic", "hybrid"):
-        result = palace.services.search(SearchRequest(query="kitten", ranking=ranking, limit=1, wing="home",
-                                                      tags=("pets",)))
+        result = palace.services.search(
+            SearchRequest(query="kitten", ranking=ranking, limit=1, wing="home", tags=("pets",))
+        )
         assert ids(result) == [wanted.id], ranking
 
 
@@ -126,7 +132,8 @@ def test_every_temporal_form_follows_a_supersession_chain_in_every_leg(palace: P
     third = palace.services.supersede_drawer(second.id, "the database is Postgres 16, database upgraded")
     settle(palace)
     for ranking in ("lexical", "semantic", "hybrid"):
-        def found(**temporal: Any) -> set[str]:
+
+        def found(ranking: str = ranking, **temporal: Any) -> set[str]:
             return set(ids(palace.services.search(SearchRequest(query="database", ranking=ranking, **temporal))))
 
         assert found() == {third.id}, ranking

@@ -32,8 +32,9 @@ def shared_lines(a: list[str], b: list[str]) -> int:
 
 def test_the_backends_share_fewer_than_100_lines_of_code() -> None:
     shared = shared_lines(code_lines(STORE / "sqlite"), code_lines(STORE / "postgres"))
-    assert shared < CEILING, f"{shared} lines of the SQLite backend reappear in the PostgreSQL one; move the rule " \
-                             "into memcastle/store/sql/"
+    assert shared < CEILING, (
+        f"{shared} lines of the SQLite backend reappear in the PostgreSQL one; move the rule into memcastle/store/sql/"
+    )
 
 
 def test_the_measure_sees_a_copied_rule() -> None:

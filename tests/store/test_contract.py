@@ -56,10 +56,26 @@ def seeded_store(shared_store: Store) -> Store:
     return shared_store
 
 
-def note(content: str, *, wing: str = "w", room: str = "r", name: str | None = None,
-         tags: tuple[str, ...] = (), valid_from: str | None = None, source: Source | None = None) -> NewDrawer:
-    return NewDrawer(wing=wing, room=room, content=content, name=name, tags=tags, valid_from=valid_from,
-                     source=source or Source(kind="note"), provenance=Provenance(requested_by="cli"))
+def note(
+    content: str,
+    *,
+    wing: str = "w",
+    room: str = "r",
+    name: str | None = None,
+    tags: tuple[str, ...] = (),
+    valid_from: str | None = None,
+    source: Source | None = None,
+) -> NewDrawer:
+    return NewDrawer(
+        wing=wing,
+        room=room,
+        content=content,
+        name=name,
+        tags=tags,
+        valid_from=valid_from,
+        source=source or Source(kind="note"),
+        provenance=Provenance(requested_by="cli"),
+    )
 
 
 def sha256(text: str) -> str:
@@ -121,8 +137,15 @@ def test_fingerprint_ignores_case_and_punctuation_but_hash_does_not() -> None:
 
 
 def test_origin_snapshot_is_stored_with_the_drawer(store: Store) -> None:
-    origin = Origin(connector="notes", source_id="s1", document="a.md", chunk=0, revision="r1",
-                    metadata={"status": "draft", "nested": {"n": 1}}, occurred_at="2024-05-01T00:00:00.000000Z")
+    origin = Origin(
+        connector="notes",
+        source_id="s1",
+        document="a.md",
+        chunk=0,
+        revision="r1",
+        metadata={"status": "draft", "nested": {"n": 1}},
+        occurred_at="2024-05-01T00:00:00.000000Z",
+    )
     drawer = store.add_drawer(note("with origin", source=Source(kind="note", uri="file:///a.md", origin=origin)))
     stored = store.get_drawer(drawer.id)
     assert stored.source.origin == origin
@@ -287,9 +310,41 @@ def test_wings_and_rooms_count_current_drawers(store: Store) -> None:
 
 # --- lexical retrieval ----------------------------------------------------------------------------
 
-HOSTILE = ['"', '""', "*", "AND", "OR", "NOT", "NEAR(", "NEAR(a b, 3)", "-x", "fox -quick", '"unbalanced',
-           "quick\" OR \"fox", "a:b", "content:fox", "(", ")", "^fox", "fox*", "{fox}", "+", "'", "\\", "--",
-           "fox AND", "AND fox", "NEAR", "quick + brown", "\x00", "🏰", "   ;DROP TABLE drawer;--", "%", "_", "ü"]
+HOSTILE = [
+    '"',
+    '""',
+    "*",
+    "AND",
+    "OR",
+    "NOT",
+    "NEAR(",
+    "NEAR(a b, 3)",
+    "-x",
+    "fox -quick",
+    '"unbalanced',
+    'quick" OR "fox',
+    "a:b",
+    "content:fox",
+    "(",
+    ")",
+    "^fox",
+    "fox*",
+    "{fox}",
+    "+",
+    "'",
+    "\\",
+    "--",
+    "fox AND",
+    "AND fox",
+    "NEAR",
+    "quick + brown",
+    "\x00",
+    "🏰",
+    "   ;DROP TABLE drawer;--",
+    "%",
+    "_",
+    "ü",
+]
 
 
 @pytest.mark.parametrize("query", HOSTILE)
@@ -312,7 +367,7 @@ def test_operators_in_user_text_are_searched_as_words(seeded_store: Store) -> No
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(query=st.text(alphabet=st.characters(categories=("P", "S", "Zs", "L", "N", "Cc")), min_size=1, max_size=40))
 @example(query='"*"')
-@example(query="NEAR(\"a\" \"b\")")
+@example(query='NEAR("a" "b")')
 def test_random_punctuation_never_errors(seeded_store: Store, query: str) -> None:
     try:
         search(seeded_store, query)
@@ -324,8 +379,7 @@ def test_random_punctuation_never_errors(seeded_store: Store, query: str) -> Non
 @given(query=st.text(max_size=40))
 def test_quoted_terms_are_always_a_valid_match_expression(seeded_store: Store, query: str) -> None:
     # Whatever the text, the terms reach the engine as values: no query may error in either dialect.
-    seeded_store.lexical_candidates(LexicalQuery(tuple(query_terms(query)), require_all=False), Scope(), None,
-                                    False, 5)
+    seeded_store.lexical_candidates(LexicalQuery(tuple(query_terms(query)), require_all=False), Scope(), None, False, 5)
 
 
 def test_all_terms_are_required_first_then_any_term(store: Store) -> None:
@@ -350,13 +404,15 @@ def test_scope_filters_apply_before_the_limit(store: Store) -> None:
     store.add_drawer(note("a lantern among many other words here", wing="quiet", room="attic", tags=("x", "y")))
     store.add_drawer(note("a lantern with one tag only", wing="quiet", room="attic", tags=("x",)))
     origin = Origin(connector="notes", source_id="s", document="d.md", chunk=0, revision="r")
-    store.add_drawer(note("a mined lantern", wing="quiet", room="cellar",
-                          source=Source(kind="file", origin=origin)))
+    store.add_drawer(note("a mined lantern", wing="quiet", room="cellar", source=Source(kind="file", origin=origin)))
 
     assert search(store, "lantern", limit=1, wing="quiet", room="attic", tags=["x", "y"]) == [
-        "a lantern among many other words here"]
+        "a lantern among many other words here"
+    ]
     assert sorted(search(store, "lantern", limit=5, wing="quiet", tags=["x"])) == [
-        "a lantern among many other words here", "a lantern with one tag only"]
+        "a lantern among many other words here",
+        "a lantern with one tag only",
+    ]
     assert search(store, "lantern", limit=1, source_kind="file") == ["a mined lantern"]
     assert search(store, "lantern", limit=1, connector="notes") == ["a mined lantern"]
     assert len(search(store, "lantern", limit=3)) == 3
@@ -477,11 +533,16 @@ def test_eligibility_applies_scope_and_time(store: Store) -> None:
 
 
 def test_provenance_source_and_tags_round_trip(store: Store) -> None:
-    drawer = store.add_drawer(NewDrawer(
-        wing="w", room="r", content="x", tags=("b", "a", "b"),
-        source=Source(kind="transcript", uri="https://example.invalid/x", agent="claude"),
-        provenance=Provenance(requested_by="job", job_id="job-1"),
-    ))
+    drawer = store.add_drawer(
+        NewDrawer(
+            wing="w",
+            room="r",
+            content="x",
+            tags=("b", "a", "b"),
+            source=Source(kind="transcript", uri="https://example.invalid/x", agent="claude"),
+            provenance=Provenance(requested_by="job", job_id="job-1"),
+        )
+    )
     again = store.get_drawer(drawer.id)
     assert again == drawer
     assert again.tags == ("b", "a", "b"), "tags are kept as given"
@@ -612,20 +673,24 @@ def test_other_models_are_dropped_after_a_model_change(store: Store) -> None:
 
 
 def source_record(cursor: str | None = None) -> SourceRecord:
-    return SourceRecord(id="src-1", connector="notes", locator="/notes", options={"since": "2024"}, cursor=cursor,
-                        updated_at=utc_now())
+    return SourceRecord(
+        id="src-1", connector="notes", locator="/notes", options={"since": "2024"}, cursor=cursor, updated_at=utc_now()
+    )
 
 
 def test_a_source_keeps_its_cursor_when_upserted_again(store: Store) -> None:
     assert store.get_source("src-1") is None
     created = store.upsert_source(source_record())
     assert created.cursor is None and dict(created.options) == {"since": "2024"}
-    store.apply_document(DocumentChanges(
-        source=SourceRecord(**{**created.__dict__, "cursor": "c1"}),
-        record=DocumentRecord("src-1", "a.md", "rev1", ("h1",), (), utc_now()),
-    ))
-    again = store.upsert_source(SourceRecord(id="src-1", connector="notes", locator="/elsewhere", options={},
-                                             cursor=None, updated_at=utc_now()))
+    store.apply_document(
+        DocumentChanges(
+            source=SourceRecord(**{**created.__dict__, "cursor": "c1"}),
+            record=DocumentRecord("src-1", "a.md", "rev1", ("h1",), (), utc_now()),
+        )
+    )
+    again = store.upsert_source(
+        SourceRecord(id="src-1", connector="notes", locator="/elsewhere", options={}, cursor=None, updated_at=utc_now())
+    )
     assert again.cursor == "c1" and again.locator == "/elsewhere" and dict(again.options) == {}
 
 
@@ -635,14 +700,16 @@ def test_a_document_is_applied_in_one_transaction(store: Store) -> None:
     change = store.add_drawer(note("chunk 1"))
     drop = store.add_drawer(note("chunk 2"))
     advanced = SourceRecord(**{**source.__dict__, "cursor": "after-doc"})
-    store.apply_document(DocumentChanges(
-        source=advanced,
-        record=DocumentRecord("src-1", "doc.md", "rev2", ("h0", "h1b"), (keep.id, "new-1"), utc_now()),
-        created=(NewDrawer(wing="w", room="r", content="brand new", id="new-2"),),
-        superseded=((change.id, NewDrawer(wing="w", room="r", content="chunk 1 changed", id="new-1")),),
-        invalidated=(drop.id,),
-        at="2030-01-01T00:00:00.000000Z",
-    ))
+    store.apply_document(
+        DocumentChanges(
+            source=advanced,
+            record=DocumentRecord("src-1", "doc.md", "rev2", ("h0", "h1b"), (keep.id, "new-1"), utc_now()),
+            created=(NewDrawer(wing="w", room="r", content="brand new", id="new-2"),),
+            superseded=((change.id, NewDrawer(wing="w", room="r", content="chunk 1 changed", id="new-1")),),
+            invalidated=(drop.id,),
+            at="2030-01-01T00:00:00.000000Z",
+        )
+    )
     assert store.get_drawer(change.id).superseded_by == "new-1"
     assert store.get_drawer("new-1").valid_from == "2030-01-01T00:00:00.000000Z"
     assert store.get_drawer(drop.id).valid_to == "2030-01-01T00:00:00.000000Z"
@@ -661,12 +728,14 @@ def test_a_failing_document_leaves_no_trace(store: Store) -> None:
     store.invalidate_drawer(closed.id)
     victim = store.add_drawer(note("would be invalidated"))
     with pytest.raises(Conflict):
-        store.apply_document(DocumentChanges(
-            source=SourceRecord(**{**source.__dict__, "cursor": "after"}),
-            record=DocumentRecord("src-1", "doc.md", "rev", (), (), utc_now()),
-            created=(NewDrawer(wing="w", room="r", content="new", id="fresh"),),
-            invalidated=(victim.id, closed.id),
-        ))
+        store.apply_document(
+            DocumentChanges(
+                source=SourceRecord(**{**source.__dict__, "cursor": "after"}),
+                record=DocumentRecord("src-1", "doc.md", "rev", (), (), utc_now()),
+                created=(NewDrawer(wing="w", room="r", content="new", id="fresh"),),
+                invalidated=(victim.id, closed.id),
+            )
+        )
     assert store.get_drawer(victim.id).is_current
     with pytest.raises(NotFound):
         store.get_drawer("fresh")
@@ -677,16 +746,25 @@ def test_a_failing_document_leaves_no_trace(store: Store) -> None:
 
 # --- jobs: the transition table (SPEC §1) ---------------------------------------------------------
 
-Q, R, P, C, F, X = (JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.PAUSED, JobStatus.COMPLETED,
-                    JobStatus.FAILED, JobStatus.CANCELLED)
+Q, R, P, C, F, X = (
+    JobStatus.QUEUED,
+    JobStatus.RUNNING,
+    JobStatus.PAUSED,
+    JobStatus.COMPLETED,
+    JobStatus.FAILED,
+    JobStatus.CANCELLED,
+)
 
 # Written out from SPEC §1, independently of `memcastle.model.JOB_TRANSITIONS`.
 SPEC_TABLE = {
     (Q, R),  # claim
     (R, P),  # pause
     (P, Q),  # resume
-    (R, C), (R, F),  # finish
-    (Q, X), (P, X), (R, X),  # cancel
+    (R, C),
+    (R, F),  # finish
+    (Q, X),
+    (P, X),
+    (R, X),  # cancel
     (R, Q),  # crash recovery / shutdown, within budget
     (F, Q),  # retry
 }
@@ -798,8 +876,9 @@ def test_a_checkpoint_is_saved_only_by_the_lease_owner(store: Store) -> None:
     job, _ = store.create_job(NewJob(kind="k"))
     claimed = store.claim_next_job("owner", 1, ["k"])
     assert claimed is not None
-    saved = store.save_job_checkpoint(job.id, "owner", {"done": ["a", "b"], "z": 1, "a": 2},
-                                      Progress(current=2, total=5, message="half"), 120)
+    saved = store.save_job_checkpoint(
+        job.id, "owner", {"done": ["a", "b"], "z": 1, "a": 2}, Progress(current=2, total=5, message="half"), 120
+    )
     assert dict(saved.checkpoint) == {"done": ["a", "b"], "z": 1, "a": 2}
     assert list(saved.checkpoint) == ["done", "z", "a"]
     assert saved.progress == Progress(current=2, total=5, message="half")
@@ -817,8 +896,15 @@ def test_a_checkpoint_is_saved_only_by_the_lease_owner(store: Store) -> None:
 def test_finishing_records_result_and_clears_the_lease(store: Store) -> None:
     job, _ = store.create_job(NewJob(kind="k"))
     store.claim_next_job("w", 30, ["k"])
-    done = store.transition_job(job.id, C, owner="w", lease_owner=None, lease_expires_at=None,
-                                finished_at=utc_now(), result={"created": 3, "errors": []})
+    done = store.transition_job(
+        job.id,
+        C,
+        owner="w",
+        lease_owner=None,
+        lease_expires_at=None,
+        finished_at=utc_now(),
+        result={"created": 3, "errors": []},
+    )
     assert done.is_finished and done.lease_owner is None and done.lease_expires_at is None
     assert dict(done.result or {}) == {"created": 3, "errors": []}
     failed, _ = store.create_job(NewJob(kind="k"))
@@ -862,8 +948,7 @@ def test_jobs_are_listed_newest_first_and_counted_by_status(store: Store) -> Non
     assert [j.id for j in store.list_jobs(None, None, 10)] == [c.id, b.id, a.id]
     assert [j.id for j in store.list_jobs("queued", None, 10)] == [b.id, a.id]
     assert [j.id for j in store.list_jobs(None, "mine", 1)] == [c.id]
-    assert store.count_jobs() == {"queued": 2, "running": 0, "paused": 0, "completed": 0, "failed": 0,
-                                  "cancelled": 1}
+    assert store.count_jobs() == {"queued": 2, "running": 0, "paused": 0, "completed": 0, "failed": 0, "cancelled": 1}
 
 
 def test_concurrent_claims_hand_each_job_to_exactly_one_worker(store: Store) -> None:

@@ -28,30 +28,57 @@ def entity(entity_id: str, name: str, kind: str = "person", at: str = T0) -> Ent
     return Entity(id=entity_id, name=name, kind=kind, key=name.lower(), aliases=(), created_at=at)
 
 
-def fact(fact_id: str, subject: str, predicate: str, obj: str, *, drawer: str | None = None, at: str = T0,
-         explicit: bool = False) -> Assertion:
-    return Assertion(id=fact_id, subject=subject, predicate=predicate, object=obj, confidence=0.75, valid_from=at,
-                     valid_to=None, drawer_id=drawer, extractor="test", job_id="job-1",
-                     origin={"connector": "notes", "metadata": {"b": 1, "a": 2}} if drawer else None,
-                     explicit=explicit, created_at=at)
+def fact(
+    fact_id: str,
+    subject: str,
+    predicate: str,
+    obj: str,
+    *,
+    drawer: str | None = None,
+    at: str = T0,
+    explicit: bool = False,
+) -> Assertion:
+    return Assertion(
+        id=fact_id,
+        subject=subject,
+        predicate=predicate,
+        object=obj,
+        confidence=0.75,
+        valid_from=at,
+        valid_to=None,
+        drawer_id=drawer,
+        extractor="test",
+        job_id="job-1",
+        origin={"connector": "notes", "metadata": {"b": 1, "a": 2}} if drawer else None,
+        explicit=explicit,
+        created_at=at,
+    )
 
 
 @pytest.fixture
 def graph(store: Store) -> tuple[Store, list[str]]:
     """Three drawers, two people and a place, mentions and two facts."""
     drawers = [store.add_drawer(NewDrawer(wing="w", room="r", content=f"drawer {i}")).id for i in range(3)]
-    store.apply_graph(GraphWrite(
-        extractor="test",
-        read_drawers=(drawers[0], drawers[1]),
-        entities=(entity("e-alice", "Alice"), entity("e-bob", "Bob", at=T1), entity("e-paris", "Paris", "place")),
-        aliases=(("e-alice", "Ally"), ("e-alice", "Ally"), ("e-alice", "A. Smith")),
-        hints=(EntityHint("e-alice", "e-bob", "similar_name", "both short"),),
-        mentions=(Mention(drawers[0], "e-alice", "Alice"), Mention(drawers[0], "e-paris", "Paris"),
-                  Mention(drawers[1], "e-alice", "Ally"), Mention(drawers[1], "e-bob", "Bob")),
-        assertions=(fact("f-1", "e-alice", "located_in", "e-paris", drawer=drawers[0]),
-                    fact("f-2", "e-bob", "knows", "e-alice", drawer=drawers[1], at=T1)),
-        links=(FactLink("l-1", "f-2", "f-1", "refines", "inferred", "same subject", T1, drawers[1]),),
-    ))
+    store.apply_graph(
+        GraphWrite(
+            extractor="test",
+            read_drawers=(drawers[0], drawers[1]),
+            entities=(entity("e-alice", "Alice"), entity("e-bob", "Bob", at=T1), entity("e-paris", "Paris", "place")),
+            aliases=(("e-alice", "Ally"), ("e-alice", "Ally"), ("e-alice", "A. Smith")),
+            hints=(EntityHint("e-alice", "e-bob", "similar_name", "both short"),),
+            mentions=(
+                Mention(drawers[0], "e-alice", "Alice"),
+                Mention(drawers[0], "e-paris", "Paris"),
+                Mention(drawers[1], "e-alice", "Ally"),
+                Mention(drawers[1], "e-bob", "Bob"),
+            ),
+            assertions=(
+                fact("f-1", "e-alice", "located_in", "e-paris", drawer=drawers[0]),
+                fact("f-2", "e-bob", "knows", "e-alice", drawer=drawers[1], at=T1),
+            ),
+            links=(FactLink("l-1", "f-2", "f-1", "refines", "inferred", "same subject", T1, drawers[1]),),
+        )
+    )
     return store, drawers
 
 
@@ -65,16 +92,21 @@ def test_a_graph_write_is_stored_and_replaying_it_changes_nothing(graph: tuple[S
     first = store.get_assertion("f-1")
     assert first == fact("f-1", "e-alice", "located_in", "e-paris", drawer=drawers[0])
     assert list(first.origin or {}) == ["connector", "metadata"]
-    store.apply_graph(GraphWrite(
-        extractor="test", read_drawers=(drawers[0],), entities=(entity("e-alice", "Renamed"),),
-        mentions=(Mention(drawers[0], "e-alice", "Alice"),),
-        assertions=(fact("f-1", "e-alice", "other", "e-paris"),),
-    ))
+    store.apply_graph(
+        GraphWrite(
+            extractor="test",
+            read_drawers=(drawers[0],),
+            entities=(entity("e-alice", "Renamed"),),
+            mentions=(Mention(drawers[0], "e-alice", "Alice"),),
+            assertions=(fact("f-1", "e-alice", "other", "e-paris"),),
+        )
+    )
     assert store.get_entity("e-alice").name == "Alice", "an existing entity is not overwritten"
     assert store.get_assertion("f-1").predicate == "located_in", "a replayed fact lands on the same record"
     assert store.count_facts() == 2
     assert [(m.drawer_id, m.spelling) for m in store.entity_mentions("e-alice", 10)] == sorted(
-        [(drawers[0], "Alice"), (drawers[1], "Ally")])
+        [(drawers[0], "Alice"), (drawers[1], "Ally")]
+    )
 
 
 def test_read_markers_say_what_is_left_to_extract(graph: tuple[Store, list[str]]) -> None:
@@ -102,7 +134,9 @@ def test_mentions_connect_drawers_and_entities(graph: tuple[Store, list[str]]) -
     store, drawers = graph
     assert store.entities_of_drawers([drawers[0], drawers[2]]) == {drawers[0]: {"e-alice", "e-paris"}}
     assert store.drawers_mentioning(["e-alice", "e-bob"], 10) == {
-        drawers[0]: {"e-alice"}, drawers[1]: {"e-alice", "e-bob"}}
+        drawers[0]: {"e-alice"},
+        drawers[1]: {"e-alice", "e-bob"},
+    }
     assert len(store.drawers_mentioning(["e-alice"], 1)) == 1, "the limit is per entity"
     assert store.entity_hints("e-bob") == [EntityHint("e-alice", "e-bob", "similar_name", "both short")]
 
@@ -144,12 +178,16 @@ def test_similar_drawers_are_linked_and_found_in_their_room(store: Store) -> Non
     exact = store.add_drawer(NewDrawer(wing="w", room="r", content="Hello, World!"))
     loose = store.add_drawer(NewDrawer(wing="w", room="r", content="hello world"))
     store.add_drawer(NewDrawer(wing="w", room="elsewhere", content="Hello, World!"))
-    found = store.similar_in_room("w", "r", content_hash("Hello, World!"), fingerprint("Hello, World!"),
-                                  exclude=[exact.id])
+    found = store.similar_in_room(
+        "w", "r", content_hash("Hello, World!"), fingerprint("Hello, World!"), exclude=[exact.id]
+    )
     assert found == [(original.id, "exact"), (loose.id, "normalized")]
-    store.add_drawer_links([DrawerLink(exact.id, original.id, "exact", 1.0, T0),
-                            DrawerLink(loose.id, original.id, "normalized", 0.98, T1)])
+    store.add_drawer_links(
+        [DrawerLink(exact.id, original.id, "exact", 1.0, T0), DrawerLink(loose.id, original.id, "normalized", 0.98, T1)]
+    )
     store.add_drawer_links([DrawerLink(exact.id, original.id, "exact", 1.0, T2)])
-    assert store.drawer_links(original.id) == [DrawerLink(exact.id, original.id, "exact", 1.0, T0),
-                                               DrawerLink(loose.id, original.id, "normalized", 0.98, T1)]
+    assert store.drawer_links(original.id) == [
+        DrawerLink(exact.id, original.id, "exact", 1.0, T0),
+        DrawerLink(loose.id, original.id, "normalized", 0.98, T1),
+    ]
     assert store.drawer_links(loose.id) == [DrawerLink(loose.id, original.id, "normalized", 0.98, T1)]

@@ -32,11 +32,18 @@ NOT_COPIED = {"schema_migration", "job", "sqlite_sequence"}
 
 
 def open_palace(palace_dir: Path, url: str = "") -> Palace:
-    settings = load_settings(flags={
-        "palace": str(palace_dir), "store.url": url, "jobs.drain_seconds": 3.0,
-        "embeddings.provider": "command", "embeddings.model": "bag-of-words",
-        "embeddings.command": [sys.executable, str(EMBEDDER)],
-    }, env={}, config_file=None)
+    settings = load_settings(
+        flags={
+            "palace": str(palace_dir),
+            "store.url": url,
+            "jobs.drain_seconds": 3.0,
+            "embeddings.provider": "command",
+            "embeddings.model": "bag-of-words",
+            "embeddings.command": [sys.executable, str(EMBEDDER)],
+        },
+        env={},
+        config_file=None,
+    )
     palace = build(settings)
     palace.start()
     return palace
@@ -48,8 +55,11 @@ def settle(palace: Palace, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while True:
         counts = services.store.count_jobs()
-        if (counts["queued"] == counts["running"] == 0 and services.embedding_status()["pending"] == 0
-                and services.extraction_status()["pending"] == 0):
+        if (
+            counts["queued"] == counts["running"] == 0
+            and services.embedding_status()["pending"] == 0
+            and services.extraction_status()["pending"] == 0
+        ):
             return
         assert time.monotonic() < deadline, f"the palace did not settle: {counts}"
         time.sleep(0.05)
@@ -82,19 +92,28 @@ def all_rows(store: Store) -> dict[str, list[dict[str, Any]]]:
 # --- the tables -----------------------------------------------------------------------------------
 
 
-def test_every_table_of_both_schemas_is_copied_or_left_behind_on_purpose(tmp_path: Path,
-                                                                       postgres_server: PostgresServer) -> None:
+def test_every_table_of_both_schemas_is_copied_or_left_behind_on_purpose(
+    tmp_path: Path, postgres_server: PostgresServer
+) -> None:
     """A new migration that adds a table must decide whether `memcastle migrate` copies it."""
     store = SQLiteStore(tmp_path / "palace")
     try:
-        sqlite_tables = {r[0] for r in store._reader().execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'drawer_fts%'")}
+        sqlite_tables = {
+            r[0]
+            for r in store._reader().execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'drawer_fts%'"
+            )
+        }
     finally:
         store.close()
     conninfo = postgres_server.create_database()
     try:
-        pg_tables = {str(r[0]) for r in postgres_server.execute(
-            conninfo, "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")}
+        pg_tables = {
+            str(r[0])
+            for r in postgres_server.execute(
+                conninfo, "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
+            )
+        }
     finally:
         postgres_server.drop_database(conninfo)
     assert sqlite_tables - NOT_COPIED == set(PALACE_TABLES)
@@ -115,8 +134,9 @@ def test_rows_survive_sqlite_to_postgres_to_sqlite_exactly(tmp_path: Path, pg_co
     plain = first.add_drawer(NewDrawer(wing="w", room="r", content="a plain drawer"))
     first.invalidate_drawer(plain.id)
     rng = np.random.default_rng(1)
-    first.put_embeddings("m", [(odd.id, rng.standard_normal((2, 5)).astype(np.float32)),
-                               (plain.id, np.zeros((0, 5), dtype=np.float32))])
+    first.put_embeddings(
+        "m", [(odd.id, rng.standard_normal((2, 5)).astype(np.float32)), (plain.id, np.zeros((0, 5), dtype=np.float32))]
+    )
     first.create_job(NewJob(kind="verify"))  # jobs stay behind
     middle = PostgresStore(pg_conninfo, max_connections=2)
     last = SQLiteStore(tmp_path / "last")
@@ -127,8 +147,12 @@ def test_rows_survive_sqlite_to_postgres_to_sqlite_exactly(tmp_path: Path, pg_co
         assert all_rows(first) == all_rows(middle) == all_rows(last)
         assert middle.get_drawer(odd.id).content == "bytes \x00 in the middle"
         for store in (middle, last):  # the full-text index is the target's own: a trigger, or a tsvector
-            assert [c.drawer_id for c in store.lexical_candidates(LexicalQuery(("middle",)), Scope(), None, False, 5)] == [odd.id]
-            assert [c.drawer_id for c in store.lexical_candidates(LexicalQuery(("plain",)), Scope(), None, True, 5)] == [plain.id]
+            assert [
+                c.drawer_id for c in store.lexical_candidates(LexicalQuery(("middle",)), Scope(), None, False, 5)
+            ] == [odd.id]
+            assert [
+                c.drawer_id for c in store.lexical_candidates(LexicalQuery(("plain",)), Scope(), None, True, 5)
+            ] == [plain.id]
         assert middle.list_jobs(None, None, 10) == [] and last.list_jobs(None, None, 10) == []
         # Sequences continue after the copied ids: new rows get new numbers on both backends.
         for store in (middle, last):
@@ -161,23 +185,32 @@ def test_a_target_that_holds_anything_is_refused_and_left_as_it_was(tmp_path: Pa
 
 
 def test_migrate_copies_a_palace_that_then_answers_every_search_and_fact_as_before(
-    tmp_path: Path, postgres_server: PostgresServer, pg_conninfo: str, cli_runner: Any, xdg_home: Any,
+    tmp_path: Path,
+    postgres_server: PostgresServer,
+    pg_conninfo: str,
+    cli_runner: Any,
+    xdg_home: Any,
     daemon: Any,
 ) -> None:
     source_dir = tmp_path / "embedded"
     folder = tmp_path / "mined"
     folder.mkdir()
-    for index, text in enumerate(["Deploy checklist: run the migration, then restart the workers.",
-                                  "Incident review: the cache stampede after the release.",
-                                  "Budget planning for the search team next quarter.",
-                                  "Travel notes: the harbour ferry leaves at nine."]):
+    for index, text in enumerate(
+        [
+            "Deploy checklist: run the migration, then restart the workers.",
+            "Incident review: the cache stampede after the release.",
+            "Budget planning for the search team next quarter.",
+            "Travel notes: the harbour ferry leaves at nine.",
+        ]
+    ):
         (folder / f"doc{index}.md").write_text(text + "\n", encoding="utf-8")
 
     palace = open_palace(source_dir)
     try:
         services = palace.services
-        lighthouse, _ = services.save_note("The lighthouse keeper logs every storm at night.", wing="coast",
-                                           room="log", tags=("sea",))
+        lighthouse, _ = services.save_note(
+            "The lighthouse keeper logs every storm at night.", wing="coast", room="log", tags=("sea",)
+        )
         services.save_note("The lighthouse keeper logs every storm at night!", wing="coast", room="log")
         services.save_note("Alice works on Apollo with Bob.", wing="team")
         tides, _ = services.save_note("Tide tables for the harbour in spring.", wing="coast", room="tides")
@@ -263,8 +296,9 @@ def test_migrate_copies_a_palace_that_then_answers_every_search_and_fact_as_befo
 def test_migrate_refuses_a_directory_without_a_palace_and_a_url_that_is_not_postgres(
     tmp_path: Path, cli_runner: Any, xdg_home: Any
 ) -> None:
-    empty = cli_runner(["--palace", str(tmp_path / "nothing"), "migrate", "--to", "postgresql://x@/y"],
-                       env=xdg_home.env())
+    empty = cli_runner(
+        ["--palace", str(tmp_path / "nothing"), "migrate", "--to", "postgresql://x@/y"], env=xdg_home.env()
+    )
     assert empty.returncode == 1 and "no embedded palace" in empty.stderr
     assert not (tmp_path / "nothing" / "palace.sqlite3").exists()
     wrong = cli_runner(["--palace", str(tmp_path / "nothing"), "migrate", "--to", "mysql://x/y"], env=xdg_home.env())

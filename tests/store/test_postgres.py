@@ -42,13 +42,17 @@ def open_pg(conninfo: str) -> PostgresStore:
 
 
 def migration_rows(server: PostgresServer, conninfo: str) -> list[tuple[int, str]]:
-    return [(int(v), str(n)) for v, n in server.execute(
-        conninfo, "SELECT version, name FROM schema_migration ORDER BY version")]
+    return [
+        (int(v), str(n))
+        for v, n in server.execute(conninfo, "SELECT version, name FROM schema_migration ORDER BY version")
+    ]
 
 
 def tables(server: PostgresServer, conninfo: str) -> set[str]:
-    return {str(r[0]) for r in server.execute(
-        conninfo, "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")}
+    return {
+        str(r[0])
+        for r in server.execute(conninfo, "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")
+    }
 
 
 # --- migrations -----------------------------------------------------------------------------------
@@ -78,11 +82,13 @@ def test_daemons_starting_together_migrate_once(postgres_server: PostgresServer,
             store.close()
 
 
-def test_palace_newer_than_this_build_stops_start_up_unchanged(postgres_server: PostgresServer,
-                                                              empty_database: str) -> None:
+def test_palace_newer_than_this_build_stops_start_up_unchanged(
+    postgres_server: PostgresServer, empty_database: str
+) -> None:
     open_pg(empty_database).close()
-    postgres_server.execute(empty_database, "INSERT INTO schema_migration(version, name, applied_at) "
-                                            "VALUES (99, 'future', 'x')")
+    postgres_server.execute(
+        empty_database, "INSERT INTO schema_migration(version, name, applied_at) VALUES (99, 'future', 'x')"
+    )
     before = migration_rows(postgres_server, empty_database)
     with pytest.raises(MigrationError) as error:
         open_pg(empty_database)
@@ -90,8 +96,9 @@ def test_palace_newer_than_this_build_stops_start_up_unchanged(postgres_server: 
     assert migration_rows(postgres_server, empty_database) == before
 
 
-def test_failing_migration_is_rolled_back_and_leaves_the_previous_version(postgres_server: PostgresServer,
-                                                                         empty_database: str) -> None:
+def test_failing_migration_is_rolled_back_and_leaves_the_previous_version(
+    postgres_server: PostgresServer, empty_database: str
+) -> None:
     """A table that clashes with the last statements of migration 0001 makes it fail part-way."""
     postgres_server.execute(empty_database, "CREATE TABLE job (legacy TEXT); INSERT INTO job VALUES ('keep me')")
     with pytest.raises(MigrationError) as error:
@@ -113,12 +120,14 @@ def test_an_unreachable_server_is_a_migration_error_without_the_password(tmp_pat
 # --- selection ------------------------------------------------------------------------------------
 
 
-def test_store_url_selects_postgres_and_the_palace_directory_still_exists(postgres_server: PostgresServer,
-                                                                           tmp_path: Path) -> None:
+def test_store_url_selects_postgres_and_the_palace_directory_still_exists(
+    postgres_server: PostgresServer, tmp_path: Path
+) -> None:
     conninfo = postgres_server.create_database()
     palace_dir = tmp_path / "palace"
-    settings = load_settings(flags={"palace": str(palace_dir)}, env={"MEMCASTLE_STORE_URL": as_url(conninfo)},
-                             config_file=None)
+    settings = load_settings(
+        flags={"palace": str(palace_dir)}, env={"MEMCASTLE_STORE_URL": as_url(conninfo)}, config_file=None
+    )
     store = open_store(settings)
     try:
         assert store.backend == "postgres"
@@ -129,21 +138,28 @@ def test_store_url_selects_postgres_and_the_palace_directory_still_exists(postgr
 
 
 def test_a_store_url_that_is_not_postgres_is_a_config_error(tmp_path: Path) -> None:
-    settings = load_settings(flags={"palace": str(tmp_path / "p"), "store.url": "mysql://x/y"}, env={},
-                             config_file=None)
+    settings = load_settings(
+        flags={"palace": str(tmp_path / "p"), "store.url": "mysql://x/y"}, env={}, config_file=None
+    )
     with pytest.raises(ConfigError) as error:
         open_store(settings)
     assert "store.url" in str(error.value)
 
 
-def test_a_palace_built_on_postgres_files_and_finds_drawers(postgres_server: PostgresServer,
-                                                           tmp_path: Path) -> None:
+def test_a_palace_built_on_postgres_files_and_finds_drawers(postgres_server: PostgresServer, tmp_path: Path) -> None:
     from memcastle.services import SearchRequest
 
     conninfo = postgres_server.create_database()
-    settings = load_settings(flags={"palace": str(tmp_path / "palace"), "store.url": as_url(conninfo),
-                                    "embeddings.provider": "none", "jobs.drain_seconds": 3.0},
-                             env={}, config_file=None)
+    settings = load_settings(
+        flags={
+            "palace": str(tmp_path / "palace"),
+            "store.url": as_url(conninfo),
+            "embeddings.provider": "none",
+            "jobs.drain_seconds": 3.0,
+        },
+        env={},
+        config_file=None,
+    )
     palace = build(settings)
     palace.start()
     try:
@@ -181,7 +197,8 @@ def test_a_second_daemon_takes_over_a_job_whose_lease_expired(postgres_server: P
         with pytest.raises(Conflict):
             killed.transition_job(job.id, JobStatus.COMPLETED, owner="daemon-a")
         assert survivor.save_job_checkpoint(job.id, "daemon-b", {"at": 2}, Progress(current=2), 30).checkpoint == {
-            "at": 2}
+            "at": 2
+        }
     finally:
         killed.close()
         survivor.close()
@@ -205,7 +222,6 @@ def test_takeovers_spend_the_recovery_budget_then_fail_the_job(store_pg: Postgre
     assert failed.error is not None and "recovery budget" in failed.error
 
 
-
 # --- values PostgreSQL cannot hold as such --------------------------------------------------------
 
 
@@ -222,8 +238,10 @@ def test_each_vector_dimension_gets_an_hnsw_index(postgres_server: PostgresServe
     try:
         drawer = store.add_drawer(NewDrawer(wing="w", room="r", content="x"))
         store.put_embeddings("m", [(drawer.id, np.eye(2, 5, dtype=np.float32))])
-        indexes = {r[0] for r in postgres_server.execute(
-            conninfo, "SELECT indexdef FROM pg_indexes WHERE tablename = 'embedding'")}
+        indexes = {
+            r[0]
+            for r in postgres_server.execute(conninfo, "SELECT indexdef FROM pg_indexes WHERE tablename = 'embedding'")
+        }
         assert any("hnsw" in i and "vector(5)" in i for i in indexes), indexes
     finally:
         store.close()
@@ -236,4 +254,4 @@ def test_search_text_folds_like_the_fts5_tokenizer() -> None:
     assert search_text("The Castles, were RUNNING!") == "the castles were running"
     assert search_text("Crème-Brûlée_x 3.14") == "creme brulee x 3 14"
     assert search_text("Straße") == "strasse"
-    assert search_text("\x00\"*()") == ""
+    assert search_text('\x00"*()') == ""

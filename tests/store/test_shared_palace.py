@@ -82,8 +82,12 @@ def test_owners_are_judged_dead_only_when_provably_gone() -> None:
 
 
 def test_recovery_on_a_shared_palace_leaves_live_and_foreign_jobs_to_their_owners(pg: PostgresStore) -> None:
-    owners = {"dead": owner_of(dead_pid()), "live": owner_of(1), "foreign": "elsewhere:42:abcdef12",
-              "foreign_expired": "elsewhere:43:abcdef12"}
+    owners = {
+        "dead": owner_of(dead_pid()),
+        "live": owner_of(1),
+        "foreign": "elsewhere:42:abcdef12",
+        "foreign_expired": "elsewhere:43:abcdef12",
+    }
     jobs = {}
     for name, owner in owners.items():  # one at a time, so each claim takes the job just queued
         jobs[name] = pg.create_job(NewJob(kind="mine", params={"n": name}))[0].id
@@ -149,8 +153,9 @@ def test_a_live_daemon_keeps_its_lease_through_a_unit_longer_than_the_lease(pg: 
 
 
 def test_sqlite_recovery_still_requeues_every_running_job(tmp_path: Path) -> None:
-    settings = load_settings(flags={"palace": str(tmp_path / "palace"), "embeddings.provider": "none"}, env={},
-                             config_file=None)
+    settings = load_settings(
+        flags={"palace": str(tmp_path / "palace"), "embeddings.provider": "none"}, env={}, config_file=None
+    )
     palace = build(settings)
     try:
         job = palace.store.create_job(NewJob(kind="verify"))[0]
@@ -174,8 +179,14 @@ def pid_of(owner: str | None) -> int | None:
     return int(owner.split(":")[1])
 
 
-def wait_job(http: httpx.Client, job_id: str, done: Callable[[dict[str, Any]], bool], *,
-             timeout: float = 120, what: str = "the job") -> dict[str, Any]:
+def wait_job(
+    http: httpx.Client,
+    job_id: str,
+    done: Callable[[dict[str, Any]], bool],
+    *,
+    timeout: float = 120,
+    what: str = "the job",
+) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     while True:
         job: dict[str, Any] = http.get(f"/api/jobs/{job_id}").json()
@@ -210,8 +221,9 @@ def python_tree(root: Path, count: int) -> Path:
 
 def drawer_set(server: PostgresServer, conninfo: str) -> set[tuple[str, str, int]]:
     """The palace's drawers as (content hash, document, chunk): what a clean run must equal."""
-    rows = server.execute(conninfo, "SELECT content_hash, origin->>'document', (origin->>'chunk')::int FROM drawer "
-                                    "WHERE valid_to IS NULL")
+    rows = server.execute(
+        conninfo, "SELECT content_hash, origin->>'document', (origin->>'chunk')::int FROM drawer WHERE valid_to IS NULL"
+    )
     total = server.execute(conninfo, "SELECT COUNT(*) FROM drawer")[0][0]
     found = {(str(h), str(d), int(c)) for h, d, c in rows}
     assert total == len(rows) == len(found), "a duplicate or closed drawer appeared"
@@ -232,7 +244,9 @@ def test_two_daemons_share_the_queue_and_every_job_runs_exactly_once(
         job_ids = []
         for index, folder in enumerate(sources):
             via = a if index % 2 == 0 else b  # each daemon is asked for half of the mines
-            job_ids.append(via.post("/api/mine", json={"connector": "notes", "locator": str(folder)}).json()["job"]["id"])
+            job_ids.append(
+                via.post("/api/mine", json={"connector": "notes", "locator": str(folder)}).json()["job"]["id"]
+            )
         deadline = time.monotonic() + 180
         while True:
             running = a.get("/api/jobs", params={"status": "running", "limit": 200}).json()["jobs"]
@@ -244,7 +258,9 @@ def test_two_daemons_share_the_queue_and_every_job_runs_exactly_once(
             time.sleep(0.05)
         # The follow-up sweeps (extraction) are shared too; let them finish before counting.
         deadline = time.monotonic() + 120
-        while any(j["status"] in ("queued", "running") for j in a.get("/api/jobs", params={"limit": 200}).json()["jobs"]):
+        while any(
+            j["status"] in ("queued", "running") for j in a.get("/api/jobs", params={"limit": 200}).json()["jobs"]
+        ):
             assert time.monotonic() < deadline, "the follow-up sweeps did not finish"
             time.sleep(0.1)
         all_jobs = a.get("/api/jobs", params={"limit": 200}).json()["jobs"]
@@ -311,15 +327,21 @@ def test_kill_9_of_one_daemon_mid_mine_the_other_takes_over_after_the_lease_with
     gate.touch()
     # The first daemon's mine is held at a document in the middle for as long as the test needs, whatever the
     # machine's speed: inside one unit of work, where only the lease heartbeat shows that the daemon is alive.
-    env = shared_env(as_url(conninfo), MEMCASTLE_EXTRACTION_PROVIDER="none",
-                     PYTHONPATH=str(install_gated_connector(tmp_path / "site")), GATE_FILE=str(gate),
-                     GATE_AT="pkg01/module_0150.py")
+    env = shared_env(
+        as_url(conninfo),
+        MEMCASTLE_EXTRACTION_PROVIDER="none",
+        PYTHONPATH=str(install_gated_connector(tmp_path / "site")),
+        GATE_FILE=str(gate),
+        GATE_AT="pkg01/module_0150.py",
+    )
     first = daemon(palace=tmp_path / "palace-a", extra_env=env)
     with first.http() as a:
         job_id = a.post("/api/mine", json={"connector": "gated", "locator": str(tree)}).json()["job"]["id"]
         deadline = time.monotonic() + 60
         while not gate.with_suffix(".reached").exists():
-            assert time.monotonic() < deadline, f"the mine did not reach the gate: {a.get(f'/api/jobs/{job_id}').json()}"
+            assert time.monotonic() < deadline, (
+                f"the mine did not reach the gate: {a.get(f'/api/jobs/{job_id}').json()}"
+            )
             time.sleep(0.05)
         held = a.get(f"/api/jobs/{job_id}").json()
     assert held["status"] == "running" and pid_of(held["lease_owner"]) == first.pid
@@ -339,14 +361,20 @@ def test_kill_9_of_one_daemon_mid_mine_the_other_takes_over_after_the_lease_with
         first.kill()
         killed_at = time.monotonic()
         gate.unlink()
-        taken = wait_job(b, job_id, lambda j: pid_of(j["lease_owner"]) == second.pid or j["status"] != "running",
-                         timeout=30, what="the takeover")
+        taken = wait_job(
+            b,
+            job_id,
+            lambda j: pid_of(j["lease_owner"]) == second.pid or j["status"] != "running",
+            timeout=30,
+            what="the takeover",
+        )
         waited = time.monotonic() - killed_at
         assert pid_of(taken["lease_owner"]) == second.pid and taken["recovery_attempts"] == 1, taken
         # Not before the dead daemon's lease ran out (it was renewed at most a third of a lease before the kill).
         assert LEASE / 3 <= waited <= LEASE + 4, f"taken over {waited:.1f}s after the kill, for a {LEASE}s lease"
-        done = wait_job(b, job_id, lambda j: j["status"] in ("completed", "failed", "cancelled"),
-                        what="the resumed mine")
+        done = wait_job(
+            b, job_id, lambda j: j["status"] in ("completed", "failed", "cancelled"), what="the resumed mine"
+        )
     assert done["status"] == "completed", done["error"]
     assert (done["attempt"], done["recovery_attempts"]) == (2, 1)
     assert done["result"]["documents"] == files
@@ -354,9 +382,18 @@ def test_kill_9_of_one_daemon_mid_mine_the_other_takes_over_after_the_lease_with
 
     clean_info = postgres_server.create_database()
     try:
-        clean = build(load_settings(flags={"palace": str(tmp_path / "clean"), "store.url": as_url(clean_info),
-                                           "embeddings.provider": "none", "extraction.provider": "none"},
-                                    env={}, config_file=None))
+        clean = build(
+            load_settings(
+                flags={
+                    "palace": str(tmp_path / "clean"),
+                    "store.url": as_url(clean_info),
+                    "embeddings.provider": "none",
+                    "extraction.provider": "none",
+                },
+                env={},
+                config_file=None,
+            )
+        )
         clean.start()
         try:
             run, _ = clean.services.submit_mine("directory", str(tree))

@@ -39,8 +39,9 @@ def test_the_palace_is_one_file_in_wal_mode(tmp_path: Path) -> None:
 
 def migration_rows(path: Path) -> list[tuple[int, str, str]]:
     with sqlite3.connect(path) as conn:
-        return [tuple(r) for r in conn.execute("SELECT version, name, applied_at FROM schema_migration "
-                                               "ORDER BY version")]
+        return [
+            tuple(r) for r in conn.execute("SELECT version, name, applied_at FROM schema_migration ORDER BY version")
+        ]
 
 
 def tables(path: Path) -> set[str]:

@@ -18,8 +18,14 @@ from memcastle.runtime.tokens import TokenStore
 from memcastle.services import Services
 
 
-def create_app(services: Services, *, max_body_bytes: int, allowed_hosts: Sequence[str],
-               tokens: TokenStore | None = None, request_shutdown: Callable[[], None] | None = None) -> FastAPI:
+def create_app(
+    services: Services,
+    *,
+    max_body_bytes: int,
+    allowed_hosts: Sequence[str],
+    tokens: TokenStore | None = None,
+    request_shutdown: Callable[[], None] | None = None,
+) -> FastAPI:
     """The daemon's HTTP surface over `services`; `tokens` switches bearer authentication on; `request_shutdown` is
     what `POST /api/shutdown` calls. The composition root (`memcastle.daemon.http_app`) reads the settings.
 
@@ -32,8 +38,12 @@ def create_app(services: Services, *, max_body_bytes: int, allowed_hosts: Sequen
         async with mcp_server.session_manager.run():
             yield
 
-    app = FastAPI(title="MemCastle", version=__version__, lifespan=lifespan,
-                  description="A local-first memory server for AI agents: evidence with provenance.")
+    app = FastAPI(
+        title="MemCastle",
+        version=__version__,
+        lifespan=lifespan,
+        description="A local-first memory server for AI agents: evidence with provenance.",
+    )
     app.state.services = services
     app.state.mcp = mcp_server
     app.state.request_shutdown = request_shutdown or (lambda: None)

@@ -29,10 +29,23 @@ class BearerAuth:
             await self.app(scope, receive, send)
             return
         message = "a bearer token is required" if not header else "the bearer token is not valid"
-        body = json.dumps(error_body(message, "unauthorized",
-                                     "create one with: memcastle auth token create NAME; send it as "
-                                     "Authorization: Bearer TOKEN (the CLI reads MEMCASTLE_AUTH_TOKEN)")).encode()
-        await send({"type": "http.response.start", "status": 401, "headers": [
-            (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-            (b"www-authenticate", b'Bearer realm="memcastle"')]})
+        body = json.dumps(
+            error_body(
+                message,
+                "unauthorized",
+                "create one with: memcastle auth token create NAME; send it as "
+                "Authorization: Bearer TOKEN (the CLI reads MEMCASTLE_AUTH_TOKEN)",
+            )
+        ).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 401,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"www-authenticate", b'Bearer realm="memcastle"'),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": body})

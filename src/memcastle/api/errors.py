@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -55,13 +56,16 @@ def install_error_handlers(app: FastAPI) -> None:
         if isinstance(exc, Conflict):
             extra["existing_id"] = exc.existing_id
         headers = {"WWW-Authenticate": "Bearer"} if isinstance(exc, AccessDenied) and exc.unauthenticated else None
-        return JSONResponse(error_body(exc.message, exc.code, exc.help, **extra), status_code=status_of(exc),
-                            headers=headers)
+        return JSONResponse(
+            error_body(exc.message, exc.code, exc.help, **extra), status_code=status_of(exc), headers=headers
+        )
 
     @app.exception_handler(RequestValidationError)
     async def on_validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
         errors = exc.errors()
-        first = errors[0] if errors else {"loc": ("body",), "msg": "invalid request", "type": "invalid"}
+        first: Mapping[str, Any] = (
+            errors[0] if errors else {"loc": ("body",), "msg": "invalid request", "type": "invalid"}
+        )
         field = _field_of(tuple(first.get("loc", ())))
         if first.get("type") == "json_invalid":
             message = f"the body is not valid JSON: {first.get('ctx', {}).get('error', first.get('msg'))}"
@@ -72,19 +76,25 @@ def install_error_handlers(app: FastAPI) -> None:
             message = f"{field}: {first.get('msg')}"
         details = [{"field": _field_of(tuple(e.get("loc", ()))), "message": e.get("msg")} for e in errors]
         return JSONResponse(
-            error_body(message, "invalid_request", "see the OpenAPI schema at /openapi.json", field=field,
-                       details=details),
+            error_body(
+                message, "invalid_request", "see the OpenAPI schema at /openapi.json", field=field, details=details
+            ),
             status_code=400,
         )
 
     @app.exception_handler(StarletteHTTPException)
     async def on_http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = {404: "not_found", 405: "method_not_allowed", 413: "too_large"}.get(exc.status_code, "http_error")
-        return JSONResponse(error_body(str(exc.detail), code), status_code=exc.status_code,
-                            headers=getattr(exc, "headers", None))
+        return JSONResponse(
+            error_body(str(exc.detail), code), status_code=exc.status_code, headers=getattr(exc, "headers", None)
+        )
 
     @app.exception_handler(Exception)
     async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unexpected error on %s %s", request.method, request.url.path)
-        return JSONResponse(error_body(f"internal error: {type(exc).__name__}", "internal",
-                                       "this is a bug; the daemon log has the details"), status_code=500)
+        return JSONResponse(
+            error_body(
+                f"internal error: {type(exc).__name__}", "internal", "this is a bug; the daemon log has the details"
+            ),
+            status_code=500,
+        )

@@ -52,8 +52,18 @@ class BodyLimit:
         await self.app(scope, replay, send)
 
     async def _refuse(self, send: Send) -> None:
-        body = json.dumps(error_body(f"the body is larger than {self.max_bytes} bytes", "too_large",
-                                     "raise server.max_body_bytes or send less")).encode()
-        await send({"type": "http.response.start", "status": 413,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+        body = json.dumps(
+            error_body(
+                f"the body is larger than {self.max_bytes} bytes",
+                "too_large",
+                "raise server.max_body_bytes or send less",
+            )
+        ).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 413,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+            }
+        )
         await send({"type": "http.response.body", "body": body})

@@ -48,7 +48,12 @@ def status(request: Request) -> dict[str, Any]:
 @router.post("/notes", status_code=201, tags=["drawers"], dependencies=[Depends(writes)])
 def save_note(body: NoteBody, request: Request, response: Response) -> dict[str, Any]:
     drawer, created = services(request).save_note(
-        body.content, wing=body.wing, room=body.room, tags=body.tags, agent=body.agent, name=body.name,
+        body.content,
+        wing=body.wing,
+        room=body.room,
+        tags=body.tags,
+        agent=body.agent,
+        name=body.name,
         requested_by=requester(request),
     )
     if not created:
@@ -57,8 +62,9 @@ def save_note(body: NoteBody, request: Request, response: Response) -> dict[str,
 
 
 @router.get("/drawers", tags=["drawers"], dependencies=[Depends(reads)])
-def list_drawers(request: Request, wing: str | None = None, room: str | None = None,
-                 limit: int = Query(50), after: str | None = None) -> dict[str, Any]:
+def list_drawers(
+    request: Request, wing: str | None = None, room: str | None = None, limit: int = Query(50), after: str | None = None
+) -> dict[str, Any]:
     page = services(request).list_drawers(wing, room, limit, after)
     return {"drawers": [d.to_json() for d in page.items], "next_after": page.next_after}
 
@@ -90,20 +96,30 @@ def preferences(request: Request) -> dict[str, Any]:
 
 @router.post("/drawers/{drawer_id}/supersede", status_code=201, tags=["drawers"], dependencies=[Depends(writes)])
 def supersede_drawer(drawer_id: str, body: SupersedeBody, request: Request) -> dict[str, Any]:
-    return services(request).supersede_drawer(drawer_id, body.content, reason=body.reason,
-                                                requested_by=requester(request)).to_json()
+    return (
+        services(request)
+        .supersede_drawer(drawer_id, body.content, reason=body.reason, requested_by=requester(request))
+        .to_json()
+    )
 
 
 @router.get("/wings", tags=["drawers"], dependencies=[Depends(reads)])
 def list_wings(request: Request) -> dict[str, Any]:
-    return {"wings": [{"name": w.name, "drawers": w.drawers, "created_at": w.created_at}
-                      for w in services(request).list_wings()]}
+    return {
+        "wings": [
+            {"name": w.name, "drawers": w.drawers, "created_at": w.created_at} for w in services(request).list_wings()
+        ]
+    }
 
 
 @router.get("/wings/{wing}/rooms", tags=["drawers"], dependencies=[Depends(reads)])
 def list_rooms(wing: str, request: Request) -> dict[str, Any]:
-    return {"rooms": [{"wing": r.wing, "name": r.name, "drawers": r.drawers, "created_at": r.created_at}
-                      for r in services(request).list_rooms(wing)]}
+    return {
+        "rooms": [
+            {"wing": r.wing, "name": r.name, "drawers": r.drawers, "created_at": r.created_at}
+            for r in services(request).list_rooms(wing)
+        ]
+    }
 
 
 @router.post("/search", tags=["search"], dependencies=[Depends(reads)])
@@ -126,8 +142,7 @@ def embed(request: Request, body: SweepBody | None = None) -> dict[str, Any]:
 
 @router.post("/diary", status_code=201, tags=["agents"], dependencies=[Depends(writes)])
 def write_diary(body: DiaryBody, request: Request) -> dict[str, Any]:
-    drawer = services(request).write_diary(body.agent, body.content, wing=body.wing,
-                                           requested_by=requester(request))
+    drawer = services(request).write_diary(body.agent, body.content, wing=body.wing, requested_by=requester(request))
     return {"drawer": drawer.to_json()}
 
 
@@ -137,16 +152,17 @@ def read_diary(request: Request, agent: str, wing: str | None = None, limit: int
 
 
 @router.get("/wake-up", tags=["agents"], dependencies=[Depends(reads)])
-def wake_up(request: Request, agent: str, wing: str | None = None, max_items: int = Query(10),
-            max_bytes: int = Query(8192)) -> dict[str, Any]:
+def wake_up(
+    request: Request, agent: str, wing: str | None = None, max_items: int = Query(10), max_bytes: int = Query(8192)
+) -> dict[str, Any]:
     return services(request).wake_up(agent, wing=wing, max_items=max_items, max_bytes=max_bytes)
 
 
 @router.post("/checkpoint", status_code=201, tags=["agents"], dependencies=[Depends(writes)])
 def checkpoint(body: CheckpointBody, request: Request) -> dict[str, Any]:
-    saved = services(request).checkpoint([item.model_dump(exclude_none=True) for item in body.items],
-                                         agent=body.agent,
-                                         requested_by=requester(request))
+    saved = services(request).checkpoint(
+        [item.model_dump(exclude_none=True) for item in body.items], agent=body.agent, requested_by=requester(request)
+    )
     return {"drawers": [d.to_json() for d in saved]}
 
 
@@ -159,11 +175,20 @@ def extract(request: Request, body: SweepBody | None = None) -> dict[str, Any]:
 
 
 @router.get("/facts", tags=["facts"], dependencies=[Depends(reads)])
-def list_facts(request: Request, subject: str | None = None, predicate: str | None = None,
-               object: str | None = None, state: str | None = None, as_of: str | None = None,
-               limit: int = Query(50)) -> dict[str, Any]:
-    return {"facts": services(request).facts.list_facts(subject=subject, predicate=predicate, object=object,
-                                                        state=state, as_of=as_of, limit=limit)}
+def list_facts(
+    request: Request,
+    subject: str | None = None,
+    predicate: str | None = None,
+    object: str | None = None,
+    state: str | None = None,
+    as_of: str | None = None,
+    limit: int = Query(50),
+) -> dict[str, Any]:
+    return {
+        "facts": services(request).facts.list_facts(
+            subject=subject, predicate=predicate, object=object, state=state, as_of=as_of, limit=limit
+        )
+    }
 
 
 @router.get("/facts/{fact_id}", tags=["facts"], dependencies=[Depends(reads)])
@@ -178,8 +203,11 @@ def fact_history(fact_id: str, request: Request) -> dict[str, Any]:
 
 @router.post("/facts", status_code=201, tags=["facts"], dependencies=[Depends(writes)])
 def add_fact(body: FactBody, request: Request) -> dict[str, Any]:
-    return services(request).facts.add(body.model_dump(exclude={"evidence_drawer"}),
-                                       evidence_drawer=body.evidence_drawer, requested_by=requester(request))
+    return services(request).facts.add(
+        body.model_dump(exclude={"evidence_drawer"}),
+        evidence_drawer=body.evidence_drawer,
+        requested_by=requester(request),
+    )
 
 
 @router.post("/facts/{fact_id}/supersede", status_code=201, tags=["facts"], dependencies=[Depends(writes)])
@@ -198,8 +226,9 @@ def link_fact(fact_id: str, body: LinkFactBody, request: Request) -> dict[str, A
 
 
 @router.get("/entities", tags=["facts"], dependencies=[Depends(reads)])
-def list_entities(request: Request, name: str | None = None, kind: str | None = None,
-                  limit: int = Query(50)) -> dict[str, Any]:
+def list_entities(
+    request: Request, name: str | None = None, kind: str | None = None, limit: int = Query(50)
+) -> dict[str, Any]:
     return {"entities": [e.to_json() for e in services(request).facts.list_entities(name, kind, limit)]}
 
 
@@ -210,16 +239,27 @@ def get_entity(entity_id: str, request: Request) -> dict[str, Any]:
 
 def _search_request(body: SearchBody) -> SearchRequest:
     return SearchRequest(
-        query=body.query, limit=body.limit, wing=body.wing, room=body.room, tags=tuple(body.tags),
-        source_kind=body.source_kind, connector=body.connector, ranking=body.ranking, as_of=body.as_of,
-        from_=body.from_, until=body.until, include_historical=body.include_historical, expand=body.expand,
+        query=body.query,
+        limit=body.limit,
+        wing=body.wing,
+        room=body.room,
+        tags=tuple(body.tags),
+        source_kind=body.source_kind,
+        connector=body.connector,
+        ranking=body.ranking,
+        as_of=body.as_of,
+        from_=body.from_,
+        until=body.until,
+        include_historical=body.include_historical,
+        expand=body.expand,
         preferences=body.preferences,
     )
 
 
 @router.get("/jobs", tags=["jobs"], dependencies=[Depends(reads)])
-def list_jobs(request: Request, status: str | None = None, kind: str | None = None,
-              limit: int = Query(50)) -> dict[str, Any]:
+def list_jobs(
+    request: Request, status: str | None = None, kind: str | None = None, limit: int = Query(50)
+) -> dict[str, Any]:
     return {"jobs": [j.to_json() for j in services(request).list_jobs(status, kind, limit)]}
 
 
@@ -235,8 +275,9 @@ def control_job(job_id: str, action: str, request: Request) -> dict[str, Any]:
 
 @router.post("/mine", status_code=202, tags=["mining"], dependencies=[Depends(writes)])
 def mine(body: MineBody, request: Request) -> dict[str, Any]:
-    job, created = services(request).submit_mine(body.connector, body.locator, body.options, wing=body.wing,
-                                                 full=body.full, requested_by=requester(request))
+    job, created = services(request).submit_mine(
+        body.connector, body.locator, body.options, wing=body.wing, full=body.full, requested_by=requester(request)
+    )
     return {"job": job.to_json(), "joined": not created}
 
 
@@ -258,8 +299,9 @@ def run_miner(name: str, request: Request) -> dict[str, Any]:
 
 @router.post("/verify", status_code=202, tags=["jobs"], dependencies=[Depends(reads)])
 def verify(body: VerifyBody, request: Request) -> dict[str, Any]:
-    job = services(request).submit_verify(batch=body.batch, pace_ms=body.pace_ms, priority=body.priority,
-                                          requested_by=requester(request))
+    job = services(request).submit_verify(
+        batch=body.batch, pace_ms=body.pace_ms, priority=body.priority, requested_by=requester(request)
+    )
     return {"job": job.to_json()}
 
 

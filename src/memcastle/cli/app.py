@@ -24,9 +24,13 @@ from memcastle.modes import MODES
 EXIT_ERROR = 1
 EXIT_NO_DAEMON = 3
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=None,
-                  pretty_exceptions_enable=False,
-                  help="MemCastle: a local-first memory server for AI agents.")
+app = typer.Typer(
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    help="MemCastle: a local-first memory server for AI agents.",
+)
 
 
 @dataclass
@@ -118,8 +122,12 @@ def wait_for_job(inv: Invocation, job: dict[str, Any]) -> dict[str, Any]:
             time.sleep(0.2)
             job = client.get(f"/jobs/{job['id']}")
             progress = job.get("progress") or {}
-            bar.update(task, completed=progress.get("current", 0), total=progress.get("total"),
-                       description=f"{job['kind']} · {job['status']}")
+            bar.update(
+                task,
+                completed=progress.get("current", 0),
+                total=progress.get("total"),
+                description=f"{job['kind']} · {job['status']}",
+            )
     return job
 
 

@@ -37,8 +37,10 @@ class DaemonClient:
         try:
             response = self._http.request(method, "/api" + path, json=json, params=clean)
         except httpx.TransportError as exc:
-            raise DaemonNotRunning(f"the daemon at {self.address} did not answer: {exc}",
-                                   help="is it still starting, or did it stop? try: memcastle status") from None
+            raise DaemonNotRunning(
+                f"the daemon at {self.address} did not answer: {exc}",
+                help="is it still starting, or did it stop? try: memcastle status",
+            ) from None
         if response.status_code >= 400:
             raise _error_from(response)
         return response.json()

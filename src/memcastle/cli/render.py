@@ -96,10 +96,22 @@ def table(title: str, columns: Iterable[str], rows: Iterable[Iterable[Any]]) -> 
 
 
 def show_jobs(jobs: list[Mapping[str, Any]]) -> None:
-    table("jobs", ["id", "kind", "status", "priority", "progress", "created", "error"], [
-        (j["id"], j["kind"], j["status"], j["priority"], progress_text(j), _short(j["created_at"]),
-         (j.get("error") or "")[:60]) for j in jobs
-    ])
+    table(
+        "jobs",
+        ["id", "kind", "status", "priority", "progress", "created", "error"],
+        [
+            (
+                j["id"],
+                j["kind"],
+                j["status"],
+                j["priority"],
+                progress_text(j),
+                _short(j["created_at"]),
+                (j.get("error") or "")[:60],
+            )
+            for j in jobs
+        ],
+    )
 
 
 def progress_text(job: Mapping[str, Any]) -> str:
@@ -109,11 +121,14 @@ def progress_text(job: Mapping[str, Any]) -> str:
 
 
 def show_job(job: Mapping[str, Any]) -> None:
-    lines = [f"[bold]{job['kind']}[/bold] job {job['id']}", f"status: {job['status']}  priority: {job['priority']}",
-             f"progress: {progress_text(job)} {(job.get('progress') or {}).get('message') or ''}",
-             f"created {_short(job['created_at'])} · started {_short(job.get('started_at'))} · finished "
-             f"{_short(job.get('finished_at'))}",
-             f"attempt {job['attempt']} · recoveries {job['recovery_attempts']}"]
+    lines = [
+        f"[bold]{job['kind']}[/bold] job {job['id']}",
+        f"status: {job['status']}  priority: {job['priority']}",
+        f"progress: {progress_text(job)} {(job.get('progress') or {}).get('message') or ''}",
+        f"created {_short(job['created_at'])} · started {_short(job.get('started_at'))} · finished "
+        f"{_short(job.get('finished_at'))}",
+        f"attempt {job['attempt']} · recoveries {job['recovery_attempts']}",
+    ]
     if job.get("error"):
         lines.append(f"[red]error:[/red] {job['error']}")
     if job.get("result"):
@@ -123,30 +138,51 @@ def show_job(job: Mapping[str, Any]) -> None:
 
 def show_policy(policy: Mapping[str, Any]) -> None:
     default = policy["default"]
-    console.print(f"default level [bold]{default['value']}[/bold] [dim](from {default['layer']})[/dim]"
-                  + ("  [dim]— neutral: search scores are untouched[/dim]" if policy.get("neutral") else ""))
+    console.print(
+        f"default level [bold]{default['value']}[/bold] [dim](from {default['layer']})[/dim]"
+        + ("  [dim]— neutral: search scores are untouched[/dim]" if policy.get("neutral") else "")
+    )
     rows = []
     for name, source in policy.get("sources", {}).items():
         level = source["level"]
         rows.append((name, "", level["value"] or "(default)", level["layer"] or ""))
         for criterion in source["criteria"]["value"]:
-            rows.append(("", f"{criterion['path']} = {criterion['equals']!r}", criterion["level"],
-                         source["criteria"]["layer"] or ""))
+            rows.append(
+                (
+                    "",
+                    f"{criterion['path']} = {criterion['equals']!r}",
+                    criterion["level"],
+                    source["criteria"]["layer"] or "",
+                )
+            )
     if rows:
         table("sources", ["connector", "criterion", "level", "from"], rows)
 
 
 def show_trace(trace: Mapping[str, Any]) -> None:
     result = trace["result"]
-    console.print(f"drawer {trace['drawer_id']}: [bold]{result['level']}[/bold] "
-                  f"(adjustment {result['adjustment']:+.2f})")
+    console.print(
+        f"drawer {trace['drawer_id']}: [bold]{result['level']}[/bold] (adjustment {result['adjustment']:+.2f})"
+    )
     for step in trace.get("steps", []):
         console.print(f"  • {step}")
     criteria = trace.get("criteria") or []
     if criteria:
-        table("criteria tried, in declaration order", ["path", "equals", "level", "found", "matched", "won"], [
-            (c["path"], repr(c["equals"]), c["level"], repr(c["found"]) if c["present"] else "(absent)",
-             "yes" if c["matched"] else "no", "yes" if c["won"] else "") for c in criteria])
+        table(
+            "criteria tried, in declaration order",
+            ["path", "equals", "level", "found", "matched", "won"],
+            [
+                (
+                    c["path"],
+                    repr(c["equals"]),
+                    c["level"],
+                    repr(c["found"]) if c["present"] else "(absent)",
+                    "yes" if c["matched"] else "no",
+                    "yes" if c["won"] else "",
+                )
+                for c in criteria
+            ],
+        )
 
 
 def show_facts(facts: list[Mapping[str, Any]], *, links: bool = False) -> None:
@@ -159,9 +195,18 @@ def show_facts(facts: list[Mapping[str, Any]], *, links: bool = False) -> None:
         state = life["state"]
         if state == "conflicting":
             state += " (preferred)" if life.get("preferred") else " (not preferred)"
-        rows.append((fact["id"], fact.get("subject_name"), fact["predicate"], fact.get("object_name"),
-                     f"{fact['confidence']:.2f}", _short(fact["valid_from"]), state,
-                     "explicit" if fact["explicit"] else (fact["provenance"]["drawer"] or "")[:8]))
+        rows.append(
+            (
+                fact["id"],
+                fact.get("subject_name"),
+                fact["predicate"],
+                fact.get("object_name"),
+                f"{fact['confidence']:.2f}",
+                _short(fact["valid_from"]),
+                state,
+                "explicit" if fact["explicit"] else (fact["provenance"]["drawer"] or "")[:8],
+            )
+        )
     table("facts", ["id", "subject", "predicate", "object", "conf", "valid from", "state", "evidence"], rows)
     for fact in facts:
         life = fact["lifecycle"]
@@ -169,5 +214,7 @@ def show_facts(facts: list[Mapping[str, Any]], *, links: bool = False) -> None:
             console.print(f"[dim]{fact['id'][:8]}: {life['basis']}[/dim]")
         if links:
             for link in life["links"]:
-                console.print(f"[dim]  {link['from'][:8]} {link['kind']} {link['to'][:8]} "
-                              f"({link['origin']}: {link['reason']})[/dim]")
+                console.print(
+                    f"[dim]  {link['from'][:8]} {link['kind']} {link['to'][:8]} "
+                    f"({link['origin']}: {link['reason']})[/dim]"
+                )

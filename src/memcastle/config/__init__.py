@@ -47,8 +47,7 @@ def _default_palace() -> str:
 
 
 SETTINGS: tuple[SettingSpec, ...] = (
-    SettingSpec("palace.path", str, _default_palace, "the palace directory this daemon serves",
-                env="MEMCASTLE_PALACE"),
+    SettingSpec("palace.path", str, _default_palace, "the palace directory this daemon serves", env="MEMCASTLE_PALACE"),
     SettingSpec("mode", str, "full", "this client's memory mode", choices=MODES),
     SettingSpec("server.host", str, "127.0.0.1", "address the daemon binds"),
     SettingSpec("server.port", int, 8420, "port the daemon binds (0 picks a free one)", minimum=0, maximum=65535),
@@ -56,16 +55,21 @@ SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec("store.url", str, "", "empty for the embedded SQLite palace, or postgresql://…"),
     SettingSpec("jobs.workers", int, 2, "background job worker threads", minimum=1, maximum=32),
     SettingSpec("jobs.drain_seconds", float, 10.0, "how long shutdown waits for running jobs", minimum=0),
-    SettingSpec("jobs.lease_seconds", float, 60.0,
-                "job lease length; renewed at checkpoints (and on PostgreSQL every third of it while the daemon lives)",
-                minimum=1),
+    SettingSpec(
+        "jobs.lease_seconds",
+        float,
+        60.0,
+        "job lease length; renewed at checkpoints (and on PostgreSQL every third of it while the daemon lives)",
+        minimum=1,
+    ),
     SettingSpec("mining.chunk_chars", int, 6000, "largest drawer a mined document is cut into", minimum=200),
     SettingSpec("mining.max_file_bytes", int, 2 * 1024 * 1024, "files larger than this are skipped", minimum=1),
     SettingSpec("search.rrf_k", int, 60, "reciprocal rank fusion constant", minimum=1),
     SettingSpec("search.lexical_weight", float, 1.0, "weight of the lexical leg in fusion", minimum=0),
     SettingSpec("search.semantic_weight", float, 1.0, "weight of the semantic leg in fusion", minimum=0),
-    SettingSpec("embeddings.provider", str, "builtin", "embedding provider",
-                choices=("builtin", "command", "http", "none")),
+    SettingSpec(
+        "embeddings.provider", str, "builtin", "embedding provider", choices=("builtin", "command", "http", "none")
+    ),
     SettingSpec("embeddings.model", str, "", "model name passed to command/http providers"),
     SettingSpec("embeddings.command", list, [], "argv of the command provider (no shell)"),
     SettingSpec("embeddings.url", str, "", "base URL of an OpenAI-compatible embeddings endpoint"),
@@ -73,23 +77,45 @@ SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec("embeddings.timeout", float, 30.0, "seconds before a provider call fails", minimum=0.1),
     SettingSpec("embeddings.threads", int, 2, "CPU threads for the builtin model", minimum=1, maximum=64),
     SettingSpec("embeddings.batch_size", int, 64, "drawers embedded per unit of the embed job", minimum=1),
-    SettingSpec("extraction.provider", str, "heuristic", "fact extraction provider",
-                choices=("heuristic", "command", "http", "none")),
+    SettingSpec(
+        "extraction.provider",
+        str,
+        "heuristic",
+        "fact extraction provider",
+        choices=("heuristic", "command", "http", "none"),
+    ),
     SettingSpec("extraction.model", str, "", "model name passed to command/http extraction providers"),
     SettingSpec("extraction.command", list, [], "argv of the command extraction provider (no shell)"),
     SettingSpec("extraction.url", str, "", "base URL of an OpenAI-compatible chat completions endpoint"),
     SettingSpec("extraction.api_key", str, "", "bearer key for the http extraction provider", secret=True),
     SettingSpec("extraction.timeout", float, 120.0, "seconds before an extraction call fails", minimum=0.1),
-    SettingSpec("extraction.min_confidence", float, 0.3, "facts below this confidence are dropped, whatever "
-                "the source's preference", minimum=0, maximum=1),
+    SettingSpec(
+        "extraction.min_confidence",
+        float,
+        0.3,
+        "facts below this confidence are dropped, whatever the source's preference",
+        minimum=0,
+        maximum=1,
+    ),
     SettingSpec("extraction.batch_size", int, 16, "drawers per extraction batch (one transaction)", minimum=1),
     SettingSpec("auth.enabled", bool, False, "require a bearer token on every request but GET /api/health"),
     SettingSpec("auth.allow_remote", bool, False, "allow binding a non-loopback address without auth"),
     SettingSpec("auth.token", str, "", "the bearer token this client (CLI, stdio bridge) sends", secret=True),
-    SettingSpec("dedup.near_threshold", float, 0.9, "similarity at which drawers of a room count as near copies",
-                minimum=0, maximum=1),
-    SettingSpec("mcp.allowed_hosts", list, [], "Host header values the /mcp endpoint accepts besides loopback "
-                "(DNS-rebinding defence); 'name:*' allows any port"),
+    SettingSpec(
+        "dedup.near_threshold",
+        float,
+        0.9,
+        "similarity at which drawers of a room count as near copies",
+        minimum=0,
+        maximum=1,
+    ),
+    SettingSpec(
+        "mcp.allowed_hosts",
+        list,
+        [],
+        "Host header values the /mcp endpoint accepts besides loopback "
+        "(DNS-rebinding defence); 'name:*' allows any port",
+    ),
 )
 
 SPEC_BY_KEY = {spec.key: spec for spec in SETTINGS}
@@ -133,8 +159,9 @@ class Settings:
             value = self.values[spec.key]
             if spec.secret and value:
                 value = "********"
-            rows.append({"key": spec.key, "value": value, "origin": self.origins[spec.key],
-                         "description": spec.description})
+            rows.append(
+                {"key": spec.key, "value": value, "origin": self.origins[spec.key], "description": spec.description}
+            )
         return rows
 
 
@@ -166,10 +193,10 @@ def load_settings(
 
     _apply_env(env, values, origins)
     for key, value in flags.items():
-        spec = SPEC_BY_KEY.get(key)
-        if spec is None:
+        flag_spec = SPEC_BY_KEY.get(key)
+        if flag_spec is None:
             raise ConfigError("unknown setting", key=key)
-        values[key] = _coerce(spec, value, where=f"flag for {key}")
+        values[key] = _coerce(flag_spec, value, where=f"flag for {key}")
         origins[key] = "flag"
     return Settings(values=values, origins=origins, config_file=path, tables=tables)
 
@@ -221,7 +248,7 @@ def _parse_env_value(spec: SettingSpec, raw: str, var: str) -> Any:
         try:
             return tomllib.loads(f"v = {raw}")["v"]
         except tomllib.TOMLDecodeError:
-            raise ConfigError("expected a TOML array such as [\"a\", \"b\"]", key=var) from None
+            raise ConfigError('expected a TOML array such as ["a", "b"]', key=var) from None
     if spec.type is bool:
         lowered = raw.strip().lower()
         if lowered in ("1", "true", "yes", "on"):

@@ -18,8 +18,9 @@ from memcastle.errors import ConfigError
 from memcastle.preferences import LEVELS, Criterion, Layer, Scalar, scalar_kind
 
 
-def parse_layer(name: str, table: Any, *, file: str | None = None, text: str = "",
-                key_prefix: str = "preferences") -> Layer:
+def parse_layer(
+    name: str, table: Any, *, file: str | None = None, text: str = "", key_prefix: str = "preferences"
+) -> Layer:
     """Validate one `[preferences]` table; errors name the file, the line where it can be found, and the key."""
 
     def fail(key: str, message: str) -> ConfigError:
@@ -51,8 +52,7 @@ def parse_layer(name: str, table: Any, *, file: str | None = None, text: str = "
             levels[connector] = _check_level(entry["level"], f"{where}.level", fail)
         if "criteria" in entry:
             criteria[connector] = _parse_criteria(entry["criteria"], f"{where}.criteria", fail)
-    return Layer(name=name, file=file, default=default, levels=levels, criteria=criteria,
-                 connectors=tuple(sources))
+    return Layer(name=name, file=file, default=default, levels=levels, criteria=criteria, connectors=tuple(sources))
 
 
 def _check_level(value: Any, key: str, fail: Any) -> str:
@@ -81,8 +81,10 @@ def _parse_criteria(value: Any, key: str, fail: Any) -> tuple[Criterion, ...]:
             raise fail(f"{where}.path", "required: a dot-separated path into the origin metadata")
         segments = tuple(path.split("."))
         if not all(_SEGMENT.match(s) and s.strip() == s for s in segments):
-            raise fail(f"{where}.path", f"malformed path {path!r}: every dot-separated segment must be non-empty "
-                                        "and not padded with spaces")
+            raise fail(
+                f"{where}.path",
+                f"malformed path {path!r}: every dot-separated segment must be non-empty and not padded with spaces",
+            )
         if "equals" not in item:
             raise fail(f"{where}.equals", "required: a string, number or boolean")
         equals = item["equals"]
@@ -103,12 +105,15 @@ PALACE_FILE = "preferences.toml"
 def layers_from_settings(settings: Settings) -> list[Layer]:
     """The declared layers in merge order: global [preferences], global [palace.preferences], the palace file."""
     layers = []
-    for table, key, label in (("preferences", "preferences", "global [preferences]"),
-                              ("palace.preferences", "palace.preferences", "global [palace.preferences]")):
+    for table, key, label in (
+        ("preferences", "preferences", "global [preferences]"),
+        ("palace.preferences", "palace.preferences", "global [palace.preferences]"),
+    ):
         raw = settings.tables.get(table)
         if raw is not None:
-            layers.append(parse_layer(f"{label} in {raw.file}", raw.value, file=raw.file, text=raw.text,
-                                      key_prefix=key))
+            layers.append(
+                parse_layer(f"{label} in {raw.file}", raw.value, file=raw.file, text=raw.text, key_prefix=key)
+            )
     local = palace_layer(settings.palace)
     if local is not None:
         layers.append(local)
@@ -130,6 +135,10 @@ def palace_layer(palace: Path) -> Layer | None:
         raise ConfigError(f"cannot read: {exc}", file=str(path)) from None
     for key in data:
         if key != "preferences":
-            raise ConfigError("only a [preferences] table is allowed in a palace's preferences.toml",
-                              file=str(path), line=line_of_key(text, key) or header_line(text, key), key=key)
+            raise ConfigError(
+                "only a [preferences] table is allowed in a palace's preferences.toml",
+                file=str(path),
+                line=line_of_key(text, key) or header_line(text, key),
+                key=key,
+            )
     return parse_layer(f"palace file {path}", data.get("preferences", {}), file=str(path), text=text)

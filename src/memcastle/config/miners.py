@@ -23,8 +23,7 @@ def load_miners(table: RawTable | None) -> dict[str, MinerSpec]:
             raise ConfigError("must be a table", file=table.file, key=where)
 
         def fail(key: str, message: str, entry_key: str) -> ConfigError:
-            return ConfigError(message, file=table.file, line=line_of_key(table.text, f"miners.{entry_key}"),
-                               key=key)
+            return ConfigError(message, file=table.file, line=line_of_key(table.text, f"miners.{entry_key}"), key=key)
 
         for key in entry:
             if key not in _KEYS:
@@ -45,6 +44,12 @@ def load_miners(table: RawTable | None) -> dict[str, MinerSpec]:
         name = entry["name"].strip()
         if name in miners:
             raise fail(f"{where}.name", f"duplicate miner name {name!r}", "name")
-        miners[name] = MinerSpec(name=name, connector=entry["connector"].strip(), locator=entry["locator"],
-                                 options=dict(options), wing=wing, full=full)
+        miners[name] = MinerSpec(
+            name=name,
+            connector=entry["connector"].strip(),
+            locator=entry["locator"],
+            options=dict(options),
+            wing=wing,
+            full=full,
+        )
     return miners

@@ -59,8 +59,7 @@ class ChatGPTConnector:
 
     def identify(self, source: SourceSpec) -> str:
         """The absolute path of the export."""
-        return identify_source(self.name, str(_export_path(source)),
-                               identity_options(self.options, source.options))
+        return identify_source(self.name, str(_export_path(source)), identity_options(self.options, source.options))
 
     def default_wing(self, source: SourceSpec) -> str:
         """Transcripts go to the connector's wing."""
@@ -108,21 +107,34 @@ class ChatGPTConnector:
         }
         if as_text(conversation.get("gizmo_id")):
             metadata["gizmo_id"] = conversation["gizmo_id"]
-        return RawDocument(external_id=candidate.external_id, body=SEGMENT_SEPARATOR.join(segments),
-                           metadata=metadata, occurred_at=created or first_message,
-                           title=title or title_from(first_text(turns, "user")),
-                           uri=f"chatgpt://conversation/{candidate.external_id}")
+        return RawDocument(
+            external_id=candidate.external_id,
+            body=SEGMENT_SEPARATOR.join(segments),
+            metadata=metadata,
+            occurred_at=created or first_message,
+            title=title or title_from(first_text(turns, "user")),
+            uri=f"chatgpt://conversation/{candidate.external_id}",
+        )
 
     def normalize(self, raw: RawDocument) -> CanonicalDocument:
         """One segment per turn; conversations have no working folder, so they share one room."""
-        return CanonicalDocument(kind="transcript", segments=split_segments(raw.body), title=raw.title,
-                                 room=DEFAULT_ROOM, name=raw.title or raw.external_id, uri=raw.uri, tags=())
+        return CanonicalDocument(
+            kind="transcript",
+            segments=split_segments(raw.body),
+            title=raw.title,
+            room=DEFAULT_ROOM,
+            name=raw.title or raw.external_id,
+            uri=raw.uri,
+            tags=(),
+        )
 
 
 def _export_path(source: SourceSpec) -> Path:
     if not source.locator.strip():
-        raise InvalidRequest("the chatgpt connector needs the path of an export (conversations.json, the .zip, "
-                             "or their folder)", field="locator")
+        raise InvalidRequest(
+            "the chatgpt connector needs the path of an export (conversations.json, the .zip, or their folder)",
+            field="locator",
+        )
     return Path(source.locator.strip()).expanduser().resolve()
 
 
@@ -154,8 +166,11 @@ def _export_files(path: Path) -> list[tuple[str, bytes]]:
     """The conversation files of an export, named for messages, in order."""
     if path.is_dir():
         # An unpacked export holds its files at the top, or one folder down when unpacked into a folder.
-        found = sorted(child for child in (*path.glob("*.json"), *path.glob("*/*.json"))
-                       if _is_export_file(child.relative_to(path).as_posix()))
+        found = sorted(
+            child
+            for child in (*path.glob("*.json"), *path.glob("*/*.json"))
+            if _is_export_file(child.relative_to(path).as_posix())
+        )
         if found:
             return [(str(child), _read_bytes(child)) for child in found]
         archives = sorted(path.glob("*.zip"))
@@ -209,8 +224,11 @@ def _current_branch(mapping: dict[str, Any], current_node: Any) -> list[dict[str
 
 
 def _latest_leaf(mapping: dict[str, Any]) -> str | None:
-    leaves = [(instant(as_dict(as_dict(node).get("message")).get("create_time")) or "", node_id)
-              for node_id, node in mapping.items() if not as_dict(node).get("children")]
+    leaves = [
+        (instant(as_dict(as_dict(node).get("message")).get("create_time")) or "", node_id)
+        for node_id, node in mapping.items()
+        if not as_dict(node).get("children")
+    ]
     return max(leaves)[1] if leaves else None
 
 
@@ -223,8 +241,12 @@ def _turns(messages: Any) -> list[Turn]:
         role = author.get("role")
         content = as_dict(message.get("content"))
         metadata = as_dict(message.get("metadata"))
-        if (role not in ("user", "assistant", "tool") or metadata.get("is_visually_hidden_from_conversation")
-                or content.get("content_type") in _HIDDEN_CONTENT or message.get("channel") == "analysis"):
+        if (
+            role not in ("user", "assistant", "tool")
+            or metadata.get("is_visually_hidden_from_conversation")
+            or content.get("content_type") in _HIDDEN_CONTENT
+            or message.get("channel") == "analysis"
+        ):
             continue
         recipient = as_text(message.get("recipient")) or "all"
         if role == "assistant" and recipient != "all":
@@ -297,4 +319,3 @@ def _first_model(messages: list[dict[str, Any]]) -> str | None:
             if model:
                 return model
     return None
-

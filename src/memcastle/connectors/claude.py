@@ -48,8 +48,14 @@ _COMMAND_NAME = re.compile(r"<command-name>(.*?)</command-name>", re.DOTALL)
 _COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.DOTALL)
 _BASH_INPUT = re.compile(r"<bash-input>(.*?)</bash-input>", re.DOTALL)
 # Text the CLI itself writes into user entries: command output, hook reminders, interruption notices.
-_HARNESS_TEXT = ("<local-command-stdout>", "<local-command-stderr>", "<bash-stdout>", "<bash-stderr>",
-                 "<system-reminder>", "[Request interrupted by user")
+_HARNESS_TEXT = (
+    "<local-command-stdout>",
+    "<local-command-stderr>",
+    "<bash-stdout>",
+    "<bash-stderr>",
+    "<system-reminder>",
+    "[Request interrupted by user",
+)
 _SKIPPED_ENTRY_FLAGS = ("isSidechain", "isMeta", "isCompactSummary", "isApiErrorMessage")
 
 
@@ -97,16 +103,28 @@ class ClaudeConnector:
             raise SkipDocument("no user or assistant messages")
         body = SEGMENT_SEPARATOR.join(segments)
         title = session.title() or title_from(first_text(session.turns, "user"))
-        return RawDocument(external_id=candidate.external_id, body=body, metadata=session.metadata(),
-                           occurred_at=session.first_timestamp, title=title, uri=str(path),
-                           warnings=tuple(lines.warnings))
+        return RawDocument(
+            external_id=candidate.external_id,
+            body=body,
+            metadata=session.metadata(),
+            occurred_at=session.first_timestamp,
+            title=title,
+            uri=str(path),
+            warnings=tuple(lines.warnings),
+        )
 
     def normalize(self, raw: RawDocument) -> CanonicalDocument:
         """One segment per turn; the room is the session's working folder."""
         session_id = as_text(raw.metadata.get("session_id")) or raw.external_id
-        return CanonicalDocument(kind="transcript", segments=split_segments(raw.body), title=raw.title,
-                                 room=room_for(raw.metadata.get("cwd")), name=raw.title or session_id,
-                                 uri=raw.uri, tags=())
+        return CanonicalDocument(
+            kind="transcript",
+            segments=split_segments(raw.body),
+            title=raw.title,
+            room=room_for(raw.metadata.get("cwd")),
+            name=raw.title or session_id,
+            uri=raw.uri,
+            tags=(),
+        )
 
 
 class _Session:
@@ -162,8 +180,11 @@ class _Session:
             "model": self.context.get("model"),
             "first_timestamp": self.first_timestamp,
         }
-        optional = {"slug": self.context.get("slug"), "title": self.custom_title or self.ai_title,
-                    "summary": self.summary}
+        optional = {
+            "slug": self.context.get("slug"),
+            "title": self.custom_title or self.ai_title,
+            "summary": self.summary,
+        }
         snapshot.update({key: value for key, value in optional.items() if value is not None})
         return snapshot
 
@@ -226,4 +247,3 @@ def _assistant_turns(content: Any) -> list[Turn]:
             name = str(block.get("name") or "tool")
             turns.append(Turn("tool", tool_marker(name, summarize_arguments(block.get("input")))))
     return turns
-

@@ -92,17 +92,28 @@ class CodexConnector:
         segments = render_turns(session.turns)
         if not segments:
             raise SkipDocument("no user or assistant messages")
-        return RawDocument(external_id=candidate.external_id, body=SEGMENT_SEPARATOR.join(segments),
-                           metadata=session.metadata(), occurred_at=session.started_at,
-                           title=title_from(first_text(session.turns, "user")), uri=str(path),
-                           warnings=tuple(lines.warnings))
+        return RawDocument(
+            external_id=candidate.external_id,
+            body=SEGMENT_SEPARATOR.join(segments),
+            metadata=session.metadata(),
+            occurred_at=session.started_at,
+            title=title_from(first_text(session.turns, "user")),
+            uri=str(path),
+            warnings=tuple(lines.warnings),
+        )
 
     def normalize(self, raw: RawDocument) -> CanonicalDocument:
         """One segment per turn; the room is the session's working folder."""
         session_id = as_text(raw.metadata.get("session_id")) or raw.external_id
-        return CanonicalDocument(kind="transcript", segments=split_segments(raw.body), title=raw.title,
-                                 room=room_for(raw.metadata.get("cwd")), name=raw.title or session_id,
-                                 uri=raw.uri, tags=())
+        return CanonicalDocument(
+            kind="transcript",
+            segments=split_segments(raw.body),
+            title=raw.title,
+            room=room_for(raw.metadata.get("cwd")),
+            name=raw.title or session_id,
+            uri=raw.uri,
+            tags=(),
+        )
 
 
 class _Session:
@@ -142,8 +153,9 @@ class _Session:
 
     def metadata(self) -> dict[str, Any]:
         """The snapshot: session identity and context, all stable when the session grows."""
-        snapshot: dict[str, Any] = {key: self.context.get(key) for key in
-                                    ("session_id", "cwd", "cli_version", "model", "originator")}
+        snapshot: dict[str, Any] = {
+            key: self.context.get(key) for key in ("session_id", "cwd", "cli_version", "model", "originator")
+        }
         snapshot["first_timestamp"] = self.started_at
         for key in ("model_provider", "git_branch", "git_commit"):
             if key in self.context:
@@ -168,8 +180,15 @@ class _Session:
         if kind == "message":
             return self._message_turns(item)
         if kind == "function_call":
-            return [Turn("tool", tool_marker(str(item.get("name") or "function"),
-                                             summarize_arguments(_parsed_arguments(item.get("arguments")))))]
+            return [
+                Turn(
+                    "tool",
+                    tool_marker(
+                        str(item.get("name") or "function"),
+                        summarize_arguments(_parsed_arguments(item.get("arguments"))),
+                    ),
+                )
+            ]
         if kind == "custom_tool_call":
             return [Turn("tool", tool_marker(str(item.get("name") or "tool"), _custom_input(item.get("input"))))]
         if kind == "local_shell_call":

@@ -1,8 +1,8 @@
 """The connector contract (SPEC §2): what a source adapter provides to the shared mining pipeline.
 
 A connector turns one kind of source into documents. It never writes to the palace: the pipeline in
-`memcastle.mining.pipeline` checks revisions, chunks, supersedes and advances the cursor. Third-party packages register a
-connector class (or a zero-argument factory) under the entry-point group ``memcastle.connectors``.
+`memcastle.mining.pipeline` checks revisions, chunks, supersedes and advances the cursor. Third-party packages
+register a connector class (or a zero-argument factory) under the entry-point group ``memcastle.connectors``.
 """
 
 from __future__ import annotations

@@ -57,10 +57,14 @@ class DirectoryConnector:
         metadata = file_metadata(root, candidate.external_id, stat)
         if hint.get("git"):
             metadata["git"] = hint["git"]
-        return RawDocument(external_id=candidate.external_id, body=text, metadata=metadata,
-                           occurred_at=metadata["mtime"], title=candidate.external_id,
-                           uri=(root / candidate.external_id).as_uri())
+        return RawDocument(
+            external_id=candidate.external_id,
+            body=text,
+            metadata=metadata,
+            occurred_at=metadata["mtime"],
+            title=candidate.external_id,
+            uri=(root / candidate.external_id).as_uri(),
+        )
 
     def normalize(self, raw: RawDocument) -> CanonicalDocument:
-        return CanonicalDocument(kind="file", segments=(raw.body,), title=raw.title,
-                                 name=raw.external_id, uri=raw.uri)
+        return CanonicalDocument(kind="file", segments=(raw.body,), title=raw.title, name=raw.external_id, uri=raw.uri)

@@ -13,10 +13,22 @@ from typing import Any
 from memcastle.clock import from_epoch
 from memcastle.connectors.contract import SkipDocument
 
-SKIPPED_DIRS = frozenset({
-    "node_modules", "__pycache__", "build", "dist", "target", "out", "venv", "env", "site-packages",
-    "bower_components", "coverage", "htmlcov",
-})
+SKIPPED_DIRS = frozenset(
+    {
+        "node_modules",
+        "__pycache__",
+        "build",
+        "dist",
+        "target",
+        "out",
+        "venv",
+        "env",
+        "site-packages",
+        "bower_components",
+        "coverage",
+        "htmlcov",
+    }
+)
 BINARY_SNIFF_BYTES = 8192
 
 
@@ -25,8 +37,11 @@ def walk_files(root: Path, suffixes: tuple[str, ...] | None = None) -> Iterator[
     entries: list[str] = []
     for folder, dirs, files in os.walk(root, followlinks=False):
         dirs[:] = sorted(
-            d for d in dirs
-            if not d.startswith(".") and d not in SKIPPED_DIRS and not d.endswith(".egg-info")
+            d
+            for d in dirs
+            if not d.startswith(".")
+            and d not in SKIPPED_DIRS
+            and not d.endswith(".egg-info")
             and not (Path(folder) / d).is_symlink()
         )
         for name in files:

@@ -31,8 +31,15 @@ _SHA = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
 _FILES_HEADING = "Files:"
 _NAME_SUBJECT_CHARS = 60
 # Variables that would point git at some other repository than the locator (e.g. when the daemon runs from a hook).
-_REPO_LOCATING_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
-                      "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_NAMESPACE")
+_REPO_LOCATING_ENV = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_COMMON_DIR",
+    "GIT_NAMESPACE",
+)
 # %B goes last: it is the only field that may hold newlines, so splitting at NUL with a bounded count is safe.
 _HEADER_FORMAT = "%H%x00%P%x00%an%x00%ae%x00%cn%x00%ce%x00%at%x00%ct%x00%s%x00%B"
 _HEADER_FIELDS = 10
@@ -80,8 +87,9 @@ class GitConnector:
             root = _repository_root(source.path)
         except SkipDocument:
             root = source.path.resolve()
-        present = {key: value for key, value in source.options.items()
-                   if key in self.options and self.options[key].identity}
+        present = {
+            key: value for key, value in source.options.items() if key in self.options and self.options[key].identity
+        }
         return identify_source(self.name, str(root), present)
 
     def default_wing(self, source: SourceSpec) -> str:
@@ -119,8 +127,19 @@ class GitConnector:
             raise SkipDocument(f"not a commit id: {sha!r}")
         repository = candidate.hint if isinstance(candidate.hint, _Repository) else _open(source)
         try:
-            header = _git(repository.root, ["show", "-s", "--no-color", "--no-show-signature", "--no-use-mailmap",
-                                            "--encoding=UTF-8", f"--format={_HEADER_FORMAT}", f"{sha}^{{commit}}"])
+            header = _git(
+                repository.root,
+                [
+                    "show",
+                    "-s",
+                    "--no-color",
+                    "--no-show-signature",
+                    "--no-use-mailmap",
+                    "--encoding=UTF-8",
+                    f"--format={_HEADER_FORMAT}",
+                    f"{sha}^{{commit}}",
+                ],
+            )
         except _GitFailed as exc:
             raise SkipDocument(f"cannot read commit {sha}: {exc.message}") from None
         fields = header.split(b"\x00", _HEADER_FIELDS - 1)
@@ -151,8 +170,15 @@ class GitConnector:
         if repository.remote is not None:
             metadata["remote"] = repository.remote
         body = "\n\n".join(part for part in (message, _render_files(changes)) if part)
-        return RawDocument(external_id=full_sha, body=body, metadata=metadata, occurred_at=committed_at,
-                           title=subject, uri=f"git:{full_sha}", warnings=tuple(warnings))
+        return RawDocument(
+            external_id=full_sha,
+            body=body,
+            metadata=metadata,
+            occurred_at=committed_at,
+            title=subject,
+            uri=f"git:{full_sha}",
+            warnings=tuple(warnings),
+        )
 
     def normalize(self, raw: RawDocument) -> CanonicalDocument:
         """Message and file list as two segments; named by short sha and subject."""
@@ -160,9 +186,16 @@ class GitConnector:
         subject = raw.title if raw.title is not None else str(raw.metadata.get("subject", ""))
         # Segments re-join with a blank line, so splitting at a look-alike heading inside a path loses nothing.
         split_at = raw.body.rfind(f"\n\n{_FILES_HEADING}\n")
-        segments = (raw.body,) if split_at < 0 else (raw.body[:split_at], raw.body[split_at + 2:])
-        return CanonicalDocument(kind="commit", segments=segments, title=subject or None, room="commits",
-                                 name=_document_name(sha, subject), uri=raw.uri or f"git:{sha}", tags=())
+        segments = (raw.body,) if split_at < 0 else (raw.body[:split_at], raw.body[split_at + 2 :])
+        return CanonicalDocument(
+            kind="commit",
+            segments=segments,
+            title=subject or None,
+            room="commits",
+            name=_document_name(sha, subject),
+            uri=raw.uri or f"git:{sha}",
+            tags=(),
+        )
 
 
 def _open(source: SourceSpec) -> _Repository:

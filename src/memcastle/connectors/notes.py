@@ -65,8 +65,13 @@ class NotesConnector:
         metadata: dict[str, Any] = {**front, "path": files["path"], "title": title}
         occurred = _occurred_at(front) or files["mtime"]
         return RawDocument(
-            external_id=candidate.external_id, body=body, metadata=metadata, occurred_at=occurred, title=title,
-            uri=(root / candidate.external_id).as_uri(), warnings=(warning,) if warning else (),
+            external_id=candidate.external_id,
+            body=body,
+            metadata=metadata,
+            occurred_at=occurred,
+            title=title,
+            uri=(root / candidate.external_id).as_uri(),
+            warnings=(warning,) if warning else (),
         )
 
     def normalize(self, raw: RawDocument) -> CanonicalDocument:
@@ -74,8 +79,15 @@ class NotesConnector:
         if isinstance(tags, str):
             tags = [t.strip() for t in tags.split(",")]
         clean_tags = tuple(str(t).strip() for t in tags if str(t).strip()) if isinstance(tags, list) else ()
-        return CanonicalDocument(kind="note", segments=(raw.body,), title=raw.title, room=None,
-                                 name=raw.external_id, uri=raw.uri, tags=clean_tags)
+        return CanonicalDocument(
+            kind="note",
+            segments=(raw.body,),
+            title=raw.title,
+            room=None,
+            name=raw.external_id,
+            uri=raw.uri,
+            tags=clean_tags,
+        )
 
 
 def split_front_matter(text: str) -> tuple[dict[str, Any], str, str | None]:
@@ -93,7 +105,7 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str, str | None]:
         data = {}
     if not isinstance(data, dict):
         return {}, text, "front matter is not a mapping; kept the note, without its metadata"
-    return _json_safe(data), text[match.end():], None
+    return _json_safe(data), text[match.end() :], None
 
 
 def _json_safe(value: Any) -> Any:

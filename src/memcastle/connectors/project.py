@@ -56,8 +56,9 @@ def _read(path: Path, root: Path) -> ProjectSettings:
         raise ConfigError("must be a table", file=str(path), key="memcastle")
     for key, value in table.items():
         if key not in _ALLOWED:
-            raise ConfigError(f"unknown key; allowed: {', '.join(sorted(_ALLOWED))}", file=str(path),
-                              key=f"memcastle.{key}")
+            raise ConfigError(
+                f"unknown key; allowed: {', '.join(sorted(_ALLOWED))}", file=str(path), key=f"memcastle.{key}"
+            )
         if not isinstance(value, str) or not value.strip():
             raise ConfigError("must be a non-empty string", file=str(path), key=f"memcastle.{key}")
     return ProjectSettings(root=root, wing=table.get("wing"), room=table.get("room"))

@@ -31,7 +31,8 @@ class ConnectorRegistry:
             return self._connectors[name]
         except KeyError:
             raise InvalidRequest(
-                f"no connector named {name!r}; available: {', '.join(self.names)}", field="connector",
+                f"no connector named {name!r}; available: {', '.join(self.names)}",
+                field="connector",
                 help="third-party connectors register under the entry-point group memcastle.connectors",
             ) from None
 
@@ -58,8 +59,10 @@ class ConnectorRegistry:
             {
                 "name": name,
                 "source_kind": connector.source_kind,
-                "options": {k: {"type": o.type, "description": o.description, "identity": o.identity}
-                            for k, o in connector.options.items()},
+                "options": {
+                    k: {"type": o.type, "description": o.description, "identity": o.identity}
+                    for k, o in connector.options.items()
+                },
             }
             for name, connector in sorted(self._connectors.items())
         ]
@@ -76,12 +79,15 @@ def load_registry(builtins: Mapping[str, Connector]) -> ConnectorRegistry:
             log.error("connector entry point %s could not be loaded: %s", entry.value, exc)
             continue
         if not isinstance(connector, Connector):
-            log.error("entry point %s does not provide a connector (name, options, identify, discover, read, "
-                      "normalize)", entry.value)
+            log.error(
+                "entry point %s does not provide a connector (name, options, identify, discover, read, normalize)",
+                entry.value,
+            )
             continue
         if connector.name in builtins:
-            log.warning("entry point %s tried to replace the built-in connector %r; ignored", entry.value,
-                        connector.name)
+            log.warning(
+                "entry point %s tried to replace the built-in connector %r; ignored", entry.value, connector.name
+            )
             continue
         connectors[connector.name] = connector
     return ConnectorRegistry(connectors)

@@ -28,8 +28,20 @@ _MARKER_CHARS = 200
 _TITLE_CHARS = 80
 _WHITESPACE = re.compile(r"\s+")
 # Argument names worth showing in a tool marker, most telling first.
-_TELLING_ARGUMENTS = ("command", "cmd", "file_path", "notebook_path", "path", "pattern", "query", "url",
-                      "description", "prompt", "skill", "subject")
+_TELLING_ARGUMENTS = (
+    "command",
+    "cmd",
+    "file_path",
+    "notebook_path",
+    "path",
+    "pattern",
+    "query",
+    "url",
+    "description",
+    "prompt",
+    "skill",
+    "subject",
+)
 _SHELLS = {"bash", "sh", "zsh", "/bin/bash", "/bin/sh", "/bin/zsh", "/usr/bin/bash", "powershell", "pwsh"}
 
 

@@ -20,8 +20,9 @@ class JobStopped(Exception):
 class JobContext:
     """The handle a job handler gets; `checkpoint()` saves progress and is where pause/cancel take effect."""
 
-    def __init__(self, store: Store, job: Job, owner: str, lease_seconds: float,
-                 is_shutting_down: Callable[[], bool]) -> None:
+    def __init__(
+        self, store: Store, job: Job, owner: str, lease_seconds: float, is_shutting_down: Callable[[], bool]
+    ) -> None:
         self._store = store
         self.job = job
         self._owner = owner
@@ -37,12 +38,16 @@ class JobContext:
     def job_id(self) -> str:
         return self.job.id
 
-    def checkpoint(self, state: Mapping[str, Any], current: int, total: int | None = None,
-                   message: str | None = None) -> None:
+    def checkpoint(
+        self, state: Mapping[str, Any], current: int, total: int | None = None, message: str | None = None
+    ) -> None:
         """Durably save `state` (what a resumed run needs) and progress; then stop here if asked to."""
         self.state = dict(state)
         self.job = self._store.save_job_checkpoint(
-            self.job.id, self._owner, self.state, Progress(current=current, total=total, message=message),
+            self.job.id,
+            self._owner,
+            self.state,
+            Progress(current=current, total=total, message=message),
             self._lease_seconds,
         )
         self.raise_if_stopping()

@@ -39,16 +39,16 @@ class JobQueue:
     def cancel(self, job_id: str) -> Job:
         job = self._store.get_job(job_id)
         if job.status in (JobStatus.QUEUED, JobStatus.PAUSED):
-            return self._store.transition_job(job_id, JobStatus.CANCELLED, finished_at=utc_now(),
-                                              cancel_requested=1)
+            return self._store.transition_job(job_id, JobStatus.CANCELLED, finished_at=utc_now(), cancel_requested=1)
         if job.status is JobStatus.RUNNING:
             return self._store.request_job_stop(job_id, cancel=True)
         raise IllegalTransition(job_id, job.status.value, JobStatus.CANCELLED.value)
 
     def retry(self, job_id: str) -> Job:
         self._require(job_id, JobStatus.FAILED, JobStatus.QUEUED)
-        job = self._store.transition_job(job_id, JobStatus.QUEUED, error=None, finished_at=None,
-                                         cancel_requested=0, pause_requested=0)
+        job = self._store.transition_job(
+            job_id, JobStatus.QUEUED, error=None, finished_at=None, cancel_requested=0, pause_requested=0
+        )
         if self._pool is not None:
             self._pool.wake()
         return job

@@ -49,8 +49,15 @@ def owner_is_dead(owner: str | None) -> bool:
 class WorkerPool:
     """`workers` threads that run job handlers; `drain()` stops them at the next unit boundary."""
 
-    def __init__(self, store: Store, handlers: Mapping[str, JobHandler], *, workers: int,
-                 lease_seconds: float, shared: bool = False) -> None:
+    def __init__(
+        self,
+        store: Store,
+        handlers: Mapping[str, JobHandler],
+        *,
+        workers: int,
+        lease_seconds: float,
+        shared: bool = False,
+    ) -> None:
         self._store = store
         # Several daemons may serve a shared palace (PostgreSQL) at once: their running jobs are theirs, not ours.
         self._shared = shared
@@ -87,16 +94,28 @@ class WorkerPool:
             owner = job.lease_owner if self._shared else None
             try:
                 if job.recovery_attempts < RECOVERY_BUDGET:
-                    recovered.append(self._store.transition_job(
-                        job.id, JobStatus.QUEUED, owner=owner, recovery_attempts=job.recovery_attempts + 1,
-                        lease_owner=None, lease_expires_at=None,
-                    ))
+                    recovered.append(
+                        self._store.transition_job(
+                            job.id,
+                            JobStatus.QUEUED,
+                            owner=owner,
+                            recovery_attempts=job.recovery_attempts + 1,
+                            lease_owner=None,
+                            lease_expires_at=None,
+                        )
+                    )
                 else:
-                    recovered.append(self._store.transition_job(
-                        job.id, JobStatus.FAILED, owner=owner, finished_at=utc_now(), lease_owner=None,
-                        lease_expires_at=None,
-                        error=recovery_spent(job.recovery_attempts),
-                    ))
+                    recovered.append(
+                        self._store.transition_job(
+                            job.id,
+                            JobStatus.FAILED,
+                            owner=owner,
+                            finished_at=utc_now(),
+                            lease_owner=None,
+                            lease_expires_at=None,
+                            error=recovery_spent(job.recovery_attempts),
+                        )
+                    )
             except (Conflict, IllegalTransition):
                 if not self._shared:
                     raise
@@ -155,7 +174,7 @@ class WorkerPool:
             for job_id in running:
                 try:
                     renewed = self._store.renew_job_lease(job_id, self.owner, self._lease_seconds)
-                except Exception:  # noqa: BLE001 - a failed renewal is retried next round; the lease may lapse
+                except Exception:
                     log.exception("renewing the lease of job %s failed", job_id)
                     continue
                 if not renewed:
@@ -168,7 +187,7 @@ class WorkerPool:
         while not self._stopping.is_set():
             try:
                 job = self._store.claim_next_job(self.owner, self._lease_seconds, self._handlers)
-            except Exception:  # noqa: BLE001 - a broken claim must not kill the worker thread
+            except Exception:
                 log.exception("claiming a job failed")
                 job = None
             if job is None:
@@ -221,13 +240,14 @@ class WorkerPool:
         if finished:
             fields["finished_at"] = utc_now()
         try:
-            finished_job = self._store.transition_job(job.id, status, owner=self.owner, lease_owner=None,
-                                                      lease_expires_at=None, **fields)
+            finished_job = self._store.transition_job(
+                job.id, status, owner=self.owner, lease_owner=None, lease_expires_at=None, **fields
+            )
         except Conflict:
             log.warning("job %s changed hands before it could be marked %s", job.id, status.value)
             return
         if self.on_finished is not None and finished_job.is_finished:
             try:
                 self.on_finished(finished_job)
-            except Exception:  # noqa: BLE001 - a follow-up must never take the worker down
+            except Exception:
                 log.exception("follow-up of job %s failed", job.id)

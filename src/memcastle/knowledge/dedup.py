@@ -66,15 +66,18 @@ def signature(text: str) -> npt.NDArray[np.uint64]:
     """MinHash: for each of 32 universal hash functions, the smallest value over the text's 5-gram hashes."""
     hashes = gram_hashes(text)
     # (a·h + b) mod p with a, h < 2^31 stays below 2^63: no overflow in uint64.
-    return ((_A[:, None] * hashes[None, :] + _B[:, None]) % _PRIME).min(axis=1)
+    minimum: npt.NDArray[np.uint64] = ((_A[:, None] * hashes[None, :] + _B[:, None]) % _PRIME).min(axis=1)
+    return minimum
 
 
 def band_keys(wing: str, room: str, values: npt.NDArray[np.uint64]) -> list[int]:
     """One signed 64-bit key per band of a signature, scoped to the room."""
     keys = []
     for band in range(BANDS):
-        digest = hashlib.blake2b(f"{wing}\x00{room}\x00{band}\x00".encode("utf-8")
-                                 + values[band * ROWS : (band + 1) * ROWS].tobytes(), digest_size=8).digest()
+        digest = hashlib.blake2b(
+            f"{wing}\x00{room}\x00{band}\x00".encode() + values[band * ROWS : (band + 1) * ROWS].tobytes(),
+            digest_size=8,
+        ).digest()
         keys.append(int.from_bytes(digest, "little", signed=True))
     return keys
 
@@ -86,30 +89,35 @@ class DuplicateFinder:
         self._store = store
         self._threshold = near_threshold
 
-    def links_for(self, drawer: Drawer, values: npt.NDArray[np.uint64] | None,
-                  bands: list[int]) -> list[DrawerLink]:
+    def links_for(self, drawer: Drawer, values: npt.NDArray[np.uint64] | None, bands: list[int]) -> list[DrawerLink]:
         now = utc_now()
         found: dict[str, DrawerLink] = {}
-        for other, verdict in self._store.similar_in_room(drawer.wing, drawer.room, drawer.content_hash,
-                                                          drawer.fingerprint, exclude=[drawer.id]):
+        for other, verdict in self._store.similar_in_room(
+            drawer.wing, drawer.room, drawer.content_hash, drawer.fingerprint, exclude=[drawer.id]
+        ):
             found[other] = DrawerLink(drawer.id, other, verdict, 1.0, now)
         if bands:
-            candidates = [i for i in self._store.drawers_sharing_bands(bands, CANDIDATES, at_least=MIN_SHARED_BANDS)
-                          if i != drawer.id and i not in found]
+            candidates = [
+                i
+                for i in self._store.drawers_sharing_bands(bands, CANDIDATES, at_least=MIN_SHARED_BANDS)
+                if i != drawer.id and i not in found
+            ]
             assert values is not None
             # The signatures estimate similarity (±0.05 at 0.9); only plausible pairs have their text compared.
-            estimates = {i: float(np.mean(np.frombuffer(s, dtype=np.uint64) == values))
-                         for i, s in self._store.drawer_signatures(candidates).items()}
+            estimates = {
+                i: float(np.mean(np.frombuffer(s, dtype=np.uint64) == values))
+                for i, s in self._store.drawer_signatures(candidates).items()
+            }
             plausible = [i for i in candidates if estimates.get(i, 1.0) >= self._threshold - ESTIMATE_SLACK]
             grams = shingles(drawer.content) if plausible else set()
-            for other in self._store.get_drawers(plausible).values():
-                if not other.is_current or (other.wing, other.room) != (drawer.wing, drawer.room):
+            for near in self._store.get_drawers(plausible).values():
+                if not near.is_current or (near.wing, near.room) != (drawer.wing, drawer.room):
                     continue
-                other_grams = shingles(other.content)
+                other_grams = shingles(near.content)
                 union = len(grams | other_grams)
                 score = len(grams & other_grams) / union if union else 1.0
                 if score >= self._threshold:
-                    found[other.id] = DrawerLink(drawer.id, other.id, "near", round(score, 4), now)
+                    found[near.id] = DrawerLink(drawer.id, near.id, "near", round(score, 4), now)
         return list(found.values())
 
     def link(self, drawer: Drawer) -> int:

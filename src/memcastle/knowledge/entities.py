@@ -64,8 +64,14 @@ class EntityResolver:
         for how, matches in (
             ("name", [e for e in pool if e.name == name]),
             ("key", [e for e in pool if e.key == key]),
-            ("alias", [self._entities[i] for i in self._aliases.get(key, []) if i in self._entities
-                       and self._compatible(self._entities[i], kind)]),
+            (
+                "alias",
+                [
+                    self._entities[i]
+                    for i in self._aliases.get(key, [])
+                    if i in self._entities and self._compatible(self._entities[i], kind)
+                ],
+            ),
         ):
             if matches:
                 return Resolution(entity=_oldest(matches), created=False, how=how)
@@ -78,11 +84,15 @@ class EntityResolver:
         entity = Entity(id=entity_id_for(kind, key), name=name, kind=kind, key=key, aliases=(), created_at=utc_now())
         self._entities[entity.id] = entity
         self.created.append(entity)
-        hints = [EntityHint(entity.id, other.id, "possibly_same", f"{name!r} is one edit from {other.name!r}")
-                 for other in near]
+        hints = [
+            EntityHint(entity.id, other.id, "possibly_same", f"{name!r} is one edit from {other.name!r}")
+            for other in near
+        ]
         same_key = [e for e in self._entities.values() if e.key == key and e.id != entity.id]
-        hints += [EntityHint(entity.id, other.id, "possibly_same",
-                             f"same name as {other.name!r}, a {other.kind}") for other in same_key]
+        hints += [
+            EntityHint(entity.id, other.id, "possibly_same", f"same name as {other.name!r}, a {other.kind}")
+            for other in same_key
+        ]
         return Resolution(entity=entity, created=True, how="new", hints=hints)
 
 

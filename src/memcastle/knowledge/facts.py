@@ -38,10 +38,19 @@ def link_id(from_id: str, to_id: str, kind: str, origin: str) -> str:
     return hashlib.sha256(f"{from_id}|{to_id}|{kind}|{origin}".encode()).hexdigest()[:32]
 
 
-def make_link(from_id: str, to_id: str, kind: str, origin: str, reason: str, at: str,
-              evidence: str | None = None) -> FactLink:
-    return FactLink(id=link_id(from_id, to_id, kind, origin), from_id=from_id, to_id=to_id, kind=kind,
-                    origin=origin, reason=reason, at=at, evidence_drawer=evidence)
+def make_link(
+    from_id: str, to_id: str, kind: str, origin: str, reason: str, at: str, evidence: str | None = None
+) -> FactLink:
+    return FactLink(
+        id=link_id(from_id, to_id, kind, origin),
+        from_id=from_id,
+        to_id=to_id,
+        kind=kind,
+        origin=origin,
+        reason=reason,
+        at=at,
+        evidence_drawer=evidence,
+    )
 
 
 def is_open(fact: Assertion, at: str) -> bool:
@@ -80,7 +89,9 @@ def state_of(fact: Assertion, links: Sequence[FactLink], facts: Mapping[str, Ass
 def rivals(fact: Assertion, links: Sequence[FactLink], facts: Mapping[str, Assertion], at: str) -> list[Assertion]:
     """Open facts that contradict `fact` at `at` and have not been superseded or invalidated by then."""
     known = [link for link in links if effective_at(link, facts) <= at]
-    decided = {frozenset((l.from_id, l.to_id)) for l in known if l.origin == "explicit" and l.kind != "contradicts"}
+    decided = {
+        frozenset((lk.from_id, lk.to_id)) for lk in known if lk.origin == "explicit" and lk.kind != "contradicts"
+    }
     found = []
     for link in known:
         if link.kind != "contradicts" or fact.id not in (link.from_id, link.to_id):
@@ -90,14 +101,20 @@ def rivals(fact: Assertion, links: Sequence[FactLink], facts: Mapping[str, Asser
         other = facts.get(link.to_id if link.from_id == fact.id else link.from_id)
         if other is None or not is_open(other, at):
             continue
-        closed = any(l.kind in ("supersedes", "invalidates") and l.to_id == other.id for l in known)
+        closed = any(lk.kind in ("supersedes", "invalidates") and lk.to_id == other.id for lk in known)
         if not closed:
             found.append(other)
     return found
 
 
-def infer_links(new: Assertion, existing: Iterable[Assertion], *, predecessor_drawer: str | None,
-                explicit_pairs: set[frozenset[str]], at: str) -> list[FactLink]:
+def infer_links(
+    new: Assertion,
+    existing: Iterable[Assertion],
+    *,
+    predecessor_drawer: str | None,
+    explicit_pairs: set[frozenset[str]],
+    at: str,
+) -> list[FactLink]:
     """Links a newly extracted fact earns against what the palace already holds (SPEC §6)."""
     links = []
     superseded: set[str] = set()
@@ -107,18 +124,45 @@ def infer_links(new: Assertion, existing: Iterable[Assertion], *, predecessor_dr
         if frozenset((old.id, new.id)) in explicit_pairs:
             continue  # an explicit decision about this pair stands; inference never overrides it
         if predecessor_drawer is not None and old.drawer_id == predecessor_drawer:
-            links.append(make_link(new.id, old.id, "supersedes", "inferred",
-                                   "its evidence drawer superseded the earlier one", at, new.drawer_id))
+            links.append(
+                make_link(
+                    new.id,
+                    old.id,
+                    "supersedes",
+                    "inferred",
+                    "its evidence drawer superseded the earlier one",
+                    at,
+                    new.drawer_id,
+                )
+            )
             superseded.add(old.id)
             continue
         if old.drawer_id == new.drawer_id or not _overlaps(old, new):
             continue
         if old.object == new.object:
-            links.append(make_link(new.id, old.id, "confirms", "inferred",
-                                   "same subject, predicate and object from different evidence", at, new.drawer_id))
+            links.append(
+                make_link(
+                    new.id,
+                    old.id,
+                    "confirms",
+                    "inferred",
+                    "same subject, predicate and object from different evidence",
+                    at,
+                    new.drawer_id,
+                )
+            )
         elif new.predicate in SINGLE_VALUED_PREDICATES and old.valid_to is None:
-            links.append(make_link(new.id, old.id, "contradicts", "inferred",
-                                   f"{new.predicate} holds one value at a time", at, new.drawer_id))
+            links.append(
+                make_link(
+                    new.id,
+                    old.id,
+                    "contradicts",
+                    "inferred",
+                    f"{new.predicate} holds one value at a time",
+                    at,
+                    new.drawer_id,
+                )
+            )
     return links
 
 
@@ -147,8 +191,10 @@ def quality(fact: Assertion, policy: Policy, at: str) -> float:
 def choose_preferred(group: Sequence[Assertion], policy: Policy, at: str) -> tuple[Assertion, str]:
     """Presentation only: explicit first; then quality; then later valid_from; then id. Returns (fact, basis)."""
 
-    ordered = sorted(group, key=lambda f: (0 if f.explicit else 1, -round(quality(f, policy, at), 6),
-                                           _descending(f.valid_from), f.id))
+    ordered = sorted(
+        group,
+        key=lambda f: (0 if f.explicit else 1, -round(quality(f, policy, at), 6), _descending(f.valid_from), f.id),
+    )
     first, second = ordered[0], ordered[1]
     adj_first, level_first = adjustment_of(first, policy)
     adj_second, level_second = adjustment_of(second, policy)
@@ -156,9 +202,11 @@ def choose_preferred(group: Sequence[Assertion], policy: Policy, at: str) -> tup
     if first.explicit != second.explicit:
         basis = "explicit assertion comes first"
     elif round(q1, 6) != round(q2, 6):
-        parts = (f"confidence {first.confidence:.2f} vs {second.confidence:.2f}, freshness "
-                 f"{freshness(first, at):.3f} vs {freshness(second, at):.3f}, half the source adjustment "
-                 f"{0.5 * adj_first:+.2f} ({level_first}) vs {0.5 * adj_second:+.2f} ({level_second})")
+        parts = (
+            f"confidence {first.confidence:.2f} vs {second.confidence:.2f}, freshness "
+            f"{freshness(first, at):.3f} vs {freshness(second, at):.3f}, half the source adjustment "
+            f"{0.5 * adj_first:+.2f} ({level_first}) vs {0.5 * adj_second:+.2f} ({level_second})"
+        )
         basis = f"higher quality {q1:.3f} vs {q2:.3f}: {parts}"
     elif first.valid_from != second.valid_from:
         basis = f"equal quality; later valid_from ({first.valid_from})"
@@ -172,8 +220,14 @@ def _descending(stamp: str) -> str:
     return "".join(chr(0x10FFFF - ord(c)) for c in stamp)
 
 
-def present(facts: Sequence[Assertion], links: Sequence[FactLink], everything: Mapping[str, Assertion],
-            entities: Mapping[str, Entity], policy: Policy, at: str) -> list[dict[str, Any]]:
+def present(
+    facts: Sequence[Assertion],
+    links: Sequence[FactLink],
+    everything: Mapping[str, Assertion],
+    entities: Mapping[str, Entity],
+    policy: Policy,
+    at: str,
+) -> list[dict[str, Any]]:
     """Facts as the API shows them: the assertion, entity names, state, links, and preferred/basis in a conflict."""
     out = []
     for fact in facts:
@@ -189,11 +243,13 @@ def present(facts: Sequence[Assertion], links: Sequence[FactLink], everything: M
             group = [fact, *rivals(fact, links, everything, at)]
             chosen, basis = choose_preferred(group, policy, at)
             adjustment, level = adjustment_of(fact, policy)
-            entry["lifecycle"].update({
-                "preferred": chosen.id == fact.id,
-                "preferred_id": chosen.id,
-                "basis": basis,
-                "preference": {"level": level, "adjustment": adjustment},
-            })
+            entry["lifecycle"].update(
+                {
+                    "preferred": chosen.id == fact.id,
+                    "preferred_id": chosen.id,
+                    "basis": basis,
+                    "preference": {"level": level, "adjustment": adjustment},
+                }
+            )
         out.append(entry)
     return out

@@ -39,19 +39,26 @@ def extraction_input(drawer: Drawer, policy: Policy) -> ExtractionInput:
     return ExtractionInput(
         id=drawer.id,
         text=drawer.content,
-        provenance={"connector": origin.connector if origin else None,
-                    "document": origin.document if origin else None,
-                    "uri": drawer.source.uri, "occurred_at": origin.occurred_at if origin else None},
-        preference={"level": match.level, "connector": match.connector,
-                    "criterion": match.criterion.to_json() if match.criterion else None},
+        provenance={
+            "connector": origin.connector if origin else None,
+            "document": origin.document if origin else None,
+            "uri": drawer.source.uri,
+            "occurred_at": origin.occurred_at if origin else None,
+        },
+        preference={
+            "level": match.level,
+            "connector": match.connector,
+            "criterion": match.criterion.to_json() if match.criterion else None,
+        },
     )
 
 
 class ExtractionSweep:
     """Runs `extract` jobs over current drawers not yet read by the active extractor."""
 
-    def __init__(self, store: Store, provider: ExtractionProvider, policy: Policy, *, min_confidence: float,
-                 batch_size: int = 16) -> None:
+    def __init__(
+        self, store: Store, provider: ExtractionProvider, policy: Policy, *, min_confidence: float, batch_size: int = 16
+    ) -> None:
         self._store = store
         self._provider = provider
         self._policy = policy
@@ -60,8 +67,14 @@ class ExtractionSweep:
 
     def run(self, ctx: JobContext) -> Mapping[str, Any]:
         extractor = extractor_key(self._provider)
-        tally = {"drawers": 0, "entities": 0, "facts": 0, "links": 0, "dropped_below_floor": 0,
-                 **{k: int(v) for k, v in ctx.state.items() if isinstance(v, int)}}
+        tally = {
+            "drawers": 0,
+            "entities": 0,
+            "facts": 0,
+            "links": 0,
+            "dropped_below_floor": 0,
+            **{k: int(v) for k, v in ctx.state.items() if isinstance(v, int)},
+        }
         while True:
             drawers = self._store.drawers_to_extract(extractor, self._batch_size)
             if not drawers:
@@ -71,11 +84,14 @@ class ExtractionSweep:
             for key, value in counts.items():
                 tally[key] += value
             pending = self._store.count_to_extract(extractor)
-            ctx.checkpoint(tally, current=tally["drawers"], total=tally["drawers"] + pending,
-                           message=f"{tally['facts']} facts")
+            ctx.checkpoint(
+                tally, current=tally["drawers"], total=tally["drawers"] + pending, message=f"{tally['facts']} facts"
+            )
         return {**tally, "extractor": extractor}
 
-    def read_batch(self, drawers: list[Drawer], extractor: str, job_id: str | None) -> tuple[GraphWrite, dict[str, int]]:
+    def read_batch(
+        self, drawers: list[Drawer], extractor: str, job_id: str | None
+    ) -> tuple[GraphWrite, dict[str, int]]:
         """Extract a batch and turn it into one graph write (nothing is written here)."""
         inputs = [extraction_input(d, self._policy) for d in drawers]
         results = self._provider.extract(inputs)
@@ -91,8 +107,9 @@ class ExtractionSweep:
                 resolution = resolver.resolve(entity.name, entity.kind)
                 ids_by_name[entity.name] = resolution.entity.id
                 hints.extend(resolution.hints)
-                mentions[(drawer.id, resolution.entity.id, entity.name)] = Mention(drawer.id, resolution.entity.id,
-                                                                                   entity.name)
+                mentions[(drawer.id, resolution.entity.id, entity.name)] = Mention(
+                    drawer.id, resolution.entity.id, entity.name
+                )
             origin = drawer.source.origin
             for relation in result.relations:
                 # The floor applies whatever the source's preference: trust does not make a claim true.
@@ -101,21 +118,41 @@ class ExtractionSweep:
                     continue
                 subject = ids_by_name.get(relation.subject) or resolver.resolve(relation.subject, "other").entity.id
                 object_ = ids_by_name.get(relation.object) or resolver.resolve(relation.object, "other").entity.id
-                assertions.append(Assertion(
-                    id=assertion_id_for(extractor, drawer.id, subject, relation.predicate, object_),
-                    subject=subject, predicate=relation.predicate, object=object_,
-                    confidence=relation.confidence,
-                    valid_from=(origin.occurred_at if origin and origin.occurred_at else drawer.valid_from),
-                    valid_to=None, drawer_id=drawer.id, extractor=extractor, job_id=job_id,
-                    origin=origin.to_json() if origin else None, explicit=False, created_at=now,
-                ))
+                assertions.append(
+                    Assertion(
+                        id=assertion_id_for(extractor, drawer.id, subject, relation.predicate, object_),
+                        subject=subject,
+                        predicate=relation.predicate,
+                        object=object_,
+                        confidence=relation.confidence,
+                        valid_from=(origin.occurred_at if origin and origin.occurred_at else drawer.valid_from),
+                        valid_to=None,
+                        drawer_id=drawer.id,
+                        extractor=extractor,
+                        job_id=job_id,
+                        origin=origin.to_json() if origin else None,
+                        explicit=False,
+                        created_at=now,
+                    )
+                )
         links = self._infer(assertions, drawers, now)
-        write = GraphWrite(extractor=extractor, read_drawers=tuple(d.id for d in drawers),
-                           entities=tuple(resolver.created), aliases=tuple(resolver.aliases), hints=tuple(hints),
-                           mentions=tuple(mentions.values()),
-                           assertions=tuple(assertions), links=tuple(links))
-        return write, {"drawers": len(drawers), "entities": len(resolver.created), "facts": len(assertions),
-                       "links": len(links), "dropped_below_floor": dropped}
+        write = GraphWrite(
+            extractor=extractor,
+            read_drawers=tuple(d.id for d in drawers),
+            entities=tuple(resolver.created),
+            aliases=tuple(resolver.aliases),
+            hints=tuple(hints),
+            mentions=tuple(mentions.values()),
+            assertions=tuple(assertions),
+            links=tuple(links),
+        )
+        return write, {
+            "drawers": len(drawers),
+            "entities": len(resolver.created),
+            "facts": len(assertions),
+            "links": len(links),
+            "dropped_below_floor": dropped,
+        }
 
     def _infer(self, assertions: list[Assertion], drawers: list[Drawer], at: str) -> list[FactLink]:
         predecessor = {d.id: d.supersedes for d in drawers}
@@ -123,9 +160,19 @@ class ExtractionSweep:
         seen: list[Assertion] = []
         for new in assertions:
             existing = [*self._store.find_assertions(subject=new.subject, predicate=new.predicate), *seen]
-            explicit_pairs = {frozenset((l.from_id, l.to_id)) for l in self._store.links_of([e.id for e in existing])
-                              if l.origin == "explicit"}
-            links.extend(infer_links(new, existing, predecessor_drawer=predecessor.get(new.drawer_id or ""),
-                                     explicit_pairs=explicit_pairs, at=at))
+            explicit_pairs = {
+                frozenset((lk.from_id, lk.to_id))
+                for lk in self._store.links_of([e.id for e in existing])
+                if lk.origin == "explicit"
+            }
+            links.extend(
+                infer_links(
+                    new,
+                    existing,
+                    predecessor_drawer=predecessor.get(new.drawer_id or ""),
+                    explicit_pairs=explicit_pairs,
+                    at=at,
+                )
+            )
             seen.append(new)
         return links

@@ -46,8 +46,13 @@ SET_MODE = "memcastle_set_mode"
 START_TIMEOUT = 30.0
 CLOSE_TIMEOUT = 5.0
 # What a request meets, besides MCPError, when the client session under it is torn down (the daemon went away).
-UPSTREAM_ERRORS: tuple[type[Exception], ...] = (MCPError, anyio.ClosedResourceError, anyio.BrokenResourceError,
-                                                anyio.EndOfStream, httpx2.TransportError)
+UPSTREAM_ERRORS: tuple[type[Exception], ...] = (
+    MCPError,
+    anyio.ClosedResourceError,
+    anyio.BrokenResourceError,
+    anyio.EndOfStream,
+    httpx2.TransportError,
+)
 CONNECT_HELP = "start the daemon with: memcastle serve (or let the bridge start it: memcastle mcp --start)"
 
 T = TypeVar("T")
@@ -70,12 +75,20 @@ def start_daemon(palace: Path, *, config_file: Path | None, timeout: float = STA
         return entry.address
     log_path = registry_file(states, palace).with_suffix(".log")
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    argv = [sys.executable, "-c", "from memcastle.cli.main import run; run()", "--palace", str(palace),
-            *(["--config", str(config_file)] if config_file else []), "serve"]
+    argv = [
+        sys.executable,
+        "-c",
+        "from memcastle.cli.main import run; run()",
+        "--palace",
+        str(palace),
+        *(["--config", str(config_file)] if config_file else []),
+        "serve",
+    ]
     with log_path.open("ab") as log:
         # Never our stdout: it carries the MCP conversation. A new session so the daemon outlives the bridge.
-        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
-                                   start_new_session=True)
+        process = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True
+        )
     deadline = time.monotonic() + timeout
     while True:
         entry, _ = find_daemon(states, palace)
@@ -84,8 +97,9 @@ def start_daemon(palace: Path, *, config_file: Path | None, timeout: float = STA
             return entry.address
         if process.poll() is not None and entry is None:
             tail = log_path.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-3:]
-            raise DaemonNotRunning(f"the daemon exited with code {process.returncode}: {' / '.join(tail)}",
-                                   help=f"its log is {log_path}")
+            raise DaemonNotRunning(
+                f"the daemon exited with code {process.returncode}: {' / '.join(tail)}", help=f"its log is {log_path}"
+            )
         if time.monotonic() > deadline:
             raise DaemonNotRunning(f"the daemon did not answer within {timeout:g}s", help=f"its log is {log_path}")
         time.sleep(0.05)
@@ -148,8 +162,9 @@ class DaemonLink:
             if answer.status_code in (401, 403):
                 raise _refusal(answer)
             # legacy: the initialize handshake gives the daemon a session to keep this bridge's memory mode in.
-            async with Client(streamable_http_client(address + MCP_PATH, http_client=http), mode="legacy",
-                              cache=None) as client:
+            async with Client(
+                streamable_http_client(address + MCP_PATH, http_client=http), mode="legacy", cache=None
+            ) as client:
                 yield client
 
     def close(self) -> None:
@@ -186,8 +201,9 @@ class DaemonLink:
             except MemCastleError as exc:
                 error = exc
             except Exception as exc:  # noqa: BLE001 — the connection edge: whatever broke it, the daemon is gone
-                error = DaemonNotRunning(f"the MemCastle daemon at {address} did not answer: {_describe(exc)}",
-                                         help=CONNECT_HELP)
+                error = DaemonNotRunning(
+                    f"the MemCastle daemon at {address} did not answer: {_describe(exc)}", help=CONNECT_HELP
+                )
             if not started:
                 assert error is not None
                 raise error
@@ -275,8 +291,11 @@ def _refusal(answer: httpx2.Response) -> AccessDenied:
     except ValueError:
         body = {}
     message = body.get("error") or f"the daemon refused the bridge ({answer.status_code})"
-    return AccessDenied(message, unauthenticated=answer.status_code == 401, help=body.get("help") or
-                        "set auth.token (MEMCASTLE_AUTH_TOKEN) to a token of this palace")
+    return AccessDenied(
+        message,
+        unauthenticated=answer.status_code == 401,
+        help=body.get("help") or "set auth.token (MEMCASTLE_AUTH_TOKEN) to a token of this palace",
+    )
 
 
 def _describe(exc: BaseException) -> str:
@@ -295,28 +314,39 @@ def build_bridge_server(link: DaemonLink, tools: list[Tool]) -> Server[Any]:
 
     async def list_tools(ctx: ServerRequestContext[Any], params: PaginatedRequestParams | None) -> ListToolsResult:
         cursor = params.cursor if params else None
-        listed = await link.request(lambda client: client.list_tools(cursor=cursor, cache_mode="refresh"),
-                                    repeatable=True)
+        listed = await link.request(
+            lambda client: client.list_tools(cursor=cursor, cache_mode="refresh"), repeatable=True
+        )
         annotations.update({tool.name: tool for tool in listed.tools})
         return ListToolsResult(tools=listed.tools, next_cursor=listed.next_cursor)
 
     async def call_tool(ctx: ServerRequestContext[Any], params: CallToolRequestParams) -> CallToolResult:
         arguments = params.arguments or {}
         try:
-            result = await link.request(lambda client: client.call_tool(params.name, arguments),
-                                        repeatable=_is_repeatable(annotations.get(params.name)))
+            result = await link.request(
+                lambda client: client.call_tool(params.name, arguments),
+                repeatable=_is_repeatable(annotations.get(params.name)),
+            )
         except SessionLost:
-            return _bridge_error(DaemonNotRunning(
-                "the connection to the MemCastle daemon was lost during this call; it may or may not have run",
-                help="check (e.g. with memcastle_search or memcastle_job_list) before calling it again"))
+            return _bridge_error(
+                DaemonNotRunning(
+                    "the connection to the MemCastle daemon was lost during this call; it may or may not have run",
+                    help="check (e.g. with memcastle_search or memcastle_job_list) before calling it again",
+                )
+            )
         except MemCastleError as exc:
             return _bridge_error(exc)
         if params.name == SET_MODE and not result.is_error:
             link.mode = str(arguments.get("mode"))
         return result
 
-    return Server(info.name if info else "memcastle", version=info.version if info else __version__,
-                  instructions=link.client.instructions, on_list_tools=list_tools, on_call_tool=call_tool)
+    return Server(
+        info.name if info else "memcastle",
+        version=info.version if info else __version__,
+        instructions=link.client.instructions,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
 
 
 def _is_repeatable(tool: Tool | None) -> bool:
@@ -328,8 +358,11 @@ def _bridge_error(exc: MemCastleError) -> CallToolResult:
     """The bridge's own failures (the daemon is gone, the token is refused) as tool errors, shaped like the
     daemon's."""
     text = exc.message + (f"\nhint: {exc.help}" if exc.help else "")
-    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True,
-                          structured_content={"error": exc.message, "code": exc.code, "help": exc.help})
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)],
+        is_error=True,
+        structured_content={"error": exc.message, "code": exc.code, "help": exc.help},
+    )
 
 
 async def serve_bridge(locate: Callable[[], str], *, mode: str, token: str | None = None) -> None:

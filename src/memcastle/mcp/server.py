@@ -65,29 +65,37 @@ class ToolSpec:
     idempotent: bool = True
 
     def annotations(self) -> ToolAnnotations:
-        return ToolAnnotations(title=self.title, read_only_hint=self.read_only, destructive_hint=self.destructive,
-                               idempotent_hint=self.idempotent, open_world_hint=False)
+        return ToolAnnotations(
+            title=self.title,
+            read_only_hint=self.read_only,
+            destructive_hint=self.destructive,
+            idempotent_hint=self.idempotent,
+            open_world_hint=False,
+        )
 
 
-TOOLS: Mapping[str, ToolSpec] = {spec.name: spec for spec in (
-    ToolSpec("memcastle_status", "Memory server status", "open", read_only=True),
-    ToolSpec("memcastle_search", "Search memory", "read", read_only=True),
-    ToolSpec("memcastle_recall", "Recall from memory", "read", read_only=True),
-    ToolSpec("memcastle_wake_up", "Wake up: resume from memory", "read", read_only=True),
-    ToolSpec("memcastle_diary_write", "Write a diary entry", "write", read_only=False),
-    ToolSpec("memcastle_diary_read", "Read a diary", "read", read_only=True),
-    ToolSpec("memcastle_note", "Save a note", "write", read_only=False),
-    ToolSpec("memcastle_checkpoint", "Checkpoint decisions and state", "write", read_only=False, idempotent=False),
-    ToolSpec("memcastle_history", "Drawer history", "read", read_only=True),
-    ToolSpec("memcastle_fact_list", "List facts", "read", read_only=True),
-    ToolSpec("memcastle_fact_history", "Fact history", "read", read_only=True),
-    ToolSpec("memcastle_mine", "Mine a source", "write", read_only=False, idempotent=False),
-    ToolSpec("memcastle_job_list", "List jobs", "read", read_only=True),
-    ToolSpec("memcastle_job_get", "Get a job", "read", read_only=True),
-    ToolSpec("memcastle_set_mode", "Set this session's memory mode", "open", read_only=False),
-    ToolSpec("memcastle_explain_preference", "Explain a drawer's source preference", "read", read_only=True),
-    ToolSpec("memcastle_duplicates", "Duplicates of a drawer", "read", read_only=True),
-)}
+TOOLS: Mapping[str, ToolSpec] = {
+    spec.name: spec
+    for spec in (
+        ToolSpec("memcastle_status", "Memory server status", "open", read_only=True),
+        ToolSpec("memcastle_search", "Search memory", "read", read_only=True),
+        ToolSpec("memcastle_recall", "Recall from memory", "read", read_only=True),
+        ToolSpec("memcastle_wake_up", "Wake up: resume from memory", "read", read_only=True),
+        ToolSpec("memcastle_diary_write", "Write a diary entry", "write", read_only=False),
+        ToolSpec("memcastle_diary_read", "Read a diary", "read", read_only=True),
+        ToolSpec("memcastle_note", "Save a note", "write", read_only=False),
+        ToolSpec("memcastle_checkpoint", "Checkpoint decisions and state", "write", read_only=False, idempotent=False),
+        ToolSpec("memcastle_history", "Drawer history", "read", read_only=True),
+        ToolSpec("memcastle_fact_list", "List facts", "read", read_only=True),
+        ToolSpec("memcastle_fact_history", "Fact history", "read", read_only=True),
+        ToolSpec("memcastle_mine", "Mine a source", "write", read_only=False, idempotent=False),
+        ToolSpec("memcastle_job_list", "List jobs", "read", read_only=True),
+        ToolSpec("memcastle_job_get", "Get a job", "read", read_only=True),
+        ToolSpec("memcastle_set_mode", "Set this session's memory mode", "open", read_only=False),
+        ToolSpec("memcastle_explain_preference", "Explain a drawer's source preference", "read", read_only=True),
+        ToolSpec("memcastle_duplicates", "Duplicates of a drawer", "read", read_only=True),
+    )
+}
 
 # --- argument types -------------------------------------------------------------------------------
 
@@ -97,8 +105,12 @@ WingFilter = Annotated[str | None, Field(description="only this wing (a project 
 RoomFilter = Annotated[str | None, Field(description="only this room (a topic within a wing)")]
 TagFilter = Annotated[tuple[str, ...], Field(description="only drawers carrying every one of these tags")]
 Instant = Annotated[str | None, Field(description="an RFC 3339 instant, e.g. 2025-03-01T12:00:00Z")]
-AgentName = Annotated[str, Field(min_length=1, description="your stable agent identity, e.g. 'claude-code'; use "
-                                                          "the same one in every session")]
+AgentName = Annotated[
+    str,
+    Field(
+        min_length=1, description="your stable agent identity, e.g. 'claude-code'; use the same one in every session"
+    ),
+]
 DrawerId = Annotated[str, Field(min_length=1, description="a drawer id, as returned in hits and drawers")]
 
 
@@ -197,12 +209,12 @@ def mcp_transport_security(allowed_hosts: Sequence[str]) -> TransportSecuritySet
     """DNS-rebinding defence: only loopback `Host`/`Origin` values, plus the configured `mcp.allowed_hosts`."""
     hosts = [*(f"{h}:*" for h in LOOPBACK_HOSTS), *LOOPBACK_HOSTS, *allowed_hosts]
     origins = [f"{scheme}://{host}" for host in hosts for scheme in ("http", "https")]
-    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
-                                     allowed_origins=origins)
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
 
 
-def build_mcp_server(services: Services, *, allowed_hosts: Sequence[str],
-                     max_body_bytes: int = 8 * 1024 * 1024) -> MCPServer:
+def build_mcp_server(
+    services: Services, *, allowed_hosts: Sequence[str], max_body_bytes: int = 8 * 1024 * 1024
+) -> MCPServer:
     """The MemCastle MCP server; its streamable HTTP transport (`session_manager`) is configured for `MCP_PATH`."""
     server: MCPServer = MCPServer("memcastle", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
     modes = SessionModes()
@@ -226,8 +238,14 @@ def build_mcp_server(services: Services, *, allowed_hosts: Sequence[str],
             description = inspect.cleandoc(fn.__doc__ or "")
             if format_args:
                 description = description.format(**format_args)
-            server.add_tool(run, name=name, title=spec.title, description=description,
-                            annotations=spec.annotations(), structured_output=True)
+            server.add_tool(
+                run,
+                name=name,
+                title=spec.title,
+                description=description,
+                annotations=spec.annotations(),
+                structured_output=True,
+            )
             return run
 
         return register
@@ -243,8 +261,10 @@ def build_mcp_server(services: Services, *, allowed_hosts: Sequence[str],
         return {**services.status(), "mode": mode, "mode_source": source}
 
     @tool("memcastle_set_mode")
-    def set_mode(ctx: Context, mode: Annotated[str, Field(description="full | read_only | disabled",
-                                                          json_schema_extra={"enum": list(MODES)})]) -> dict[str, Any]:
+    def set_mode(
+        ctx: Context,
+        mode: Annotated[str, Field(description="full | read_only | disabled", json_schema_extra={"enum": list(MODES)})],
+    ) -> dict[str, Any]:
         """Set the memory mode of this MCP session only: 'full' (read and write), 'read_only' (searches work,
         every write is refused) or 'disabled' (reads are refused too: nothing is read from or written to memory;
         status and set_mode still work). Other clients keep their own mode. Until it is set, the mode comes from
@@ -252,9 +272,11 @@ def build_mcp_server(services: Services, *, allowed_hosts: Sequence[str],
         chosen = parse_mode(mode, field="mode")
         session = session_of(ctx)
         if session is None:
-            raise Conflict("this connection has no MCP session to keep a memory mode for",
-                           help="send the X-MemCastle-Mode header with each request instead, or connect with a "
-                                "session (streamable HTTP with an initialize handshake)")
+            raise Conflict(
+                "this connection has no MCP session to keep a memory mode for",
+                help="send the X-MemCastle-Mode header with each request instead, or connect with a "
+                "session (streamable HTTP with an initialize handshake)",
+            )
         try:
             previous: str | None = mode_of(ctx, modes)[0]
         except InvalidRequest:
@@ -265,18 +287,23 @@ def build_mcp_server(services: Services, *, allowed_hosts: Sequence[str],
     # --- reading ----------------------------------------------------------------------------------
 
     @tool("memcastle_search")
-    def search(ctx: Context, query: Query, limit: Limit = 10, wing: WingFilter = None, room: RoomFilter = None,
-               tags: TagFilter = (),
-               source_kind: Annotated[SourceKind | None, Field(description="only this kind of source")] = None,
-               connector: Annotated[str | None, Field(description="only drawers mined by this connector")] = None,
-               ranking: Annotated[Ranking, Field(description="auto picks hybrid when embeddings exist")] = "auto",
-               as_of: Annotated[str | None, Field(description="what was current at this RFC 3339 instant")] = None,
-               since: Annotated[str | None, Field(description="window start, RFC 3339 (with until)")] = None,
-               until: Annotated[str | None, Field(description="window end, RFC 3339 (with since)")] = None,
-               include_historical: Annotated[bool, Field(description="also closed (superseded) versions")] = False,
-               expand: Annotated[bool, Field(description="add drawers related through the knowledge graph")] = False,
-               preferences: Annotated[Literal["on", "off"], Field(description="apply the source-preference "
-                                                                              "policy")] = "on") -> dict[str, Any]:
+    def search(
+        ctx: Context,
+        query: Query,
+        limit: Limit = 10,
+        wing: WingFilter = None,
+        room: RoomFilter = None,
+        tags: TagFilter = (),
+        source_kind: Annotated[SourceKind | None, Field(description="only this kind of source")] = None,
+        connector: Annotated[str | None, Field(description="only drawers mined by this connector")] = None,
+        ranking: Annotated[Ranking, Field(description="auto picks hybrid when embeddings exist")] = "auto",
+        as_of: Annotated[str | None, Field(description="what was current at this RFC 3339 instant")] = None,
+        since: Annotated[str | None, Field(description="window start, RFC 3339 (with until)")] = None,
+        until: Annotated[str | None, Field(description="window end, RFC 3339 (with since)")] = None,
+        include_historical: Annotated[bool, Field(description="also closed (superseded) versions")] = False,
+        expand: Annotated[bool, Field(description="add drawers related through the knowledge graph")] = False,
+        preferences: Annotated[Literal["on", "off"], Field(description="apply the source-preference policy")] = "on",
+    ) -> dict[str, Any]:
         """Search memory before answering questions about past work, decisions, code history or conversations.
         Returns ranked `hits`; each has the verbatim `drawer` (content, wing/room, tags, source, provenance),
         `origin` (where it came from: connector, source_id, document, chunk, revision, occurred_at) and `signals`
@@ -284,30 +311,60 @@ def build_mcp_server(services: Services, *, allowed_hosts: Sequence[str],
         policy adjusted it and why). Read origin and preference before trusting a hit. Narrow with wing, room,
         tags, source_kind or connector; travel in time with as_of, or since+until, or include_historical (one of
         them). Refused when memory is disabled."""
-        return services.search(SearchRequest(
-            query=query, limit=limit, wing=wing, room=room, tags=tags, source_kind=source_kind, connector=connector,
-            ranking=ranking, as_of=as_of, from_=since, until=until, include_historical=include_historical,
-            expand=expand, preferences=preferences)).to_json()
+        return services.search(
+            SearchRequest(
+                query=query,
+                limit=limit,
+                wing=wing,
+                room=room,
+                tags=tags,
+                source_kind=source_kind,
+                connector=connector,
+                ranking=ranking,
+                as_of=as_of,
+                from_=since,
+                until=until,
+                include_historical=include_historical,
+                expand=expand,
+                preferences=preferences,
+            )
+        ).to_json()
 
     @tool("memcastle_recall")
-    def recall(ctx: Context, query: Query, limit: Limit = 10, wing: WingFilter = None, tags: TagFilter = (),
-               source_kind: Annotated[SourceKind | None, Field(description="only this kind of source")] = None,
-               as_of: Annotated[str | None, Field(description="what was current at this RFC 3339 instant")] = None,
-               include_historical: Annotated[bool, Field(description="also closed (superseded) versions")] = False,
-               ) -> dict[str, Any]:
+    def recall(
+        ctx: Context,
+        query: Query,
+        limit: Limit = 10,
+        wing: WingFilter = None,
+        tags: TagFilter = (),
+        source_kind: Annotated[SourceKind | None, Field(description="only this kind of source")] = None,
+        as_of: Annotated[str | None, Field(description="what was current at this RFC 3339 instant")] = None,
+        include_historical: Annotated[bool, Field(description="also closed (superseded) versions")] = False,
+    ) -> dict[str, Any]:
         """Quick recall across a whole wing (never a room): "what do I know about X?" before you answer. Same
         answer as memcastle_search: hits with the verbatim drawer, its `origin` and the ranking `signals`
         (including the source `preference`). Use memcastle_search for room, connector, ranking or time windows.
         Refused when memory is disabled."""
-        return services.recall(SearchRequest(query=query, limit=limit, wing=wing, tags=tags, source_kind=source_kind,
-                                             as_of=as_of, include_historical=include_historical)).to_json()
+        return services.recall(
+            SearchRequest(
+                query=query,
+                limit=limit,
+                wing=wing,
+                tags=tags,
+                source_kind=source_kind,
+                as_of=as_of,
+                include_historical=include_historical,
+            )
+        ).to_json()
 
     @tool("memcastle_wake_up")
-    def wake_up(ctx: Context, agent: AgentName, wing: WingFilter = None,
-                max_items: Annotated[int, Field(ge=1, le=200, description="at most this many drawers")] = 10,
-                max_bytes: Annotated[int, Field(ge=256, le=1_048_576, description="at most this many bytes of "
-                                                                                  "content")] = 8192,
-                ) -> dict[str, Any]:
+    def wake_up(
+        ctx: Context,
+        agent: AgentName,
+        wing: WingFilter = None,
+        max_items: Annotated[int, Field(ge=1, le=200, description="at most this many drawers")] = 10,
+        max_bytes: Annotated[int, Field(ge=256, le=1_048_576, description="at most this many bytes of content")] = 8192,
+    ) -> dict[str, Any]:
         """Call once at the start of every session: returns your latest `diary` entry and the most recent
         `checkpoints` (decisions and state, from any agent), trimmed by whole drawers to the budget (`omitted`
         says how many did not fit), so you resume where work left off. Each drawer carries its source and
@@ -328,23 +385,30 @@ def build_mcp_server(services: Services, *, allowed_hosts: Sequence[str],
         return {"versions": [d.to_json() for d in services.drawer_history(drawer_id)]}
 
     @tool("memcastle_fact_list")
-    def fact_list(ctx: Context,
-                  subject: Annotated[str | None, Field(description="entity name the facts are about")] = None,
-                  predicate: Predicate | None = None,
-                  object: Annotated[str | None, Field(description="entity name on the other side")] = None,
-                  state: FactState | None = None,
-                  as_of: Annotated[str | None, Field(description="what held at this RFC 3339 instant")] = None,
-                  limit: Limit = 50) -> dict[str, Any]:
+    def fact_list(
+        ctx: Context,
+        subject: Annotated[str | None, Field(description="entity name the facts are about")] = None,
+        predicate: Predicate | None = None,
+        object: Annotated[str | None, Field(description="entity name on the other side")] = None,
+        state: FactState | None = None,
+        as_of: Annotated[str | None, Field(description="what held at this RFC 3339 instant")] = None,
+        limit: Limit = 50,
+    ) -> dict[str, Any]:
         """List facts (subject - predicate - object, extracted from drawers or recorded explicitly) with their
         lifecycle: state (current, conflicting, superseded, invalidated, historical), links, evidence drawer and
         origin, and, in a conflict, which fact is `preferred` and the `basis` (source preference or recency).
         Check the state before relying on a fact. Refused when memory is disabled."""
-        return {"facts": services.facts.list_facts(subject=subject, predicate=predicate, object=object, state=state,
-                                                   as_of=as_of, limit=limit)}
+        return {
+            "facts": services.facts.list_facts(
+                subject=subject, predicate=predicate, object=object, state=state, as_of=as_of, limit=limit
+            )
+        }
 
     @tool("memcastle_fact_history")
-    def fact_history(ctx: Context, fact_id: Annotated[str, Field(min_length=1, description="a fact id")],
-                     ) -> dict[str, Any]:
+    def fact_history(
+        ctx: Context,
+        fact_id: Annotated[str, Field(min_length=1, description="a fact id")],
+    ) -> dict[str, Any]:
         """A fact and everything transitively linked to it (supersedes, contradicts, confirms, refines,
         invalidates), ordered by valid_from: how a piece of knowledge changed, and why. Refused when memory is
         disabled."""
@@ -364,9 +428,12 @@ def build_mcp_server(services: Services, *, allowed_hosts: Sequence[str],
         return {"duplicates": services.duplicates(drawer_id)}
 
     @tool("memcastle_job_list")
-    def job_list(ctx: Context, status: JobState | None = None,
-                 kind: Annotated[str | None, Field(description="mine, embed, extract or verify")] = None,
-                 limit: Limit = 50) -> dict[str, Any]:
+    def job_list(
+        ctx: Context,
+        status: JobState | None = None,
+        kind: Annotated[str | None, Field(description="mine, embed, extract or verify")] = None,
+        limit: Limit = 50,
+    ) -> dict[str, Any]:
         """Background jobs (mining, embedding, extraction, verification), newest first, with status and
         progress. Refused when memory is disabled."""
         return {"jobs": [j.to_json() for j in services.list_jobs(status, kind, limit)]}
@@ -380,29 +447,32 @@ def build_mcp_server(services: Services, *, allowed_hosts: Sequence[str],
     # --- writing ----------------------------------------------------------------------------------
 
     @tool("memcastle_note")
-    def note(ctx: Context,
-             content: Annotated[str, Field(min_length=1, description="the text to remember, verbatim")],
-             wing: Annotated[str | None, Field(description="wing (project or area); default 'default'")] = None,
-             room: Annotated[str | None, Field(description="room (topic); default 'notes'")] = None,
-             tags: Annotated[tuple[str, ...], Field(description="tags for later filtering")] = (),
-             agent: Annotated[str | None, Field(description="who is writing: your agent identity")] = None,
-             name: Annotated[str | None, Field(description="a name, unique among the room's current "
-                                                           "drawers")] = None) -> dict[str, Any]:
+    def note(
+        ctx: Context,
+        content: Annotated[str, Field(min_length=1, description="the text to remember, verbatim")],
+        wing: Annotated[str | None, Field(description="wing (project or area); default 'default'")] = None,
+        room: Annotated[str | None, Field(description="room (topic); default 'notes'")] = None,
+        tags: Annotated[tuple[str, ...], Field(description="tags for later filtering")] = (),
+        agent: Annotated[str | None, Field(description="who is writing: your agent identity")] = None,
+        name: Annotated[str | None, Field(description="a name, unique among the room's current drawers")] = None,
+    ) -> dict[str, Any]:
         """Save something worth remembering verbatim (a drawer): a finding, a user preference, context a later
         session will need. File it in a wing (project) and room (topic) so searches can scope to it. The same
         unnamed text from the same writer already in that room is returned instead of stored twice (`created`
         false). Returns the
         `drawer` with its id and provenance. Refused in read_only and disabled modes."""
-        drawer, created = services.save_note(content, wing=wing, room=room, tags=tags, agent=agent, name=name,
-                                             requested_by=REQUESTER)
+        drawer, created = services.save_note(
+            content, wing=wing, room=room, tags=tags, agent=agent, name=name, requested_by=REQUESTER
+        )
         return {"drawer": drawer.to_json(), "created": created}
 
     @tool("memcastle_diary_write")
-    def diary_write(ctx: Context, agent: AgentName,
-                    content: Annotated[str, Field(min_length=1, description="what you did, what is open, what "
-                                                                          "comes next")],
-                    wing: Annotated[str | None, Field(description="wing (project); default 'default'")] = None,
-                    ) -> dict[str, Any]:
+    def diary_write(
+        ctx: Context,
+        agent: AgentName,
+        content: Annotated[str, Field(min_length=1, description="what you did, what is open, what comes next")],
+        wing: Annotated[str | None, Field(description="wing (project); default 'default'")] = None,
+    ) -> dict[str, Any]:
         """Write a diary entry at the end of a session or a milestone: what was done, what is open, what to do
         next. Stored verbatim in room 'diary' under your agent identity; memcastle_wake_up returns the latest
         entry next time. The exact same text again returns the existing entry. Refused in read_only and disabled
@@ -410,41 +480,46 @@ def build_mcp_server(services: Services, *, allowed_hosts: Sequence[str],
         return {"drawer": services.write_diary(agent, content, wing=wing, requested_by=REQUESTER).to_json()}
 
     @tool("memcastle_checkpoint")
-    def checkpoint(ctx: Context,
-                   items: Annotated[list[CheckpointItem], Field(min_length=1, description="decisions and state "
-                                                                                         "to keep")],
-                   agent: Annotated[str | None, Field(description="who is checkpointing: your agent "
-                                                                  "identity")] = None) -> dict[str, Any]:
+    def checkpoint(
+        ctx: Context,
+        items: Annotated[list[CheckpointItem], Field(min_length=1, description="decisions and state to keep")],
+        agent: Annotated[str | None, Field(description="who is checkpointing: your agent identity")] = None,
+    ) -> dict[str, Any]:
         """Checkpoint decisions and working state so they outlive the session: when a decision is made ("we
         chose X because Y"), when a task changes state, before a risky step. Each item becomes a drawer tagged
         'checkpoint' (room 'checkpoints' unless given) and may record an explicit fact with that drawer as its
         evidence. All items are validated before any is saved. memcastle_wake_up returns the most recent
         checkpoints. Refused in read_only and disabled modes."""
-        saved = services.checkpoint([item.model_dump(exclude_none=True) for item in items], agent=agent,
-                                    requested_by=REQUESTER)
+        saved = services.checkpoint(
+            [item.model_dump(exclude_none=True) for item in items], agent=agent, requested_by=REQUESTER
+        )
         return {"drawers": [d.to_json() for d in saved]}
 
     @tool("memcastle_mine", connectors=connectors)
-    def mine(ctx: Context,
-             connector: Annotated[str, Field(min_length=1, description="the connector's name (listed above)")],
-             locator: Annotated[str, Field(description="what to mine: a path, repository or export file")] = "",
-             options: Annotated[dict[str, str] | None, Field(description="connector options (key: value)")] = None,
-             wing: Annotated[str | None, Field(description="wing to file the drawers in")] = None,
-             full: Annotated[bool, Field(description="re-read every document, not only changed ones")] = False,
-             ) -> dict[str, Any]:
+    def mine(
+        ctx: Context,
+        connector: Annotated[str, Field(min_length=1, description="the connector's name (listed above)")],
+        locator: Annotated[str, Field(description="what to mine: a path, repository or export file")] = "",
+        options: Annotated[dict[str, str] | None, Field(description="connector options (key: value)")] = None,
+        wing: Annotated[str | None, Field(description="wing to file the drawers in")] = None,
+        full: Annotated[bool, Field(description="re-read every document, not only changed ones")] = False,
+    ) -> dict[str, Any]:
         """Queue a background mine of a source (project directory, git repository, notes folder, chat export)
         into memory; returns the `job` at once: poll memcastle_job_get. Mining is incremental: unchanged
         documents are skipped, changed ones supersede their old drawers (history kept). A request for the same
         source joins one still queued (`joined` true). Connectors: {connectors}. Refused in read_only and
         disabled modes."""
-        job, created = services.submit_mine(connector, locator, options, wing=wing, full=full,
-                                            requested_by=REQUESTER)
+        job, created = services.submit_mine(connector, locator, options, wing=wing, full=full, requested_by=REQUESTER)
         return {"job": job.to_json(), "joined": not created}
 
     # Builds `server.session_manager` for MCP_PATH; the Starlette app it returns is not used, the daemon's own app
     # serves the route (`http_endpoint`). Sessions (not stateless) so each client keeps its own memory mode.
-    server.streamable_http_app(streamable_http_path=MCP_PATH, json_response=True, max_request_body_size=max_body_bytes,
-                               transport_security=mcp_transport_security(allowed_hosts))
+    server.streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        json_response=True,
+        max_request_body_size=max_body_bytes,
+        transport_security=mcp_transport_security(allowed_hosts),
+    )
     return server
 
 

@@ -89,8 +89,9 @@ class MineTally:
 class MinePipeline:
     """Runs `mine` jobs: params {connector, locator, options, wing?, full?, source_id}."""
 
-    def __init__(self, store: Store, registry: ConnectorRegistry, *, chunk_chars: int,
-                 duplicates: DuplicateFinder | None = None) -> None:
+    def __init__(
+        self, store: Store, registry: ConnectorRegistry, *, chunk_chars: int, duplicates: DuplicateFinder | None = None
+    ) -> None:
         self._store = store
         self._registry = registry
         self._chunk_chars = chunk_chars
@@ -102,10 +103,16 @@ class MinePipeline:
         spec = self._registry.source_spec(params["connector"], params.get("locator", ""), params.get("options", {}))
         source_id = connector.identify(spec)
         known = self._store.get_source(source_id)
-        source = self._store.upsert_source(SourceRecord(
-            id=source_id, connector=connector.name, locator=spec.locator, options=dict(spec.options),
-            cursor=known.cursor if known else None, updated_at=utc_now(),
-        ))
+        source = self._store.upsert_source(
+            SourceRecord(
+                id=source_id,
+                connector=connector.name,
+                locator=spec.locator,
+                options=dict(spec.options),
+                cursor=known.cursor if known else None,
+                updated_at=utc_now(),
+            )
+        )
         state = dict(ctx.state)
         tally = MineTally.from_json(state.get("tally", {}))
         start_cursor = state.get("start_cursor", None if params.get("full") else source.cursor)
@@ -124,20 +131,40 @@ class MinePipeline:
             candidate = candidates[index]
             self._mine_one(ctx, connector, spec, source, candidate, wing, default_room, tally)
             if candidate.cursor_after is not None:
-                source = SourceRecord(id=source.id, connector=source.connector, locator=source.locator,
-                                      options=source.options, cursor=candidate.cursor_after,
-                                      updated_at=source.updated_at)
+                source = SourceRecord(
+                    id=source.id,
+                    connector=source.connector,
+                    locator=source.locator,
+                    options=source.options,
+                    cursor=candidate.cursor_after,
+                    updated_at=source.updated_at,
+                )
             if time.monotonic() - last_save >= CHECKPOINT_SECONDS or index == len(candidates) - 1:
                 ctx.checkpoint(
-                    {"position": index + 1, "last": candidate.external_id, "tally": tally.to_json(),
-                     "start_cursor": start_cursor},
-                    current=index + 1, total=len(candidates), message=candidate.external_id,
+                    {
+                        "position": index + 1,
+                        "last": candidate.external_id,
+                        "tally": tally.to_json(),
+                        "start_cursor": start_cursor,
+                    },
+                    current=index + 1,
+                    total=len(candidates),
+                    message=candidate.external_id,
                 )
                 last_save = time.monotonic()
         return {**tally.to_json(), "source_id": source_id, "wing": wing}
 
-    def _mine_one(self, ctx: JobContext, connector: Connector, spec: SourceSpec, source: SourceRecord,
-                  candidate: Candidate, wing: str, default_room: str, tally: MineTally) -> None:
+    def _mine_one(
+        self,
+        ctx: JobContext,
+        connector: Connector,
+        spec: SourceSpec,
+        source: SourceRecord,
+        candidate: Candidate,
+        wing: str,
+        default_room: str,
+        tally: MineTally,
+    ) -> None:
         tally.counts["documents"] += 1
         try:
             raw = connector.read(spec, candidate)
@@ -156,14 +183,14 @@ class MinePipeline:
         except Exception as exc:  # noqa: BLE001 - one bad document must not abort the mine
             tally.skip(raw.external_id, f"could not be normalized: {type(exc).__name__}: {exc}")
             return
-        changes = self._changes(ctx.job_id, connector, source, raw, revision, document, record, wing,
-                                default_room)
+        changes = self._changes(ctx.job_id, connector, source, raw, revision, document, record, wing, default_room)
         try:
             self._store.apply_document(changes)
         except Conflict:
             # A name clash with another document's drawer in the same room: file the evidence unnamed.
-            changes = self._changes(ctx.job_id, connector, source, raw, revision, document, record, wing,
-                                    default_room, named=False)
+            changes = self._changes(
+                ctx.job_id, connector, source, raw, revision, document, record, wing, default_room, named=False
+            )
             self._store.apply_document(changes)
             room = changes_room(document, default_room)
             tally.warn(raw.external_id, f"name {document.name!r} is taken in {wing}/{room}; filed without a name")
@@ -177,9 +204,20 @@ class MinePipeline:
                 if self._duplicates.link(drawer):
                     tally.counts["similar"] += 1
 
-    def _changes(self, job_id: str, connector: Connector, source: SourceRecord, raw: RawDocument, revision: str,
-                 document: CanonicalDocument, record: DocumentRecord | None, wing: str, default_room: str, *,
-                 named: bool = True) -> DocumentChanges:
+    def _changes(
+        self,
+        job_id: str,
+        connector: Connector,
+        source: SourceRecord,
+        raw: RawDocument,
+        revision: str,
+        document: CanonicalDocument,
+        record: DocumentRecord | None,
+        wing: str,
+        default_room: str,
+        *,
+        named: bool = True,
+    ) -> DocumentChanges:
         chunks = chunk_segments(document.segments, self._chunk_chars)
         hashes = [content_hash(c) for c in chunks]
         old = self._previous_drawers(record)
@@ -194,13 +232,24 @@ class MinePipeline:
                 continue
             new = NewDrawer(
                 id=drawer_id_for(job_id, source.id, raw.external_id, index),
-                wing=wing, room=room, content=chunk,
+                wing=wing,
+                room=room,
+                content=chunk,
                 name=document.name if (index == 0 and named) else None,
                 tags=tuple(document.tags),
-                source=Source(kind=document.kind or connector.source_kind, uri=document.uri or raw.uri,
-                              origin=Origin(connector=connector.name, source_id=source.id,
-                                            document=raw.external_id, chunk=index, revision=revision,
-                                            metadata=dict(raw.metadata), occurred_at=raw.occurred_at)),
+                source=Source(
+                    kind=document.kind or connector.source_kind,
+                    uri=document.uri or raw.uri,
+                    origin=Origin(
+                        connector=connector.name,
+                        source_id=source.id,
+                        document=raw.external_id,
+                        chunk=index,
+                        revision=revision,
+                        metadata=dict(raw.metadata),
+                        occurred_at=raw.occurred_at,
+                    ),
+                ),
                 provenance=Provenance(requested_by="job", job_id=job_id),
             )
             drawer_ids.append(new.id or "")
@@ -208,12 +257,20 @@ class MinePipeline:
                 superseded.append((previous.id, new))
             else:
                 created.append(new)
-        invalidated = tuple(d.id for d in old[len(chunks):] if d is not None and d.is_current)
+        invalidated = tuple(d.id for d in old[len(chunks) :] if d is not None and d.is_current)
         return DocumentChanges(
             source=source,
-            record=DocumentRecord(source_id=source.id, external_id=raw.external_id, revision=revision,
-                                  chunk_hashes=tuple(hashes), drawer_ids=tuple(drawer_ids), updated_at=utc_now()),
-            created=tuple(created), superseded=tuple(superseded), invalidated=invalidated,
+            record=DocumentRecord(
+                source_id=source.id,
+                external_id=raw.external_id,
+                revision=revision,
+                chunk_hashes=tuple(hashes),
+                drawer_ids=tuple(drawer_ids),
+                updated_at=utc_now(),
+            ),
+            created=tuple(created),
+            superseded=tuple(superseded),
+            invalidated=invalidated,
         )
 
     def _previous_drawers(self, record: DocumentRecord | None) -> list[Drawer | None]:

@@ -38,7 +38,10 @@ def ask_command(argv: Sequence[str], request: Any, *, timeout: float, who: str) 
     payload = json.dumps(request).encode("utf-8")
     try:
         process = subprocess.Popen(
-            list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            list(argv),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             env=child_environment(),
             # Its own process group, so a timeout also ends whatever the command started.
             start_new_session=True,

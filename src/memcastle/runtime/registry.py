@@ -39,8 +39,13 @@ def registry_file(state_dir: Path, palace: Path) -> Path:
 def write_entry(state_dir: Path, palace: Path, address: str, version: str) -> Path:
     path = registry_file(state_dir, palace)
     path.parent.mkdir(parents=True, exist_ok=True)
-    entry = DaemonEntry(pid=os.getpid(), address=address, version=version,
-                        palace=str(palace.expanduser().resolve()), started_at=utc_now())
+    entry = DaemonEntry(
+        pid=os.getpid(),
+        address=address,
+        version=version,
+        palace=str(palace.expanduser().resolve()),
+        started_at=utc_now(),
+    )
     temporary = path.with_suffix(".tmp")
     temporary.write_text(json.dumps(asdict(entry), indent=2), encoding="utf-8")
     temporary.replace(path)
@@ -94,7 +99,12 @@ def _is_not_zombie(pid: int) -> bool:
 def _read(path: Path) -> DaemonEntry | None:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        return DaemonEntry(pid=int(data["pid"]), address=str(data["address"]), version=str(data["version"]),
-                           palace=str(data["palace"]), started_at=str(data["started_at"]))
+        return DaemonEntry(
+            pid=int(data["pid"]),
+            address=str(data["address"]),
+            version=str(data["version"]),
+            palace=str(data["palace"]),
+            started_at=str(data["started_at"]),
+        )
     except (OSError, ValueError, KeyError, TypeError):
         return None

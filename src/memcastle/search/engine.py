@@ -26,15 +26,23 @@ from memcastle.store import Store
 log = logging.getLogger(__name__)
 
 MIN_LEG = 20
+DEFAULT_WEIGHTS = FusionWeights()
 PENDING_TTL = 2.0
 
 
 class SearchEngine:
     """Runs a validated `SearchQuery` against the store and the semantic index."""
 
-    def __init__(self, store: Store, provider: EmbeddingProvider | None = None, index: SemanticIndex | None = None,
-                 *, weights: FusionWeights = FusionWeights(), pending: Callable[[], int] | None = None,
-                 policy: Policy = NEUTRAL) -> None:
+    def __init__(
+        self,
+        store: Store,
+        provider: EmbeddingProvider | None = None,
+        index: SemanticIndex | None = None,
+        *,
+        weights: FusionWeights = DEFAULT_WEIGHTS,
+        pending: Callable[[], int] | None = None,
+        policy: Policy = NEUTRAL,
+    ) -> None:
         self._store = store
         self._provider = provider
         self._index = index
@@ -82,15 +90,16 @@ class SearchEngine:
             entries = [PoolEntry(r.drawer_id, r.base, r.signals, rel) for r, rel in zip(pooled, relevance, strict=True)]
             hits = rerank(self.policy, entries, drawers)
         else:
-            hits = [Hit(drawer=drawers[r.drawer_id], score=r.base, signals={**r.signals, "relevance": rel})
-                    for r, rel in zip(pooled, relevance, strict=True)]
+            hits = [
+                Hit(drawer=drawers[r.drawer_id], score=r.base, signals={**r.signals, "relevance": rel})
+                for r, rel in zip(pooled, relevance, strict=True)
+            ]
         direct = hits[: query.limit]
         # Expanded hits come after the direct ones, never interleaved.
         related = expand(self._store, query, direct) if query.expand else []
         return SearchResult(hits=tuple(direct + related), ranking=ranking, warnings=tuple(warnings))
 
-    def _choose_ranking(self, query: SearchQuery,
-                        warnings: list[str]) -> tuple[str, npt.NDArray[np.float32] | None]:
+    def _choose_ranking(self, query: SearchQuery, warnings: list[str]) -> tuple[str, npt.NDArray[np.float32] | None]:
         """`auto` is hybrid when the query can be embedded, else lexical with a warning; never a silent downgrade
         of an explicit `semantic` or `hybrid`."""
         if query.ranking == "lexical":
@@ -100,7 +109,8 @@ class SearchEngine:
             if explicit:
                 raise InvalidRequest(
                     f"ranking {query.ranking!r} needs embeddings, and embeddings.provider is 'none'",
-                    field="ranking", help="use ranking 'lexical' or 'auto', or configure an embeddings provider",
+                    field="ranking",
+                    help="use ranking 'lexical' or 'auto', or configure an embeddings provider",
                 )
             return "lexical", None
         assert self._provider is not None
@@ -131,9 +141,11 @@ class SearchEngine:
         terms = tuple(query_terms(query.text))
         if not terms:
             return []
-        found = self._store.lexical_candidates(LexicalQuery(terms, require_all=True), query.scope, query.window,
-                                               query.include_historical, limit)
+        found = self._store.lexical_candidates(
+            LexicalQuery(terms, require_all=True), query.scope, query.window, query.include_historical, limit
+        )
         if not found and len(terms) >= 2:
-            found = self._store.lexical_candidates(LexicalQuery(terms, require_all=False), query.scope,
-                                                   query.window, query.include_historical, limit)
+            found = self._store.lexical_candidates(
+                LexicalQuery(terms, require_all=False), query.scope, query.window, query.include_historical, limit
+            )
         return found

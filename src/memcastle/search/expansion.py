@@ -23,12 +23,13 @@ def expand(store: Store, query: SearchQuery, direct: list[Hit]) -> list[Hit]:
     seeds: set[str] = set().union(*mentioned.values()) if mentioned else set()
     if not seeds:
         return []
-    at = query.window.start if query.window is not None and query.window.is_instant else utc_now()
+    at = (query.window.start if query.window is not None and query.window.is_instant else None) or utc_now()
     facts = store.assertions_touching(list(seeds))
     links = store.links_of([f.id for f in facts])
     everything = {f.id: f for f in facts}
-    everything.update(store.get_assertions([i for link in links for i in (link.from_id, link.to_id)
-                                            if i not in everything]))
+    everything.update(
+        store.get_assertions([i for link in links for i in (link.from_id, link.to_id) if i not in everything])
+    )
     neighbours: set[str] = set()
     for fact in facts:
         if state_of(fact, links, everything, at) not in ("current", "conflicting"):
@@ -49,7 +50,12 @@ def expand(store: Store, query: SearchQuery, direct: list[Hit]) -> list[Hit]:
     drawers = store.get_drawers(ranked)
     names = store.get_entities([e for d in ranked for e in via[d]])
     return [
-        Hit(drawer=drawers[d], score=scores[d], signals={"graph": scores[d]},
-            via=tuple(sorted(names[e].name for e in via[d] if e in names)))
-        for d in ranked if d in drawers
+        Hit(
+            drawer=drawers[d],
+            score=scores[d],
+            signals={"graph": scores[d]},
+            via=tuple(sorted(names[e].name for e in via[d] if e in names)),
+        )
+        for d in ranked
+        if d in drawers
     ]

@@ -26,7 +26,9 @@ class Ranked:
     signals: dict[str, float]
 
 
-def fuse_ranks(lexical: Sequence[ScoredDrawer], semantic: Sequence[ScoredDrawer], weights: FusionWeights) -> list[Ranked]:
+def fuse_ranks(
+    lexical: Sequence[ScoredDrawer], semantic: Sequence[ScoredDrawer], weights: FusionWeights
+) -> list[Ranked]:
     """Reciprocal rank fusion: Σ weight / (k + rank), rank from 1; ties by drawer id."""
     signals: dict[str, dict[str, float]] = {}
     for leg, candidates, weight in (("lexical", lexical, weights.lexical), ("semantic", semantic, weights.semantic)):

@@ -60,8 +60,9 @@ class SemanticIndex:
                 self._matrix = grown
             self._matrix[self._count : needed] = matrix
             places = self._store.drawer_places(ids)
-            coded = np.array([[self._code(column, value) for column, value in enumerate(places[i])] for i in ids],
-                             dtype=np.int32).reshape(len(ids), 4)
+            coded = np.array(
+                [[self._code(column, value) for column, value in enumerate(places[i])] for i in ids], dtype=np.int32
+            ).reshape(len(ids), 4)
             if needed > self._places.shape[0]:
                 grown_places = np.zeros((self._matrix.shape[0], 4), dtype=np.int32)
                 grown_places[: self._count] = self._places[: self._count]
@@ -85,8 +86,14 @@ class SemanticIndex:
             mask = column_mask if mask is None else mask & column_mask
         return mask
 
-    def candidates(self, vector: npt.NDArray[np.float32], need: int, scope: Scope, window: TimeWindow | None,
-                   include_historical: bool) -> list[ScoredDrawer]:
+    def candidates(
+        self,
+        vector: npt.NDArray[np.float32],
+        need: int,
+        scope: Scope,
+        window: TimeWindow | None,
+        include_historical: bool,
+    ) -> list[ScoredDrawer]:
         """The `need` best eligible drawers by cosine of their best passage; ties by id."""
         self.refresh()
         with self._lock:

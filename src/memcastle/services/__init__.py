@@ -85,10 +85,20 @@ class SearchRequest:
 class Services:
     """One palace's operations."""
 
-    def __init__(self, *, store: Store, queue: JobQueue, search: SearchEngine, palace: Path,
-                 connectors: ConnectorRegistry, miners: Mapping[str, MinerSpec],
-                 embeddings: EmbeddingProvider, policy: Policy, extraction: ExtractionProvider,
-                 duplicates: DuplicateFinder) -> None:
+    def __init__(
+        self,
+        *,
+        store: Store,
+        queue: JobQueue,
+        search: SearchEngine,
+        palace: Path,
+        connectors: ConnectorRegistry,
+        miners: Mapping[str, MinerSpec],
+        embeddings: EmbeddingProvider,
+        policy: Policy,
+        extraction: ExtractionProvider,
+        duplicates: DuplicateFinder,
+    ) -> None:
         self.store = store
         self.policy = policy
         self.facts = FactService(store, policy)
@@ -133,8 +143,12 @@ class Services:
         provider = self._extraction
         if not provider.is_enabled:
             return {"provider": provider.name, "model": None, "pending": 0, "facts": self.store.count_facts()}
-        return {"provider": provider.name, "model": provider.model or None,
-                "pending": self.store.count_to_extract(extractor_key(provider)), "facts": self.store.count_facts()}
+        return {
+            "provider": provider.name,
+            "model": provider.model or None,
+            "pending": self.store.count_to_extract(extractor_key(provider)),
+            "facts": self.store.count_facts(),
+        }
 
     def _warnings(self) -> list[str]:
         warnings = []
@@ -152,16 +166,16 @@ class Services:
         """Queue the background embed sweep (joining a queued one); None when embeddings are off."""
         if not self._embeddings.is_enabled:
             return None
-        job, _ = self.submit_job(EMBED, {}, priority="background", requested_by=requested_by,
-                                 coalesce_key=EMBED_KEY)
+        job, _ = self.submit_job(EMBED, {}, priority="background", requested_by=requested_by, coalesce_key=EMBED_KEY)
         return job
 
     def request_extraction(self, *, requested_by: str = "job") -> Job | None:
         """Queue the background extraction sweep (joining a queued one); None when extraction is off."""
         if not self._extraction.is_enabled:
             return None
-        job, _ = self.submit_job(EXTRACT, {}, priority="background", requested_by=requested_by,
-                                 coalesce_key=EXTRACT_KEY)
+        job, _ = self.submit_job(
+            EXTRACT, {}, priority="background", requested_by=requested_by, coalesce_key=EXTRACT_KEY
+        )
         return job
 
     def after_job(self, job: Job) -> None:
@@ -180,20 +194,35 @@ class Services:
         """Drawers linked to this one as exact, normalized or near copies (linked, never merged)."""
         self.store.get_drawer(drawer_id)
         links = self.store.drawer_links(drawer_id)
-        others = self.store.get_drawers([l.to_id if l.from_id == drawer_id else l.from_id for l in links])
+        others = self.store.get_drawers([lk.to_id if lk.from_id == drawer_id else lk.from_id for lk in links])
         out = []
         for link in links:
             other = others.get(link.to_id if link.from_id == drawer_id else link.from_id)
             if other is not None:
-                out.append({"drawer": other.to_json(), "verdict": link.verdict, "similarity": link.similarity,
-                            "linked_at": link.created_at})
+                out.append(
+                    {
+                        "drawer": other.to_json(),
+                        "verdict": link.verdict,
+                        "similarity": link.similarity,
+                        "linked_at": link.created_at,
+                    }
+                )
         return out
 
     # --- drawers --------------------------------------------------------------------------------
 
-    def save_note(self, content: str, *, wing: str | None = None, room: str | None = None,
-                  tags: Sequence[str] = (), agent: str | None = None, name: str | None = None,
-                  requested_by: str = "http", kind: str = "note") -> tuple[Drawer, bool]:
+    def save_note(
+        self,
+        content: str,
+        *,
+        wing: str | None = None,
+        room: str | None = None,
+        tags: Sequence[str] = (),
+        agent: str | None = None,
+        name: str | None = None,
+        requested_by: str = "http",
+        kind: str = "note",
+    ) -> tuple[Drawer, bool]:
         """File a manual note; an unnamed exact copy in the same room returns the existing drawer instead."""
         if not content.strip():
             raise InvalidRequest("content must not be empty", field="content")
@@ -202,14 +231,22 @@ class Services:
         tags = check_tags(tags)
         if name is None:
             # A diary is one agent's: the same words from another agent are that agent's own entry.
-            existing = self.store.find_current_copy(wing, room, content_hash(content),
-                                                    agent if room == DIARY_ROOM else None)
+            existing = self.store.find_current_copy(
+                wing, room, content_hash(content), agent if room == DIARY_ROOM else None
+            )
             if existing is not None:
                 return existing, False
-        drawer = self.store.add_drawer(NewDrawer(
-            wing=wing, room=room, content=content, name=check_name(name, "name"), tags=tags,
-            source=Source(kind=kind, agent=agent), provenance=Provenance(requested_by=requested_by),
-        ))
+        drawer = self.store.add_drawer(
+            NewDrawer(
+                wing=wing,
+                room=room,
+                content=content,
+                name=check_name(name, "name"),
+                tags=tags,
+                source=Source(kind=kind, agent=agent),
+                provenance=Provenance(requested_by=requested_by),
+            )
+        )
         self._after_write(drawer)
         return drawer, True
 
@@ -219,18 +256,26 @@ class Services:
     def drawer_history(self, drawer_id: str) -> list[Drawer]:
         return self.store.drawer_history(drawer_id)
 
-    def supersede_drawer(self, drawer_id: str, content: str, *, reason: str | None = None,
-                         requested_by: str = "http") -> Drawer:
+    def supersede_drawer(
+        self, drawer_id: str, content: str, *, reason: str | None = None, requested_by: str = "http"
+    ) -> Drawer:
         if not content.strip():
             raise InvalidRequest("content must not be empty", field="content")
         if reason is not None and not reason.strip():
             raise InvalidRequest("reason must not be blank when given", field="reason")
         old = self.store.get_drawer(drawer_id)
-        replacement = self.store.supersede_drawer(drawer_id, NewDrawer(
-            wing=old.wing, room=old.room, content=content, name=old.name, tags=old.tags,
-            source=Source(kind=old.source.kind, uri=old.source.uri, agent=old.source.agent),
-            provenance=Provenance(requested_by=requested_by, reason=reason),
-        ))
+        replacement = self.store.supersede_drawer(
+            drawer_id,
+            NewDrawer(
+                wing=old.wing,
+                room=old.room,
+                content=content,
+                name=old.name,
+                tags=old.tags,
+                source=Source(kind=old.source.kind, uri=old.source.uri, agent=old.source.agent),
+                provenance=Provenance(requested_by=requested_by, reason=reason),
+            ),
+        )
         self._after_write(replacement)
         return replacement
 
@@ -261,12 +306,12 @@ class Services:
 
     # --- agent memory ---------------------------------------------------------------------------
 
-    def write_diary(self, agent: str, content: str, *, wing: str | None = None,
-                    requested_by: str = "http") -> Drawer:
+    def write_diary(self, agent: str, content: str, *, wing: str | None = None, requested_by: str = "http") -> Drawer:
         """A diary entry: a drawer in room `diary`, keyed by the agent's identity."""
         agent = require_name(agent, "agent")
-        drawer, _ = self.save_note(content, wing=wing, room=DIARY_ROOM, agent=agent, requested_by=requested_by,
-                                   kind="manual")
+        drawer, _ = self.save_note(
+            content, wing=wing, room=DIARY_ROOM, agent=agent, requested_by=requested_by, kind="manual"
+        )
         return drawer
 
     def read_diary(self, agent: str, *, wing: str | None = None, limit: int = 10) -> list[Drawer]:
@@ -274,8 +319,9 @@ class Services:
         scope = Scope(wing=check_name(wing, "wing"), room=DIARY_ROOM, agent=require_name(agent, "agent"))
         return self.store.latest_drawers(scope, check_limit(limit))
 
-    def checkpoint(self, items: Sequence[Mapping[str, Any]], *, agent: str | None = None,
-                   requested_by: str = "http") -> list[Drawer]:
+    def checkpoint(
+        self, items: Sequence[Mapping[str, Any]], *, agent: str | None = None, requested_by: str = "http"
+    ) -> list[Drawer]:
         """Save decisions and state as checkpoint drawers (tag `checkpoint`), all or nothing validated first."""
         if not items:
             raise InvalidRequest("items must not be empty", field="items")
@@ -296,16 +342,24 @@ class Services:
         saved = []
         for item in prepared:
             tags = tuple(dict.fromkeys((*check_tags(item.get("tags") or ()), CHECKPOINT_TAG)))
-            drawer, _ = self.save_note(item["content"], wing=item.get("wing"), room=item.get("room") or
-                                       CHECKPOINT_ROOM, tags=tags, agent=agent, name=item.get("name"),
-                                       requested_by=requested_by, kind="manual")
+            drawer, _ = self.save_note(
+                item["content"],
+                wing=item.get("wing"),
+                room=item.get("room") or CHECKPOINT_ROOM,
+                tags=tags,
+                agent=agent,
+                name=item.get("name"),
+                requested_by=requested_by,
+                kind="manual",
+            )
             if item.get("fact"):
                 self.facts.add(item["fact"], evidence_drawer=drawer.id, requested_by=requested_by)
             saved.append(drawer)
         return saved
 
-    def wake_up(self, agent: str, *, wing: str | None = None, max_items: int = 10,
-                max_bytes: int = 8192) -> dict[str, Any]:
+    def wake_up(
+        self, agent: str, *, wing: str | None = None, max_items: int = 10, max_bytes: int = 8192
+    ) -> dict[str, Any]:
         """What an agent needs at the start of a session: its latest diary entry and the most recent checkpoints,
         trimmed by whole drawers to the budget."""
         agent = require_name(agent, "agent")
@@ -337,16 +391,34 @@ class Services:
 
     # --- mining -------------------------------------------------------------------------------
 
-    def submit_mine(self, connector: str, locator: str, options: Mapping[str, Any] | None = None, *,
-                    wing: str | None = None, full: bool = False, requested_by: str = "http") -> tuple[Job, bool]:
+    def submit_mine(
+        self,
+        connector: str,
+        locator: str,
+        options: Mapping[str, Any] | None = None,
+        *,
+        wing: str | None = None,
+        full: bool = False,
+        requested_by: str = "http",
+    ) -> tuple[Job, bool]:
         """Queue a background mine; a request for the same source joins one that is still queued."""
         spec = self._connectors.source_spec(connector, locator, options or {})
         source_id = self._connectors.get(connector).identify(spec)
         wing = check_name(wing, "wing")
-        params = {"connector": connector, "locator": spec.locator, "options": dict(spec.options), "wing": wing,
-                  "full": bool(full)}
-        return self.submit_job(MINE, params, priority="background", requested_by=requested_by,
-                               coalesce_key=f"mine:{source_id}:{wing or ''}:{int(bool(full))}")
+        params = {
+            "connector": connector,
+            "locator": spec.locator,
+            "options": dict(spec.options),
+            "wing": wing,
+            "full": bool(full),
+        }
+        return self.submit_job(
+            MINE,
+            params,
+            priority="background",
+            requested_by=requested_by,
+            coalesce_key=f"mine:{source_id}:{wing or ''}:{int(bool(full))}",
+        )
 
     def list_connectors(self) -> list[dict[str, Any]]:
         return self._connectors.describe()
@@ -359,38 +431,57 @@ class Services:
         if miner is None:
             known = ", ".join(sorted(self._miners)) or "none configured"
             raise NotFound(f"no miner named {name!r} ({known})", help="declare one with [[miners]] in config.toml")
-        return self.submit_mine(miner.connector, miner.locator, miner.options, wing=miner.wing, full=miner.full,
-                                requested_by=requested_by)
+        return self.submit_mine(
+            miner.connector, miner.locator, miner.options, wing=miner.wing, full=miner.full, requested_by=requested_by
+        )
 
-    def submit_verify(self, *, batch: int, pace_ms: int, priority: str = "normal",
-                      requested_by: str = "http") -> Job:
+    def submit_verify(self, *, batch: int, pace_ms: int, priority: str = "normal", requested_by: str = "http") -> Job:
         """Re-hash every current drawer in the background (`integrity`)."""
-        job, _ = self.submit_job(integrity.KIND, {"batch": batch, "pace_ms": pace_ms}, priority=priority,
-                                 requested_by=requested_by)
+        job, _ = self.submit_job(
+            integrity.KIND, {"batch": batch, "pace_ms": pace_ms}, priority=priority, requested_by=requested_by
+        )
         return job
 
     # --- jobs -----------------------------------------------------------------------------------
 
-    def submit_job(self, kind: str, params: Mapping[str, Any], *, priority: str = "normal",
-                   requested_by: str = "http", coalesce_key: str | None = None) -> tuple[Job, bool]:
+    def submit_job(
+        self,
+        kind: str,
+        params: Mapping[str, Any],
+        *,
+        priority: str = "normal",
+        requested_by: str = "http",
+        coalesce_key: str | None = None,
+    ) -> tuple[Job, bool]:
         if priority not in PRIORITY_NAMES:
-            raise InvalidRequest(f"unknown priority {priority!r}; one of {', '.join(PRIORITY_NAMES)}",
-                                 field="priority")
-        return self.queue.submit(NewJob(kind=kind, params=dict(params), priority=PRIORITY_NAMES[priority],
-                                        requested_by=requested_by, coalesce_key=coalesce_key))
+            raise InvalidRequest(f"unknown priority {priority!r}; one of {', '.join(PRIORITY_NAMES)}", field="priority")
+        return self.queue.submit(
+            NewJob(
+                kind=kind,
+                params=dict(params),
+                priority=PRIORITY_NAMES[priority],
+                requested_by=requested_by,
+                coalesce_key=coalesce_key,
+            )
+        )
 
     def get_job(self, job_id: str) -> Job:
         return self.store.get_job(job_id)
 
     def list_jobs(self, status: str | None, kind: str | None, limit: int = 50) -> list[Job]:
         if status is not None and status not in {s.value for s in JobStatus}:
-            raise InvalidRequest(f"unknown job status {status!r}; one of {', '.join(s.value for s in JobStatus)}",
-                                 field="status")
+            raise InvalidRequest(
+                f"unknown job status {status!r}; one of {', '.join(s.value for s in JobStatus)}", field="status"
+            )
         return self.store.list_jobs(status, kind, check_limit(limit))
 
     def control_job(self, job_id: str, action: str) -> Job:
-        actions = {"pause": self.queue.pause, "resume": self.queue.resume, "cancel": self.queue.cancel,
-                   "retry": self.queue.retry}
+        actions = {
+            "pause": self.queue.pause,
+            "resume": self.queue.resume,
+            "cancel": self.queue.cancel,
+            "retry": self.queue.retry,
+        }
         if action not in actions:
             raise InvalidRequest(f"unknown job action {action!r}; one of {', '.join(actions)}", field="action")
         return actions[action](job_id)
@@ -406,15 +497,20 @@ def build_query(request: SearchRequest) -> SearchQuery:
     if request.ranking not in RANKINGS:
         raise InvalidRequest(f"unknown ranking {request.ranking!r}; one of {', '.join(RANKINGS)}", field="ranking")
     if request.source_kind is not None and request.source_kind not in SOURCE_KINDS:
-        raise InvalidRequest(f"unknown source_kind {request.source_kind!r}; one of {', '.join(SOURCE_KINDS)}",
-                             field="source_kind")
+        raise InvalidRequest(
+            f"unknown source_kind {request.source_kind!r}; one of {', '.join(SOURCE_KINDS)}", field="source_kind"
+        )
     if request.preferences not in ("on", "off"):
         raise InvalidRequest("preferences must be 'on' or 'off'", field="preferences")
-    forms = [name for name, present in (
-        ("as_of", request.as_of is not None),
-        ("from/until", request.from_ is not None or request.until is not None),
-        ("include_historical", request.include_historical),
-    ) if present]
+    forms = [
+        name
+        for name, present in (
+            ("as_of", request.as_of is not None),
+            ("from/until", request.from_ is not None or request.until is not None),
+            ("include_historical", request.include_historical),
+        )
+        if present
+    ]
     if len(forms) > 1:
         raise InvalidRequest(f"choose one temporal form, not {' and '.join(forms)}", field=",".join(forms))
     window: TimeWindow | None = None
@@ -432,8 +528,13 @@ def build_query(request: SearchRequest) -> SearchQuery:
     return SearchQuery(
         text=request.query,
         limit=check_limit(request.limit),
-        scope=Scope(wing=check_name(request.wing, "wing"), room=check_name(request.room, "room"), tags=check_tags(request.tags),
-                    source_kind=request.source_kind, connector=check_name(request.connector, "connector")),
+        scope=Scope(
+            wing=check_name(request.wing, "wing"),
+            room=check_name(request.room, "room"),
+            tags=check_tags(request.tags),
+            source_kind=request.source_kind,
+            connector=check_name(request.connector, "connector"),
+        ),
         ranking=request.ranking,
         window=window,
         include_historical=request.include_historical,

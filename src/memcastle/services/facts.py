@@ -30,20 +30,28 @@ class FactService:
 
     # --- reading --------------------------------------------------------------------------------
 
-    def list_facts(self, *, subject: str | None = None, predicate: str | None = None, object: str | None = None,
-                   state: str | None = None, as_of: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
+    def list_facts(
+        self,
+        *,
+        subject: str | None = None,
+        predicate: str | None = None,
+        object: str | None = None,
+        state: str | None = None,
+        as_of: str | None = None,
+        limit: int = 50,
+    ) -> list[dict[str, Any]]:
         at = parse_instant(as_of, field="as_of") if as_of else utc_now()
         if state is not None and state not in FACT_STATES:
             raise InvalidRequest(f"unknown state {state!r}; one of {', '.join(FACT_STATES)}", field="state")
         if predicate is not None and predicate not in PREDICATES:
-            raise InvalidRequest(f"unknown predicate {predicate!r}; one of {', '.join(PREDICATES)}",
-                                 field="predicate")
+            raise InvalidRequest(f"unknown predicate {predicate!r}; one of {', '.join(PREDICATES)}", field="predicate")
         subjects = self._entity_ids(subject, "subject")
         objects = self._entity_ids(object, "object")
         if subjects == [] or objects == []:
             return []
         facts: dict[str, Assertion] = {}
-        for subject_id in subjects or [None]:
+        subject_ids: list[str | None] = list(subjects) if subjects else [None]
+        for subject_id in subject_ids:
             for found in self._store.find_assertions(subject=subject_id, predicate=predicate, limit=5000):
                 if objects is None or found.object in objects:
                     facts[found.id] = found
@@ -83,8 +91,11 @@ class FactService:
         if name is None:
             return None
         resolver = EntityResolver(self._store)
-        matches = [e.id for e in self._store.list_entities(name, None, 200)
-                   if name.casefold() in (e.name.casefold(), e.key) or name in e.aliases]
+        matches = [
+            e.id
+            for e in self._store.list_entities(name, None, 200)
+            if name.casefold() in (e.name.casefold(), e.key) or name in e.aliases
+        ]
         if not matches:
             found = resolver.resolve(name, "other")
             return [] if found.created else [found.entity.id]
@@ -101,15 +112,17 @@ class FactService:
         entity = self._store.get_entity(entity_id)
         mentions = self._store.entity_mentions(entity_id, 200)
         hints = self._store.entity_hints(entity_id)
-        return {**entity.to_json(),
-                "mentions": [{"drawer": m.drawer_id, "spelling": m.spelling} for m in mentions],
-                "hints": [{"entity": h.entity_id, "other": h.other_id, "kind": h.kind, "reason": h.reason}
-                          for h in hints]}
+        return {
+            **entity.to_json(),
+            "mentions": [{"drawer": m.drawer_id, "spelling": m.spelling} for m in mentions],
+            "hints": [{"entity": h.entity_id, "other": h.other_id, "kind": h.kind, "reason": h.reason} for h in hints],
+        }
 
     # --- explicit operations --------------------------------------------------------------------
 
-    def add(self, spec: Mapping[str, Any], *, evidence_drawer: str | None = None,
-            requested_by: str = "http") -> dict[str, Any]:
+    def add(
+        self, spec: Mapping[str, Any], *, evidence_drawer: str | None = None, requested_by: str = "http"
+    ) -> dict[str, Any]:
         """An explicit fact: entities are resolved (or created), the assertion is marked explicit."""
         fact, write = self._new_fact(spec, evidence_drawer=evidence_drawer, requested_by=requested_by)
         self._store.apply_graph(write)
@@ -121,15 +134,23 @@ class FactService:
         if old.valid_to is not None:
             raise Conflict(f"fact {fact_id} was already closed at {old.valid_to}", existing_id=fact_id)
         names = self._store.get_entities([old.subject, old.object])
-        merged = {"subject": names[old.subject].name, "predicate": old.predicate, "object": names[old.object].name,
-                  "confidence": old.confidence, **{k: v for k, v in spec.items() if v is not None and k != "reason"}}
+        merged = {
+            "subject": names[old.subject].name,
+            "predicate": old.predicate,
+            "object": names[old.object].name,
+            "confidence": old.confidence,
+            **{k: v for k, v in spec.items() if v is not None and k != "reason"},
+        }
         at = utc_now()
         merged["valid_from"] = at
         fact, write = self._new_fact(merged, evidence_drawer=spec.get("evidence_drawer"), requested_by=requested_by)
         reason = _reason(spec.get("reason"), default="superseded explicitly")
         link = make_link(fact.id, old.id, "supersedes", EXPLICIT, reason, at, fact.drawer_id)
-        self._store.apply_graph(GraphWrite(extractor=EXPLICIT, read_drawers=(), entities=write.entities,
-                                           aliases=write.aliases, hints=write.hints))
+        self._store.apply_graph(
+            GraphWrite(
+                extractor=EXPLICIT, read_drawers=(), entities=write.entities, aliases=write.aliases, hints=write.hints
+            )
+        )
         self._store.record_decision(new=fact, close=(old.id, at), links=[link])
         return {"fact": self.get_fact(fact.id), "superseded": self.get_fact(old.id)}
 
@@ -150,7 +171,7 @@ class FactService:
         self._store.get_assertion(to_id)
         link = make_link(from_id, to_id, kind, EXPLICIT, _reason(reason, field="reason"), utc_now())
         self._store.record_decision(links=[link])
-        stored = next(l for l in self._store.links_of([from_id]) if l.id == link.id)
+        stored = next(lk for lk in self._store.links_of([from_id]) if lk.id == link.id)
         return {"link": stored.to_json(), "from": self.get_fact(from_id), "to": self.get_fact(to_id)}
 
     def check_spec(self, spec: Mapping[str, Any]) -> None:
@@ -177,8 +198,9 @@ class FactService:
         valid_from = parse_instant(spec["valid_from"], field="valid_from") if spec.get("valid_from") else utc_now()
         return subject, predicate, object_, float(confidence), kinds, valid_from
 
-    def _new_fact(self, spec: Mapping[str, Any], *, evidence_drawer: str | None,
-                  requested_by: str) -> tuple[Assertion, GraphWrite]:
+    def _new_fact(
+        self, spec: Mapping[str, Any], *, evidence_drawer: str | None, requested_by: str
+    ) -> tuple[Assertion, GraphWrite]:
         subject, predicate, object_, confidence, kinds, valid_from = self._validated(spec)
         origin = None
         if evidence_drawer:
@@ -188,14 +210,28 @@ class FactService:
         subject_entity = resolver.resolve(subject, kinds["subject_kind"])
         object_entity = resolver.resolve(object_, kinds["object_kind"])
         fact = Assertion(
-            id=str(uuid.uuid4()), subject=subject_entity.entity.id, predicate=predicate,
-            object=object_entity.entity.id, confidence=float(confidence), valid_from=valid_from, valid_to=None,
-            drawer_id=evidence_drawer, extractor=EXPLICIT, job_id=None, origin=origin, explicit=True,
+            id=str(uuid.uuid4()),
+            subject=subject_entity.entity.id,
+            predicate=predicate,
+            object=object_entity.entity.id,
+            confidence=float(confidence),
+            valid_from=valid_from,
+            valid_to=None,
+            drawer_id=evidence_drawer,
+            extractor=EXPLICIT,
+            job_id=None,
+            origin=origin,
+            explicit=True,
             created_at=utc_now(),
         )
-        write = GraphWrite(extractor=EXPLICIT, read_drawers=(), entities=tuple(resolver.created),
-                           aliases=tuple(resolver.aliases), hints=tuple(subject_entity.hints + object_entity.hints),
-                           assertions=(fact,))
+        write = GraphWrite(
+            extractor=EXPLICIT,
+            read_drawers=(),
+            entities=tuple(resolver.created),
+            aliases=tuple(resolver.aliases),
+            hints=tuple(subject_entity.hints + object_entity.hints),
+            assertions=(fact,),
+        )
         return fact, write
 
 
@@ -205,4 +241,3 @@ def _reason(value: Any, *, field: str = "reason", default: str | None = None) ->
     if not isinstance(value, str) or not value.strip():
         raise InvalidRequest("a non-blank reason is required", field=field)
     return value.strip()
-

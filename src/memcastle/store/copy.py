@@ -42,8 +42,13 @@ class CopyReport:
         return sum(self.tables.values())
 
     def to_json(self) -> dict[str, Any]:
-        return {"source": self.source, "target": self.target, "tables": dict(self.tables), "rows": self.rows,
-                "seconds": round(self.seconds, 3)}
+        return {
+            "source": self.source,
+            "target": self.target,
+            "tables": dict(self.tables),
+            "rows": self.rows,
+            "seconds": round(self.seconds, 3),
+        }
 
 
 def copy_palace(source: Store, target: Store, *, progress: CopyProgress | None = None) -> CopyReport:
@@ -65,11 +70,15 @@ def copy_palace(source: Store, target: Store, *, progress: CopyProgress | None =
     imported = target.import_rows((table, rows_of(table)) for table in PALACE_TABLES)
     if imported != exported:
         raise MigrationError(f"the copy is incomplete: read {exported}, wrote {imported}")
-    for what, counted in (("drawers", lambda s: s.count_drawers()), ("facts", lambda s: s.count_facts())):
-        if counted(source) != counted(target):
-            raise MigrationError(f"the copy holds {counted(target)} {what}, the source {counted(source)}")
-    return CopyReport(source=source.location, target=target.location, tables=imported,
-                      seconds=time.monotonic() - started)
+    for what, source_count, target_count in (
+        ("drawers", source.count_drawers(), target.count_drawers()),
+        ("facts", source.count_facts(), target.count_facts()),
+    ):
+        if source_count != target_count:
+            raise MigrationError(f"the copy holds {target_count} {what}, the source {source_count}")
+    return CopyReport(
+        source=source.location, target=target.location, tables=imported, seconds=time.monotonic() - started
+    )
 
 
 # --- what both backends check when they copy ------------------------------------------------------
@@ -92,5 +101,7 @@ def check_columns(table: str, names: Collection[str], row: Mapping[str, object])
     """Refuse a row with columns this palace's table does not have."""
     unknown = set(row) - set(names)
     if unknown:
-        raise MigrationError(f"rows of {table} carry columns this palace has no place for: {sorted(unknown)}",
-                             help="copy between palaces of the same MemCastle version")
+        raise MigrationError(
+            f"rows of {table} carry columns this palace has no place for: {sorted(unknown)}",
+            help="copy between palaces of the same MemCastle version",
+        )

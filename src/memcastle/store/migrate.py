@@ -53,5 +53,7 @@ def pending(applied: set[int], backend: str, location: str) -> list[Migration]:
 
 def failed(migration: Migration, location: str, detail: str) -> MigrationError:
     """The error a failed migration stops start-up with."""
-    return MigrationError(f"migration {migration.version:04d}_{migration.name} failed on {location}: {detail}",
-                          help="the palace was left at its previous version; nothing was served")
+    return MigrationError(
+        f"migration {migration.version:04d}_{migration.name} failed on {location}: {detail}",
+        help="the palace was left at its previous version; nothing was served",
+    )

@@ -28,10 +28,12 @@ def wake_up(
     """The agent's latest diary entry and the most recent checkpoints, within a budget."""
     inv = invocation(ctx)
     data = inv.client().get("/wake-up", agent=agent, wing=wing, max_items=max_items, max_bytes=max_bytes)
+
     def show(data: Any) -> None:
         for drawer in data["diary"] + data["checkpoints"]:
             render.show_drawer(drawer)
         render.console.print(f"[dim]{data['bytes']} bytes; {data['omitted']} drawer(s) left out by the budget[/dim]")
+
     inv.emit(data, show)
 
 
@@ -58,7 +60,9 @@ def diary_read(
     """Read an agent's diary, newest first."""
     inv = invocation(ctx)
     data = inv.client().get("/diary", agent=agent, wing=wing, limit=limit)
+
     def show(data: Any) -> None:
         for drawer in data["entries"]:
             render.show_drawer(drawer)
+
     inv.emit(data, show)

@@ -22,7 +22,9 @@ def config_show(ctx: typer.Context) -> None:
     inv = invocation(ctx)
     settings = inv.settings()
     rows = settings.describe()
+
     def show(data: Any) -> None:
         render.console.print(f"[dim]config file: {settings.config_file}[/dim]")
         render.table("settings", ["key", "value", "from"], [(r["key"], r["value"], r["origin"]) for r in rows])
+
     inv.emit({"config_file": str(settings.config_file), "settings": rows}, show)

@@ -51,11 +51,16 @@ def migrate(
     if not inv.as_json:
         render.console.print(f"copying {escape(str(settings.palace))} into PostgreSQL …")
     report = migrate_palace(settings, to, progress=progress)
+
     def show(data: Any) -> None:
-        render.console.print(f"[green]copied[/green] {report.rows} rows in {report.seconds:.1f} s into "
-                             f"{escape(report.target)}")
-        render.console.print("[dim]serve it from there: set store.url (config.toml) or MEMCASTLE_STORE_URL to that "
-                             "URL, then memcastle serve. Jobs were not copied; the SQLite palace is left as it was.[/dim]")
+        render.console.print(
+            f"[green]copied[/green] {report.rows} rows in {report.seconds:.1f} s into {escape(report.target)}"
+        )
+        render.console.print(
+            "[dim]serve it from there: set store.url (config.toml) or MEMCASTLE_STORE_URL to that "
+            "URL, then memcastle serve. Jobs were not copied; the SQLite palace is left as it was.[/dim]"
+        )
+
     inv.emit(report.to_json(), show)
 
 
@@ -65,10 +70,12 @@ def status(ctx: typer.Context) -> None:
     inv = invocation(ctx)
     data = inv.client().get("/status")
     degraded = bool(data.get("warnings"))
+    health = "[yellow]degraded[/yellow]" if degraded else "[green]healthy[/green]"
+
     def show(data: Any) -> None:
         jobs = data.get("jobs", {})
         lines = [
-            f"[bold]MemCastle {data['version']}[/bold] — {'[yellow]degraded[/yellow]' if degraded else '[green]healthy[/green]'}",
+            f"[bold]MemCastle {data['version']}[/bold] — {health}",
             f"palace   {data['palace']}",
             f"store    {data['store']['backend']} ({data['store']['location']})",
             f"drawers  {data['drawers']} current, {data['drawers_total']} with history",
@@ -76,11 +83,14 @@ def status(ctx: typer.Context) -> None:
         ]
         embeddings = data.get("embeddings")
         if embeddings:
-            lines.append(f"embed    {embeddings.get('provider')} {embeddings.get('model') or ''} "
-                         f"dim {embeddings.get('dimension')} · pending {embeddings.get('pending')}")
+            lines.append(
+                f"embed    {embeddings.get('provider')} {embeddings.get('model') or ''} "
+                f"dim {embeddings.get('dimension')} · pending {embeddings.get('pending')}"
+            )
         for warning in data.get("warnings", []):
             lines.append(f"[yellow]warning[/yellow] {warning}")
         render.console.print("\n".join(lines))
+
     inv.emit(data, show)
     raise typer.Exit(EXIT_ERROR if degraded else 0)
 
@@ -96,8 +106,9 @@ def shutdown(ctx: typer.Context) -> None:
 @app.command("mcp")
 def mcp_bridge(
     ctx: typer.Context,
-    start: Annotated[bool, typer.Option("--start", help="start the palace's daemon in the background if none "
-                                                        "runs, and wait for it")] = False,
+    start: Annotated[
+        bool, typer.Option("--start", help="start the palace's daemon in the background if none runs, and wait for it")
+    ] = False,
 ) -> None:
     """Speak MCP on standard input/output and forward every request to the palace's daemon (for MCP clients that
     only spawn processes); --mode is sent as the X-MemCastle-Mode header, auth.token as the bearer token."""
@@ -117,8 +128,12 @@ def token_create(ctx: typer.Context, name: Annotated[str, typer.Argument(help="w
 
     inv = invocation(ctx)
     token = TokenStore(inv.settings().palace).create(name)
+
     def show(data: Any) -> None:
         render.console.print(f"token {name!r} created; it is shown only this once:\n\n  {token}\n")
-        render.console.print("[dim]clients send it as Authorization: Bearer TOKEN; the CLI reads MEMCASTLE_AUTH_TOKEN. "
-                             "Enable checking with auth.enabled = true and restart the daemon.[/dim]")
+        render.console.print(
+            "[dim]clients send it as Authorization: Bearer TOKEN; the CLI reads MEMCASTLE_AUTH_TOKEN. "
+            "Enable checking with auth.enabled = true and restart the daemon.[/dim]"
+        )
+
     inv.emit({"name": name, "token": token}, show)

@@ -37,12 +37,20 @@ def note(
 
     inv = invocation(ctx)
     project = find_project_settings(Path.cwd())
-    body = {"content": read_content(content), "wing": wing or (project.wing if project else None),
-            "room": room or (project.room if project else None), "tags": tag or [], "agent": agent, "name": name}
+    body = {
+        "content": read_content(content),
+        "wing": wing or (project.wing if project else None),
+        "room": room or (project.room if project else None),
+        "tags": tag or [],
+        "agent": agent,
+        "name": name,
+    }
     data = inv.client().post("/notes", body)
+
     def show(data: Any) -> None:
         verb = "saved" if data["created"] else "already stored (exact copy)"
         render.console.print(f"{verb}: {data['drawer']['id']} in {data['drawer']['wing']}/{data['drawer']['room']}")
+
     inv.emit(data, show)
 
 
@@ -59,9 +67,11 @@ def drawer_history(ctx: typer.Context, drawer_id: str) -> None:
     """Every version of a drawer, oldest first."""
     inv = invocation(ctx)
     data = inv.client().get(f"/drawers/{drawer_id}/history")
+
     def show(data: Any) -> None:
         for version in data["versions"]:
             render.show_drawer(version)
+
     inv.emit(data, show)
 
 
@@ -90,13 +100,19 @@ def drawer_list(
     """List current drawers, oldest first, a page at a time."""
     inv = invocation(ctx)
     data = inv.client().get("/drawers", wing=wing, room=room, limit=limit, after=after)
+
     def show(data: Any) -> None:
-        render.table("drawers", ["id", "wing/room", "name", "text"], [
-            (d["id"], f"{d['wing']}/{d['room']}", d.get("name"), d["content"][:60].replace("\n", " "))
-            for d in data["drawers"]
-        ])
+        render.table(
+            "drawers",
+            ["id", "wing/room", "name", "text"],
+            [
+                (d["id"], f"{d['wing']}/{d['room']}", d.get("name"), d["content"][:60].replace("\n", " "))
+                for d in data["drawers"]
+            ],
+        )
         if data.get("next_after"):
             render.console.print(f"[dim]more: --after {data['next_after']}[/dim]")
+
     inv.emit(data, show)
 
 
@@ -105,10 +121,15 @@ def drawer_duplicates(ctx: typer.Context, drawer_id: str) -> None:
     """Drawers linked to this one as exact, normalized or near copies (never merged)."""
     inv = invocation(ctx)
     data = inv.client().get(f"/drawers/{drawer_id}/duplicates")
+
     def show(data: Any) -> None:
         for item in data["duplicates"]:
-            render.console.print(render.drawer_panel(
-                item["drawer"], title_extra=f"{item['verdict']} copy, similarity {item['similarity']}"))
+            render.console.print(
+                render.drawer_panel(
+                    item["drawer"], title_extra=f"{item['verdict']} copy, similarity {item['similarity']}"
+                )
+            )
+
     inv.emit(data, show)
 
 
@@ -117,9 +138,12 @@ def wing_list(ctx: typer.Context) -> None:
     """List the palace's wings."""
     inv = invocation(ctx)
     data = inv.client().get("/wings")
+
     def show(data: Any) -> None:
-        render.table("wings", ["wing", "drawers", "created"], [(w["name"], w["drawers"], w["created_at"])
-                                                               for w in data["wings"]])
+        render.table(
+            "wings", ["wing", "drawers", "created"], [(w["name"], w["drawers"], w["created_at"]) for w in data["wings"]]
+        )
+
     inv.emit(data, show)
 
 
@@ -128,7 +152,12 @@ def room_list(ctx: typer.Context, wing: str) -> None:
     """List the rooms of a wing."""
     inv = invocation(ctx)
     data = inv.client().get(f"/wings/{wing}/rooms")
+
     def show(data: Any) -> None:
-        render.table(f"rooms of {wing}", ["room", "drawers", "created"],
-                     [(r["name"], r["drawers"], r["created_at"]) for r in data["rooms"]])
+        render.table(
+            f"rooms of {wing}",
+            ["room", "drawers", "created"],
+            [(r["name"], r["drawers"], r["created_at"]) for r in data["rooms"]],
+        )
+
     inv.emit(data, show)

@@ -37,8 +37,9 @@ def fact_list(
 ) -> None:
     """Facts with their lifecycle state; in a conflict, which one is preferred and why."""
     inv = invocation(ctx)
-    data = inv.client().get("/facts", subject=subject, predicate=predicate, object=object_, state=state,
-                            as_of=as_of, limit=limit)
+    data = inv.client().get(
+        "/facts", subject=subject, predicate=predicate, object=object_, state=state, as_of=as_of, limit=limit
+    )
     inv.emit(data, lambda data: render.show_facts(data["facts"]))
 
 
@@ -63,8 +64,15 @@ def fact_add(
 ) -> None:
     """Record an explicit fact."""
     inv = invocation(ctx)
-    body = {"subject": subject, "predicate": predicate, "object": object_, "confidence": confidence,
-            "valid_from": valid_from, "subject_kind": subject_kind, "object_kind": object_kind}
+    body = {
+        "subject": subject,
+        "predicate": predicate,
+        "object": object_,
+        "confidence": confidence,
+        "valid_from": valid_from,
+        "subject_kind": subject_kind,
+        "object_kind": object_kind,
+    }
     data = inv.client().post("/facts", {k: v for k, v in body.items() if v is not None})
     inv.emit(data, lambda data: render.show_facts([data]))
 
@@ -86,8 +94,9 @@ def fact_supersede(
 
 
 @fact_app.command("invalidate")
-def fact_invalidate(ctx: typer.Context, fact_id: str,
-                    reason: Annotated[str, typer.Option(help="why it no longer holds")]) -> None:
+def fact_invalidate(
+    ctx: typer.Context, fact_id: str, reason: Annotated[str, typer.Option(help="why it no longer holds")]
+) -> None:
     """Close a fact without a replacement."""
     inv = invocation(ctx)
     data = inv.client().post(f"/facts/{fact_id}/invalidate", {"reason": reason})
@@ -118,9 +127,14 @@ def entity_list(
     """List entities."""
     inv = invocation(ctx)
     data = inv.client().get("/entities", name=name, kind=kind, limit=limit)
+
     def show(data: Any) -> None:
-        render.table("entities", ["id", "name", "kind", "aliases"],
-                     [(e["id"], e["name"], e["kind"], ", ".join(e["aliases"])) for e in data["entities"]])
+        render.table(
+            "entities",
+            ["id", "name", "kind", "aliases"],
+            [(e["id"], e["name"], e["kind"], ", ".join(e["aliases"])) for e in data["entities"]],
+        )
+
     inv.emit(data, show)
 
 
@@ -129,6 +143,7 @@ def entity_show(ctx: typer.Context, entity_id: str) -> None:
     """One entity with its aliases, mentions and possibly-same hints."""
     inv = invocation(ctx)
     data = inv.client().get(f"/entities/{entity_id}")
+
     def show(data: Any) -> None:
         render.console.print(f"[bold]{data['name']}[/bold] ({data['kind']}) {data['id']}")
         if data["aliases"]:
@@ -137,4 +152,5 @@ def entity_show(ctx: typer.Context, entity_id: str) -> None:
             render.console.print(f"  mentioned in {mention['drawer']} as {mention['spelling']!r}")
         for hint in data["hints"]:
             render.console.print(f"  [yellow]{hint['kind']}[/yellow] {hint['other']}: {hint['reason']}")
+
     inv.emit(data, show)

@@ -37,17 +37,24 @@ def mine(
     if locator is not None and "=" in locator and not Path(locator).exists():
         options = [locator, *(options or [])]
         locator = None
-    body = {"connector": source, "locator": _locator(locator), "options": _options(options or []), "wing": wing,
-            "full": full}
+    body = {
+        "connector": source,
+        "locator": _locator(locator),
+        "options": _options(options or []),
+        "wing": wing,
+        "full": full,
+    }
     data = inv.client().post("/mine", body)
     job = data["job"]
     if wait:
         job = wait_for_job(inv, job)
         print_mine_result(inv, job)
         raise typer.Exit(0 if job["status"] == "completed" else EXIT_ERROR)
+
     def show(data: Any) -> None:
         joined = " (joined a queued run)" if data.get("joined") else ""
         render.console.print(f"mine job {job['id']} queued{joined}; follow it with: memcastle job show {job['id']}")
+
     inv.emit(data, show)
 
 
@@ -78,12 +85,14 @@ def print_mine_result(inv: Invocation, job: dict[str, Any]) -> None:
             return
         result = job["result"]
         counts = ("documents", "created", "superseded", "invalidated", "unchanged", "skipped", "similar", "errors")
-        render.console.print(f"[bold]mined[/bold] {result.get('wing', '')} · " + " · ".join(
-            f"{k} {result.get(k, 0)}" for k in counts))
+        render.console.print(
+            f"[bold]mined[/bold] {result.get('wing', '')} · " + " · ".join(f"{k} {result.get(k, 0)}" for k in counts)
+        )
         for item in result.get("skipped_documents", [])[:20]:
             render.console.print(f"[yellow]skipped[/yellow] {item['document']}: {item['reason']}")
         for item in result.get("warnings", [])[:20]:
             render.console.print(f"[yellow]warning[/yellow] {item['document']}: {item['reason']}")
+
     inv.emit({"job": job}, show)
 
 
@@ -92,10 +101,17 @@ def miner_list(ctx: typer.Context) -> None:
     """List the miners declared in config.toml."""
     inv = invocation(ctx)
     data = inv.client().get("/miners")
+
     def show(data: Any) -> None:
-        render.table("miners", ["name", "connector", "locator", "wing", "options"], [
-            (m["name"], m["connector"], m["locator"], m.get("wing") or "", m["options"] or "")
-            for m in data["miners"]])
+        render.table(
+            "miners",
+            ["name", "connector", "locator", "wing", "options"],
+            [
+                (m["name"], m["connector"], m["locator"], m.get("wing") or "", m["options"] or "")
+                for m in data["miners"]
+            ],
+        )
+
     inv.emit(data, show)
 
 
@@ -111,7 +127,8 @@ def miner_run(
     if wait:
         job = wait_for_job(inv, job)
     print_mine_result(inv, job) if wait else (
-        inv.emit({"job": job}, lambda data: render.console.print(f"mine job {job['id']} queued")))
+        inv.emit({"job": job}, lambda data: render.console.print(f"mine job {job['id']} queued"))
+    )
 
 
 @app.command()

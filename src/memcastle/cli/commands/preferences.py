@@ -21,8 +21,10 @@ def preferences_show(ctx: typer.Context) -> None:
     """The daemon's effective source-preference policy, each field with the layer it came from."""
     inv = invocation(ctx)
     data = inv.client().get("/preferences")
+
     def show(data: Any) -> None:
         render.show_policy(data)
+
     inv.emit(data, show)
 
 
@@ -36,10 +38,13 @@ def preferences_check(ctx: typer.Context) -> None:
     settings = inv.settings()
     layers = layers_from_settings(settings)
     policy = load_policy(layers)
+
     def show(data: Any) -> None:
-        render.console.print(f"[green]ok[/green]: {len(layers)} layer(s) valid" +
-                             "".join(f"\n  {layer.name}" for layer in layers))
+        render.console.print(
+            f"[green]ok[/green]: {len(layers)} layer(s) valid" + "".join(f"\n  {layer.name}" for layer in layers)
+        )
         render.show_policy(policy.to_json())
+
     inv.emit({"ok": True, "layers": [layer.name for layer in layers], "policy": policy.to_json()}, show)
 
 
@@ -48,6 +53,8 @@ def preferences_explain(ctx: typer.Context, drawer_id: str) -> None:
     """How the policy resolves one drawer: connector, each criterion tried, which matched, which won and why."""
     inv = invocation(ctx)
     data = inv.client().get(f"/drawers/{drawer_id}/preference")
+
     def show(data: Any) -> None:
         render.show_trace(data)
+
     inv.emit(data, show)

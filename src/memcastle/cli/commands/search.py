@@ -33,9 +33,22 @@ def search(
 ) -> None:
     """Search the palace: evidence with provenance and the signals that ranked it."""
     inv = invocation(ctx)
-    body = {"query": query, "limit": limit, "wing": wing, "room": room, "tags": tag or [], "source_kind": kind,
-            "connector": connector, "ranking": ranking, "as_of": as_of, "from": from_, "until": until,
-            "include_historical": historical, "expand": expand, "preferences": preferences}
+    body = {
+        "query": query,
+        "limit": limit,
+        "wing": wing,
+        "room": room,
+        "tags": tag or [],
+        "source_kind": kind,
+        "connector": connector,
+        "ranking": ranking,
+        "as_of": as_of,
+        "from": from_,
+        "until": until,
+        "include_historical": historical,
+        "expand": expand,
+        "preferences": preferences,
+    }
     data = inv.client().post("/search", {k: v for k, v in body.items() if v is not None})
     inv.emit(data, lambda data: render.show_hits(data))
 
@@ -54,7 +67,15 @@ def recall(
 ) -> None:
     """Search a whole wing (no room scoping): the agent-facing search."""
     inv = invocation(ctx)
-    body = {"query": query, "limit": limit, "wing": wing, "tags": tag or [], "source_kind": kind,
-            "connector": connector, "as_of": as_of, "include_historical": historical}
+    body = {
+        "query": query,
+        "limit": limit,
+        "wing": wing,
+        "tags": tag or [],
+        "source_kind": kind,
+        "connector": connector,
+        "as_of": as_of,
+        "include_historical": historical,
+    }
     data = inv.client().post("/recall", {k: v for k, v in body.items() if v is not None})
     inv.emit(data, lambda data: render.show_hits(data))

@@ -42,9 +42,21 @@ from memcastle.knowledge.extraction.remote import (
 )
 
 __all__ = [
-    "EMPTY", "ENTITY_KINDS", "PREDICATES", "SYSTEM_PROMPT", "CommandProvider", "ExtractedEntity", "ExtractedRelation",
-    "Extraction", "ExtractionInput", "ExtractionProvider", "HeuristicProvider", "HttpProvider", "NoneProvider",
-    "build_extraction_provider", "normalize_extraction",
+    "EMPTY",
+    "ENTITY_KINDS",
+    "PREDICATES",
+    "SYSTEM_PROMPT",
+    "CommandProvider",
+    "ExtractedEntity",
+    "ExtractedRelation",
+    "Extraction",
+    "ExtractionInput",
+    "ExtractionProvider",
+    "HeuristicProvider",
+    "HttpProvider",
+    "NoneProvider",
+    "build_extraction_provider",
+    "normalize_extraction",
 ]
 
 
@@ -71,8 +83,7 @@ def build_extraction_provider(config: Mapping[str, Any]) -> ExtractionProvider:
     if kind == "command":
         command = config.get("command")
         if not isinstance(command, (list, tuple)):
-            raise ConfigError(f"must be a list of strings (argv, no shell), got {command!r}",
-                              key="extraction.command")
+            raise ConfigError(f"must be a list of strings (argv, no shell), got {command!r}", key="extraction.command")
         return CommandProvider(list(command), model, timeout, min_confidence=floor)
     if kind == "http":
         url = config.get("url") or ""

@@ -1,4 +1,4 @@
-"""The built-in extractor: capitalised name runs, @handles, `code` as tools and a fixed phrase table; offline, deterministic."""
+"""The built-in extractor (offline, deterministic): capitalised name runs, @handles, `code` as tools, a phrase table."""
 
 from __future__ import annotations
 
@@ -35,7 +35,8 @@ _POSSESSIVE = re.compile(r"['’]s$|['’]$")
 
 # Capitalised words that are not names: dropped from the start of a sentence, and a run made only of them is no
 # name anywhere.
-_NON_NAMES = frozenset("""
+_NON_NAMES = frozenset(
+    """
     a an the this that these those there here it its he she they we you i me us him her them my our your his their
     and but or nor so yet if then than when while where whereas after before because since although though unless
     until once also however therefore thus hence meanwhile moreover besides still just only even maybe perhaps
@@ -52,14 +53,13 @@ _NON_NAMES = frozenset("""
     user assistant system human mr mrs ms dr prof true false null
     monday tuesday wednesday thursday friday saturday sunday january february march april june july august
     september october november december
-""".split())
+""".split()
+)
 # Particles that join capitalised words into one name: "Bank of America", "Ludwig van Beethoven".
 _PARTICLES = frozenset({"of", "de", "del", "der", "den", "van", "von", "da", "di", "du", "la", "le", "&"})
 # "I" and its contractions end a name run: "Ana I think" is Ana.
 _FIRST_PERSON = frozenset({"i", "i'm", "i’m", "i've", "i’ve", "i'll", "i’ll", "i'd", "i’d"})
-_ORGANIZATION_SUFFIXES = frozenset(
-    {"inc", "corp", "ltd", "gmbh", "llc", "labs", "corporation", "limited", "plc"}
-)
+_ORGANIZATION_SUFFIXES = frozenset({"inc", "corp", "ltd", "gmbh", "llc", "labs", "corporation", "limited", "plc"})
 
 
 @dataclass(frozen=True)
@@ -71,12 +71,14 @@ class _Phrase:
 
 # The fixed phrase table (SPEC §4), with the plural and progressive forms of the same present-tense claims.
 _PHRASES: Mapping[str, _Phrase] = {
-    **dict.fromkeys(("works on", "work on", "is working on", "are working on"),
-                    _Phrase("works_on", "person", "project")),
+    **dict.fromkeys(
+        ("works on", "work on", "is working on", "are working on"), _Phrase("works_on", "person", "project")
+    ),
     **dict.fromkeys(("uses", "is using", "are using"), _Phrase("uses", None, "tool")),
     **dict.fromkeys(("lives in", "live in"), _Phrase("located_in", "person", "place")),
-    **dict.fromkeys(("is based in", "are based in", "is located in", "are located in"),
-                    _Phrase("located_in", None, "place")),
+    **dict.fromkeys(
+        ("is based in", "are based in", "is located in", "are located in"), _Phrase("located_in", None, "place")
+    ),
     **dict.fromkeys(("depends on", "depend on"), _Phrase("depends_on", None, "tool")),
     **dict.fromkeys(("is part of", "are part of"), _Phrase("part_of", None, None)),
     "owns": _Phrase("owns", None, None),
@@ -108,8 +110,13 @@ class HeuristicProvider:
     model = ""
     is_enabled = True
 
-    def __init__(self, *, min_confidence: float = DEFAULT_MIN_CONFIDENCE, max_entities: int = MAX_ENTITIES,
-                 max_relations: int = MAX_RELATIONS) -> None:
+    def __init__(
+        self,
+        *,
+        min_confidence: float = DEFAULT_MIN_CONFIDENCE,
+        max_entities: int = MAX_ENTITIES,
+        max_relations: int = MAX_RELATIONS,
+    ) -> None:
         self._min_confidence = min_confidence
         self._max_entities = max_entities
         self._max_relations = max_relations
@@ -117,8 +124,12 @@ class HeuristicProvider:
     def extract(self, inputs: Sequence[ExtractionInput]) -> list[Extraction]:
         """Read each text on its own; provenance and preference do not change what the phrase table finds."""
         return [
-            normalize_extraction(_read_heuristically(item.text), min_confidence=self._min_confidence,
-                                 max_entities=self._max_entities, max_relations=self._max_relations)
+            normalize_extraction(
+                _read_heuristically(item.text),
+                min_confidence=self._min_confidence,
+                max_entities=self._max_entities,
+                max_relations=self._max_relations,
+            )
             for item in inputs
         ]
 
@@ -139,10 +150,10 @@ def _read_heuristically(text: str) -> dict[str, Any]:
         starts = [m.start for m in mentions]
         ends = [m.end for m in mentions]  # mentions never overlap, so their ends are in order too
         for match in _PHRASE.finditer(masked):
-            if _NEGATED.search(masked[max(0, match.start() - _NEGATION_REACH): match.start()]):
+            if _NEGATED.search(masked[max(0, match.start() - _NEGATION_REACH) : match.start()]):
                 continue
             phrase = _PHRASES[" ".join(match.group().lower().split())]
-            if phrase.predicate == "member_of" and re.match(r"\s+by\b", masked[match.end():]):
+            if phrase.predicate == "member_of" and re.match(r"\s+by\b", masked[match.end() :]):
                 continue  # "was joined by" names the joiner after the phrase
             before = bisect.bisect_right(ends, match.start())
             after = bisect.bisect_left(starts, match.end())
@@ -152,8 +163,14 @@ def _read_heuristically(text: str) -> dict[str, Any]:
             for mention, kind in ((subject, phrase.subject_kind), (obj, phrase.object_kind)):
                 if kind is not None:
                     roles.setdefault(_key(mention.name), set()).add(kind)
-            relations.append({"subject": subject.name, "predicate": phrase.predicate, "object": obj.name,
-                              "confidence": HEURISTIC_CONFIDENCE})
+            relations.append(
+                {
+                    "subject": subject.name,
+                    "predicate": phrase.predicate,
+                    "object": obj.name,
+                    "confidence": HEURISTIC_CONFIDENCE,
+                }
+            )
     entities = [{"name": name, "kind": _heuristic_kind(key, name, fixed, roles)} for key, name in spellings.items()]
     return {"entities": entities, "relations": relations}
 
@@ -239,7 +256,7 @@ def _name_runs(masked: str) -> list[_Mention]:
                 run = run[1:]
         if not run or all(word.casefold() in _NON_NAMES for _, _, word in run):
             continue
-        name = masked[run[0][0]: run[-1][1]]
+        name = masked[run[0][0] : run[-1][1]]
         if len(name) < 2:
             continue
         mentions.append(_Mention(run[0][0], run[-1][1], " ".join(name.split()), None))

@@ -29,8 +29,11 @@ def normalize_extraction(
     The floor is applied to the provider's confidence as given, never to a value weighted by source preference.
     Idempotent: normalizing a normalized result with the same arguments returns it unchanged.
     """
-    if isinstance(min_confidence, bool) or not isinstance(min_confidence, (int, float)) \
-            or not 0.0 <= min_confidence <= 1.0:
+    if (
+        isinstance(min_confidence, bool)
+        or not isinstance(min_confidence, (int, float))
+        or not 0.0 <= min_confidence <= 1.0
+    ):
         raise ValueError(f"min_confidence must be a number in [0, 1], got {min_confidence!r}")
     if max_entities < 0 or max_relations < 0:
         raise ValueError(f"caps must not be negative, got {max_entities} and {max_relations}")

@@ -26,8 +26,12 @@ from memcastle.providers.command import ask_command, tail
 def _request_texts(inputs: Sequence[ExtractionInput]) -> list[dict[str, Any]]:
     """The texts as command and http providers receive them: id, text, provenance and preference context."""
     return [
-        {"id": item.id, "text": item.text, "provenance": _jsonable(item.provenance),
-         "preference": _jsonable(item.preference)}
+        {
+            "id": item.id,
+            "text": item.text,
+            "provenance": _jsonable(item.provenance),
+            "preference": _jsonable(item.preference),
+        }
         for item in inputs
     ]
 
@@ -37,8 +41,15 @@ def _jsonable(context: Mapping[str, Any]) -> Any:
     return json.loads(json.dumps(dict(context), default=str))
 
 
-def _read_results(answer: Any, inputs: Sequence[ExtractionInput], *, who: str, min_confidence: float,
-                 max_entities: int = MAX_ENTITIES, max_relations: int = MAX_RELATIONS) -> list[Extraction]:
+def _read_results(
+    answer: Any,
+    inputs: Sequence[ExtractionInput],
+    *,
+    who: str,
+    min_confidence: float,
+    max_entities: int = MAX_ENTITIES,
+    max_relations: int = MAX_RELATIONS,
+) -> list[Extraction]:
     """Check a provider's {"results": [...]} answer against the inputs and normalize each result."""
     if not isinstance(answer, Mapping) or not isinstance(answer.get("results"), list):
         raise ProviderError(f'{who} answered without a "results" list: {tail(json.dumps(answer, default=str))}')
@@ -46,15 +57,18 @@ def _read_results(answer: Any, inputs: Sequence[ExtractionInput], *, who: str, m
     if len(results) != len(inputs):
         raise ProviderError(f"{who} answered {len(results)} results for {len(inputs)} texts")
     extractions = []
-    for position, (result, item) in enumerate(zip(results, inputs)):
+    for position, (result, item) in enumerate(zip(results, inputs, strict=True)):
         # An echoed id is optional, but a wrong one means the answers are misaligned with the drawers.
         if isinstance(result, Mapping) and result.get("id") is not None and result.get("id") != item.id:
             raise ProviderError(
                 f"{who} answered result {position} for id {result.get('id')!r}, but text {position} is {item.id!r}"
             )
         try:
-            extractions.append(normalize_extraction(result, min_confidence=min_confidence,
-                                                    max_entities=max_entities, max_relations=max_relations))
+            extractions.append(
+                normalize_extraction(
+                    result, min_confidence=min_confidence, max_entities=max_entities, max_relations=max_relations
+                )
+            )
         except ProviderError as exc:
             raise ProviderError(f"{who} answered badly for text {position} ({item.id}): {exc.message}") from None
     return extractions
@@ -67,9 +81,16 @@ class CommandProvider:
     name = "command"
     is_enabled = True
 
-    def __init__(self, argv: list[str], model: str, timeout: float = DEFAULT_TIMEOUT, *,
-                 min_confidence: float = DEFAULT_MIN_CONFIDENCE, max_entities: int = MAX_ENTITIES,
-                 max_relations: int = MAX_RELATIONS) -> None:
+    def __init__(
+        self,
+        argv: list[str],
+        model: str,
+        timeout: float = DEFAULT_TIMEOUT,
+        *,
+        min_confidence: float = DEFAULT_MIN_CONFIDENCE,
+        max_entities: int = MAX_ENTITIES,
+        max_relations: int = MAX_RELATIONS,
+    ) -> None:
         if not argv or not all(isinstance(part, str) and part for part in argv):
             raise ConfigError("must be a non-empty list of non-empty strings", key="extraction.command")
         self._argv = list(argv)
@@ -91,8 +112,14 @@ class CommandProvider:
             "predicates": list(PREDICATES),
         }
         answer = ask_command(self._argv, request, timeout=self._timeout, who=who)
-        return _read_results(answer, inputs, who=who, min_confidence=self._min_confidence,
-                            max_entities=self._max_entities, max_relations=self._max_relations)
+        return _read_results(
+            answer,
+            inputs,
+            who=who,
+            min_confidence=self._min_confidence,
+            max_entities=self._max_entities,
+            max_relations=self._max_relations,
+        )
 
 
 SYSTEM_PROMPT = f"""\
@@ -120,9 +147,17 @@ class HttpProvider:
     name = "http"
     is_enabled = True
 
-    def __init__(self, url: str, model: str, api_key: str | None = None, timeout: float = DEFAULT_TIMEOUT, *,
-                 min_confidence: float = DEFAULT_MIN_CONFIDENCE, max_entities: int = MAX_ENTITIES,
-                 max_relations: int = MAX_RELATIONS) -> None:
+    def __init__(
+        self,
+        url: str,
+        model: str,
+        api_key: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        *,
+        min_confidence: float = DEFAULT_MIN_CONFIDENCE,
+        max_entities: int = MAX_ENTITIES,
+        max_relations: int = MAX_RELATIONS,
+    ) -> None:
         base = url.strip().rstrip("/")
         if not base.startswith(("http://", "https://")):
             raise ConfigError(f"must be an http:// or https:// URL, got {url!r}", key="extraction.url")
@@ -155,8 +190,9 @@ class HttpProvider:
         who = f"extraction endpoint {self.endpoint}"
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
         try:
-            response = httpx.post(self.endpoint, json=self._request_body(inputs), headers=headers,
-                                  timeout=self._timeout)
+            response = httpx.post(
+                self.endpoint, json=self._request_body(inputs), headers=headers, timeout=self._timeout
+            )
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
             raise ProviderError(f"{who} failed: {type(exc).__name__}: {exc}") from exc
         if not response.is_success:
@@ -175,8 +211,14 @@ class HttpProvider:
         except ValueError:
             cut = " (the reply was cut off at the token limit)" if choice.get("finish_reason") == "length" else ""
             raise ProviderError(f"{who} answered content that is not JSON{cut}: {tail(content)}") from None
-        return _read_results(answer, inputs, who=who, min_confidence=self._min_confidence,
-                            max_entities=self._max_entities, max_relations=self._max_relations)
+        return _read_results(
+            answer,
+            inputs,
+            who=who,
+            min_confidence=self._min_confidence,
+            max_entities=self._max_entities,
+            max_relations=self._max_relations,
+        )
 
 
 def _first_choice(completion: Any) -> Any:
@@ -188,5 +230,5 @@ def _unfence(content: str) -> str:
     """The JSON inside a ```json fence, which some local models add even in JSON mode."""
     text = content.strip()
     if text.startswith("```") and text.endswith("```") and "\n" in text:
-        return text[text.index("\n") + 1: -3]
+        return text[text.index("\n") + 1 : -3]
     return text

@@ -114,8 +114,15 @@ class PostgresStore(GraphTables, MiningTables, JobTables):
     backend = "postgres"
     FOR_UPDATE = " FOR UPDATE"
 
-    def __init__(self, conninfo: str, *, max_connections: int = 10, connect_timeout: float = 10.0,
-                 recovery_budget: int = RECOVERY_BUDGET, now: Callable[[], str] = utc_now) -> None:
+    def __init__(
+        self,
+        conninfo: str,
+        *,
+        max_connections: int = 10,
+        connect_timeout: float = 10.0,
+        recovery_budget: int = RECOVERY_BUDGET,
+        now: Callable[[], str] = utc_now,
+    ) -> None:
         self.conninfo = conninfo
         self.location = redact(conninfo)
         self._recovery_budget = recovery_budget
@@ -127,16 +134,24 @@ class PostgresStore(GraphTables, MiningTables, JobTables):
         if hasattr(ConnectionPool, "check_connection"):
             pool_options["check"] = ConnectionPool.check_connection  # a restarted server costs one retry, not an error
         self._pool = ConnectionPool(
-            conninfo, min_size=1, max_size=max(2, max_connections), name="memcastle", open=False,
+            conninfo,
+            min_size=1,
+            max_size=max(2, max_connections),
+            name="memcastle",
+            open=False,
             kwargs={"autocommit": True, "row_factory": dict_row, "connect_timeout": max(1, int(connect_timeout))},
-            configure=_configure, timeout=max(30.0, connect_timeout), **pool_options,
+            configure=_configure,
+            timeout=max(30.0, connect_timeout),
+            **pool_options,
         )
         try:
             self._pool.open(wait=True, timeout=max(30.0, connect_timeout))
         except PoolTimeout as exc:
             self._pool.close()
-            raise MigrationError(f"cannot connect to the palace database {self.location}: {exc}",
-                                 help="check that the PostgreSQL server is running and accepts connections") from None
+            raise MigrationError(
+                f"cannot connect to the palace database {self.location}: {exc}",
+                help="check that the PostgreSQL server is running and accepts connections",
+            ) from None
 
     # --- connections ----------------------------------------------------------------------------
 
@@ -171,8 +186,10 @@ class PostgresStore(GraphTables, MiningTables, JobTables):
                     if not conn.closed and not conn.broken:
                         conn.execute("SELECT pg_advisory_unlock(%s, %s)", (LOCK_NAMESPACE, _MIGRATION_LOCK))
         except psycopg.Error as exc:
-            raise MigrationError(f"migrating the palace database {self.location} failed: {str(exc).strip()}",
-                                 help="the palace was left at its previous version; nothing was served") from None
+            raise MigrationError(
+                f"migrating the palace database {self.location} failed: {str(exc).strip()}",
+                help="the palace was left at its previous version; nothing was served",
+            ) from None
 
     def _apply_migrations(self, conn: psycopg.Connection[Any]) -> None:
         try:
@@ -185,8 +202,10 @@ class PostgresStore(GraphTables, MiningTables, JobTables):
                 # DDL is transactional in PostgreSQL: a failing migration leaves no trace.
                 with conn.transaction():
                     conn.execute(migration.sql.encode("utf-8"))  # bytes: several statements, sent as they are
-                    conn.execute("INSERT INTO schema_migration(version, name, applied_at) VALUES (%s, %s, %s)",
-                                 (migration.version, migration.name, self._now()))
+                    conn.execute(
+                        "INSERT INTO schema_migration(version, name, applied_at) VALUES (%s, %s, %s)",
+                        (migration.version, migration.name, self._now()),
+                    )
             except psycopg.Error as exc:
                 raise failed(migration, self.location, str(exc).strip()) from exc
 
@@ -196,8 +215,10 @@ class PostgresStore(GraphTables, MiningTables, JobTables):
         text, exact = _storable(row["content"])
         words = search_text(row["content"])
         values = {**row, "content": text, "content_exact": exact, "token_count": token_count(words)}
-        statement = (f"INSERT INTO drawer({', '.join(values)}, search) VALUES ({', '.join('?' * len(values))}, "
-                     f"to_tsvector('{CONFIG}', ?)) RETURNING seq")
+        statement = (
+            f"INSERT INTO drawer({', '.join(values)}, search) VALUES ({', '.join('?' * len(values))}, "
+            f"to_tsvector('{CONFIG}', ?)) RETURNING seq"
+        )
         try:
             with tx.conn.transaction():  # a savepoint: a clash must not abort the caller's transaction
                 inserted = tx.one(statement, (*values.values(), words))
@@ -212,8 +233,9 @@ class PostgresStore(GraphTables, MiningTables, JobTables):
         # As SQLite's LIKE: ASCII case-insensitive, no escape character, matched against JSON text too.
         return f"{column}::text ILIKE ? ESCAPE ''"
 
-    def lexical_candidates(self, query: LexicalQuery, scope: Scope, window: TimeWindow | None,
-                           include_historical: bool, limit: int) -> list[ScoredDrawer]:
+    def lexical_candidates(
+        self, query: LexicalQuery, scope: Scope, window: TimeWindow | None, include_historical: bool, limit: int
+    ) -> list[ScoredDrawer]:
         words = [search_text(term) for term in query.terms]
         if query.require_all and any(not w for w in words):
             return []  # a required term with no word in it can match nothing
@@ -269,8 +291,10 @@ class PostgresStore(GraphTables, MiningTables, JobTables):
         with self._vector_lock:
             if dimension in self._vector_indexes:
                 return
-            statement = (f"CREATE INDEX IF NOT EXISTS embedding_hnsw_{dimension:d} ON embedding USING hnsw "
-                         f"((vector::vector({dimension:d})) vector_cosine_ops) WHERE dimension = {dimension:d}")
+            statement = (
+                f"CREATE INDEX IF NOT EXISTS embedding_hnsw_{dimension:d} ON embedding USING hnsw "
+                f"((vector::vector({dimension:d})) vector_cosine_ops) WHERE dimension = {dimension:d}"
+            )
             with self._read() as tx:
                 try:
                     tx.conn.execute(statement)
@@ -326,9 +350,11 @@ class PostgresStore(GraphTables, MiningTables, JobTables):
                 recovered = 0
                 if row["status"] == JobStatus.RUNNING.value:
                     if row["recovery_attempts"] >= self._recovery_budget:
-                        tx.run("UPDATE job SET status = 'failed', finished_at = ?, lease_owner = NULL, "
-                               "lease_expires_at = NULL, error = ? WHERE id = ?",
-                               (now, recovery_spent(row["recovery_attempts"], self._recovery_budget), row["id"]))
+                        tx.run(
+                            "UPDATE job SET status = 'failed', finished_at = ?, lease_owner = NULL, "
+                            "lease_expires_at = NULL, error = ? WHERE id = ?",
+                            (now, recovery_spent(row["recovery_attempts"], self._recovery_budget), row["id"]),
+                        )
                         continue
                     recovered = 1
                 elif row["coalesce_key"] is not None and not self._may_start(tx, row["id"], row["coalesce_key"]):
@@ -347,12 +373,18 @@ class PostgresStore(GraphTables, MiningTables, JobTables):
 
         A try-lock: when another transaction holds the key (claiming or coalescing), this claim passes the job by
         for now rather than waiting, so claims that pass several keys can never deadlock each other."""
-        locked = tx.one("SELECT pg_try_advisory_xact_lock(?, hashtext(?)) AS ok",
-                        (_COALESCE_LOCK_NAMESPACE, coalesce_key))
+        locked = tx.one(
+            "SELECT pg_try_advisory_xact_lock(?, hashtext(?)) AS ok", (_COALESCE_LOCK_NAMESPACE, coalesce_key)
+        )
         if locked is None or not locked["ok"]:
             return False
-        return tx.one("SELECT 1 AS found FROM job WHERE status = 'running' AND coalesce_key = ? AND id <> ?",
-                      (coalesce_key, job_id)) is None
+        return (
+            tx.one(
+                "SELECT 1 AS found FROM job WHERE status = 'running' AND coalesce_key = ? AND id <> ?",
+                (coalesce_key, job_id),
+            )
+            is None
+        )
 
     # --- whole-palace copy ----------------------------------------------------------------------
 
@@ -360,7 +392,9 @@ class PostgresStore(GraphTables, MiningTables, JobTables):
         return conn.execute(
             "SELECT column_name AS name, udt_name AS type, is_identity = 'YES' AS identity "
             "FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = %s "
-            "ORDER BY ordinal_position", (table,)).fetchall()
+            "ORDER BY ordinal_position",
+            (table,),
+        ).fetchall()
 
     def export_rows(self, table: str) -> Iterator[dict[str, Any]]:
         """Every row of one palace table (`memcastle.store.PALACE_TABLES`), in primary-key order, as neutral rows:
@@ -369,13 +403,20 @@ class PostgresStore(GraphTables, MiningTables, JobTables):
         with self._read() as tx:
             conn = tx.conn
             columns = self._table_columns(conn, table)
-            keys = [r["name"] for r in conn.execute(
-                "SELECT a.attname AS name FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
-                "AND a.attnum = ANY(i.indkey) WHERE i.indrelid = %s::regclass AND i.indisprimary "
-                "ORDER BY array_position(i.indkey::int2[], a.attnum)", (table,)).fetchall()]
+            keys = [
+                r["name"]
+                for r in conn.execute(
+                    "SELECT a.attname AS name FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
+                    "AND a.attnum = ANY(i.indkey) WHERE i.indrelid = %s::regclass AND i.indisprimary "
+                    "ORDER BY array_position(i.indkey::int2[], a.attnum)",
+                    (table,),
+                ).fetchall()
+            ]
             chosen = [c for c in columns if (table, c["name"]) not in _DERIVED_COLUMNS]
-            select = ", ".join(f'"{c["name"]}"::text AS "{c["name"]}"' if c["type"] in ("json", "jsonb")
-                               else f'"{c["name"]}"' for c in chosen)
+            select = ", ".join(
+                f'"{c["name"]}"::text AS "{c["name"]}"' if c["type"] in ("json", "jsonb") else f'"{c["name"]}"'
+                for c in chosen
+            )
             order = f" ORDER BY {', '.join(keys)}" if keys else ""
             # A server-side cursor in its own read transaction: a table of any size streams in batches.
             with conn.transaction(), conn.cursor(name=f"memcastle_export_{table}", binary=True) as cursor:
@@ -399,8 +440,14 @@ class PostgresStore(GraphTables, MiningTables, JobTables):
                 copied_table(table)
                 columns = self._table_columns(conn, table)
                 names = [c["name"] for c in columns]
-                marks = ", ".join(f"to_tsvector('{CONFIG}', %s)" if c["type"] == "tsvector"
-                                  else "%b" if c["type"] == "vector" else "%s" for c in columns)
+                marks = ", ".join(
+                    f"to_tsvector('{CONFIG}', %s)"
+                    if c["type"] == "tsvector"
+                    else "%b"
+                    if c["type"] == "vector"
+                    else "%s"
+                    for c in columns
+                )
                 overriding = " OVERRIDING SYSTEM VALUE" if any(c["identity"] for c in columns) else ""
                 statement = f"INSERT INTO {table} ({', '.join(names)}){overriding} VALUES ({marks})"
                 count = 0
@@ -416,14 +463,16 @@ class PostgresStore(GraphTables, MiningTables, JobTables):
                         cursor.executemany(statement, batch)
                 counts[table] = count + len(batch)
                 for column in (c["name"] for c in columns if c["identity"]):
-                    conn.execute(f"SELECT setval(pg_get_serial_sequence(%s, %s), "
-                                 f"COALESCE((SELECT MAX({column}) FROM {table}), 0) + 1, false)", (table, column))
+                    conn.execute(
+                        f"SELECT setval(pg_get_serial_sequence(%s, %s), "
+                        f"COALESCE((SELECT MAX({column}) FROM {table}), 0) + 1, false)",
+                        (table, column),
+                    )
         for dimension in sorted(dimensions):
             self._ensure_vector_index(dimension)
         with self._read() as tx:
             tx.conn.execute(f"ANALYZE {', '.join(PALACE_TABLES)}")
         return counts
-
 
 
 # --- values in and out ----------------------------------------------------------------------------
@@ -468,7 +517,6 @@ def _imported(table: str, columns: Sequence[Row], row: Mapping[str, Any], dimens
     return tuple(values)
 
 
-
 @contextmanager
 def _text_errors() -> Iterator[None]:
     """PostgreSQL text cannot hold NUL: say so as a bad request, as no other value would be refused."""
@@ -476,8 +524,10 @@ def _text_errors() -> Iterator[None]:
         yield
     except psycopg.DataError as exc:
         if "NUL" in str(exc):
-            raise InvalidRequest("text values may not contain NUL (\\x00) characters on the PostgreSQL store",
-                                 help="remove the NUL characters") from None
+            raise InvalidRequest(
+                "text values may not contain NUL (\\x00) characters on the PostgreSQL store",
+                help="remove the NUL characters",
+            ) from None
         raise
 
 
@@ -486,5 +536,3 @@ def _storable(content: str) -> tuple[str, bytes | None]:
     if "\x00" not in content:
         return content, None
     return content.replace("\x00", "\ufffd"), content.encode("utf-8")
-
-

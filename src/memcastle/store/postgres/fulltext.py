@@ -1,9 +1,10 @@
 """Full-text search on PostgreSQL: a `LexicalQuery`'s terms as tsquery phrases, ranked by BM25 as FTS5 ranks.
 
-The terms reach PostgreSQL only as bound parameters, never as SQL text. Both sides of a match go through `search_text` first (case folding, diacritics removed, every run
-of non-alphanumerics a single space — what FTS5's `unicode61 remove_diacritics 2` does), so the database's parser
-only ever sees plain words, whatever its locale; the `memcastle_english` configuration then stems them with the
-english snowball stemmer and keeps stop words, as FTS5 with the porter tokenizer does.
+The terms reach PostgreSQL only as bound parameters, never as SQL text. Both sides of a match go through
+`search_text` first (case folding, diacritics removed, every run of non-alphanumerics a single space — what FTS5's
+`unicode61 remove_diacritics 2` does), so the database's parser only ever sees plain words, whatever its locale; the
+`memcastle_english` configuration then stems them with the english snowball stemmer and keeps stop words, as FTS5
+with the porter tokenizer does.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Drawers, wings and rooms on either SQL backend: writes with supersession, reads, eligibility, embedding bookkeeping."""
+"""Drawers, wings and rooms on either SQL backend: supersession, reads, eligibility, embedding bookkeeping."""
 
 from __future__ import annotations
 
@@ -57,8 +57,10 @@ class DrawerTables(SqlStore):
         tx.run("INSERT INTO wing(name, created_at) VALUES (?, ?) ON CONFLICT DO NOTHING", (wing, at))
         wing_row = tx.one("SELECT id FROM wing WHERE name = ?", (wing,))
         assert wing_row is not None
-        tx.run("INSERT INTO room(wing_id, name, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-               (wing_row["id"], room, at))
+        tx.run(
+            "INSERT INTO room(wing_id, name, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+            (wing_row["id"], room, at),
+        )
         room_row = tx.one("SELECT id FROM room WHERE wing_id = ? AND name = ?", (wing_row["id"], room))
         assert room_row is not None
         return int(room_row["id"])
@@ -72,19 +74,31 @@ class DrawerTables(SqlStore):
         room_id = self._room_id(tx, new.wing, new.room, at)
         origin = new.source.origin
         row = {
-            "id": drawer_id, "room_id": room_id, "name": new.name, "content": new.content, "content_hash": digest,
-            "fingerprint": fingerprint(new.content), "source_kind": new.source.kind, "source_uri": new.source.uri,
-            "source_agent": new.source.agent, "connector": origin.connector if origin else None,
-            "origin": dumps(origin.to_json()) if origin else None, "tags": dumps(list(new.tags)),
+            "id": drawer_id,
+            "room_id": room_id,
+            "name": new.name,
+            "content": new.content,
+            "content_hash": digest,
+            "fingerprint": fingerprint(new.content),
+            "source_kind": new.source.kind,
+            "source_uri": new.source.uri,
+            "source_agent": new.source.agent,
+            "connector": origin.connector if origin else None,
+            "origin": dumps(origin.to_json()) if origin else None,
+            "tags": dumps(list(new.tags)),
             "provenance": dumps(new.provenance.to_json()),
             "valid_from": parse_instant(new.valid_from, field="valid_from") if new.valid_from else at,
-            "valid_to": None, "supersedes": supersedes, "superseded_by": None, "created_at": at,
+            "valid_to": None,
+            "supersedes": supersedes,
+            "superseded_by": None,
+            "created_at": at,
         }
         try:
             seq = self._insert_drawer_row(tx, row)
         except NameTaken:
-            other = tx.one("SELECT id FROM drawer WHERE room_id = ? AND name = ? AND valid_to IS NULL",
-                           (room_id, new.name))
+            other = tx.one(
+                "SELECT id FROM drawer WHERE room_id = ? AND name = ? AND valid_to IS NULL", (room_id, new.name)
+            )
             raise Conflict(
                 f"room {new.wing}/{new.room} already has a current drawer named {new.name!r}",
                 existing_id=other["id"] if other else None,
@@ -94,8 +108,10 @@ class DrawerTables(SqlStore):
             raced = tx.one("SELECT content_hash FROM drawer WHERE id = ?", (drawer_id,))
             assert raced is not None
             return replayed(drawer_id, raced["content_hash"], digest)
-        tx.many("INSERT INTO drawer_tag(drawer_seq, tag) VALUES (?, ?) ON CONFLICT DO NOTHING",
-                [(seq, tag) for tag in sorted(set(new.tags))])
+        tx.many(
+            "INSERT INTO drawer_tag(drawer_seq, tag) VALUES (?, ?) ON CONFLICT DO NOTHING",
+            [(seq, tag) for tag in sorted(set(new.tags))],
+        )
         return drawer_id
 
     def _close_current(self, tx: Tx, drawer_id: str, at: str, successor: str | None) -> None:
@@ -113,8 +129,9 @@ class DrawerTables(SqlStore):
     def _supersede(self, tx: Tx, old_id: str, replacement: NewDrawer, at: str) -> str:
         new_id = replacement.id or str(uuid.uuid4())
         self._close_current(tx, old_id, at, new_id)
-        return self._insert_drawer(tx, dataclasses.replace(replacement, id=new_id, valid_from=at), at,
-                                   supersedes=old_id)
+        return self._insert_drawer(
+            tx, dataclasses.replace(replacement, id=new_id, valid_from=at), at, supersedes=old_id
+        )
 
     def add_drawer(self, new: NewDrawer) -> Drawer:
         with self._write() as tx:
@@ -204,8 +221,7 @@ class DrawerTables(SqlStore):
                     raise NotFound(f"no drawer {after} to page after")
                 clauses.append("d.seq > ?")
                 params.append(seq["seq"])
-            rows = tx.all(f"{DRAWER_SELECT} WHERE {' AND '.join(clauses)} ORDER BY d.seq LIMIT ?",
-                          (*params, limit + 1))
+            rows = tx.all(f"{DRAWER_SELECT} WHERE {' AND '.join(clauses)} ORDER BY d.seq LIMIT ?", (*params, limit + 1))
         items = tuple(drawer_from_row(r) for r in rows[:limit])
         return Page(items=items, next_after=items[-1].id if len(rows) > limit and items else None)
 
@@ -223,8 +239,9 @@ class DrawerTables(SqlStore):
 
     # --- eligibility ----------------------------------------------------------------------------
 
-    def eligible_ids(self, drawer_ids: Sequence[str], scope: Scope, window: TimeWindow | None,
-                     include_historical: bool) -> set[str]:
+    def eligible_ids(
+        self, drawer_ids: Sequence[str], scope: Scope, window: TimeWindow | None, include_historical: bool
+    ) -> set[str]:
         """The subset of `drawer_ids` inside the scope and the temporal window."""
         where, params = filter_sql(scope, window, include_historical, self._now())
         found: set[str] = set()
@@ -243,8 +260,11 @@ class DrawerTables(SqlStore):
         found: dict[str, DrawerPlace] = {}
         with self._read() as tx:
             for batch in batches(drawer_ids):
-                for r in tx.all("SELECT d.id, w.name AS wing, r.name AS room, d.source_kind, d.connector "
-                                f"{_PLACED} WHERE d.id IN ({marks(batch)})", batch):
+                for r in tx.all(
+                    "SELECT d.id, w.name AS wing, r.name AS room, d.source_kind, d.connector "
+                    f"{_PLACED} WHERE d.id IN ({marks(batch)})",
+                    batch,
+                ):
                     found[r["id"]] = DrawerPlace(r["wing"], r["room"], r["source_kind"], r["connector"])
         return found
 
@@ -253,12 +273,18 @@ class DrawerTables(SqlStore):
     def drawers_missing_embeddings(self, model: str, limit: int) -> list[Drawer]:
         rows = self._all(  # current drawers first: they are what search sees
             f"{DRAWER_SELECT} WHERE NOT EXISTS (SELECT 1 FROM embedded e WHERE e.model = ? AND e.drawer_seq = d.seq)"
-            " ORDER BY d.valid_to IS NOT NULL, d.seq LIMIT ?", (model, limit))
+            " ORDER BY d.valid_to IS NOT NULL, d.seq LIMIT ?",
+            (model, limit),
+        )
         return [drawer_from_row(r) for r in rows]
 
     def count_missing_embeddings(self, model: str) -> int:
-        return max(0, self._count(
-            "SELECT (SELECT COUNT(*) FROM drawer) - (SELECT COUNT(*) FROM embedded WHERE model = ?) AS n", (model,)))
+        return max(
+            0,
+            self._count(
+                "SELECT (SELECT COUNT(*) FROM drawer) - (SELECT COUNT(*) FROM embedded WHERE model = ?) AS n", (model,)
+            ),
+        )
 
     def drop_other_embeddings(self, model: str) -> int:
         """Remove vectors of models other than `model` (after a model change has been filled in)."""

@@ -15,8 +15,13 @@ from memcastle.store.sql.base import marks
 def scope_sql(scope: Scope) -> tuple[str, list[Any]]:
     """Wing, room, source kind, connector, agent and every required tag."""
     sql, params = "", list[Any]()
-    for column, value in (("w.name", scope.wing), ("r.name", scope.room), ("d.source_kind", scope.source_kind),
-                          ("d.connector", scope.connector), ("d.source_agent", scope.agent)):
+    for column, value in (
+        ("w.name", scope.wing),
+        ("r.name", scope.room),
+        ("d.source_kind", scope.source_kind),
+        ("d.connector", scope.connector),
+        ("d.source_agent", scope.agent),
+    ):
         if value:
             sql += f" AND {column} = ?"
             params.append(value)

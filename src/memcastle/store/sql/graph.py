@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import Any
 
 from memcastle.errors import Conflict, NotFound
 from memcastle.model import (
@@ -44,27 +45,34 @@ class GraphTables(DrawerTables):
         return self._drawers_where(f"d.valid_to IS NULL AND {_NOT_READ}", (extractor,), limit)
 
     def count_to_extract(self, extractor: str) -> int:
-        return self._count(f"SELECT COUNT(*) AS n FROM drawer d WHERE d.valid_to IS NULL AND {_NOT_READ}",
-                           (extractor,))
+        return self._count(f"SELECT COUNT(*) AS n FROM drawer d WHERE d.valid_to IS NULL AND {_NOT_READ}", (extractor,))
 
     def apply_graph(self, write: GraphWrite) -> None:
         """Entities, mentions, facts and links first, then the read markers — in one transaction."""
         with self._write() as tx:
-            tx.many("INSERT INTO entity(id, name, kind, key, aliases, created_at) VALUES (?,?,?,?,?,?) "
-                    "ON CONFLICT DO NOTHING",
-                    [(e.id, e.name, e.kind, e.key, dumps(list(e.aliases)), e.created_at) for e in write.entities])
+            tx.many(
+                "INSERT INTO entity(id, name, kind, key, aliases, created_at) VALUES (?,?,?,?,?,?) "
+                "ON CONFLICT DO NOTHING",
+                [(e.id, e.name, e.kind, e.key, dumps(list(e.aliases)), e.created_at) for e in write.entities],
+            )
             for entity_id, alias in write.aliases:
                 self._add_alias(tx, entity_id, alias)
-            tx.many("INSERT INTO entity_hint(entity_id, other_id, kind, reason) VALUES (?,?,?,?) "
-                    "ON CONFLICT DO NOTHING", [(h.entity_id, h.other_id, h.kind, h.reason) for h in write.hints])
-            tx.many("INSERT INTO mention(drawer_id, entity_id, spelling) VALUES (?,?,?) ON CONFLICT DO NOTHING",
-                    [(m.drawer_id, m.entity_id, m.spelling) for m in write.mentions])
+            tx.many(
+                "INSERT INTO entity_hint(entity_id, other_id, kind, reason) VALUES (?,?,?,?) ON CONFLICT DO NOTHING",
+                [(h.entity_id, h.other_id, h.kind, h.reason) for h in write.hints],
+            )
+            tx.many(
+                "INSERT INTO mention(drawer_id, entity_id, spelling) VALUES (?,?,?) ON CONFLICT DO NOTHING",
+                [(m.drawer_id, m.entity_id, m.spelling) for m in write.mentions],
+            )
             for assertion in write.assertions:
                 self._insert_assertion(tx, assertion)
             for link in write.links:
                 self._insert_link(tx, link)
-            tx.many("INSERT INTO extraction_read(drawer_id, extractor) VALUES (?,?) ON CONFLICT DO NOTHING",
-                    [(d, write.extractor) for d in write.read_drawers])
+            tx.many(
+                "INSERT INTO extraction_read(drawer_id, extractor) VALUES (?,?) ON CONFLICT DO NOTHING",
+                [(d, write.extractor) for d in write.read_drawers],
+            )
 
     def _add_alias(self, tx: Tx, entity_id: str, alias: str) -> None:
         row = tx.one(f"SELECT aliases FROM entity WHERE id = ?{self.FOR_UPDATE}", (entity_id,))
@@ -74,23 +82,40 @@ class GraphTables(DrawerTables):
         if alias not in aliases:
             aliases.append(alias)
             tx.run("UPDATE entity SET aliases = ? WHERE id = ?", (dumps(aliases), entity_id))
-        tx.run("INSERT INTO entity_alias(entity_id, alias_key) VALUES (?,?) ON CONFLICT DO NOTHING",
-               (entity_id, normalize_text(alias)))
+        tx.run(
+            "INSERT INTO entity_alias(entity_id, alias_key) VALUES (?,?) ON CONFLICT DO NOTHING",
+            (entity_id, normalize_text(alias)),
+        )
 
     def _insert_assertion(self, tx: Tx, a: Assertion) -> None:
         tx.run(
             "INSERT INTO assertion(id, subject, predicate, object, confidence, valid_from, valid_to, drawer_id, "
             "extractor, job_id, origin, explicit, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) "
             "ON CONFLICT DO NOTHING",
-            (a.id, a.subject, a.predicate, a.object, a.confidence, a.valid_from, a.valid_to, a.drawer_id,
-             a.extractor, a.job_id, dumps(dict(a.origin)) if a.origin else None, bool(a.explicit), a.created_at))
+            (
+                a.id,
+                a.subject,
+                a.predicate,
+                a.object,
+                a.confidence,
+                a.valid_from,
+                a.valid_to,
+                a.drawer_id,
+                a.extractor,
+                a.job_id,
+                dumps(dict(a.origin)) if a.origin else None,
+                bool(a.explicit),
+                a.created_at,
+            ),
+        )
 
     def _insert_link(self, tx: Tx, link: FactLink) -> None:
         # Deterministic ids: a retried request or a replayed job lands on the same record.
-        tx.run("INSERT INTO fact_link(id, from_id, to_id, kind, origin, reason, at, evidence_drawer) "
-               "VALUES (?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING",
-               (link.id, link.from_id, link.to_id, link.kind, link.origin, link.reason, link.at,
-                link.evidence_drawer))
+        tx.run(
+            "INSERT INTO fact_link(id, from_id, to_id, kind, origin, reason, at, evidence_drawer) "
+            "VALUES (?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING",
+            (link.id, link.from_id, link.to_id, link.kind, link.origin, link.reason, link.at, link.evidence_drawer),
+        )
 
     # --- entities -------------------------------------------------------------------------------
 
@@ -125,8 +150,10 @@ class GraphTables(DrawerTables):
         return [entity_from_row(r) for r in rows]
 
     def entity_mentions(self, entity_id: str, limit: int) -> list[Mention]:
-        rows = self._all("SELECT drawer_id, entity_id, spelling FROM mention WHERE entity_id = ? "
-                         "ORDER BY drawer_id LIMIT ?", (entity_id, limit))
+        rows = self._all(
+            "SELECT drawer_id, entity_id, spelling FROM mention WHERE entity_id = ? ORDER BY drawer_id LIMIT ?",
+            (entity_id, limit),
+        )
         return [Mention(drawer_id=r["drawer_id"], entity_id=r["entity_id"], spelling=r["spelling"]) for r in rows]
 
     def entity_hints(self, entity_id: str) -> list[EntityHint]:
@@ -165,13 +192,21 @@ class GraphTables(DrawerTables):
         return assertion_from_row(row)
 
     def get_assertions(self, assertion_ids: Sequence[str]) -> dict[str, Assertion]:
-        return {r["id"]: assertion_from_row(r)
-                for r in self._in("SELECT * FROM assertion WHERE id IN ({})", assertion_ids)}
+        return {
+            r["id"]: assertion_from_row(r) for r in self._in("SELECT * FROM assertion WHERE id IN ({})", assertion_ids)
+        }
 
-    def find_assertions(self, *, subject: str | None = None, predicate: str | None = None,
-                        object: str | None = None, drawer_ids: Sequence[str] | None = None,
-                        limit: int = 1000) -> list[Assertion]:
-        clauses, params = [], list[object]()
+    def find_assertions(
+        self,
+        *,
+        subject: str | None = None,
+        predicate: str | None = None,
+        object: str | None = None,
+        drawer_ids: Sequence[str] | None = None,
+        limit: int = 1000,
+    ) -> list[Assertion]:
+        clauses: list[str] = []
+        params: list[Any] = []
         for column, value in (("subject", subject), ("predicate", predicate), ("object", object)):
             if value is not None:
                 clauses.append(f"{column} = ?")
@@ -194,8 +229,9 @@ class GraphTables(DrawerTables):
         links = {r["id"]: fact_link_from_row(r) for r in rows}
         return sorted(links.values(), key=lambda link: (link.at, link.id))
 
-    def record_decision(self, *, new: Assertion | None = None, close: tuple[str, str] | None = None,
-                        links: Sequence[FactLink] = ()) -> None:
+    def record_decision(
+        self, *, new: Assertion | None = None, close: tuple[str, str] | None = None, links: Sequence[FactLink] = ()
+    ) -> None:
         """An explicit operation in one transaction: open a fact, close one (id, at), record links."""
         with self._write() as tx:
             if close is not None:
@@ -218,37 +254,53 @@ class GraphTables(DrawerTables):
 
     def add_drawer_links(self, links: Sequence[DrawerLink]) -> None:
         with self._write() as tx:
-            tx.many("INSERT INTO drawer_link(from_id, to_id, verdict, similarity, created_at) VALUES (?,?,?,?,?) "
-                    "ON CONFLICT DO NOTHING",
-                    [(link.from_id, link.to_id, link.verdict, link.similarity, link.created_at or self._now())
-                     for link in links])
+            tx.many(
+                "INSERT INTO drawer_link(from_id, to_id, verdict, similarity, created_at) VALUES (?,?,?,?,?) "
+                "ON CONFLICT DO NOTHING",
+                [
+                    (link.from_id, link.to_id, link.verdict, link.similarity, link.created_at or self._now())
+                    for link in links
+                ],
+            )
 
     def drawer_links(self, drawer_id: str) -> list[DrawerLink]:
-        rows = self._all("SELECT * FROM drawer_link WHERE from_id = ? OR to_id = ? ORDER BY created_at",
-                         (drawer_id, drawer_id))
+        rows = self._all(
+            "SELECT * FROM drawer_link WHERE from_id = ? OR to_id = ? ORDER BY created_at", (drawer_id, drawer_id)
+        )
         return [drawer_link_from_row(r) for r in rows]
 
-    def similar_in_room(self, wing: str, room: str, content_hash: str, fingerprint: str,
-                        exclude: Sequence[str]) -> list[SimilarDrawer]:
+    def similar_in_room(
+        self, wing: str, room: str, content_hash: str, fingerprint: str, exclude: Sequence[str]
+    ) -> list[SimilarDrawer]:
         """Current drawers of the room with the same hash or fingerprint."""
         # Two indexed lookups rather than one OR, which would scan the whole room.
         rows = self._all(
             "WITH place AS (SELECT r.id FROM room r JOIN wing w ON w.id = r.wing_id WHERE w.name = ? AND r.name = ?) "
             "SELECT id, content_hash, seq FROM drawer WHERE room_id = (SELECT id FROM place) AND content_hash = ? "
-            "AND valid_to IS NULL UNION SELECT id, content_hash, seq FROM drawer WHERE room_id = (SELECT id FROM place) "
+            "AND valid_to IS NULL UNION SELECT id, content_hash, seq FROM drawer "
+            "WHERE room_id = (SELECT id FROM place) "
             "AND fingerprint = ? AND valid_to IS NULL ORDER BY seq LIMIT 50",
-            (wing, room, content_hash, fingerprint))
+            (wing, room, content_hash, fingerprint),
+        )
         skip = set(exclude)
-        return [SimilarDrawer(r["id"], "exact" if r["content_hash"] == content_hash else "normalized")
-                for r in rows if r["id"] not in skip]
+        return [
+            SimilarDrawer(r["id"], "exact" if r["content_hash"] == content_hash else "normalized")
+            for r in rows
+            if r["id"] not in skip
+        ]
 
     def add_drawer_bands(self, drawer_id: str, bands: Sequence[int], signature: bytes = b"") -> None:
         with self._write() as tx:
-            tx.many("INSERT INTO drawer_band(band, drawer_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
-                    [(band, drawer_id) for band in bands])
+            tx.many(
+                "INSERT INTO drawer_band(band, drawer_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                [(band, drawer_id) for band in bands],
+            )
             if signature:
-                tx.run("INSERT INTO drawer_signature(drawer_id, signature) VALUES (?, ?) "
-                       "ON CONFLICT (drawer_id) DO UPDATE SET signature = excluded.signature", (drawer_id, signature))
+                tx.run(
+                    "INSERT INTO drawer_signature(drawer_id, signature) VALUES (?, ?) "
+                    "ON CONFLICT (drawer_id) DO UPDATE SET signature = excluded.signature",
+                    (drawer_id, signature),
+                )
 
     def drawer_signatures(self, drawer_ids: Sequence[str]) -> dict[str, bytes]:
         rows = self._in("SELECT drawer_id, signature FROM drawer_signature WHERE drawer_id IN ({})", drawer_ids)
@@ -258,6 +310,9 @@ class GraphTables(DrawerTables):
         """Drawers sharing at least `at_least` of these band keys, most shared first (near-duplicate candidates)."""
         if not bands:
             return []
-        rows = self._all(f"SELECT drawer_id FROM drawer_band WHERE band IN ({marks(bands)}) GROUP BY drawer_id "
-                         "HAVING COUNT(*) >= ? ORDER BY COUNT(*) DESC, drawer_id LIMIT ?", (*bands, at_least, limit))
+        rows = self._all(
+            f"SELECT drawer_id FROM drawer_band WHERE band IN ({marks(bands)}) GROUP BY drawer_id "
+            "HAVING COUNT(*) >= ? ORDER BY COUNT(*) DESC, drawer_id LIMIT ?",
+            (*bands, at_least, limit),
+        )
         return [r["drawer_id"] for r in rows]

@@ -16,10 +16,22 @@ from memcastle.model import Job, JobStatus, NewJob, Progress, is_legal_transitio
 from memcastle.store.sql.base import SqlStore, Tx, dumps
 from memcastle.store.sql.rows import job_from_row
 
-JOB_FIELDS = frozenset({
-    "started_at", "finished_at", "result", "error", "checkpoint", "progress", "lease_owner", "lease_expires_at",
-    "attempt", "recovery_attempts", "pause_requested", "cancel_requested",
-})
+JOB_FIELDS = frozenset(
+    {
+        "started_at",
+        "finished_at",
+        "result",
+        "error",
+        "checkpoint",
+        "progress",
+        "lease_owner",
+        "lease_expires_at",
+        "attempt",
+        "recovery_attempts",
+        "pause_requested",
+        "cancel_requested",
+    }
+)
 _JSON_FIELDS = frozenset({"result", "checkpoint", "progress"})
 _FLAG_FIELDS = frozenset({"pause_requested", "cancel_requested"})
 
@@ -69,16 +81,28 @@ class JobTables(SqlStore):
         with self._write() as tx:
             if new.coalesce_key:
                 self._lock_coalesce_key(tx, new.coalesce_key)
-                row = tx.one("SELECT id FROM job WHERE coalesce_key = ? AND status = 'queued' "
-                             "ORDER BY created_at LIMIT 1", (new.coalesce_key,))
+                row = tx.one(
+                    "SELECT id FROM job WHERE coalesce_key = ? AND status = 'queued' ORDER BY created_at LIMIT 1",
+                    (new.coalesce_key,),
+                )
                 if row is not None:
                     return self._job(tx, row["id"]), False
             job_id = str(uuid.uuid4())
             tx.run(
                 "INSERT INTO job(id, kind, status, priority, params, created_at, progress, max_attempts,"
                 " requested_by, coalesce_key) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                (job_id, new.kind, JobStatus.QUEUED.value, new.priority, dumps(dict(new.params)), self._now(),
-                 dumps(Progress().to_json()), new.max_attempts, new.requested_by, new.coalesce_key),
+                (
+                    job_id,
+                    new.kind,
+                    JobStatus.QUEUED.value,
+                    new.priority,
+                    dumps(dict(new.params)),
+                    self._now(),
+                    dumps(Progress().to_json()),
+                    new.max_attempts,
+                    new.requested_by,
+                    new.coalesce_key,
+                ),
             )
             return self._job(tx, job_id), True
 
@@ -98,8 +122,9 @@ class JobTables(SqlStore):
 
     def count_jobs(self) -> dict[str, int]:
         counts = {status.value: 0 for status in JobStatus}
-        counts.update({r["status"]: int(r["n"]) for r in self._all("SELECT status, COUNT(*) AS n FROM job "
-                                                                   "GROUP BY status")})
+        counts.update(
+            {r["status"]: int(r["n"]) for r in self._all("SELECT status, COUNT(*) AS n FROM job GROUP BY status")}
+        )
         return counts
 
     def running_jobs(self) -> list[Job]:
@@ -113,8 +138,9 @@ class JobTables(SqlStore):
             tx.run(f"UPDATE job SET {sets} WHERE id = ?", (target.value, *values.values(), job_id))
             return self._job(tx, job_id)
 
-    def save_job_checkpoint(self, job_id: str, owner: str, checkpoint: Mapping[str, Any], progress: Progress,
-                            lease_seconds: float) -> Job:
+    def save_job_checkpoint(
+        self, job_id: str, owner: str, checkpoint: Mapping[str, Any], progress: Progress, lease_seconds: float
+    ) -> Job:
         until, params = self._lease_until(lease_seconds)
         with self._write() as tx:
             # Fenced by the lease: a worker whose job was taken over is refused here, at its next unit boundary.
@@ -131,8 +157,14 @@ class JobTables(SqlStore):
         """Extend a running job's lease from now while `owner` still holds it; False otherwise."""
         until, params = self._lease_until(lease_seconds)
         with self._write() as tx:
-            return tx.run(f"UPDATE job SET lease_expires_at = {until} WHERE id = ? AND status = 'running' "
-                          "AND lease_owner = ?", (*params, job_id, owner)) == 1
+            return (
+                tx.run(
+                    f"UPDATE job SET lease_expires_at = {until} WHERE id = ? AND status = 'running' "
+                    "AND lease_owner = ?",
+                    (*params, job_id, owner),
+                )
+                == 1
+            )
 
     def request_job_stop(self, job_id: str, *, pause: bool = False, cancel: bool = False) -> Job:
         with self._write() as tx:

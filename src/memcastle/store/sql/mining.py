@@ -16,8 +16,14 @@ class MiningTables(DrawerTables):
             tx.run(
                 "INSERT INTO source(id, connector, locator, options, cursor, updated_at) VALUES (?,?,?,?,?,?) "
                 "ON CONFLICT (id) DO UPDATE SET locator = excluded.locator, options = excluded.options",
-                (source.id, source.connector, source.locator, dumps(dict(source.options)), source.cursor,
-                 source.updated_at),
+                (
+                    source.id,
+                    source.connector,
+                    source.locator,
+                    dumps(dict(source.options)),
+                    source.cursor,
+                    source.updated_at,
+                ),
             )
         found = self.get_source(source.id)
         assert found is not None
@@ -47,9 +53,17 @@ class MiningTables(DrawerTables):
                 "VALUES (?,?,?,?,?,?) ON CONFLICT (source_id, external_id) DO UPDATE SET "
                 "revision = excluded.revision, chunk_hashes = excluded.chunk_hashes, "
                 "drawer_ids = excluded.drawer_ids, updated_at = excluded.updated_at",
-                (record.source_id, record.external_id, record.revision, dumps(list(record.chunk_hashes)),
-                 dumps(list(record.drawer_ids)), at),
+                (
+                    record.source_id,
+                    record.external_id,
+                    record.revision,
+                    dumps(list(record.chunk_hashes)),
+                    dumps(list(record.drawer_ids)),
+                    at,
+                ),
             )
             # The cursor advances only with the document that earned it, in the same transaction.
-            tx.run("UPDATE source SET cursor = ?, updated_at = ? WHERE id = ?",
-                   (changes.source.cursor, at, changes.source.id))
+            tx.run(
+                "UPDATE source SET cursor = ?, updated_at = ? WHERE id = ?",
+                (changes.source.cursor, at, changes.source.id),
+            )

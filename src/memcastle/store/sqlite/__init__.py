@@ -70,8 +70,10 @@ class SQLiteStore(GraphTables, MiningTables, JobTables):
             self._writer = self._connect()
             self._writer.execute("PRAGMA journal_mode=WAL")
         except sqlite3.DatabaseError as exc:
-            raise MigrationError(f"{self.path} is not a MemCastle palace database: {exc}",
-                                 help="point --palace at a palace directory, or move the file away") from None
+            raise MigrationError(
+                f"{self.path} is not a MemCastle palace database: {exc}",
+                help="point --palace at a palace directory, or move the file away",
+            ) from None
         self._migrate()
 
     # --- connections ----------------------------------------------------------------------------
@@ -144,14 +146,16 @@ class SQLiteStore(GraphTables, MiningTables, JobTables):
     def _insert_drawer_row(self, tx: Any, row: Mapping[str, Any]) -> int | None:
         columns = ", ".join(row)
         try:
-            cursor = tx.conn.execute(f"INSERT INTO drawer({columns}) VALUES ({', '.join('?' * len(row))})",
-                                     tuple(row.values()))
+            cursor = tx.conn.execute(
+                f"INSERT INTO drawer({columns}) VALUES ({', '.join('?' * len(row))})", tuple(row.values())
+            )
         except sqlite3.IntegrityError:
             raise NameTaken from None  # the id was checked in this transaction, and there is one writer
         return int(cursor.lastrowid)
 
-    def lexical_candidates(self, query: LexicalQuery, scope: Scope, window: TimeWindow | None,
-                           include_historical: bool, limit: int) -> list[ScoredDrawer]:
+    def lexical_candidates(
+        self, query: LexicalQuery, scope: Scope, window: TimeWindow | None, include_historical: bool, limit: int
+    ) -> list[ScoredDrawer]:
         match = fts5_match(query)
         if match is None:
             return []
@@ -176,10 +180,15 @@ class SQLiteStore(GraphTables, MiningTables, JobTables):
                 matrix = np.asarray(vectors, dtype="<f4")
                 dimension = int(matrix.shape[1]) if matrix.ndim == 2 and matrix.shape[0] else 0
                 tx.run("DELETE FROM embedding WHERE model = ? AND drawer_seq = ?", (model, seq))
-                tx.many("INSERT INTO embedding(model, drawer_seq, passage, vector) VALUES (?,?,?,?)",
-                        [(model, seq, index, matrix[index].tobytes()) for index in range(matrix.shape[0])])
-                tx.run("INSERT INTO embedded(model, drawer_seq, dimension) VALUES (?,?,?) ON CONFLICT "
-                       "(model, drawer_seq) DO UPDATE SET dimension = excluded.dimension", (model, seq, dimension))
+                tx.many(
+                    "INSERT INTO embedding(model, drawer_seq, passage, vector) VALUES (?,?,?,?)",
+                    [(model, seq, index, matrix[index].tobytes()) for index in range(matrix.shape[0])],
+                )
+                tx.run(
+                    "INSERT INTO embedded(model, drawer_seq, dimension) VALUES (?,?,?) ON CONFLICT "
+                    "(model, drawer_seq) DO UPDATE SET dimension = excluded.dimension",
+                    (model, seq, dimension),
+                )
 
     def load_embeddings(self, model: str, after_id: int, dimension: int) -> tuple[list[str], np.ndarray, int]:
         """Passage vectors stored after `after_id`: (drawer id per row, matrix, last id)."""
