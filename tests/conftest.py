@@ -15,8 +15,10 @@ from typing import Any
 
 import httpx
 import pytest
+from clocks import DistinctClock
 from fastapi.testclient import TestClient
 from postgres_support import PostgresServer, session_server
+from waiting import CEILING, wait_until
 
 from memcastle.app import Palace, build
 from memcastle.config import Settings, load_settings
@@ -25,7 +27,7 @@ from memcastle.runtime.registry import DaemonEntry, find_daemon, registry_file
 
 # `python -c` is the console entry without needing the installed script on PATH.
 ENTRY = [sys.executable, "-c", "from memcastle.cli.main import run; run()"]
-DAEMON_START_TIMEOUT = 20.0
+DAEMON_START_TIMEOUT = CEILING
 
 
 @dataclass(frozen=True)
@@ -102,7 +104,7 @@ def settings(xdg_home: XdgHome, palace_dir: Path) -> Settings:
 @pytest.fixture
 def palace(settings: Settings) -> Iterator[Palace]:
     """A built and started palace (real SQLite, real worker pool); drained and closed at teardown."""
-    built = build(settings)
+    built = build(settings, now=DistinctClock())
     built.start()
     try:
         yield built
@@ -127,20 +129,6 @@ def postgres_server() -> Iterator[PostgresServer]:
 # --- polling --------------------------------------------------------------------------------------
 
 
-def wait_until(
-    predicate: Callable[[], Any], *, timeout: float = 10.0, interval: float = 0.01, what: str = "condition"
-) -> Any:
-    """Poll `predicate` until it returns something truthy; fail the test after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(interval)
-
-
 @pytest.fixture(scope="session")
 def poll() -> Callable[..., Any]:
     """`poll(predicate, timeout=…, what=…)`: wait until the predicate is truthy."""
@@ -156,7 +144,7 @@ def run_cli(
     env: Mapping[str, str],
     input: str | None = None,
     cwd: Path | None = None,
-    timeout: float = 30.0,
+    timeout: float = CEILING,
 ) -> subprocess.CompletedProcess[str]:
     """Run `memcastle ARGS` as a subprocess (stdout is a pipe, so the CLI answers in JSON)."""
     return subprocess.run(
@@ -200,7 +188,7 @@ class Daemon:
     def log(self) -> str:
         return self.log_path.read_text(encoding="utf-8", errors="replace")
 
-    def http(self, timeout: float = 10.0) -> httpx.Client:
+    def http(self, timeout: float = 60.0) -> httpx.Client:
         return httpx.Client(base_url=self.address, timeout=timeout, trust_env=False)
 
     def cli(
@@ -210,20 +198,20 @@ class Daemon:
         env = {**self.env, **(extra_env or {})}
         return run_cli(["--palace", str(self.palace), *args], env=env, input=input, cwd=cwd or self.home.root)
 
-    def wait_exit(self, timeout: float = 20.0) -> int:
+    def wait_exit(self, timeout: float = CEILING) -> int:
         return self.proc.wait(timeout=timeout)
 
     def kill(self) -> None:
         """SIGKILL and reap (so the pid is really gone, not a zombie)."""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(timeout=10)
+        self.proc.wait(timeout=CEILING)
 
     def close(self) -> None:
         if self.proc.poll() is None:
             self.proc.terminate()
             try:
-                self.proc.wait(timeout=10)
+                self.proc.wait(timeout=CEILING)
             except subprocess.TimeoutExpired:
                 self.kill()
 

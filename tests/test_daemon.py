@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from waiting import CEILING
 
 from memcastle import __version__
 from memcastle.model import JobStatus, NewDrawer
@@ -139,7 +140,7 @@ def test_a_second_daemon_for_the_same_palace_is_refused(
     daemon: Callable[..., Any], cli_runner: Callable[..., Any]
 ) -> None:
     served = daemon()
-    again = cli_runner(["--palace", str(served.palace), "serve", "--port", "0"], env=served.env, timeout=30)
+    again = cli_runner(["--palace", str(served.palace), "serve", "--port", "0"], env=served.env, timeout=CEILING)
     assert again.returncode == 1
     assert str(served.pid) in again.stderr and "already served" in again.stderr
     assert json.loads(served.registry_path.read_text())["pid"] == served.pid, "the live entry is kept"

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from memcastle import integrity
+from memcastle.clock import Clock, utc_now
 from memcastle.config import Settings
 from memcastle.config.layers import layers_from_settings
 from memcastle.config.miners import load_miners
@@ -46,6 +47,7 @@ class Palace:
     store: Store
     pool: WorkerPool
     services: Services
+    now: Clock = utc_now  # the clock every timestamp of this palace comes from
     started: bool = field(default=False)
 
     def start(self) -> None:
@@ -66,11 +68,11 @@ class Palace:
         return requeued
 
 
-def open_store(settings: Settings) -> Store:
+def open_store(settings: Settings, *, now: Clock = utc_now) -> Store:
     """SQLite in the palace directory, or PostgreSQL when `store.url` names a server (SPEC §8)."""
     url = settings["store.url"]
     if not url:
-        return SQLiteStore(settings.palace)
+        return SQLiteStore(settings.palace, now=now)
     if not url.startswith(("postgresql://", "postgres://")):
         raise ConfigError("must be empty (SQLite in the palace directory) or a postgresql:// URL", key="store.url")
     from memcastle.store.postgres import (
@@ -79,7 +81,7 @@ def open_store(settings: Settings) -> Store:
 
     # The palace directory still holds the palace-local files (preferences.toml, tokens.json).
     settings.palace.mkdir(parents=True, exist_ok=True)
-    return PostgresStore(url, max_connections=settings["jobs.workers"] + 8)
+    return PostgresStore(url, max_connections=settings["jobs.workers"] + 8, now=now)
 
 
 def migrate_palace(settings: Settings, url: str, *, progress: CopyProgress | None = None) -> CopyReport:
@@ -111,8 +113,10 @@ def migrate_palace(settings: Settings, url: str, *, progress: CopyProgress | Non
         source.close()
 
 
-def build(settings: Settings) -> Palace:
-    """Build (not start) the palace the settings name; migrations run here, so a failure stops start-up."""
+def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
+    """Build (not start) the palace the settings name; migrations run here, so a failure stops start-up.
+
+    `now` is the clock every timestamp of this palace comes from (a test hands in its own)."""
     miners = load_miners(settings.tables.get("miners"))
     policy = load_policy(layers_from_settings(settings))
     connectors = load_registry(builtin_connectors(max_file_bytes=settings["mining.max_file_bytes"]))
@@ -137,9 +141,11 @@ def build(settings: Settings) -> Palace:
             if key.startswith("extraction.") and key != "extraction.batch_size"
         }
     )
-    store = open_store(settings)
-    duplicates = DuplicateFinder(store, settings["dedup.near_threshold"])
-    mine_pipeline = MinePipeline(store, connectors, chunk_chars=settings["mining.chunk_chars"], duplicates=duplicates)
+    store = open_store(settings, now=now)
+    duplicates = DuplicateFinder(store, settings["dedup.near_threshold"], now=now)
+    mine_pipeline = MinePipeline(
+        store, connectors, chunk_chars=settings["mining.chunk_chars"], duplicates=duplicates, now=now
+    )
     handlers: dict[str, JobHandler] = {
         integrity.KIND: partial(integrity.verify_palace, store),
         pipeline.KIND: mine_pipeline.run,
@@ -151,6 +157,7 @@ def build(settings: Settings) -> Palace:
             policy,
             min_confidence=settings["extraction.min_confidence"],
             batch_size=settings["extraction.batch_size"],
+            now=now,
         )
         handlers[sweep.KIND] = extract_sweep.run
     index = None
@@ -169,6 +176,7 @@ def build(settings: Settings) -> Palace:
         ),
         pending=(lambda: store.count_missing_embeddings(model_key(provider))) if provider.is_enabled else None,
         policy=policy,
+        now=now,
     )
     pool = WorkerPool(
         store,
@@ -176,8 +184,9 @@ def build(settings: Settings) -> Palace:
         workers=settings["jobs.workers"],
         lease_seconds=settings["jobs.lease_seconds"],
         shared=store.backend != "sqlite",
+        now=now,
     )
-    queue = JobQueue(store, pool)
+    queue = JobQueue(store, pool, now=now)
     services = Services(
         store=store,
         queue=queue,
@@ -189,6 +198,7 @@ def build(settings: Settings) -> Palace:
         policy=policy,
         extraction=extraction,
         duplicates=duplicates,
+        now=now,
     )
     pool.on_finished = services.after_job
-    return Palace(settings=settings, store=store, pool=pool, services=services)
+    return Palace(settings=settings, store=store, pool=pool, services=services, now=now)

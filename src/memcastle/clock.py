@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, date, datetime
 
 from memcastle.errors import InvalidRequest
 
 _FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+
+Clock = Callable[[], str]
+"""What everything that stamps a time is handed: `utc_now`, or a test's clock (`app.build(settings, now=…)`)."""
 
 
 def utc_now() -> str:

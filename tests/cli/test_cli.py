@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 import pytest
+from waiting import CEILING
 
 from memcastle import __version__
 from memcastle.config import SETTINGS
@@ -60,7 +61,7 @@ def on_terminal(args: Sequence[str], env: dict[str, str], cwd: Path, timeout: fl
         elif proc.poll() is not None:
             break
     os.close(primary)
-    code = proc.wait(timeout=10)
+    code = proc.wait(timeout=CEILING)
     return code, ANSI.sub("", b"".join(chunks).decode("utf-8", "replace")).replace("\r\n", "\n")
 
 
@@ -281,7 +282,7 @@ def test_mine_wait_exits_1_when_the_job_does_not_complete(module_daemon: Any, tm
 
             job_id = poll(queued_mine, timeout=15, what="the queued mine job")
             assert http.post(f"/api/jobs/{job_id}/cancel").status_code == 200
-        _, stderr = waiting.communicate(timeout=20)
+        _, stderr = waiting.communicate(timeout=CEILING)
     finally:
         if waiting.poll() is None:
             waiting.kill()

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from clocks import DistinctClock
 from fastapi.testclient import TestClient
 
 from memcastle.app import Palace, build
@@ -78,7 +79,7 @@ class Palaces:
         if preferences is not None:
             (self.root / name).mkdir(parents=True, exist_ok=True)
             (self.root / name / PALACE_FILE).write_text(preferences, encoding="utf-8")
-        palace = build(self.settings(name, flags))
+        palace = build(self.settings(name, flags), now=DistinctClock())
         self.running.append(palace)
         if start:
             palace.start()

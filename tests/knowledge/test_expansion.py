@@ -4,14 +4,12 @@ the direct hits' entities (1.0 each) or entities one current fact away (0.5 each
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
 from memcastle.app import Palace
-from memcastle.clock import utc_now
 
 from .support import extracted, facts_named, triple
 
@@ -93,8 +91,7 @@ def test_expansion_keeps_to_the_search_time(client: TestClient, palace: Palace) 
     hit = note(client, "Zebra review: Ana Lopez works on Atlas.")
     earlier = note(client, "Ana Lopez wrote the quarterly report.")
     extracted(palace)
-    instant = utc_now()
-    time.sleep(0.002)
+    instant = palace.now()
     later = note(client, "Ana Lopez demoed Atlas to the board.")
     client.post(f"/api/drawers/{earlier}/supersede", json={"content": "Ana Lopez rewrote the quarterly report."})
     extracted(palace)

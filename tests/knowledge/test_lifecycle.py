@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import dataclasses
-import time
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memcastle.app import Palace
-from memcastle.clock import utc_now
 from memcastle.knowledge.extraction import HeuristicProvider
 from memcastle.knowledge.facts import infer_links, link_id, make_link, state_of
 from memcastle.knowledge.sweep import ExtractionSweep
@@ -425,7 +423,6 @@ def test_a_retried_link_answers_the_link_that_was_recorded(client: TestClient) -
     porto = add(client, subject="Ana Lopez", object="Porto")
     body = {"to": porto["id"], "kind": "refines", "reason": "more precise"}
     client.post(f"/api/facts/{lisbon['id']}/link", json=body)
-    time.sleep(0.01)
     retried = client.post(f"/api/facts/{lisbon['id']}/link", json=body).json()["link"]
     (stored,) = client.get(f"/api/facts/{lisbon['id']}").json()["lifecycle"]["links"]
     assert retried == stored
@@ -510,10 +507,9 @@ def test_a_checkpoint_with_an_invalid_fact_stores_nothing(client: TestClient) ->
 # --- states at read time and as_of --------------------------------------------------------------------
 
 
-def test_as_of_ignores_an_invalidation_recorded_later(client: TestClient) -> None:
+def test_as_of_ignores_an_invalidation_recorded_later(client: TestClient, palace: Palace) -> None:
     fact_ = add(client, subject="Ana Lopez", object="Lisbon", valid_from="2024-01-01")
-    before = utc_now()
-    time.sleep(0.002)
+    before = palace.now()
     client.post(f"/api/facts/{fact_['id']}/invalidate", json={"reason": "wrong"})
 
     assert client.get(f"/api/facts/{fact_['id']}", params={"as_of": before}).json()["lifecycle"]["state"] == "current"
@@ -528,10 +524,11 @@ def test_as_of_ignores_an_invalidation_recorded_later(client: TestClient) -> Non
     )
 
 
-def test_as_of_before_a_supersession_shows_the_old_fact_current_and_the_new_one_not_yet(client: TestClient) -> None:
+def test_as_of_before_a_supersession_shows_the_old_fact_current_and_the_new_one_not_yet(
+    client: TestClient, palace: Palace
+) -> None:
     old = add(client, subject="Ana Lopez", object="Lisbon", valid_from="2024-01-01")
-    before = utc_now()
-    time.sleep(0.002)
+    before = palace.now()
     new = client.post(f"/api/facts/{old['id']}/supersede", json={"object": "Porto"}).json()["fact"]
 
     states = {

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from clocks import DistinctClock
 
 from memcastle.app import Palace, build
 from memcastle.config import load_settings
@@ -21,7 +22,7 @@ from memcastle.services import SearchRequest
 @pytest.fixture
 def mined_palace(tmp_path: Path) -> Iterator[Palace]:
     settings = load_settings(flags={"palace": str(tmp_path / "palace"), "mining.chunk_chars": 400}, env={})
-    palace = build(settings)
+    palace = build(settings, now=DistinctClock())
     palace.start()
     yield palace
     palace.stop()
@@ -124,7 +125,6 @@ def test_a_metadata_only_change_supersedes_with_a_new_snapshot_and_the_old_one_s
     assert old.source.origin.metadata["status"] == "draft"
     assert old.source.origin.metadata["review"] == {"owner": "ana"}
     between = old.created_at
-    time.sleep(0.01)
     note.write_text("---\nstatus: final\nreview:\n  owner: ana\n---\nThe migration plan uses blue-green deploys.\n")
     result = mine(mined_palace, "notes", notes, wing="w")
     assert result["superseded"] == 1

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import yaml
+from clocks import DistinctClock
 
 from memcastle.app import Palace, build
 from memcastle.config import Settings, load_settings
@@ -73,7 +74,7 @@ class Bench:
     ) -> Palace:
         """Build and start a palace, with `preferences` as its palace-local preferences.toml."""
         self.write_policy(name, preferences)
-        palace = build(self.settings(name, config=config, flags=flags))
+        palace = build(self.settings(name, config=config, flags=flags), now=DistinctClock())
         palace.start()
         self.running.append(palace)
         return palace
@@ -82,7 +83,7 @@ class Bench:
         """Stop the palace, replace its preferences.toml, and build it again (what a daemon restart does)."""
         self.stop(palace)
         self.write_policy(palace.settings.palace.name, preferences)
-        rebuilt = build(palace.settings)
+        rebuilt = build(palace.settings, now=DistinctClock())
         rebuilt.start()
         self.running.append(rebuilt)
         return rebuilt

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from fastapi.testclient import TestClient
+from waiting import CEILING
 
 from memcastle.config.layers import PALACE_FILE
 from memcastle.daemon import http_app
@@ -233,7 +234,7 @@ def test_the_trace_of_a_connector_without_a_level_falls_back_to_the_default(clie
     (project / "readme.txt").write_text("harbor readme")
     answer = client.post("/api/mine", json={"connector": "directory", "locator": str(project), "wing": "d"})
     job_id = answer.json()["job"]["id"]
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + CEILING
     while client.get(f"/api/jobs/{job_id}").json()["status"] != "completed":
         assert time.monotonic() < deadline
         time.sleep(0.01)
@@ -363,7 +364,7 @@ def on_terminal(args: Sequence[str], env: dict[str, str], cwd: Path, timeout: fl
         elif proc.poll() is not None:
             break
     os.close(primary)
-    code = proc.wait(timeout=10)
+    code = proc.wait(timeout=CEILING)
     return code, ANSI.sub("", b"".join(chunks).decode("utf-8", "replace")).replace("\r\n", "\n")
 
 
@@ -375,7 +376,7 @@ def test_show_and_explain_answer_json_on_a_pipe_and_render_tables_on_a_terminal(
     process = daemon(palace_dir)
     with process.http() as http:
         job = http.post("/api/mine", json={"connector": "notes", "locator": str(notes_folder), "wing": "w"}).json()
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + CEILING
         while http.get(f"/api/jobs/{job['job']['id']}").json()["status"] != "completed":
             assert time.monotonic() < deadline
             time.sleep(0.02)

@@ -8,7 +8,6 @@ breaks ties. The last section shows the snapshot being frozen at mine time, thro
 from __future__ import annotations
 
 import itertools
-import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -358,7 +357,6 @@ def test_an_old_revision_still_resolves_through_the_snapshot_it_was_mined_with(b
     bench.mine(palace, "notes", folder, wing="w")
     [old] = bench.drawers(palace, "w").values()
     before_edit = old.created_at
-    time.sleep(0.01)
     bench.notes("notes", {"plan.md": ({"status": "final"}, "The migration plan uses blue-green deploys.")})
     assert bench.mine(palace, "notes", folder, wing="w")["superseded"] == 1
     [new] = bench.drawers(palace, "w").values()

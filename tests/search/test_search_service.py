@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from clocks import DistinctClock
+from waiting import CEILING
 
 from memcastle.app import Palace, build
 from memcastle.config import load_settings
@@ -30,7 +32,7 @@ def make_palace(path: Path, model: str | None = "bow") -> Palace:
                 "embeddings.command": [sys.executable, EMBEDDER],
             }
         )
-    palace = build(load_settings(flags=flags, env={}))
+    palace = build(load_settings(flags=flags, env={}), now=DistinctClock())
     palace.start()
     return palace
 
@@ -95,7 +97,7 @@ def test_a_failing_provider_never_blocks_a_write_and_auto_falls_back_with_a_warn
     try:
         drawer, created = palace.services.save_note("the write must succeed while the provider is down")
         assert created
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + CEILING
         while not palace.services.status()["warnings"] and time.monotonic() < deadline:
             time.sleep(0.05)
         assert "embedding provider failed" in palace.services.status()["warnings"][0]
@@ -124,11 +126,8 @@ def test_filters_apply_inside_every_leg_before_the_limit(palace: Palace) -> None
 def test_every_temporal_form_follows_a_supersession_chain_in_every_leg(palace: Palace) -> None:
     first, _ = palace.services.save_note("the database is MySQL", name="db")
     settle(palace)
-    time.sleep(0.01)
-    between = palace.services.get_drawer(first.id).created_at
-    time.sleep(0.01)
+    between = palace.now()
     second = palace.services.supersede_drawer(first.id, "the database is Postgres now")
-    time.sleep(0.01)
     third = palace.services.supersede_drawer(second.id, "the database is Postgres 16, database upgraded")
     settle(palace)
     for ranking in ("lexical", "semantic", "hybrid"):
@@ -188,7 +187,6 @@ def test_recall_searches_a_wing_and_refuses_a_room(palace: Palace) -> None:
 
 def test_wake_up_returns_the_latest_diary_entry_and_checkpoints_within_the_budget(palace: Palace) -> None:
     palace.services.write_diary("agent-a", "old entry")
-    time.sleep(0.002)
     latest = palace.services.write_diary("agent-a", "latest entry: refactored the store")
     palace.services.write_diary("agent-b", "someone else's entry")
     saved = palace.services.checkpoint([{"content": "decided: use Postgres"}, {"content": "x" * 600}])

@@ -13,7 +13,7 @@ from pathlib import Path
 import memcastle.store
 
 STORE = Path(memcastle.store.__file__).parent
-CEILING = 100
+MAX_SHARED = 100
 
 
 def code_lines(package: Path) -> list[str]:
@@ -32,11 +32,11 @@ def shared_lines(a: list[str], b: list[str]) -> int:
 
 def test_the_backends_share_fewer_than_100_lines_of_code() -> None:
     shared = shared_lines(code_lines(STORE / "sqlite"), code_lines(STORE / "postgres"))
-    assert shared < CEILING, (
+    assert shared < MAX_SHARED, (
         f"{shared} lines of the SQLite backend reappear in the PostgreSQL one; move the rule into memcastle/store/sql/"
     )
 
 
 def test_the_measure_sees_a_copied_rule() -> None:
-    rule = [f"line {i} of a rule" for i in range(CEILING)]
-    assert shared_lines(["a", *rule, "b"], ["c", *rule, "d"]) == CEILING
+    rule = [f"line {i} of a rule" for i in range(MAX_SHARED)]
+    assert shared_lines(["a", *rule, "b"], ["c", *rule, "d"]) == MAX_SHARED

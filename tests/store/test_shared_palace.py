@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 import pytest
+from waiting import CEILING
 
 from memcastle.app import build
 from memcastle.config import load_settings
@@ -142,7 +143,7 @@ def test_a_live_daemon_keeps_its_lease_through_a_unit_longer_than_the_lease(pg: 
             assert pg.claim_next_job("another-daemon", 1.0, ["slow"]) is None, "a live lease was taken over"
             time.sleep(0.1)
         release.set()
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + CEILING
         while not pg.get_job(job.id).is_finished and time.monotonic() < deadline:
             time.sleep(0.05)
         done = pg.get_job(job.id)

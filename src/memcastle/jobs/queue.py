@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memcastle.clock import utc_now
+from memcastle.clock import Clock, utc_now
 from memcastle.errors import IllegalTransition
 from memcastle.jobs.worker import WorkerPool
 from memcastle.model import Job, JobStatus, NewJob
@@ -12,8 +12,9 @@ from memcastle.store import Store
 class JobQueue:
     """Submits jobs to the store and wakes the pool; translates control requests into transitions."""
 
-    def __init__(self, store: Store, pool: WorkerPool | None) -> None:
+    def __init__(self, store: Store, pool: WorkerPool | None, *, now: Clock = utc_now) -> None:
         self._store = store
+        self._now = now
         self._pool = pool
 
     def submit(self, new: NewJob) -> tuple[Job, bool]:
@@ -39,7 +40,7 @@ class JobQueue:
     def cancel(self, job_id: str) -> Job:
         job = self._store.get_job(job_id)
         if job.status in (JobStatus.QUEUED, JobStatus.PAUSED):
-            return self._store.transition_job(job_id, JobStatus.CANCELLED, finished_at=utc_now(), cancel_requested=1)
+            return self._store.transition_job(job_id, JobStatus.CANCELLED, finished_at=self._now(), cancel_requested=1)
         if job.status is JobStatus.RUNNING:
             return self._store.request_job_stop(job_id, cancel=True)
         raise IllegalTransition(job_id, job.status.value, JobStatus.CANCELLED.value)

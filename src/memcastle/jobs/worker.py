@@ -11,7 +11,7 @@ import traceback
 import uuid
 from collections.abc import Callable, Mapping
 
-from memcastle.clock import utc_now
+from memcastle.clock import Clock, utc_now
 from memcastle.errors import Conflict, IllegalTransition, LeaseLost
 from memcastle.jobs.context import JobContext, JobHandler, JobStopped
 from memcastle.model import RECOVERY_BUDGET, Job, JobStatus, recovery_spent
@@ -57,8 +57,10 @@ class WorkerPool:
         workers: int,
         lease_seconds: float,
         shared: bool = False,
+        now: Clock = utc_now,
     ) -> None:
         self._store = store
+        self._now = now
         # Several daemons may serve a shared palace (PostgreSQL) at once: their running jobs are theirs, not ours.
         self._shared = shared
         self.on_finished: Callable[[Job], None] | None = None  # follow-ups of a finished job
@@ -110,7 +112,7 @@ class WorkerPool:
                             job.id,
                             JobStatus.FAILED,
                             owner=owner,
-                            finished_at=utc_now(),
+                            finished_at=self._now(),
                             lease_owner=None,
                             lease_expires_at=None,
                             error=recovery_spent(job.recovery_attempts),
@@ -121,6 +123,11 @@ class WorkerPool:
                     raise
                 log.info("job %s changed hands while it was being recovered; left to its new owner", job.id)
         return recovered
+
+    def running_here(self) -> list[str]:
+        """Ids of the jobs this pool's workers are running now."""
+        with self._active_lock:
+            return list(self._active)
 
     def start(self) -> None:
         _LIVE_OWNERS.add(self.owner)
@@ -238,7 +245,7 @@ class WorkerPool:
 
     def _finish(self, job: Job, status: JobStatus, *, finished: bool = True, **fields: object) -> None:
         if finished:
-            fields["finished_at"] = utc_now()
+            fields["finished_at"] = self._now()
         try:
             finished_job = self._store.transition_job(
                 job.id, status, owner=self.owner, lease_owner=None, lease_expires_at=None, **fields

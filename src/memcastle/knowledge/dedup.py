@@ -16,7 +16,7 @@ import zlib
 import numpy as np
 import numpy.typing as npt
 
-from memcastle.clock import utc_now
+from memcastle.clock import Clock, utc_now
 from memcastle.model import Drawer, DrawerLink, normalize_text
 from memcastle.store import Store
 
@@ -85,12 +85,13 @@ def band_keys(wing: str, room: str, values: npt.NDArray[np.uint64]) -> list[int]
 class DuplicateFinder:
     """Finds and links the current drawers of the same room that say the same as a given drawer."""
 
-    def __init__(self, store: Store, near_threshold: float) -> None:
+    def __init__(self, store: Store, near_threshold: float, *, now: Clock = utc_now) -> None:
         self._store = store
+        self._now = now
         self._threshold = near_threshold
 
     def links_for(self, drawer: Drawer, values: npt.NDArray[np.uint64] | None, bands: list[int]) -> list[DrawerLink]:
-        now = utc_now()
+        now = self._now()
         found: dict[str, DrawerLink] = {}
         for other, verdict in self._store.similar_in_room(
             drawer.wing, drawer.room, drawer.content_hash, drawer.fingerprint, exclude=[drawer.id]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
-from memcastle.clock import utc_now
+from memcastle.clock import Clock, utc_now
 from memcastle.model import Entity, EntityHint, normalize_text
 from memcastle.store import Store
 
@@ -47,7 +47,8 @@ class Resolution:
 class EntityResolver:
     """Resolves names against the palace's entities plus those created earlier in the same batch."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, *, now: Clock = utc_now) -> None:
+        self._now = now
         self._entities: dict[str, Entity] = {e.id: e for e in store.all_entities()}
         self._aliases = store.entity_alias_keys()
         self.created: list[Entity] = []
@@ -81,7 +82,7 @@ class EntityResolver:
             self.aliases.append((near[0].id, name))
             self._aliases.setdefault(key, []).append(near[0].id)
             return Resolution(entity=near[0], created=False, how="one edit")
-        entity = Entity(id=entity_id_for(kind, key), name=name, kind=kind, key=key, aliases=(), created_at=utc_now())
+        entity = Entity(id=entity_id_for(kind, key), name=name, kind=kind, key=key, aliases=(), created_at=self._now())
         self._entities[entity.id] = entity
         self.created.append(entity)
         hints = [

@@ -10,7 +10,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from memcastle.clock import utc_now
+from memcastle.clock import Clock, utc_now
 from memcastle.jobs.context import JobContext
 from memcastle.knowledge.entities import EntityResolver
 from memcastle.knowledge.extraction import ExtractionInput, ExtractionProvider
@@ -57,9 +57,17 @@ class ExtractionSweep:
     """Runs `extract` jobs over current drawers not yet read by the active extractor."""
 
     def __init__(
-        self, store: Store, provider: ExtractionProvider, policy: Policy, *, min_confidence: float, batch_size: int = 16
+        self,
+        store: Store,
+        provider: ExtractionProvider,
+        policy: Policy,
+        *,
+        min_confidence: float,
+        batch_size: int = 16,
+        now: Clock = utc_now,
     ) -> None:
         self._store = store
+        self._now = now
         self._provider = provider
         self._policy = policy
         self._min_confidence = min_confidence
@@ -95,12 +103,12 @@ class ExtractionSweep:
         """Extract a batch and turn it into one graph write (nothing is written here)."""
         inputs = [extraction_input(d, self._policy) for d in drawers]
         results = self._provider.extract(inputs)
-        resolver = EntityResolver(self._store)
+        resolver = EntityResolver(self._store, now=self._now)
         mentions: dict[tuple[str, str, str], Mention] = {}
         hints: list[EntityHint] = []
         assertions: list[Assertion] = []
         dropped = 0
-        now = utc_now()
+        now = self._now()
         for drawer, result in zip(drawers, results, strict=True):
             ids_by_name: dict[str, str] = {}
             for entity in result.entities:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memcastle.clock import utc_now
+from memcastle.clock import Clock, utc_now
 from memcastle.connectors.contract import (
     Candidate,
     CanonicalDocument,
@@ -90,9 +90,16 @@ class MinePipeline:
     """Runs `mine` jobs: params {connector, locator, options, wing?, full?, source_id}."""
 
     def __init__(
-        self, store: Store, registry: ConnectorRegistry, *, chunk_chars: int, duplicates: DuplicateFinder | None = None
+        self,
+        store: Store,
+        registry: ConnectorRegistry,
+        *,
+        chunk_chars: int,
+        duplicates: DuplicateFinder | None = None,
+        now: Clock = utc_now,
     ) -> None:
         self._store = store
+        self._now = now
         self._registry = registry
         self._chunk_chars = chunk_chars
         self._duplicates = duplicates
@@ -110,7 +117,7 @@ class MinePipeline:
                 locator=spec.locator,
                 options=dict(spec.options),
                 cursor=known.cursor if known else None,
-                updated_at=utc_now(),
+                updated_at=self._now(),
             )
         )
         state = dict(ctx.state)
@@ -266,7 +273,7 @@ class MinePipeline:
                 revision=revision,
                 chunk_hashes=tuple(hashes),
                 drawer_ids=tuple(drawer_ids),
-                updated_at=utc_now(),
+                updated_at=self._now(),
             ),
             created=tuple(created),
             superseded=tuple(superseded),

@@ -13,6 +13,7 @@ from collections.abc import Callable
 import numpy as np
 import numpy.typing as npt
 
+from memcastle.clock import Clock, utc_now
 from memcastle.errors import InvalidRequest, ProviderError
 from memcastle.model import Hit, LexicalQuery, ScoredDrawer, SearchQuery, SearchResult
 from memcastle.preferences import NEUTRAL, Policy, PoolEntry, pool_size, rerank
@@ -42,8 +43,10 @@ class SearchEngine:
         weights: FusionWeights = DEFAULT_WEIGHTS,
         pending: Callable[[], int] | None = None,
         policy: Policy = NEUTRAL,
+        now: Clock = utc_now,
     ) -> None:
         self._store = store
+        self._now = now
         self._provider = provider
         self._index = index
         self._weights = weights
@@ -96,7 +99,7 @@ class SearchEngine:
             ]
         direct = hits[: query.limit]
         # Expanded hits come after the direct ones, never interleaved.
-        related = expand(self._store, query, direct) if query.expand else []
+        related = expand(self._store, query, direct, self._now()) if query.expand else []
         return SearchResult(hits=tuple(direct + related), ranking=ranking, warnings=tuple(warnings))
 
     def _choose_ranking(self, query: SearchQuery, warnings: list[str]) -> tuple[str, npt.NDArray[np.float32] | None]:

@@ -6,7 +6,6 @@ it must pass the same scope and time filters, and says `via` which entities brou
 
 from __future__ import annotations
 
-from memcastle.clock import utc_now
 from memcastle.knowledge.facts import state_of
 from memcastle.model import Hit, SearchQuery
 from memcastle.store import Store
@@ -16,14 +15,14 @@ NEIGHBOUR = 0.5
 PER_ENTITY = 200
 
 
-def expand(store: Store, query: SearchQuery, direct: list[Hit]) -> list[Hit]:
+def expand(store: Store, query: SearchQuery, direct: list[Hit], now: str) -> list[Hit]:
     """Up to `query.limit` related drawers not among the direct hits, best first (ties by id)."""
     direct_ids = {hit.drawer.id for hit in direct}
     mentioned = store.entities_of_drawers(list(direct_ids))
     seeds: set[str] = set().union(*mentioned.values()) if mentioned else set()
     if not seeds:
         return []
-    at = (query.window.start if query.window is not None and query.window.is_instant else None) or utc_now()
+    at = (query.window.start if query.window is not None and query.window.is_instant else None) or now
     facts = store.assertions_touching(list(seeds))
     links = store.links_of([f.id for f in facts])
     everything = {f.id: f for f in facts}

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from memcastle import __version__, integrity
-from memcastle.clock import parse_instant
+from memcastle.clock import Clock, parse_instant, utc_now
 from memcastle.connectors.registry import ConnectorRegistry
 from memcastle.errors import InvalidRequest, NotFound
 from memcastle.jobs.queue import JobQueue
@@ -98,10 +98,11 @@ class Services:
         policy: Policy,
         extraction: ExtractionProvider,
         duplicates: DuplicateFinder,
+        now: Clock = utc_now,
     ) -> None:
         self.store = store
         self.policy = policy
-        self.facts = FactService(store, policy)
+        self.facts = FactService(store, policy, now=now)
         self._extraction = extraction
         self._duplicates = duplicates
         self._embeddings = embeddings

@@ -6,7 +6,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from memcastle.clock import parse_instant, utc_now
+from memcastle.clock import Clock, parse_instant, utc_now
 from memcastle.errors import Conflict, InvalidRequest
 from memcastle.knowledge.entities import EntityResolver
 from memcastle.knowledge.facts import make_link, present
@@ -24,8 +24,9 @@ EXPLICIT = "explicit"
 class FactService:
     """Read facts with their computed state; record explicit decisions as immutable links."""
 
-    def __init__(self, store: Store, policy: Policy) -> None:
+    def __init__(self, store: Store, policy: Policy, *, now: Clock = utc_now) -> None:
         self._store = store
+        self._now = now
         self._policy = policy
 
     # --- reading --------------------------------------------------------------------------------
@@ -40,7 +41,7 @@ class FactService:
         as_of: str | None = None,
         limit: int = 50,
     ) -> list[dict[str, Any]]:
-        at = parse_instant(as_of, field="as_of") if as_of else utc_now()
+        at = parse_instant(as_of, field="as_of") if as_of else self._now()
         if state is not None and state not in FACT_STATES:
             raise InvalidRequest(f"unknown state {state!r}; one of {', '.join(FACT_STATES)}", field="state")
         if predicate is not None and predicate not in PREDICATES:
@@ -61,7 +62,7 @@ class FactService:
         return described[: check_limit(limit)]
 
     def get_fact(self, fact_id: str, *, as_of: str | None = None) -> dict[str, Any]:
-        at = parse_instant(as_of, field="as_of") if as_of else utc_now()
+        at = parse_instant(as_of, field="as_of") if as_of else self._now()
         return self._describe([self._store.get_assertion(fact_id)], at)[0]
 
     def fact_history(self, fact_id: str) -> list[dict[str, Any]]:
@@ -77,7 +78,7 @@ class FactService:
                         seen[other] = self._store.get_assertion(other)
                         frontier.append(other)
         ordered = sorted(seen.values(), key=lambda f: (f.valid_from, f.id))
-        return self._describe(ordered, utc_now())
+        return self._describe(ordered, self._now())
 
     def _describe(self, facts: Sequence[Assertion], at: str) -> list[dict[str, Any]]:
         links = self._store.links_of([f.id for f in facts])
@@ -90,7 +91,7 @@ class FactService:
     def _entity_ids(self, name: str | None, field: str) -> list[str] | None:
         if name is None:
             return None
-        resolver = EntityResolver(self._store)
+        resolver = EntityResolver(self._store, now=self._now)
         matches = [
             e.id
             for e in self._store.list_entities(name, None, 200)
@@ -141,7 +142,7 @@ class FactService:
             "confidence": old.confidence,
             **{k: v for k, v in spec.items() if v is not None and k != "reason"},
         }
-        at = utc_now()
+        at = self._now()
         merged["valid_from"] = at
         fact, write = self._new_fact(merged, evidence_drawer=spec.get("evidence_drawer"), requested_by=requested_by)
         reason = _reason(spec.get("reason"), default="superseded explicitly")
@@ -157,7 +158,7 @@ class FactService:
     def invalidate(self, fact_id: str, reason: str | None) -> dict[str, Any]:
         """Close the fact without a replacement; the reason is recorded on an `invalidates` link."""
         self._store.get_assertion(fact_id)
-        at = utc_now()
+        at = self._now()
         link = make_link(fact_id, fact_id, "invalidates", EXPLICIT, _reason(reason, field="reason"), at)
         self._store.record_decision(close=(fact_id, at), links=[link])
         return self.get_fact(fact_id)
@@ -169,7 +170,7 @@ class FactService:
             raise InvalidRequest("a fact cannot be linked to itself", field="to")
         self._store.get_assertion(from_id)
         self._store.get_assertion(to_id)
-        link = make_link(from_id, to_id, kind, EXPLICIT, _reason(reason, field="reason"), utc_now())
+        link = make_link(from_id, to_id, kind, EXPLICIT, _reason(reason, field="reason"), self._now())
         self._store.record_decision(links=[link])
         stored = next(lk for lk in self._store.links_of([from_id]) if lk.id == link.id)
         return {"link": stored.to_json(), "from": self.get_fact(from_id), "to": self.get_fact(to_id)}
@@ -195,7 +196,7 @@ class FactService:
             kinds[side] = kind
         if subject.casefold() == object_.casefold():
             raise InvalidRequest("subject and object must differ", field="object")
-        valid_from = parse_instant(spec["valid_from"], field="valid_from") if spec.get("valid_from") else utc_now()
+        valid_from = parse_instant(spec["valid_from"], field="valid_from") if spec.get("valid_from") else self._now()
         return subject, predicate, object_, float(confidence), kinds, valid_from
 
     def _new_fact(
@@ -206,7 +207,7 @@ class FactService:
         if evidence_drawer:
             drawer = self._store.get_drawer(evidence_drawer)
             origin = drawer.source.origin.to_json() if drawer.source.origin else None
-        resolver = EntityResolver(self._store)
+        resolver = EntityResolver(self._store, now=self._now)
         subject_entity = resolver.resolve(subject, kinds["subject_kind"])
         object_entity = resolver.resolve(object_, kinds["object_kind"])
         fact = Assertion(
@@ -222,7 +223,7 @@ class FactService:
             job_id=None,
             origin=origin,
             explicit=True,
-            created_at=utc_now(),
+            created_at=self._now(),
         )
         write = GraphWrite(
             extractor=EXPLICIT,
