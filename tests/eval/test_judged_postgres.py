@@ -21,6 +21,9 @@ from postgres_support import PostgresServer, as_url
 
 from bench import judged
 
+# The whole judged evaluation builds and embeds a palace: a long run, behind the `slow` marker (.ci/run runs it).
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[2]
 
 

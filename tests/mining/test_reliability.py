@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 FILES = 2500
 
@@ -47,6 +48,7 @@ def _wait_job(http: httpx.Client, job_id: str, done: Callable[[dict[str, Any]], 
     raise AssertionError(f"job {job_id} did not reach the expected state")
 
 
+@pytest.mark.slow
 def test_kill_9_during_a_mine_resumes_and_ends_with_exactly_the_clean_drawers(
     tmp_path: Path, daemon: Callable[..., Any]
 ) -> None:
