@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from functools import partial
+from typing import TYPE_CHECKING
 
 from memcastle import integrity
 from memcastle.clock import Clock, utc_now
@@ -35,6 +36,9 @@ from memcastle.services import Services
 from memcastle.store import Store
 from memcastle.store.copy import CopyProgress, CopyReport, copy_palace
 from memcastle.store.sqlite import DB_FILE, SQLiteStore
+
+if TYPE_CHECKING:
+    from memcastle.store.postgres import PostgresStore as PostgresStoreType
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +72,19 @@ class Palace:
         return requeued
 
 
+def postgres_store(key: str) -> type[PostgresStoreType]:
+    """The PostgreSQL store class; its drivers come with the `postgres` extra."""
+    try:
+        from memcastle.store.postgres import PostgresStore
+    except ImportError as exc:
+        raise ConfigError(
+            f"a PostgreSQL palace needs the postgres extra ({exc.name} is not installed)",
+            key=key,
+            help='pip install "memcastle[postgres]"',
+        ) from None
+    return PostgresStore
+
+
 def open_store(settings: Settings, *, now: Clock = utc_now) -> Store:
     """SQLite in the palace directory, or PostgreSQL when `store.url` names a server (SPEC §8)."""
     url = settings["store.url"]
@@ -75,9 +92,7 @@ def open_store(settings: Settings, *, now: Clock = utc_now) -> Store:
         return SQLiteStore(settings.palace, now=now)
     if not url.startswith(("postgresql://", "postgres://")):
         raise ConfigError("must be empty (SQLite in the palace directory) or a postgresql:// URL", key="store.url")
-    from memcastle.store.postgres import (
-        PostgresStore,  # psycopg is loaded only by palaces that use it
-    )
+    PostgresStore = postgres_store("store.url")
 
     # The palace directory still holds the palace-local files (preferences.toml, tokens.json).
     settings.palace.mkdir(parents=True, exist_ok=True)
@@ -100,7 +115,7 @@ def migrate_palace(settings: Settings, url: str, *, progress: CopyProgress | Non
             f"no embedded palace in {settings.palace} (no {DB_FILE})",
             help="point --palace at the palace directory to copy",
         )
-    from memcastle.store.postgres import PostgresStore
+    PostgresStore = postgres_store("--to")
 
     source = SQLiteStore(settings.palace)
     try:

@@ -121,3 +121,22 @@ def test_the_fts5_dialect_quotes_every_term_so_no_operator_is_read() -> None:
     assert fts5_match(LexicalQuery(('say "hi"', "AND", "x*"), require_all=False)) == '"say ""hi""" OR "AND" OR "x*"'
     assert fts5_match(LexicalQuery(("quick", "fox"))) == '"quick" AND "fox"'
     assert fts5_match(LexicalQuery(())) is None
+
+
+def test_a_postgresql_url_without_the_postgres_extra_says_which_extra_to_install() -> None:
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "sys.modules['psycopg'] = None  # as on an install without memcastle[postgres]\n"
+        "from memcastle.app import postgres_store\n"
+        "from memcastle.errors import ConfigError\n"
+        "try:\n"
+        "    postgres_store('store.url')\n"
+        "except ConfigError as exc:\n"
+        "    print(exc.message, '|', exc.help)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "needs the postgres extra" in done.stdout and "memcastle[postgres]" in done.stdout
