@@ -1,0 +1,190 @@
+"""Drawers and where they live: content hashing, origin and provenance, wings, rooms, pages."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+
+JSON = dict[str, Any]
+
+SOURCE_KINDS = ("file", "note", "transcript", "commit", "manual", "other")
+RANKINGS = ("auto", "lexical", "semantic", "hybrid")
+REQUESTERS = ("cli", "http", "mcp", "job", "web")
+
+
+def content_hash(text: str) -> str:
+    """SHA-256 of the verbatim content."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+_NON_ALNUM = re.compile(r"[\W_]+")
+
+
+def normalize_text(text: str) -> str:
+    """Case-folded, every run of non-alphanumerics (in any script) collapsed to one space: the dedup normal form."""
+    return _NON_ALNUM.sub(" ", text.casefold()).strip()
+
+
+def fingerprint(text: str) -> str:
+    """SHA-256 of the normalized text."""
+    return hashlib.sha256(normalize_text(text).encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a mined drawer came from, with the document's metadata frozen at that revision."""
+
+    connector: str
+    source_id: str
+    document: str
+    chunk: int
+    revision: str
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    occurred_at: str | None = None
+
+    def to_json(self) -> JSON:
+        return {
+            "connector": self.connector,
+            "source_id": self.source_id,
+            "document": self.document,
+            "chunk": self.chunk,
+            "revision": self.revision,
+            "metadata": dict(self.metadata),
+            "occurred_at": self.occurred_at,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Origin:
+        return cls(
+            connector=data["connector"],
+            source_id=data["source_id"],
+            document=data["document"],
+            chunk=int(data["chunk"]),
+            revision=data["revision"],
+            metadata=dict(data.get("metadata") or {}),
+            occurred_at=data.get("occurred_at"),
+        )
+
+
+@dataclass(frozen=True)
+class Source:
+    """What kind of thing a drawer holds and who or what it came from."""
+
+    kind: str = "manual"
+    uri: str | None = None
+    agent: str | None = None
+    origin: Origin | None = None
+
+    def to_json(self) -> JSON:
+        return {
+            "kind": self.kind,
+            "uri": self.uri,
+            "agent": self.agent,
+            "origin": self.origin.to_json() if self.origin else None,
+        }
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Which interface asked for a write, and under which job."""
+
+    requested_by: str = "http"
+    job_id: str | None = None
+    reason: str | None = None  # why a supersession was asked for, kept on the replacement
+
+    def to_json(self) -> JSON:
+        data: JSON = {"requested_by": self.requested_by, "job_id": self.job_id}
+        if self.reason is not None:
+            data["reason"] = self.reason
+        return data
+
+    @classmethod
+    def from_json(cls, data: JSON) -> Provenance:
+        return cls(requested_by=data.get("requested_by", "http"), job_id=data.get("job_id"), reason=data.get("reason"))
+
+
+@dataclass(frozen=True)
+class NewDrawer:
+    """A drawer about to be written; the store assigns timestamps and hashes."""
+
+    wing: str
+    room: str
+    content: str
+    name: str | None = None
+    source: Source = field(default_factory=Source)
+    tags: tuple[str, ...] = ()
+    provenance: Provenance = field(default_factory=Provenance)
+    id: str | None = None
+    valid_from: str | None = None
+
+
+@dataclass(frozen=True)
+class Drawer:
+    """One verbatim chunk: the atomic stored unit."""
+
+    id: str
+    wing: str
+    room: str
+    name: str | None
+    content: str
+    content_hash: str
+    fingerprint: str
+    source: Source
+    tags: tuple[str, ...]
+    provenance: Provenance
+    valid_from: str
+    valid_to: str | None
+    supersedes: str | None
+    superseded_by: str | None
+    created_at: str
+
+    @property
+    def is_current(self) -> bool:
+        return self.valid_to is None
+
+    def to_json(self) -> JSON:
+        return {
+            "id": self.id,
+            "wing": self.wing,
+            "room": self.room,
+            "name": self.name,
+            "content": self.content,
+            "content_hash": self.content_hash,
+            "fingerprint": self.fingerprint,
+            "source": self.source.to_json(),
+            "tags": list(self.tags),
+            "provenance": self.provenance.to_json(),
+            "valid_from": self.valid_from,
+            "valid_to": self.valid_to,
+            "supersedes": self.supersedes,
+            "superseded_by": self.superseded_by,
+            "created_at": self.created_at,
+        }
+
+
+@dataclass(frozen=True)
+class Wing:
+    name: str
+    drawers: int
+    created_at: str
+
+
+@dataclass(frozen=True)
+class Room:
+    wing: str
+    name: str
+    drawers: int
+    created_at: str
+
+
+@dataclass(frozen=True)
+class Page(Generic[T]):
+    """A page of a listing; `next_after` is the cursor for the following page, None at the end."""
+
+    items: tuple[T, ...]
+    next_after: str | None

@@ -1,0 +1,110 @@
+"""Search requests and answers: time windows, scope, the lexical query, candidates, hits."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from memcastle.model.drawers import JSON, Drawer
+
+
+@dataclass(frozen=True)
+class TimeWindow:
+    """Half-open window [start, end); an instant is start == end (eligible iff valid at that instant)."""
+
+    start: str | None
+    end: str | None
+    is_instant: bool = False
+
+
+@dataclass(frozen=True)
+class LexicalQuery:
+    """What the lexical leg asks a store for: these terms, every one required or any one enough.
+
+    Each backend turns it into its own full-text dialect; user text never reaches the engine as syntax."""
+
+    terms: tuple[str, ...]
+    require_all: bool = True
+
+
+class SimilarDrawer(NamedTuple):
+    """A current drawer of the same room with the same hash (`exact`) or normalized text (`normalized`)."""
+
+    drawer_id: str
+    verdict: str
+
+
+class DrawerPlace(NamedTuple):
+    """Where a drawer lives and what mined it: fixed for the drawer's whole life."""
+
+    wing: str
+    room: str
+    source_kind: str
+    connector: str | None
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Filters applied inside the query, before any limit."""
+
+    wing: str | None = None
+    room: str | None = None
+    tags: tuple[str, ...] = ()
+    source_kind: str | None = None
+    connector: str | None = None
+    agent: str | None = None
+
+
+@dataclass(frozen=True)
+class SearchQuery:
+    """A validated search request (SPEC §3)."""
+
+    text: str
+    limit: int = 10
+    scope: Scope = field(default_factory=Scope)
+    ranking: str = "auto"
+    window: TimeWindow | None = None  # None = current
+    include_historical: bool = False
+    expand: bool = False
+    preferences: bool = True
+
+
+@dataclass(frozen=True)
+class ScoredDrawer:
+    """A drawer id with its base signal from one ranking leg (higher is better)."""
+
+    drawer_id: str
+    signal: float
+
+
+@dataclass(frozen=True)
+class Hit:
+    drawer: Drawer
+    score: float
+    signals: Mapping[str, Any]
+    via: tuple[str, ...] | None = None
+
+    def to_json(self) -> JSON:
+        out: JSON = {
+            "drawer": self.drawer.to_json(),
+            "score": self.score,
+            "signals": dict(self.signals),
+            "origin": self.drawer.source.origin.to_json() if self.drawer.source.origin else None,
+        }
+        if self.via is not None:
+            out["via"] = list(self.via)
+        return out
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    hits: tuple[Hit, ...]
+    ranking: str
+    warnings: tuple[str, ...] = ()
+
+    def to_json(self) -> JSON:
+        return {"hits": [h.to_json() for h in self.hits], "ranking": self.ranking, "warnings": list(self.warnings)}
+
+
+# The only ways a job's status may change (SPEC §1); anything else is refused.
