@@ -31,7 +31,7 @@ def open_palace(path: Path, **flags: Any) -> Palace:
 def wait_for(palace: Palace, job: Job, timeout: float = 3600, tick: Callable[[Job], None] | None = None) -> Job:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        job = palace.services.get_job(job.id)
+        job = palace.services.jobs.get_job(job.id)
         if tick:
             tick(job)
         if job.is_finished:
@@ -43,12 +43,12 @@ def wait_for(palace: Palace, job: Job, timeout: float = 3600, tick: Callable[[Jo
 def wait_for_embeddings(palace: Palace, timeout: float = 7200) -> float:
     """Block until no drawer waits for embeddings; returns the seconds waited."""
     started = time.monotonic()
-    palace.services.request_embedding()
-    while palace.services.embedding_status()["pending"]:
+    palace.services.jobs.request_embedding()
+    while palace.services.status.embedding_status()["pending"]:
         if time.monotonic() - started > timeout:
             raise TimeoutError("embeddings did not catch up")
         time.sleep(0.2)
-    for job in palace.services.list_jobs(None, "embed", 5):
+    for job in palace.services.jobs.list_jobs(None, "embed", 5):
         if not job.is_finished:
             wait_for(palace, job)
     return time.monotonic() - started

@@ -280,7 +280,7 @@ def wait_for_jobs(palace: Palace, job_ids: Sequence[str], *, timeout: float) -> 
     deadline = time.monotonic() + timeout
     pending = list(job_ids)
     while pending:
-        job = palace.services.get_job(pending[0])
+        job = palace.services.jobs.get_job(pending[0])
         if job.is_finished:
             if job.status is not JobStatus.COMPLETED:
                 raise RuntimeError(f"{job.kind} job {job.id} ended {job.status.value}: {job.error}")
@@ -295,12 +295,12 @@ def wait_for_embeddings(palace: Palace, *, timeout: float) -> None:
     """Block until no drawer lacks an embedding and no embed job is queued or running."""
     deadline = time.monotonic() + timeout
     while True:
-        jobs = palace.services.list_jobs(None, "embed")
+        jobs = palace.services.jobs.list_jobs(None, "embed")
         failed = [j for j in jobs if j.status is JobStatus.FAILED]
         if failed:
             raise RuntimeError(f"embed job {failed[0].id} failed: {failed[0].error}")
         busy = any(not j.is_finished for j in jobs)
-        if not busy and palace.services.embedding_status()["pending"] == 0:
+        if not busy and palace.services.status.embedding_status()["pending"] == 0:
             return
         if time.monotonic() > deadline:
             raise RuntimeError(f"embeddings still pending after {timeout:.0f}s")
@@ -321,17 +321,20 @@ def ingest(
             report.notes[level] += writers[level](conversation, folder)
             folders.append((level, wing_of(conversation, level), folder))
     started = time.monotonic()
-    jobs = [(level, palace.services.submit_mine("notes", str(folder), wing=wing)[0]) for level, wing, folder in folders]
+    jobs = [
+        (level, palace.services.mining.submit_mine("notes", str(folder), wing=wing)[0])
+        for level, wing, folder in folders
+    ]
     wait_for_jobs(palace, [job.id for _, job in jobs], timeout=timeout)
     mined = time.monotonic()
     report.mine_seconds = mined - started
     for level, job in jobs:
-        result = palace.services.get_job(job.id).result or {}
+        result = palace.services.jobs.get_job(job.id).result or {}
         report.drawers[level] = report.drawers.get(level, 0) + int(result.get("created", 0))
         report.skipped += int(result.get("skipped", 0))
     wait_for_embeddings(palace, timeout=timeout)
     report.embed_wall_seconds = time.monotonic() - mined
-    for job in palace.services.list_jobs("completed", "embed", 200):
+    for job in palace.services.jobs.list_jobs("completed", "embed", 200):
         report.embed_jobs += 1
         if job.started_at and job.finished_at:
             span = to_datetime(job.finished_at) - to_datetime(job.started_at)
@@ -347,7 +350,7 @@ def wing_drawers(palace: Palace, wing: str) -> Iterable[Drawer]:
     """Every current drawer of a wing, page by page."""
     after: str | None = None
     while True:
-        page = palace.services.list_drawers(wing, None, 200, after)
+        page = palace.services.drawers.list_drawers(wing, None, 200, after)
         yield from page.items
         if page.next_after is None:
             return
@@ -415,7 +418,9 @@ def evaluate(palace: Palace, conversations: Sequence[Conversation], level: str, 
         wing = wing_of(conversation, level)
         for question in conversation.questions:
             started = time.perf_counter()
-            result = palace.services.search(SearchRequest(query=question.text, wing=wing, limit=LIMIT, ranking=ranking))
+            result = palace.services.search.search(
+                SearchRequest(query=question.text, wing=wing, limit=LIMIT, ranking=ranking)
+            )
             run.latencies.append(time.perf_counter() - started)
             run.warnings += bool(result.warnings)
             # A unit can only count once even if it were filed as several drawers.

@@ -334,7 +334,7 @@ def main() -> None:
             generate_notes(root, args.drawers)
             palace = open_palace(palace_dir, **{"embeddings.provider": "none"})
             started = time.perf_counter()
-            job, _ = palace.services.submit_mine("notes", str(root), wing="bench")
+            job, _ = palace.services.mining.submit_mine("notes", str(root), wing="bench")
             assert wait_for(palace, job).status.value == "completed"
             mine_seconds = time.perf_counter() - started
             palace.stop()

@@ -116,19 +116,19 @@ class MinedPalace:
         return drawer.valid_to is None
 
     def search(self, request: SearchRequest) -> SearchResult:
-        result: SearchResult = self.services.search(request)
+        result: SearchResult = self.services.search.search(request)
         return result
 
     def all_drawers(self) -> list[Drawer]:
         """Every drawer of the corpus, current and superseded."""
         seen: dict[str, Drawer] = {}
-        wings = [w.name for w in self.services.list_wings()]
+        wings = [w.name for w in self.services.drawers.list_wings()]
         for wing in wings:
             after = None
             while True:
-                page = self.services.list_drawers(wing, None, 200, after)
+                page = self.services.drawers.list_drawers(wing, None, 200, after)
                 for drawer in page.items:
-                    for version in self.services.drawer_history(drawer.id):
+                    for version in self.services.drawers.drawer_history(drawer.id):
                         seen[version.id] = version
                 if page.next_after is None:
                     break
@@ -142,7 +142,7 @@ class MinedPalace:
 def _wait_job(palace: Palace, job_id: str, timeout: float) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     while True:
-        job = palace.services.get_job(job_id)
+        job = palace.services.jobs.get_job(job_id)
         if job.is_finished:
             if job.status is not JobStatus.COMPLETED:
                 raise RuntimeError(f"{job.kind} job {job.id} ended {job.status.value}: {job.error}")
@@ -158,14 +158,14 @@ def wait_for_background(palace: Palace, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     services = palace.services
     while True:
-        jobs = [*services.list_jobs(None, "embed"), *services.list_jobs(None, "extract")]
+        jobs = [*services.jobs.list_jobs(None, "embed"), *services.jobs.list_jobs(None, "extract")]
         failed = [j for j in jobs if j.status is JobStatus.FAILED]
         if failed:
             raise RuntimeError(f"{failed[0].kind} job {failed[0].id} failed: {failed[0].error}")
         if (
             not any(not j.is_finished for j in jobs)
-            and services.embedding_status()["pending"] == 0
-            and services.extraction_status()["pending"] == 0
+            and services.status.embedding_status()["pending"] == 0
+            and services.status.extraction_status()["pending"] == 0
         ):
             return
         if time.monotonic() > deadline:
@@ -176,7 +176,7 @@ def wait_for_background(palace: Palace, timeout: float) -> None:
 def _mine_all(palace: Palace, corpus: Corpus, sources_root: Path, timeout: float) -> dict[str, str]:
     submitted = []
     for mine in corpus.mines:
-        job, _ = palace.services.submit_mine(
+        job, _ = palace.services.mining.submit_mine(
             mine.connector, str(sources_root / mine.path), {}, wing=mine.wing, requested_by="cli"
         )
         submitted.append((mine, job.id))

@@ -58,10 +58,10 @@ class Palace:
         """Recover jobs a crashed daemon left running, then start the workers."""
         for job in self.pool.recover():
             log.warning("job %s (%s) was interrupted; now %s", job.id, job.kind, job.status.value)
-        if self.services.embedding_status()["pending"]:
-            self.services.request_embedding()
-        if self.services.extraction_status()["pending"]:
-            self.services.request_extraction()
+        if self.services.status.embedding_status()["pending"]:
+            self.services.jobs.request_embedding()
+        if self.services.status.extraction_status()["pending"]:
+            self.services.jobs.request_extraction()
         self.pool.start()
         self.started = True
 
@@ -215,5 +215,5 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
         duplicates=duplicates,
         now=now,
     )
-    pool.on_finished = services.after_job
+    pool.on_finished = services.jobs.after_job
     return Palace(settings=settings, store=store, pool=pool, services=services, now=now)

@@ -327,7 +327,7 @@ def test_retry_of_a_running_job_is_refused(harness: Harness, poll: Poll) -> None
 
 
 def submit_verify(palace: Palace, *, batch: int, pace_ms: int = 0, priority: str = "normal") -> Job:
-    job, _ = palace.services.submit_job(integrity.KIND, {"batch": batch, "pace_ms": pace_ms}, priority=priority)
+    job, _ = palace.services.jobs.submit_job(integrity.KIND, {"batch": batch, "pace_ms": pace_ms}, priority=priority)
     return job
 
 
@@ -348,7 +348,7 @@ def test_pause_and_resume_continue_from_the_checkpoint(palace: Palace, settings:
     ids = add_notes(palace.store, 80)
     job = submit_verify(palace, batch=2, pace_ms=20)
     poll(lambda: palace.store.get_job(job.id).progress.current >= 10, what="some progress")
-    palace.services.control_job(job.id, "pause")
+    palace.services.jobs.control_job(job.id, "pause")
     paused = poll(in_status(palace.store, job.id, JobStatus.PAUSED), what="the pause")
     assert paused.finished_at is None and paused.lease_owner is None
     after = paused.checkpoint["after"]
@@ -364,7 +364,7 @@ def test_pause_and_resume_continue_from_the_checkpoint(palace: Palace, settings:
     tamper(settings.palace, checked_already)
     tamper(settings.palace, still_ahead)
 
-    resumed = palace.services.control_job(job.id, "resume")
+    resumed = palace.services.jobs.control_job(job.id, "resume")
     assert resumed.status is JobStatus.QUEUED and not resumed.pause_requested
     done = poll(finished(palace.store, job.id), what="the resumed run")
     assert done.status is JobStatus.COMPLETED
@@ -378,13 +378,13 @@ def test_cancel_of_a_running_job_stops_it_at_its_next_checkpoint(palace: Palace,
     add_notes(palace.store, 40)
     job = submit_verify(palace, batch=2, pace_ms=20)
     poll(lambda: palace.store.get_job(job.id).progress.current > 0, what="a checkpoint")
-    answer = palace.services.control_job(job.id, "cancel")
+    answer = palace.services.jobs.control_job(job.id, "cancel")
     assert answer.cancel_requested
     done = poll(finished(palace.store, job.id))
     assert done.status is JobStatus.CANCELLED
     assert done.result is None and done.progress.current < 40
     with pytest.raises(IllegalTransition):
-        palace.services.control_job(job.id, "resume")
+        palace.services.jobs.control_job(job.id, "resume")
 
 
 def test_cancel_of_a_queued_verify_job(palace: Palace, poll: Poll) -> None:
@@ -393,11 +393,11 @@ def test_cancel_of_a_queued_verify_job(palace: Palace, poll: Poll) -> None:
     for blocker in blockers:
         poll(in_status(palace.store, blocker.id, JobStatus.RUNNING), what="both workers busy")
     waiting = submit_verify(palace, batch=1, priority="low")
-    cancelled = palace.services.control_job(waiting.id, "cancel")
+    cancelled = palace.services.jobs.control_job(waiting.id, "cancel")
     assert cancelled.status is JobStatus.CANCELLED
     assert cancelled.started_at is None and cancelled.attempt == 0
     for blocker in blockers:
-        palace.services.control_job(blocker.id, "cancel")
+        palace.services.jobs.control_job(blocker.id, "cancel")
         poll(finished(palace.store, blocker.id))
     assert palace.store.get_job(waiting.id).started_at is None
 

@@ -113,12 +113,12 @@ def wait_until(predicate: Callable[[], Any], *, timeout: float = 15.0, what: str
 
 def wait_for_job(palace: Palace, job_id: str, timeout: float = 15.0) -> Job:
     return wait_until(
-        lambda: (job := palace.services.get_job(job_id)).is_finished and job, timeout=timeout, what=f"job {job_id}"
+        lambda: (job := palace.services.jobs.get_job(job_id)).is_finished and job, timeout=timeout, what=f"job {job_id}"
     )
 
 
 def _active(palace: Palace, kind: str | None = None) -> list[Job]:
-    return [j for j in palace.services.list_jobs(None, kind, 200) if j.status.value in ("queued", "running")]
+    return [j for j in palace.services.jobs.list_jobs(None, kind, 200) if j.status.value in ("queued", "running")]
 
 
 def extracted(palace: Palace, timeout: float = 15.0) -> Job:
@@ -126,9 +126,9 @@ def extracted(palace: Palace, timeout: float = 15.0) -> Job:
     the latest extract job."""
 
     def done() -> Job | None:
-        if palace.services.extraction_status()["pending"] or _active(palace):
+        if palace.services.status.extraction_status()["pending"] or _active(palace):
             return None
-        jobs = palace.services.list_jobs(None, EXTRACT, 1)
+        jobs = palace.services.jobs.list_jobs(None, EXTRACT, 1)
         return jobs[0] if jobs else None
 
     return wait_until(done, timeout=timeout, what="the extraction sweep")
@@ -138,7 +138,7 @@ def failed_extraction(palace: Palace, timeout: float = 15.0) -> Job:
     """Wait for an extract job to fail, and for nothing else to be running; return that job."""
 
     def done() -> Job | None:
-        failed = [j for j in palace.services.list_jobs("failed", EXTRACT, 10)]
+        failed = [j for j in palace.services.jobs.list_jobs("failed", EXTRACT, 10)]
         return failed[0] if failed and not _active(palace) else None
 
     return wait_until(done, timeout=timeout, what="a failed extraction sweep")
@@ -146,7 +146,7 @@ def failed_extraction(palace: Palace, timeout: float = 15.0) -> Job:
 
 def mine(palace: Palace, connector: str, locator: Path | str, *, wing: str) -> dict[str, Any]:
     """Run a real mine job to completion; return its result."""
-    job, _ = palace.services.submit_mine(connector, str(locator), {}, wing=wing)
+    job, _ = palace.services.mining.submit_mine(connector, str(locator), {}, wing=wing)
     done = wait_for_job(palace, job.id)
     assert done.status.value == "completed", done.error
     assert done.result is not None

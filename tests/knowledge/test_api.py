@@ -61,7 +61,7 @@ def test_with_extraction_off_no_sweep_is_queued_and_extract_says_why(palaces: Pa
     answer = http.post("/api/extract")
 
     assert answer.json() == {"job": None, "message": "extraction is disabled (extraction.provider = none)"}
-    assert palace.services.list_jobs(None, "extract", 10) == []
+    assert palace.services.jobs.list_jobs(None, "extract", 10) == []
     assert http.get("/api/status").json()["extraction"] == {"provider": "none", "model": None, "pending": 0, "facts": 0}
 
 

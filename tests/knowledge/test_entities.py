@@ -263,7 +263,7 @@ def test_extraction_never_merges_entities_and_each_mention_keeps_its_spelling(pa
         ("Dorothya", "person"),
         ("Dorothy", "person"),
     ]:
-        drawer, _ = palace.services.save_note(f"ENTITY {spelling}|{kind}", wing="w")
+        drawer, _ = palace.services.drawers.save_note(f"ENTITY {spelling}|{kind}", wing="w")
         drawers[spelling] = drawer.id
     extracted(palace)
     http = client_of(palace)
@@ -284,14 +284,14 @@ def test_extraction_never_merges_entities_and_each_mention_keeps_its_spelling(pa
     }
     # The hint is visible from the other side too, and a later sweep merges or deletes nothing.
     assert [h["entity"] for h in http.get(f"/api/entities/{people['Dorothe']}").json()["hints"]] == [people["Dorothy"]]
-    palace.services.save_note("ENTITY Dorothy|person\nENTITY Kubernetis|tool", wing="w")
+    palace.services.drawers.save_note("ENTITY Dorothy|person\nENTITY Kubernetis|tool", wing="w")
     extracted(palace)
     assert len(http.get("/api/entities").json()["entities"]) == 4
 
 
 def test_entity_listing_filters_by_name_and_refuses_an_unknown_kind(palaces: Palaces) -> None:
     palace = palaces.open()
-    palace.services.save_note("Ana Lopez works on Atlas. Ben Hart lives in Lisbon.", wing="w")
+    palace.services.drawers.save_note("Ana Lopez works on Atlas. Ben Hart lives in Lisbon.", wing="w")
     extracted(palace)
     http = client_of(palace)
 

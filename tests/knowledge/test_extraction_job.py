@@ -83,7 +83,7 @@ def test_a_mine_that_files_drawers_queues_a_sweep_and_one_that_files_nothing_doe
     again = mine(palace, "notes", folder, wing="w")
 
     assert again["created"] == 0 and again["superseded"] == 0
-    assert [j.id for j in palace.services.list_jobs(None, "extract", 50)] == [first.id]
+    assert [j.id for j in palace.services.jobs.list_jobs(None, "extract", 50)] == [first.id]
     (fact,) = facts_named(palace)
     # valid_from is the evidence's occurred_at; the origin snapshot travels with the fact.
     assert fact["valid_from"] == "2024-05-01T00:00:00.000000Z"
@@ -94,8 +94,8 @@ def test_a_mine_that_files_drawers_queues_a_sweep_and_one_that_files_nothing_doe
 
 def test_post_extract_answers_202_and_joins_the_queued_sweep(palaces: Palaces) -> None:
     palace = palaces.open(start=False)
-    palace.services.save_note("Ana Lopez works on Atlas.", wing="w")
-    palace.services.save_note("Ben Hart uses `ripgrep`.", wing="w")
+    palace.services.drawers.save_note("Ana Lopez works on Atlas.", wing="w")
+    palace.services.drawers.save_note("Ben Hart uses `ripgrep`.", wing="w")
     http = client_of(palace)
 
     first = http.post("/api/extract")
@@ -104,7 +104,7 @@ def test_post_extract_answers_202_and_joins_the_queued_sweep(palaces: Palaces) -
     assert first.status_code == second.status_code == 202
     assert first.json()["job"]["id"] == second.json()["job"]["id"]
     assert first.json()["job"]["kind"] == "extract" and first.json()["job"]["status"] == "queued"
-    assert len(palace.services.list_jobs("queued", "extract", 50)) == 1
+    assert len(palace.services.jobs.list_jobs("queued", "extract", 50)) == 1
     assert http.get("/api/status").json()["extraction"]["pending"] == 2
 
     palace.start()
@@ -124,8 +124,8 @@ def test_post_extract_answers_202_and_joins_the_queued_sweep(palaces: Palaces) -
 
 def test_the_sweep_reads_only_current_drawers(palaces: Palaces) -> None:
     palace = palaces.open(start=False)
-    old, _ = palace.services.save_note("Ana Lopez lives in Lisbon.", wing="w")
-    new = palace.services.supersede_drawer(old.id, "Ana Lopez lives in Porto.")
+    old, _ = palace.services.drawers.save_note("Ana Lopez lives in Lisbon.", wing="w")
+    new = palace.services.drawers.supersede_drawer(old.id, "Ana Lopez lives in Porto.")
 
     palace.start()
     job = extracted(palace)
@@ -151,8 +151,8 @@ def test_a_drawer_the_active_extractor_read_is_not_read_again(client: TestClient
 
 def test_a_new_extractor_reads_every_current_drawer_again(palaces: Palaces) -> None:
     palace = palaces.open()
-    palace.services.save_note("Ana Lopez works on Atlas.", wing="w")
-    palace.services.save_note("ENTITY Kim Park|person\nCLAIM Kim Park|uses|Vim|0.9", wing="w")
+    palace.services.drawers.save_note("Ana Lopez works on Atlas.", wing="w")
+    palace.services.drawers.save_note("ENTITY Kim Park|person\nCLAIM Kim Park|uses|Vim|0.9", wing="w")
     assert extracted(palace).result["extractor"] == "heuristic"  # type: ignore[index]
 
     palace = palaces.reopen(palace, flags=command_flags())
@@ -198,7 +198,7 @@ def test_replaying_a_batch_writes_no_new_entity_fact_or_mention(client: TestClie
 def test_two_sweeps_reading_the_same_drawers_record_each_link_once(palaces: Palaces) -> None:
     palace = palaces.open(flags={"extraction.provider": "none"})
     for content in ("Ana Lopez lives in Lisbon.", "Ana Lopez lives in Porto.", "Ana Lopez lives in Porto!"):
-        palace.services.save_note(content, wing="w")
+        palace.services.drawers.save_note(content, wing="w")
     sweep = ExtractionSweep(palace.store, HeuristicProvider(), palace.services.policy, min_confidence=0.3)
     # Both sweeps took the same unread drawers; the second infers only after the first wrote its batch.
     unread = palace.store.drawers_to_extract("heuristic", 16)
@@ -227,8 +227,8 @@ def test_a_provider_failure_writes_nothing_of_the_batch_and_fails_the_job_with_t
     palaces: Palaces, args: tuple[str, ...], timeout: float, error: str
 ) -> None:
     palace = palaces.open(flags=command_flags(*args, timeout=timeout), start=False)
-    palace.services.save_note("ENTITY Ana Lopez|person\nCLAIM Ana Lopez|works_on|Atlas|0.9", wing="w")
-    palace.services.save_note("ENTITY Ben Hart|person\nCLAIM Ben Hart|uses|Vim|0.9", wing="w")
+    palace.services.drawers.save_note("ENTITY Ana Lopez|person\nCLAIM Ana Lopez|works_on|Atlas|0.9", wing="w")
+    palace.services.drawers.save_note("ENTITY Ben Hart|person\nCLAIM Ben Hart|uses|Vim|0.9", wing="w")
 
     palace.start()
     job = failed_extraction(palace)
@@ -243,16 +243,16 @@ def test_a_provider_failure_writes_nothing_of_the_batch_and_fails_the_job_with_t
 def test_a_failed_batch_keeps_the_batches_before_it_and_is_read_again_later(palaces: Palaces) -> None:
     flags = {**command_flags("--fail-on", "BOOM"), "extraction.batch_size": 1}
     palace = palaces.open(flags=flags, start=False)
-    palace.services.save_note("CLAIM Ana Lopez|works_on|Atlas|0.9", wing="w")
-    palace.services.save_note("BOOM\nCLAIM Ben Hart|works_on|Orion|0.9", wing="w")
-    palace.services.save_note("CLAIM Cy Diaz|uses|Vim|0.9", wing="w")
+    palace.services.drawers.save_note("CLAIM Ana Lopez|works_on|Atlas|0.9", wing="w")
+    palace.services.drawers.save_note("BOOM\nCLAIM Ben Hart|works_on|Orion|0.9", wing="w")
+    palace.services.drawers.save_note("CLAIM Cy Diaz|uses|Vim|0.9", wing="w")
 
     palace.start()
     failed = failed_extraction(palace)
 
     assert failed.result is None
     assert [triple(f) for f in facts_named(palace)] == [("Ana Lopez", "works_on", "Atlas")]
-    assert palace.services.extraction_status()["pending"] == 2
+    assert palace.services.status.extraction_status()["pending"] == 2
 
     # The same extractor, fixed: only the drawers the failed batch left unread are read.
     palace = palaces.reopen(palace, flags={**command_flags(), "extraction.batch_size": 1})
@@ -291,10 +291,10 @@ def test_each_text_reaches_the_provider_with_its_provenance_and_effective_prefer
         },
     )
     mine(palace, "notes", folder, wing="w")
-    manual, _ = palace.services.save_note("ENTITY Kim Park|person", wing="w")
+    manual, _ = palace.services.drawers.save_note("ENTITY Kim Park|person", wing="w")
     extracted(palace)
 
-    drawers = {d.name: d for d in palace.services.list_drawers("w", None, 50, None).items}
+    drawers = {d.name: d for d in palace.services.drawers.list_drawers("w", None, 50, None).items}
     received = _received(record)
 
     assert received[drawers["final.md"].id]["provenance"] == {
@@ -335,7 +335,7 @@ def test_the_floor_ignores_preference_and_confidence_is_kept_as_given(palaces: P
     mine(palace, "notes", folder, wing="w")
     extracted(palace)
 
-    drawers = {d.name: d for d in palace.services.list_drawers("w", None, 50, None).items}
+    drawers = {d.name: d for d in palace.services.drawers.list_drawers("w", None, 50, None).items}
     facts = {triple(f): f for f in facts_named(palace)}
 
     assert set(facts) == {("Ana Lopez", "works_on", "Atlas"), ("Ana Lopez", "member_of", "Platform Guild")}

@@ -31,7 +31,7 @@ def mined_palace(tmp_path: Path) -> Iterator[Palace]:
 def wait(palace: Palace, job: Job, timeout: float = 30) -> Job:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        job = palace.services.get_job(job.id)
+        job = palace.services.jobs.get_job(job.id)
         if job.is_finished:
             return job
         time.sleep(0.02)
@@ -39,7 +39,7 @@ def wait(palace: Palace, job: Job, timeout: float = 30) -> Job:
 
 
 def mine(palace: Palace, connector: str, locator: Path | str, **kwargs: Any) -> dict[str, Any]:
-    job, _ = palace.services.submit_mine(connector, str(locator), kwargs.pop("options", {}), **kwargs)
+    job, _ = palace.services.mining.submit_mine(connector, str(locator), kwargs.pop("options", {}), **kwargs)
     done = wait(palace, job)
     assert done.status.value == "completed", done.error
     assert done.result is not None
@@ -47,7 +47,7 @@ def mine(palace: Palace, connector: str, locator: Path | str, **kwargs: Any) -> 
 
 
 def current_drawers(palace: Palace, wing: str) -> list[Any]:
-    page = palace.services.list_drawers(wing, None, 200, None)
+    page = palace.services.drawers.list_drawers(wing, None, 200, None)
     return list(page.items)
 
 
@@ -92,7 +92,7 @@ def test_editing_one_file_supersedes_only_its_changed_chunks(mined_palace: Palac
     assert after[max(after)].content.endswith("EDITED")
     for chunk, old in before.items():
         assert after[chunk].supersedes == old.id
-        history = mined_palace.services.drawer_history(after[chunk].id)
+        history = mined_palace.services.drawers.drawer_history(after[chunk].id)
         assert [h.id for h in history] == [old.id, after[chunk].id]
 
 
@@ -130,14 +130,16 @@ def test_a_metadata_only_change_supersedes_with_a_new_snapshot_and_the_old_one_s
     assert result["superseded"] == 1
     [new] = current_drawers(mined_palace, "w")
     assert new.supersedes == old.id and new.source.origin.metadata["status"] == "final"
-    reread = mined_palace.services.get_drawer(old.id)
+    reread = mined_palace.services.drawers.get_drawer(old.id)
     assert reread.source.origin.metadata["status"] == "draft" and reread.valid_to is not None
 
-    as_of = mined_palace.services.search(SearchRequest(query="blue-green", wing="w", as_of=between))
+    as_of = mined_palace.services.search.search(SearchRequest(query="blue-green", wing="w", as_of=between))
     assert [h.drawer.id for h in as_of.hits] == [old.id]
-    historical = mined_palace.services.search(SearchRequest(query="blue-green", wing="w", include_historical=True))
+    historical = mined_palace.services.search.search(
+        SearchRequest(query="blue-green", wing="w", include_historical=True)
+    )
     assert {h.drawer.id for h in historical.hits} == {old.id, new.id}
-    current = mined_palace.services.search(SearchRequest(query="blue-green", wing="w"))
+    current = mined_palace.services.search.search(SearchRequest(query="blue-green", wing="w"))
     assert [h.drawer.id for h in current.hits] == [new.id]
 
 
@@ -184,7 +186,7 @@ def test_bad_input_is_skipped_with_a_reason_and_the_rest_is_mined(mined_palace: 
 
 def test_an_undeclared_option_is_refused_with_the_accepted_ones(mined_palace: Palace, tmp_path: Path) -> None:
     with pytest.raises(UnknownOption) as caught:
-        mined_palace.services.submit_mine("git", str(tmp_path), {"colour": "blue"})
+        mined_palace.services.mining.submit_mine("git", str(tmp_path), {"colour": "blue"})
     assert caught.value.accepted == ("branch", "since")
     assert "branch" in caught.value.message and caught.value.field == "options.colour"
 
@@ -219,7 +221,7 @@ def test_chatgpt_truncated_zip_is_skipped_with_a_reason(mined_palace: Palace, tm
     with zipfile.ZipFile(archive, "w") as zf:
         zf.writestr("conversations.json", "[]" + " " * 5000)
     archive.write_bytes(archive.read_bytes()[:100])
-    if "chatgpt" not in {c["name"] for c in mined_palace.services.list_connectors()}:
+    if "chatgpt" not in {c["name"] for c in mined_palace.services.mining.list_connectors()}:
         pytest.skip("chatgpt connector not registered")
     result = mine(mined_palace, "chatgpt", archive)
     assert result["skipped"] == 1 and result["skipped_documents"][0]["reason"]

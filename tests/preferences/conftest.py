@@ -102,9 +102,9 @@ class Bench:
         palace: Palace, connector: str, locator: Path | str, *, wing: str, timeout: float = 20.0
     ) -> dict[str, Any]:
         """Run a real mine job to completion and return its result."""
-        job, _ = palace.services.submit_mine(connector, str(locator), {}, wing=wing)
+        job, _ = palace.services.mining.submit_mine(connector, str(locator), {}, wing=wing)
         deadline = time.monotonic() + timeout
-        while not (job := palace.services.get_job(job.id)).is_finished:
+        while not (job := palace.services.jobs.get_job(job.id)).is_finished:
             if time.monotonic() > deadline:
                 raise AssertionError(f"mine job {job.id} did not finish: {job}")
             time.sleep(0.01)
@@ -114,12 +114,12 @@ class Bench:
 
     @staticmethod
     def search(palace: Palace, query: str, **fields: Any) -> SearchResult:
-        return palace.services.search(SearchRequest(query=query, **fields))
+        return palace.services.search.search(SearchRequest(query=query, **fields))
 
     @staticmethod
     def drawers(palace: Palace, wing: str) -> dict[str | None, Drawer]:
         """The current drawers of a wing, keyed by name."""
-        return {d.name: d for d in palace.services.list_drawers(wing, None, 200, None).items}
+        return {d.name: d for d in palace.services.drawers.list_drawers(wing, None, 200, None).items}
 
     def close(self) -> None:
         while self.running:

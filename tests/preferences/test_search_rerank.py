@@ -169,7 +169,7 @@ def test_each_hit_shows_its_base_signal_relevance_and_preference(bench: Bench, t
     project.mkdir()
     (project / "harbor.txt").write_text("harbor crane operations manual")
     bench.mine(palace, "directory", project, wing="w")
-    palace.services.save_note("harbor crane note typed by hand", wing="w")
+    palace.services.drawers.save_note("harbor crane note typed by hand", wing="w")
     hits = {hit.drawer.name: hit for hit in bench.search(palace, "harbor", wing="w", limit=10).hits}
     draft = hits["b.md"]
     assert set(draft.signals) == {"lexical", "relevance", "preference"}
@@ -220,7 +220,7 @@ def test_search_reranks_exactly_a_pool_of_clamp_4_limit_20_200_candidates(bench:
     by_id: list[Drawer] = []
     after = None
     while True:
-        page = palace.services.list_drawers("w", None, 200, after)
+        page = palace.services.drawers.list_drawers("w", None, 200, after)
         by_id.extend(page.items)
         if (after := page.next_after) is None:
             break
@@ -269,7 +269,7 @@ def test_hybrid_and_semantic_hits_keep_their_own_base_signal_beside_relevance(
         },
     )
     bench.mine(palace, "notes", bench.notes("harbor", HARBOR), wing="w")
-    poll(lambda: palace.services.embedding_status()["pending"] == 0, timeout=20, what="embeddings")
+    poll(lambda: palace.services.status.embedding_status()["pending"] == 0, timeout=20, what="embeddings")
     result = bench.search(palace, "harbor crane", wing="w", ranking=ranking)
     assert result.ranking == ranking and result.hits
     signals = [hit.signals[base] for hit in result.hits]
@@ -297,7 +297,7 @@ def test_graph_expanded_hits_stay_after_the_direct_hits_whatever_their_preferenc
         wing="w",
     )
     poll(
-        lambda: (jobs := palace.services.list_jobs(None, "extract")) and all(j.is_finished for j in jobs),
+        lambda: (jobs := palace.services.jobs.list_jobs(None, "extract")) and all(j.is_finished for j in jobs),
         timeout=20,
         what="fact extraction",
     )
@@ -357,7 +357,7 @@ def test_changing_the_palace_policy_and_restarting_reranks_old_drawers_without_r
     after = bench.search(palace, "harbor", wing="w")
     assert names(after) == ADJUSTED_ORDER
     assert {hit.drawer.name: hit.drawer.id for hit in after.hits} == ids, "the same drawers, not new ones"
-    assert len(palace.services.list_jobs(None, "mine")) == 1 and palace.store.count_drawers() == len(HARBOR)
+    assert len(palace.services.jobs.list_jobs(None, "mine")) == 1 and palace.store.count_drawers() == len(HARBOR)
 
     palace = bench.restart(palace, preferences=None)
     assert comparable(bench.search(palace, "harbor", wing="w")) == comparable(before)

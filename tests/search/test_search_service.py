@@ -48,8 +48,8 @@ def settle(palace: Palace, timeout: float = 20) -> None:
     """Wait until no drawer waits for embeddings and no job is queued or running."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        busy = palace.services.list_jobs("queued", None) + palace.services.list_jobs("running", None)
-        if not busy and not palace.services.embedding_status()["pending"]:
+        busy = palace.services.jobs.list_jobs("queued", None) + palace.services.jobs.list_jobs("running", None)
+        if not busy and not palace.services.status.embedding_status()["pending"]:
             return
         time.sleep(0.02)
     raise AssertionError("jobs did not settle")
@@ -60,10 +60,10 @@ def ids(result: Any) -> list[str]:
 
 
 def test_auto_is_hybrid_with_every_signal_once_embeddings_exist(palace: Palace) -> None:
-    car, _ = palace.services.save_note("The automobile needs new tyres before winter")
-    palace.services.save_note("Lunch menu: soup and bread")
+    car, _ = palace.services.drawers.save_note("The automobile needs new tyres before winter")
+    palace.services.drawers.save_note("Lunch menu: soup and bread")
     settle(palace)
-    result = palace.services.search(SearchRequest(query="car tyres"))
+    result = palace.services.search.search(SearchRequest(query="car tyres"))
     assert result.ranking == "hybrid" and result.warnings == ()
     top = result.hits[0]
     assert top.drawer.id == car.id
@@ -71,23 +71,23 @@ def test_auto_is_hybrid_with_every_signal_once_embeddings_exist(palace: Palace) 
 
 
 def test_semantic_finds_a_paraphrase_that_shares_no_word(palace: Palace) -> None:
-    dog, _ = palace.services.save_note("Our puppy chews every shoe in the hall")
-    palace.services.save_note("Quarterly report numbers are due Friday")
+    dog, _ = palace.services.drawers.save_note("Our puppy chews every shoe in the hall")
+    palace.services.drawers.save_note("Quarterly report numbers are due Friday")
     settle(palace)
-    assert palace.services.search(SearchRequest(query="canine", ranking="lexical")).hits == ()
-    result = palace.services.search(SearchRequest(query="canine", ranking="semantic"))
+    assert palace.services.search.search(SearchRequest(query="canine", ranking="lexical")).hits == ()
+    result = palace.services.search.search(SearchRequest(query="canine", ranking="semantic"))
     assert ids(result)[0] == dog.id and "semantic" in result.hits[0].signals
 
 
 def test_explicit_semantic_without_embeddings_is_a_400_never_a_downgrade(tmp_path: Path) -> None:
     palace = make_palace(tmp_path / "p", model=None)
     try:
-        palace.services.save_note("hello world")
+        palace.services.drawers.save_note("hello world")
         for ranking in ("semantic", "hybrid"):
             with pytest.raises(InvalidRequest) as caught:
-                palace.services.search(SearchRequest(query="hello", ranking=ranking))
+                palace.services.search.search(SearchRequest(query="hello", ranking=ranking))
             assert caught.value.field == "ranking"
-        assert palace.services.search(SearchRequest(query="hello")).ranking == "lexical"
+        assert palace.services.search.search(SearchRequest(query="hello")).ranking == "lexical"
     finally:
         palace.stop()
 
@@ -95,45 +95,45 @@ def test_explicit_semantic_without_embeddings_is_a_400_never_a_downgrade(tmp_pat
 def test_a_failing_provider_never_blocks_a_write_and_auto_falls_back_with_a_warning(tmp_path: Path) -> None:
     palace = make_palace(tmp_path / "p", model="fail")
     try:
-        drawer, created = palace.services.save_note("the write must succeed while the provider is down")
+        drawer, created = palace.services.drawers.save_note("the write must succeed while the provider is down")
         assert created
         deadline = time.monotonic() + CEILING
-        while not palace.services.status()["warnings"] and time.monotonic() < deadline:
+        while not palace.services.status.status()["warnings"] and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert "embedding provider failed" in palace.services.status()["warnings"][0]
-        result = palace.services.search(SearchRequest(query="write succeed"))
+        assert "embedding provider failed" in palace.services.status.status()["warnings"][0]
+        result = palace.services.search.search(SearchRequest(query="write succeed"))
         assert result.ranking == "lexical" and ids(result) == [drawer.id]
         assert any("embeddings unavailable" in w for w in result.warnings)
         with pytest.raises(ProviderError):
-            palace.services.search(SearchRequest(query="write", ranking="hybrid"))
+            palace.services.search.search(SearchRequest(query="write", ranking="hybrid"))
     finally:
         palace.stop()
 
 
 def test_filters_apply_inside_every_leg_before_the_limit(palace: Palace) -> None:
     for index in range(30):
-        palace.services.save_note(f"kitten photo number {index}", wing="noise")
-    wanted, _ = palace.services.save_note("a kitten sleeping", wing="home", tags=["pets"])
-    palace.services.save_note("a kitten playing", wing="home")
+        palace.services.drawers.save_note(f"kitten photo number {index}", wing="noise")
+    wanted, _ = palace.services.drawers.save_note("a kitten sleeping", wing="home", tags=["pets"])
+    palace.services.drawers.save_note("a kitten playing", wing="home")
     settle(palace)
     for ranking in ("lexical", "semantic", "hybrid"):
-        result = palace.services.search(
+        result = palace.services.search.search(
             SearchRequest(query="kitten", ranking=ranking, limit=1, wing="home", tags=("pets",))
         )
         assert ids(result) == [wanted.id], ranking
 
 
 def test_every_temporal_form_follows_a_supersession_chain_in_every_leg(palace: Palace) -> None:
-    first, _ = palace.services.save_note("the database is MySQL", name="db")
+    first, _ = palace.services.drawers.save_note("the database is MySQL", name="db")
     settle(palace)
     between = palace.now()
-    second = palace.services.supersede_drawer(first.id, "the database is Postgres now")
-    third = palace.services.supersede_drawer(second.id, "the database is Postgres 16, database upgraded")
+    second = palace.services.drawers.supersede_drawer(first.id, "the database is Postgres now")
+    third = palace.services.drawers.supersede_drawer(second.id, "the database is Postgres 16, database upgraded")
     settle(palace)
     for ranking in ("lexical", "semantic", "hybrid"):
 
         def found(ranking: str = ranking, **temporal: Any) -> set[str]:
-            return set(ids(palace.services.search(SearchRequest(query="database", ranking=ranking, **temporal))))
+            return set(ids(palace.services.search.search(SearchRequest(query="database", ranking=ranking, **temporal))))
 
         assert found() == {third.id}, ranking
         assert found(as_of=between) == {first.id}, ranking
@@ -145,61 +145,61 @@ def test_every_temporal_form_follows_a_supersession_chain_in_every_leg(palace: P
 
 def test_two_temporal_forms_at_once_are_a_400_naming_both(palace: Palace) -> None:
     with pytest.raises(InvalidRequest) as caught:
-        palace.services.search(SearchRequest(query="x", as_of="2026-01-01", include_historical=True))
+        palace.services.search.search(SearchRequest(query="x", as_of="2026-01-01", include_historical=True))
     assert caught.value.field == "as_of,include_historical"
 
 
 def test_a_long_drawer_is_found_by_its_end_semantically(palace: Palace) -> None:
     filler = " ".join(f"ledger entry {i} balanced" for i in range(400))
-    long, _ = palace.services.save_note(filler + " finally the feline escaped through the window")
-    palace.services.save_note(" ".join(f"ledger entry {i} reconciled" for i in range(400)))
+    long, _ = palace.services.drawers.save_note(filler + " finally the feline escaped through the window")
+    palace.services.drawers.save_note(" ".join(f"ledger entry {i} reconciled" for i in range(400)))
     settle(palace)
-    result = palace.services.search(SearchRequest(query="cat escaped window", ranking="semantic", limit=1))
+    result = palace.services.search.search(SearchRequest(query="cat escaped window", ranking="semantic", limit=1))
     assert ids(result) == [long.id]
 
 
 def test_a_model_change_re_embeds_in_the_background_and_drops_old_vectors(tmp_path: Path) -> None:
     path = tmp_path / "p"
     palace = make_palace(path, model="bow")
-    drawer, _ = palace.services.save_note("vectors for the first model")
+    drawer, _ = palace.services.drawers.save_note("vectors for the first model")
     settle(palace)
     palace.stop()
     palace = make_palace(path, model="dim8")
     try:
         settle(palace)
-        status = palace.services.embedding_status()
+        status = palace.services.status.embedding_status()
         assert status == {"provider": "command", "model": "dim8", "dimension": 8, "pending": 0}
-        result = palace.services.search(SearchRequest(query="first model vectors", ranking="semantic"))
+        result = palace.services.search.search(SearchRequest(query="first model vectors", ranking="semantic"))
         assert ids(result) == [drawer.id]
-        jobs = palace.services.list_jobs("completed", "embed")
+        jobs = palace.services.jobs.list_jobs("completed", "embed")
         assert jobs[0].result is not None and jobs[0].result["dropped_vectors"] >= 1
     finally:
         palace.stop()
 
 
 def test_recall_searches_a_wing_and_refuses_a_room(palace: Palace) -> None:
-    note, _ = palace.services.save_note("recall me by this phrase", wing="w", room="r1")
-    assert ids(palace.services.recall(SearchRequest(query="phrase", wing="w"))) == [note.id]
+    note, _ = palace.services.drawers.save_note("recall me by this phrase", wing="w", room="r1")
+    assert ids(palace.services.search.recall(SearchRequest(query="phrase", wing="w"))) == [note.id]
     with pytest.raises(InvalidRequest) as caught:
-        palace.services.recall(SearchRequest(query="phrase", room="r1"))
+        palace.services.search.recall(SearchRequest(query="phrase", room="r1"))
     assert caught.value.field == "room"
 
 
 def test_wake_up_returns_the_latest_diary_entry_and_checkpoints_within_the_budget(palace: Palace) -> None:
-    palace.services.write_diary("agent-a", "old entry")
-    latest = palace.services.write_diary("agent-a", "latest entry: refactored the store")
-    palace.services.write_diary("agent-b", "someone else's entry")
-    saved = palace.services.checkpoint([{"content": "decided: use Postgres"}, {"content": "x" * 600}])
-    bundle = palace.services.wake_up("agent-a", max_bytes=300)
+    palace.services.agents.write_diary("agent-a", "old entry")
+    latest = palace.services.agents.write_diary("agent-a", "latest entry: refactored the store")
+    palace.services.agents.write_diary("agent-b", "someone else's entry")
+    saved = palace.services.agents.checkpoint([{"content": "decided: use Postgres"}, {"content": "x" * 600}])
+    bundle = palace.services.agents.wake_up("agent-a", max_bytes=300)
     assert [d["id"] for d in bundle["diary"]] == [latest.id]
     assert [d["id"] for d in bundle["checkpoints"]] == [saved[0].id]  # the 600-byte one does not fit
     assert bundle["omitted"] == 1 and bundle["bytes"] <= 300
-    assert [d.id for d in palace.services.read_diary("agent-a")][0] == latest.id
+    assert [d.id for d in palace.services.agents.read_diary("agent-a")][0] == latest.id
 
 
 def test_a_checkpoint_with_one_bad_item_writes_nothing(palace: Palace) -> None:
-    before = palace.services.status()["drawers"]
+    before = palace.services.status.status()["drawers"]
     with pytest.raises(InvalidRequest) as caught:
-        palace.services.checkpoint([{"content": "fine"}, {"content": "  "}])
+        palace.services.agents.checkpoint([{"content": "fine"}, {"content": "  "}])
     assert caught.value.field == "items[1].content"
-    assert palace.services.status()["drawers"] == before
+    assert palace.services.status.status()["drawers"] == before

@@ -57,8 +57,8 @@ def settle(palace: Palace, timeout: float = 60) -> None:
         counts = services.store.count_jobs()
         if (
             counts["queued"] == counts["running"] == 0
-            and services.embedding_status()["pending"] == 0
-            and services.extraction_status()["pending"] == 0
+            and services.status.embedding_status()["pending"] == 0
+            and services.status.extraction_status()["pending"] == 0
         ):
             return
         assert time.monotonic() < deadline, f"the palace did not settle: {counts}"
@@ -66,7 +66,7 @@ def settle(palace: Palace, timeout: float = 60) -> None:
 
 
 def hits(palace: Palace, request: SearchRequest) -> list[tuple[str, float]]:
-    result = palace.services.search(request)
+    result = palace.services.search.search(request)
     return [(hit.drawer.id, hit.score) for hit in result.hits]
 
 
@@ -208,23 +208,23 @@ def test_migrate_copies_a_palace_that_then_answers_every_search_and_fact_as_befo
     palace = open_palace(source_dir)
     try:
         services = palace.services
-        lighthouse, _ = services.save_note(
+        lighthouse, _ = services.drawers.save_note(
             "The lighthouse keeper logs every storm at night.", wing="coast", room="log", tags=("sea",)
         )
-        services.save_note("The lighthouse keeper logs every storm at night!", wing="coast", room="log")
-        services.save_note("Alice works on Apollo with Bob.", wing="team")
-        tides, _ = services.save_note("Tide tables for the harbour in spring.", wing="coast", room="tides")
-        mine, _ = services.submit_mine("notes", str(folder), wing="work")
+        services.drawers.save_note("The lighthouse keeper logs every storm at night!", wing="coast", room="log")
+        services.drawers.save_note("Alice works on Apollo with Bob.", wing="team")
+        tides, _ = services.drawers.save_note("Tide tables for the harbour in spring.", wing="coast", room="tides")
+        mine, _ = services.mining.submit_mine("notes", str(folder), wing="work")
         settle(palace)
         before = utc_now()
         time.sleep(0.01)
-        summer = services.supersede_drawer(tides.id, "Tide tables for the harbour in summer.")
+        summer = services.drawers.supersede_drawer(tides.id, "Tide tables for the harbour in summer.")
         fact = services.facts.add({"subject": "Carol", "predicate": "works_on", "object": "Hermes"})
         services.facts.supersede(fact["id"], {"object": "Athena", "reason": "moved teams"})
         other = services.facts.add({"subject": "Dave", "predicate": "uses", "object": "Postgres"})
         services.facts.link(other["id"], fact["id"], "refines", "same project")
         settle(palace)
-        assert services.get_job(mine.id).status is JobStatus.COMPLETED
+        assert services.jobs.get_job(mine.id).status is JobStatus.COMPLETED
         requests = {
             "lexical": SearchRequest(query="lighthouse storm", ranking="lexical"),
             "semantic": SearchRequest(query="lighthouse storm keeper", ranking="semantic"),
@@ -236,11 +236,11 @@ def test_migrate_copies_a_palace_that_then_answers_every_search_and_fact_as_befo
         expected = {name: hits(palace, request) for name, request in requests.items()}
         facts = services.facts.list_facts(limit=200)
         entities = services.facts.list_entities(None, None, limit=200)
-        duplicates = services.duplicates(lighthouse.id)
-        history = services.drawer_history(summer.id)
+        duplicates = services.drawers.duplicates(lighthouse.id)
+        history = services.drawers.drawer_history(summer.id)
         drawer_ids = [row["id"] for row in palace.store.export_rows("drawer")]
         drawers = palace.store.get_drawers(drawer_ids)
-        status = services.status()
+        status = services.status.status()
     finally:
         palace.stop()
     assert expected["as_of"][0][0] == tides.id and {d for d, _ in expected["historical"][:2]} == {tides.id, summer.id}
@@ -259,28 +259,32 @@ def test_migrate_copies_a_palace_that_then_answers_every_search_and_fact_as_befo
     moved = open_palace(tmp_path / "scaled", url)
     try:
         services = moved.services
-        assert services.status()["store"]["backend"] == "postgres"
+        assert services.status.status()["store"]["backend"] == "postgres"
         # Nothing to redo: every drawer is embedded and read for facts, and no job was queued at start-up.
-        assert services.embedding_status()["pending"] == 0 and services.extraction_status()["pending"] == 0
+        assert (
+            services.status.embedding_status()["pending"] == 0 and services.status.extraction_status()["pending"] == 0
+        )
         assert sum(services.store.count_jobs().values()) == 0
         assert moved.store.get_drawers(drawer_ids) == drawers
-        assert services.drawer_history(summer.id) == history
+        assert services.drawers.drawer_history(summer.id) == history
         for name, request in requests.items():
             got = hits(moved, request)
             assert [d for d, _ in got] == [d for d, _ in expected[name]], name
             assert np.allclose([s for _, s in got], [s for _, s in expected[name]], rtol=1e-6), name
         assert services.facts.list_facts(limit=200) == facts
         assert services.facts.list_entities(None, None, limit=200) == entities
-        assert services.duplicates(lighthouse.id) == duplicates
+        assert services.drawers.duplicates(lighthouse.id) == duplicates
         # The copy is a working palace: a new note is filed, embedded and found.
-        new, created = services.save_note("A brand new note about the lighthouse lamp.", wing="coast", room="log")
+        new, created = services.drawers.save_note(
+            "A brand new note about the lighthouse lamp.", wing="coast", room="log"
+        )
         assert created
         settle(moved)
         assert new.id in [d for d, _ in hits(moved, SearchRequest(query="lighthouse lamp", ranking="semantic"))]
         # Mining the same folder again on the copy changes nothing: the documents and cursors came along.
-        again, _ = services.submit_mine("notes", str(folder), wing="work")
+        again, _ = services.mining.submit_mine("notes", str(folder), wing="work")
         settle(moved)
-        result = services.get_job(again.id).result or {}
+        result = services.jobs.get_job(again.id).result or {}
         assert (result.get("documents"), result.get("unchanged"), result.get("created")) == (4, 4, 0)
     finally:
         moved.stop()

@@ -397,12 +397,12 @@ def test_kill_9_of_one_daemon_mid_mine_the_other_takes_over_after_the_lease_with
         )
         clean.start()
         try:
-            run, _ = clean.services.submit_mine("directory", str(tree))
+            run, _ = clean.services.mining.submit_mine("directory", str(tree))
             deadline = time.monotonic() + 180
-            while not clean.services.get_job(run.id).is_finished:
+            while not clean.services.jobs.get_job(run.id).is_finished:
                 assert time.monotonic() < deadline, "the clean mine did not finish"
                 time.sleep(0.05)
-            assert clean.services.get_job(run.id).status is JobStatus.COMPLETED
+            assert clean.services.jobs.get_job(run.id).status is JobStatus.COMPLETED
         finally:
             clean.stop()
         assert survivor == drawer_set(postgres_server, clean_info)

@@ -42,12 +42,12 @@ def health() -> dict[str, Any]:
 
 @router.get("/status", tags=["status"], dependencies=[Depends(opens)])
 def status(request: Request) -> dict[str, Any]:
-    return services(request).status()
+    return services(request).status.status()
 
 
 @router.post("/notes", status_code=201, tags=["drawers"], dependencies=[Depends(writes)])
 def save_note(body: NoteBody, request: Request, response: Response) -> dict[str, Any]:
-    drawer, created = services(request).save_note(
+    drawer, created = services(request).drawers.save_note(
         body.content,
         wing=body.wing,
         room=body.room,
@@ -65,28 +65,28 @@ def save_note(body: NoteBody, request: Request, response: Response) -> dict[str,
 def list_drawers(
     request: Request, wing: str | None = None, room: str | None = None, limit: int = Query(50), after: str | None = None
 ) -> dict[str, Any]:
-    page = services(request).list_drawers(wing, room, limit, after)
+    page = services(request).drawers.list_drawers(wing, room, limit, after)
     return {"drawers": [d.to_json() for d in page.items], "next_after": page.next_after}
 
 
 @router.get("/drawers/{drawer_id}", tags=["drawers"], dependencies=[Depends(reads)])
 def get_drawer(drawer_id: str, request: Request) -> dict[str, Any]:
-    return services(request).get_drawer(drawer_id).to_json()
+    return services(request).drawers.get_drawer(drawer_id).to_json()
 
 
 @router.get("/drawers/{drawer_id}/history", tags=["drawers"], dependencies=[Depends(reads)])
 def drawer_history(drawer_id: str, request: Request) -> dict[str, Any]:
-    return {"versions": [d.to_json() for d in services(request).drawer_history(drawer_id)]}
+    return {"versions": [d.to_json() for d in services(request).drawers.drawer_history(drawer_id)]}
 
 
 @router.get("/drawers/{drawer_id}/preference", tags=["preferences"], dependencies=[Depends(reads)])
 def drawer_preference(drawer_id: str, request: Request) -> dict[str, Any]:
-    return services(request).preference_trace(drawer_id)
+    return services(request).drawers.preference_trace(drawer_id)
 
 
 @router.get("/drawers/{drawer_id}/duplicates", tags=["drawers"], dependencies=[Depends(reads)])
 def drawer_duplicates(drawer_id: str, request: Request) -> dict[str, Any]:
-    return {"duplicates": services(request).duplicates(drawer_id)}
+    return {"duplicates": services(request).drawers.duplicates(drawer_id)}
 
 
 @router.get("/preferences", tags=["preferences"], dependencies=[Depends(opens)])
@@ -96,18 +96,17 @@ def preferences(request: Request) -> dict[str, Any]:
 
 @router.post("/drawers/{drawer_id}/supersede", status_code=201, tags=["drawers"], dependencies=[Depends(writes)])
 def supersede_drawer(drawer_id: str, body: SupersedeBody, request: Request) -> dict[str, Any]:
-    return (
-        services(request)
-        .supersede_drawer(drawer_id, body.content, reason=body.reason, requested_by=requester(request))
-        .to_json()
-    )
+    drawers = services(request).drawers
+    replacement = drawers.supersede_drawer(drawer_id, body.content, reason=body.reason, requested_by=requester(request))
+    return replacement.to_json()
 
 
 @router.get("/wings", tags=["drawers"], dependencies=[Depends(reads)])
 def list_wings(request: Request) -> dict[str, Any]:
     return {
         "wings": [
-            {"name": w.name, "drawers": w.drawers, "created_at": w.created_at} for w in services(request).list_wings()
+            {"name": w.name, "drawers": w.drawers, "created_at": w.created_at}
+            for w in services(request).drawers.list_wings()
         ]
     }
 
@@ -117,24 +116,24 @@ def list_rooms(wing: str, request: Request) -> dict[str, Any]:
     return {
         "rooms": [
             {"wing": r.wing, "name": r.name, "drawers": r.drawers, "created_at": r.created_at}
-            for r in services(request).list_rooms(wing)
+            for r in services(request).drawers.list_rooms(wing)
         ]
     }
 
 
 @router.post("/search", tags=["search"], dependencies=[Depends(reads)])
 def search(body: SearchBody, request: Request) -> dict[str, Any]:
-    return services(request).search(_search_request(body)).to_json()
+    return services(request).search.search(_search_request(body)).to_json()
 
 
 @router.post("/recall", tags=["search"], dependencies=[Depends(reads)])
 def recall(body: SearchBody, request: Request) -> dict[str, Any]:
-    return services(request).recall(_search_request(body)).to_json()
+    return services(request).search.recall(_search_request(body)).to_json()
 
 
 @router.post("/embed", status_code=202, tags=["search"], dependencies=[Depends(writes)])
 def embed(request: Request, body: SweepBody | None = None) -> dict[str, Any]:
-    job = services(request).request_embedding(requested_by=requester(request))
+    job = services(request).jobs.request_embedding(requested_by=requester(request))
     if job is None:
         return {"job": None, "message": "embeddings are disabled (embeddings.provider = none)"}
     return {"job": job.to_json()}
@@ -142,25 +141,27 @@ def embed(request: Request, body: SweepBody | None = None) -> dict[str, Any]:
 
 @router.post("/diary", status_code=201, tags=["agents"], dependencies=[Depends(writes)])
 def write_diary(body: DiaryBody, request: Request) -> dict[str, Any]:
-    drawer = services(request).write_diary(body.agent, body.content, wing=body.wing, requested_by=requester(request))
+    drawer = services(request).agents.write_diary(
+        body.agent, body.content, wing=body.wing, requested_by=requester(request)
+    )
     return {"drawer": drawer.to_json()}
 
 
 @router.get("/diary", tags=["agents"], dependencies=[Depends(reads)])
 def read_diary(request: Request, agent: str, wing: str | None = None, limit: int = Query(10)) -> dict[str, Any]:
-    return {"entries": [d.to_json() for d in services(request).read_diary(agent, wing=wing, limit=limit)]}
+    return {"entries": [d.to_json() for d in services(request).agents.read_diary(agent, wing=wing, limit=limit)]}
 
 
 @router.get("/wake-up", tags=["agents"], dependencies=[Depends(reads)])
 def wake_up(
     request: Request, agent: str, wing: str | None = None, max_items: int = Query(10), max_bytes: int = Query(8192)
 ) -> dict[str, Any]:
-    return services(request).wake_up(agent, wing=wing, max_items=max_items, max_bytes=max_bytes)
+    return services(request).agents.wake_up(agent, wing=wing, max_items=max_items, max_bytes=max_bytes)
 
 
 @router.post("/checkpoint", status_code=201, tags=["agents"], dependencies=[Depends(writes)])
 def checkpoint(body: CheckpointBody, request: Request) -> dict[str, Any]:
-    saved = services(request).checkpoint(
+    saved = services(request).agents.checkpoint(
         [item.model_dump(exclude_none=True) for item in body.items], agent=body.agent, requested_by=requester(request)
     )
     return {"drawers": [d.to_json() for d in saved]}
@@ -168,7 +169,7 @@ def checkpoint(body: CheckpointBody, request: Request) -> dict[str, Any]:
 
 @router.post("/extract", status_code=202, tags=["facts"], dependencies=[Depends(writes)])
 def extract(request: Request, body: SweepBody | None = None) -> dict[str, Any]:
-    job = services(request).request_extraction(requested_by=requester(request))
+    job = services(request).jobs.request_extraction(requested_by=requester(request))
     if job is None:
         return {"job": None, "message": "extraction is disabled (extraction.provider = none)"}
     return {"job": job.to_json()}
@@ -260,22 +261,22 @@ def _search_request(body: SearchBody) -> SearchRequest:
 def list_jobs(
     request: Request, status: str | None = None, kind: str | None = None, limit: int = Query(50)
 ) -> dict[str, Any]:
-    return {"jobs": [j.to_json() for j in services(request).list_jobs(status, kind, limit)]}
+    return {"jobs": [j.to_json() for j in services(request).jobs.list_jobs(status, kind, limit)]}
 
 
 @router.get("/jobs/{job_id}", tags=["jobs"], dependencies=[Depends(reads)])
 def get_job(job_id: str, request: Request) -> dict[str, Any]:
-    return services(request).get_job(job_id).to_json()
+    return services(request).jobs.get_job(job_id).to_json()
 
 
 @router.post("/jobs/{job_id}/{action}", tags=["jobs"], dependencies=[Depends(opens)])
 def control_job(job_id: str, action: str, request: Request) -> dict[str, Any]:
-    return {"job": services(request).control_job(job_id, action).to_json()}
+    return {"job": services(request).jobs.control_job(job_id, action).to_json()}
 
 
 @router.post("/mine", status_code=202, tags=["mining"], dependencies=[Depends(writes)])
 def mine(body: MineBody, request: Request) -> dict[str, Any]:
-    job, created = services(request).submit_mine(
+    job, created = services(request).mining.submit_mine(
         body.connector, body.locator, body.options, wing=body.wing, full=body.full, requested_by=requester(request)
     )
     return {"job": job.to_json(), "joined": not created}
@@ -283,23 +284,23 @@ def mine(body: MineBody, request: Request) -> dict[str, Any]:
 
 @router.get("/connectors", tags=["mining"], dependencies=[Depends(opens)])
 def connectors(request: Request) -> dict[str, Any]:
-    return {"connectors": services(request).list_connectors()}
+    return {"connectors": services(request).mining.list_connectors()}
 
 
 @router.get("/miners", tags=["mining"], dependencies=[Depends(reads)])
 def miners(request: Request) -> dict[str, Any]:
-    return {"miners": [m.to_json() for m in services(request).list_miners()]}
+    return {"miners": [m.to_json() for m in services(request).mining.list_miners()]}
 
 
 @router.post("/miners/{name}/run", status_code=202, tags=["mining"], dependencies=[Depends(writes)])
 def run_miner(name: str, request: Request) -> dict[str, Any]:
-    job, created = services(request).run_miner(name, requested_by=requester(request))
+    job, created = services(request).mining.run_miner(name, requested_by=requester(request))
     return {"job": job.to_json(), "joined": not created}
 
 
 @router.post("/verify", status_code=202, tags=["jobs"], dependencies=[Depends(reads)])
 def verify(body: VerifyBody, request: Request) -> dict[str, Any]:
-    job = services(request).submit_verify(
+    job = services(request).jobs.submit_verify(
         batch=body.batch, pace_ms=body.pace_ms, priority=body.priority, requested_by=requester(request)
     )
     return {"job": job.to_json()}

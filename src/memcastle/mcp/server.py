@@ -218,7 +218,7 @@ def build_mcp_server(
     """The MemCastle MCP server; its streamable HTTP transport (`session_manager`) is configured for `MCP_PATH`."""
     server: MCPServer = MCPServer("memcastle", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
     modes = SessionModes()
-    connectors = ", ".join(c["name"] for c in services.list_connectors())
+    connectors = ", ".join(c["name"] for c in services.mining.list_connectors())
 
     def tool(name: str, **format_args: str) -> Callable[[Callable[..., dict[str, Any]]], Callable[..., Any]]:
         spec = TOOLS[name]
@@ -258,7 +258,7 @@ def build_mcp_server(
         embedding and extraction state, warnings, and this session's memory `mode` with `mode_source`
         (session, header or default). Always allowed, even when memory is disabled."""
         mode, source = mode_of(ctx, modes)
-        return {**services.status(), "mode": mode, "mode_source": source}
+        return {**services.status.status(), "mode": mode, "mode_source": source}
 
     @tool("memcastle_set_mode")
     def set_mode(
@@ -311,7 +311,7 @@ def build_mcp_server(
         policy adjusted it and why). Read origin and preference before trusting a hit. Narrow with wing, room,
         tags, source_kind or connector; travel in time with as_of, or since+until, or include_historical (one of
         them). Refused when memory is disabled."""
-        return services.search(
+        return services.search.search(
             SearchRequest(
                 query=query,
                 limit=limit,
@@ -345,7 +345,7 @@ def build_mcp_server(
         answer as memcastle_search: hits with the verbatim drawer, its `origin` and the ranking `signals`
         (including the source `preference`). Use memcastle_search for room, connector, ranking or time windows.
         Refused when memory is disabled."""
-        return services.recall(
+        return services.search.recall(
             SearchRequest(
                 query=query,
                 limit=limit,
@@ -369,20 +369,20 @@ def build_mcp_server(
         `checkpoints` (decisions and state, from any agent), trimmed by whole drawers to the budget (`omitted`
         says how many did not fit), so you resume where work left off. Each drawer carries its source and
         provenance. Refused when memory is disabled."""
-        return services.wake_up(agent, wing=wing, max_items=max_items, max_bytes=max_bytes)
+        return services.agents.wake_up(agent, wing=wing, max_items=max_items, max_bytes=max_bytes)
 
     @tool("memcastle_diary_read")
     def diary_read(ctx: Context, agent: AgentName, wing: WingFilter = None, limit: Limit = 10) -> dict[str, Any]:
         """Read an agent's diary entries, newest first (`entries`: drawers in room 'diary'). Refused when memory
         is disabled."""
-        return {"entries": [d.to_json() for d in services.read_diary(agent, wing=wing, limit=limit)]}
+        return {"entries": [d.to_json() for d in services.agents.read_diary(agent, wing=wing, limit=limit)]}
 
     @tool("memcastle_history")
     def history(ctx: Context, drawer_id: DrawerId) -> dict[str, Any]:
         """Every version of a drawer, oldest first (`versions`). When a source document changed or a note was
         superseded, old versions stay with valid_from/valid_to and supersedes/superseded_by links: use it to see
         how something evolved, or whether a hit is still current. Refused when memory is disabled."""
-        return {"versions": [d.to_json() for d in services.drawer_history(drawer_id)]}
+        return {"versions": [d.to_json() for d in services.drawers.drawer_history(drawer_id)]}
 
     @tool("memcastle_fact_list")
     def fact_list(
@@ -419,13 +419,13 @@ def build_mcp_server(
         """How the source-preference policy ranks a drawer: its connector, each criterion tried with the value
         found, which matched and won, and the resulting adjustment. Use it when a hit's signals.preference
         matters to your answer. Refused when memory is disabled."""
-        return services.preference_trace(drawer_id)
+        return services.drawers.preference_trace(drawer_id)
 
     @tool("memcastle_duplicates")
     def duplicates(ctx: Context, drawer_id: DrawerId) -> dict[str, Any]:
         """Drawers linked to this one as exact, normalized or near copies (linked, never merged), each with its
         verdict and similarity: other sources for the same text. Refused when memory is disabled."""
-        return {"duplicates": services.duplicates(drawer_id)}
+        return {"duplicates": services.drawers.duplicates(drawer_id)}
 
     @tool("memcastle_job_list")
     def job_list(
@@ -436,13 +436,13 @@ def build_mcp_server(
     ) -> dict[str, Any]:
         """Background jobs (mining, embedding, extraction, verification), newest first, with status and
         progress. Refused when memory is disabled."""
-        return {"jobs": [j.to_json() for j in services.list_jobs(status, kind, limit)]}
+        return {"jobs": [j.to_json() for j in services.jobs.list_jobs(status, kind, limit)]}
 
     @tool("memcastle_job_get")
     def job_get(ctx: Context, job_id: Annotated[str, Field(min_length=1, description="a job id")]) -> dict[str, Any]:
         """One background job: status (queued, running, paused, completed, failed, cancelled), progress, and its
         result (counts) or error. Poll it after memcastle_mine. Refused when memory is disabled."""
-        return services.get_job(job_id).to_json()
+        return services.jobs.get_job(job_id).to_json()
 
     # --- writing ----------------------------------------------------------------------------------
 
@@ -461,7 +461,7 @@ def build_mcp_server(
         unnamed text from the same writer already in that room is returned instead of stored twice (`created`
         false). Returns the
         `drawer` with its id and provenance. Refused in read_only and disabled modes."""
-        drawer, created = services.save_note(
+        drawer, created = services.drawers.save_note(
             content, wing=wing, room=room, tags=tags, agent=agent, name=name, requested_by=REQUESTER
         )
         return {"drawer": drawer.to_json(), "created": created}
@@ -477,7 +477,7 @@ def build_mcp_server(
         next. Stored verbatim in room 'diary' under your agent identity; memcastle_wake_up returns the latest
         entry next time. The exact same text again returns the existing entry. Refused in read_only and disabled
         modes."""
-        return {"drawer": services.write_diary(agent, content, wing=wing, requested_by=REQUESTER).to_json()}
+        return {"drawer": services.agents.write_diary(agent, content, wing=wing, requested_by=REQUESTER).to_json()}
 
     @tool("memcastle_checkpoint")
     def checkpoint(
@@ -490,7 +490,7 @@ def build_mcp_server(
         'checkpoint' (room 'checkpoints' unless given) and may record an explicit fact with that drawer as its
         evidence. All items are validated before any is saved. memcastle_wake_up returns the most recent
         checkpoints. Refused in read_only and disabled modes."""
-        saved = services.checkpoint(
+        saved = services.agents.checkpoint(
             [item.model_dump(exclude_none=True) for item in items], agent=agent, requested_by=REQUESTER
         )
         return {"drawers": [d.to_json() for d in saved]}
@@ -509,7 +509,9 @@ def build_mcp_server(
         documents are skipped, changed ones supersede their old drawers (history kept). A request for the same
         source joins one still queued (`joined` true). Connectors: {connectors}. Refused in read_only and
         disabled modes."""
-        job, created = services.submit_mine(connector, locator, options, wing=wing, full=full, requested_by=REQUESTER)
+        job, created = services.mining.submit_mine(
+            connector, locator, options, wing=wing, full=full, requested_by=REQUESTER
+        )
         return {"job": job.to_json(), "joined": not created}
 
     # Builds `server.session_manager` for MCP_PATH; the Starlette app it returns is not used, the daemon's own app

@@ -1,0 +1,108 @@
+"""Agent memory (ADR 0005): a diary per agent, checkpoints of decisions and state, and the wake-up bundle."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from memcastle.errors import InvalidRequest
+from memcastle.model import Drawer, Scope
+from memcastle.services.drawers import DIARY_ROOM, DrawerService
+from memcastle.services.facts import FactService
+from memcastle.services.validation import MAX_LIMIT, check_limit, check_name, check_tags, require_name
+from memcastle.store import DrawerStore
+
+CHECKPOINT_ROOM = "checkpoints"
+CHECKPOINT_TAG = "checkpoint"
+
+
+class AgentService:
+    """What an agent keeps between sessions."""
+
+    def __init__(self, store: DrawerStore, drawers: DrawerService, facts: FactService) -> None:
+        self._store = store
+        self._drawers = drawers
+        self.facts = facts
+
+    def write_diary(self, agent: str, content: str, *, wing: str | None = None, requested_by: str = "http") -> Drawer:
+        """A diary entry: a drawer in room `diary`, keyed by the agent's identity."""
+        agent = require_name(agent, "agent")
+        drawer, _ = self._drawers.save_note(
+            content, wing=wing, room=DIARY_ROOM, agent=agent, requested_by=requested_by, kind="manual"
+        )
+        return drawer
+
+    def read_diary(self, agent: str, *, wing: str | None = None, limit: int = 10) -> list[Drawer]:
+        """The agent's diary entries, newest first."""
+        scope = Scope(wing=check_name(wing, "wing"), room=DIARY_ROOM, agent=require_name(agent, "agent"))
+        return self._store.latest_drawers(scope, check_limit(limit))
+
+    def checkpoint(
+        self, items: Sequence[Mapping[str, Any]], *, agent: str | None = None, requested_by: str = "http"
+    ) -> list[Drawer]:
+        """Save decisions and state as checkpoint drawers (tag `checkpoint`), all or nothing validated first."""
+        if not items:
+            raise InvalidRequest("items must not be empty", field="items")
+        prepared = []
+        for index, item in enumerate(items):
+            content = item.get("content")
+            if not isinstance(content, str) or not content.strip():
+                raise InvalidRequest("content must not be empty", field=f"items[{index}].content")
+            fact = item.get("fact")
+            if fact is not None:
+                if not isinstance(fact, Mapping):
+                    raise InvalidRequest("fact must be an object", field=f"items[{index}].fact")
+                try:
+                    self.facts.check_spec(fact)
+                except InvalidRequest as exc:
+                    raise InvalidRequest(exc.message, field=f"items[{index}].fact.{exc.field}") from None
+            prepared.append(item)
+        saved = []
+        for item in prepared:
+            tags = tuple(dict.fromkeys((*check_tags(item.get("tags") or ()), CHECKPOINT_TAG)))
+            drawer, _ = self._drawers.save_note(
+                item["content"],
+                wing=item.get("wing"),
+                room=item.get("room") or CHECKPOINT_ROOM,
+                tags=tags,
+                agent=agent,
+                name=item.get("name"),
+                requested_by=requested_by,
+                kind="manual",
+            )
+            if item.get("fact"):
+                self.facts.add(item["fact"], evidence_drawer=drawer.id, requested_by=requested_by)
+            saved.append(drawer)
+        return saved
+
+    def wake_up(
+        self, agent: str, *, wing: str | None = None, max_items: int = 10, max_bytes: int = 8192
+    ) -> dict[str, Any]:
+        """What an agent needs at the start of a session: its latest diary entry and the most recent checkpoints,
+        trimmed by whole drawers to the budget."""
+        agent = require_name(agent, "agent")
+        if not 1 <= max_items <= MAX_LIMIT:
+            raise InvalidRequest(f"max_items must be from 1 to {MAX_LIMIT}", field="max_items")
+        if not 256 <= max_bytes <= 1_048_576:
+            raise InvalidRequest("max_bytes must be from 256 to 1048576", field="max_bytes")
+        wing = check_name(wing, "wing")
+        diary = self._store.latest_drawers(Scope(wing=wing, room=DIARY_ROOM, agent=agent), 1)
+        checkpoints = self._store.latest_drawers(Scope(wing=wing, tags=(CHECKPOINT_TAG,)), max_items)
+        chosen: list[Drawer] = []
+        used = 0
+        omitted = 0
+        for drawer in [*diary, *checkpoints]:
+            size = len(drawer.content.encode("utf-8"))
+            if len(chosen) >= max_items or used + size > max_bytes:
+                omitted += 1
+                continue
+            chosen.append(drawer)
+            used += size
+        return {
+            "agent": agent,
+            "wing": wing,
+            "diary": [d.to_json() for d in chosen if d.room == DIARY_ROOM and d.source.agent == agent],
+            "checkpoints": [d.to_json() for d in chosen if CHECKPOINT_TAG in d.tags],
+            "bytes": used,
+            "omitted": omitted,
+        }

@@ -1,0 +1,133 @@
+"""Drawers at the service seam: notes, supersession with a reason, history, listings, copies, preference traces."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from memcastle.errors import InvalidRequest
+from memcastle.knowledge.dedup import DuplicateFinder
+from memcastle.model import Drawer, NewDrawer, Page, Provenance, Room, Source, Wing, content_hash
+from memcastle.preferences import Policy, explain
+from memcastle.services.jobs import JobService
+from memcastle.services.validation import check_limit, check_name, check_tags
+from memcastle.store import Store
+
+DEFAULT_WING = "default"
+NOTES_ROOM = "notes"
+DIARY_ROOM = "diary"
+
+
+class DrawerService:
+    """Manual writes and reads of drawers; every write is linked to its copies and swept in the background."""
+
+    def __init__(self, store: Store, jobs: JobService, duplicates: DuplicateFinder, policy: Policy) -> None:
+        self._store = store
+        self._jobs = jobs
+        self._duplicates = duplicates
+        self._policy = policy
+
+    def _after_write(self, drawer: Drawer) -> None:
+        self._duplicates.link(drawer)
+        self._jobs.request_sweeps()
+
+    def save_note(
+        self,
+        content: str,
+        *,
+        wing: str | None = None,
+        room: str | None = None,
+        tags: Sequence[str] = (),
+        agent: str | None = None,
+        name: str | None = None,
+        requested_by: str = "http",
+        kind: str = "note",
+    ) -> tuple[Drawer, bool]:
+        """File a manual note; an unnamed exact copy in the same room returns the existing drawer instead."""
+        if not content.strip():
+            raise InvalidRequest("content must not be empty", field="content")
+        wing = check_name(wing, "wing") or DEFAULT_WING
+        room = check_name(room, "room") or NOTES_ROOM
+        tags = check_tags(tags)
+        if name is None:
+            # A diary is one agent's: the same words from another agent are that agent's own entry.
+            existing = self._store.find_current_copy(
+                wing, room, content_hash(content), agent if room == DIARY_ROOM else None
+            )
+            if existing is not None:
+                return existing, False
+        drawer = self._store.add_drawer(
+            NewDrawer(
+                wing=wing,
+                room=room,
+                content=content,
+                name=check_name(name, "name"),
+                tags=tags,
+                source=Source(kind=kind, agent=agent),
+                provenance=Provenance(requested_by=requested_by),
+            )
+        )
+        self._after_write(drawer)
+        return drawer, True
+
+    def get_drawer(self, drawer_id: str) -> Drawer:
+        return self._store.get_drawer(drawer_id)
+
+    def drawer_history(self, drawer_id: str) -> list[Drawer]:
+        return self._store.drawer_history(drawer_id)
+
+    def supersede_drawer(
+        self, drawer_id: str, content: str, *, reason: str | None = None, requested_by: str = "http"
+    ) -> Drawer:
+        if not content.strip():
+            raise InvalidRequest("content must not be empty", field="content")
+        if reason is not None and not reason.strip():
+            raise InvalidRequest("reason must not be blank when given", field="reason")
+        old = self._store.get_drawer(drawer_id)
+        replacement = self._store.supersede_drawer(
+            drawer_id,
+            NewDrawer(
+                wing=old.wing,
+                room=old.room,
+                content=content,
+                name=old.name,
+                tags=old.tags,
+                source=Source(kind=old.source.kind, uri=old.source.uri, agent=old.source.agent),
+                provenance=Provenance(requested_by=requested_by, reason=reason),
+            ),
+        )
+        self._after_write(replacement)
+        return replacement
+
+    def preference_trace(self, drawer_id: str) -> dict[str, Any]:
+        """How the effective policy resolves this drawer, from its frozen origin snapshot."""
+        drawer = self._store.get_drawer(drawer_id)
+        return {"drawer_id": drawer.id, **explain(self._policy, drawer.source.origin)}
+
+    def list_wings(self) -> list[Wing]:
+        return self._store.list_wings()
+
+    def list_rooms(self, wing: str) -> list[Room]:
+        return self._store.list_rooms(wing)
+
+    def list_drawers(self, wing: str | None, room: str | None, limit: int, after: str | None) -> Page[Drawer]:
+        return self._store.list_drawers(wing, room, check_limit(limit), after)
+
+    def duplicates(self, drawer_id: str) -> list[dict[str, Any]]:
+        """Drawers linked to this one as exact, normalized or near copies (linked, never merged)."""
+        self._store.get_drawer(drawer_id)
+        links = self._store.drawer_links(drawer_id)
+        others = self._store.get_drawers([lk.to_id if lk.from_id == drawer_id else lk.from_id for lk in links])
+        out = []
+        for link in links:
+            other = others.get(link.to_id if link.from_id == drawer_id else link.from_id)
+            if other is not None:
+                out.append(
+                    {
+                        "drawer": other.to_json(),
+                        "verdict": link.verdict,
+                        "similarity": link.similarity,
+                        "linked_at": link.created_at,
+                    }
+                )
+        return out

@@ -1,0 +1,110 @@
+"""Jobs at the service seam: submit, list, control; the background sweeps and the follow-ups of a finished job."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from memcastle import integrity
+from memcastle.errors import InvalidRequest
+from memcastle.jobs.queue import JobQueue
+from memcastle.knowledge.extraction import ExtractionProvider
+from memcastle.knowledge.sweep import COALESCE_KEY as EXTRACT_KEY
+from memcastle.knowledge.sweep import KIND as EXTRACT
+from memcastle.mining.pipeline import KIND as MINE
+from memcastle.model import PRIORITY_NAMES, Job, JobStatus, NewJob
+from memcastle.search.backfill import COALESCE_KEY as EMBED_KEY
+from memcastle.search.backfill import KIND as EMBED
+from memcastle.search.embeddings import EmbeddingProvider
+from memcastle.services.validation import check_limit
+from memcastle.store import JobStore
+
+
+class JobService:
+    """Durable background work, as users and the other services ask for it."""
+
+    def __init__(
+        self, store: JobStore, queue: JobQueue, *, embeddings: EmbeddingProvider, extraction: ExtractionProvider
+    ) -> None:
+        self._store = store
+        self.queue = queue
+        self._embeddings = embeddings
+        self._extraction = extraction
+
+    def submit_job(
+        self,
+        kind: str,
+        params: Mapping[str, Any],
+        *,
+        priority: str = "normal",
+        requested_by: str = "http",
+        coalesce_key: str | None = None,
+    ) -> tuple[Job, bool]:
+        if priority not in PRIORITY_NAMES:
+            raise InvalidRequest(f"unknown priority {priority!r}; one of {', '.join(PRIORITY_NAMES)}", field="priority")
+        return self.queue.submit(
+            NewJob(
+                kind=kind,
+                params=dict(params),
+                priority=PRIORITY_NAMES[priority],
+                requested_by=requested_by,
+                coalesce_key=coalesce_key,
+            )
+        )
+
+    def submit_verify(self, *, batch: int, pace_ms: int, priority: str = "normal", requested_by: str = "http") -> Job:
+        """Re-hash every current drawer in the background (`integrity`)."""
+        job, _ = self.submit_job(
+            integrity.KIND, {"batch": batch, "pace_ms": pace_ms}, priority=priority, requested_by=requested_by
+        )
+        return job
+
+    def get_job(self, job_id: str) -> Job:
+        return self._store.get_job(job_id)
+
+    def list_jobs(self, status: str | None, kind: str | None, limit: int = 50) -> list[Job]:
+        if status is not None and status not in {s.value for s in JobStatus}:
+            raise InvalidRequest(
+                f"unknown job status {status!r}; one of {', '.join(s.value for s in JobStatus)}", field="status"
+            )
+        return self._store.list_jobs(status, kind, check_limit(limit))
+
+    def control_job(self, job_id: str, action: str) -> Job:
+        actions = {
+            "pause": self.queue.pause,
+            "resume": self.queue.resume,
+            "cancel": self.queue.cancel,
+            "retry": self.queue.retry,
+        }
+        if action not in actions:
+            raise InvalidRequest(f"unknown job action {action!r}; one of {', '.join(actions)}", field="action")
+        return actions[action](job_id)
+
+    # --- the background sweeps ------------------------------------------------------------------
+
+    def request_embedding(self, *, requested_by: str = "job") -> Job | None:
+        """Queue the background embed sweep (joining a queued one); None when embeddings are off."""
+        if not self._embeddings.is_enabled:
+            return None
+        job, _ = self.submit_job(EMBED, {}, priority="background", requested_by=requested_by, coalesce_key=EMBED_KEY)
+        return job
+
+    def request_extraction(self, *, requested_by: str = "job") -> Job | None:
+        """Queue the background extraction sweep (joining a queued one); None when extraction is off."""
+        if not self._extraction.is_enabled:
+            return None
+        job, _ = self.submit_job(
+            EXTRACT, {}, priority="background", requested_by=requested_by, coalesce_key=EXTRACT_KEY
+        )
+        return job
+
+    def request_sweeps(self) -> None:
+        """New or changed drawers: embed them and read them for facts, in the background."""
+        self.request_embedding()
+        self.request_extraction()
+
+    def after_job(self, job: Job) -> None:
+        """Follow-ups of a finished job: a mine that filed drawers starts the sweeps."""
+        if job.kind == MINE and job.status is JobStatus.COMPLETED and job.result:
+            if int(job.result.get("created", 0)) + int(job.result.get("superseded", 0)) > 0:
+                self.request_sweeps()

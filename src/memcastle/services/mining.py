@@ -1,0 +1,66 @@
+"""Mining at the service seam: queue a mine (joining a queued one of the same source), the connectors, named miners."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from memcastle.connectors.registry import ConnectorRegistry
+from memcastle.errors import NotFound
+from memcastle.mining.pipeline import KIND as MINE
+from memcastle.model import Job, MinerSpec
+from memcastle.services.jobs import JobService
+from memcastle.services.validation import check_name
+
+
+class MiningService:
+    """Sources into drawers, in the background."""
+
+    def __init__(self, connectors: ConnectorRegistry, miners: Mapping[str, MinerSpec], jobs: JobService) -> None:
+        self._connectors = connectors
+        self._miners = dict(miners)
+        self._jobs = jobs
+
+    def submit_mine(
+        self,
+        connector: str,
+        locator: str,
+        options: Mapping[str, Any] | None = None,
+        *,
+        wing: str | None = None,
+        full: bool = False,
+        requested_by: str = "http",
+    ) -> tuple[Job, bool]:
+        """Queue a background mine; a request for the same source joins one that is still queued."""
+        spec = self._connectors.source_spec(connector, locator, options or {})
+        source_id = self._connectors.get(connector).identify(spec)
+        wing = check_name(wing, "wing")
+        params = {
+            "connector": connector,
+            "locator": spec.locator,
+            "options": dict(spec.options),
+            "wing": wing,
+            "full": bool(full),
+        }
+        return self._jobs.submit_job(
+            MINE,
+            params,
+            priority="background",
+            requested_by=requested_by,
+            coalesce_key=f"mine:{source_id}:{wing or ''}:{int(bool(full))}",
+        )
+
+    def list_connectors(self) -> list[dict[str, Any]]:
+        return self._connectors.describe()
+
+    def list_miners(self) -> list[MinerSpec]:
+        return list(self._miners.values())
+
+    def run_miner(self, name: str, *, requested_by: str = "http") -> tuple[Job, bool]:
+        miner = self._miners.get(name)
+        if miner is None:
+            known = ", ".join(sorted(self._miners)) or "none configured"
+            raise NotFound(f"no miner named {name!r} ({known})", help="declare one with [[miners]] in config.toml")
+        return self.submit_mine(
+            miner.connector, miner.locator, miner.options, wing=miner.wing, full=miner.full, requested_by=requested_by
+        )

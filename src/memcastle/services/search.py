@@ -1,0 +1,101 @@
+"""Search at the service seam: a request validated into a `SearchQuery` (every refusal names the option), then run."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from memcastle.clock import parse_instant
+from memcastle.errors import InvalidRequest
+from memcastle.model import RANKINGS, SOURCE_KINDS, Scope, SearchQuery, SearchResult, TimeWindow
+from memcastle.search.engine import SearchEngine
+from memcastle.services.validation import check_limit, check_name, check_tags
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    """A search as the interfaces receive it, before validation."""
+
+    query: str
+    limit: int = 10
+    wing: str | None = None
+    room: str | None = None
+    tags: Sequence[str] = ()
+    source_kind: str | None = None
+    connector: str | None = None
+    ranking: str = "auto"
+    as_of: str | None = None
+    from_: str | None = None
+    until: str | None = None
+    include_historical: bool = False
+    expand: bool = False
+    preferences: str = "on"
+
+
+class SearchService:
+    """`search` (any scope) and `recall` (the agent-facing search: a wing at most)."""
+
+    def __init__(self, engine: SearchEngine) -> None:
+        self._engine = engine
+
+    def search(self, request: SearchRequest) -> SearchResult:
+        return self._engine.search(build_query(request))
+
+    def recall(self, request: SearchRequest) -> SearchResult:
+        """The agent-facing search: a wing at most, never a room."""
+        if request.room is not None:
+            raise InvalidRequest("recall searches a whole wing; drop room or use search", field="room")
+        return self._engine.search(build_query(request))
+
+
+def build_query(request: SearchRequest) -> SearchQuery:
+    """Validate a search request into a `SearchQuery`; every refusal names the option."""
+    if not isinstance(request.query, str) or not request.query.strip():
+        raise InvalidRequest("query must not be empty", field="query")
+    if request.ranking not in RANKINGS:
+        raise InvalidRequest(f"unknown ranking {request.ranking!r}; one of {', '.join(RANKINGS)}", field="ranking")
+    if request.source_kind is not None and request.source_kind not in SOURCE_KINDS:
+        raise InvalidRequest(
+            f"unknown source_kind {request.source_kind!r}; one of {', '.join(SOURCE_KINDS)}", field="source_kind"
+        )
+    if request.preferences not in ("on", "off"):
+        raise InvalidRequest("preferences must be 'on' or 'off'", field="preferences")
+    forms = [
+        name
+        for name, present in (
+            ("as_of", request.as_of is not None),
+            ("from/until", request.from_ is not None or request.until is not None),
+            ("include_historical", request.include_historical),
+        )
+        if present
+    ]
+    if len(forms) > 1:
+        raise InvalidRequest(f"choose one temporal form, not {' and '.join(forms)}", field=",".join(forms))
+    window: TimeWindow | None = None
+    if request.as_of is not None:
+        instant = parse_instant(request.as_of, field="as_of")
+        window = TimeWindow(start=instant, end=instant, is_instant=True)
+    elif request.from_ is not None or request.until is not None:
+        if request.from_ is None or request.until is None:
+            raise InvalidRequest("from and until go together", field="from" if request.from_ is None else "until")
+        start = parse_instant(request.from_, field="from")
+        end = parse_instant(request.until, field="until")
+        if end <= start:
+            raise InvalidRequest("until must be later than from", field="until")
+        window = TimeWindow(start=start, end=end)
+    return SearchQuery(
+        text=request.query,
+        limit=check_limit(request.limit),
+        scope=Scope(
+            wing=check_name(request.wing, "wing"),
+            room=check_name(request.room, "room"),
+            tags=check_tags(request.tags),
+            source_kind=request.source_kind,
+            connector=check_name(request.connector, "connector"),
+        ),
+        ranking=request.ranking,
+        window=window,
+        include_historical=request.include_historical,
+        expand=request.expand,
+        preferences=request.preferences == "on",
+    )

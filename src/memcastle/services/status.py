@@ -1,0 +1,84 @@
+"""The palace's health at a glance: counts, the providers and what they still have to do, and warnings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from memcastle import __version__
+from memcastle.knowledge.extraction import ExtractionProvider
+from memcastle.knowledge.sweep import KIND as EXTRACT
+from memcastle.knowledge.sweep import extractor_key
+from memcastle.model import JobStatus
+from memcastle.search.backfill import KIND as EMBED
+from memcastle.search.backfill import model_key
+from memcastle.search.embeddings import EmbeddingProvider
+from memcastle.search.engine import SearchEngine
+from memcastle.store import Store
+
+
+class StatusService:
+    """`GET /api/status` and `memcastle status`."""
+
+    def __init__(
+        self,
+        store: Store,
+        palace: Path,
+        *,
+        embeddings: EmbeddingProvider,
+        extraction: ExtractionProvider,
+        search: SearchEngine,
+    ) -> None:
+        self._store = store
+        self._palace = palace
+        self._embeddings = embeddings
+        self._extraction = extraction
+        self._search = search
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "ok": True,
+            "version": __version__,
+            "palace": str(self._palace),
+            "store": {"backend": self._store.backend, "location": self._store.location},
+            "drawers": self._store.count_drawers(current_only=True),
+            "drawers_total": self._store.count_drawers(),
+            "jobs": self._store.count_jobs(),
+            "embeddings": self.embedding_status(),
+            "extraction": self.extraction_status(),
+            "warnings": self._warnings(),
+        }
+
+    def embedding_status(self) -> dict[str, Any]:
+        provider = self._embeddings
+        if not provider.is_enabled:
+            return {"provider": provider.name, "model": None, "dimension": None, "pending": 0}
+        return {
+            "provider": provider.name,
+            "model": provider.model,
+            "dimension": self._search.dimension,
+            "pending": self._store.count_missing_embeddings(model_key(provider)),
+        }
+
+    def extraction_status(self) -> dict[str, Any]:
+        provider = self._extraction
+        if not provider.is_enabled:
+            return {"provider": provider.name, "model": None, "pending": 0, "facts": self._store.count_facts()}
+        return {
+            "provider": provider.name,
+            "model": provider.model or None,
+            "pending": self._store.count_to_extract(extractor_key(provider)),
+            "facts": self._store.count_facts(),
+        }
+
+    def _warnings(self) -> list[str]:
+        warnings = []
+        if self._embeddings.is_enabled:
+            latest = self._store.list_jobs(None, EMBED, 1)
+            if latest and latest[0].status is JobStatus.FAILED:
+                warnings.append(f"the embedding provider failed: {latest[0].error}; search falls back to lexical")
+        if self._extraction.is_enabled:
+            latest = self._store.list_jobs(None, EXTRACT, 1)
+            if latest and latest[0].status is JobStatus.FAILED:
+                warnings.append(f"the extraction provider failed: {latest[0].error}")
+        return warnings
