@@ -148,7 +148,7 @@ def start_daemon(palace_dir: Path, home: Path, store_url: str = "") -> tuple[sub
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
-    from memcastle.runtime.registry import find_daemon
+    from memcastle.runtime.daemons import find_daemon
 
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:

@@ -23,7 +23,7 @@ from waiting import CEILING, wait_until
 from memcastle.app import Palace, build
 from memcastle.config import Settings, load_settings
 from memcastle.daemon import http_app
-from memcastle.runtime.registry import DaemonEntry, find_daemon, registry_file
+from memcastle.runtime.daemons import DaemonEntry, find_daemon, registry_file
 
 # `python -c` is the console entry without needing the installed script on PATH.
 ENTRY = [sys.executable, "-c", "from memcastle.cli.main import run; run()"]

@@ -18,7 +18,7 @@ from waiting import CEILING
 
 from memcastle import __version__
 from memcastle.model import JobStatus, NewDrawer
-from memcastle.runtime.registry import find_daemon, registry_file
+from memcastle.runtime.daemons import find_daemon, registry_file
 from memcastle.store.sqlite import DB_FILE, SQLiteStore
 
 Poll = Callable[..., Any]

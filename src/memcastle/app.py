@@ -25,7 +25,7 @@ from memcastle.knowledge.sweep import ExtractionSweep
 from memcastle.mining import pipeline
 from memcastle.mining.pipeline import MinePipeline
 from memcastle.preferences import load_policy
-from memcastle.runtime.registry import find_daemon, state_dir
+from memcastle.runtime.daemons import find_daemon, state_dir
 from memcastle.search.backfill import KIND as backfill_kind
 from memcastle.search.backfill import EmbeddingBackfill, model_key
 from memcastle.search.embeddings import build_provider

@@ -17,7 +17,7 @@ from memcastle.api.app import create_app
 from memcastle.app import Palace, build
 from memcastle.config import Settings
 from memcastle.errors import ConfigError, Conflict
-from memcastle.runtime.registry import find_daemon, remove_entry, state_dir, write_entry
+from memcastle.runtime.daemons import find_daemon, remove_entry, state_dir, write_entry
 from memcastle.runtime.tokens import TokenStore
 
 log = logging.getLogger("memcastle")

@@ -8,12 +8,12 @@ from typing import Any
 
 from memcastle.jobs.context import JobContext
 from memcastle.model import content_hash, fingerprint
-from memcastle.store import Store
+from memcastle.store import DrawerStore
 
 KIND = "verify"
 
 
-def verify_palace(store: Store, ctx: JobContext) -> Mapping[str, Any]:
+def verify_palace(store: DrawerStore, ctx: JobContext) -> Mapping[str, Any]:
     """Resumable: the checkpoint holds the last drawer checked and the mismatches found so far."""
     batch = int(ctx.params.get("batch", 200))
     pace = float(ctx.params.get("pace_ms", 0)) / 1000.0

@@ -15,7 +15,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from memcastle.mcp.server import TOOLS
-from memcastle.runtime.registry import find_daemon
+from memcastle.runtime.daemons import find_daemon
 
 ENTRY_ARGS = ["-c", "from memcastle.cli.main import run; run()"]
 

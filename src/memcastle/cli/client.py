@@ -16,7 +16,7 @@ from memcastle.errors import (
     NotFound,
     ProviderError,
 )
-from memcastle.runtime.registry import find_daemon, state_dir
+from memcastle.runtime.daemons import find_daemon, state_dir
 
 
 class DaemonClient:

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from memcastle.model import Job, Progress
-from memcastle.store import Store
+from memcastle.store import JobStore
 
 
 class JobStopped(Exception):
@@ -21,7 +21,7 @@ class JobContext:
     """The handle a job handler gets; `checkpoint()` saves progress and is where pause/cancel take effect."""
 
     def __init__(
-        self, store: Store, job: Job, owner: str, lease_seconds: float, is_shutting_down: Callable[[], bool]
+        self, store: JobStore, job: Job, owner: str, lease_seconds: float, is_shutting_down: Callable[[], bool]
     ) -> None:
         self._store = store
         self.job = job

@@ -6,13 +6,13 @@ from memcastle.clock import Clock, utc_now
 from memcastle.errors import IllegalTransition
 from memcastle.jobs.worker import WorkerPool
 from memcastle.model import Job, JobStatus, NewJob
-from memcastle.store import Store
+from memcastle.store import JobStore
 
 
 class JobQueue:
     """Submits jobs to the store and wakes the pool; translates control requests into transitions."""
 
-    def __init__(self, store: Store, pool: WorkerPool | None, *, now: Clock = utc_now) -> None:
+    def __init__(self, store: JobStore, pool: WorkerPool | None, *, now: Clock = utc_now) -> None:
         self._store = store
         self._now = now
         self._pool = pool

@@ -15,7 +15,7 @@ from memcastle.clock import Clock, utc_now
 from memcastle.errors import Conflict, IllegalTransition, LeaseLost
 from memcastle.jobs.context import JobContext, JobHandler, JobStopped
 from memcastle.model import RECOVERY_BUDGET, Job, JobStatus, recovery_spent
-from memcastle.store import Store
+from memcastle.store import JobStore
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ class WorkerPool:
 
     def __init__(
         self,
-        store: Store,
+        store: JobStore,
         handlers: Mapping[str, JobHandler],
         *,
         workers: int,

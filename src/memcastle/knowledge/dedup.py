@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from memcastle.clock import Clock, utc_now
 from memcastle.model import Drawer, DrawerLink, normalize_text
-from memcastle.store import Store
+from memcastle.store import KnowledgeStore
 
 NEAR_MIN_CHARS = 12
 SHINGLE = 5
@@ -85,7 +85,7 @@ def band_keys(wing: str, room: str, values: npt.NDArray[np.uint64]) -> list[int]
 class DuplicateFinder:
     """Finds and links the current drawers of the same room that say the same as a given drawer."""
 
-    def __init__(self, store: Store, near_threshold: float, *, now: Clock = utc_now) -> None:
+    def __init__(self, store: KnowledgeStore, near_threshold: float, *, now: Clock = utc_now) -> None:
         self._store = store
         self._now = now
         self._threshold = near_threshold

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from memcastle.clock import Clock, utc_now
 from memcastle.model import Entity, EntityHint, normalize_text
-from memcastle.store import Store
+from memcastle.store import GraphStore
 
 _NAMESPACE = uuid.UUID("0e5b9a5e-2f63-4c55-9a1e-3d8b8f1c7a21")
 EDIT_MIN_CHARS = 6
@@ -47,7 +47,7 @@ class Resolution:
 class EntityResolver:
     """Resolves names against the palace's entities plus those created earlier in the same batch."""
 
-    def __init__(self, store: Store, *, now: Clock = utc_now) -> None:
+    def __init__(self, store: GraphStore, *, now: Clock = utc_now) -> None:
         self._now = now
         self._entities: dict[str, Entity] = {e.id: e for e in store.all_entities()}
         self._aliases = store.entity_alias_keys()

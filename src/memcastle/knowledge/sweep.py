@@ -17,7 +17,7 @@ from memcastle.knowledge.extraction import ExtractionInput, ExtractionProvider
 from memcastle.knowledge.facts import infer_links
 from memcastle.model import Assertion, Drawer, EntityHint, FactLink, GraphWrite, Mention
 from memcastle.preferences import Policy, resolve
-from memcastle.store import Store
+from memcastle.store import KnowledgeStore
 
 KIND = "extract"
 COALESCE_KEY = "extract"
@@ -58,7 +58,7 @@ class ExtractionSweep:
 
     def __init__(
         self,
-        store: Store,
+        store: KnowledgeStore,
         provider: ExtractionProvider,
         policy: Policy,
         *,

@@ -40,7 +40,7 @@ from mcp_types import (
 from memcastle import __version__
 from memcastle.errors import AccessDenied, DaemonNotRunning, MemCastleError
 from memcastle.mcp.server import MCP_PATH
-from memcastle.runtime.registry import find_daemon, registry_file, state_dir
+from memcastle.runtime.daemons import find_daemon, registry_file, state_dir
 
 SET_MODE = "memcastle_set_mode"
 START_TIMEOUT = 30.0

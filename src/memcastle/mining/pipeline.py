@@ -41,7 +41,7 @@ from memcastle.model import (
     SourceRecord,
     content_hash,
 )
-from memcastle.store import Store
+from memcastle.store import PipelineStore
 
 KIND = "mine"
 _ID_NAMESPACE = uuid.UUID("5b0c6f0e-8a43-4c1e-9d8f-6f1d7a0d2c11")
@@ -91,7 +91,7 @@ class MinePipeline:
 
     def __init__(
         self,
-        store: Store,
+        store: PipelineStore,
         registry: ConnectorRegistry,
         *,
         chunk_chars: int,

@@ -9,7 +9,7 @@ import numpy as np
 
 from memcastle.jobs.context import JobContext
 from memcastle.search.embeddings import EmbeddingProvider, split_passages
-from memcastle.store import Store
+from memcastle.store import EmbeddingStore
 
 KIND = "embed"
 COALESCE_KEY = "embed"
@@ -23,7 +23,7 @@ def model_key(provider: EmbeddingProvider) -> str:
 class EmbeddingBackfill:
     """Embeds drawers that have no vectors for the active model; drops other models' vectors when done."""
 
-    def __init__(self, store: Store, provider: EmbeddingProvider, *, batch_size: int) -> None:
+    def __init__(self, store: EmbeddingStore, provider: EmbeddingProvider, *, batch_size: int) -> None:
         self._store = store
         self._provider = provider
         self._batch_size = batch_size

@@ -22,7 +22,7 @@ from memcastle.search.expansion import expand
 from memcastle.search.fusion import FusionWeights, Ranked, fuse_ranks, pool_relevance
 from memcastle.search.lexical import query_terms
 from memcastle.search.semantic import SemanticIndex
-from memcastle.store import Store
+from memcastle.store import KnowledgeStore
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +36,7 @@ class SearchEngine:
 
     def __init__(
         self,
-        store: Store,
+        store: KnowledgeStore,
         provider: EmbeddingProvider | None = None,
         index: SemanticIndex | None = None,
         *,

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from memcastle.knowledge.facts import state_of
 from memcastle.model import Hit, SearchQuery
-from memcastle.store import Store
+from memcastle.store import KnowledgeStore
 
 SHARED = 1.0
 NEIGHBOUR = 0.5
 PER_ENTITY = 200
 
 
-def expand(store: Store, query: SearchQuery, direct: list[Hit], now: str) -> list[Hit]:
+def expand(store: KnowledgeStore, query: SearchQuery, direct: list[Hit], now: str) -> list[Hit]:
     """Up to `query.limit` related drawers not among the direct hits, best first (ties by id)."""
     direct_ids = {hit.drawer.id for hit in direct}
     mentioned = store.entities_of_drawers(list(direct_ids))

@@ -14,7 +14,7 @@ import numpy.typing as npt
 
 from memcastle.errors import ProviderError
 from memcastle.model import Scope, ScoredDrawer, TimeWindow
-from memcastle.store import Store
+from memcastle.store import SemanticStore
 
 _FIRST_ROUND = 8
 _WIDEN = 16
@@ -23,7 +23,7 @@ _WIDEN = 16
 class SemanticIndex:
     """Passage vectors of one embedding model, in memory; thread-safe."""
 
-    def __init__(self, store: Store, model: str) -> None:
+    def __init__(self, store: SemanticStore, model: str) -> None:
         self._store = store
         self.model = model
         self.dimension: int | None = None  # read from the stored vectors, never assumed

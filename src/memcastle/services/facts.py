@@ -13,7 +13,7 @@ from memcastle.knowledge.facts import make_link, present
 from memcastle.model import FACT_STATES, Assertion, Entity, GraphWrite
 from memcastle.preferences import Policy
 from memcastle.services.validation import check_limit, require_name
-from memcastle.store import Store
+from memcastle.store import KnowledgeStore
 
 ENTITY_KINDS = ("person", "organization", "project", "tool", "place", "concept", "other")
 PREDICATES = ("works_on", "member_of", "depends_on", "uses", "owns", "part_of", "located_in", "related_to")
@@ -24,7 +24,7 @@ EXPLICIT = "explicit"
 class FactService:
     """Read facts with their computed state; record explicit decisions as immutable links."""
 
-    def __init__(self, store: Store, policy: Policy, *, now: Clock = utc_now) -> None:
+    def __init__(self, store: KnowledgeStore, policy: Policy, *, now: Clock = utc_now) -> None:
         self._store = store
         self._now = now
         self._policy = policy

@@ -158,6 +158,18 @@ class CopyStore(Protocol):
     def import_rows(self, tables: Iterable[tuple[str, Iterable[Mapping[str, Any]]]]) -> dict[str, int]: ...
 
 
+class SemanticStore(EmbeddingStore, SearchStore, Protocol):
+    """What the in-memory semantic index reads: vectors, places and eligibility."""
+
+
+class KnowledgeStore(GraphStore, DrawerStore, SearchStore, Protocol):
+    """What reads and writes the graph beside the drawers it was read from (extraction, expansion, facts, dedup)."""
+
+
+class PipelineStore(MiningStore, DrawerStore, Protocol):
+    """What the mining pipeline writes through."""
+
+
 class Store(DrawerStore, SearchStore, EmbeddingStore, MiningStore, GraphStore, JobStore, CopyStore, Protocol):
     """Persistence of one palace: every role, as the composition root hands it out."""
 
