@@ -415,7 +415,7 @@ def main() -> None:
             "",
             "### The same palace in PostgreSQL, same run",
             "",
-            f"PostgreSQL + pgvector on {where}; the palace copied from the SQLite one with `palace_copy` in "
+            f"PostgreSQL + pgvector on {where}; the palace copied from the SQLite one with `memcastle.store.copy` in "
             f"{copy_seconds:.0f} s (identical drawers and vectors), then served by its own daemon with the same "
             "queries and load, after the SQLite daemon had stopped.",
             "",
