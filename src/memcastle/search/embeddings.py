@@ -19,12 +19,12 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Protocol, runtime_checkable
 
-import httpx
 import numpy as np
 import numpy.typing as npt
 
 from memcastle.errors import ConfigError, ProviderError
 from memcastle.providers.command import ask_command, tail
+from memcastle.providers.http import endpoint_url, post_json
 
 Vectors = npt.NDArray[np.float32]
 
@@ -343,31 +343,19 @@ class HttpProvider(_AnsweringProvider):
         timeout: float = DEFAULT_TIMEOUT,
         batch_size: int = HTTP_BATCH,
     ) -> None:
-        base = url.strip().rstrip("/")
-        if not base.startswith(("http://", "https://")):
-            raise ConfigError(f"must be an http:// or https:// URL, got {url!r}", key="embeddings.url")
+        endpoint = endpoint_url(url, "/embeddings", key="embeddings.url")
         super().__init__(model, timeout, batch_size)
-        self.endpoint = base if base.endswith("/embeddings") else base + "/embeddings"
+        self.endpoint = endpoint
         self._api_key = api_key or None
 
     def _ask(self, texts: list[str]) -> npt.NDArray[np.floating[Any]]:
         who = f"embedding endpoint {self.endpoint}"
-        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
-        try:
-            response = httpx.post(
-                self.endpoint, json={"model": self.model, "input": texts}, headers=headers, timeout=self._timeout
-            )
-        except (httpx.HTTPError, httpx.InvalidURL) as exc:
-            raise ProviderError(f"{who} failed: {type(exc).__name__}: {exc}") from exc
-        if not response.is_success:
-            raise ProviderError(f"{who} answered HTTP {response.status_code}: {tail(response.text)}")
-        try:
-            answer = response.json()
-        except ValueError:
-            raise ProviderError(f"{who} did not answer JSON: {tail(response.text)}") from None
+        answer, text = post_json(
+            self.endpoint, {"model": self.model, "input": texts}, api_key=self._api_key, timeout=self._timeout, who=who
+        )
         data = answer.get("data") if isinstance(answer, dict) else None
         if not isinstance(data, list) or not all(isinstance(item, dict) and "embedding" in item for item in data):
-            raise ProviderError(f'{who} answered without a "data" list of embeddings: {tail(response.text)}')
+            raise ProviderError(f'{who} answered without a "data" list of embeddings: {tail(text)}')
         return answer_matrix([item["embedding"] for item in _by_index(data, who)], len(texts), who=who)
 
 

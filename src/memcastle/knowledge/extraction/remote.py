@@ -6,8 +6,6 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import httpx
-
 from memcastle.errors import ConfigError, ProviderError
 from memcastle.knowledge.extraction.contract import (
     DEFAULT_MIN_CONFIDENCE,
@@ -21,6 +19,7 @@ from memcastle.knowledge.extraction.contract import (
 )
 from memcastle.knowledge.extraction.normalize import normalize_extraction
 from memcastle.providers.command import ask_command, tail
+from memcastle.providers.http import endpoint_url, post_json
 
 
 def _request_texts(inputs: Sequence[ExtractionInput]) -> list[dict[str, Any]]:
@@ -158,10 +157,7 @@ class HttpProvider:
         max_entities: int = MAX_ENTITIES,
         max_relations: int = MAX_RELATIONS,
     ) -> None:
-        base = url.strip().rstrip("/")
-        if not base.startswith(("http://", "https://")):
-            raise ConfigError(f"must be an http:// or https:// URL, got {url!r}", key="extraction.url")
-        self.endpoint = base if base.endswith("/chat/completions") else base + "/chat/completions"
+        self.endpoint = endpoint_url(url, "/chat/completions", key="extraction.url")
         self.model = model
         self._api_key = api_key or None
         self._timeout = timeout
@@ -188,24 +184,14 @@ class HttpProvider:
         if not inputs:
             return []
         who = f"extraction endpoint {self.endpoint}"
-        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
-        try:
-            response = httpx.post(
-                self.endpoint, json=self._request_body(inputs), headers=headers, timeout=self._timeout
-            )
-        except (httpx.HTTPError, httpx.InvalidURL) as exc:
-            raise ProviderError(f"{who} failed: {type(exc).__name__}: {exc}") from exc
-        if not response.is_success:
-            raise ProviderError(f"{who} answered HTTP {response.status_code}: {tail(response.text)}")
-        try:
-            completion = response.json()
-        except ValueError:
-            raise ProviderError(f"{who} did not answer JSON: {tail(response.text)}") from None
+        completion, text = post_json(
+            self.endpoint, self._request_body(inputs), api_key=self._api_key, timeout=self._timeout, who=who
+        )
         choice = _first_choice(completion)
         message = choice.get("message") if isinstance(choice, Mapping) else None
         content = message.get("content") if isinstance(message, Mapping) else None
         if not isinstance(content, str):
-            raise ProviderError(f"{who} answered without choices[0].message.content: {tail(response.text)}")
+            raise ProviderError(f"{who} answered without choices[0].message.content: {tail(text)}")
         try:
             answer = json.loads(_unfence(content))
         except ValueError:
