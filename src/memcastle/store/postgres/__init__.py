@@ -39,7 +39,7 @@ from memcastle.store import PALACE_TABLES
 from memcastle.store.copy import check_columns, copied_table, ensure_empty
 from memcastle.store.migrate import MIGRATIONS_TABLE, failed, pending
 from memcastle.store.postgres.fulltext import CONFIG, bm25_sql, search_text, token_count
-from memcastle.store.sql.base import Row, dumps
+from memcastle.store.sql.base import Row, Tx, dumps
 from memcastle.store.sql.drawers import NameTaken
 from memcastle.store.sql.filters import filter_sql
 from memcastle.store.sql.graph import GraphTables
@@ -211,7 +211,8 @@ class PostgresStore(GraphTables, MiningTables, JobTables):
 
     # --- drawers: NUL-safe content and the full-text vector ---------------------------------------
 
-    def _insert_drawer_row(self, tx: Any, row: Mapping[str, Any]) -> int | None:
+    def _insert_drawer_row(self, tx: Tx, row: Mapping[str, Any]) -> int | None:
+        assert isinstance(tx, PostgresTx)  # this store's transactions are its own
         text, exact = _storable(row["content"])
         words = search_text(row["content"])
         values = {**row, "content": text, "content_exact": exact, "token_count": token_count(words)}
@@ -320,7 +321,7 @@ class PostgresStore(GraphTables, MiningTables, JobTables):
     def _lease_until(self, lease_seconds: float) -> tuple[str, list[Any]]:
         return _DB_LATER, [float(lease_seconds)]
 
-    def _lock_coalesce_key(self, tx: Any, key: str) -> None:
+    def _lock_coalesce_key(self, tx: Tx, key: str) -> None:
         # Two daemons asking for the same run at once: the second finds the first one's queued job.
         tx.run("SELECT pg_advisory_xact_lock(?, hashtext(?))", (_COALESCE_LOCK_NAMESPACE, key))
 

@@ -21,7 +21,7 @@ from memcastle.errors import MigrationError
 from memcastle.model import Job, LexicalQuery, Scope, ScoredDrawer, TimeWindow
 from memcastle.store.copy import check_columns, copied_table, ensure_empty
 from memcastle.store.migrate import MIGRATIONS_TABLE, failed, pending
-from memcastle.store.sql.base import Row
+from memcastle.store.sql.base import Row, Tx
 from memcastle.store.sql.drawers import NameTaken
 from memcastle.store.sql.filters import filter_sql
 from memcastle.store.sql.graph import GraphTables
@@ -143,7 +143,8 @@ class SQLiteStore(GraphTables, MiningTables, JobTables):
 
     # --- what is SQLite's own -------------------------------------------------------------------
 
-    def _insert_drawer_row(self, tx: Any, row: Mapping[str, Any]) -> int | None:
+    def _insert_drawer_row(self, tx: Tx, row: Mapping[str, Any]) -> int | None:
+        assert isinstance(tx, SQLiteTx)  # this store's transactions are its own
         columns = ", ".join(row)
         try:
             cursor = tx.conn.execute(
@@ -151,7 +152,8 @@ class SQLiteStore(GraphTables, MiningTables, JobTables):
             )
         except sqlite3.IntegrityError:
             raise NameTaken from None  # the id was checked in this transaction, and there is one writer
-        return int(cursor.lastrowid)
+        assert cursor.lastrowid is not None
+        return cursor.lastrowid
 
     def lexical_candidates(
         self, query: LexicalQuery, scope: Scope, window: TimeWindow | None, include_historical: bool, limit: int
