@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
+from addresses import LOCAL
 from clocks import DistinctClock
 from fastapi.testclient import TestClient
 from postgres_support import PostgresServer, session_server
@@ -115,7 +116,7 @@ def palace(settings: Settings) -> Iterator[Palace]:
 @pytest.fixture
 def client(palace: Palace) -> Iterator[TestClient]:
     """The daemon's real HTTP surface, in-process."""
-    with TestClient(http_app(palace), raise_server_exceptions=False) as http:
+    with TestClient(http_app(palace), base_url=LOCAL, raise_server_exceptions=False) as http:
         yield http
 
 

@@ -163,7 +163,7 @@ def test_a_palace_that_fails_to_migrate_stops_the_daemon(daemon: Callable[..., A
 
 def test_shutdown_endpoint_exits_the_process_and_removes_the_registry(daemon: Callable[..., Any]) -> None:
     served = daemon()
-    answer = httpx.post(served.address + "/api/shutdown", trust_env=False)
+    answer = httpx.post(served.address + "/api/shutdown", json={}, trust_env=False)
     assert answer.status_code == 202 and answer.json()["ok"] is True
     assert served.wait_exit(20) == 0
     assert not served.registry_path.exists()

@@ -112,7 +112,7 @@ def http_app(palace: Palace, *, request_shutdown: Callable[[], None] | None = No
     return create_app(
         palace.services,
         max_body_bytes=int(settings["server.max_body_bytes"]),
-        allowed_hosts=settings["mcp.allowed_hosts"],
+        allowed_hosts=[*settings["server.allowed_hosts"], *settings["mcp.allowed_hosts"]],
         tokens=TokenStore(settings.palace) if settings["auth.enabled"] else None,
         request_shutdown=request_shutdown,
     )

@@ -8,6 +8,7 @@ from typing import Any
 
 import httpx
 import pytest
+from addresses import LOCAL
 from fastapi.testclient import TestClient
 
 from memcastle import __version__
@@ -259,7 +260,7 @@ def test_bad_query_parameters_are_a_400_naming_them(client: TestClient, path: st
 
 def test_unknown_job_action_is_a_400_naming_the_action(client: TestClient) -> None:
     job = client.post("/api/verify", json={}).json()["job"]
-    body = assert_error(client.post(f"/api/jobs/{job['id']}/explode"), 400, "invalid_request")
+    body = assert_error(client.post(f"/api/jobs/{job['id']}/explode", json={}), 400, "invalid_request")
     assert body["field"] == "action"
 
 
@@ -293,7 +294,7 @@ def test_job_endpoints_list_show_and_control(client: TestClient) -> None:
 
 def test_refused_job_transition_is_a_409(client: TestClient) -> None:
     job = client.post("/api/verify", json={}).json()["job"]
-    answer = client.post(f"/api/jobs/{job['id']}/retry")
+    answer = client.post(f"/api/jobs/{job['id']}/retry", json={})
     # Whatever state the job reached (queued, running or completed), retry is only for failed jobs.
     assert_error(answer, 409, "illegal_transition")
 
@@ -309,7 +310,7 @@ def small_body_client(tmp_path: Any) -> Iterator[TestClient]:
     palace = build(settings)
     palace.start()
     try:
-        with TestClient(http_app(palace)) as http:
+        with TestClient(http_app(palace), base_url=LOCAL) as http:
             yield http
     finally:
         palace.stop()

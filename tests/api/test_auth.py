@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from addresses import LOCAL
 from fastapi.testclient import TestClient
 
 from memcastle.app import build
@@ -25,7 +26,7 @@ def secured(tmp_path: Path) -> Iterator[tuple[TestClient, str]]:
     )
     palace = build(settings)
     palace.start()
-    with TestClient(http_app(palace), raise_server_exceptions=False) as client:
+    with TestClient(http_app(palace), base_url=LOCAL, raise_server_exceptions=False) as client:
         yield client, token
     palace.stop()
 

@@ -281,14 +281,14 @@ def test_mine_wait_exits_1_when_the_job_does_not_complete(module_daemon: Any, tm
                 return mine[0]["id"] if mine else None
 
             job_id = poll(queued_mine, timeout=15, what="the queued mine job")
-            assert http.post(f"/api/jobs/{job_id}/cancel").status_code == 200
+            assert http.post(f"/api/jobs/{job_id}/cancel", json={}).status_code == 200
         _, stderr = waiting.communicate(timeout=CEILING)
     finally:
         if waiting.poll() is None:
             waiting.kill()
         with httpx.Client(base_url=module_daemon.address, trust_env=False) as http:
             for blocker in blockers:
-                http.post(f"/api/jobs/{blocker['id']}/cancel")
+                http.post(f"/api/jobs/{blocker['id']}/cancel", json={})
     assert waiting.returncode == 1, stderr
 
 

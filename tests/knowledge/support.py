@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from addresses import LOCAL
 from clocks import DistinctClock
 from fastapi.testclient import TestClient
 
@@ -45,7 +46,7 @@ def write_notes(folder: Path, notes: Mapping[str, tuple[Mapping[str, Any], str]]
 
 def client_of(palace: Palace) -> TestClient:
     """The palace's real HTTP surface, in-process."""
-    return TestClient(http_app(palace), raise_server_exceptions=False)
+    return TestClient(http_app(palace), base_url=LOCAL, raise_server_exceptions=False)
 
 
 @dataclass

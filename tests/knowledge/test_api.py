@@ -33,7 +33,7 @@ def test_the_facts_routes_are_in_the_openapi_schema(client: TestClient) -> None:
 
 WRITES = [
     ("/api/facts", {"subject": "Ana Lopez", "predicate": "uses", "object": "Vim"}),
-    ("/api/extract", None),
+    ("/api/extract", {}),
     ("/api/facts/any/invalidate", {"reason": "x"}),
     ("/api/facts/any/link", {"to": "other", "kind": "confirms", "reason": "x"}),
     ("/api/facts/any/supersede", {"object": "Emacs"}),
@@ -58,7 +58,7 @@ def test_with_extraction_off_no_sweep_is_queued_and_extract_says_why(palaces: Pa
     http = client_of(palace)
     http.post("/api/notes", json={"content": "Ana Lopez works on Atlas.", "wing": "w"})
 
-    answer = http.post("/api/extract")
+    answer = http.post("/api/extract", json={})
 
     assert answer.json() == {"job": None, "message": "extraction is disabled (extraction.provider = none)"}
     assert palace.services.jobs.list_jobs(None, "extract", 10) == []

@@ -98,7 +98,7 @@ def test_post_extract_answers_202_and_joins_the_queued_sweep(palaces: Palaces) -
     palace.services.drawers.save_note("Ben Hart uses `ripgrep`.", wing="w")
     http = client_of(palace)
 
-    first = http.post("/api/extract")
+    first = http.post("/api/extract", json={})
     second = http.post("/api/extract", json={})
 
     assert first.status_code == second.status_code == 202
@@ -141,7 +141,7 @@ def test_a_drawer_the_active_extractor_read_is_not_read_again(client: TestClient
     extracted(palace)
     before = graph_of(palace.store)
 
-    job_id = client.post("/api/extract").json()["job"]["id"]
+    job_id = client.post("/api/extract", json={}).json()["job"]["id"]
     job = wait_for_job(palace, job_id)
 
     assert job.status is JobStatus.COMPLETED and job.result is not None

@@ -11,6 +11,7 @@ import anyio
 import httpx
 import httpx2
 import pytest
+from addresses import LOCAL
 from fastapi.testclient import TestClient
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
@@ -343,7 +344,7 @@ def test_a_sessionless_client_is_told_to_use_the_header(module_daemon: Any) -> N
 def test_a_rebinding_host_is_refused_on_mcp(module_daemon: Any) -> None:
     with httpx.Client(base_url=module_daemon.address, trust_env=False, timeout=10) as http:
         evil = http.post("/mcp", json=INITIALIZE, headers={**MCP_HEADERS, "Host": "evil.example"})
-        assert evil.status_code == 421
+        assert evil.status_code == 403 and evil.json()["code"] == "forbidden_host"
         hostile_page = http.post("/mcp", json=INITIALIZE, headers={**MCP_HEADERS, "Origin": "http://evil.example"})
         assert hostile_page.status_code == 403
         local = http.post("/mcp", json=INITIALIZE, headers=MCP_HEADERS)
@@ -365,11 +366,13 @@ def test_configured_hosts_are_allowed(tmp_path: Path) -> None:
     palace = build(settings)
     palace.start()
     try:
-        with TestClient(http_app(palace)) as http:  # as a context manager: the lifespan runs the MCP sessions
+        with TestClient(
+            http_app(palace), base_url=LOCAL
+        ) as http:  # as a context manager: the lifespan runs the MCP sessions
             allowed = http.post("/mcp", json=INITIALIZE, headers={**MCP_HEADERS, "Host": "memory.lan:8420"})
             assert allowed.status_code == 200, allowed.text
             other = http.post("/mcp", json=INITIALIZE, headers={**MCP_HEADERS, "Host": "elsewhere.lan:8420"})
-            assert other.status_code == 421
+            assert other.status_code == 403 and other.json()["code"] == "forbidden_host"
     finally:
         palace.stop()
 

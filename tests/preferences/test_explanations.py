@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from addresses import LOCAL
 from fastapi.testclient import TestClient
 from waiting import CEILING
 
@@ -145,7 +146,7 @@ def test_the_effective_policy_names_the_layer_of_each_field(
 
 
 def test_without_any_layer_the_policy_is_the_neutral_builtin_one(bench: Bench) -> None:
-    with TestClient(http_app(bench.open()), raise_server_exceptions=False) as http:
+    with TestClient(http_app(bench.open()), base_url=LOCAL, raise_server_exceptions=False) as http:
         assert http.get("/api/preferences").json() == {
             "default": {"value": "normal", "layer": BUILTIN_LAYER},
             "sources": {},

@@ -11,6 +11,7 @@ from starlette.routing import Route
 from memcastle import __version__
 from memcastle.api.auth import BearerAuth
 from memcastle.api.errors import install_error_handlers
+from memcastle.api.guard import BrowserGuard, HostPolicy
 from memcastle.api.limits import BodyLimit
 from memcastle.api.routes import router
 from memcastle.mcp import MCP_PATH, build_mcp_server, http_endpoint
@@ -49,8 +50,10 @@ def create_app(
     app.state.request_shutdown = request_shutdown or (lambda: None)
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
     if tokens is not None:
-        # Added last, so it runs first: nothing of an unauthenticated request is read, /mcp included.
+        # Added after the body limit, so it runs before it: nothing of an unauthenticated request is read.
         app.add_middleware(BearerAuth, tokens=tokens)
+    # Added last, so it runs first, on every route: a rebinding Host or a foreign Origin gets no further.
+    app.add_middleware(BrowserGuard, policy=HostPolicy(allowed_hosts))
     install_error_handlers(app)
     app.include_router(router)
     # A raw ASGI endpoint (every method: POST messages, GET the event stream, DELETE the session), not a FastAPI route.

@@ -110,11 +110,17 @@ SETTINGS: tuple[SettingSpec, ...] = (
         maximum=1,
     ),
     SettingSpec(
+        "server.allowed_hosts",
+        list,
+        [],
+        "Host names every route answers besides loopback (DNS-rebinding defence): "
+        "'name' or 'name:*' for any port, 'name:port' for one",
+    ),
+    SettingSpec(
         "mcp.allowed_hosts",
         list,
         [],
-        "Host header values the /mcp endpoint accepts besides loopback "
-        "(DNS-rebinding defence); 'name:*' allows any port",
+        "hosts accepted as server.allowed_hosts are (kept for configurations written for /mcp alone)",
     ),
 )
 

@@ -207,7 +207,8 @@ def tool_error(exc: MemCastleError) -> CallToolResult:
 
 def mcp_transport_security(allowed_hosts: Sequence[str]) -> TransportSecuritySettings:
     """DNS-rebinding defence: only loopback `Host`/`Origin` values, plus the configured `mcp.allowed_hosts`."""
-    hosts = [*(f"{h}:*" for h in LOOPBACK_HOSTS), *LOOPBACK_HOSTS, *allowed_hosts]
+    extra = [form for host in allowed_hosts for form in ((host,) if ":" in host else (host, f"{host}:*"))]
+    hosts = [*(f"{h}:*" for h in LOOPBACK_HOSTS), *LOOPBACK_HOSTS, *extra]
     origins = [f"{scheme}://{host}" for host in hosts for scheme in ("http", "https")]
     return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
 

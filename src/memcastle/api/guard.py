@@ -1,0 +1,138 @@
+"""Browser-origin defence on every route (REST and MCP alike), as ASGI middleware.
+
+A web page the user visits can make the browser send requests to 127.0.0.1, and after DNS rebinding it can even read
+the answers. Three checks stop it, before anything else reads the request:
+
+- `Host` must name this machine's loopback (any `127.x` address, `localhost`, `::1`) or a configured host: a
+  rebound name (`evil.example.com`) is refused.
+- `Origin`, when present, must be an `http(s)://` origin on such a host: a foreign page's request is refused (clients
+  that are not browsers send no `Origin`, and are unaffected).
+- A request that may change state (any method but GET, HEAD, OPTIONS) on `/api` must declare a JSON body: a
+  browser can send `text/plain` or a form across origins without asking first, but never `application/json`.
+
+No CORS headers are ever sent, so no other origin may read an answer either.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+from collections.abc import Sequence
+from urllib.parse import urlsplit
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from memcastle.api.errors import error_body
+
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+LOOPBACK_NAMES = frozenset({"localhost"})
+
+
+def split_host(value: str) -> tuple[str, str | None]:
+    """`name[:port]` or `[v6][:port]` → (name, port)."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        name, _, rest = value[1:].partition("]")
+        return name, rest[1:] if rest.startswith(":") else None
+    if value.count(":") == 1:
+        name, port = value.split(":")
+        return name, port
+    return value, None
+
+
+def is_loopback(name: str) -> bool:
+    if name in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+class HostPolicy:
+    """Which `Host` values (and so which origins) this daemon answers: loopback, plus the configured ones.
+
+    A configured entry is `name` or `name:*` (any port) or `name:port` (that port only)."""
+
+    def __init__(self, allowed: Sequence[str]) -> None:
+        self._any_port: set[str] = set()
+        self._exact: set[tuple[str, str]] = set()
+        for entry in allowed:
+            name, port = split_host(entry)
+            if port is None or port == "*":
+                self._any_port.add(name)
+            else:
+                self._exact.add((name, port))
+
+    def allows(self, host: str) -> bool:
+        name, port = split_host(host)
+        if not name:
+            return False
+        return is_loopback(name) or name in self._any_port or (name, port or "") in self._exact
+
+    def allows_origin(self, origin: str) -> bool:
+        parts = urlsplit(origin.strip())
+        if parts.scheme not in ("http", "https") or not parts.netloc or parts.path not in ("", "/"):
+            return False
+        return self.allows(parts.netloc)
+
+
+class BrowserGuard:
+    """Refuse rebinding `Host`s (403 `forbidden_host`), foreign `Origin`s (403 `forbidden_origin`) and state-changing
+    `/api` requests that do not declare JSON (415 `unsupported_media_type`)."""
+
+    def __init__(self, app: ASGIApp, *, policy: HostPolicy) -> None:
+        self.app = app
+        self.policy = policy
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {key.lower(): value.decode("latin-1") for key, value in scope.get("headers") or []}
+        host = headers.get(b"host")
+        origin = headers.get(b"origin")
+        if host is not None and not self.policy.allows(host):
+            await _refuse(
+                send,
+                403,
+                f"this daemon does not answer for host {host!r}",
+                "forbidden_host",
+                "only loopback hosts are answered; list another in server.allowed_hosts",
+            )
+            return
+        if origin is not None and not self.policy.allows_origin(origin):
+            await _refuse(
+                send,
+                403,
+                f"requests from origin {origin!r} are refused",
+                "forbidden_origin",
+                "the daemon answers browsers only on its own loopback origin",
+            )
+            return
+        method = scope.get("method", "GET").upper()
+        if method not in SAFE_METHODS and scope.get("path", "").startswith("/api/"):
+            media = headers.get(b"content-type", "").split(";")[0].strip().lower()
+            if media != "application/json":
+                await _refuse(
+                    send,
+                    415,
+                    "requests that change state must send a JSON body "
+                    f"(Content-Type: application/json), not {media or 'nothing'!r}",
+                    "unsupported_media_type",
+                    "send the body as JSON; {} when there is nothing to say",
+                )
+                return
+        await self.app(scope, receive, send)
+
+
+async def _refuse(send: Send, status: int, message: str, code: str, help: str) -> None:
+    body = json.dumps(error_body(message, code, help)).encode("utf-8")
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
