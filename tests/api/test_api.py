@@ -371,3 +371,14 @@ def test_concurrent_writers_lose_nothing(daemon: Callable[..., Any]) -> None:
                 break
         assert http.get("/api/status").json()["drawers"] == 400
     assert sorted(stored) == sorted(ids)
+
+
+@pytest.mark.parametrize("mode", ["read_only", "disabled"])
+def test_stopping_the_daemon_and_controlling_jobs_need_full(client: TestClient, mode: str) -> None:
+    job = client.post("/api/verify", json={}).json()["job"]
+    headers = {"X-MemCastle-Mode": mode}
+    for path in (f"/api/jobs/{job['id']}/cancel", f"/api/jobs/{job['id']}/pause", "/api/shutdown"):
+        answer = client.post(path, json={}, headers=headers)
+        assert answer.status_code == 403, path
+        assert "full" not in answer.json()["help"], "no refusal suggests widening"
+    assert client.get("/api/health").json() == {"ok": True}

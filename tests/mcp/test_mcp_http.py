@@ -267,7 +267,8 @@ def test_set_mode_gates_only_the_calling_session(module_daemon: Any) -> None:
             assert changed == {"mode": "read_only", "previous": "full", "scope": "session"}
             note = await refused(client, "memcastle_note", content="refused in read_only", wing="mcp-modes")
             assert note.structured_content is not None and note.structured_content["code"] == "forbidden"
-            assert "memcastle_set_mode" in note.structured_content["help"]
+            assert "ceiling" in note.structured_content["help"]
+            assert "full" not in note.structured_content["help"], "no refusal suggests widening"
             await refused(client, "memcastle_checkpoint", items=[{"content": "refused too"}])
             await call(client, "memcastle_search", query="anything")  # reads still work
 
@@ -282,8 +283,12 @@ def test_set_mode_gates_only_the_calling_session(module_daemon: Any) -> None:
             await call(other, "memcastle_note", content="written by the other session", wing="mcp-modes")
             assert (await call(other, "memcastle_status"))["mode"] == "full"
 
-            await call(client, "memcastle_set_mode", mode="full")
-            await call(client, "memcastle_note", content="full again", wing="mcp-modes")
+            # Narrowing is one way: the session cannot widen itself again.
+            for wider in ("read_only", "full"):
+                widened = await refused(client, "memcastle_set_mode", mode=wider)
+                assert widened.structured_content is not None and widened.structured_content["code"] == "forbidden"
+                assert "never widen" in widened.content[0].text  # type: ignore[union-attr]
+            assert (await call(client, "memcastle_status"))["mode"] == "disabled"
 
     run(scenario)
 
@@ -306,8 +311,12 @@ def test_the_mode_header_applies_until_the_session_sets_one(module_daemon: Any) 
             status = await call(client, "memcastle_status")
             assert (status["mode"], status["mode_source"]) == ("read_only", "header")
             await refused(client, "memcastle_note", content="refused by the header")
-            await call(client, "memcastle_set_mode", mode="full")
-            await call(client, "memcastle_note", content="allowed once the session chose full", wing="mcp-header")
+            # The header is the ceiling (it is what `memcastle --mode read_only mcp` sends): no widening.
+            widened = await refused(client, "memcastle_set_mode", mode="full")
+            assert "never widen" in widened.content[0].text  # type: ignore[union-attr]
+            await refused(client, "memcastle_note", content="still refused", wing="mcp-header")
+            assert (await call(client, "memcastle_set_mode", mode="disabled"))["previous"] == "read_only"
+            await refused(client, "memcastle_search", query="anything")
 
     run(scenario)
 
@@ -318,8 +327,9 @@ def test_an_unknown_mode_header_is_refused_until_the_session_sets_a_mode(module_
             search = await refused(client, "memcastle_search", query="anything")
             assert search.structured_content is not None
             assert search.structured_content["field"] == "X-MemCastle-Mode"
-            assert (await call(client, "memcastle_set_mode", mode="read_only"))["previous"] is None
-            await call(client, "memcastle_search", query="anything")
+            # Nothing can be assumed about a ceiling that cannot be read: only disabled may be chosen.
+            await refused(client, "memcastle_set_mode", mode="read_only")
+            assert (await call(client, "memcastle_set_mode", mode="disabled"))["previous"] == "disabled"
 
     run(scenario)
 
@@ -332,7 +342,7 @@ def test_a_sessionless_client_is_told_to_use_the_header(module_daemon: Any) -> N
         async with connect(module_daemon.address, mode="auto", headers={"X-MemCastle-Mode": "disabled"}) as client:
             search = await refused(client, "memcastle_search", query="anything")
             assert search.structured_content is not None
-            assert search.structured_content["help"] == "send X-MemCastle-Mode: full or read_only"
+            assert "ceiling" in search.structured_content["help"]
             assert (await call(client, "memcastle_status"))["mode"] == "disabled"
 
     run(scenario)
@@ -382,5 +392,5 @@ def test_rest_modes_still_follow_the_shared_rule(client: TestClient, mode: str) 
     answer = client.post("/api/notes", json={"content": f"rest in {mode}"}, headers={"X-MemCastle-Mode": mode})
     assert answer.status_code == (201 if mode == "full" else 403)
     if mode == "read_only":
-        assert answer.json()["help"] == "send X-MemCastle-Mode: full to write"
+        assert "ceiling" in answer.json()["help"]
     assert client.post("/api/notes", json={"content": "x"}, headers={"X-MemCastle-Mode": "loud"}).status_code == 400

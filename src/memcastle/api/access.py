@@ -26,3 +26,7 @@ def writes(request: Request) -> None:
 
 def opens(request: Request) -> None:
     check_access(request, "open")
+
+
+def controls(request: Request) -> None:
+    check_access(request, "control")

@@ -6,7 +6,7 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 
-from memcastle.api.access import opens, reads, writes
+from memcastle.api.access import controls, opens, reads, writes
 from memcastle.api.schemas import (
     CheckpointBody,
     DiaryBody,
@@ -269,7 +269,7 @@ def get_job(job_id: str, request: Request) -> dict[str, Any]:
     return services(request).jobs.get_job(job_id).to_json()
 
 
-@router.post("/jobs/{job_id}/{action}", tags=["jobs"], dependencies=[Depends(opens)])
+@router.post("/jobs/{job_id}/{action}", tags=["jobs"], dependencies=[Depends(controls)])
 def control_job(job_id: str, action: str, request: Request) -> dict[str, Any]:
     return {"job": services(request).jobs.control_job(job_id, action).to_json()}
 
@@ -306,7 +306,7 @@ def verify(body: VerifyBody, request: Request) -> dict[str, Any]:
     return {"job": job.to_json()}
 
 
-@router.post("/shutdown", status_code=202, tags=["status"], dependencies=[Depends(opens)])
+@router.post("/shutdown", status_code=202, tags=["status"], dependencies=[Depends(controls)])
 def shutdown(request: Request) -> dict[str, Any]:
     request.app.state.request_shutdown()
     return {"ok": True, "message": "draining jobs, then exiting"}

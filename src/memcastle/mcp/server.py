@@ -21,14 +21,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.types import ASGIApp
 
 from memcastle import __version__
-from memcastle.errors import Conflict, InvalidRequest, MemCastleError
+from memcastle.errors import AccessDenied, Conflict, InvalidRequest, MemCastleError
 from memcastle.modes import HEADER as MODE_HEADER
-from memcastle.modes import HTTP_SWITCH, MODES, Access, enforce_mode, parse_mode
+from memcastle.modes import MODES, Access, enforce_mode, narrows, parse_mode
 from memcastle.services import SearchRequest, Services
 
 MCP_PATH = "/mcp"
 REQUESTER = "mcp"
-MODE_SWITCH = "call memcastle_set_mode with mode {mode}"
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 
 # The domain's closed vocabularies as types, so the tool schemas list the allowed values (tests/mcp checks they
@@ -231,7 +230,7 @@ def build_mcp_server(
                     if spec.access != "open":
                         ctx = arguments["ctx"]
                         mode, _ = mode_of(ctx, modes)
-                        enforce_mode(mode, spec.access, switch=MODE_SWITCH if session_of(ctx) else HTTP_SWITCH)
+                        enforce_mode(mode, spec.access)
                     return fn(**arguments)
                 except MemCastleError as exc:
                     return tool_error(exc)
@@ -266,10 +265,11 @@ def build_mcp_server(
         ctx: Context,
         mode: Annotated[str, Field(description="full | read_only | disabled", json_schema_extra={"enum": list(MODES)})],
     ) -> dict[str, Any]:
-        """Set the memory mode of this MCP session only: 'full' (read and write), 'read_only' (searches work,
+        """Narrow the memory mode of this MCP session only: 'full' (read and write), 'read_only' (searches work,
         every write is refused) or 'disabled' (reads are refused too: nothing is read from or written to memory;
-        status and set_mode still work). Other clients keep their own mode. Until it is set, the mode comes from
-        the connection's X-MemCastle-Mode header, else full. Returns the new and the previous mode."""
+        status and set_mode still work). A mode can only be narrowed, never widened: the mode this client was given
+        (its X-MemCastle-Mode header, else full) is a ceiling. Other clients keep their own mode. Returns the new
+        and the previous mode."""
         chosen = parse_mode(mode, field="mode")
         session = session_of(ctx)
         if session is None:
@@ -281,7 +281,14 @@ def build_mcp_server(
         try:
             previous: str | None = mode_of(ctx, modes)[0]
         except InvalidRequest:
-            previous = None  # an unknown X-MemCastle-Mode header: the session's choice repairs it
+            previous = "disabled"  # an unknown X-MemCastle-Mode header: nothing can be assumed about the ceiling
+        assert previous is not None
+        if not narrows(previous, chosen):
+            raise AccessDenied(
+                f"memcastle_set_mode can only narrow this session's mode ({previous}), never widen it to {chosen}",
+                help="the mode a client is given is a ceiling: only whoever starts or configures the client can "
+                "change it",
+            )
         modes.set(session, chosen)
         return {"mode": chosen, "previous": previous, "scope": "session"}
 
