@@ -382,3 +382,38 @@ def test_stopping_the_daemon_and_controlling_jobs_need_full(client: TestClient, 
         assert answer.status_code == 403, path
         assert "full" not in answer.json()["help"], "no refusal suggests widening"
     assert client.get("/api/health").json() == {"ok": True}
+
+
+# A lone surrogate, exactly as JSON carries it: json.dumps would escape it as "\ud800".
+LONE = '"x\\ud800y"'
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/api/notes", '{"content": ' + LONE + "}", "content"),
+        ("/api/notes", '{"content": "ok", "tags": ["fine", ' + LONE + "]}", "tags[1]"),
+        ("/api/diary", '{"agent": "a", "content": ' + LONE + "}", "content"),
+        ("/api/checkpoint", '{"items": [{"content": ' + LONE + "}]}", "items[0].content"),
+        ("/api/facts", '{"subject": ' + LONE + ', "predicate": "uses", "object": "B"}', "subject"),
+        ("/api/search", '{"query": ' + LONE + "}", "query"),
+        ("/api/mine", '{"connector": "notes", "locator": ' + LONE + "}", "locator"),
+    ],
+)
+def test_a_lone_surrogate_is_a_400_naming_the_field(client: TestClient, path: str, body: str, field: str) -> None:
+    answer = client.post(path, content=body, headers={"Content-Type": "application/json"})
+    assert assert_error(answer, 400, "invalid_request")["field"] == field
+
+
+def test_a_nul_in_a_mine_locator_is_a_400_naming_locator(client: TestClient) -> None:
+    answer = client.post("/api/mine", json={"connector": "directory", "locator": "/tmp/a\x00b"})
+    assert assert_error(answer, 400, "invalid_request")["field"] == "locator"
+
+
+def test_a_lone_surrogate_below_the_interfaces_is_a_400_not_a_500(palace: Any) -> None:
+    from memcastle.errors import InvalidRequest
+    from memcastle.model import NewDrawer
+
+    with pytest.raises(InvalidRequest):
+        palace.store.add_drawer(NewDrawer(wing="w", room="r", content="x\ud800y"))
+    assert palace.store.count_drawers() == 0

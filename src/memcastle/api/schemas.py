@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from memcastle.services.validation import check_text
 
 
 class Body(BaseModel):
     # Strict: JSON true is not a limit of 1 and "yes" is not a boolean; a wrong type is a 400 naming the field.
     model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _valid_text(cls, data: Any) -> Any:
+        # JSON may carry a lone surrogate ("\ud800"); no store can hold one. InvalidRequest is not a ValueError, so
+        # it leaves pydantic as itself and becomes the usual 400 naming the field.
+        check_text(data, "")
+        return data
 
 
 class NoteBody(Body):

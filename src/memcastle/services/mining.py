@@ -6,11 +6,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from memcastle.connectors.registry import ConnectorRegistry
-from memcastle.errors import NotFound
+from memcastle.errors import InvalidRequest, NotFound
 from memcastle.mining.pipeline import KIND as MINE
 from memcastle.model import Job, MinerSpec
 from memcastle.services.jobs import JobService
-from memcastle.services.validation import check_name
+from memcastle.services.validation import check_name, check_text
 
 
 class MiningService:
@@ -32,6 +32,10 @@ class MiningService:
         requested_by: str = "http",
     ) -> tuple[Job, bool]:
         """Queue a background mine; a request for the same source joins one that is still queued."""
+        if not isinstance(locator, str) or "\x00" in locator:
+            raise InvalidRequest("locator must be text without NUL characters", field="locator")
+        check_text(locator, "locator")
+        check_text(dict(options or {}), "options")
         spec = self._connectors.source_spec(connector, locator, options or {})
         source_id = self._connectors.get(connector).identify(spec)
         wing = check_name(wing, "wing")

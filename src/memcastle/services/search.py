@@ -9,7 +9,7 @@ from memcastle.clock import parse_instant
 from memcastle.errors import InvalidRequest
 from memcastle.model import RANKINGS, SOURCE_KINDS, Scope, SearchQuery, SearchResult, TimeWindow
 from memcastle.search.engine import SearchEngine
-from memcastle.services.validation import check_limit, check_name, check_tags
+from memcastle.services.validation import check_limit, check_name, check_tags, check_text
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,7 @@ def build_query(request: SearchRequest) -> SearchQuery:
     """Validate a search request into a `SearchQuery`; every refusal names the option."""
     if not isinstance(request.query, str) or not request.query.strip():
         raise InvalidRequest("query must not be empty", field="query")
+    check_text(request.query, "query")
     if request.ranking not in RANKINGS:
         raise InvalidRequest(f"unknown ranking {request.ranking!r}; one of {', '.join(RANKINGS)}", field="ranking")
     if request.source_kind is not None and request.source_kind not in SOURCE_KINDS:

@@ -9,6 +9,46 @@ from memcastle.errors import InvalidRequest
 MAX_LIMIT = 200
 
 
+def has_lone_surrogate(text: str) -> bool:
+    """True when `text` holds a UTF-16 surrogate code point on its own: JSON may carry one, no stored text can."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def find_bad_text(value: object, path: str) -> str | None:
+    """The dotted path of the first string under `value` holding a lone surrogate, or None."""
+    if isinstance(value, str):
+        return path if has_lone_surrogate(value) else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            key_path = f"{path}.{key}" if path else str(key)
+            if isinstance(key, str) and has_lone_surrogate(key):
+                return key_path
+            found = find_bad_text(item, key_path)
+            if found:
+                return found
+    if isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            found = find_bad_text(item, f"{path}[{index}]")
+            if found:
+                return found
+    return None
+
+
+def check_text(value: object, field: str) -> None:
+    """Refuse text no store can hold (a lone surrogate anywhere in it), naming the field."""
+    bad = find_bad_text(value, field)
+    if bad is not None:
+        raise InvalidRequest(
+            f"{bad} holds a lone surrogate (not valid Unicode text)",
+            field=bad,
+            help="send valid UTF-8; a surrogate must come in a pair",
+        )
+
+
 def check_limit(limit: int) -> int:
     if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
         raise InvalidRequest(f"limit must be an integer from 1 to {MAX_LIMIT}", field="limit")
@@ -18,7 +58,13 @@ def check_limit(limit: int) -> int:
 def check_name(value: str | None, field: str) -> str | None:
     if value is None:
         return None
-    if not isinstance(value, str) or not value.strip() or len(value) > 200 or "\x00" in value:
+    if (
+        not isinstance(value, str)
+        or not value.strip()
+        or len(value) > 200
+        or "\x00" in value
+        or has_lone_surrogate(value)
+    ):
         raise InvalidRequest(f"{field} must be a non-empty name of at most 200 characters", field=field)
     return value.strip()
 
@@ -33,7 +79,7 @@ def require_name(value: str | None, field: str) -> str:
 def check_tags(tags: Sequence[str]) -> tuple[str, ...]:
     out = []
     for tag in tags:
-        if not isinstance(tag, str) or not tag.strip() or len(tag) > 100:
+        if not isinstance(tag, str) or not tag.strip() or len(tag) > 100 or has_lone_surrogate(tag):
             raise InvalidRequest("each tag must be a non-empty string of at most 100 characters", field="tags")
         out.append(tag.strip())
     return tuple(dict.fromkeys(out))

@@ -17,7 +17,7 @@ from typing import Any, cast
 import numpy as np
 
 from memcastle.clock import format_instant, to_datetime, utc_now
-from memcastle.errors import MigrationError
+from memcastle.errors import InvalidRequest, MigrationError
 from memcastle.model import Job, LexicalQuery, Scope, ScoredDrawer, TimeWindow
 from memcastle.store.copy import check_columns, copied_table, ensure_empty
 from memcastle.store.migrate import MIGRATIONS_TABLE, failed, pending
@@ -99,11 +99,12 @@ class SQLiteStore(GraphTables, MiningTables, JobTables):
 
     @contextmanager
     def _read(self) -> Iterator[SQLiteTx]:
-        yield SQLiteTx(self._reader())
+        with _text_errors():
+            yield SQLiteTx(self._reader())
 
     @contextmanager
     def _write(self) -> Iterator[SQLiteTx]:
-        with self._lock:
+        with _text_errors(), self._lock:
             conn = self._writer
             conn.execute("BEGIN IMMEDIATE")
             try:
@@ -284,3 +285,15 @@ def _imported(table: str, names: Sequence[str], row: Mapping[str, Any]) -> tuple
             value = int(value)
         values.append(value)
     return tuple(values)
+
+
+@contextmanager
+def _text_errors() -> Iterator[None]:
+    """SQLite text is UTF-8: a lone surrogate cannot be bound. Say so as a bad request, as no other value is refused."""
+    try:
+        yield
+    except UnicodeEncodeError:
+        raise InvalidRequest(
+            "text values may not contain lone surrogates (not valid Unicode)",
+            help="send valid UTF-8; a surrogate must come in a pair",
+        ) from None
