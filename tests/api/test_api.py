@@ -417,3 +417,22 @@ def test_a_lone_surrogate_below_the_interfaces_is_a_400_not_a_500(palace: Any) -
     with pytest.raises(InvalidRequest):
         palace.store.add_drawer(NewDrawer(wing="w", room="r", content="x\ud800y"))
     assert palace.store.count_drawers() == 0
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/api/notes", {"content": "x" * 1_000_001}, "content"),
+        ("/api/notes", {"content": "ok", "tags": [f"t{i}" for i in range(51)]}, "tags"),
+        ("/api/notes", {"content": "ok", "tags": ["x" * 101]}, "tags"),
+        ("/api/checkpoint", {"items": [{"content": f"item {i}"} for i in range(101)]}, "items"),
+        ("/api/search", {"query": "word " * 401}, "query"),
+        ("/api/mine", {"connector": "notes", "locator": "/" + "a" * 4096}, "locator"),
+    ],
+)
+def test_request_caps_are_400s_naming_the_field_and_store_nothing(
+    client: TestClient, path: str, body: dict[str, Any], field: str
+) -> None:
+    before = client.get("/api/status").json()["drawers"]
+    assert assert_error(client.post(path, json=body), 400, "invalid_request")["field"] == field
+    assert client.get("/api/status").json()["drawers"] == before

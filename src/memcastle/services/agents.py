@@ -9,7 +9,15 @@ from memcastle.errors import InvalidRequest
 from memcastle.model import Drawer, Scope
 from memcastle.services.drawers import DIARY_ROOM, DrawerService
 from memcastle.services.facts import FactService
-from memcastle.services.validation import MAX_LIMIT, check_limit, check_name, check_tags, require_name
+from memcastle.services.validation import (
+    MAX_CHECKPOINT_ITEMS,
+    MAX_LIMIT,
+    check_content,
+    check_limit,
+    check_name,
+    check_tags,
+    require_name,
+)
 from memcastle.store import DrawerStore
 
 CHECKPOINT_ROOM = "checkpoints"
@@ -43,11 +51,16 @@ class AgentService:
         """Save decisions and state as checkpoint drawers (tag `checkpoint`), all or nothing validated first."""
         if not items:
             raise InvalidRequest("items must not be empty", field="items")
+        if len(items) > MAX_CHECKPOINT_ITEMS:
+            raise InvalidRequest(
+                f"at most {MAX_CHECKPOINT_ITEMS} items per checkpoint, not {len(items)}",
+                field="items",
+                help="send the rest in another checkpoint",
+            )
         prepared = []
         for index, item in enumerate(items):
             content = item.get("content")
-            if not isinstance(content, str) or not content.strip():
-                raise InvalidRequest("content must not be empty", field=f"items[{index}].content")
+            check_content(content, f"items[{index}].content")
             fact = item.get("fact")
             if fact is not None:
                 if not isinstance(fact, Mapping):

@@ -10,7 +10,7 @@ from memcastle.knowledge.dedup import DuplicateFinder
 from memcastle.model import Drawer, NewDrawer, Page, Provenance, Room, Source, Wing, content_hash
 from memcastle.preferences import Policy, explain
 from memcastle.services.jobs import JobService
-from memcastle.services.validation import check_limit, check_name, check_tags
+from memcastle.services.validation import check_content, check_limit, check_name, check_tags
 from memcastle.store import Store
 
 DEFAULT_WING = "default"
@@ -44,8 +44,7 @@ class DrawerService:
         kind: str = "note",
     ) -> tuple[Drawer, bool]:
         """File a manual note; an unnamed exact copy in the same room returns the existing drawer instead."""
-        if not content.strip():
-            raise InvalidRequest("content must not be empty", field="content")
+        check_content(content)
         wing = check_name(wing, "wing") or DEFAULT_WING
         room = check_name(room, "room") or NOTES_ROOM
         tags = check_tags(tags)
@@ -79,8 +78,7 @@ class DrawerService:
     def supersede_drawer(
         self, drawer_id: str, content: str, *, reason: str | None = None, requested_by: str = "http"
     ) -> Drawer:
-        if not content.strip():
-            raise InvalidRequest("content must not be empty", field="content")
+        check_content(content)
         if reason is not None and not reason.strip():
             raise InvalidRequest("reason must not be blank when given", field="reason")
         old = self._store.get_drawer(drawer_id)

@@ -10,7 +10,7 @@ from memcastle.errors import InvalidRequest, NotFound
 from memcastle.mining.pipeline import KIND as MINE
 from memcastle.model import Job, MinerSpec
 from memcastle.services.jobs import JobService
-from memcastle.services.validation import check_name, check_text
+from memcastle.services.validation import MAX_LOCATOR_CHARS, check_name, check_text
 
 
 class MiningService:
@@ -32,8 +32,10 @@ class MiningService:
         requested_by: str = "http",
     ) -> tuple[Job, bool]:
         """Queue a background mine; a request for the same source joins one that is still queued."""
-        if not isinstance(locator, str) or "\x00" in locator:
-            raise InvalidRequest("locator must be text without NUL characters", field="locator")
+        if not isinstance(locator, str) or "\x00" in locator or len(locator) > MAX_LOCATOR_CHARS:
+            raise InvalidRequest(
+                f"locator must be text of at most {MAX_LOCATOR_CHARS} characters without NUL", field="locator"
+            )
         check_text(locator, "locator")
         check_text(dict(options or {}), "options")
         spec = self._connectors.source_spec(connector, locator, options or {})

@@ -9,7 +9,7 @@ from memcastle.clock import parse_instant
 from memcastle.errors import InvalidRequest
 from memcastle.model import RANKINGS, SOURCE_KINDS, Scope, SearchQuery, SearchResult, TimeWindow
 from memcastle.search.engine import SearchEngine
-from memcastle.services.validation import check_limit, check_name, check_tags, check_text
+from memcastle.services.validation import MAX_QUERY_CHARS, check_limit, check_name, check_tags, check_text
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,8 @@ def build_query(request: SearchRequest) -> SearchQuery:
     if not isinstance(request.query, str) or not request.query.strip():
         raise InvalidRequest("query must not be empty", field="query")
     check_text(request.query, "query")
+    if len(request.query) > MAX_QUERY_CHARS:
+        raise InvalidRequest(f"query has {len(request.query)} characters; at most {MAX_QUERY_CHARS}", field="query")
     if request.ranking not in RANKINGS:
         raise InvalidRequest(f"unknown ranking {request.ranking!r}; one of {', '.join(RANKINGS)}", field="ranking")
     if request.source_kind is not None and request.source_kind not in SOURCE_KINDS:

@@ -7,6 +7,26 @@ from collections.abc import Sequence
 from memcastle.errors import InvalidRequest
 
 MAX_LIMIT = 200
+# Caps on what one request may ask for (documented in docs/http-api.md, "Limits").
+MAX_CONTENT_CHARS = 1_000_000  # one note, diary entry, checkpoint item or replacement
+MAX_TAGS = 50  # per drawer
+MAX_TAG_CHARS = 100
+MAX_QUERY_CHARS = 2_000
+MAX_LOCATOR_CHARS = 4_096
+MAX_CHECKPOINT_ITEMS = 100
+
+
+def check_content(content: object, field: str = "content") -> str:
+    """Non-blank text of at most MAX_CONTENT_CHARS characters."""
+    if not isinstance(content, str) or not content.strip():
+        raise InvalidRequest(f"{field} must not be empty", field=field)
+    if len(content) > MAX_CONTENT_CHARS:
+        raise InvalidRequest(
+            f"{field} has {len(content)} characters; at most {MAX_CONTENT_CHARS} are stored as one drawer",
+            field=field,
+            help="split it, or mine it from a file",
+        )
+    return content
 
 
 def has_lone_surrogate(text: str) -> bool:
@@ -77,9 +97,13 @@ def require_name(value: str | None, field: str) -> str:
 
 
 def check_tags(tags: Sequence[str]) -> tuple[str, ...]:
+    if len(tags) > MAX_TAGS:
+        raise InvalidRequest(f"at most {MAX_TAGS} tags per drawer, not {len(tags)}", field="tags")
     out = []
     for tag in tags:
-        if not isinstance(tag, str) or not tag.strip() or len(tag) > 100 or has_lone_surrogate(tag):
-            raise InvalidRequest("each tag must be a non-empty string of at most 100 characters", field="tags")
+        if not isinstance(tag, str) or not tag.strip() or len(tag) > MAX_TAG_CHARS or has_lone_surrogate(tag):
+            raise InvalidRequest(
+                f"each tag must be a non-empty string of at most {MAX_TAG_CHARS} characters", field="tags"
+            )
         out.append(tag.strip())
     return tuple(dict.fromkeys(out))
