@@ -266,6 +266,7 @@ def open_palace(root: Path) -> Palace:
             "embeddings.provider": "builtin",
             "embeddings.threads": 2,
             "mining.chunk_chars": CHUNK_CHARS,
+            "mining.roots": [str(root)],
         },
         env={},
         config_file=config,

@@ -24,6 +24,7 @@ report sets each PostgreSQL figure beside SQLite's from the same run (a ratio). 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import shutil
@@ -43,6 +44,7 @@ import httpx
 import numpy as np
 
 from bench.common import (
+    BENCH_ROOTS,
     command_line,
     median,
     open_palace,
@@ -132,6 +134,7 @@ def start_daemon(palace_dir: Path, home: Path, store_url: str = "") -> tuple[sub
         "XDG_CONFIG_HOME": str(home / "config"),
         "XDG_DATA_HOME": str(home / "data"),
         "MEMCASTLE_STORE_URL": store_url,
+        "MEMCASTLE_MINING_ROOTS": json.dumps(BENCH_ROOTS),
     }
     proc = subprocess.Popen(
         [

@@ -72,6 +72,20 @@ def make_home(root: Path) -> XdgHome:
     return home
 
 
+@pytest.fixture(scope="session", autouse=True)
+def home_is_the_test_area(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Mining reads only inside `mining.roots`, by default the home directory: the suite's home is its own temp area,
+    so what the tests mine lies inside it, and the real ~/.ssh is never within reach of a test."""
+    base = tmp_path_factory.getbasetemp()
+    previous = os.environ.get("HOME")
+    os.environ["HOME"] = str(base)
+    yield base
+    if previous is None:
+        os.environ.pop("HOME", None)
+    else:
+        os.environ["HOME"] = previous
+
+
 @pytest.fixture(autouse=True)
 def xdg_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> XdgHome:
     """No test may read or write the real user's MemCastle config, data or state."""

@@ -29,6 +29,7 @@ def open_settings(workdir: Path, store_url: str = "") -> Settings:
             "embeddings.provider": "builtin",
             "embeddings.threads": 2,
             "store.url": store_url,
+            "mining.roots": [str(workdir)],
         },
         env={},
         config_file=config,

@@ -24,6 +24,7 @@ from memcastle.knowledge.extraction import build_extraction_provider
 from memcastle.knowledge.sweep import ExtractionSweep
 from memcastle.mining import pipeline
 from memcastle.mining.pipeline import MinePipeline
+from memcastle.mining.roots import MiningRoots
 from memcastle.preferences import load_policy
 from memcastle.runtime.daemons import find_daemon, state_dir
 from memcastle.search.backfill import KIND as backfill_kind
@@ -213,6 +214,7 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
         policy=policy,
         extraction=extraction,
         duplicates=duplicates,
+        roots=MiningRoots(settings["mining.roots"]),
         now=now,
     )
     pool.on_finished = services.jobs.after_job

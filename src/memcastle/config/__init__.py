@@ -64,6 +64,12 @@ SETTINGS: tuple[SettingSpec, ...] = (
     ),
     SettingSpec("mining.chunk_chars", int, 6000, "largest drawer a mined document is cut into", minimum=200),
     SettingSpec("mining.max_file_bytes", int, 2 * 1024 * 1024, "files larger than this are skipped", minimum=1),
+    SettingSpec(
+        "mining.roots",
+        list,
+        ["~"],
+        "folders mining may read (a locator elsewhere is refused); secret stores only when named",
+    ),
     SettingSpec("search.rrf_k", int, 60, "reciprocal rank fusion constant", minimum=1),
     SettingSpec("search.lexical_weight", float, 1.0, "weight of the lexical leg in fusion", minimum=0),
     SettingSpec("search.semantic_weight", float, 1.0, "weight of the semantic leg in fusion", minimum=0),

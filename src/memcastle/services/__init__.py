@@ -20,6 +20,7 @@ from memcastle.connectors.registry import ConnectorRegistry
 from memcastle.jobs.queue import JobQueue
 from memcastle.knowledge.dedup import DuplicateFinder
 from memcastle.knowledge.extraction import ExtractionProvider
+from memcastle.mining.roots import MiningRoots
 from memcastle.model import MinerSpec
 from memcastle.preferences import Policy
 from memcastle.search.embeddings import EmbeddingProvider
@@ -52,6 +53,7 @@ class Services:
         policy: Policy,
         extraction: ExtractionProvider,
         duplicates: DuplicateFinder,
+        roots: MiningRoots | None = None,
         now: Clock = utc_now,
     ) -> None:
         self.store = store
@@ -61,5 +63,5 @@ class Services:
         self.drawers = DrawerService(store, self.jobs, duplicates, policy)
         self.search = SearchService(search)
         self.agents = AgentService(store, self.drawers, self.facts)
-        self.mining = MiningService(connectors, miners, self.jobs)
+        self.mining = MiningService(connectors, miners, self.jobs, roots)
         self.status = StatusService(store, palace, embeddings=embeddings, extraction=extraction, search=search)

@@ -8,6 +8,7 @@ from typing import Any
 from memcastle.connectors.registry import ConnectorRegistry
 from memcastle.errors import InvalidRequest, NotFound
 from memcastle.mining.pipeline import KIND as MINE
+from memcastle.mining.roots import MiningRoots
 from memcastle.model import Job, MinerSpec
 from memcastle.services.jobs import JobService
 from memcastle.services.validation import MAX_LOCATOR_CHARS, check_name, check_text
@@ -16,8 +17,15 @@ from memcastle.services.validation import MAX_LOCATOR_CHARS, check_name, check_t
 class MiningService:
     """Sources into drawers, in the background."""
 
-    def __init__(self, connectors: ConnectorRegistry, miners: Mapping[str, MinerSpec], jobs: JobService) -> None:
+    def __init__(
+        self,
+        connectors: ConnectorRegistry,
+        miners: Mapping[str, MinerSpec],
+        jobs: JobService,
+        roots: MiningRoots | None = None,
+    ) -> None:
         self._connectors = connectors
+        self._roots = roots or MiningRoots()
         self._miners = dict(miners)
         self._jobs = jobs
 
@@ -38,6 +46,7 @@ class MiningService:
             )
         check_text(locator, "locator")
         check_text(dict(options or {}), "options")
+        self._roots.check(locator)
         spec = self._connectors.source_spec(connector, locator, options or {})
         source_id = self._connectors.get(connector).identify(spec)
         wing = check_name(wing, "wing")
