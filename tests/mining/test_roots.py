@@ -67,3 +67,11 @@ def test_a_refused_mine_is_an_answer_to_the_request_not_a_job(client: TestClient
     missing = client.post("/api/mine", json={"connector": "notes", "locator": str(home / "no-such-folder")})
     assert missing.status_code == 404
     assert client.get("/api/jobs").json()["jobs"] == before
+
+
+def test_a_folder_that_is_not_a_git_repository_is_refused_when_asked_for(client: TestClient) -> None:
+    plain = Path(os.environ["HOME"]) / "not-a-repo"
+    plain.mkdir(exist_ok=True)
+    answer = client.post("/api/mine", json={"connector": "git", "locator": str(plain)})
+    assert answer.status_code == 400
+    assert answer.json()["field"] == "locator" and "not a git repository" in answer.json()["error"]

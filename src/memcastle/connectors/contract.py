@@ -84,7 +84,11 @@ class SkipDocument(Exception):
 
 @runtime_checkable
 class Connector(Protocol):
-    """A source adapter. `name` is the adapter name that source preferences refer to."""
+    """A source adapter. `name` is the adapter name that source preferences refer to.
+
+    A connector may also define `check(source) -> None`, called when a mine is requested: raise `InvalidRequest`
+    (naming `locator` or the option) to refuse a source it could never read, so the request is answered with a 400
+    instead of a job that completes with one skip."""
 
     name: str
     options: Mapping[str, OptionSpec]

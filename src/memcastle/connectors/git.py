@@ -26,6 +26,7 @@ from memcastle.connectors.contract import (
     identify_source,
 )
 from memcastle.connectors.project import project_wing
+from memcastle.errors import InvalidRequest
 
 _SHA = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
 _FILES_HEADING = "Files:"
@@ -91,6 +92,13 @@ class GitConnector:
             key: value for key, value in source.options.items() if key in self.options and self.options[key].identity
         }
         return identify_source(self.name, str(root), present)
+
+    def check(self, source: SourceSpec) -> None:
+        """Refuse a locator that is not inside a git repository, when the mine is asked for."""
+        try:
+            _repository_root(source.path)
+        except SkipDocument as exc:
+            raise InvalidRequest(exc.reason, field="locator", help="point it at a git work tree") from None
 
     def default_wing(self, source: SourceSpec) -> str:
         """The project wing of the repository root."""

@@ -48,7 +48,11 @@ class MiningService:
         check_text(dict(options or {}), "options")
         self._roots.check(locator)
         spec = self._connectors.source_spec(connector, locator, options or {})
-        source_id = self._connectors.get(connector).identify(spec)
+        adapter = self._connectors.get(connector)
+        check = getattr(adapter, "check", None)  # optional in the connector contract
+        if callable(check):
+            check(spec)
+        source_id = adapter.identify(spec)
         wing = check_name(wing, "wing")
         params = {
             "connector": connector,
