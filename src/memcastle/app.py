@@ -54,6 +54,7 @@ class Palace:
     services: Services
     now: Clock = utc_now  # the clock every timestamp of this palace comes from
     started: bool = field(default=False)
+    stopped: bool = field(default=False)
 
     def start(self) -> None:
         """Recover jobs a crashed daemon left running, then start the workers."""
@@ -67,7 +68,11 @@ class Palace:
         self.started = True
 
     def stop(self) -> list[str]:
-        """Drain running jobs within `jobs.drain_seconds`, requeue the rest, close the store."""
+        """Drain running jobs within `jobs.drain_seconds`, requeue the rest, close the store. A second call does
+        nothing."""
+        if self.stopped:
+            return []
+        self.stopped = True
         requeued = self.pool.drain(self.settings["jobs.drain_seconds"]) if self.started else []
         self.store.close()
         return requeued

@@ -12,6 +12,8 @@ from typing import Any
 
 from memcastle.clock import from_epoch
 from memcastle.connectors.contract import SkipDocument
+from memcastle.connectors.ignore import IgnoreRules
+from memcastle.connectors.secrets import secret_content_reason, secret_file_reason
 
 SKIPPED_DIRS = frozenset(
     {
@@ -33,20 +35,26 @@ BINARY_SNIFF_BYTES = 8192
 
 
 def walk_files(root: Path, suffixes: tuple[str, ...] | None = None) -> Iterator[str]:
-    """Relative POSIX paths of regular files under `root`, sorted; skips dot-dirs, build outputs and symlinks."""
+    """Relative POSIX paths of regular files under `root`, sorted; skips dot-dirs, build outputs, symlinks and
+    whatever `.gitignore` / `.memcastleignore` files exclude (see `memcastle.connectors.ignore`)."""
     entries: list[str] = []
+    rules = IgnoreRules(root)
     for folder, dirs, files in os.walk(root, followlinks=False):
+        here = Path(folder)
+        if here != root:
+            rules.enter(here)
         dirs[:] = sorted(
             d
             for d in dirs
             if not d.startswith(".")
             and d not in SKIPPED_DIRS
             and not d.endswith(".egg-info")
-            and not (Path(folder) / d).is_symlink()
+            and not (here / d).is_symlink()
+            and not rules.ignored(here / d, is_dir=True)
         )
         for name in files:
-            path = Path(folder) / name
-            if name.startswith(".") or path.is_symlink():
+            path = here / name
+            if name.startswith(".") or path.is_symlink() or rules.ignored(path, is_dir=False):
                 continue
             if suffixes is not None and not name.lower().endswith(suffixes):
                 continue
@@ -56,7 +64,11 @@ def walk_files(root: Path, suffixes: tuple[str, ...] | None = None) -> Iterator[
 
 
 def read_text_file(path: Path, max_bytes: int) -> tuple[str, os.stat_result]:
-    """The file's text, or `SkipDocument` with the reason: unreadable, empty, too large, binary, not UTF-8."""
+    """The file's text, or `SkipDocument` with the reason: a secret (by name or content), unreadable, empty, too
+    large, binary, not UTF-8."""
+    secret = secret_file_reason(path.name)
+    if secret:
+        raise SkipDocument(secret)
     try:
         stat = path.lstat()
         if path.is_symlink():
@@ -82,6 +94,9 @@ def read_text_file(path: Path, max_bytes: int) -> tuple[str, os.stat_result]:
         text = text[1:]
     if not text.strip():
         raise SkipDocument("whitespace only")
+    secret = secret_content_reason(text)
+    if secret:
+        raise SkipDocument(secret)
     return text, stat
 
 

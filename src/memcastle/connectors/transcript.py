@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from memcastle.clock import from_epoch, parse_instant
 from memcastle.connectors.contract import OptionSpec, SkipDocument, SourceSpec
+from memcastle.connectors.secrets import Redactor
 from memcastle.errors import InvalidRequest
 
 Role = Literal["user", "assistant", "tool"]
@@ -205,8 +206,13 @@ def room_for(cwd: Any) -> str:
     return DEFAULT_ROOM
 
 
+_REDACTOR = Redactor()
+
+
 def title_from(text: str) -> str | None:
-    """A title drawn from a first prompt: its first non-empty line, cut to 80 characters."""
+    """A title drawn from a first prompt: its first non-empty line, cut to 80 characters. Credentials are redacted
+    before the cut, so a cut can never leave part of one behind."""
+    text = _REDACTOR.text(text).text
     for line in text.splitlines():
         line = one_line(line)
         if line:

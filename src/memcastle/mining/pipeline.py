@@ -26,6 +26,7 @@ from memcastle.connectors.contract import (
 )
 from memcastle.connectors.project import find_project_settings
 from memcastle.connectors.registry import ConnectorRegistry
+from memcastle.connectors.secrets import Redactor, redact_document
 from memcastle.errors import Conflict
 from memcastle.jobs.context import JobContext
 from memcastle.knowledge.dedup import DuplicateFinder
@@ -47,7 +48,17 @@ KIND = "mine"
 _ID_NAMESPACE = uuid.UUID("5b0c6f0e-8a43-4c1e-9d8f-6f1d7a0d2c11")
 MAX_REASONS = 200
 CHECKPOINT_SECONDS = 0.5
-COUNTERS = ("documents", "created", "superseded", "invalidated", "unchanged", "skipped", "similar", "errors")
+COUNTERS = (
+    "documents",
+    "created",
+    "superseded",
+    "invalidated",
+    "unchanged",
+    "skipped",
+    "similar",
+    "errors",
+    "redacted",
+)
 
 
 def drawer_id_for(job_id: str, source_id: str, document: str, chunk: int) -> str:
@@ -62,6 +73,12 @@ class MineTally:
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNTERS, 0))
     skipped: list[dict[str, str]] = field(default_factory=list)
     warnings: list[dict[str, str]] = field(default_factory=list)
+    redacted_by_kind: dict[str, int] = field(default_factory=dict)
+
+    def redacted(self, found: Mapping[str, int]) -> None:
+        for kind, count in found.items():
+            self.counts["redacted"] += count
+            self.redacted_by_kind[kind] = self.redacted_by_kind.get(kind, 0) + count
 
     def skip(self, document: str, reason: str) -> None:
         self.counts["skipped"] += 1
@@ -74,7 +91,12 @@ class MineTally:
             self.warnings.append({"document": document, "reason": message})
 
     def to_json(self) -> dict[str, Any]:
-        return {**self.counts, "skipped_documents": self.skipped, "warnings": self.warnings}
+        return {
+            **self.counts,
+            "redacted_by_kind": dict(sorted(self.redacted_by_kind.items())),
+            "skipped_documents": self.skipped,
+            "warnings": self.warnings,
+        }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> MineTally:
@@ -83,6 +105,7 @@ class MineTally:
             tally.counts[key] = int(data.get(key, 0))
         tally.skipped = list(data.get("skipped_documents", []))
         tally.warnings = list(data.get("warnings", []))
+        tally.redacted_by_kind = {str(k): int(v) for k, v in dict(data.get("redacted_by_kind", {})).items()}
         return tally
 
 
@@ -103,6 +126,7 @@ class MinePipeline:
         self._registry = registry
         self._chunk_chars = chunk_chars
         self._duplicates = duplicates
+        self._redactor = Redactor()
 
     def run(self, ctx: JobContext) -> Mapping[str, Any]:
         params = ctx.params
@@ -190,6 +214,9 @@ class MinePipeline:
         except Exception as exc:  # noqa: BLE001 - one bad document must not abort the mine
             tally.skip(raw.external_id, f"could not be normalized: {type(exc).__name__}: {exc}")
             return
+        # Credentials never reach the store, the full-text index or the embedder.
+        raw, document, found = redact_document(self._redactor, raw, document)
+        tally.redacted(found)
         changes = self._changes(ctx.job_id, connector, source, raw, revision, document, record, wing, default_room)
         try:
             self._store.apply_document(changes)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from memcastle.connectors.secrets import Redactor
 from memcastle.errors import InvalidRequest
 from memcastle.knowledge.dedup import DuplicateFinder
 from memcastle.model import Drawer, NewDrawer, Page, Provenance, Room, Source, Wing, content_hash
@@ -26,6 +27,7 @@ class DrawerService:
         self._jobs = jobs
         self._duplicates = duplicates
         self._policy = policy
+        self._redactor = Redactor()
 
     def _after_write(self, drawer: Drawer) -> None:
         self._duplicates.link(drawer)
@@ -43,8 +45,10 @@ class DrawerService:
         requested_by: str = "http",
         kind: str = "note",
     ) -> tuple[Drawer, bool]:
-        """File a manual note; an unnamed exact copy in the same room returns the existing drawer instead."""
+        """File a manual note; an unnamed exact copy in the same room returns the existing drawer instead.
+        Credentials in the text are redacted, as in mined text."""
         check_content(content)
+        content = self._redactor.text(content).text
         wing = check_name(wing, "wing") or DEFAULT_WING
         room = check_name(room, "room") or NOTES_ROOM
         tags = check_tags(tags)
@@ -79,6 +83,7 @@ class DrawerService:
         self, drawer_id: str, content: str, *, reason: str | None = None, requested_by: str = "http"
     ) -> Drawer:
         check_content(content)
+        content = self._redactor.text(content).text
         if reason is not None and not reason.strip():
             raise InvalidRequest("reason must not be blank when given", field="reason")
         old = self._store.get_drawer(drawer_id)
