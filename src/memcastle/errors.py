@@ -13,12 +13,14 @@
     ├── MigrationError             the palace schema could not be brought up to date; the daemon stops
     └── DaemonNotRunning           no live daemon serves this palace (CLI exit code 3)
 
-Errors become responses at each edge, in one place: `api.errors` for HTTP, `cli.main` for the terminal.
+Errors become responses at each edge, in one shape (`error_shape`): `api.errors` for HTTP, `mcp.server` for tool
+results, `cli.main` for the terminal.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 
 class MemCastleError(Exception):
@@ -159,3 +161,48 @@ class DaemonNotRunning(MemCastleError):
     """No live daemon serves this palace."""
 
     code = "daemon_not_running"
+
+
+# --- the error shape every interface answers with ---------------------------------------------------------------
+
+_WHERE = ("body", "query", "path", "header")
+
+
+def error_shape(exc: MemCastleError) -> dict[str, Any]:
+    """`{error, code, help}` plus `field` (a bad request) or `existing_id` (a conflict): the body of every error
+    answer, REST and MCP alike."""
+    data: dict[str, Any] = {"error": exc.message, "code": exc.code, "help": exc.help}
+    if isinstance(exc, InvalidRequest) and exc.field:
+        data["field"] = exc.field
+    if isinstance(exc, Conflict) and exc.existing_id:
+        data["existing_id"] = exc.existing_id
+    return data
+
+
+def field_path(loc: Sequence[Any]) -> str:
+    """A validation error's location as a field path: `items[0].content`, `limit` (the leading `body`/`query`/…
+    that says where the value was is dropped)."""
+    parts = list(loc[1:] if loc and loc[0] in _WHERE else loc)
+    path = ""
+    for part in parts:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += ("." if path else "") + str(part)
+    return path or "body"
+
+
+def invalid_arguments(errors: Sequence[Mapping[str, Any]], help: str) -> InvalidRequest:
+    """The first of a validator's errors (pydantic's `errors()` shape: loc, msg, type) as an `InvalidRequest` naming
+    its field; never the rejected value, never a link to the validator's documentation."""
+    first: Mapping[str, Any] = errors[0] if errors else {"loc": (), "msg": "invalid request", "type": "invalid"}
+    field = field_path(tuple(first.get("loc", ())))
+    kind = first.get("type")
+    if kind == "json_invalid":
+        context = first.get("ctx") or {}
+        return InvalidRequest(f"the body is not valid JSON: {context.get('error', first.get('msg'))}", field="body")
+    if kind == "extra_forbidden":
+        return InvalidRequest(f"{field}: unknown field", field=field, help=help)
+    if kind == "missing":
+        return InvalidRequest(f"{field}: required", field=field, help=help)
+    return InvalidRequest(f"{field}: {first.get('msg')}", field=field, help=help)

@@ -86,7 +86,7 @@ def test_note_is_created_then_an_exact_unnamed_copy_returns_the_same_drawer(clie
 
     copy = client.post("/api/notes", json={"content": "Remember the milk", "wing": "home"})
     assert copy.status_code == 200
-    assert copy.json() == {"drawer": drawer, "created": False}
+    assert copy.json() == {"drawer": drawer, "created": False, "replayed": False}
 
     elsewhere = client.post("/api/notes", json={"content": "Remember the milk", "wing": "work"})
     assert elsewhere.status_code == 201, "dedup is per room"

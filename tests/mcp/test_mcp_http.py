@@ -249,9 +249,46 @@ def test_service_errors_become_tool_errors_with_message_and_help(module_daemon: 
             assert bad.structured_content is not None and bad.structured_content["field"] == "as_of"
             assert "as_of" in bad.content[0].text  # type: ignore[union-attr]
             # Pydantic validates at the edge: out-of-range and unknown values never reach the services.
+            # …and their errors have the same shape as every other error, never the validator's own text.
             too_many = await refused(client, "memcastle_search", query="x", limit=0)
-            assert "limit" in too_many.content[0].text  # type: ignore[union-attr]
-            await refused(client, "memcastle_search", query="x", ranking="psychic")
+            assert too_many.structured_content is not None
+            assert too_many.structured_content["code"] == "invalid_request"
+            assert too_many.structured_content["field"] == "limit"
+            assert too_many.structured_content["help"]
+            text = too_many.content[0].text  # type: ignore[union-attr]
+            assert text.startswith("limit: ") and "pydantic" not in text
+            nested = await refused(client, "memcastle_checkpoint", items=[{"content": "ok"}, {"tags": ["x"]}])
+            assert nested.structured_content is not None
+            assert nested.structured_content["field"] == "items[1].content"
+            missing_arg = await refused(client, "memcastle_note")
+            assert missing_arg.structured_content is not None
+            assert missing_arg.structured_content["field"] == "content"
+            ranking = await refused(client, "memcastle_search", query="x", ranking="psychic")
+            assert ranking.structured_content is not None and ranking.structured_content["field"] == "ranking"
+
+    run(scenario)
+
+
+def test_a_retried_write_with_its_idempotency_key_is_answered_without_a_second_copy(module_daemon: Any) -> None:
+    async def scenario() -> None:
+        async with connect(module_daemon.address) as client:
+            items = [
+                {
+                    "content": "we retry writes with a key",
+                    "fact": {"subject": "writes", "predicate": "uses", "object": "idempotency keys"},
+                }
+            ]
+            first = await call(client, "memcastle_checkpoint", items=items, agent="mcp-test", idempotency_key="k-mcp-1")
+            again = await call(client, "memcastle_checkpoint", items=items, agent="mcp-test", idempotency_key="k-mcp-1")
+            assert first["replayed"] is False and again["replayed"] is True
+            assert [d["id"] for d in again["drawers"]] == [d["id"] for d in first["drawers"]]
+            other = await refused(
+                client, "memcastle_checkpoint", items=[{"content": "else"}], agent="mcp-test", idempotency_key="k-mcp-1"
+            )
+            assert other.structured_content is not None and other.structured_content["code"] == "conflict"
+            note = await call(client, "memcastle_note", content="keyed note", idempotency_key="k-mcp-2")
+            note_again = await call(client, "memcastle_note", content="keyed note", idempotency_key="k-mcp-2")
+            assert note_again["drawer"]["id"] == note["drawer"]["id"] and note_again["replayed"] is True
 
     run(scenario)
 

@@ -288,3 +288,15 @@ def test_a_note_an_agent_writes_is_redacted_like_mined_text(palace: Palace) -> N
     assert drawer.content == "deploy with [redacted:github-token]"
     replaced = palace.services.drawers.supersede_drawer(drawer.id, f"rotated; new one is {SLACK}")
     assert replaced.content == "rotated; new one is [redacted:slack-token]"
+
+
+def test_a_folder_the_repository_around_it_ignores_is_mined_with_its_own_rules(tmp_path: Path) -> None:
+    # A pyenv checkout ignores `/versions/`; mining an installed standard library inside it is still asked for.
+    checkout = tmp_path / "pyenv"
+    (checkout / ".git").mkdir(parents=True)
+    write(checkout / ".gitignore", "/versions/\n*.pyc\n")
+    lib = checkout / "versions" / "3.11" / "lib"
+    write(lib / ".gitignore", "test/\n")
+    for name in ("os.py", "os.pyc", "test/test_os.py"):
+        write(lib / name, "x")
+    assert list(walk_files(lib)) == ["os.py", "os.pyc"]

@@ -27,8 +27,9 @@ from memcastle.store.sqlite import SQLiteStore
 from .conftest import PostgresServer, as_url
 
 EMBEDDER = Path(__file__).resolve().parents[1] / "search" / "embedder.py"
-# Tables a palace copy leaves behind on purpose: the schema's own bookkeeping, the jobs, SQLite's FTS5 internals.
-NOT_COPIED = {"schema_migration", "job", "sqlite_sequence"}
+# Tables a palace copy leaves behind on purpose: the schema's own bookkeeping, the jobs, idempotency keys (a day of
+# retries), SQLite's FTS5 internals.
+NOT_COPIED = {"schema_migration", "job", "sqlite_sequence", "request_key"}  # request_key: a day of retries
 
 
 def open_palace(palace_dir: Path, url: str = "") -> Palace:

@@ -1,9 +1,8 @@
-"""The one place where exceptions become HTTP responses `{error, code, help}`."""
+"""The one place where exceptions become HTTP responses, in the shape of `memcastle.errors.error_shape`."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -18,6 +17,9 @@ from memcastle.errors import (
     MemCastleError,
     NotFound,
     ProviderError,
+    error_shape,
+    field_path,
+    invalid_arguments,
 )
 
 log = logging.getLogger(__name__)
@@ -41,46 +43,18 @@ def status_of(exc: MemCastleError) -> int:
     return 500
 
 
-def _field_of(loc: tuple[Any, ...]) -> str:
-    # The first element names where the value was (body, query string, path, header); the rest is the field.
-    parts = [str(p) for p in (loc[1:] if loc and loc[0] in ("body", "query", "path", "header") else loc)]
-    return ".".join(parts) or "body"
-
-
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(MemCastleError)
     async def on_memcastle_error(request: Request, exc: MemCastleError) -> JSONResponse:
-        extra: dict[str, Any] = {}
-        if isinstance(exc, InvalidRequest):
-            extra["field"] = exc.field
-        if isinstance(exc, Conflict):
-            extra["existing_id"] = exc.existing_id
         headers = {"WWW-Authenticate": "Bearer"} if isinstance(exc, AccessDenied) and exc.unauthenticated else None
-        return JSONResponse(
-            error_body(exc.message, exc.code, exc.help, **extra), status_code=status_of(exc), headers=headers
-        )
+        return JSONResponse(error_shape(exc), status_code=status_of(exc), headers=headers)
 
     @app.exception_handler(RequestValidationError)
     async def on_validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
         errors = exc.errors()
-        first: Mapping[str, Any] = (
-            errors[0] if errors else {"loc": ("body",), "msg": "invalid request", "type": "invalid"}
-        )
-        field = _field_of(tuple(first.get("loc", ())))
-        if first.get("type") == "json_invalid":
-            message = f"the body is not valid JSON: {first.get('ctx', {}).get('error', first.get('msg'))}"
-            field = "body"
-        elif first.get("type") == "extra_forbidden":
-            message = f"{field}: unknown field"
-        else:
-            message = f"{field}: {first.get('msg')}"
-        details = [{"field": _field_of(tuple(e.get("loc", ()))), "message": e.get("msg")} for e in errors]
-        return JSONResponse(
-            error_body(
-                message, "invalid_request", "see the OpenAPI schema at /openapi.json", field=field, details=details
-            ),
-            status_code=400,
-        )
+        details = [{"field": field_path(tuple(e.get("loc", ()))), "message": e.get("msg")} for e in errors]
+        body = error_shape(invalid_arguments(errors, "see the OpenAPI schema at /openapi.json"))
+        return JSONResponse({**body, "details": details}, status_code=400)
 
     @app.exception_handler(StarletteHTTPException)
     async def on_http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi import APIRouter, Depends, Header, Query, Request, Response
 
 from memcastle.api.access import controls, opens, reads, writes
 from memcastle.api.schemas import (
@@ -21,6 +21,7 @@ from memcastle.api.schemas import (
     SweepBody,
     VerifyBody,
 )
+from memcastle.errors import InvalidRequest
 from memcastle.services import SearchRequest, Services
 
 router = APIRouter(prefix="/api")
@@ -35,6 +36,19 @@ def requester(request: Request) -> str:
     return client if client in ("cli", "http", "web") else "http"
 
 
+IdempotencyKey = Annotated[
+    str | None,
+    Header(alias="Idempotency-Key", description="the same key on a retry answers with the first write"),
+]
+
+
+def idempotency_key(header: str | None, field: str | None) -> str | None:
+    """The key from the header or the body field; both may be sent only when they agree."""
+    if header is not None and field is not None and header != field:
+        raise InvalidRequest("the Idempotency-Key header and the idempotency_key field differ", field="idempotency_key")
+    return header if header is not None else field
+
+
 @router.get("/health", tags=["status"], dependencies=[Depends(opens)])
 def health() -> dict[str, Any]:
     return {"ok": True}
@@ -46,9 +60,10 @@ def status(request: Request) -> dict[str, Any]:
 
 
 @router.post("/notes", status_code=201, tags=["drawers"], dependencies=[Depends(writes)])
-def save_note(body: NoteBody, request: Request, response: Response) -> dict[str, Any]:
-    drawer, created = services(request).drawers.save_note(
+def save_note(body: NoteBody, request: Request, response: Response, key: IdempotencyKey = None) -> dict[str, Any]:
+    written = services(request).drawers.write_note(
         body.content,
+        idempotency_key=idempotency_key(key, body.idempotency_key),
         wing=body.wing,
         room=body.room,
         tags=body.tags,
@@ -56,9 +71,11 @@ def save_note(body: NoteBody, request: Request, response: Response) -> dict[str,
         name=body.name,
         requested_by=requester(request),
     )
-    if not created:
+    if not written.created or written.replayed:
         response.status_code = 200
-    return {"drawer": drawer.to_json(), "created": created}
+    if written.replayed:
+        response.headers["Idempotent-Replayed"] = "true"
+    return {"drawer": written.drawer.to_json(), "created": written.created, "replayed": written.replayed}
 
 
 @router.get("/drawers", tags=["drawers"], dependencies=[Depends(reads)])
@@ -160,11 +177,19 @@ def wake_up(
 
 
 @router.post("/checkpoint", status_code=201, tags=["agents"], dependencies=[Depends(writes)])
-def checkpoint(body: CheckpointBody, request: Request) -> dict[str, Any]:
-    saved = services(request).agents.checkpoint(
-        [item.model_dump(exclude_none=True) for item in body.items], agent=body.agent, requested_by=requester(request)
+def checkpoint(
+    body: CheckpointBody, request: Request, response: Response, key: IdempotencyKey = None
+) -> dict[str, Any]:
+    written = services(request).agents.write_checkpoint(
+        [item.model_dump(exclude_none=True) for item in body.items],
+        agent=body.agent,
+        idempotency_key=idempotency_key(key, body.idempotency_key),
+        requested_by=requester(request),
     )
-    return {"drawers": [d.to_json() for d in saved]}
+    if written.replayed:
+        response.status_code = 200
+        response.headers["Idempotent-Replayed"] = "true"
+    return {"drawers": [d.to_json() for d in written.drawers], "replayed": written.replayed}
 
 
 @router.post("/extract", status_code=202, tags=["facts"], dependencies=[Depends(writes)])

@@ -29,6 +29,9 @@ class NoteBody(Body):
     tags: list[str] = Field(default_factory=list)
     agent: str | None = None
     name: str | None = None
+    idempotency_key: str | None = Field(
+        None, description="the same key on a retry answers with the first write (also the Idempotency-Key header)"
+    )
 
 
 class SupersedeBody(Body):
@@ -100,6 +103,9 @@ class CheckpointItem(Body):
 class CheckpointBody(Body):
     items: list[CheckpointItem]
     agent: str | None = None
+    idempotency_key: str | None = Field(
+        None, description="the same key on a retry answers with the first write (also the Idempotency-Key header)"
+    )
 
 
 class SupersedeFactBody(Body):

@@ -28,14 +28,18 @@ class IgnoreRules:
             for index, folder in enumerate(chain):
                 extra = _lines(top / ".git" / "info" / "exclude") if index == 0 else []
                 self._add(folder, extra)
-        if root not in self._specs:
-            self.enter(root)
+            if self.ignored(root, is_dir=True):
+                # The folder asked for is itself ignored by the repository around it (a pyenv checkout's
+                # `versions/`, a build tree): it was chosen explicitly, so only its own ignore files apply.
+                self._specs.clear()
+        self.enter(root)
 
     def enter(self, folder: Path) -> None:
         """Read the ignore files of `folder` (called by the walk before it looks inside)."""
         self._add(folder, [])
 
     def ignored(self, path: Path, *, is_dir: bool) -> bool:
+        """Whether git would ignore `path` under the rules read so far (the last matching rule wins)."""
         verdict: bool | None = None
         for base in (*reversed(path.parents),):
             spec = self._specs.get(base)
@@ -48,6 +52,8 @@ class IgnoreRules:
         return bool(verdict)
 
     def _add(self, folder: Path, extra: list[str]) -> None:
+        if folder in self._specs:
+            return
         lines = list(extra)
         for name in IGNORE_FILES:
             lines.extend(_lines(folder / name))

@@ -13,15 +13,16 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, ConfigDict, Field
+from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.types import ASGIApp
 
 from memcastle import __version__
-from memcastle.errors import AccessDenied, Conflict, InvalidRequest, MemCastleError
+from memcastle.errors import AccessDenied, Conflict, InvalidRequest, MemCastleError, error_shape, invalid_arguments
 from memcastle.modes import HEADER as MODE_HEADER
 from memcastle.modes import MODES, Access, enforce_mode, narrows, parse_mode
 from memcastle.services import SearchRequest, Services
@@ -111,6 +112,13 @@ AgentName = Annotated[
     ),
 ]
 DrawerId = Annotated[str, Field(min_length=1, description="a drawer id, as returned in hits and drawers")]
+IdempotencyKey = Annotated[
+    str | None,
+    Field(
+        description="a fresh key (e.g. a UUID) per write; send the same key when you retry it after a timeout, "
+        "and the first write's answer comes back instead of a second copy"
+    ),
+]
 
 
 class FactArgument(BaseModel):
@@ -192,16 +200,29 @@ def mode_of(ctx: Context, modes: SessionModes) -> tuple[str, str]:
 
 def tool_error(exc: MemCastleError) -> CallToolResult:
     """A `MemCastleError` as an MCP tool error: the message and hint as text, `{error, code, help, field}` as data."""
-    data: dict[str, Any] = {"error": exc.message, "code": exc.code, "help": exc.help}
-    if isinstance(exc, InvalidRequest) and exc.field:
-        data["field"] = exc.field
-    if isinstance(exc, Conflict) and exc.existing_id:
-        data["existing_id"] = exc.existing_id
+    data = error_shape(exc)
     text = exc.message + (f"\nhint: {exc.help}" if exc.help else "")
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data, is_error=True)
 
 
 # --- the server -----------------------------------------------------------------------------------
+
+ARGUMENTS_HELP = "the tool's input schema (tools/list) names every argument, its type and its range"
+
+
+class MemCastleServer(MCPServer):
+    """The SDK's server, with arguments that fail the input schema answered like every other MemCastle error
+    (`{error, code: invalid_request, help, field}`) instead of the validator's own text."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc, UnexpectedToolError) or not isinstance(exc.__cause__, ValidationError):
+                raise
+            return tool_error(invalid_arguments(exc.__cause__.errors(), ARGUMENTS_HELP))
 
 
 def mcp_transport_security(allowed_hosts: Sequence[str]) -> TransportSecuritySettings:
@@ -216,7 +237,7 @@ def build_mcp_server(
     services: Services, *, allowed_hosts: Sequence[str], max_body_bytes: int = 8 * 1024 * 1024
 ) -> MCPServer:
     """The MemCastle MCP server; its streamable HTTP transport (`session_manager`) is configured for `MCP_PATH`."""
-    server: MCPServer = MCPServer("memcastle", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+    server = MemCastleServer("memcastle", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
     modes = SessionModes()
     connectors = ", ".join(c["name"] for c in services.mining.list_connectors())
 
@@ -463,16 +484,24 @@ def build_mcp_server(
         tags: Annotated[tuple[str, ...], Field(description="tags for later filtering")] = (),
         agent: Annotated[str | None, Field(description="who is writing: your agent identity")] = None,
         name: Annotated[str | None, Field(description="a name, unique among the room's current drawers")] = None,
+        idempotency_key: IdempotencyKey = None,
     ) -> dict[str, Any]:
         """Save something worth remembering verbatim (a drawer): a finding, a user preference, context a later
         session will need. File it in a wing (project) and room (topic) so searches can scope to it. The same
         unnamed text from the same writer already in that room is returned instead of stored twice (`created`
         false). Returns the
         `drawer` with its id and provenance. Refused in read_only and disabled modes."""
-        drawer, created = services.drawers.save_note(
-            content, wing=wing, room=room, tags=tags, agent=agent, name=name, requested_by=REQUESTER
+        written = services.drawers.write_note(
+            content,
+            idempotency_key=idempotency_key,
+            wing=wing,
+            room=room,
+            tags=tags,
+            agent=agent,
+            name=name,
+            requested_by=REQUESTER,
         )
-        return {"drawer": drawer.to_json(), "created": created}
+        return {"drawer": written.drawer.to_json(), "created": written.created, "replayed": written.replayed}
 
     @tool("memcastle_diary_write")
     def diary_write(
@@ -492,16 +521,20 @@ def build_mcp_server(
         ctx: Context,
         items: Annotated[list[CheckpointItem], Field(min_length=1, description="decisions and state to keep")],
         agent: Annotated[str | None, Field(description="who is checkpointing: your agent identity")] = None,
+        idempotency_key: IdempotencyKey = None,
     ) -> dict[str, Any]:
         """Checkpoint decisions and working state so they outlive the session: when a decision is made ("we
         chose X because Y"), when a task changes state, before a risky step. Each item becomes a drawer tagged
         'checkpoint' (room 'checkpoints' unless given) and may record an explicit fact with that drawer as its
         evidence. All items are validated before any is saved. memcastle_wake_up returns the most recent
         checkpoints. Refused in read_only and disabled modes."""
-        saved = services.agents.checkpoint(
-            [item.model_dump(exclude_none=True) for item in items], agent=agent, requested_by=REQUESTER
+        written = services.agents.write_checkpoint(
+            [item.model_dump(exclude_none=True) for item in items],
+            agent=agent,
+            idempotency_key=idempotency_key,
+            requested_by=REQUESTER,
         )
-        return {"drawers": [d.to_json() for d in saved]}
+        return {"drawers": [d.to_json() for d in written.drawers], "replayed": written.replayed}
 
     @tool("memcastle_mine", connectors=connectors)
     def mine(

@@ -19,6 +19,7 @@ from memcastle.model.drawers import (
     Origin,
     Page,
     Provenance,
+    RequestKey,
     Room,
     Source,
     Wing,
@@ -64,6 +65,7 @@ from memcastle.model.search import (
 )
 
 __all__ = [
+    "RequestKey",
     "Assertion",
     "DocumentChanges",
     "DocumentRecord",

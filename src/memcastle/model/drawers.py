@@ -188,3 +188,16 @@ class Page(Generic[T]):
 
     items: tuple[T, ...]
     next_after: str | None
+
+
+@dataclass(frozen=True)
+class RequestKey:
+    """An idempotency key as the store holds it: the operation and request digest it was first used with, and once
+    `state` is `done`, what that request wrote (`result`)."""
+
+    key: str
+    operation: str
+    digest: str
+    state: str
+    result: Mapping[str, Any] | None
+    created_at: str

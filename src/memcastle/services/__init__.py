@@ -30,6 +30,7 @@ from memcastle.services.drawers import DrawerService
 from memcastle.services.facts import FactService
 from memcastle.services.jobs import JobService
 from memcastle.services.mining import MiningService
+from memcastle.services.requests import RequestKeys
 from memcastle.services.search import SearchRequest, SearchService, build_query
 from memcastle.services.status import StatusService
 from memcastle.store import Store
@@ -60,8 +61,9 @@ class Services:
         self.policy = policy
         self.jobs = JobService(store, queue, embeddings=embeddings, extraction=extraction)
         self.facts = FactService(store, policy, now=now)
-        self.drawers = DrawerService(store, self.jobs, duplicates, policy)
+        keys = RequestKeys(store, now)
+        self.drawers = DrawerService(store, self.jobs, duplicates, policy, keys)
         self.search = SearchService(search)
-        self.agents = AgentService(store, self.drawers, self.facts)
+        self.agents = AgentService(store, self.drawers, self.facts, keys)
         self.mining = MiningService(connectors, miners, self.jobs, roots)
         self.status = StatusService(store, palace, embeddings=embeddings, extraction=extraction, search=search)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from memcastle.errors import InvalidRequest
 from memcastle.model import Drawer, Scope
 from memcastle.services.drawers import DIARY_ROOM, DrawerService
 from memcastle.services.facts import FactService
+from memcastle.services.requests import RequestKeys
 from memcastle.services.validation import (
     MAX_CHECKPOINT_ITEMS,
     MAX_LIMIT,
@@ -24,11 +26,18 @@ CHECKPOINT_ROOM = "checkpoints"
 CHECKPOINT_TAG = "checkpoint"
 
 
+@dataclass(frozen=True)
+class CheckpointWrite:
+    drawers: list[Drawer]
+    replayed: bool  # answered from an earlier request with the same idempotency key; nothing was written
+
+
 class AgentService:
     """What an agent keeps between sessions."""
 
-    def __init__(self, store: DrawerStore, drawers: DrawerService, facts: FactService) -> None:
+    def __init__(self, store: DrawerStore, drawers: DrawerService, facts: FactService, keys: RequestKeys) -> None:
         self._store = store
+        self._keys = keys
         self._drawers = drawers
         self.facts = facts
 
@@ -87,6 +96,25 @@ class AgentService:
                 self.facts.add(item["fact"], evidence_drawer=drawer.id, requested_by=requested_by)
             saved.append(drawer)
         return saved
+
+    def write_checkpoint(
+        self,
+        items: Sequence[Mapping[str, Any]],
+        *,
+        agent: str | None = None,
+        idempotency_key: str | None = None,
+        requested_by: str = "http",
+    ) -> CheckpointWrite:
+        """`checkpoint` for an interface: with an idempotency key, a retry answers with the first write's drawers."""
+        request = {"items": [dict(item) for item in items], "agent": agent}
+
+        def write() -> dict[str, Any]:
+            saved = self.checkpoint(items, agent=agent, requested_by=requested_by)
+            return {"drawer_ids": [d.id for d in saved]}
+
+        result, replayed = self._keys.once(idempotency_key, "checkpoint", request, write)
+        found = self._store.get_drawers(result["drawer_ids"])
+        return CheckpointWrite([found[i] for i in result["drawer_ids"] if i in found], replayed)
 
     def wake_up(
         self, agent: str, *, wing: str | None = None, max_items: int = 10, max_bytes: int = 8192

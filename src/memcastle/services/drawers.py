@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from memcastle.connectors.secrets import Redactor
@@ -11,6 +12,7 @@ from memcastle.knowledge.dedup import DuplicateFinder
 from memcastle.model import Drawer, NewDrawer, Page, Provenance, Room, Source, Wing, content_hash
 from memcastle.preferences import Policy, explain
 from memcastle.services.jobs import JobService
+from memcastle.services.requests import RequestKeys
 from memcastle.services.validation import check_content, check_limit, check_name, check_tags
 from memcastle.store import Store
 
@@ -19,15 +21,25 @@ NOTES_ROOM = "notes"
 DIARY_ROOM = "diary"
 
 
+@dataclass(frozen=True)
+class NoteWrite:
+    drawer: Drawer
+    created: bool
+    replayed: bool  # answered from an earlier request with the same idempotency key; nothing was written
+
+
 class DrawerService:
     """Manual writes and reads of drawers; every write is linked to its copies and swept in the background."""
 
-    def __init__(self, store: Store, jobs: JobService, duplicates: DuplicateFinder, policy: Policy) -> None:
+    def __init__(
+        self, store: Store, jobs: JobService, duplicates: DuplicateFinder, policy: Policy, keys: RequestKeys
+    ) -> None:
         self._store = store
         self._jobs = jobs
         self._duplicates = duplicates
         self._policy = policy
         self._redactor = Redactor()
+        self._keys = keys
 
     def _after_write(self, drawer: Drawer) -> None:
         self._duplicates.link(drawer)
@@ -72,6 +84,30 @@ class DrawerService:
         )
         self._after_write(drawer)
         return drawer, True
+
+    def write_note(
+        self,
+        content: str,
+        *,
+        idempotency_key: str | None = None,
+        wing: str | None = None,
+        room: str | None = None,
+        tags: Sequence[str] = (),
+        agent: str | None = None,
+        name: str | None = None,
+        requested_by: str = "http",
+    ) -> NoteWrite:
+        """`save_note` for an interface: with an idempotency key, a retry answers with the first write's drawer."""
+        request = {"content": content, "wing": wing, "room": room, "tags": list(tags), "agent": agent, "name": name}
+
+        def write() -> dict[str, Any]:
+            drawer, created = self.save_note(
+                content, wing=wing, room=room, tags=tags, agent=agent, name=name, requested_by=requested_by
+            )
+            return {"drawer_ids": [drawer.id], "created": created}
+
+        result, replayed = self._keys.once(idempotency_key, "note", request, write)
+        return NoteWrite(self._store.get_drawer(result["drawer_ids"][0]), bool(result["created"]), replayed)
 
     def get_drawer(self, drawer_id: str) -> Drawer:
         return self._store.get_drawer(drawer_id)

@@ -30,6 +30,7 @@ from memcastle.model import (
     NewJob,
     Page,
     Progress,
+    RequestKey,
     Room,
     Scope,
     ScoredDrawer,
@@ -149,6 +150,16 @@ class JobStore(Protocol):
     def renew_job_lease(self, job_id: str, owner: str, lease_seconds: float) -> bool: ...
 
 
+class RequestKeyStore(Protocol):
+    """Idempotency keys of agent writes (see `memcastle.store.sql.requests`)."""
+
+    def claim_request_key(
+        self, key: str, operation: str, digest: str, *, now: str, stale_before: str, expire_before: str
+    ) -> RequestKey | None: ...
+    def complete_request_key(self, key: str, result: Mapping[str, Any]) -> None: ...
+    def release_request_key(self, key: str) -> None: ...
+
+
 class CopyStore(Protocol):
     """A whole palace out and in (`memcastle migrate`); rows are plain dicts, the one place they cross the seam."""
 
@@ -170,7 +181,9 @@ class PipelineStore(MiningStore, DrawerStore, Protocol):
     """What the mining pipeline writes through."""
 
 
-class Store(DrawerStore, SearchStore, EmbeddingStore, MiningStore, GraphStore, JobStore, CopyStore, Protocol):
+class Store(
+    DrawerStore, SearchStore, EmbeddingStore, MiningStore, GraphStore, JobStore, RequestKeyStore, CopyStore, Protocol
+):
     """Persistence of one palace: every role, as the composition root hands it out."""
 
     backend: str

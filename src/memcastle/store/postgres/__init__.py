@@ -45,6 +45,7 @@ from memcastle.store.sql.filters import filter_sql
 from memcastle.store.sql.graph import GraphTables
 from memcastle.store.sql.jobs import JobTables
 from memcastle.store.sql.mining import MiningTables
+from memcastle.store.sql.requests import RequestKeyTables
 
 # Advisory locks are keyed (namespace, key); the namespace keeps MemCastle's apart from other users of the database.
 LOCK_NAMESPACE = 0x4D43  # "MC"
@@ -108,7 +109,7 @@ def redact(conninfo: str) -> str:
     return f"postgresql://{user}{where}/{parts.get('dbname') or ''}"
 
 
-class PostgresStore(GraphTables, MiningTables, JobTables):
+class PostgresStore(GraphTables, MiningTables, JobTables, RequestKeyTables):
     """A palace in a PostgreSQL database (with the pgvector extension)."""
 
     backend = "postgres"

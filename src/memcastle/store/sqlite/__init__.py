@@ -27,6 +27,7 @@ from memcastle.store.sql.filters import filter_sql
 from memcastle.store.sql.graph import GraphTables
 from memcastle.store.sql.jobs import JobTables
 from memcastle.store.sql.mining import MiningTables
+from memcastle.store.sql.requests import RequestKeyTables
 from memcastle.store.sql.rows import job_from_row
 from memcastle.store.sqlite.fulltext import fts5_match
 
@@ -52,7 +53,7 @@ class SQLiteTx:
         self.conn.executemany(sql, rows)
 
 
-class SQLiteStore(GraphTables, MiningTables, JobTables):
+class SQLiteStore(GraphTables, MiningTables, JobTables, RequestKeyTables):
     """A palace in `<palace>/palace.sqlite3`."""
 
     backend = "sqlite"
