@@ -18,7 +18,7 @@ from memcastle.app import Palace, build
 from memcastle.config import Settings
 from memcastle.errors import ConfigError, Conflict
 from memcastle.runtime.daemons import find_daemon, remove_entry, state_dir, write_entry
-from memcastle.runtime.tokens import TokenStore
+from memcastle.runtime.tokens import MIN_SECRET_CHARS, TokenStore
 
 log = logging.getLogger("memcastle")
 
@@ -42,11 +42,18 @@ class _Server(uvicorn.Server):
 
 def check_exposure(settings: Settings) -> None:
     """Refuse to serve auth without a token, or a non-loopback address without auth unless explicitly allowed."""
-    if settings["auth.enabled"] and not TokenStore(settings.palace).records():
+    secret = settings["auth.token"]
+    if settings["auth.enabled"] and secret and len(secret) < MIN_SECRET_CHARS:
+        raise ConfigError(
+            f"a configured token must be at least {MIN_SECRET_CHARS} characters, not {len(secret)}",
+            key="auth.token",
+            help='generate one with: python3 -c "import secrets; print(secrets.token_urlsafe(32))"',
+        )
+    if settings["auth.enabled"] and not secret and not TokenStore(settings.palace).records():
         raise ConfigError(
             "auth.enabled is true but the palace has no token, so nobody could connect",
             key="auth.enabled",
-            help="create one first: memcastle auth token create NAME",
+            help="create one first: memcastle auth token create NAME (or set MEMCASTLE_AUTH_TOKEN for the daemon)",
         )
     host = settings["server.host"]
     loopback = host in ("localhost", "::1") or host.startswith("127.")
@@ -113,6 +120,6 @@ def http_app(palace: Palace, *, request_shutdown: Callable[[], None] | None = No
         palace.services,
         max_body_bytes=int(settings["server.max_body_bytes"]),
         allowed_hosts=[*settings["server.allowed_hosts"], *settings["mcp.allowed_hosts"]],
-        tokens=TokenStore(settings.palace) if settings["auth.enabled"] else None,
+        tokens=TokenStore(settings.palace, secret=settings["auth.token"] or None) if settings["auth.enabled"] else None,
         request_shutdown=request_shutdown,
     )

@@ -14,6 +14,7 @@ from memcastle.api.errors import install_error_handlers
 from memcastle.api.guard import BrowserGuard, HostPolicy
 from memcastle.api.limits import BodyLimit
 from memcastle.api.routes import router
+from memcastle.api.tokens import router as token_router
 from memcastle.mcp import MCP_PATH, build_mcp_server, http_endpoint
 from memcastle.runtime.tokens import TokenStore
 from memcastle.services import Services
@@ -47,6 +48,7 @@ def create_app(
     )
     app.state.services = services
     app.state.mcp = mcp_server
+    app.state.tokens = tokens
     app.state.request_shutdown = request_shutdown or (lambda: None)
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
     if tokens is not None:
@@ -56,6 +58,7 @@ def create_app(
     app.add_middleware(BrowserGuard, policy=HostPolicy(allowed_hosts))
     install_error_handlers(app)
     app.include_router(router)
+    app.include_router(token_router)
     # A raw ASGI endpoint (every method: POST messages, GET the event stream, DELETE the session), not a FastAPI route.
     app.router.routes.append(Route(MCP_PATH, http_endpoint(mcp_server), include_in_schema=False))
     return app

@@ -127,3 +127,7 @@ class LinkFactBody(Body):
     to: str
     kind: str
     reason: str
+
+
+class TokenBody(Body):
+    name: str = Field(min_length=1, max_length=100, description="what the token is for (a client, a machine)")

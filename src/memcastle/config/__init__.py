@@ -106,7 +106,14 @@ SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec("extraction.batch_size", int, 16, "drawers per extraction batch (one transaction)", minimum=1),
     SettingSpec("auth.enabled", bool, False, "require a bearer token on every request but GET /api/health"),
     SettingSpec("auth.allow_remote", bool, False, "allow binding a non-loopback address without auth"),
-    SettingSpec("auth.token", str, "", "the bearer token this client (CLI, stdio bridge) sends", secret=True),
+    SettingSpec(
+        "auth.token",
+        str,
+        "",
+        "the bearer token this client (CLI, stdio bridge) sends; a daemon with auth on also accepts it "
+        "(at least 32 characters)",
+        secret=True,
+    ),
     SettingSpec(
         "dedup.near_threshold",
         float,

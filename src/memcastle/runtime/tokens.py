@@ -12,10 +12,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from memcastle.clock import utc_now
-from memcastle.errors import ConfigError, InvalidRequest
+from memcastle.errors import ConfigError, InvalidRequest, NotFound
 
 TOKENS_FILE = "tokens.json"
 PREFIX = "mc_"
+MIN_SECRET_CHARS = 32
+SECRET_NAME = "MEMCASTLE_AUTH_TOKEN"  # how the configured secret shows in listings and logs
 
 
 @dataclass(frozen=True)
@@ -30,10 +32,13 @@ def digest_of(token: str) -> str:
 
 
 class TokenStore:
-    """Reads the token file again whenever it changes, so tokens created while the daemon runs take effect."""
+    """Reads the token file again whenever it changes, so tokens created or revoked while the daemon runs take effect
+    on the next request. `secret` is a token configured for a headless deployment (`auth.token`, from
+    `MEMCASTLE_AUTH_TOKEN`): accepted beside the file's tokens, never written anywhere."""
 
-    def __init__(self, palace: Path) -> None:
+    def __init__(self, palace: Path, *, secret: str | None = None) -> None:
         self.path = palace / TOKENS_FILE
+        self._secret_digest = digest_of(secret) if secret else None
         self._lock = threading.Lock()
         self._stamp: tuple[int, int] | None = None
         self._records: list[TokenRecord] = []
@@ -58,7 +63,25 @@ class TokenStore:
         for record in self.records():
             if hmac.compare_digest(offered, record.digest):
                 found = record
+        if self._secret_digest is not None and hmac.compare_digest(offered, self._secret_digest):
+            found = TokenRecord(name=SECRET_NAME, digest=self._secret_digest, created_at="")
         return found
+
+    @property
+    def has_secret(self) -> bool:
+        return self._secret_digest is not None
+
+    def revoke(self, name: str) -> TokenRecord:
+        """Remove the token named `name`; requests carrying it are refused from the next one on."""
+        with self._lock:
+            records = _load(self.path) if self.path.exists() else []
+            kept = [r for r in records if r.name != name]
+            if len(kept) == len(records):
+                known = ", ".join(r.name for r in records) or "none"
+                raise NotFound(f"no token named {name!r}", help=f"tokens of this palace: {known}")
+            self._save(kept)
+            self._stamp = None
+        return next(r for r in records if r.name == name)
 
     def create(self, name: str) -> str:
         """A new random token; only its digest is kept. Returns the token (shown once)."""
@@ -70,12 +93,17 @@ class TokenStore:
             raise InvalidRequest(f"a token named {name!r} exists already", field="name")
         token = PREFIX + secrets.token_urlsafe(32)
         records.append(TokenRecord(name=name, digest=digest_of(token), created_at=utc_now()))
+        with self._lock:
+            self._save(records)
+            self._stamp = None
+        return token
+
+    def _save(self, records: list[TokenRecord]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         temporary = self.path.with_suffix(".tmp")
         temporary.write_text(json.dumps([asdict(r) for r in records], indent=2), encoding="utf-8")
         os.chmod(temporary, 0o600)
         temporary.replace(self.path)
-        return token
 
 
 def _load(path: Path) -> list[TokenRecord]:

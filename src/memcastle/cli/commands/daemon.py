@@ -15,7 +15,7 @@ from memcastle.cli.app import (
 )
 
 auth_app = typer.Typer(no_args_is_help=True, help="Authentication: bearer tokens of the palace.")
-token_app = typer.Typer(no_args_is_help=True, help="Create bearer tokens (stored only as digests).")
+token_app = typer.Typer(no_args_is_help=True, help="Create, list and revoke bearer tokens (stored only as digests).")
 app.add_typer(auth_app, name="auth")
 auth_app.add_typer(token_app, name="token")
 
@@ -137,3 +137,31 @@ def token_create(ctx: typer.Context, name: Annotated[str, typer.Argument(help="w
         )
 
     inv.emit({"name": name, "token": token}, show)
+
+
+@token_app.command("list")
+def token_list(ctx: typer.Context) -> None:
+    """The tokens of this palace: names and when they were created (the tokens themselves are never stored)."""
+    from memcastle.runtime.tokens import TokenStore
+
+    inv = invocation(ctx)
+    records = TokenStore(inv.settings().palace).records()
+    data = {"tokens": [{"name": r.name, "created_at": r.created_at} for r in records]}
+
+    def show(_: Any) -> None:
+        if not records:
+            render.console.print("no tokens; create one with: memcastle auth token create NAME")
+        for record in records:
+            render.console.print(f"{record.name}  [dim]created {record.created_at}[/dim]")
+
+    inv.emit(data, show)
+
+
+@token_app.command("revoke")
+def token_revoke(ctx: typer.Context, name: Annotated[str, typer.Argument(help="the token's name")]) -> None:
+    """Revoke a token: a running daemon refuses it from the next request on."""
+    from memcastle.runtime.tokens import TokenStore
+
+    inv = invocation(ctx)
+    TokenStore(inv.settings().palace).revoke(name)
+    inv.emit({"revoked": name}, lambda _: render.console.print(f"token {name!r} revoked"))

@@ -1,0 +1,48 @@
+"""Bearer tokens over REST (`/api/auth/tokens`): list, create and revoke, for a full client that authenticated.
+
+With authentication off there is no caller to trust with tokens, so these routes answer 403; tokens are then managed
+with `memcastle auth token …` on the daemon's machine."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+
+from memcastle.api.access import controls
+from memcastle.api.schemas import TokenBody
+from memcastle.errors import AccessDenied
+from memcastle.runtime.tokens import TokenStore
+
+router = APIRouter(prefix="/api/auth", tags=["auth"])
+
+
+def token_store(request: Request) -> TokenStore:
+    tokens: TokenStore | None = request.app.state.tokens
+    if tokens is None:
+        raise AccessDenied(
+            "token management over HTTP needs authentication on (auth.enabled)",
+            help="on the daemon's machine: memcastle auth token list | create NAME | revoke NAME",
+        )
+    return tokens
+
+
+@router.get("/tokens", dependencies=[Depends(controls)])
+def list_tokens(request: Request) -> dict[str, Any]:
+    tokens = token_store(request)
+    return {
+        "tokens": [{"name": r.name, "created_at": r.created_at} for r in tokens.records()],
+        "configured_secret": tokens.has_secret,
+    }
+
+
+@router.post("/tokens", status_code=201, dependencies=[Depends(controls)])
+def create_token(body: TokenBody, request: Request) -> dict[str, Any]:
+    token = token_store(request).create(body.name)
+    return {"name": body.name.strip(), "token": token}
+
+
+@router.delete("/tokens/{name}", dependencies=[Depends(controls)])
+def revoke_token(name: str, request: Request) -> dict[str, Any]:
+    record = token_store(request).revoke(name)
+    return {"revoked": record.name}
