@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from datetime import UTC, date, datetime
 
 from memcastle.errors import InvalidRequest
 
-_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+_LEAP_SECOND = re.compile(r"(T\d\d:\d\d:)60(?:\.\d+)?", re.IGNORECASE)
+_EARLIEST = datetime.min.replace(tzinfo=UTC)
+_LATEST = datetime.max.replace(tzinfo=UTC)
 
 Clock = Callable[[], str]
 """What everything that stamps a time is handed: `utc_now`, or a test's clock (`app.build(settings, now=…)`)."""
@@ -22,7 +25,12 @@ def format_instant(moment: datetime) -> str:
     """Render an aware datetime (naive ones are taken as UTC) in the stored form."""
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).strftime(_FORMAT)
+    utc = moment.astimezone(UTC)
+    # Not strftime: `%Y` is not zero-padded below year 1000 everywhere, and the width is what keeps text order.
+    return (
+        f"{utc.year:04d}-{utc.month:02d}-{utc.day:02d}T{utc.hour:02d}:{utc.minute:02d}:{utc.second:02d}"
+        f".{utc.microsecond:06d}Z"
+    )
 
 
 def parse_instant(text: str, *, field: str = "timestamp") -> str:
@@ -32,12 +40,18 @@ def parse_instant(text: str, *, field: str = "timestamp") -> str:
         if len(value) == 10:
             moment = datetime.combine(date.fromisoformat(value), datetime.min.time(), tzinfo=UTC)
         else:
+            # RFC 3339 allows a leap second (`23:59:60`); Python cannot hold one, so it is the instant just before.
+            value = _LEAP_SECOND.sub(r"\g<1>59.999999", value)
             moment = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:
         raise InvalidRequest(
             f"{field}: {text!r} is not an RFC 3339 timestamp", field=field, help="e.g. 2026-01-31T12:00:00Z"
         ) from None
-    return format_instant(moment)
+    try:
+        return format_instant(moment)
+    except OverflowError:
+        # An offset that moves the instant past year 1 or 9999 in UTC: the edge of time is as far as it goes.
+        return format_instant(_EARLIEST if moment.year < 5000 else _LATEST)
 
 
 def from_epoch(seconds: float) -> str:
@@ -47,4 +61,4 @@ def from_epoch(seconds: float) -> str:
 
 def to_datetime(stamp: str) -> datetime:
     """The stored form back to an aware datetime."""
-    return datetime.strptime(stamp, _FORMAT).replace(tzinfo=UTC)
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00"))

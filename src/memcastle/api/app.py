@@ -10,9 +10,10 @@ from starlette.routing import Route
 
 from memcastle import __version__
 from memcastle.api.auth import BearerAuth
-from memcastle.api.errors import install_error_handlers
+from memcastle.api.errors import allowed_methods, install_error_handlers
 from memcastle.api.guard import BrowserGuard, HostPolicy
 from memcastle.api.limits import BodyLimit
+from memcastle.api.openapi import honest_openapi
 from memcastle.api.routes import router
 from memcastle.api.tokens import router as token_router
 from memcastle.mcp import MCP_PATH, build_mcp_server, http_endpoint
@@ -55,8 +56,11 @@ def create_app(
         # Added after the body limit, so it runs before it: nothing of an unauthenticated request is read.
         app.add_middleware(BearerAuth, tokens=tokens)
     # Added last, so it runs first, on every route: a rebinding Host or a foreign Origin gets no further.
-    app.add_middleware(BrowserGuard, policy=HostPolicy(allowed_hosts))
+    app.add_middleware(
+        BrowserGuard, policy=HostPolicy(allowed_hosts), methods_of=lambda path: allowed_methods(app, path)
+    )
     install_error_handlers(app)
+    app.openapi = honest_openapi(app)  # type: ignore[method-assign]
     app.include_router(router)
     app.include_router(token_router)
     # A raw ASGI endpoint (every method: POST messages, GET the event stream, DELETE the session), not a FastAPI route.

@@ -9,6 +9,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from memcastle.errors import (
     AccessDenied,
@@ -43,6 +44,19 @@ def status_of(exc: MemCastleError) -> int:
     return 500
 
 
+METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+
+def allowed_methods(app: FastAPI, path: str) -> list[str]:
+    """Every method some route of `app` answers on `path` (asked of the router itself, included routers too)."""
+    allowed = []
+    for method in METHODS:
+        scope = {"type": "http", "path": path, "method": method, "root_path": ""}
+        if any(route.matches(scope)[0] is Match.FULL for route in app.router.routes):
+            allowed.append(method)
+    return allowed
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(MemCastleError)
     async def on_memcastle_error(request: Request, exc: MemCastleError) -> JSONResponse:
@@ -59,9 +73,11 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def on_http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = {404: "not_found", 405: "method_not_allowed", 413: "too_large"}.get(exc.status_code, "http_error")
-        return JSONResponse(
-            error_body(str(exc.detail), code), status_code=exc.status_code, headers=getattr(exc, "headers", None)
-        )
+        headers = dict(getattr(exc, "headers", None) or {})
+        if exc.status_code == 405:
+            # Starlette names only the first route that matched the path; GET and POST of one path are two routes.
+            headers["Allow"] = ", ".join(allowed_methods(request.app, request.url.path))
+        return JSONResponse(error_body(str(exc.detail), code), status_code=exc.status_code, headers=headers)
 
     @app.exception_handler(Exception)
     async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:

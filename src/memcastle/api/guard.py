@@ -7,7 +7,7 @@ the answers. Three checks stop it, before anything else reads the request:
   rebound name (`evil.example.com`) is refused.
 - `Origin`, when present, must be an `http(s)://` origin on such a host: a foreign page's request is refused (clients
   that are not browsers send no `Origin`, and are unaffected).
-- A request that may change state (any method but GET, HEAD, OPTIONS) on `/api` must declare a JSON body: a
+- A request that may change state (POST, DELETE) on `/api` must declare a JSON body: a
   browser can send `text/plain` or a form across origins without asking first, but never `application/json`.
 
 No CORS headers are ever sent, so no other origin may read an answer either.
@@ -17,14 +17,16 @@ from __future__ import annotations
 
 import ipaddress
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from urllib.parse import urlsplit
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memcastle.api.errors import error_body
 
-SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+# The methods the routes change state with. Others (PUT, TRACE, a made-up verb) reach no route and are a 405; a
+# browser cannot send them across origins without a preflight, which gets no CORS answer.
+STATE_CHANGING = frozenset({"POST", "DELETE"})
 LOOPBACK_NAMES = frozenset({"localhost"})
 
 
@@ -81,9 +83,13 @@ class BrowserGuard:
     """Refuse rebinding `Host`s (403 `forbidden_host`), foreign `Origin`s (403 `forbidden_origin`) and state-changing
     `/api` requests that do not declare JSON (415 `unsupported_media_type`)."""
 
-    def __init__(self, app: ASGIApp, *, policy: HostPolicy) -> None:
+    def __init__(
+        self, app: ASGIApp, *, policy: HostPolicy, methods_of: Callable[[str], Sequence[str]] | None = None
+    ) -> None:
         self.app = app
         self.policy = policy
+        # Which methods the routes answer on a path: a method no route takes goes on to its 405, not to a 415.
+        self.methods_of = methods_of
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -111,7 +117,9 @@ class BrowserGuard:
             )
             return
         method = scope.get("method", "GET").upper()
-        if method not in SAFE_METHODS and scope.get("path", "").startswith("/api/"):
+        path = scope.get("path", "")
+        routed = self.methods_of is None or method in self.methods_of(path)
+        if method in STATE_CHANGING and path.startswith("/api/") and routed:
             media = headers.get(b"content-type", "").split(";")[0].strip().lower()
             if media != "application/json":
                 await _refuse(

@@ -2,14 +2,48 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Header, Query, Request, Response
+from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
 
 from memcastle.api.access import controls, opens, reads, writes
+from memcastle.api.openapi import DeclaredRoute
+from memcastle.api.responses import (
+    CheckpointOut,
+    ConnectorsOut,
+    DiaryEntryOut,
+    DiaryOut,
+    DrawerOut,
+    DrawerPage,
+    DrawerVersions,
+    DuplicatesOut,
+    EntitiesOut,
+    EntityDetailOut,
+    FactOut,
+    FactsOut,
+    JobAnswer,
+    JobOut,
+    JobsOut,
+    LinkedFactOut,
+    MineOut,
+    MinersOut,
+    NoteOut,
+    Ok,
+    PreferencesOut,
+    PreferenceTraceOut,
+    RoomsOut,
+    SearchOut,
+    ShutdownOut,
+    StatusOut,
+    SupersededFactOut,
+    SweepOut,
+    WakeUpOut,
+    WingsOut,
+)
 from memcastle.api.schemas import (
     CheckpointBody,
     DiaryBody,
+    EmptyBody,
     FactBody,
     InvalidateFactBody,
     LinkFactBody,
@@ -18,13 +52,13 @@ from memcastle.api.schemas import (
     SearchBody,
     SupersedeBody,
     SupersedeFactBody,
-    SweepBody,
     VerifyBody,
 )
 from memcastle.errors import InvalidRequest
+from memcastle.model.vocabulary import EntityKind, FactState, JobState, Predicate
 from memcastle.services import SearchRequest, Services
 
-router = APIRouter(prefix="/api")
+router = APIRouter(prefix="/api", route_class=DeclaredRoute)
 
 
 def services(request: Request) -> Services:
@@ -49,17 +83,35 @@ def idempotency_key(header: str | None, field: str | None) -> str | None:
     return header if header is not None else field
 
 
-@router.get("/health", tags=["status"], dependencies=[Depends(opens)])
+_TEXT = r"^[^\x00]*\S[^\x00]*$"
+Limit = Annotated[int, Query(ge=1, le=200, description="at most this many (1–200)")]
+QName = Annotated[str | None, Query(min_length=1, max_length=200, pattern=_TEXT)]
+AgentQuery = Annotated[str, Query(min_length=1, max_length=200, pattern=_TEXT, description="the agent's identity")]
+QInstant = Annotated[
+    str | None,
+    Query(min_length=1, description="an RFC 3339 instant (or a date)", json_schema_extra={"format": "date-time"}),
+]
+JobAction = Annotated[Literal["pause", "resume", "cancel", "retry"], Path(description="what to do with the job")]
+
+
+@router.get("/health", response_model=Ok, tags=["status"], dependencies=[Depends(opens)])
 def health() -> dict[str, Any]:
     return {"ok": True}
 
 
-@router.get("/status", tags=["status"], dependencies=[Depends(opens)])
+@router.get("/status", response_model=StatusOut, tags=["status"], dependencies=[Depends(opens)])
 def status(request: Request) -> dict[str, Any]:
     return services(request).status.status()
 
 
-@router.post("/notes", status_code=201, tags=["drawers"], dependencies=[Depends(writes)])
+@router.post(
+    "/notes",
+    status_code=201,
+    response_model=NoteOut,
+    responses={200: {"model": NoteOut, "description": "an exact unnamed copy already filed, or a replayed retry"}},
+    tags=["drawers"],
+    dependencies=[Depends(writes)],
+)
 def save_note(body: NoteBody, request: Request, response: Response, key: IdempotencyKey = None) -> dict[str, Any]:
     written = services(request).drawers.write_note(
         body.content,
@@ -78,47 +130,62 @@ def save_note(body: NoteBody, request: Request, response: Response, key: Idempot
     return {"drawer": written.drawer.to_json(), "created": written.created, "replayed": written.replayed}
 
 
-@router.get("/drawers", tags=["drawers"], dependencies=[Depends(reads)])
+@router.get("/drawers", response_model=DrawerPage, tags=["drawers"], dependencies=[Depends(reads)])
 def list_drawers(
-    request: Request, wing: str | None = None, room: str | None = None, limit: int = Query(50), after: str | None = None
+    request: Request, wing: QName = None, room: QName = None, limit: Limit = 50, after: str | None = None
 ) -> dict[str, Any]:
     page = services(request).drawers.list_drawers(wing, room, limit, after)
     return {"drawers": [d.to_json() for d in page.items], "next_after": page.next_after}
 
 
-@router.get("/drawers/{drawer_id}", tags=["drawers"], dependencies=[Depends(reads)])
+@router.get("/drawers/{drawer_id}", response_model=DrawerOut, tags=["drawers"], dependencies=[Depends(reads)])
 def get_drawer(drawer_id: str, request: Request) -> dict[str, Any]:
     return services(request).drawers.get_drawer(drawer_id).to_json()
 
 
-@router.get("/drawers/{drawer_id}/history", tags=["drawers"], dependencies=[Depends(reads)])
+@router.get(
+    "/drawers/{drawer_id}/history", response_model=DrawerVersions, tags=["drawers"], dependencies=[Depends(reads)]
+)
 def drawer_history(drawer_id: str, request: Request) -> dict[str, Any]:
     return {"versions": [d.to_json() for d in services(request).drawers.drawer_history(drawer_id)]}
 
 
-@router.get("/drawers/{drawer_id}/preference", tags=["preferences"], dependencies=[Depends(reads)])
+@router.get(
+    "/drawers/{drawer_id}/preference",
+    response_model=PreferenceTraceOut,
+    tags=["preferences"],
+    dependencies=[Depends(reads)],
+)
 def drawer_preference(drawer_id: str, request: Request) -> dict[str, Any]:
     return services(request).drawers.preference_trace(drawer_id)
 
 
-@router.get("/drawers/{drawer_id}/duplicates", tags=["drawers"], dependencies=[Depends(reads)])
+@router.get(
+    "/drawers/{drawer_id}/duplicates", response_model=DuplicatesOut, tags=["drawers"], dependencies=[Depends(reads)]
+)
 def drawer_duplicates(drawer_id: str, request: Request) -> dict[str, Any]:
     return {"duplicates": services(request).drawers.duplicates(drawer_id)}
 
 
-@router.get("/preferences", tags=["preferences"], dependencies=[Depends(opens)])
+@router.get("/preferences", response_model=PreferencesOut, tags=["preferences"], dependencies=[Depends(opens)])
 def preferences(request: Request) -> dict[str, Any]:
     return services(request).policy.to_json()
 
 
-@router.post("/drawers/{drawer_id}/supersede", status_code=201, tags=["drawers"], dependencies=[Depends(writes)])
+@router.post(
+    "/drawers/{drawer_id}/supersede",
+    status_code=201,
+    response_model=DrawerOut,
+    tags=["drawers"],
+    dependencies=[Depends(writes)],
+)
 def supersede_drawer(drawer_id: str, body: SupersedeBody, request: Request) -> dict[str, Any]:
     drawers = services(request).drawers
     replacement = drawers.supersede_drawer(drawer_id, body.content, reason=body.reason, requested_by=requester(request))
     return replacement.to_json()
 
 
-@router.get("/wings", tags=["drawers"], dependencies=[Depends(reads)])
+@router.get("/wings", response_model=WingsOut, tags=["drawers"], dependencies=[Depends(reads)])
 def list_wings(request: Request) -> dict[str, Any]:
     return {
         "wings": [
@@ -128,7 +195,7 @@ def list_wings(request: Request) -> dict[str, Any]:
     }
 
 
-@router.get("/wings/{wing}/rooms", tags=["drawers"], dependencies=[Depends(reads)])
+@router.get("/wings/{wing}/rooms", response_model=RoomsOut, tags=["drawers"], dependencies=[Depends(reads)])
 def list_rooms(wing: str, request: Request) -> dict[str, Any]:
     return {
         "rooms": [
@@ -138,25 +205,25 @@ def list_rooms(wing: str, request: Request) -> dict[str, Any]:
     }
 
 
-@router.post("/search", tags=["search"], dependencies=[Depends(reads)])
+@router.post("/search", response_model=SearchOut, tags=["search"], dependencies=[Depends(reads)])
 def search(body: SearchBody, request: Request) -> dict[str, Any]:
     return services(request).search.search(_search_request(body)).to_json()
 
 
-@router.post("/recall", tags=["search"], dependencies=[Depends(reads)])
+@router.post("/recall", response_model=SearchOut, tags=["search"], dependencies=[Depends(reads)])
 def recall(body: SearchBody, request: Request) -> dict[str, Any]:
     return services(request).search.recall(_search_request(body)).to_json()
 
 
-@router.post("/embed", status_code=202, tags=["search"], dependencies=[Depends(writes)])
-def embed(request: Request, body: SweepBody | None = None) -> dict[str, Any]:
+@router.post("/embed", status_code=202, response_model=SweepOut, tags=["search"], dependencies=[Depends(writes)])
+def embed(request: Request, body: EmptyBody) -> dict[str, Any]:
     job = services(request).jobs.request_embedding(requested_by=requester(request))
     if job is None:
         return {"job": None, "message": "embeddings are disabled (embeddings.provider = none)"}
     return {"job": job.to_json()}
 
 
-@router.post("/diary", status_code=201, tags=["agents"], dependencies=[Depends(writes)])
+@router.post("/diary", status_code=201, response_model=DiaryEntryOut, tags=["agents"], dependencies=[Depends(writes)])
 def write_diary(body: DiaryBody, request: Request) -> dict[str, Any]:
     drawer = services(request).agents.write_diary(
         body.agent, body.content, wing=body.wing, requested_by=requester(request)
@@ -164,19 +231,30 @@ def write_diary(body: DiaryBody, request: Request) -> dict[str, Any]:
     return {"drawer": drawer.to_json()}
 
 
-@router.get("/diary", tags=["agents"], dependencies=[Depends(reads)])
-def read_diary(request: Request, agent: str, wing: str | None = None, limit: int = Query(10)) -> dict[str, Any]:
+@router.get("/diary", response_model=DiaryOut, tags=["agents"], dependencies=[Depends(reads)])
+def read_diary(request: Request, agent: AgentQuery, wing: QName = None, limit: Limit = 10) -> dict[str, Any]:
     return {"entries": [d.to_json() for d in services(request).agents.read_diary(agent, wing=wing, limit=limit)]}
 
 
-@router.get("/wake-up", tags=["agents"], dependencies=[Depends(reads)])
+@router.get("/wake-up", response_model=WakeUpOut, tags=["agents"], dependencies=[Depends(reads)])
 def wake_up(
-    request: Request, agent: str, wing: str | None = None, max_items: int = Query(10), max_bytes: int = Query(8192)
+    request: Request,
+    agent: AgentQuery,
+    wing: QName = None,
+    max_items: Annotated[int, Query(ge=1, le=200)] = 10,
+    max_bytes: Annotated[int, Query(ge=256, le=1_048_576)] = 8192,
 ) -> dict[str, Any]:
     return services(request).agents.wake_up(agent, wing=wing, max_items=max_items, max_bytes=max_bytes)
 
 
-@router.post("/checkpoint", status_code=201, tags=["agents"], dependencies=[Depends(writes)])
+@router.post(
+    "/checkpoint",
+    status_code=201,
+    response_model=CheckpointOut,
+    responses={200: {"model": CheckpointOut, "description": "a replayed retry (same idempotency key)"}},
+    tags=["agents"],
+    dependencies=[Depends(writes)],
+)
 def checkpoint(
     body: CheckpointBody, request: Request, response: Response, key: IdempotencyKey = None
 ) -> dict[str, Any]:
@@ -192,23 +270,23 @@ def checkpoint(
     return {"drawers": [d.to_json() for d in written.drawers], "replayed": written.replayed}
 
 
-@router.post("/extract", status_code=202, tags=["facts"], dependencies=[Depends(writes)])
-def extract(request: Request, body: SweepBody | None = None) -> dict[str, Any]:
+@router.post("/extract", status_code=202, response_model=SweepOut, tags=["facts"], dependencies=[Depends(writes)])
+def extract(request: Request, body: EmptyBody) -> dict[str, Any]:
     job = services(request).jobs.request_extraction(requested_by=requester(request))
     if job is None:
         return {"job": None, "message": "extraction is disabled (extraction.provider = none)"}
     return {"job": job.to_json()}
 
 
-@router.get("/facts", tags=["facts"], dependencies=[Depends(reads)])
+@router.get("/facts", response_model=FactsOut, tags=["facts"], dependencies=[Depends(reads)])
 def list_facts(
     request: Request,
-    subject: str | None = None,
-    predicate: str | None = None,
-    object: str | None = None,
-    state: str | None = None,
-    as_of: str | None = None,
-    limit: int = Query(50),
+    subject: QName = None,
+    predicate: Annotated[Predicate | None, Query()] = None,
+    object: QName = None,
+    state: Annotated[FactState | None, Query()] = None,
+    as_of: QInstant = None,
+    limit: Limit = 50,
 ) -> dict[str, Any]:
     return {
         "facts": services(request).facts.list_facts(
@@ -217,17 +295,17 @@ def list_facts(
     }
 
 
-@router.get("/facts/{fact_id}", tags=["facts"], dependencies=[Depends(reads)])
-def get_fact(fact_id: str, request: Request, as_of: str | None = None) -> dict[str, Any]:
+@router.get("/facts/{fact_id}", response_model=FactOut, tags=["facts"], dependencies=[Depends(reads)])
+def get_fact(fact_id: str, request: Request, as_of: QInstant = None) -> dict[str, Any]:
     return services(request).facts.get_fact(fact_id, as_of=as_of)
 
 
-@router.get("/facts/{fact_id}/history", tags=["facts"], dependencies=[Depends(reads)])
+@router.get("/facts/{fact_id}/history", response_model=FactsOut, tags=["facts"], dependencies=[Depends(reads)])
 def fact_history(fact_id: str, request: Request) -> dict[str, Any]:
     return {"facts": services(request).facts.fact_history(fact_id)}
 
 
-@router.post("/facts", status_code=201, tags=["facts"], dependencies=[Depends(writes)])
+@router.post("/facts", status_code=201, response_model=FactOut, tags=["facts"], dependencies=[Depends(writes)])
 def add_fact(body: FactBody, request: Request) -> dict[str, Any]:
     return services(request).facts.add(
         body.model_dump(exclude={"evidence_drawer"}),
@@ -236,29 +314,41 @@ def add_fact(body: FactBody, request: Request) -> dict[str, Any]:
     )
 
 
-@router.post("/facts/{fact_id}/supersede", status_code=201, tags=["facts"], dependencies=[Depends(writes)])
+@router.post(
+    "/facts/{fact_id}/supersede",
+    status_code=201,
+    response_model=SupersededFactOut,
+    tags=["facts"],
+    dependencies=[Depends(writes)],
+)
 def supersede_fact(fact_id: str, body: SupersedeFactBody, request: Request) -> dict[str, Any]:
     return services(request).facts.supersede(fact_id, body.model_dump(), requested_by=requester(request))
 
 
-@router.post("/facts/{fact_id}/invalidate", tags=["facts"], dependencies=[Depends(writes)])
+@router.post("/facts/{fact_id}/invalidate", response_model=FactOut, tags=["facts"], dependencies=[Depends(writes)])
 def invalidate_fact(fact_id: str, body: InvalidateFactBody, request: Request) -> dict[str, Any]:
     return services(request).facts.invalidate(fact_id, body.reason)
 
 
-@router.post("/facts/{fact_id}/link", status_code=201, tags=["facts"], dependencies=[Depends(writes)])
+@router.post(
+    "/facts/{fact_id}/link",
+    status_code=201,
+    response_model=LinkedFactOut,
+    tags=["facts"],
+    dependencies=[Depends(writes)],
+)
 def link_fact(fact_id: str, body: LinkFactBody, request: Request) -> dict[str, Any]:
     return services(request).facts.link(fact_id, body.to, body.kind, body.reason)
 
 
-@router.get("/entities", tags=["facts"], dependencies=[Depends(reads)])
+@router.get("/entities", response_model=EntitiesOut, tags=["facts"], dependencies=[Depends(reads)])
 def list_entities(
-    request: Request, name: str | None = None, kind: str | None = None, limit: int = Query(50)
+    request: Request, name: str | None = None, kind: Annotated[EntityKind | None, Query()] = None, limit: Limit = 50
 ) -> dict[str, Any]:
     return {"entities": [e.to_json() for e in services(request).facts.list_entities(name, kind, limit)]}
 
 
-@router.get("/entities/{entity_id}", tags=["facts"], dependencies=[Depends(reads)])
+@router.get("/entities/{entity_id}", response_model=EntityDetailOut, tags=["facts"], dependencies=[Depends(reads)])
 def get_entity(entity_id: str, request: Request) -> dict[str, Any]:
     return services(request).facts.get_entity(entity_id)
 
@@ -282,24 +372,27 @@ def _search_request(body: SearchBody) -> SearchRequest:
     )
 
 
-@router.get("/jobs", tags=["jobs"], dependencies=[Depends(reads)])
+@router.get("/jobs", response_model=JobsOut, tags=["jobs"], dependencies=[Depends(reads)])
 def list_jobs(
-    request: Request, status: str | None = None, kind: str | None = None, limit: int = Query(50)
+    request: Request,
+    status: Annotated[JobState | None, Query()] = None,
+    kind: str | None = None,
+    limit: Limit = 50,
 ) -> dict[str, Any]:
     return {"jobs": [j.to_json() for j in services(request).jobs.list_jobs(status, kind, limit)]}
 
 
-@router.get("/jobs/{job_id}", tags=["jobs"], dependencies=[Depends(reads)])
+@router.get("/jobs/{job_id}", response_model=JobOut, tags=["jobs"], dependencies=[Depends(reads)])
 def get_job(job_id: str, request: Request) -> dict[str, Any]:
     return services(request).jobs.get_job(job_id).to_json()
 
 
-@router.post("/jobs/{job_id}/{action}", tags=["jobs"], dependencies=[Depends(controls)])
-def control_job(job_id: str, action: str, request: Request) -> dict[str, Any]:
+@router.post("/jobs/{job_id}/{action}", response_model=JobAnswer, tags=["jobs"], dependencies=[Depends(controls)])
+def control_job(job_id: str, action: JobAction, request: Request, body: EmptyBody) -> dict[str, Any]:
     return {"job": services(request).jobs.control_job(job_id, action).to_json()}
 
 
-@router.post("/mine", status_code=202, tags=["mining"], dependencies=[Depends(writes)])
+@router.post("/mine", status_code=202, response_model=MineOut, tags=["mining"], dependencies=[Depends(writes)])
 def mine(body: MineBody, request: Request) -> dict[str, Any]:
     job, created = services(request).mining.submit_mine(
         body.connector, body.locator, body.options, wing=body.wing, full=body.full, requested_by=requester(request)
@@ -307,23 +400,25 @@ def mine(body: MineBody, request: Request) -> dict[str, Any]:
     return {"job": job.to_json(), "joined": not created}
 
 
-@router.get("/connectors", tags=["mining"], dependencies=[Depends(opens)])
+@router.get("/connectors", response_model=ConnectorsOut, tags=["mining"], dependencies=[Depends(opens)])
 def connectors(request: Request) -> dict[str, Any]:
     return {"connectors": services(request).mining.list_connectors()}
 
 
-@router.get("/miners", tags=["mining"], dependencies=[Depends(reads)])
+@router.get("/miners", response_model=MinersOut, tags=["mining"], dependencies=[Depends(reads)])
 def miners(request: Request) -> dict[str, Any]:
     return {"miners": [m.to_json() for m in services(request).mining.list_miners()]}
 
 
-@router.post("/miners/{name}/run", status_code=202, tags=["mining"], dependencies=[Depends(writes)])
-def run_miner(name: str, request: Request) -> dict[str, Any]:
+@router.post(
+    "/miners/{name}/run", status_code=202, response_model=MineOut, tags=["mining"], dependencies=[Depends(writes)]
+)
+def run_miner(name: str, request: Request, body: EmptyBody) -> dict[str, Any]:
     job, created = services(request).mining.run_miner(name, requested_by=requester(request))
     return {"job": job.to_json(), "joined": not created}
 
 
-@router.post("/verify", status_code=202, tags=["jobs"], dependencies=[Depends(reads)])
+@router.post("/verify", status_code=202, response_model=JobAnswer, tags=["jobs"], dependencies=[Depends(reads)])
 def verify(body: VerifyBody, request: Request) -> dict[str, Any]:
     job = services(request).jobs.submit_verify(
         batch=body.batch, pace_ms=body.pace_ms, priority=body.priority, requested_by=requester(request)
@@ -331,7 +426,9 @@ def verify(body: VerifyBody, request: Request) -> dict[str, Any]:
     return {"job": job.to_json()}
 
 
-@router.post("/shutdown", status_code=202, tags=["status"], dependencies=[Depends(controls)])
-def shutdown(request: Request) -> dict[str, Any]:
+@router.post(
+    "/shutdown", status_code=202, response_model=ShutdownOut, tags=["status"], dependencies=[Depends(controls)]
+)
+def shutdown(request: Request, body: EmptyBody) -> dict[str, Any]:
     request.app.state.request_shutdown()
     return {"ok": True, "message": "draining jobs, then exiting"}

@@ -1,12 +1,58 @@
-"""Request bodies accepted over HTTP (pydantic at the edge; unknown fields are refused)."""
+"""Request bodies accepted over HTTP (pydantic at the edge; unknown fields are refused).
+
+The constraints here are the ones the services enforce (`memcastle.services.validation`), written as schema so the
+OpenAPI document says what a request may hold: a request the schema allows is one the daemon accepts, apart from
+what depends on the palace's state (a drawer that does not exist is a 404, a locator outside `mining.roots` a 403).
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
-from memcastle.services.validation import check_text
+from memcastle.model.vocabulary import EntityKind, ExplicitLink, Predicate, Ranking, SourceKind, Switch
+from memcastle.services.validation import (
+    MAX_CHECKPOINT_ITEMS,
+    MAX_CONTENT_CHARS,
+    MAX_LOCATOR_CHARS,
+    MAX_QUERY_CHARS,
+    MAX_TAG_CHARS,
+    MAX_TAGS,
+    check_text,
+)
+
+_TEXT = r"^[^\x00]*\S[^\x00]*$"  # something besides white space, and no NUL
+
+
+def _integral(value: Any) -> Any:
+    # JSON Schema counts 5.0 as an integer; strict mode would refuse it. `true` stays a boolean and is refused.
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+Name = Annotated[str, Field(min_length=1, max_length=200, pattern=_TEXT)]
+Content = Annotated[str, Field(min_length=1, max_length=MAX_CONTENT_CHARS, pattern=r"\S")]
+Tag = Annotated[str, Field(min_length=1, max_length=MAX_TAG_CHARS, pattern=r"\S")]
+Tags = Annotated[list[Tag], Field(max_length=MAX_TAGS, description=f"at most {MAX_TAGS} tags")]
+Instant = Annotated[
+    str,
+    Field(min_length=1, description="an RFC 3339 instant (or a date)", json_schema_extra={"format": "date-time"}),
+]
+Reason = Annotated[str, Field(min_length=1, max_length=2000, pattern=r"\S")]
+Confidence = Annotated[float, Field(ge=0.0, le=1.0), BeforeValidator(lambda v: float(v) if type(v) is int else v)]
+IdempotencyKeyField = Annotated[
+    str | None,
+    Field(
+        min_length=1,
+        max_length=200,
+        pattern=r"^[\x21-\x7e]+$",
+        description="the same key on a retry answers with the first write (also the Idempotency-Key header)",
+    ),
+]
+
+
+def Integer(minimum: int, maximum: int) -> Any:
+    return Annotated[int, Field(ge=minimum, le=maximum), BeforeValidator(_integral)]
 
 
 class Body(BaseModel):
@@ -23,111 +69,109 @@ class Body(BaseModel):
 
 
 class NoteBody(Body):
-    content: str
-    wing: str | None = None
-    room: str | None = None
-    tags: list[str] = Field(default_factory=list)
-    agent: str | None = None
-    name: str | None = None
-    idempotency_key: str | None = Field(
-        None, description="the same key on a retry answers with the first write (also the Idempotency-Key header)"
-    )
+    content: Content
+    wing: Name | None = None
+    room: Name | None = None
+    tags: Tags = Field(default_factory=list)
+    agent: Name | None = None
+    name: Name | None = None
+    idempotency_key: IdempotencyKeyField = None
 
 
 class SupersedeBody(Body):
-    content: str
-    reason: str | None = None
+    content: Content
+    reason: Reason | None = None
 
 
 class SearchBody(Body):
-    query: str
-    limit: int = 10
-    wing: str | None = None
-    room: str | None = None
-    tags: list[str] = Field(default_factory=list)
-    source_kind: str | None = None
-    connector: str | None = None
-    ranking: str = "auto"
-    as_of: str | None = None
-    from_: str | None = Field(default=None, alias="from")
-    until: str | None = None
+    query: Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS, pattern=r"\S")]
+    limit: Integer(1, 200) = 10  # type: ignore[valid-type]
+    wing: Name | None = None
+    room: Name | None = None
+    tags: Tags = Field(default_factory=list)
+    source_kind: SourceKind | None = None
+    connector: Name | None = None
+    ranking: Ranking = "auto"
+    as_of: Instant | None = None
+    from_: Instant | None = Field(default=None, alias="from")
+    until: Instant | None = None
     include_historical: bool = False
     expand: bool = False
-    preferences: str = "on"
+    preferences: Switch = "on"
 
 
 class VerifyBody(Body):
-    batch: int = Field(default=200, ge=1, le=10_000)
-    pace_ms: int = Field(default=0, ge=0, le=60_000)
-    priority: str = "low"
+    batch: Integer(1, 10_000) = 200  # type: ignore[valid-type]
+    pace_ms: Integer(0, 60_000) = 0  # type: ignore[valid-type]
+    priority: Literal["background", "low", "normal", "high", "critical"] = "low"
 
 
 class MineBody(Body):
-    connector: str
-    locator: str = ""
+    connector: Annotated[str, Field(min_length=1, max_length=200)]
+    locator: Annotated[str, Field(max_length=MAX_LOCATOR_CHARS, pattern=r"^[^\x00]*$")] = ""
     options: dict[str, str] = Field(default_factory=dict)
-    wing: str | None = None
+    wing: Name | None = None
     full: bool = False
 
 
-class SweepBody(Body):
-    pass
-
-
 class DiaryBody(Body):
-    agent: str
-    content: str
-    wing: str | None = None
+    agent: Name
+    content: Content
+    wing: Name | None = None
 
 
 class FactBody(Body):
-    subject: str
-    predicate: str
-    object: str
-    confidence: float = 1.0
-    valid_from: str | None = None
-    subject_kind: str | None = None
-    object_kind: str | None = None
-    evidence_drawer: str | None = None
+    subject: Name
+    predicate: Predicate
+    object: Name
+    confidence: Confidence = 1.0
+    valid_from: Instant | None = None
+    subject_kind: EntityKind | None = None
+    object_kind: EntityKind | None = None
+    evidence_drawer: Name | None = None
 
 
 class CheckpointItem(Body):
-    content: str
-    wing: str | None = None
-    room: str | None = None
-    name: str | None = None
-    tags: list[str] = Field(default_factory=list)
+    content: Content
+    wing: Name | None = None
+    room: Name | None = None
+    name: Name | None = None
+    tags: Tags = Field(default_factory=list)
     fact: FactBody | None = None
 
 
 class CheckpointBody(Body):
-    items: list[CheckpointItem]
-    agent: str | None = None
-    idempotency_key: str | None = Field(
-        None, description="the same key on a retry answers with the first write (also the Idempotency-Key header)"
-    )
+    items: Annotated[list[CheckpointItem], Field(min_length=1, max_length=MAX_CHECKPOINT_ITEMS)]
+    agent: Name | None = None
+    idempotency_key: IdempotencyKeyField = None
 
 
 class SupersedeFactBody(Body):
-    subject: str | None = None
-    predicate: str | None = None
-    object: str | None = None
-    confidence: float | None = None
-    subject_kind: str | None = None
-    object_kind: str | None = None
-    evidence_drawer: str | None = None
-    reason: str | None = None
+    subject: Name | None = None
+    predicate: Predicate | None = None
+    object: Name | None = None
+    confidence: Confidence | None = None
+    subject_kind: EntityKind | None = None
+    object_kind: EntityKind | None = None
+    evidence_drawer: Name | None = None
+    reason: Reason | None = None
 
 
 class InvalidateFactBody(Body):
-    reason: str
+    reason: Reason
 
 
 class LinkFactBody(Body):
-    to: str
-    kind: str
-    reason: str
+    to: Name
+    kind: ExplicitLink
+    reason: Reason
 
 
 class TokenBody(Body):
-    name: str = Field(min_length=1, max_length=100, description="what the token is for (a client, a machine)")
+    name: Annotated[str, Field(min_length=1, max_length=100, pattern=_TEXT)] = Field(
+        description="what the token is for (a client, a machine)"
+    )
+
+
+class EmptyBody(Body):
+    """A state change that needs no fields still sends a JSON object (`{}`): see the browser-origin defence."""

@@ -10,11 +10,13 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request
 
 from memcastle.api.access import controls
-from memcastle.api.schemas import TokenBody
+from memcastle.api.openapi import DeclaredRoute
+from memcastle.api.responses import CreatedTokenOut, RevokedOut, TokensOut
+from memcastle.api.schemas import EmptyBody, TokenBody
 from memcastle.errors import AccessDenied
 from memcastle.runtime.tokens import TokenStore
 
-router = APIRouter(prefix="/api/auth", tags=["auth"])
+router = APIRouter(prefix="/api/auth", tags=["auth"], route_class=DeclaredRoute)
 
 
 def token_store(request: Request) -> TokenStore:
@@ -27,7 +29,7 @@ def token_store(request: Request) -> TokenStore:
     return tokens
 
 
-@router.get("/tokens", dependencies=[Depends(controls)])
+@router.get("/tokens", response_model=TokensOut, dependencies=[Depends(controls)])
 def list_tokens(request: Request) -> dict[str, Any]:
     tokens = token_store(request)
     return {
@@ -36,13 +38,13 @@ def list_tokens(request: Request) -> dict[str, Any]:
     }
 
 
-@router.post("/tokens", status_code=201, dependencies=[Depends(controls)])
+@router.post("/tokens", status_code=201, response_model=CreatedTokenOut, dependencies=[Depends(controls)])
 def create_token(body: TokenBody, request: Request) -> dict[str, Any]:
     token = token_store(request).create(body.name)
     return {"name": body.name.strip(), "token": token}
 
 
-@router.delete("/tokens/{name}", dependencies=[Depends(controls)])
-def revoke_token(name: str, request: Request) -> dict[str, Any]:
+@router.delete("/tokens/{name}", response_model=RevokedOut, dependencies=[Depends(controls)])
+def revoke_token(name: str, request: Request, body: EmptyBody) -> dict[str, Any]:
     record = token_store(request).revoke(name)
     return {"revoked": record.name}

@@ -23,6 +23,7 @@ from starlette.types import ASGIApp
 
 from memcastle import __version__
 from memcastle.errors import AccessDenied, Conflict, InvalidRequest, MemCastleError, error_shape, invalid_arguments
+from memcastle.model.vocabulary import EntityKind, FactState, JobState, Predicate, Ranking, SourceKind
 from memcastle.modes import HEADER as MODE_HEADER
 from memcastle.modes import MODES, Access, enforce_mode, narrows, parse_mode
 from memcastle.services import SearchRequest, Services
@@ -31,14 +32,7 @@ MCP_PATH = "/mcp"
 REQUESTER = "mcp"
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 
-# The domain's closed vocabularies as types, so the tool schemas list the allowed values (tests/mcp checks they
-# match memcastle.model and memcastle.services.facts).
-SourceKind = Literal["file", "note", "transcript", "commit", "manual", "other"]
-Ranking = Literal["auto", "lexical", "semantic", "hybrid"]
-Predicate = Literal["works_on", "member_of", "depends_on", "uses", "owns", "part_of", "located_in", "related_to"]
-EntityKind = Literal["person", "organization", "project", "tool", "place", "concept", "other"]
-FactState = Literal["current", "conflicting", "superseded", "invalidated", "historical"]
-JobState = Literal["queued", "running", "paused", "completed", "failed", "cancelled"]
+# The domain's closed vocabularies (memcastle.model.vocabulary), so the tool schemas list the allowed values.
 
 INSTRUCTIONS = """\
 MemCastle is your long-term memory: verbatim evidence (drawers) with provenance, searchable across sessions.

@@ -1,0 +1,76 @@
+"""An honest OpenAPI schema: every route declares its answer model and the error answers it can give.
+
+`DeclaredRoute` is the route class of every `/api` router: it adds the error statuses a route can answer, each with
+the one error body (`ErrorBody`), and sends answers without the keys a model declares but a value leaves unset.
+`honest_openapi` drops the `422` FastAPI adds by default: validation errors are answered with `400`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+from fastapi.routing import APIRoute
+
+from memcastle.api.responses import ErrorBody
+
+WHY: dict[int, str] = {
+    400: "invalid request: the field at fault is named (a bad mode header, a malformed or out-of-range value)",
+    401: "authentication is on and the bearer token is missing or not valid",
+    403: "refused: a foreign Host or Origin, or the client's memory mode does not allow it",
+    404: "the thing named does not exist",
+    409: "conflicts with the palace's current state (a name taken, an illegal job transition, an idempotency key)",
+    413: "the body is larger than server.max_body_bytes",
+    415: "a state change must send a JSON body (Content-Type: application/json)",
+    502: "an embedding or extraction provider failed",
+}
+# Routes that can answer 404 although their path names nothing: a request field names a thing that may be missing.
+NOT_FOUND_WITHOUT_PATH_PARAMETERS = frozenset(
+    {"/api/mine", "/api/search", "/api/recall", "/api/facts", "/api/checkpoint", "/api/wake-up", "/api/drawers"}
+)
+# Routes that call a provider while the client waits (the query's embedding).
+PROVIDER_ROUTES = frozenset({"/api/search", "/api/recall"})
+_PARAMETER = re.compile(r"\{[^}]+\}")
+
+
+def error_statuses(path: str, methods: set[str]) -> list[int]:
+    statuses = [400, 401, 403]
+    if _PARAMETER.search(path) or path in NOT_FOUND_WITHOUT_PATH_PARAMETERS:
+        statuses.append(404)
+    if methods - {"GET", "HEAD", "OPTIONS"}:
+        statuses += [409, 413, 415]
+    if path in PROVIDER_ROUTES:
+        statuses.append(502)
+    return sorted(statuses)
+
+
+class DeclaredRoute(APIRoute):
+    def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
+        methods = {m.upper() for m in kwargs.get("methods") or ["GET"]}
+        declared = {
+            status: {"model": ErrorBody, "description": WHY[status]} for status in error_statuses(path, methods)
+        }
+        kwargs["responses"] = {**declared, **(kwargs.get("responses") or {})}
+        kwargs["response_model_exclude_unset"] = True
+        super().__init__(path, endpoint, **kwargs)
+
+
+def honest_openapi(app: FastAPI) -> Callable[[], dict[str, Any]]:
+    """`app.openapi` without the 422 answers FastAPI would declare and the daemon never sends."""
+
+    def build() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
+            for operations in schema.get("paths", {}).values():
+                for operation in operations.values():
+                    operation.get("responses", {}).pop("422", None)
+            components = schema.get("components", {}).get("schemas", {})
+            for unused in ("HTTPValidationError", "ValidationError"):
+                components.pop(unused, None)
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    return build

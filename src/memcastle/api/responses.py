@@ -1,0 +1,367 @@
+"""What every route answers, declared: the response bodies of the REST API as pydantic models.
+
+Routes return the domain's JSON (`Drawer.to_json()` …); FastAPI checks it against these models before it is sent,
+so the OpenAPI schema cannot drift from what the daemon answers. Closed shapes forbid extra keys; what is open by
+nature (a metadata snapshot, a job's params and result, ranking signals, a status section) is an object.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Shape(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+Open = dict[str, Any]
+
+
+class ErrorBody(Shape):
+    """Every error answer, REST and MCP alike."""
+
+    error: str = Field(description="what went wrong, for a person")
+    code: str = Field(description="a stable machine code: invalid_request, not_found, conflict, forbidden_origin, …")
+    help: str = Field(description="what to do about it (may be empty)")
+    field: str | None = Field(None, description="the request field at fault, as a path: items[1].content")
+    existing_id: str | None = Field(None, description="on a conflict: the record it clashes with")
+    details: list[Open] | None = Field(None, description="on a schema violation: every field at fault")
+
+
+class OriginOut(Shape):
+    connector: str
+    source_id: str
+    document: str
+    chunk: int
+    revision: str
+    metadata: Open
+    occurred_at: str | None
+
+
+class SourceOut(Shape):
+    kind: str
+    uri: str | None
+    agent: str | None
+    origin: OriginOut | None
+
+
+class ProvenanceOut(Shape):
+    requested_by: str
+    job_id: str | None
+    reason: str | None = None
+
+
+class DrawerOut(Shape):
+    id: str
+    wing: str
+    room: str
+    name: str | None
+    content: str
+    content_hash: str
+    fingerprint: str
+    source: SourceOut
+    tags: list[str]
+    provenance: ProvenanceOut
+    valid_from: str
+    valid_to: str | None
+    supersedes: str | None
+    superseded_by: str | None
+    created_at: str
+
+
+class ProgressOut(Shape):
+    current: int
+    total: int | None
+    message: str | None
+
+
+class JobOut(Shape):
+    id: str
+    kind: str
+    status: str
+    priority: int
+    params: Open
+    created_at: str
+    started_at: str | None
+    finished_at: str | None
+    progress: ProgressOut
+    attempt: int
+    recovery_attempts: int
+    max_attempts: int
+    checkpoint: Open
+    result: Open | None
+    error: str | None
+    lease_owner: str | None
+    lease_expires_at: str | None
+    pause_requested: bool
+    cancel_requested: bool
+    requested_by: str
+
+
+class FactProvenanceOut(Shape):
+    drawer: str | None
+    extractor: str
+    job_id: str | None
+    origin: Open | None
+
+
+class FactLinkOut(Shape):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    id: str
+    from_: str = Field(alias="from")
+    to: str
+    kind: str
+    origin: str
+    reason: str
+    at: str
+    evidence_drawer: str | None = None
+
+
+class LifecycleOut(Shape):
+    state: str
+    links: list[FactLinkOut]
+
+
+class FactOut(BaseModel):
+    """A fact as read: the assertion, its entities' names, and its computed lifecycle (plus, for a fact read with
+    its conflicts or preference basis, those sections)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    subject: str
+    predicate: str
+    object: str
+    confidence: float
+    valid_from: str
+    valid_to: str | None
+    provenance: FactProvenanceOut
+    explicit: bool
+    created_at: str
+    subject_name: str | None = None
+    object_name: str | None = None
+    lifecycle: LifecycleOut | None = None
+
+
+class EntityOut(Shape):
+    id: str
+    name: str
+    kind: str
+    key: str
+    aliases: list[str]
+    created_at: str
+
+
+class MentionOut(Shape):
+    drawer: str
+    spelling: str
+
+
+class EntityDetailOut(EntityOut):
+    mentions: list[MentionOut]
+    hints: list[Open]
+
+
+class HitOut(Shape):
+    drawer: DrawerOut
+    score: float
+    signals: Open = Field(description="the legs' scores, relevance and the preference explanation")
+    origin: OriginOut | None
+    via: list[str] | None = Field(None, description="an expanded hit: the chain it was reached through")
+
+
+class SearchOut(Shape):
+    hits: list[HitOut]
+    ranking: str
+    warnings: list[str]
+
+
+class WingOut(Shape):
+    name: str
+    drawers: int
+    created_at: str
+
+
+class RoomOut(Shape):
+    wing: str
+    name: str
+    drawers: int
+    created_at: str
+
+
+# --- the answers, by route -----------------------------------------------------------------------------------
+
+
+class Ok(Shape):
+    ok: bool
+
+
+class StatusOut(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    ok: bool
+    version: str
+    palace: str
+    store: Open
+    drawers: int
+    drawers_total: int
+    jobs: dict[str, int]
+    embeddings: Open
+    extraction: Open
+    warnings: list[str]
+
+
+class NoteOut(Shape):
+    drawer: DrawerOut
+    created: bool
+    replayed: bool
+
+
+class DrawerPage(Shape):
+    drawers: list[DrawerOut]
+    next_after: str | None
+
+
+class DrawerVersions(Shape):
+    versions: list[DrawerOut]
+
+
+class PreferenceTraceOut(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    drawer_id: str
+    result: Open
+    steps: list[str]
+
+
+class DuplicateOut(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    drawer: DrawerOut
+    verdict: str
+
+
+class DuplicatesOut(Shape):
+    duplicates: list[DuplicateOut]
+
+
+class PreferencesOut(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    default: Open
+    sources: Open
+    neutral: bool
+    layers: list[Any]
+
+
+class WingsOut(Shape):
+    wings: list[WingOut]
+
+
+class RoomsOut(Shape):
+    rooms: list[RoomOut]
+
+
+class SweepOut(Shape):
+    job: JobOut | None
+    message: str | None = None
+
+
+class DiaryEntryOut(Shape):
+    drawer: DrawerOut
+
+
+class DiaryOut(Shape):
+    entries: list[DrawerOut]
+
+
+class WakeUpOut(Shape):
+    agent: str
+    wing: str | None
+    diary: list[DrawerOut]
+    checkpoints: list[DrawerOut]
+    bytes: int
+    omitted: int
+
+
+class CheckpointOut(Shape):
+    drawers: list[DrawerOut]
+    replayed: bool
+
+
+class FactsOut(Shape):
+    facts: list[FactOut]
+
+
+class SupersededFactOut(Shape):
+    fact: FactOut
+    superseded: FactOut
+
+
+class LinkedFactOut(Shape):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    link: FactLinkOut
+    from_: FactOut = Field(alias="from")
+    to: FactOut
+
+
+class EntitiesOut(Shape):
+    entities: list[EntityOut]
+
+
+class JobsOut(Shape):
+    jobs: list[JobOut]
+
+
+class JobAnswer(Shape):
+    job: JobOut
+
+
+class MineOut(Shape):
+    job: JobOut
+    joined: bool = Field(description="true when the request joined a queued mine of the same source")
+
+
+class ConnectorOut(Shape):
+    name: str
+    source_kind: str
+    options: dict[str, Open]
+
+
+class ConnectorsOut(Shape):
+    connectors: list[ConnectorOut]
+
+
+class MinerOut(Shape):
+    name: str
+    connector: str
+    locator: str
+    options: dict[str, str]
+    wing: str | None
+    full: bool
+
+
+class MinersOut(Shape):
+    miners: list[MinerOut]
+
+
+class ShutdownOut(Shape):
+    ok: bool
+    message: str
+
+
+class TokenOut(Shape):
+    name: str
+    created_at: str
+
+
+class TokensOut(Shape):
+    tokens: list[TokenOut]
+    configured_secret: bool
+
+
+class CreatedTokenOut(Shape):
+    name: str
+    token: str = Field(description="shown only in this answer; the palace keeps its digest")
+
+
+class RevokedOut(Shape):
+    revoked: str
