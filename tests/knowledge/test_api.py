@@ -146,7 +146,7 @@ def test_the_cli_extracts_records_and_explains_facts(module_daemon: Any) -> None
     refused = cli_json(
         served, "fact", "link", lisbon["id"], faro["id"], "--kind", "supersedes", "--reason", "r", code=1
     )
-    assert "kind must be one of confirms, contradicts, refines" in refused.stderr + refused.stdout
+    assert "kind: Input should be 'confirms', 'contradicts' or 'refines'" in refused.stderr + refused.stdout
 
     shown = cli_json(served, "entity", "show", lisbon["subject"])
     assert shown["name"] == "Ana Lopez" and shown["mentions"] == [{"drawer": note["id"], "spelling": "Ana Lopez"}]

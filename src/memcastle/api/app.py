@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 
@@ -10,7 +11,7 @@ from starlette.routing import Route
 
 from memcastle import __version__
 from memcastle.api.auth import BearerAuth
-from memcastle.api.errors import allowed_methods, install_error_handlers
+from memcastle.api.errors import answers, install_error_handlers
 from memcastle.api.guard import BrowserGuard, HostPolicy
 from memcastle.api.limits import BodyLimit
 from memcastle.api.openapi import honest_openapi
@@ -56,9 +57,12 @@ def create_app(
         # Added after the body limit, so it runs before it: nothing of an unauthenticated request is read.
         app.add_middleware(BearerAuth, tokens=tokens)
     # Added last, so it runs first, on every route: a rebinding Host or a foreign Origin gets no further.
-    app.add_middleware(
-        BrowserGuard, policy=HostPolicy(allowed_hosts), methods_of=lambda path: allowed_methods(app, path)
-    )
+
+    @functools.lru_cache(maxsize=4096)
+    def routed(method: str, path: str) -> bool:
+        return answers(app, method, path)
+
+    app.add_middleware(BrowserGuard, policy=HostPolicy(allowed_hosts), routed=routed)
     install_error_handlers(app)
     app.openapi = honest_openapi(app)  # type: ignore[method-assign]
     app.include_router(router)

@@ -47,14 +47,15 @@ def status_of(exc: MemCastleError) -> int:
 METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 
 
+def answers(app: FastAPI, method: str, path: str) -> bool:
+    """Whether some route of `app` takes `method` on `path` (asked of the router itself, included routers too)."""
+    scope = {"type": "http", "path": path, "method": method, "root_path": ""}
+    return any(route.matches(scope)[0] is Match.FULL for route in app.router.routes)
+
+
 def allowed_methods(app: FastAPI, path: str) -> list[str]:
-    """Every method some route of `app` answers on `path` (asked of the router itself, included routers too)."""
-    allowed = []
-    for method in METHODS:
-        scope = {"type": "http", "path": path, "method": method, "root_path": ""}
-        if any(route.matches(scope)[0] is Match.FULL for route in app.router.routes):
-            allowed.append(method)
-    return allowed
+    """Every method some route of `app` answers on `path`."""
+    return [method for method in METHODS if answers(app, method, path)]
 
 
 def install_error_handlers(app: FastAPI) -> None:

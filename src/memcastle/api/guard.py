@@ -83,13 +83,11 @@ class BrowserGuard:
     """Refuse rebinding `Host`s (403 `forbidden_host`), foreign `Origin`s (403 `forbidden_origin`) and state-changing
     `/api` requests that do not declare JSON (415 `unsupported_media_type`)."""
 
-    def __init__(
-        self, app: ASGIApp, *, policy: HostPolicy, methods_of: Callable[[str], Sequence[str]] | None = None
-    ) -> None:
+    def __init__(self, app: ASGIApp, *, policy: HostPolicy, routed: Callable[[str, str], bool] | None = None) -> None:
         self.app = app
         self.policy = policy
-        # Which methods the routes answer on a path: a method no route takes goes on to its 405, not to a 415.
-        self.methods_of = methods_of
+        # Whether a route takes (method, path): a method no route takes goes on to its 405, not to a 415.
+        self.routed = routed
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -118,8 +116,7 @@ class BrowserGuard:
             return
         method = scope.get("method", "GET").upper()
         path = scope.get("path", "")
-        routed = self.methods_of is None or method in self.methods_of(path)
-        if method in STATE_CHANGING and path.startswith("/api/") and routed:
+        if method in STATE_CHANGING and path.startswith("/api/") and (self.routed is None or self.routed(method, path)):
             media = headers.get(b"content-type", "").split(";")[0].strip().lower()
             if media != "application/json":
                 await _refuse(

@@ -119,9 +119,20 @@ class FactLinkOut(Shape):
     evidence_drawer: str | None = None
 
 
+class LevelOut(Shape):
+    level: str
+    adjustment: float
+
+
 class LifecycleOut(Shape):
+    """The fact's state computed from its links; a conflicting fact also says which side is preferred and why."""
+
     state: str
     links: list[FactLinkOut]
+    preferred: bool | None = None
+    preferred_id: str | None = None
+    basis: str | None = None
+    preference: LevelOut | None = None
 
 
 class FactOut(BaseModel):
