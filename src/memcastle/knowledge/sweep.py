@@ -81,19 +81,27 @@ class ExtractionSweep:
             "facts": 0,
             "links": 0,
             "dropped_below_floor": 0,
-            **{k: int(v) for k, v in ctx.state.items() if isinstance(v, int)},
+            **{k: int(v) for k, v in ctx.state.items() if isinstance(v, int) and k != "after_seq"},
         }
+        # The walk goes by `seq` from where the last checkpoint left it; the pending count is taken once, so no batch
+        # costs a pass over the palace. Drawers filed while the sweep runs come after the cursor and are read too.
+        after_seq = int(ctx.state.get("after_seq", 0))
+        started_with = tally["drawers"]
+        pending = self._store.count_to_extract(extractor)
         while True:
-            drawers = self._store.drawers_to_extract(extractor, self._batch_size)
+            drawers, after_seq = self._store.next_to_extract(extractor, self._batch_size, after_seq=after_seq)
             if not drawers:
                 break
             write, counts = self.read_batch(drawers, extractor, ctx.job_id)
             self._store.apply_graph(write)
             for key, value in counts.items():
                 tally[key] += value
-            pending = self._store.count_to_extract(extractor)
+            left = max(0, pending - (tally["drawers"] - started_with))
             ctx.checkpoint(
-                tally, current=tally["drawers"], total=tally["drawers"] + pending, message=f"{tally['facts']} facts"
+                {**tally, "after_seq": after_seq},
+                current=tally["drawers"],
+                total=tally["drawers"] + left,
+                message=f"{tally['facts']} facts",
             )
         return {**tally, "extractor": extractor}
 

@@ -29,13 +29,32 @@ class EmbeddingBackfill:
         self._batch_size = batch_size
 
     def run(self, ctx: JobContext) -> Mapping[str, Any]:
+        """Newest first: drawers filed while the sweep runs (above `top`), then current drawers walking down from
+        `top`, then closed ones. Each batch follows the primary key from a cursor kept in the checkpoint, and the
+        pending count is taken once, so no batch costs a pass over the palace."""
         model = model_key(self._provider)
-        done = int(ctx.state.get("embedded", 0))
-        passages_done = int(ctx.state.get("passages", 0))
+        state = dict(ctx.state)
+        done = int(state.get("embedded", 0))
+        passages_done = int(state.get("passages", 0))
+        top = int(state["top"]) if "top" in state else self._store.last_drawer_seq()
+        cursor = int(state.get("cursor", top + 1))
+        phase = str(state.get("phase", "current"))
+        pending = self._store.count_missing_embeddings(model)
+        started = done
         while True:
-            drawers = self._store.drawers_missing_embeddings(model, self._batch_size)
-            if not drawers:
-                break
+            batch = self._store.next_to_embed(model, self._batch_size, after=top)
+            if batch:
+                top = max(seq for seq, _ in batch)
+            else:
+                batch = self._store.next_to_embed(model, self._batch_size, before=cursor, current=phase == "current")
+                if batch:
+                    cursor = min(seq for seq, _ in batch)
+                elif phase == "current":
+                    phase, cursor = "historical", top + 1
+                    continue
+                else:
+                    break
+            drawers = [drawer for _, drawer in batch]
             pieces = [split_passages(d.content) for d in drawers]
             flat = [p for passages in pieces for p in passages]
             vectors = self._provider.embed(flat) if flat else np.zeros((0, 0), dtype=np.float32)
@@ -46,11 +65,11 @@ class EmbeddingBackfill:
             self._store.put_embeddings(model, rows)
             done += len(drawers)
             passages_done += len(flat)
-            pending = self._store.count_missing_embeddings(model)
+            left = max(0, pending - (done - started))
             ctx.checkpoint(
-                {"embedded": done, "passages": passages_done},
+                {"embedded": done, "passages": passages_done, "top": top, "cursor": cursor, "phase": phase},
                 current=done,
-                total=done + pending,
+                total=done + left,
                 message=f"{passages_done} passages",
             )
         removed = self._store.drop_other_embeddings(model)

@@ -29,6 +29,9 @@ class SqlStore(ABC):
     # Appended to a SELECT whose row the transaction is about to change: PostgreSQL locks it (two writers must see
     # each other's close); SQLite has one writer, so there is nothing to lock.
     FOR_UPDATE = ""
+    # Put before a column to keep the planner from choosing that column's index (SQLite's unary `+`); PostgreSQL's
+    # planner needs no such hint and has no unary plus on text.
+    NO_INDEX = ""
 
     @abstractmethod
     def _read(self) -> AbstractContextManager[Tx]:

@@ -209,7 +209,7 @@ class DrawerTables(SqlStore):
         return [Room(wing=wing, name=r["name"], drawers=int(r["n"]), created_at=r["created_at"]) for r in rows]
 
     def list_drawers(self, wing: str | None, room: str | None, limit: int, after: str | None) -> Page[Drawer]:
-        clauses, params = ["d.valid_to IS NULL"], list[Any]()
+        clauses, params = [f"{self.NO_INDEX}d.valid_to IS NULL"], list[Any]()
         for column, value in (("w.name", wing), ("r.name", room)):
             if value:
                 clauses.append(f"{column} = ?")
@@ -271,12 +271,45 @@ class DrawerTables(SqlStore):
     # --- embedding bookkeeping ------------------------------------------------------------------
 
     def drawers_missing_embeddings(self, model: str, limit: int) -> list[Drawer]:
-        rows = self._all(  # current drawers first: they are what search sees
-            f"{DRAWER_SELECT} WHERE NOT EXISTS (SELECT 1 FROM embedded e WHERE e.model = ? AND e.drawer_seq = d.seq)"
-            " ORDER BY d.valid_to IS NOT NULL, d.seq LIMIT ?",
-            (model, limit),
+        """Drawers without vectors for `model`: current ones first, each group in `seq` order."""
+        current = self.next_to_embed(model, limit, after=0, current=True)
+        rest = self.next_to_embed(model, limit - len(current), after=0, current=False) if len(current) < limit else []
+        return [d for _, d in current + rest]
+
+    def next_to_embed(
+        self,
+        model: str,
+        limit: int,
+        *,
+        after: int | None = None,
+        before: int | None = None,
+        current: bool | None = None,
+    ) -> list[tuple[int, Drawer]]:
+        """Up to `limit` drawers without vectors for `model`, as (seq, drawer): ascending from `after`, or descending
+        from `before` (newest first); only current (or only closed) drawers when `current` says so. The walk follows
+        the primary key, so a batch costs what it skips and reads, not what the palace holds."""
+        where: list[str] = []
+        params: list[Any] = []
+        if after is not None:
+            where.append("d.seq > ?")
+            params.append(after)
+        if before is not None:
+            where.append("d.seq < ?")
+            params.append(before)
+        if current is not None:
+            where.append(f"{self.NO_INDEX}d.valid_to IS {'NULL' if current else 'NOT NULL'}")
+        where.append("NOT EXISTS (SELECT 1 FROM embedded e WHERE e.model = ? AND e.drawer_seq = d.seq)")
+        params.append(model)
+        order = "DESC" if before is not None and after is None else "ASC"
+        rows = self._all(
+            f"SELECT d.seq, d.id FROM drawer d WHERE {' AND '.join(where)} ORDER BY d.seq {order} LIMIT ?",
+            (*params, max(0, limit)),
         )
-        return [drawer_from_row(r) for r in rows]
+        found = self.get_drawers([r["id"] for r in rows])
+        return [(int(r["seq"]), found[r["id"]]) for r in rows if r["id"] in found]
+
+    def last_drawer_seq(self) -> int:
+        return self._count("SELECT MAX(seq) AS n FROM drawer")
 
     def count_missing_embeddings(self, model: str) -> int:
         return max(

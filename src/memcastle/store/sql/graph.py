@@ -42,7 +42,21 @@ class GraphTables(DrawerTables):
     # --- extraction -----------------------------------------------------------------------------
 
     def drawers_to_extract(self, extractor: str, limit: int) -> list[Drawer]:
-        return self._drawers_where(f"d.valid_to IS NULL AND {_NOT_READ}", (extractor,), limit)
+        return self.next_to_extract(extractor, limit, after_seq=0)[0]
+
+    def next_to_extract(self, extractor: str, limit: int, *, after_seq: int) -> tuple[list[Drawer], int]:
+        """The next current drawers the extractor has not read, in `seq` order after `after_seq`, and the `seq` to
+        continue after. The walk follows the primary key (`NO_INDEX` keeps SQLite off the `valid_to` index, which
+        would sort every current drawer), so a batch costs what it reads, not what the palace holds."""
+        rows = self._all(
+            f"SELECT d.seq, d.id FROM drawer d WHERE d.seq > ? AND {self.NO_INDEX}d.valid_to IS NULL AND {_NOT_READ} "
+            "ORDER BY d.seq LIMIT ?",
+            (after_seq, extractor, limit),
+        )
+        if not rows:
+            return [], after_seq
+        found = self.get_drawers([r["id"] for r in rows])
+        return [found[r["id"]] for r in rows if r["id"] in found], int(rows[-1]["seq"])
 
     def count_to_extract(self, extractor: str) -> int:
         return self._count(f"SELECT COUNT(*) AS n FROM drawer d WHERE d.valid_to IS NULL AND {_NOT_READ}", (extractor,))

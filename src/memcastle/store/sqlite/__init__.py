@@ -56,6 +56,8 @@ class SQLiteTx:
 class SQLiteStore(GraphTables, MiningTables, JobTables, RequestKeyTables):
     """A palace in `<palace>/palace.sqlite3`."""
 
+    NO_INDEX = "+"
+
     backend = "sqlite"
 
     def __init__(self, palace: Path, *, now: Callable[[], str] = utc_now) -> None:

@@ -1,0 +1,143 @@
+"""Background work is linear: every query a sweep or a paged job runs per batch walks an index from a cursor; none
+scans or sorts the whole palace. The statements are captured at the `Tx` seam while the store does the real work,
+then explained on the same backend (SQLite: `EXPLAIN QUERY PLAN`; PostgreSQL: `EXPLAIN` with sequential scans and
+sorts priced out, so a plan that still needs one has no index to walk).
+
+The once-per-job counts (`count_to_extract`, `count_missing_embeddings`, the drawer total of `verify`) are left out on
+purpose: a count is one pass, taken when a job starts, not per batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import pytest
+
+from memcastle.model import NewDrawer
+from memcastle.store import Store
+
+from .conftest import BackendPalace
+
+
+class Recording:
+    """A `Tx` that remembers every SELECT it runs."""
+
+    def __init__(self, tx: Any, seen: list[tuple[str, tuple[Any, ...]]]) -> None:
+        self._tx, self._seen = tx, seen
+
+    def _note(self, sql: str, params: Any) -> None:
+        if sql.lstrip().upper().startswith("SELECT"):
+            self._seen.append((sql, tuple(params)))
+
+    def one(self, sql: str, params: Any = ()) -> Any:
+        self._note(sql, params)
+        return self._tx.one(sql, params)
+
+    def all(self, sql: str, params: Any = ()) -> Any:
+        self._note(sql, params)
+        return self._tx.all(sql, params)
+
+    def run(self, sql: str, params: Any = ()) -> Any:
+        return self._tx.run(sql, params)
+
+    def many(self, sql: str, rows: Any) -> Any:
+        return self._tx.many(sql, rows)
+
+
+def recorded(store: Store, work: Callable[[], object]) -> list[tuple[str, tuple[Any, ...]]]:
+    seen: list[tuple[str, tuple[Any, ...]]] = []
+    original = store._read  # type: ignore[attr-defined]
+
+    @contextmanager
+    def read() -> Iterator[Recording]:
+        with original() as tx:
+            yield Recording(tx, seen)
+
+    store._read = read  # type: ignore[attr-defined]
+    try:
+        work()
+    finally:
+        store._read = original  # type: ignore[attr-defined]
+    return seen
+
+
+def plan_of(store: Store, sql: str, params: tuple[Any, ...]) -> list[str]:
+    with store._read() as tx:  # type: ignore[attr-defined]
+        if store.backend == "sqlite":
+            return [str(row["detail"]) for row in tx.all("EXPLAIN QUERY PLAN " + sql, params)]
+        # A read is not a transaction block here, so the settings are the session's and are put back after.
+        tx.run("SET enable_seqscan = off")
+        tx.run("SET enable_sort = off")
+        try:
+            return [str(next(iter(row.values()))) for row in tx.all("EXPLAIN " + sql, params)]
+        finally:
+            tx.run("RESET enable_seqscan")
+            tx.run("RESET enable_sort")
+
+
+def whole_palace_work(store: Store, sql: str, plan: list[str]) -> list[str]:
+    """The plan lines that cost the whole palace: a sort, a sequential scan of the drawers (SQLite's `SCAN d` of a
+    walk in key order with a LIMIT stops early, and is allowed)."""
+    walk = "ORDER BY d.seq" in sql and "LIMIT" in sql
+    # The near-duplicate lookup sorts its candidates: the drawers on the posting lists of one drawer's bands, which
+    # grow with how common its text is, not with the palace.
+    candidates = sql.lstrip().startswith("SELECT drawer_id FROM drawer_band")
+    bad = []
+    for line in plan:
+        if candidates:
+            continue
+        if store.backend == "sqlite":
+            if "TEMP B-TREE" in line or (line.startswith("SCAN d") and not walk):
+                bad.append(line)
+        elif "Sort" in line or "Seq Scan on drawer" in line:
+            bad.append(line)
+    return bad
+
+
+@pytest.fixture
+def filled(palace_backend: BackendPalace) -> tuple[Store, list[str]]:
+    store = palace_backend.open()
+    ids = [
+        store.add_drawer(NewDrawer(wing="w", room=f"r{i % 4}", content=f"drawer {i} about ducks")).id
+        for i in range(120)
+    ]
+    store.put_embeddings("m", [(ids[0], np.ones((1, 8), dtype=np.float32))])
+    return store, ids
+
+
+def test_every_batch_query_of_the_background_jobs_walks_an_index(filled: tuple[Store, list[str]]) -> None:
+    store, ids = filled
+    batches: dict[str, Callable[[], object]] = {
+        "extract: the next unread drawers": lambda: store.next_to_extract("heuristic", 16, after_seq=40),
+        "embed: drawers filed during the sweep": lambda: store.next_to_embed("m", 16, after=40),
+        "embed: current drawers, newest first": lambda: store.next_to_embed("m", 16, before=80, current=True),
+        "embed: closed drawers": lambda: store.next_to_embed("m", 16, before=80, current=False),
+        "verify: the next page": lambda: store.list_drawers(None, None, 50, ids[30]),
+        "verify: the first page": lambda: store.list_drawers(None, None, 50, None),
+        "listing a room": lambda: store.list_drawers("w", "r1", 50, ids[30]),
+        "dedup: candidates sharing bands": lambda: store.drawers_sharing_bands([1, 2, 3], 10),
+        "dedup: signatures": lambda: store.drawer_signatures(ids[:5]),
+        "mine: hydrate a batch": lambda: store.get_drawers(ids[:16]),
+    }
+    failures: dict[str, list[tuple[str, list[str]]]] = {}
+    for name, work in batches.items():
+        statements = recorded(store, work)
+        assert statements, name
+        for sql, params in statements:
+            bad = whole_palace_work(store, sql, plan_of(store, sql, params))
+            if bad:
+                failures.setdefault(name, []).append((sql, bad))
+    for name, found in failures.items():
+        print("\n##", name)
+        for sql, bad in found:
+            print(sql[:200], bad)
+    assert not failures, failures
+
+
+def test_the_check_fails_on_a_query_that_sorts_the_whole_palace(filled: tuple[Store, list[str]]) -> None:
+    store, _ = filled
+    sql = "SELECT d.id FROM drawer d WHERE d.valid_to IS NULL ORDER BY length(d.content) LIMIT 5"
+    assert whole_palace_work(store, sql, plan_of(store, sql, ()))
