@@ -260,3 +260,39 @@ def test_keep_alive_requests_are_answered_without_a_nagle_stall(daemon: Callable
             assert http.get("/api/health").status_code == 200
             timings.append(time.perf_counter() - started)
     assert statistics.median(timings) < 0.03, f"median {statistics.median(timings) * 1000:.1f} ms"
+
+
+# --- a clean stop under load ----------------------------------------------------------------------
+
+
+def test_shutdown_mid_sweep_drains_requeues_and_exits_0(daemon: Callable[..., Any], tmp_path: Path, poll: Poll) -> None:
+    """The builtin model embedding and the heuristic extractor reading, on both workers, when `memcastle shutdown`
+    comes: the daemon drains, requeues, waits for the unit of work in flight, then closes the store and exits 0."""
+    palace = tmp_path / "palace"
+    store = SQLiteStore(palace)
+    try:
+        for i in range(400):
+            words = " ".join(f"Team{i % 7} works on Project{i % 11} and uses Tool{i % 5}." for _ in range(12))
+            store.add_drawer(NewDrawer(wing="w", room="r", content=f"note {i}: {words}"))
+    finally:
+        store.close()
+    served = daemon(palace, extra_env={"MEMCASTLE_EMBEDDINGS_PROVIDER": "builtin", "MEMCASTLE_JOBS_DRAIN_SECONDS": "1"})
+    with served.http() as http:
+
+        def both_sweeps_running() -> bool:
+            running = {j["kind"]: j for j in http.get("/api/jobs", params={"status": "running"}).json()["jobs"]}
+            embed = running.get("embed")
+            return bool(embed and embed["progress"]["current"] > 0 and "extract" in running)
+
+        poll(both_sweeps_running, timeout=CEILING, interval=0.05, what="the embed and extract sweeps to be running")
+    stopped = served.cli("shutdown")
+    assert stopped.returncode == 0, stopped.stderr
+    assert served.wait_exit() == 0
+    log = served.log()
+    for symptom in ("Traceback", "ProgrammingError", "Cannot operate on a closed database", "terminate called"):
+        assert symptom not in log, log[-4000:]
+    assert "MemCastle stopped" in log
+    with sqlite3.connect(palace / DB_FILE, timeout=30) as conn:
+        statuses = dict(conn.execute("SELECT kind, status FROM job WHERE kind IN ('embed', 'extract')").fetchall())
+    assert statuses.get("embed") in ("queued", "completed"), statuses
+    assert "running" not in statuses.values(), statuses

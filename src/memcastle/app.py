@@ -42,6 +42,9 @@ if TYPE_CHECKING:
     from memcastle.store.postgres import PostgresStore as PostgresStoreType
 
 log = logging.getLogger(__name__)
+# After the drain, how long a requeued job's thread may take to finish the unit of work it is in (a provider call
+# on a loaded machine) before the store is closed under it.
+STOP_GRACE_SECONDS = 60.0
 
 
 @dataclass
@@ -74,6 +77,12 @@ class Palace:
             return []
         self.stopped = True
         requeued = self.pool.drain(self.settings["jobs.drain_seconds"]) if self.started else []
+        if self.started and not self.pool.join(STOP_GRACE_SECONDS):
+            # A unit of work (one provider call) outlived the grace: its thread is fenced (its lease is gone) and a
+            # daemon thread, so closing under it can only fail that thread, never the requeued job.
+            log.warning(
+                "a worker is still inside a unit of work after %.0f s; closing the store anyway", STOP_GRACE_SECONDS
+            )
         self.store.close()
         return requeued
 

@@ -168,6 +168,14 @@ class WorkerPool:
         _LIVE_OWNERS.discard(self.owner)
         return requeued
 
+    def join(self, timeout: float) -> bool:
+        """Wait up to `timeout` seconds for every worker thread to end (a drained job finishes the unit of work it
+        is in, then finds its lease gone at the next checkpoint); True when none is left."""
+        deadline = time.monotonic() + timeout
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        return not any(thread.is_alive() for thread in self._threads)
+
     def _renew_leases(self) -> None:
         """Renew the lease of every job this pool runs, a few times per lease, until the pool has drained.
 
@@ -222,7 +230,10 @@ class WorkerPool:
             return
         except LeaseLost as exc:
             if exc.job_id == job.id:
-                log.warning("job %s lost its lease; another worker owns it now", job.id)
+                if self._stopping.is_set():
+                    log.info("job %s was requeued by the drain; it resumes from its last checkpoint", job.id)
+                else:
+                    log.warning("job %s lost its lease; another worker owns it now", job.id)
                 return
             self._fail(job, exc)
             return
