@@ -345,3 +345,10 @@ def test_json_after_the_command_means_the_global_option() -> None:
     assert hoist_json_flag(["search", "x", "--json"]) == ["--json", "search", "x"]
     assert hoist_json_flag(["--json", "status"]) == ["--json", "status"]
     assert hoist_json_flag(["note", "--", "--json"]) == ["note", "--", "--json"]
+
+
+def test_version_prints_the_package_version(cli_runner: Any, xdg_home: Any) -> None:
+    from memcastle import __version__
+
+    result = cli_runner(["--version"], env=xdg_home.env({}))
+    assert result.returncode == 0 and result.stdout.strip() == f"memcastle {__version__}"

@@ -69,6 +69,14 @@ def invocation(ctx: typer.Context) -> Invocation:
     return ctx.obj  # type: ignore[no-any-return]
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from memcastle import __version__
+
+        sys.stdout.write(f"memcastle {__version__}\n")
+        raise typer.Exit()
+
+
 @app.callback()
 def main(
     ctx: typer.Context,
@@ -76,6 +84,9 @@ def main(
     config: Annotated[Path | None, typer.Option("--config", help="config file to read instead of the XDG one")] = None,
     json_output: Annotated[bool, typer.Option("--json", help="print JSON even on a terminal")] = False,
     mode: Annotated[str | None, typer.Option("--mode", help="memory mode: full, read_only, disabled")] = None,
+    version: Annotated[
+        bool, typer.Option("--version", help="print the version and exit", is_eager=True, callback=_print_version)
+    ] = False,
 ) -> None:
     if mode is not None and mode not in MODES:
         raise InvalidRequest(f"--mode must be one of {', '.join(MODES)}", field="mode")

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from memcastle.config import Settings
 from memcastle.errors import (
@@ -18,6 +16,9 @@ from memcastle.errors import (
 )
 from memcastle.runtime.daemons import find_daemon, state_dir
 
+if TYPE_CHECKING:
+    import httpx
+
 
 class DaemonClient:
     """HTTP calls to the palace's running daemon; error answers become `MemCastleError`s again."""
@@ -30,9 +31,13 @@ class DaemonClient:
         headers = {"X-MemCastle-Client": "cli", "X-MemCastle-Mode": settings["mode"]}
         if settings["auth.token"]:
             headers["Authorization"] = f"Bearer {settings['auth.token']}"
+        import httpx  # not at import time: `memcastle --help` and the commands that need no daemon stay light
+
         self._http = httpx.Client(base_url=entry.address, headers=headers, timeout=timeout, trust_env=False)
 
     def call(self, method: str, path: str, *, json: Any = None, params: dict[str, Any] | None = None) -> Any:
+        import httpx
+
         clean = {k: v for k, v in (params or {}).items() if v is not None}
         try:
             response = self._http.request(method, "/api" + path, json=json, params=clean)
