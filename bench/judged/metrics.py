@@ -141,7 +141,8 @@ def fused_entries(mined: MinedPalace, query: Query, limit: int = LIMIT) -> list[
         lexical=settings["search.lexical_weight"],
         semantic=settings["search.semantic_weight"],
     )
-    fused = fuse_ranks(*([ScoredDrawer(h.drawer.id, h.score) for h in leg.hits] for leg in legs), weights)
+    lexical, semantic = ([ScoredDrawer(h.drawer.id, h.score) for h in leg.hits] for leg in legs)
+    fused = fuse_ranks(lexical, semantic, weights, waiting=mined.palace.services.search.waiting_for_vector)
     drawers = {h.drawer.id: h.drawer for leg in legs for h in leg.hits}
     return [Entry(mined.doc_key(drawers[r.drawer_id]), drawers[r.drawer_id], r.base) for r in fused]
 

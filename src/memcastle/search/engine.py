@@ -69,6 +69,10 @@ class SearchEngine:
     def has_embeddings(self) -> bool:
         return self._provider is not None and self._provider.is_enabled and self._index is not None
 
+    def waiting_for_vector(self, drawer_id: str) -> bool:
+        """Whether the drawer has no vectors yet (hybrid fusion stands its lexical rank in for the missing one)."""
+        return self._index is not None and not self._index.has_vector(drawer_id)
+
     def search(self, query: SearchQuery) -> SearchResult:
         warnings: list[str] = []
         # A neutral policy leaves the pool at the limit, so results equal a palace without preferences.
@@ -85,7 +89,7 @@ class SearchEngine:
             leg = max(2 * pool, MIN_LEG)
             lexical = self.lexical_leg(query, leg)
             semantic = self._index.candidates(vector, leg, query.scope, query.window, query.include_historical)
-            pooled = fuse_ranks(lexical, semantic, self._weights)[:pool]
+            pooled = fuse_ranks(lexical, semantic, self._weights, waiting=self.waiting_for_vector)[:pool]
         drawers = self._store.get_drawers([r.drawer_id for r in pooled])
         pooled = [r for r in pooled if r.drawer_id in drawers]
         relevance = pool_relevance([r.base for r in pooled])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from memcastle.model import ScoredDrawer
@@ -27,15 +27,29 @@ class Ranked:
 
 
 def fuse_ranks(
-    lexical: Sequence[ScoredDrawer], semantic: Sequence[ScoredDrawer], weights: FusionWeights
+    lexical: Sequence[ScoredDrawer],
+    semantic: Sequence[ScoredDrawer],
+    weights: FusionWeights,
+    *,
+    waiting: Callable[[str], bool] | None = None,
 ) -> list[Ranked]:
-    """Reciprocal rank fusion: Σ weight / (k + rank), rank from 1; ties by drawer id."""
+    """Reciprocal rank fusion: Σ weight / (k + rank), rank from 1; ties by drawer id.
+
+    `waiting(drawer_id)` says a drawer has no vectors yet. Such a drawer cannot be in the semantic leg, so it would
+    lose to every drawer the embed job happened to reach first; instead its semantic rank is taken to be its lexical
+    rank, as if the legs agreed, and the signals say so (`semantic_pending`)."""
     signals: dict[str, dict[str, float]] = {}
     for leg, candidates, weight in (("lexical", lexical, weights.lexical), ("semantic", semantic, weights.semantic)):
         for rank, candidate in enumerate(candidates, start=1):
             entry = signals.setdefault(candidate.drawer_id, {"fusion": 0.0})
             entry[leg] = candidate.signal
             entry["fusion"] += weight / (weights.k + rank)
+    if waiting is not None:
+        for rank, candidate in enumerate(lexical, start=1):
+            entry = signals[candidate.drawer_id]
+            if "semantic" not in entry and waiting(candidate.drawer_id):
+                entry["fusion"] += weights.semantic / (weights.k + rank)
+                entry["semantic_pending"] = 1.0
     ranked = [Ranked(drawer_id, entry["fusion"], entry) for drawer_id, entry in signals.items()]
     ranked.sort(key=lambda r: (-r.base, r.drawer_id))
     return ranked

@@ -18,6 +18,7 @@ from memcastle.store import SemanticStore
 
 _FIRST_ROUND = 8
 _WIDEN = 16
+SEMANTIC_FLOOR = 0.10  # chosen on the judged set and LoCoMo: see docs/adr/0011-honest-hybrid-during-the-backlog.md
 
 
 class SemanticIndex:
@@ -36,10 +37,15 @@ class SemanticIndex:
         self._codes: list[dict[str | None, int]] = [{}, {}, {}, {}]
         self._count = 0
         self._last_row = 0
+        self._embedded: set[str] = set()  # drawers with at least one passage vector in memory
 
     @property
     def size(self) -> int:
         return self._count
+
+    def has_vector(self, drawer_id: str) -> bool:
+        """Whether the drawer can be found by meaning yet (its vectors are loaded); call after `refresh`."""
+        return drawer_id in self._embedded
 
     def refresh(self) -> None:
         """Load vectors stored since the last refresh."""
@@ -69,6 +75,7 @@ class SemanticIndex:
                 self._places = grown_places
             self._places[self._count : needed] = coded
             self._ids.extend(ids)
+            self._embedded.update(ids)
             self._count = needed
             self._last_row = last
 
@@ -104,6 +111,10 @@ class SemanticIndex:
                 raise ProviderError(f"the query vector has dimension {vector.shape[0]}, the palace {self.dimension}")
             scores = self._matrix[:count] @ vector.astype(np.float32)
             mask = self._scope_mask(scope, count)
+        # Below the floor a passage is unrelated to the query (the model's cosine between unrelated texts sits near
+        # zero): it never brings its drawer in, however few drawers have vectors yet.
+        floor = scores >= SEMANTIC_FLOOR
+        mask = floor if mask is None else mask & floor
         rows = count
         if mask is not None:
             scores = np.where(mask, scores, -np.inf).astype(np.float32)

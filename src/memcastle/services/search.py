@@ -41,6 +41,9 @@ class SearchService:
     def search(self, request: SearchRequest) -> SearchResult:
         return self._engine.search(build_query(request))
 
+    def waiting_for_vector(self, drawer_id: str) -> bool:
+        return self._engine.waiting_for_vector(drawer_id)
+
     def recall(self, request: SearchRequest) -> SearchResult:
         """The agent-facing search: a wing at most, never a room."""
         if request.room is not None:
