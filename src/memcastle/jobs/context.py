@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from memcastle.model import Job, Progress
+from memcastle.model import Job, Priority, Progress
 from memcastle.store import JobStore
 
 
@@ -62,6 +62,10 @@ class JobContext:
             raise JobStopped("shutdown")
         if job.pause_requested:
             raise JobStopped("pause")
+        if job.priority < Priority.NORMAL and self._store.waiting_above(job.priority):
+            # Background work gives its worker up between batches to waiting work of higher priority (a mine, a
+            # verify a user asked for) and goes back to the queue, to resume from this checkpoint.
+            raise JobStopped("yield")
 
 
 JobHandler = Callable[[JobContext], Mapping[str, Any]]

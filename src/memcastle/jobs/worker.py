@@ -247,7 +247,7 @@ class WorkerPool:
             self._finish(job, JobStatus.CANCELLED)
         elif reason == "pause":
             self._finish(job, JobStatus.PAUSED, finished=False)
-        else:
+        else:  # a shutdown, or a yield to waiting work of higher priority: back to the queue
             self._finish(job, JobStatus.QUEUED, finished=False)
 
     def _fail(self, job: Job, exc: BaseException) -> None:

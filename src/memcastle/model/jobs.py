@@ -105,6 +105,9 @@ class NewJob:
     requested_by: str = "http"
     coalesce_key: str | None = None
     max_attempts: int = 3
+    # A request joins a paused job of the same key too (the background sweeps: pausing one must not let the next
+    # write start another beside it).
+    joins_paused: bool = False
 
 
 JOB_TRANSITIONS: frozenset[tuple[JobStatus, JobStatus]] = frozenset(

@@ -39,6 +39,7 @@ class JobService:
         priority: str = "normal",
         requested_by: str = "http",
         coalesce_key: str | None = None,
+        joins_paused: bool = False,
     ) -> tuple[Job, bool]:
         if priority not in PRIORITY_NAMES:
             raise InvalidRequest(f"unknown priority {priority!r}; one of {', '.join(PRIORITY_NAMES)}", field="priority")
@@ -49,6 +50,7 @@ class JobService:
                 priority=PRIORITY_NAMES[priority],
                 requested_by=requested_by,
                 coalesce_key=coalesce_key,
+                joins_paused=joins_paused,
             )
         )
 
@@ -86,7 +88,9 @@ class JobService:
         """Queue the background embed sweep (joining a queued one); None when embeddings are off."""
         if not self._embeddings.is_enabled:
             return None
-        job, _ = self.submit_job(EMBED, {}, priority="background", requested_by=requested_by, coalesce_key=EMBED_KEY)
+        job, _ = self.submit_job(
+            EMBED, {}, priority="background", requested_by=requested_by, coalesce_key=EMBED_KEY, joins_paused=True
+        )
         return job
 
     def request_extraction(self, *, requested_by: str = "job") -> Job | None:
@@ -94,7 +98,7 @@ class JobService:
         if not self._extraction.is_enabled:
             return None
         job, _ = self.submit_job(
-            EXTRACT, {}, priority="background", requested_by=requested_by, coalesce_key=EXTRACT_KEY
+            EXTRACT, {}, priority="background", requested_by=requested_by, coalesce_key=EXTRACT_KEY, joins_paused=True
         )
         return job
 

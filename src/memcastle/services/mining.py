@@ -64,7 +64,8 @@ class MiningService:
         return self._jobs.submit_job(
             MINE,
             params,
-            priority="background",
+            # Asked for by someone waiting for it: above the background sweeps, which give way between batches.
+            priority="normal",
             requested_by=requested_by,
             coalesce_key=f"mine:{source_id}:{wing or ''}:{int(bool(full))}",
         )

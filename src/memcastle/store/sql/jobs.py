@@ -81,8 +81,9 @@ class JobTables(SqlStore):
         with self._write() as tx:
             if new.coalesce_key:
                 self._lock_coalesce_key(tx, new.coalesce_key)
+                joinable = "('queued', 'paused')" if new.joins_paused else "('queued')"
                 row = tx.one(
-                    "SELECT id FROM job WHERE coalesce_key = ? AND status = 'queued' ORDER BY created_at LIMIT 1",
+                    f"SELECT id FROM job WHERE coalesce_key = ? AND status IN {joinable} ORDER BY created_at LIMIT 1",
                     (new.coalesce_key,),
                 )
                 if row is not None:
@@ -105,6 +106,15 @@ class JobTables(SqlStore):
                 ),
             )
             return self._job(tx, job_id), True
+
+    def waiting_above(self, priority: int) -> bool:
+        """Whether a job of higher priority is queued and could be claimed now (no job of its key is running)."""
+        row = self._one(
+            "SELECT 1 AS n FROM job q WHERE q.status = 'queued' AND q.priority > ? AND (q.coalesce_key IS NULL OR "
+            "NOT EXISTS (SELECT 1 FROM job r WHERE r.status = 'running' AND r.coalesce_key = q.coalesce_key)) LIMIT 1",
+            (priority,),
+        )
+        return row is not None
 
     def get_job(self, job_id: str) -> Job:
         with self._read() as tx:
