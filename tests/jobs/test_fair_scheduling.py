@@ -63,3 +63,13 @@ def test_a_write_joins_the_paused_sweep_instead_of_starting_another(busy: Palace
     busy.services.drawers.save_note("one more note for the sweep", wing="w")
     open_sweeps = [j for j in busy.services.jobs.list_jobs(None, "embed", 10) if not j.is_finished]
     assert [j.id for j in open_sweeps] == [embed.id]
+
+
+def test_a_queued_job_says_what_it_waits_for(busy: Palace, tmp_path: Path) -> None:
+    wait_until(lambda: {"embed", "extract"} <= running_kinds(busy), what="both sweeps to hold the two workers")
+    verify = busy.services.jobs.submit_verify(batch=50, pace_ms=0, priority="background")
+    reason = busy.services.jobs.why_waiting(busy.services.jobs.get_job(verify.id))
+    if busy.services.jobs.get_job(verify.id).status is JobStatus.QUEUED:
+        assert reason is not None and "busy" in reason and "embed" in reason
+    running = next(iter(busy.services.jobs.list_jobs("running", "embed", 1)), None)
+    assert running is None or busy.services.jobs.why_waiting(running) is None

@@ -98,6 +98,7 @@ class JobOut(Shape):
     pause_requested: bool
     cancel_requested: bool
     requested_by: str
+    waiting: str | None = Field(None, description="a queued job: what it waits for and behind what")
 
 
 class FactProvenanceOut(Shape):

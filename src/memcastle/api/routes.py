@@ -379,12 +379,15 @@ def list_jobs(
     kind: str | None = None,
     limit: Limit = 50,
 ) -> dict[str, Any]:
-    return {"jobs": [j.to_json() for j in services(request).jobs.list_jobs(status, kind, limit)]}
+    jobs = services(request).jobs
+    return {"jobs": [{**j.to_json(), "waiting": jobs.why_waiting(j)} for j in jobs.list_jobs(status, kind, limit)]}
 
 
 @router.get("/jobs/{job_id}", response_model=JobOut, tags=["jobs"], dependencies=[Depends(reads)])
 def get_job(job_id: str, request: Request) -> dict[str, Any]:
-    return services(request).jobs.get_job(job_id).to_json()
+    jobs = services(request).jobs
+    job = jobs.get_job(job_id)
+    return {**job.to_json(), "waiting": jobs.why_waiting(job)}
 
 
 @router.post("/jobs/{job_id}/{action}", response_model=JobAnswer, tags=["jobs"], dependencies=[Depends(controls)])

@@ -137,7 +137,7 @@ def wait_for_job(inv: Invocation, job: dict[str, Any]) -> dict[str, Any]:
                 task,
                 completed=progress.get("current", 0),
                 total=progress.get("total"),
-                description=f"{job['kind']} · {job['status']}",
+                description=f"{job['kind']} · {job.get('waiting') or job['status']}",
             )
     return job
 

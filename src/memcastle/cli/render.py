@@ -98,7 +98,7 @@ def table(title: str, columns: Iterable[str], rows: Iterable[Iterable[Any]]) -> 
 def show_jobs(jobs: list[Mapping[str, Any]]) -> None:
     table(
         "jobs",
-        ["id", "kind", "status", "priority", "progress", "created", "error"],
+        ["id", "kind", "status", "priority", "progress", "created", "error / waiting for"],
         [
             (
                 j["id"],
@@ -107,7 +107,7 @@ def show_jobs(jobs: list[Mapping[str, Any]]) -> None:
                 j["priority"],
                 progress_text(j),
                 _short(j["created_at"]),
-                (j.get("error") or "")[:60],
+                (j.get("error") or j.get("waiting") or "")[:80],
             )
             for j in jobs
         ],
@@ -131,6 +131,8 @@ def show_job(job: Mapping[str, Any]) -> None:
     ]
     if job.get("error"):
         lines.append(f"[red]error:[/red] {job['error']}")
+    if job.get("waiting"):
+        lines.append(f"waiting: {job['waiting']}")
     if job.get("result"):
         lines.append("result: " + json.dumps(job["result"], ensure_ascii=False))
     console.print(Panel("\n".join(lines), title_align="left"))

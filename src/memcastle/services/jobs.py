@@ -64,6 +64,30 @@ class JobService:
     def get_job(self, job_id: str) -> Job:
         return self._store.get_job(job_id)
 
+    def why_waiting(self, job: Job) -> str | None:
+        """For a queued job, what it waits for and behind what; None for any other status."""
+        if job.status is not JobStatus.QUEUED:
+            return None
+        running = self._store.running_jobs()
+        if job.coalesce_key:
+            same = next((r for r in running if r.coalesce_key == job.coalesce_key), None)
+            if same is not None:
+                return f"behind the running {same.kind} job {same.id} of the same source; it starts when that ends"
+        ahead = [
+            q
+            for q in self._store.list_jobs(JobStatus.QUEUED.value, None, 200)
+            if q.id != job.id and (q.priority, job.created_at) > (job.priority, q.created_at)
+        ]
+        busy = ", ".join(sorted(f"{r.kind} ({r.progress.current}/{r.progress.total or '?'})" for r in running))
+        if ahead:
+            return f"behind {len(ahead)} queued job(s) of higher priority or older; running: {busy or 'nothing'}"
+        if running:
+            lower = [r for r in running if r.priority < job.priority]
+            if lower:
+                return f"next; every worker is busy ({busy}); background work gives way at its next checkpoint"
+            return f"next; every worker is busy ({busy})"
+        return "next; a worker picks it up in a moment"
+
     def list_jobs(self, status: str | None, kind: str | None, limit: int = 50) -> list[Job]:
         if status is not None and status not in {s.value for s in JobStatus}:
             raise InvalidRequest(
