@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 SCHEMATHESIS = Path(sys.executable).with_name("schemathesis")
-BUDGET_SECONDS = 45
+BUDGET_SECONDS = 35
 
 
 @pytest.mark.skipif(not SCHEMATHESIS.exists() and shutil.which("schemathesis") is None, reason="schemathesis")

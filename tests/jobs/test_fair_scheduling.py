@@ -18,7 +18,7 @@ from memcastle.model import JobStatus, NewDrawer
 
 @pytest.fixture
 def busy(xdg_home: Any, palace_dir: Path) -> Iterator[Palace]:
-    """Two workers, the builtin model and the heuristic extractor, and 600 long drawers for them to chew on."""
+    """Two workers, the builtin model and the heuristic extractor, and 400 long drawers for them to chew on."""
     settings = load_settings(
         flags={"palace": str(palace_dir), "embeddings.provider": "builtin", "jobs.workers": 2, "jobs.drain_seconds": 3},
         env={},
@@ -26,7 +26,7 @@ def busy(xdg_home: Any, palace_dir: Path) -> Iterator[Palace]:
     )
     palace = build(settings, now=DistinctClock())
     words = " ".join(f"Team{i} works on Project{i % 13} and uses Tool{i % 7}." for i in range(40))
-    for i in range(600):
+    for i in range(400):
         palace.store.add_drawer(NewDrawer(wing="bulk", room="r", content=f"note {i}: {words}"))
     palace.start()
     try:
