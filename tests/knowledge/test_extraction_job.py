@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 
 from memcastle.app import Palace
 from memcastle.knowledge.extraction import HeuristicProvider
+from memcastle.knowledge.facts import LINK_FANOUT
 from memcastle.knowledge.sweep import ExtractionSweep
 from memcastle.model import JobStatus
 
@@ -209,6 +210,43 @@ def test_two_sweeps_reading_the_same_drawers_record_each_link_once(palaces: Pala
 
     links = palace.store.links_of([a.id for a in first.assertions])
     assert sorted(lk.kind for lk in links) == ["confirms", "contradicts", "contradicts"]
+
+
+def test_a_claim_repeated_in_many_drawers_links_each_copy_to_the_newest_few(palaces: Palaces) -> None:
+    """A claim made in 30 drawers gives 30 facts; each confirms at most LINK_FANOUT earlier copies, so the links
+    grow with the copies, not with their square, and every copy stays connected to the first through them."""
+    palace = palaces.open(flags={"extraction.provider": "none"})
+    for i in range(30):
+        palace.services.drawers.save_note(f"Ana Lopez works on Atlas. Entry {i}.", wing="w")
+    sweep = ExtractionSweep(palace.store, HeuristicProvider(), palace.services.policy, min_confidence=0.3, batch_size=7)
+    after = 0
+    while True:
+        drawers, after = palace.store.next_to_extract("heuristic", 7, after_seq=after)
+        if not drawers:
+            break
+        write, _ = sweep.read_batch(drawers, "heuristic", "job")
+        palace.store.apply_graph(write)
+    facts = [f for f in palace.store.find_assertions(predicate="works_on", limit=100)]
+    assert len(facts) == 30
+    links = palace.store.links_of([f.id for f in facts])
+    assert {lk.kind for lk in links} == {"confirms"}
+    per_copy: dict[str | None, int] = {}
+    for link in links:
+        per_copy[link.evidence_drawer] = per_copy.get(link.evidence_drawer, 0) + 1
+    assert max(per_copy.values()) == LINK_FANOUT
+    assert len(links) == sum(min(i, LINK_FANOUT) for i in range(30))
+    # Connected: from the newest copy, confirmations lead back to every other one.
+    neighbours: dict[str, set[str]] = {}
+    for link in links:
+        neighbours.setdefault(link.from_id, set()).add(link.to_id)
+        neighbours.setdefault(link.to_id, set()).add(link.from_id)
+    reached, frontier = {facts[-1].id}, [facts[-1].id]
+    while frontier:
+        for other in neighbours.get(frontier.pop(), ()):
+            if other not in reached:
+                reached.add(other)
+                frontier.append(other)
+    assert reached == {f.id for f in facts}
 
 
 # --- a batch is all or nothing --------------------------------------------------------------------

@@ -16,6 +16,7 @@ from memcastle.model import (
     NewDrawer,
     content_hash,
     fingerprint,
+    key_variants,
 )
 from memcastle.store import Store
 
@@ -87,7 +88,8 @@ def test_a_graph_write_is_stored_and_replaying_it_changes_nothing(graph: tuple[S
     alice = store.get_entity("e-alice")
     assert alice.aliases == ("Ally", "A. Smith") and alice.key == "alice" and alice.created_at == T0
     assert [e.id for e in store.all_entities()] == ["e-alice", "e-paris", "e-bob"]
-    assert store.entity_alias_keys() == {"ally": ["e-alice"], "a smith": ["e-alice"]}
+    assert [e.id for e in store.entities_with_alias("ally")] == ["e-alice"]
+    assert [e.id for e in store.entities_with_alias("a smith")] == ["e-alice"]
     assert store.count_facts() == 2
     first = store.get_assertion("f-1")
     assert first == fact("f-1", "e-alice", "located_in", "e-paris", drawer=drawers[0])
@@ -116,6 +118,54 @@ def test_read_markers_say_what_is_left_to_extract(graph: tuple[Store, list[str]]
     assert store.count_to_extract("other-extractor") == 3
     store.invalidate_drawer(drawers[2])
     assert store.count_to_extract("test") == 0 and store.drawers_to_extract("test", 10) == []
+
+
+def test_the_resolver_lookups_are_by_name_key_and_key_variant(store: Store) -> None:
+    store.apply_graph(
+        GraphWrite(
+            extractor="test",
+            read_drawers=(),
+            entities=(entity("e-dorothy", "Dorothy"), entity("e-dot", "Dot"), entity("e-paris", "Paris", "place")),
+        )
+    )
+    assert [e.id for e in store.entities_named("Dorothy", "nobody")] == ["e-dorothy"]
+    assert [e.id for e in store.entities_named("DOROTHY", "dorothy")] == ["e-dorothy"], "by key"
+    assert store.entities_named("Dorothea", "dorothea") == []
+    # One edit away (a substitution, an insertion, a deletion) shares a variant; keys under six characters have none.
+    for spelling in ("dorothi", "dorothya", "dorthy"):
+        assert [e.id for e in store.entities_sharing_variants(sorted(key_variants(spelling)))] == ["e-dorothy"]
+    assert store.entities_sharing_variants(sorted(key_variants("margaret"))) == []
+    assert key_variants("dot") == set()
+
+
+def test_facts_to_link_are_the_newest_of_a_claim_and_of_its_rivals(store: Store) -> None:
+    drawers = [store.add_drawer(NewDrawer(wing="w", room="r", content=f"drawer {i}")).id for i in range(12)]
+    stamps = [f"2026-01-{day:02d}T00:00:00.000000Z" for day in range(1, 13)]
+    store.apply_graph(
+        GraphWrite(
+            extractor="test",
+            read_drawers=(),
+            entities=(
+                entity("e-alice", "Alice"),
+                entity("e-paris", "Paris", "place"),
+                entity("e-rome", "Rome", "place"),
+            ),
+            assertions=(
+                *(
+                    fact(f"same-{i}", "e-alice", "located_in", "e-paris", drawer=drawers[i], at=stamps[i])
+                    for i in range(10)
+                ),
+                fact("rival", "e-alice", "located_in", "e-rome", drawer=drawers[10], at=stamps[10]),
+            ),
+        )
+    )
+    claim = fact("new", "e-alice", "located_in", "e-paris", drawer=drawers[11], at=stamps[11])
+    found = store.facts_to_link(claim, predecessor_drawer=drawers[0], rivals=True, limit=3)
+    assert {f.id for f in found} == {"same-9", "same-8", "same-7", "same-0", "rival"}
+    assert {f.id for f in store.facts_to_link(claim, predecessor_drawer=None, rivals=False, limit=2)} == {
+        "same-9",
+        "same-8",
+    }
 
 
 def test_entities_are_found_by_name_alias_and_kind(graph: tuple[Store, list[str]]) -> None:

@@ -10,11 +10,10 @@ import uuid
 from dataclasses import dataclass, field
 
 from memcastle.clock import Clock, utc_now
-from memcastle.model import Entity, EntityHint, normalize_text
+from memcastle.model import EDIT_MIN_CHARS, Entity, EntityHint, key_variants, normalize_text
 from memcastle.store import GraphStore
 
 _NAMESPACE = uuid.UUID("0e5b9a5e-2f63-4c55-9a1e-3d8b8f1c7a21")
-EDIT_MIN_CHARS = 6
 
 
 def entity_id_for(kind: str, key: str) -> str:
@@ -45,51 +44,70 @@ class Resolution:
 
 
 class EntityResolver:
-    """Resolves names against the palace's entities plus those created earlier in the same batch."""
+    """Resolves names against the palace's entities plus those created earlier in the same batch.
+
+    Every step is an index lookup (name, key, alias, key variants), so resolving a name costs the same in a palace of
+    a hundred entities or of a million; what it has looked up or created is remembered for the batch.
+    """
 
     def __init__(self, store: GraphStore, *, now: Clock = utc_now) -> None:
+        self._store = store
         self._now = now
-        self._entities: dict[str, Entity] = {e.id: e for e in store.all_entities()}
-        self._aliases = store.entity_alias_keys()
         self.created: list[Entity] = []
         self.aliases: list[tuple[str, str]] = []  # (entity id, spelling) learnt by one-edit matches
+        self._learnt: dict[str, list[str]] = {}  # alias key -> entity ids learnt in this batch
 
     @staticmethod
     def _compatible(entity: Entity, kind: str) -> bool:
         return entity.kind == kind or "other" in (entity.kind, kind)
 
+    def _named(self, name: str, key: str) -> list[Entity]:
+        found = {e.id: e for e in self._store.entities_named(name, key)}
+        found.update({e.id: e for e in self.created if e.name == name or e.key == key})
+        return list(found.values())
+
+    def _aliased(self, key: str) -> list[Entity]:
+        found = {e.id: e for e in self._store.entities_with_alias(key)}
+        learnt = set(self._learnt.get(key, ()))
+        if learnt:
+            known = {e.id: e for e in self.created if e.id in learnt}
+            missing = learnt - known.keys() - found.keys()
+            known.update(self._store.get_entities(sorted(missing)) if missing else {})
+            found.update(known)
+        return list(found.values())
+
+    def _near(self, key: str) -> list[Entity]:
+        variants = key_variants(key)
+        if not variants:
+            return []
+        found = {e.id: e for e in self._store.entities_sharing_variants(sorted(variants))}
+        found.update({e.id: e for e in self.created if key_variants(e.key) & variants})
+        return [e for e in found.values() if len(e.key) >= EDIT_MIN_CHARS and within_one_edit(e.key, key)]
+
     def resolve(self, name: str, kind: str) -> Resolution:
         name = " ".join(name.split())
         key = normalize_text(name)
-        pool = [e for e in self._entities.values() if self._compatible(e, kind)]
+        named = self._named(name, key)
         for how, matches in (
-            ("name", [e for e in pool if e.name == name]),
-            ("key", [e for e in pool if e.key == key]),
-            (
-                "alias",
-                [
-                    self._entities[i]
-                    for i in self._aliases.get(key, [])
-                    if i in self._entities and self._compatible(self._entities[i], kind)
-                ],
-            ),
+            ("name", [e for e in named if e.name == name and self._compatible(e, kind)]),
+            ("key", [e for e in named if e.key == key and self._compatible(e, kind)]),
+            ("alias", [e for e in self._aliased(key) if self._compatible(e, kind)]),
         ):
             if matches:
                 return Resolution(entity=_oldest(matches), created=False, how=how)
-        near = [e for e in pool if min(len(key), len(e.key)) >= EDIT_MIN_CHARS and within_one_edit(e.key, key)]
+        near = [e for e in self._near(key) if self._compatible(e, kind)]
         if len(near) == 1:
             # The spelling becomes an alias, so the same spelling resolves the same way later on.
             self.aliases.append((near[0].id, name))
-            self._aliases.setdefault(key, []).append(near[0].id)
+            self._learnt.setdefault(key, []).append(near[0].id)
             return Resolution(entity=near[0], created=False, how="one edit")
         entity = Entity(id=entity_id_for(kind, key), name=name, kind=kind, key=key, aliases=(), created_at=self._now())
-        self._entities[entity.id] = entity
         self.created.append(entity)
         hints = [
             EntityHint(entity.id, other.id, "possibly_same", f"{name!r} is one edit from {other.name!r}")
             for other in near
         ]
-        same_key = [e for e in self._entities.values() if e.key == key and e.id != entity.id]
+        same_key = sorted((e for e in named if e.key == key and e.id != entity.id), key=lambda e: (e.created_at, e.id))
         hints += [
             EntityHint(entity.id, other.id, "possibly_same", f"same name as {other.name!r}, a {other.kind}")
             for other in same_key

@@ -29,6 +29,9 @@ FRESHNESS_DAYS = 30.0
 
 
 SYMMETRIC = frozenset({"confirms", "contradicts"})
+# How many stored facts of the same claim (and, for a single-valued predicate, of a rival value) a newly extracted
+# fact is compared with: the newest ones. Agreement among many copies stays connected through them.
+LINK_FANOUT = 8
 
 
 def link_id(from_id: str, to_id: str, kind: str, origin: str) -> str:

@@ -14,8 +14,8 @@ from memcastle.clock import Clock, utc_now
 from memcastle.jobs.context import JobContext
 from memcastle.knowledge.entities import EntityResolver
 from memcastle.knowledge.extraction import ExtractionInput, ExtractionProvider
-from memcastle.knowledge.facts import infer_links
-from memcastle.model import Assertion, Drawer, EntityHint, FactLink, GraphWrite, Mention
+from memcastle.knowledge.facts import LINK_FANOUT, infer_links
+from memcastle.model import SINGLE_VALUED_PREDICATES, Assertion, Drawer, EntityHint, FactLink, GraphWrite, Mention
 from memcastle.preferences import Policy, resolve
 from memcastle.store import KnowledgeStore
 
@@ -175,20 +175,31 @@ class ExtractionSweep:
         links: list[FactLink] = []
         seen: list[Assertion] = []
         for new in assertions:
-            existing = [*self._store.find_assertions(subject=new.subject, predicate=new.predicate), *seen]
-            explicit_pairs = {
-                frozenset((lk.from_id, lk.to_id))
-                for lk in self._store.links_of([e.id for e in existing])
-                if lk.origin == "explicit"
-            }
-            links.extend(
-                infer_links(
-                    new,
-                    existing,
-                    predecessor_drawer=predecessor.get(new.drawer_id or ""),
-                    explicit_pairs=explicit_pairs,
-                    at=at,
-                )
+            before = predecessor.get(new.drawer_id or "")
+            # Bounded: a claim repeated in ten thousand drawers links each new copy to the newest few, and agreement
+            # stays connected through them, instead of every copy linking to every other.
+            stored = self._store.facts_to_link(
+                new, predecessor_drawer=before, rivals=new.predicate in SINGLE_VALUED_PREDICATES, limit=LINK_FANOUT
             )
+            existing = _bounded([*stored, *seen], new, before)
+            explicit_pairs = {
+                frozenset((lk.from_id, lk.to_id)) for lk in self._store.explicit_links_of([e.id for e in existing])
+            }
+            links.extend(infer_links(new, existing, predecessor_drawer=before, explicit_pairs=explicit_pairs, at=at))
             seen.append(new)
         return links
+
+
+def _bounded(candidates: list[Assertion], new: Assertion, before: str | None) -> list[Assertion]:
+    """The stored facts and those read earlier in the batch that a new fact is compared with: the newest LINK_FANOUT
+    of the same claim, the newest LINK_FANOUT of a rival value, and every fact of the drawer its evidence replaced."""
+    same = sorted(
+        {
+            f.id: f for f in candidates if f.subject == new.subject and f.predicate == new.predicate and f.id != new.id
+        }.values(),
+        key=lambda f: (f.valid_from, f.id),
+    )
+    agreeing = [f for f in same if f.object == new.object][-LINK_FANOUT:]
+    rivals = [f for f in same if f.object != new.object][-LINK_FANOUT:]
+    superseded = [f for f in same if before is not None and f.drawer_id == before]
+    return list({f.id: f for f in (*agreeing, *rivals, *superseded)}.values())

@@ -28,6 +28,7 @@ from memcastle.model.drawers import (
     normalize_text,
 )
 from memcastle.model.graph import (
+    EDIT_MIN_CHARS,
     FACT_STATES,
     LINK_KINDS,
     SINGLE_VALUED_PREDICATES,
@@ -38,6 +39,7 @@ from memcastle.model.graph import (
     FactLink,
     GraphWrite,
     Mention,
+    key_variants,
 )
 from memcastle.model.jobs import (
     JOB_TRANSITIONS,
@@ -113,5 +115,7 @@ __all__ = [
     "fingerprint",
     "is_legal_transition",
     "normalize_text",
+    "key_variants",
+    "EDIT_MIN_CHARS",
     "recovery_spent",
 ]

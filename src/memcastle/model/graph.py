@@ -13,6 +13,17 @@ LINK_KINDS = ("confirms", "contradicts", "supersedes", "refines", "invalidates")
 SINGLE_VALUED_PREDICATES = frozenset({"located_in"})
 
 
+# Keys this long take part in one-edit matching (SPEC §4); shorter names are too easily one edit from another.
+EDIT_MIN_CHARS = 6
+
+
+def key_variants(key: str) -> set[str]:
+    """The key and each of its one-character deletions: two keys within one edit share one of these."""
+    if len(key) < EDIT_MIN_CHARS:
+        return set()
+    return {key, *(key[:i] + key[i + 1 :] for i in range(len(key)))}
+
+
 @dataclass(frozen=True)
 class Entity:
     id: str

@@ -17,6 +17,7 @@ from memcastle.model import (
     GraphWrite,
     Mention,
     SimilarDrawer,
+    key_variants,
     normalize_text,
 )
 from memcastle.store.sql.base import Row, Tx, batches, dumps, marks
@@ -68,6 +69,10 @@ class GraphTables(DrawerTables):
                 "INSERT INTO entity(id, name, kind, key, aliases, created_at) VALUES (?,?,?,?,?,?) "
                 "ON CONFLICT DO NOTHING",
                 [(e.id, e.name, e.kind, e.key, dumps(list(e.aliases)), e.created_at) for e in write.entities],
+            )
+            tx.many(
+                "INSERT INTO entity_key_variant(variant, entity_id) VALUES (?,?) ON CONFLICT DO NOTHING",
+                [(variant, e.id) for e in write.entities for variant in sorted(key_variants(e.key))],
             )
             for entity_id, alias in write.aliases:
                 self._add_alias(tx, entity_id, alias)
@@ -141,6 +146,27 @@ class GraphTables(DrawerTables):
         for row in self._all("SELECT alias_key, entity_id FROM entity_alias"):
             found.setdefault(row["alias_key"], []).append(row["entity_id"])
         return found
+
+    def entities_named(self, name: str, key: str) -> list[Entity]:
+        """Entities spelt `name` or with the normalized key `key` (two index lookups)."""
+        rows = self._all(
+            "SELECT * FROM entity WHERE name = ? UNION ALL SELECT * FROM entity WHERE key = ?", (name, key)
+        )
+        return list({r["id"]: entity_from_row(r) for r in rows}.values())
+
+    def entities_with_alias(self, key: str) -> list[Entity]:
+        rows = self._all(
+            "SELECT e.* FROM entity_alias a JOIN entity e ON e.id = a.entity_id WHERE a.alias_key = ?", (key,)
+        )
+        return [entity_from_row(r) for r in rows]
+
+    def entities_sharing_variants(self, variants: Sequence[str]) -> list[Entity]:
+        """Entities with a key variant among `variants`: the candidates for a one-edit match."""
+        rows = self._in(
+            "SELECT * FROM entity WHERE id IN (SELECT entity_id FROM entity_key_variant WHERE variant IN ({}))",
+            sorted(variants),
+        )
+        return list({r["id"]: entity_from_row(r) for r in rows}.values())
 
     def get_entity(self, entity_id: str) -> Entity:
         row = self._one("SELECT * FROM entity WHERE id = ?", (entity_id,))
@@ -234,9 +260,45 @@ class GraphTables(DrawerTables):
         rows = self._all(f"SELECT * FROM assertion{where} ORDER BY valid_from, id LIMIT ?", (*params, limit))
         return [assertion_from_row(r) for r in rows]
 
+    def facts_to_link(
+        self, claim: Assertion, *, predecessor_drawer: str | None, rivals: bool, limit: int
+    ) -> list[Assertion]:
+        """What a new fact may link to, bounded: the newest `limit` facts making the same claim, the facts of the
+        drawer its evidence superseded, and (for a single-valued predicate) the newest `limit` open facts of the same
+        subject and predicate with another object. Each is an index walk that stops at the limit."""
+        rows = list(
+            self._all(
+                "SELECT * FROM assertion WHERE subject = ? AND predicate = ? AND object = ? "
+                "ORDER BY valid_from DESC, id DESC LIMIT ?",
+                (claim.subject, claim.predicate, claim.object, limit),
+            )
+        )
+        if predecessor_drawer is not None:
+            rows += self._all(
+                "SELECT * FROM assertion WHERE drawer_id = ? AND subject = ? AND predicate = ?",
+                (predecessor_drawer, claim.subject, claim.predicate),
+            )
+        if rivals:
+            rows += self._all(
+                "SELECT * FROM assertion WHERE subject = ? AND predicate = ? AND valid_to IS NULL AND object <> ? "
+                "ORDER BY valid_from DESC, id DESC LIMIT ?",
+                (claim.subject, claim.predicate, claim.object, limit),
+            )
+        return list({r["id"]: assertion_from_row(r) for r in rows}.values())
+
     def assertions_touching(self, entity_ids: Sequence[str], limit: int = 1000) -> list[Assertion]:
         rows = self._in("SELECT * FROM assertion WHERE subject IN ({}) OR object IN ({})", entity_ids, repeat=2)
         return list({r["id"]: assertion_from_row(r) for r in rows}.values())[:limit]
+
+    def explicit_links_of(self, assertion_ids: Sequence[str]) -> list[FactLink]:
+        """The links a person decided among those touching `assertion_ids` (inferred ones are not read)."""
+        rows = self._in(
+            "SELECT * FROM fact_link WHERE origin = 'explicit' AND from_id IN ({}) "
+            "UNION ALL SELECT * FROM fact_link WHERE origin = 'explicit' AND to_id IN ({})",
+            assertion_ids,
+            repeat=2,
+        )
+        return list({r["id"]: fact_link_from_row(r) for r in rows}.values())
 
     def links_of(self, assertion_ids: Sequence[str]) -> list[FactLink]:
         rows = self._in("SELECT * FROM fact_link WHERE from_id IN ({}) OR to_id IN ({})", assertion_ids, repeat=2)
