@@ -62,3 +62,14 @@ def from_epoch(seconds: float) -> str:
 def to_datetime(stamp: str) -> datetime:
     """The stored form back to an aware datetime."""
     return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+
+
+def eta_text(seconds: float | None) -> str:
+    """`ETA 40 s`, `ETA 4 min`, `ETA 2 h 5 min`; empty when nothing is known yet."""
+    if seconds is None:
+        return ""
+    whole = int(seconds)
+    if whole < 90:
+        return f"ETA {whole} s"
+    minutes = round(whole / 60)
+    return f"ETA {minutes} min" if minutes < 90 else f"ETA {minutes // 60} h {minutes % 60} min"

@@ -168,7 +168,16 @@ def test_a_model_change_re_embeds_in_the_background_and_drops_old_vectors(tmp_pa
     try:
         settle(palace)
         status = palace.services.status.embedding_status()
-        assert status == {"provider": "command", "model": "dim8", "dimension": 8, "pending": 0}
+        assert status == {
+            "provider": "command",
+            "model": "dim8",
+            "dimension": 8,
+            "pending": 0,
+            "passages_done": None,
+            "passages_pending": 0,
+            "passages_per_second": None,
+            "eta_seconds": 0,
+        }
         result = palace.services.search.search(SearchRequest(query="first model vectors", ranking="semantic"))
         assert ids(result) == [drawer.id]
         jobs = palace.services.jobs.list_jobs("completed", "embed")

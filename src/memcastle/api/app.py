@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
 
 from fastapi import FastAPI
 from starlette.routing import Route
@@ -17,9 +18,12 @@ from memcastle.api.limits import BodyLimit
 from memcastle.api.openapi import honest_openapi
 from memcastle.api.routes import router
 from memcastle.api.tokens import router as token_router
-from memcastle.mcp import MCP_PATH, build_mcp_server, http_endpoint
+from memcastle.mcp.endpoint import MCP_PATH, LazyEndpoint
 from memcastle.runtime.tokens import TokenStore
 from memcastle.services import Services
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
 
 
 def create_app(
@@ -35,11 +39,17 @@ def create_app(
 
     The MCP endpoint answers only while the app's lifespan runs (uvicorn with lifespan on; TestClient as a context
     manager)."""
-    mcp_server = build_mcp_server(services, allowed_hosts=allowed_hosts, max_body_bytes=max_body_bytes)
+
+    def build_mcp() -> MCPServer:
+        from memcastle.mcp.server import build_mcp_server
+
+        return build_mcp_server(services, allowed_hosts=allowed_hosts, max_body_bytes=max_body_bytes)
+
+    mcp_endpoint = LazyEndpoint(build_mcp)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        async with mcp_server.session_manager.run():
+        async with mcp_endpoint.running():
             yield
 
     app = FastAPI(
@@ -49,7 +59,7 @@ def create_app(
         description="A local-first memory server for AI agents: evidence with provenance.",
     )
     app.state.services = services
-    app.state.mcp = mcp_server
+    app.state.mcp = mcp_endpoint
     app.state.tokens = tokens
     app.state.request_shutdown = request_shutdown or (lambda: None)
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
@@ -68,5 +78,5 @@ def create_app(
     app.include_router(router)
     app.include_router(token_router)
     # A raw ASGI endpoint (every method: POST messages, GET the event stream, DELETE the session), not a FastAPI route.
-    app.router.routes.append(Route(MCP_PATH, http_endpoint(mcp_server), include_in_schema=False))
+    app.router.routes.append(Route(MCP_PATH, mcp_endpoint, include_in_schema=False))
     return app

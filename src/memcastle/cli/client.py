@@ -33,7 +33,14 @@ class DaemonClient:
             headers["Authorization"] = f"Bearer {settings['auth.token']}"
         import httpx  # not at import time: `memcastle --help` and the commands that need no daemon stay light
 
-        self._http = httpx.Client(base_url=entry.address, headers=headers, timeout=timeout, trust_env=False)
+        # The daemon serves plain HTTP: no TLS context to build (loading the CA bundle costs more than the request).
+        self._http = httpx.Client(
+            base_url=entry.address,
+            headers=headers,
+            timeout=timeout,
+            trust_env=False,
+            verify=not entry.address.startswith("http://"),
+        )
 
     def call(self, method: str, path: str, *, json: Any = None, params: dict[str, Any] | None = None) -> Any:
         import httpx

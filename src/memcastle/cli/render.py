@@ -12,6 +12,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from memcastle.clock import eta_text
+
 console = Console(highlight=False, soft_wrap=False)
 errors = Console(stderr=True, highlight=False)
 
@@ -120,6 +122,21 @@ def progress_text(job: Mapping[str, Any]) -> str:
     return f"{progress.get('current', 0)}/{total}" if total else str(progress.get("current", 0))
 
 
+def backlog_text(backlog: Mapping[str, Any]) -> str:
+    """` · 1,200 passages done, ~3,400 to go at 41/s, ETA 2 min` from an embed sweep's figures (status or job)."""
+    pending, done = backlog.get("passages_pending"), backlog.get("passages_done", backlog.get("passages"))
+    if not pending:
+        return ""
+    parts = [f"{done:,} passages done" if done is not None else "", f"~{pending:,} to go"]
+    rate = backlog.get("passages_per_second")
+    if rate:
+        parts[-1] += f" at {rate:.0f}/s"
+    eta = backlog.get("eta_seconds")
+    if eta is not None:
+        parts.append(eta_text(eta))
+    return " · " + ", ".join(p for p in parts if p)
+
+
 def show_job(job: Mapping[str, Any]) -> None:
     lines = [
         f"[bold]{job['kind']}[/bold] job {job['id']}",
@@ -133,6 +150,9 @@ def show_job(job: Mapping[str, Any]) -> None:
         lines.append(f"[red]error:[/red] {job['error']}")
     if job.get("waiting"):
         lines.append(f"waiting: {job['waiting']}")
+    backlog = backlog_text(job.get("checkpoint") or {})
+    if backlog and not job.get("finished_at"):
+        lines.append("embedding: " + backlog.removeprefix(" · "))
     if job.get("result"):
         lines.append("result: " + json.dumps(job["result"], ensure_ascii=False))
     console.print(Panel("\n".join(lines), title_align="left"))

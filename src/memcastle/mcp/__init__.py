@@ -1,11 +1,2 @@
-"""The MCP interface: tools over `Services` (`server`), mounted at /mcp by the daemon; a stdio bridge (`bridge`)."""
-
-from memcastle.mcp.server import (
-    MCP_PATH,
-    TOOLS,
-    build_mcp_server,
-    http_endpoint,
-    mcp_transport_security,
-)
-
-__all__ = ["MCP_PATH", "TOOLS", "build_mcp_server", "http_endpoint", "mcp_transport_security"]
+"""The MCP interface: tools over `Services` (`server`), mounted at /mcp by the daemon (`endpoint`, built off the
+start-up path); a stdio bridge (`bridge`). Import the submodules: this package imports nothing heavy."""

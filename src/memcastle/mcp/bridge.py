@@ -39,7 +39,7 @@ from mcp_types import (
 
 from memcastle import __version__
 from memcastle.errors import AccessDenied, DaemonNotRunning, MemCastleError
-from memcastle.mcp.server import MCP_PATH
+from memcastle.mcp.endpoint import MCP_PATH
 from memcastle.runtime.daemons import find_daemon, registry_file, state_dir
 
 SET_MODE = "memcastle_set_mode"

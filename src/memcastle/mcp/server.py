@@ -23,12 +23,12 @@ from starlette.types import ASGIApp
 
 from memcastle import __version__
 from memcastle.errors import AccessDenied, Conflict, InvalidRequest, MemCastleError, error_shape, invalid_arguments
+from memcastle.mcp.endpoint import MCP_PATH
 from memcastle.model.vocabulary import EntityKind, FactState, JobState, Predicate, Ranking, SourceKind
 from memcastle.modes import HEADER as MODE_HEADER
 from memcastle.modes import MODES, Access, enforce_mode, narrows, parse_mode
 from memcastle.services import SearchRequest, Services
 
-MCP_PATH = "/mcp"
 REQUESTER = "mcp"
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 
@@ -550,7 +550,8 @@ def build_mcp_server(
         return {"job": job.to_json(), "joined": not created}
 
     # Builds `server.session_manager` for MCP_PATH; the Starlette app it returns is not used, the daemon's own app
-    # serves the route (`http_endpoint`). Sessions (not stateless) so each client keeps its own memory mode.
+    # serves the route (`memcastle.mcp.endpoint.LazyEndpoint`). Sessions (not stateless) so each client keeps its
+    # own memory mode.
     server.streamable_http_app(
         streamable_http_path=MCP_PATH,
         json_response=True,

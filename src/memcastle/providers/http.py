@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
-
 from memcastle.errors import ConfigError, ProviderError
 from memcastle.providers.command import tail
 
@@ -20,6 +18,8 @@ def endpoint_url(url: str, path: str, *, key: str) -> str:
 
 def post_json(endpoint: str, body: Any, *, api_key: str | None, timeout: float, who: str) -> tuple[Any, str]:
     """POST `body` as JSON; the decoded answer and its text (for error messages). Every failure is a ProviderError."""
+    import httpx  # only remote providers need it; the daemon starts without it
+
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     try:
         response = httpx.post(endpoint, json=body, headers=headers, timeout=timeout)

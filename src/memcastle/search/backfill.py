@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from memcastle.clock import eta_text
 from memcastle.jobs.context import JobContext
 from memcastle.search.embeddings import EmbeddingProvider, split_passages
 from memcastle.store import EmbeddingStore
@@ -20,13 +23,48 @@ def model_key(provider: EmbeddingProvider) -> str:
     return f"{provider.name}:{provider.model}"
 
 
+@dataclass
+class Backlog:
+    """How far the sweep is and how long the rest should take, from the rate of this run (not of earlier ones: the
+    machine may have been busier or idler then). Passages still to embed are estimated from the passages per drawer
+    seen so far, since counting them exactly would mean splitting every waiting drawer."""
+
+    started: float
+    drawers: int = 0
+    passages: int = 0
+
+    def add(self, drawers: int, passages: int) -> None:
+        self.drawers += drawers
+        self.passages += passages
+
+    def estimate(self, drawers_left: int, now: float) -> dict[str, Any]:
+        elapsed = max(now - self.started, 1e-6)
+        if not self.drawers or not self.passages:
+            return {"passages_pending": None, "passages_per_second": None, "eta_seconds": None}
+        pending = round(drawers_left * self.passages / self.drawers)
+        rate = self.passages / elapsed
+        return {
+            "passages_pending": pending,
+            "passages_per_second": round(rate, 1),
+            "eta_seconds": round(pending / rate),
+        }
+
+
 class EmbeddingBackfill:
     """Embeds drawers that have no vectors for the active model; drops other models' vectors when done."""
 
-    def __init__(self, store: EmbeddingStore, provider: EmbeddingProvider, *, batch_size: int) -> None:
+    def __init__(
+        self,
+        store: EmbeddingStore,
+        provider: EmbeddingProvider,
+        *,
+        batch_size: int,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._store = store
         self._provider = provider
         self._batch_size = batch_size
+        self._monotonic = monotonic
 
     def run(self, ctx: JobContext) -> Mapping[str, Any]:
         """Newest first: drawers filed while the sweep runs (above `top`), then current drawers walking down from
@@ -41,6 +79,7 @@ class EmbeddingBackfill:
         phase = str(state.get("phase", "current"))
         pending = self._store.count_missing_embeddings(model)
         started = done
+        backlog = Backlog(started=self._monotonic())
         while True:
             batch = self._store.next_to_embed(model, self._batch_size, after=top)
             if batch:
@@ -65,12 +104,22 @@ class EmbeddingBackfill:
             self._store.put_embeddings(model, rows)
             done += len(drawers)
             passages_done += len(flat)
+            backlog.add(len(drawers), len(flat))
             left = max(0, pending - (done - started))
+            estimate = backlog.estimate(left, self._monotonic())
+            to_go = f", ~{estimate['passages_pending']} to go, {eta_text(estimate['eta_seconds'])}" if left else ""
             ctx.checkpoint(
-                {"embedded": done, "passages": passages_done, "top": top, "cursor": cursor, "phase": phase},
+                {
+                    "embedded": done,
+                    "passages": passages_done,
+                    **estimate,
+                    "top": top,
+                    "cursor": cursor,
+                    "phase": phase,
+                },
                 current=done,
                 total=done + left,
-                message=f"{passages_done} passages",
+                message=f"{passages_done} passages{to_go}",
             )
         removed = self._store.drop_other_embeddings(model)
         return {"embedded": done, "passages": passages_done, "model": model, "dropped_vectors": removed}

@@ -52,12 +52,31 @@ class StatusService:
     def embedding_status(self) -> dict[str, Any]:
         provider = self._embeddings
         if not provider.is_enabled:
-            return {"provider": provider.name, "model": None, "dimension": None, "pending": 0}
+            return {"provider": provider.name, "model": None, "dimension": None, "pending": 0, **self._embed_backlog(0)}
+        pending = self._store.count_missing_embeddings(model_key(provider))
         return {
             "provider": provider.name,
             "model": provider.model,
             "dimension": self._search.dimension,
-            "pending": self._store.count_missing_embeddings(model_key(provider)),
+            "pending": pending,
+            **self._embed_backlog(pending),
+        }
+
+    def _embed_backlog(self, pending: int) -> dict[str, Any]:
+        """Passages embedded and still to embed, with the rate and ETA, as the running embed sweep last measured
+        them; nulls while no sweep has measured anything."""
+        unknown = {"passages_done": None, "passages_pending": None, "passages_per_second": None, "eta_seconds": None}
+        if not pending:
+            return {**unknown, "passages_pending": 0, "eta_seconds": 0}
+        active = [j for j in self._store.list_jobs(None, EMBED, 5) if not j.is_finished]
+        if not active:
+            return unknown
+        state = active[0].checkpoint
+        return {
+            "passages_done": state.get("passages"),
+            "passages_pending": state.get("passages_pending"),
+            "passages_per_second": state.get("passages_per_second"),
+            "eta_seconds": state.get("eta_seconds"),
         }
 
     def extraction_status(self) -> dict[str, Any]:

@@ -86,6 +86,7 @@ def status(ctx: typer.Context) -> None:
             lines.append(
                 f"embed    {embeddings.get('provider')} {embeddings.get('model') or ''} "
                 f"dim {embeddings.get('dimension')} · pending {embeddings.get('pending')}"
+                + render.backlog_text(embeddings)
             )
         for warning in data.get("warnings", []):
             lines.append(f"[yellow]warning[/yellow] {warning}")

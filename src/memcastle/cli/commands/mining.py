@@ -92,8 +92,15 @@ def print_mine_result(inv: Invocation, job: dict[str, Any]) -> None:
             render.console.print(f"[yellow]skipped[/yellow] {item['document']}: {item['reason']}")
         for item in result.get("warnings", [])[:20]:
             render.console.print(f"[yellow]warning[/yellow] {item['document']}: {item['reason']}")
+        if embeddings and embeddings.get("pending"):
+            render.console.print(
+                f"[dim]embedding in the background: {embeddings['pending']:,} drawer(s) waiting"
+                f"{render.backlog_text(embeddings)}; lexical search finds them already[/dim]"
+            )
 
-    inv.emit({"job": job}, show)
+    # What is left to embed after the mine, so a user knows when search by meaning covers it.
+    embeddings = inv.client().get("/status").get("embeddings") if job["status"] == "completed" else None
+    inv.emit({"job": job, "embeddings": embeddings}, show)
 
 
 @miner_app.command("list")

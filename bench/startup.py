@@ -1,0 +1,177 @@
+"""`python -m bench.startup --runs 7`: how fast MemCastle starts, each figure against a same-run floor.
+
+- **Daemon to health**: from launching `memcastle serve` to the first 200 of `/api/health`; the floor is the same
+  measurement for a bare uvicorn serving a one-route ASGI app (the interpreter, uvicorn and a socket, nothing else).
+- **CLI CPU**: user + system CPU of `memcastle --help`, `memcastle status` and `memcastle search …` against a running
+  daemon, read from `/usr/bin/time`; the floor is `python -c pass`.
+- **stdio bridge**: from launching `memcastle mcp` to its answer to `initialize` (the daemon already running).
+
+Every run uses its own home directory, so nothing is shared with the user's palace. Medians of `--runs` runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+from bench.common import command_line, machine, median, write_section
+
+BIN = Path(sys.executable).parent
+MEMCASTLE = str(BIN / "memcastle")
+TIME = shutil.which("time") or "/usr/bin/time"
+CEILING = 120.0
+
+BARE_APP = """
+import sys, uvicorn
+async def app(scope, receive, send):
+    if scope["type"] != "http":
+        return
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+    await send({"type": "http.response.body", "body": b'{"ok": true}'})
+uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def environment(home: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "HOME": str(home),
+        "XDG_DATA_HOME": str(home / "data"),
+        "XDG_STATE_HOME": str(home / "state"),
+        "XDG_CONFIG_HOME": str(home / "config"),
+    }
+
+
+def until_healthy(argv: list[str], port: int, env: dict[str, str]) -> tuple[float, subprocess.Popen[bytes]]:
+    """Seconds from launch to the first 200 on /api/health (the bare app answers every path)."""
+    url = f"http://127.0.0.1:{port}/api/health"
+    started = time.monotonic()
+    process = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with httpx.Client(timeout=1.0, trust_env=False) as http:
+        while time.monotonic() - started < CEILING:
+            try:
+                if http.get(url).status_code == 200:
+                    return time.monotonic() - started, process
+            except httpx.TransportError:
+                pass
+            if process.poll() is not None:
+                raise RuntimeError(f"{argv[0]} exited with {process.returncode} before answering")
+            time.sleep(0.005)
+    process.kill()
+    raise TimeoutError(f"{argv} did not answer within {CEILING} s")
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=CEILING)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
+def cpu_seconds(argv: list[str], env: dict[str, str]) -> float:
+    """User + system CPU of one run of `argv`, as /usr/bin/time reports it."""
+    done = subprocess.run(
+        [TIME, "-f", "%U %S", *argv], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=True
+    )
+    user, system = done.stderr.decode().strip().splitlines()[-1].split()
+    return float(user) + float(system)
+
+
+def bridge_initialize(env: dict[str, str]) -> float:
+    """Seconds from launching `memcastle mcp` to its answer to `initialize`."""
+    request = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "bench", "version": "1"},
+        },
+    }
+    started = time.monotonic()
+    process = subprocess.Popen(
+        [MEMCASTLE, "mcp"], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    )
+    assert process.stdin is not None and process.stdout is not None
+    process.stdin.write((json.dumps(request) + "\n").encode())
+    process.stdin.flush()
+    line = process.stdout.readline()
+    took = time.monotonic() - started
+    process.stdin.close()
+    try:
+        process.wait(timeout=CEILING)
+    except subprocess.TimeoutExpired:
+        process.kill()
+    answer = json.loads(line)
+    if "result" not in answer:
+        raise RuntimeError(f"initialize failed: {answer}")
+    return took
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--write", action="store_true", help="record the figures in bench/RESULTS.md")
+    args = parser.parse_args()
+    figures: dict[str, list[float]] = {}
+
+    def note(name: str, value: float) -> None:
+        figures.setdefault(name, []).append(value)
+
+    with tempfile.TemporaryDirectory(prefix="memcastle-startup-") as folder:
+        home = Path(folder)
+        env = environment(home)
+        for _ in range(args.runs):
+            port = free_port()
+            took, bare = until_healthy([sys.executable, "-c", BARE_APP, str(port)], port, env)
+            stop(bare)
+            note("bare uvicorn to first answer", took)
+            port = free_port()
+            took, daemon = until_healthy([MEMCASTLE, "serve", "--port", str(port)], port, env)
+            note("memcastle serve to /api/health", took)
+            try:
+                note("python -c pass (CPU)", cpu_seconds([sys.executable, "-c", "pass"], env))
+                note("memcastle --help (CPU)", cpu_seconds([MEMCASTLE, "--help"], env))
+                note("memcastle status (CPU)", cpu_seconds([MEMCASTLE, "status"], env))
+                note("memcastle search (CPU)", cpu_seconds([MEMCASTLE, "search", "configuration reload"], env))
+                note("memcastle mcp to initialize", bridge_initialize(env))
+            finally:
+                stop(daemon)
+
+    medians = {name: median(values) for name, values in figures.items()}
+    health_floor = medians["bare uvicorn to first answer"]
+    cpu_floor = medians["python -c pass (CPU)"]
+    rows = []
+    for name, value in medians.items():
+        floor = cpu_floor if name.endswith("(CPU)") else health_floor
+        rows.append(f"| {name} | {value:.3f} | {value / floor:.1f}× |" if floor else f"| {name} | {value:.3f} | – |")
+        print(f"{name:36} {value:.3f} s", flush=True)
+    if args.write:
+        write_section(
+            "Start-up",
+            f"Command: `{command_line()}` on {machine()}; medians of {args.runs} runs. The floor of the two timings "
+            "is the bare uvicorn app, that of the CPU figures `python -c pass`.\n\n"
+            "| measurement | median (s) | × floor |\n|---|---|---|\n" + "\n".join(rows) + "\n",
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,83 @@
+"""The daemon's MCP endpoint, built off the start-up path.
+
+The MCP SDK takes longer to import than the rest of the daemon together, so the HTTP app starts without it: when the
+app's lifespan starts, `LazyEndpoint` imports and builds the MCP server in a thread and runs its session manager in
+a task of its own (its anyio scopes are entered and left in that task). `/api/health` and the REST routes answer at
+once; an MCP request that arrives first waits for the server to be ready instead of failing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+
+MCP_PATH = "/mcp"
+
+
+class LazyEndpoint:
+    """An ASGI endpoint for MCP_PATH whose server `build` makes when the app starts."""
+
+    def __init__(self, build: Callable[[], MCPServer]) -> None:
+        self._build = build
+        self._server: MCPServer | None = None
+        self._endpoint: ASGIApp | None = None
+        self._ready: asyncio.Event | None = None
+        self._failed: BaseException | None = None
+
+    @property
+    def server(self) -> MCPServer:
+        """The built server (building it now when the app has not started: tests, the schema)."""
+        if self._server is None:
+            self._server = self._build()
+        return self._server
+
+    def _prepare(self) -> tuple[MCPServer, ASGIApp]:
+        from memcastle.mcp.server import http_endpoint
+
+        server = self.server
+        return server, http_endpoint(server)
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """For the app's lifespan: build the server in the background and serve sessions until the app stops."""
+        self._ready, stop = asyncio.Event(), asyncio.Event()
+
+        async def serve() -> None:
+            try:
+                server, endpoint = await asyncio.to_thread(self._prepare)
+                async with server.session_manager.run():
+                    self._endpoint = endpoint
+                    assert self._ready is not None
+                    self._ready.set()
+                    await stop.wait()
+            except BaseException as error:
+                self._failed = error
+                assert self._ready is not None
+                self._ready.set()
+                raise
+
+        task = asyncio.create_task(serve(), name="memcastle-mcp")
+        try:
+            yield
+        finally:
+            stop.set()
+            try:
+                await task
+            except Exception:  # noqa: BLE001 - already reported to the requests it failed
+                pass
+            self._endpoint = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self._ready is None:
+            raise RuntimeError("the MCP endpoint answers only while the app's lifespan runs")
+        await self._ready.wait()
+        if self._endpoint is None:
+            raise RuntimeError(f"the MCP server could not start: {self._failed!r}")
+        await self._endpoint(scope, receive, send)

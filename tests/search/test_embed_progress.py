@@ -1,0 +1,110 @@
+"""The embed sweep says how far it is: passages done and still to go, its rate and an ETA, in the job, in
+`status` and on the terminal."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+from clocks import DistinctClock
+
+from memcastle.app import Palace, build
+from memcastle.cli.render import backlog_text
+from memcastle.clock import eta_text
+from memcastle.config import load_settings
+from memcastle.search.backfill import Backlog, EmbeddingBackfill
+from memcastle.search.embeddings import BuiltinProvider
+
+
+class Recording:
+    """What the job engine hands a handler, keeping every checkpoint (the store under it is the palace's own)."""
+
+    def __init__(self) -> None:
+        self.state: dict[str, Any] = {}
+        self.job_id = "job-under-test"
+        self.checkpoints: list[tuple[dict[str, Any], int, int | None, str | None]] = []
+
+    def checkpoint(
+        self, state: Mapping[str, Any], current: int, total: int | None = None, message: str | None = None
+    ) -> None:
+        self.state = dict(state)
+        self.checkpoints.append((dict(state), current, total, message))
+
+
+class Ticks:
+    """A monotonic clock that moves 2 s each time it is read."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        self.now += 2.0
+        return self.now
+
+
+@pytest.fixture
+def unstarted(xdg_home: Any, palace_dir: Path) -> Iterator[Palace]:
+    settings = load_settings(
+        flags={"palace": str(palace_dir), "embeddings.provider": "builtin"}, env={}, config_file=None
+    )
+    palace = build(settings, now=DistinctClock())
+    try:
+        yield palace
+    finally:
+        palace.stop()
+
+
+def test_the_estimate_comes_from_this_runs_rate_and_passages_per_drawer() -> None:
+    backlog = Backlog(started=10.0)
+    assert backlog.estimate(50, now=12.0) == {
+        "passages_pending": None,
+        "passages_per_second": None,
+        "eta_seconds": None,
+    }
+    backlog.add(drawers=10, passages=30)
+    # 3 passages a drawer, 15 passages a second: 50 drawers left are ~150 passages, 10 s.
+    assert backlog.estimate(50, now=12.0) == {"passages_pending": 150, "passages_per_second": 15.0, "eta_seconds": 10}
+
+
+def test_every_checkpoint_of_the_sweep_carries_the_backlog_and_the_last_says_nothing_is_left(
+    unstarted: Palace,
+) -> None:
+    for i in range(5):
+        unstarted.services.drawers.save_note(f"Note {i} about the release checklist and its owners.", wing="w")
+    sweep = EmbeddingBackfill(unstarted.store, BuiltinProvider(), batch_size=2, monotonic=Ticks())
+    ctx = Recording()
+    result = sweep.run(ctx)  # type: ignore[arg-type]
+    assert result["embedded"] == 5 and result["passages"] == 5
+    first, *_, last = ctx.checkpoints
+    state, current, total, message = first
+    assert (current, total) == (2, 5)
+    # Two passages in 2 s (the clock moved once): 3 drawers of 1 passage left, 3 s to go.
+    assert (state["passages"], state["passages_pending"], state["passages_per_second"], state["eta_seconds"]) == (
+        2,
+        3,
+        1.0,
+        3,
+    )
+    assert message == "2 passages, ~3 to go, ETA 3 s"
+    state, current, total, message = last
+    assert (current, total, state["passages_pending"], message) == (5, 5, 0, "5 passages")
+
+
+def test_status_reports_the_backlog_of_the_running_sweep(unstarted: Palace) -> None:
+    idle = unstarted.services.status.embedding_status()
+    assert (idle["pending"], idle["passages_pending"], idle["eta_seconds"]) == (0, 0, 0)
+    unstarted.services.drawers.save_note("A note that waits for its vector.", wing="w")
+    waiting = unstarted.services.status.embedding_status()
+    assert waiting["pending"] == 1
+    assert waiting["passages_pending"] is None, "no sweep has measured anything yet: no invented estimate"
+
+
+def test_the_terminal_line_reads_naturally() -> None:
+    line = backlog_text(
+        {"passages_done": 1200, "passages_pending": 3400, "passages_per_second": 41.2, "eta_seconds": 83}
+    )
+    assert line == " · 1,200 passages done, ~3,400 to go at 41/s, ETA 83 s"
+    assert backlog_text({"passages_pending": 0}) == ""
+    assert (eta_text(None), eta_text(300), eta_text(7500)) == ("", "ETA 5 min", "ETA 2 h 5 min")
