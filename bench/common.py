@@ -25,6 +25,24 @@ RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 BENCH_ROOTS = [tempfile.gettempdir()]
 
 
+# Settings a measurement changes from the defaults (`--set key=value` of bench.judged and bench.locomo): for trying
+# a policy before it becomes the default; a run with overrides does not write the recorded results.
+OVERRIDES: dict[str, Any] = {}
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """`key=value`, the value read as JSON when it is JSON (numbers, booleans, lists) and as text otherwise."""
+    import json
+
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise ValueError(f"expected key=value, got {text!r}")
+    try:
+        return key.strip(), json.loads(value)
+    except ValueError:
+        return key.strip(), value
+
+
 def open_palace(path: Path, **flags: Any) -> Palace:
     """Build and start a palace with the given settings (dotted keys), no environment or config file."""
     settings = load_settings(

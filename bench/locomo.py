@@ -35,6 +35,7 @@ from typing import Any
 
 import yaml
 
+from bench.common import OVERRIDES, parse_override
 from memcastle.app import Palace, build
 from memcastle.clock import to_datetime
 from memcastle.config import load_settings
@@ -267,6 +268,7 @@ def open_palace(root: Path) -> Palace:
             "embeddings.threads": 2,
             "mining.chunk_chars": CHUNK_CHARS,
             "mining.roots": [str(root)],
+            **OVERRIDES,
         },
         env={},
         config_file=config,
@@ -341,8 +343,9 @@ def ingest(
             span = to_datetime(job.finished_at) - to_datetime(job.started_at)
             report.embed_job_seconds += span.total_seconds()
         report.passages += int((job.result or {}).get("passages", 0))
+    passage_policy = (palace.settings["embeddings.passage_chars"], palace.settings["embeddings.passage_overlap"])
     report.distinct_passages = sum(
-        len(split_passages(d.content)) for _, wing, _ in folders for d in wing_drawers(palace, wing)
+        len(split_passages(d.content, *passage_policy)) for _, wing, _ in folders for d in wing_drawers(palace, wing)
     )
     return report
 
@@ -559,7 +562,17 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--results", type=Path, default=DEFAULT_RESULTS, help="the Markdown file to update")
     parser.add_argument("--no-write", action="store_true", help="print only; leave RESULTS.md alone")
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds to wait for mining or embedding")
-    return parser.parse_args(argv)
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="a setting other than the default (repeatable)"
+    )
+    args = parser.parse_args(argv)
+    try:
+        OVERRIDES.update(parse_override(pair) for pair in args.set)
+    except ValueError as exc:
+        parser.error(str(exc))
+    if args.set:
+        args.no_write = True  # what RESULTS.md records is what every user gets
+    return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:

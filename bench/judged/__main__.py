@@ -7,6 +7,7 @@ import json
 import sys
 from collections.abc import Sequence
 
+from bench.common import OVERRIDES, parse_override
 from bench.judged.data import PARITY, RANKINGS, ROOT
 from bench.judged.metrics import parity_gaps, parity_problems
 from bench.judged.report import measure, write_baseline
@@ -26,7 +27,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="keep the palace in this (empty) PostgreSQL database and compare every metric with "
         f"the SQLite baseline (parity: within {PARITY})",
     )
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="a setting other than the default (repeatable)"
+    )
     args = parser.parse_args(argv)
+    try:
+        OVERRIDES.update(parse_override(pair) for pair in args.set)
+    except ValueError as exc:
+        parser.error(str(exc))
+    if args.set and args.write_baseline:
+        parser.error("the baseline is measured with the defaults; drop --set")
     if args.store and args.write_baseline:
         parser.error("the baseline is measured on SQLite; drop --store")
     args.rankings = tuple(r.strip() for r in args.rankings.split(",") if r.strip())

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench.common import OVERRIDES
 from bench.judged.data import LIMIT, START, Corpus, load_corpus
 from memcastle.app import Palace, build
 from memcastle.clock import utc_now
@@ -30,6 +31,7 @@ def open_settings(workdir: Path, store_url: str = "") -> Settings:
             "embeddings.threads": 2,
             "store.url": store_url,
             "mining.roots": [str(workdir)],
+            **OVERRIDES,
         },
         env={},
         config_file=config,

@@ -192,7 +192,13 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
         handlers[sweep.KIND] = extract_sweep.run
     index = None
     if provider.is_enabled:
-        backfill = EmbeddingBackfill(store, provider, batch_size=settings["embeddings.batch_size"])
+        backfill = EmbeddingBackfill(
+            store,
+            provider,
+            batch_size=settings["embeddings.batch_size"],
+            passage_chars=settings["embeddings.passage_chars"],
+            passage_overlap=settings["embeddings.passage_overlap"],
+        )
         handlers[backfill_kind] = backfill.run
         index = SemanticIndex(store, model_key(provider))
     search = SearchEngine(

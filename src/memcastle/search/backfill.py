@@ -10,8 +10,14 @@ from typing import Any
 import numpy as np
 
 from memcastle.clock import eta_text
+from memcastle.errors import ConfigError
 from memcastle.jobs.context import JobContext
-from memcastle.search.embeddings import EmbeddingProvider, split_passages
+from memcastle.search.embeddings import (
+    PASSAGE_OVERLAP_CHARS,
+    PASSAGE_WINDOW_CHARS,
+    EmbeddingProvider,
+    split_passages,
+)
 from memcastle.store import EmbeddingStore
 
 KIND = "embed"
@@ -59,11 +65,19 @@ class EmbeddingBackfill:
         provider: EmbeddingProvider,
         *,
         batch_size: int,
+        passage_chars: int = PASSAGE_WINDOW_CHARS,
+        passage_overlap: int = PASSAGE_OVERLAP_CHARS,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
+        if not 0 <= passage_overlap < passage_chars:
+            raise ConfigError(
+                f"must be smaller than embeddings.passage_chars ({passage_chars}), got {passage_overlap}",
+                key="embeddings.passage_overlap",
+            )
         self._store = store
         self._provider = provider
         self._batch_size = batch_size
+        self._passages = (passage_chars, passage_overlap)
         self._monotonic = monotonic
 
     def run(self, ctx: JobContext) -> Mapping[str, Any]:
@@ -94,7 +108,7 @@ class EmbeddingBackfill:
                 else:
                     break
             drawers = [drawer for _, drawer in batch]
-            pieces = [split_passages(d.content) for d in drawers]
+            pieces = [split_passages(d.content, *self._passages) for d in drawers]
             flat = [p for passages in pieces for p in passages]
             vectors = self._provider.embed(flat) if flat else np.zeros((0, 0), dtype=np.float32)
             rows, start = [], 0
