@@ -151,7 +151,8 @@ def test_two_temporal_forms_at_once_are_a_400_naming_both(palace: Palace) -> Non
 
 def test_a_long_drawer_is_found_by_its_end_semantically(palace: Palace) -> None:
     filler = " ".join(f"ledger entry {i} balanced" for i in range(400))
-    long, _ = palace.services.drawers.save_note(filler + " finally the feline escaped through the window")
+    ending = " finally the feline escaped through the window; the cat escaped the window again at dawn, a window cat"
+    long, _ = palace.services.drawers.save_note(filler + ending)
     palace.services.drawers.save_note(" ".join(f"ledger entry {i} reconciled" for i in range(400)))
     settle(palace)
     result = palace.services.search.search(SearchRequest(query="cat escaped window", ranking="semantic", limit=1))

@@ -84,10 +84,10 @@ SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec("embeddings.threads", int, 2, "CPU threads for the builtin model", minimum=1, maximum=64),
     SettingSpec("embeddings.batch_size", int, 64, "drawers embedded per unit of the embed job", minimum=1),
     SettingSpec(
-        "embeddings.passage_chars", int, 500, "longest passage a drawer is cut into for its vectors", minimum=50
+        "embeddings.passage_chars", int, 700, "longest passage a drawer is cut into for its vectors", minimum=50
     ),
     SettingSpec(
-        "embeddings.passage_overlap", int, 100, "characters a passage shares with the one before it", minimum=0
+        "embeddings.passage_overlap", int, 0, "characters a passage shares with the one before it", minimum=0
     ),
     SettingSpec(
         "extraction.provider",
