@@ -271,12 +271,20 @@ def test_shutdown_mid_sweep_drains_requeues_and_exits_0(daemon: Callable[..., An
     palace = tmp_path / "palace"
     store = SQLiteStore(palace)
     try:
-        for i in range(400):
+        # Enough for the extract sweep (~200 drawers/s) to outlast the embed sweep's first small batch.
+        for i in range(2500):
             words = " ".join(f"Team{i % 7} works on Project{i % 11} and uses Tool{i % 5}." for _ in range(12))
             store.add_drawer(NewDrawer(wing="w", room="r", content=f"note {i}: {words}"))
     finally:
         store.close()
-    served = daemon(palace, extra_env={"MEMCASTLE_EMBEDDINGS_PROVIDER": "builtin", "MEMCASTLE_JOBS_DRAIN_SECONDS": "1"})
+    served = daemon(
+        palace,
+        extra_env={
+            "MEMCASTLE_EMBEDDINGS_PROVIDER": "builtin",
+            "MEMCASTLE_EMBEDDINGS_BATCH_SIZE": "4",
+            "MEMCASTLE_JOBS_DRAIN_SECONDS": "1",
+        },
+    )
     with served.http() as http:
 
         def both_sweeps_running() -> bool:

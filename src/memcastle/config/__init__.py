@@ -86,9 +86,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec(
         "embeddings.passage_chars", int, 700, "longest passage a drawer is cut into for its vectors", minimum=50
     ),
-    SettingSpec(
-        "embeddings.passage_overlap", int, 0, "characters a passage shares with the one before it", minimum=0
-    ),
+    SettingSpec("embeddings.passage_overlap", int, 0, "characters a passage shares with the one before it", minimum=0),
     SettingSpec(
         "extraction.provider",
         str,
