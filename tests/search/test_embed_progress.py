@@ -14,8 +14,10 @@ from memcastle.app import Palace, build
 from memcastle.cli.render import backlog_text
 from memcastle.clock import eta_text
 from memcastle.config import load_settings
-from memcastle.search.backfill import Backlog, EmbeddingBackfill
+from memcastle.search.backfill import Backlog, EmbeddingBackfill, model_key
 from memcastle.search.embeddings import BuiltinProvider
+from memcastle.search.semantic import SemanticIndex
+from memcastle.services import SearchRequest
 
 
 class Recording:
@@ -58,14 +60,16 @@ def unstarted(xdg_home: Any, palace_dir: Path) -> Iterator[Palace]:
 
 def test_the_estimate_comes_from_this_runs_rate_and_passages_per_drawer() -> None:
     backlog = Backlog(started=10.0)
-    assert backlog.estimate(50, now=12.0) == {
-        "passages_pending": None,
-        "passages_per_second": None,
-        "eta_seconds": None,
+    nothing_yet = {"passages_pending": None, "passages_per_second": None, "eta_seconds": None}
+    assert backlog.estimate(owed=0, unreached=50, now=12.0) == nothing_yet
+    backlog.embedded, backlog.drawers_seen, backlog.passages_seen = 30, 10, 30
+    # 3 passages a drawer, 15 passages a second: 50 drawers not reached are ~150 passages, plus 20 owed by drawers
+    # whose first passage is in: 170 passages, 11 s.
+    assert backlog.estimate(owed=20, unreached=50, now=12.0) == {
+        "passages_pending": 170,
+        "passages_per_second": 15.0,
+        "eta_seconds": 11,
     }
-    backlog.add(drawers=10, passages=30)
-    # 3 passages a drawer, 15 passages a second: 50 drawers left are ~150 passages, 10 s.
-    assert backlog.estimate(50, now=12.0) == {"passages_pending": 150, "passages_per_second": 15.0, "eta_seconds": 10}
 
 
 def test_every_checkpoint_of_the_sweep_carries_the_backlog_and_the_last_says_nothing_is_left(
@@ -87,7 +91,7 @@ def test_every_checkpoint_of_the_sweep_carries_the_backlog_and_the_last_says_not
         1.0,
         3,
     )
-    assert message == "2 passages, ~3 to go, ETA 3 s"
+    assert message == "2 passages, ~3 to go, ETA 3 s (first passages first)"
     state, current, total, message = last
     assert (current, total, state["passages_pending"], message) == (5, 5, 0, "5 passages")
 
@@ -108,3 +112,37 @@ def test_the_terminal_line_reads_naturally() -> None:
     assert line == " · 1,200 passages done, ~3,400 to go at 41/s, ETA 83 s"
     assert backlog_text({"passages_pending": 0}) == ""
     assert (eta_text(None), eta_text(300), eta_text(7500)) == ("", "ETA 5 min", "ETA 2 h 5 min")
+
+
+def test_every_drawers_first_passage_is_embedded_before_any_drawers_others(unstarted: Palace) -> None:
+    """Search by meaning reaches every drawer early: the sweep embeds each current drawer's first passage, then the
+    others; a drawer with only its first passage counts as still waiting (for the fusion's fairness) until the
+    rest is in."""
+    paragraph = "The release train leaves every second Tuesday; whoever owns the branch tags it and writes the notes. "
+    long_texts = [f"Runbook {i}. " + paragraph * 20 for i in range(3)]  # ~2,000 characters: three passages each
+    drawers = [unstarted.services.drawers.save_note(text, wing="w")[0] for text in long_texts]
+    store = unstarted.store
+    index = SemanticIndex(store, model_key(BuiltinProvider()))
+    seen: list[tuple[str, int, list[bool]]] = []
+
+    class Watching(Recording):
+        def checkpoint(
+            self, state: Mapping[str, Any], current: int, total: int | None = None, message: str | None = None
+        ) -> None:
+            super().checkpoint(state, current, total, message)
+            index.refresh()
+            seen.append(
+                (state["stage"], store.count_missing_embeddings(index.model), [index.has_vector(d.id) for d in drawers])
+            )
+
+    sweep = EmbeddingBackfill(store, BuiltinProvider(), batch_size=2, monotonic=Ticks())
+    result = sweep.run(Watching())  # type: ignore[arg-type]
+    assert result["embedded"] == 3 and result["passages"] == 9
+    stages = [stage for stage, _, _ in seen]
+    assert stages == sorted(stages, key=lambda s: s != "head"), "no drawer's later passages before every first one"
+    last_head = max(i for i, (stage, _, _) in enumerate(seen) if stage == "head")
+    # Every drawer has its first passage in, none is complete: all three still count as waiting.
+    assert seen[last_head][1:] == (3, [False, False, False])
+    assert index.size == 3 + (9 - 3) and seen[-1][1:] == (0, [True, True, True])
+    hits = unstarted.services.search.search(SearchRequest(query="who tags the release branch", ranking="semantic"))
+    assert {hit.drawer.id for hit in hits.hits} == {d.id for d in drawers}

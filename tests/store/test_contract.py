@@ -621,19 +621,41 @@ def test_embeddings_are_stored_exactly_and_loaded_incrementally(store: Store) ->
     assert [d.id for d in store.drawers_missing_embeddings("m", 10)] == [a.id, b.id]
     first = unit_rows(2, 16, seed=1)
     store.put_embeddings("m", [(a.id, first)])
-    ids, matrix, last = store.load_embeddings("m", 0, 16)
+    ids, matrix, last, _ = store.load_embeddings("m", 0, 16)
     assert ids == [a.id, a.id]
     assert matrix.dtype == np.float32 and matrix.shape == (2, 16)
     assert np.array_equal(matrix, first), "vectors come back bit for bit"
     assert store.count_missing_embeddings("m") == 1
     second = unit_rows(1, 16, seed=2)
     store.put_embeddings("m", [(b.id, second)])
-    more_ids, more, newest = store.load_embeddings("m", last, 16)
+    more_ids, more, newest, _ = store.load_embeddings("m", last, 16)
     assert more_ids == [b.id] and newest > last and np.array_equal(more, second)
-    none_ids, empty, unchanged = store.load_embeddings("m", newest, 16)
+    none_ids, empty, unchanged, _ = store.load_embeddings("m", newest, 16)
     assert none_ids == [] and empty.shape == (0, 16) and unchanged == newest
     assert store.count_missing_embeddings("m") == 0
     assert store.drawers_missing_embeddings("m", 10) == []
+
+
+def test_a_drawers_first_passage_can_come_before_its_others(store: Store) -> None:
+    drawer = store.add_drawer(note("three passages"))
+    other = store.add_drawer(note("one passage"))
+    vectors = unit_rows(3, 8, seed=3)
+    walk = [d.id for _, d in store.next_to_embed("m", 10, after=0, stage="head")]
+    assert walk == [drawer.id, other.id]
+    store.put_embeddings("m", [(drawer.id, vectors[:1]), (other.id, vectors[:1])], totals={drawer.id: 3, other.id: 1})
+    assert store.count_missing_embeddings("m") == 1, "the one-passage drawer is complete; the other is not"
+    assert store.next_to_embed("m", 10, after=0, stage="head") == []
+    assert [d.id for _, d in store.next_to_embed("m", 10, after=0, stage="rest")] == [drawer.id]
+    assert [d.id for _, d in store.next_to_embed("m", 10, after=0)] == [drawer.id]
+    ids, _, last, totals = store.load_embeddings("m", 0, 8)
+    assert (ids, totals) == ([drawer.id, other.id], [3, 1])
+    store.put_embeddings("m", [(drawer.id, vectors[1:])], first_passage=1, totals={drawer.id: 3})
+    assert store.count_missing_embeddings("m") == 0 and store.next_to_embed("m", 10, after=0, stage="rest") == []
+    more, matrix, _, totals = store.load_embeddings("m", last, 8)
+    assert more == [drawer.id, drawer.id] and totals == [3, 3] and np.array_equal(matrix, vectors[1:])
+    # Starting at the first passage again replaces the drawer's vectors instead of adding a fourth.
+    store.put_embeddings("m", [(drawer.id, vectors)])
+    assert store.load_embeddings("m", 0, 8)[0].count(drawer.id) == 3
 
 
 def test_a_drawer_without_passages_counts_as_embedded(store: Store) -> None:
@@ -646,10 +668,10 @@ def test_a_drawer_without_passages_counts_as_embedded(store: Store) -> None:
 def test_re_embedding_replaces_a_drawers_vectors(store: Store) -> None:
     drawer = store.add_drawer(note("again"))
     store.put_embeddings("m", [(drawer.id, unit_rows(3, 8, seed=1))])
-    _, _, last = store.load_embeddings("m", 0, 8)
+    _, _, last, _ = store.load_embeddings("m", 0, 8)
     replacement = unit_rows(1, 8, seed=9)
     store.put_embeddings("m", [(drawer.id, replacement)])
-    ids, matrix, _ = store.load_embeddings("m", last, 8)
+    ids, matrix, _, _ = store.load_embeddings("m", last, 8)
     assert ids == [drawer.id] and np.array_equal(matrix, replacement)
 
 

@@ -130,6 +130,10 @@ def test_every_batch_query_of_the_background_jobs_walks_an_index(filled: tuple[S
         "embed: drawers filed during the sweep": lambda: store.next_to_embed("m", 16, after=40),
         "embed: current drawers, newest first": lambda: store.next_to_embed("m", 16, before=80, current=True),
         "embed: closed drawers": lambda: store.next_to_embed("m", 16, before=80, current=False),
+        "embed: first passages, newest first": lambda: store.next_to_embed(
+            "m", 16, before=80, current=True, stage="head"
+        ),
+        "embed: the other passages": lambda: store.next_to_embed("m", 16, before=80, current=True, stage="rest"),
         "verify: the next page": lambda: store.list_drawers(None, None, 50, ids[30]),
         "verify: the first page": lambda: store.list_drawers(None, None, 50, None),
         "listing a room": lambda: store.list_drawers("w", "r1", 50, ids[30]),

@@ -32,23 +32,21 @@ def model_key(provider: EmbeddingProvider) -> str:
 @dataclass
 class Backlog:
     """How far the sweep is and how long the rest should take, from the rate of this run (not of earlier ones: the
-    machine may have been busier or idler then). Passages still to embed are estimated from the passages per drawer
-    seen so far, since counting them exactly would mean splitting every waiting drawer."""
+    machine may have been busier or idler then). Passages still owed by drawers whose first passage is in are known
+    exactly; for drawers not reached yet they are estimated from the passages per drawer seen so far, since counting
+    them would mean splitting every waiting drawer."""
 
     started: float
-    drawers: int = 0
-    passages: int = 0
+    embedded: int = 0  # passages embedded in this run
+    drawers_seen: int = 0
+    passages_seen: int = 0  # all passages of the drawers seen, embedded or not
 
-    def add(self, drawers: int, passages: int) -> None:
-        self.drawers += drawers
-        self.passages += passages
-
-    def estimate(self, drawers_left: int, now: float) -> dict[str, Any]:
+    def estimate(self, owed: int, unreached: int, now: float) -> dict[str, Any]:
         elapsed = max(now - self.started, 1e-6)
-        if not self.drawers or not self.passages:
+        if not self.embedded or not self.drawers_seen:
             return {"passages_pending": None, "passages_per_second": None, "eta_seconds": None}
-        pending = round(drawers_left * self.passages / self.drawers)
-        rate = self.passages / elapsed
+        pending = owed + round(unreached * self.passages_seen / self.drawers_seen)
+        rate = self.embedded / elapsed
         return {
             "passages_pending": pending,
             "passages_per_second": round(rate, 1),
@@ -81,9 +79,11 @@ class EmbeddingBackfill:
         self._monotonic = monotonic
 
     def run(self, ctx: JobContext) -> Mapping[str, Any]:
-        """Newest first: drawers filed while the sweep runs (above `top`), then current drawers walking down from
-        `top`, then closed ones. Each batch follows the primary key from a cursor kept in the checkpoint, and the
-        pending count is taken once, so no batch costs a pass over the palace."""
+        """Every current drawer's first passage before any drawer's others, so search by meaning reaches the whole
+        palace early and completes later; then closed drawers, whole. Within a stage, newest first: drawers filed
+        while the sweep runs (above `top`), then current drawers walking down from `top`. Each batch follows the
+        primary key from a cursor kept in the checkpoint, and the pending count is taken once, so no batch costs a
+        pass over the palace."""
         model = model_key(self._provider)
         state = dict(ctx.state)
         done = int(state.get("embedded", 0))
@@ -91,17 +91,26 @@ class EmbeddingBackfill:
         top = int(state["top"]) if "top" in state else self._store.last_drawer_seq()
         cursor = int(state.get("cursor", top + 1))
         phase = str(state.get("phase", "current"))
+        stage = str(state.get("stage", "head"))
+        owed, headed = int(state.get("owed", 0)), int(state.get("headed", 0))
         pending = self._store.count_missing_embeddings(model)
         started = done
         backlog = Backlog(started=self._monotonic())
         while True:
-            batch = self._store.next_to_embed(model, self._batch_size, after=top)
+            mode = "head" if phase == "current" and stage == "head" else "all"
+            batch = self._store.next_to_embed(model, self._batch_size, after=top, stage=mode)
             if batch:
                 top = max(seq for seq, _ in batch)
             else:
-                batch = self._store.next_to_embed(model, self._batch_size, before=cursor, current=phase == "current")
+                mode = stage if phase == "current" else "all"
+                batch = self._store.next_to_embed(
+                    model, self._batch_size, before=cursor, current=phase == "current", stage=mode
+                )
                 if batch:
                     cursor = min(seq for seq, _ in batch)
+                elif phase == "current" and stage == "head":
+                    stage, cursor = "rest", top + 1
+                    continue
                 elif phase == "current":
                     phase, cursor = "historical", top + 1
                     continue
@@ -109,31 +118,50 @@ class EmbeddingBackfill:
                     break
             drawers = [drawer for _, drawer in batch]
             pieces = [split_passages(d.content, *self._passages) for d in drawers]
-            flat = [p for passages in pieces for p in passages]
+            first = 1 if mode == "rest" else 0
+            chosen = [p[:1] if mode == "head" else p[first:] for p in pieces]
+            flat = [p for passages in chosen for p in passages]
             vectors = self._provider.embed(flat) if flat else np.zeros((0, 0), dtype=np.float32)
             rows, start = [], 0
-            for drawer, passages in zip(drawers, pieces, strict=True):
+            for drawer, passages in zip(drawers, chosen, strict=True):
                 rows.append((drawer.id, vectors[start : start + len(passages)]))
                 start += len(passages)
-            self._store.put_embeddings(model, rows)
-            done += len(drawers)
+            totals = {d.id: len(p) for d, p in zip(drawers, pieces, strict=True)} if mode != "all" else None
+            self._store.put_embeddings(model, rows, first_passage=first, totals=totals)
+            later = sum(max(0, len(p) - 1) for p in pieces)
+            if mode == "head":
+                partial = sum(1 for p in pieces if len(p) > 1)
+                done += len(drawers) - partial
+                owed, headed = owed + later, headed + partial
+            elif mode == "rest":
+                done += len(drawers)
+                owed, headed = max(0, owed - later), max(0, headed - len(drawers))
+            else:
+                done += len(drawers)
+            if mode != "rest":
+                backlog.drawers_seen += len(drawers)
+                backlog.passages_seen += sum(len(p) for p in pieces)
+            backlog.embedded += len(flat)
             passages_done += len(flat)
-            backlog.add(len(drawers), len(flat))
             left = max(0, pending - (done - started))
-            estimate = backlog.estimate(left, self._monotonic())
+            estimate = backlog.estimate(owed, max(0, left - headed), self._monotonic())
             to_go = f", ~{estimate['passages_pending']} to go, {eta_text(estimate['eta_seconds'])}" if left else ""
             ctx.checkpoint(
                 {
                     "embedded": done,
                     "passages": passages_done,
                     **estimate,
+                    "stage": stage,
+                    "owed": owed,
+                    "headed": headed,
                     "top": top,
                     "cursor": cursor,
                     "phase": phase,
                 },
                 current=done,
                 total=done + left,
-                message=f"{passages_done} passages{to_go}",
+                message=f"{passages_done} passages{to_go}"
+                + (" (first passages first)" if stage == "head" and left else ""),
             )
         removed = self._store.drop_other_embeddings(model)
         return {"embedded": done, "passages": passages_done, "model": model, "dropped_vectors": removed}

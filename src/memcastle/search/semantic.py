@@ -37,20 +37,24 @@ class SemanticIndex:
         self._codes: list[dict[str | None, int]] = [{}, {}, {}, {}]
         self._count = 0
         self._last_row = 0
-        self._embedded: set[str] = set()  # drawers with at least one passage vector in memory
+        # Per drawer: passage vectors in memory, and how many it has in all (absent: stored whole, so complete).
+        self._loaded: dict[str, int] = {}
+        self._totals: dict[str, int] = {}
 
     @property
     def size(self) -> int:
         return self._count
 
     def has_vector(self, drawer_id: str) -> bool:
-        """Whether the drawer can be found by meaning yet (its vectors are loaded); call after `refresh`."""
-        return drawer_id in self._embedded
+        """Whether the drawer is found by meaning as well as it will be: all its passage vectors are loaded (a drawer
+        with only its first passage so far still counts as waiting); call after `refresh`."""
+        loaded = self._loaded.get(drawer_id, 0)
+        return loaded > 0 and loaded >= self._totals.get(drawer_id, 0)
 
     def refresh(self) -> None:
         """Load vectors stored since the last refresh."""
         with self._lock:
-            ids, matrix, last = self._store.load_embeddings(self.model, self._last_row, self.dimension or 0)
+            ids, matrix, last, totals = self._store.load_embeddings(self.model, self._last_row, self.dimension or 0)
             if not ids:
                 return
             if self.dimension is None:
@@ -75,7 +79,10 @@ class SemanticIndex:
                 self._places = grown_places
             self._places[self._count : needed] = coded
             self._ids.extend(ids)
-            self._embedded.update(ids)
+            for drawer_id, total in zip(ids, totals, strict=True):
+                self._loaded[drawer_id] = self._loaded.get(drawer_id, 0) + 1
+                if total is not None:
+                    self._totals[drawer_id] = total
             self._count = needed
             self._last_row = last
 

@@ -83,11 +83,30 @@ class EmbeddingStore(Protocol):
         after: int | None = None,
         before: int | None = None,
         current: bool | None = None,
+        stage: str = "all",
     ) -> list[tuple[int, Drawer]]: ...
     def last_drawer_seq(self) -> int: ...
     def count_missing_embeddings(self, model: str) -> int: ...
-    def put_embeddings(self, model: str, rows: Iterable[tuple[str, np.ndarray]]) -> None: ...
-    def load_embeddings(self, model: str, after_id: int, dimension: int) -> tuple[list[str], np.ndarray, int]: ...
+    def put_embeddings(
+        self,
+        model: str,
+        rows: Iterable[tuple[str, np.ndarray]],
+        *,
+        first_passage: int = 0,
+        totals: Mapping[str, int] | None = None,
+    ) -> None:
+        """Store each drawer's passage vectors (float32, shape (passages, dimension)) from passage `first_passage`
+        on, and mark it embedded once all `totals[drawer]` passages are in (all of them when no total is given).
+        Starting at passage 0 replaces what the drawer had; a later start adds to it."""
+        ...
+
+    def load_embeddings(
+        self, model: str, after_id: int, dimension: int
+    ) -> tuple[list[str], np.ndarray, int, list[int | None]]:
+        """Passage vectors stored after `after_id`: (drawer id per row, matrix, last id, the drawer's passage count
+        per row — None where it was stored whole)."""
+        ...
+
     def drop_other_embeddings(self, model: str) -> int: ...
     def drawer_places(self, drawer_ids: Sequence[str]) -> dict[str, DrawerPlace]: ...
 

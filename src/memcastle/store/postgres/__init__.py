@@ -46,6 +46,7 @@ from memcastle.store.sql.graph import GraphTables
 from memcastle.store.sql.jobs import JobTables
 from memcastle.store.sql.mining import MiningTables
 from memcastle.store.sql.requests import RequestKeyTables
+from memcastle.store.sql.vectors import VectorWrite
 
 # Advisory locks are keyed (namespace, key); the namespace keeps MemCastle's apart from other users of the database.
 LOCK_NAMESPACE = 0x4D43  # "MC"
@@ -250,37 +251,39 @@ class PostgresStore(GraphTables, MiningTables, JobTables, RequestKeyTables):
 
     # --- embeddings -----------------------------------------------------------------------------
 
-    def put_embeddings(self, model: str, rows: Iterable[tuple[str, np.ndarray]]) -> None:
-        """Store each drawer's passage vectors (float32, shape (passages, dimension)) and mark it embedded."""
-        items = []
-        for drawer_id, vectors in rows:
-            matrix = np.asarray(vectors, dtype=np.float32)
-            items.append((drawer_id, matrix, int(matrix.shape[1]) if matrix.ndim == 2 and matrix.shape[0] else 0))
-        for dimension in sorted({dimension for _, _, dimension in items if dimension}):
+    def _store_vectors(self, model: str, writes: list[VectorWrite]) -> None:
+        """pgvector rows under an advisory lock, with an HNSW index per dimension."""
+        items = writes
+        for dimension in sorted({write.dimension for write in items if write.dimension}):
             self._ensure_vector_index(dimension)
         with self._write() as tx:
             conn = tx.conn
             # One embedding writer at a time, so row ids become visible in id order and the in-memory index,
             # which loads "everything after the last id it saw", never skips a row committed late.
             conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_NAMESPACE, _EMBEDDING_LOCK))
-            for drawer_id, matrix, dimension in items:
-                found = conn.execute("SELECT seq FROM drawer WHERE id = %s", (drawer_id,)).fetchone()
+            for write in items:
+                found = conn.execute("SELECT seq FROM drawer WHERE id = %s", (write.drawer_id,)).fetchone()
                 if found is None:
                     continue
                 seq = found["seq"]
-                conn.execute("DELETE FROM embedding WHERE model = %s AND drawer_seq = %s", (model, seq))
-                if dimension:
+                if write.replaces:
+                    conn.execute("DELETE FROM embedding WHERE model = %s AND drawer_seq = %s", (model, seq))
+                if write.dimension:
                     with conn.cursor() as cursor:
                         cursor.executemany(
-                            "INSERT INTO embedding(model, drawer_seq, passage, dimension, vector) "
-                            "VALUES (%s,%s,%s,%s,%b)",
-                            [(model, seq, index, dimension, matrix[index]) for index in range(matrix.shape[0])],
+                            "INSERT INTO embedding(model, drawer_seq, passage, dimension, vector, passages) "
+                            "VALUES (%s,%s,%s,%s,%b,%s) ON CONFLICT (model, drawer_seq, passage) DO NOTHING",
+                            [
+                                (model, seq, index, write.dimension, vector, write.total)
+                                for index, vector in write.rows()
+                            ],
                         )
-                conn.execute(
-                    "INSERT INTO embedded(model, drawer_seq, dimension) VALUES (%s,%s,%s) "
-                    "ON CONFLICT (model, drawer_seq) DO UPDATE SET dimension = excluded.dimension",
-                    (model, seq, dimension),
-                )
+                if write.completes:
+                    conn.execute(
+                        "INSERT INTO embedded(model, drawer_seq, dimension) VALUES (%s,%s,%s) "
+                        "ON CONFLICT (model, drawer_seq) DO UPDATE SET dimension = excluded.dimension",
+                        (model, seq, write.dimension),
+                    )
 
     def _ensure_vector_index(self, dimension: int) -> None:
         """An HNSW index (cosine) over the vectors of one dimension, made the first time that size is stored.
@@ -304,18 +307,20 @@ class PostgresStore(GraphTables, MiningTables, JobTables, RequestKeyTables):
                     pass  # another daemon made the same index at the same moment
             self._vector_indexes.add(dimension)
 
-    def load_embeddings(self, model: str, after_id: int, dimension: int) -> tuple[list[str], np.ndarray, int]:
-        """Passage vectors stored after `after_id`: (drawer id per row, matrix, last id)."""
+    def load_embeddings(
+        self, model: str, after_id: int, dimension: int
+    ) -> tuple[list[str], np.ndarray, int, list[int | None]]:
+        """The vectors after `after_id`, through pgvector's binary form (see `EmbeddingStore.load_embeddings`)."""
         with self._read() as tx, tx.conn.cursor(binary=True) as cursor:
             rows = cursor.execute(
-                "SELECT e.id, d.id AS drawer_id, e.vector FROM embedding e JOIN drawer d ON d.seq = e.drawer_seq "
-                "WHERE e.model = %s AND e.id > %s ORDER BY e.id",
+                "SELECT e.id, d.id AS drawer_id, e.vector, e.passages FROM embedding e "
+                "JOIN drawer d ON d.seq = e.drawer_seq WHERE e.model = %s AND e.id > %s ORDER BY e.id",
                 (model, after_id),
             ).fetchall()
         if not rows:
-            return [], np.zeros((0, dimension), dtype=np.float32), after_id
+            return [], np.zeros((0, dimension), dtype=np.float32), after_id, []
         matrix = np.vstack([r["vector"].to_numpy() for r in rows]).astype(np.float32, copy=False)
-        return [r["drawer_id"] for r in rows], matrix, int(rows[-1]["id"])
+        return [r["drawer_id"] for r in rows], matrix, int(rows[-1]["id"]), [r["passages"] for r in rows]
 
     # --- jobs: SKIP LOCKED claims, leases on the database clock ----------------------------------
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 import dataclasses
 import uuid
 from abc import abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
+
+import numpy as np
 
 from memcastle.clock import parse_instant
 from memcastle.errors import Conflict, NotFound
@@ -25,6 +27,7 @@ from memcastle.model import (
 from memcastle.store.sql.base import SqlStore, Tx, batches, dumps, marks
 from memcastle.store.sql.filters import filter_sql, scope_sql
 from memcastle.store.sql.rows import DRAWER_SELECT, drawer_from_row
+from memcastle.store.sql.vectors import VectorWrite, vector_writes
 
 _PLACED = "FROM drawer d JOIN room r ON r.id = d.room_id JOIN wing w ON w.id = r.wing_id"
 
@@ -44,6 +47,20 @@ class DrawerTables(SqlStore):
     """Drawers and their places; every write closes, opens and links in the caller's transaction."""
 
     _now: Callable[[], str]
+
+    def put_embeddings(
+        self,
+        model: str,
+        rows: Iterable[tuple[str, np.ndarray]],
+        *,
+        first_passage: int = 0,
+        totals: Mapping[str, int] | None = None,
+    ) -> None:
+        """See `EmbeddingStore.put_embeddings`; each backend stores the vectors its own way."""
+        self._store_vectors(model, vector_writes(rows, first_passage, totals))
+
+    @abstractmethod
+    def _store_vectors(self, model: str, writes: list[VectorWrite]) -> None: ...
 
     @abstractmethod
     def _insert_drawer_row(self, tx: Tx, row: Mapping[str, Any]) -> int | None:
@@ -284,10 +301,12 @@ class DrawerTables(SqlStore):
         after: int | None = None,
         before: int | None = None,
         current: bool | None = None,
+        stage: str = "all",
     ) -> list[tuple[int, Drawer]]:
-        """Up to `limit` drawers without vectors for `model`, as (seq, drawer): ascending from `after`, or descending
-        from `before` (newest first); only current (or only closed) drawers when `current` says so. The walk follows
-        the primary key, so a batch costs what it skips and reads, not what the palace holds."""
+        """Up to `limit` drawers not fully embedded for `model`, as (seq, drawer): ascending from `after`, or
+        descending from `before` (newest first); only current (or only closed) drawers when `current` says so;
+        `stage` "head" takes those without their first passage's vector, "rest" those with only part of theirs.
+        The walk follows the primary key, so a batch costs what it skips and reads, not what the palace holds."""
         where: list[str] = []
         params: list[Any] = []
         if after is not None:
@@ -300,6 +319,12 @@ class DrawerTables(SqlStore):
             where.append(f"{self.NO_INDEX}d.valid_to IS {'NULL' if current else 'NOT NULL'}")
         where.append("NOT EXISTS (SELECT 1 FROM embedded e WHERE e.model = ? AND e.drawer_seq = d.seq)")
         params.append(model)
+        if stage in ("head", "rest"):
+            head = "EXISTS (SELECT 1 FROM embedding h WHERE h.model = ? AND h.drawer_seq = d.seq AND h.passage = 0)"
+            where.append(head if stage == "rest" else f"NOT {head}")
+            params.append(model)
+        elif stage != "all":
+            raise ValueError(f"stage must be head, rest or all, not {stage!r}")
         order = "DESC" if before is not None and after is None else "ASC"
         rows = self._all(
             f"SELECT d.seq, d.id FROM drawer d WHERE {' AND '.join(where)} ORDER BY d.seq {order} LIMIT ?",

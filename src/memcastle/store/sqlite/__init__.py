@@ -29,6 +29,7 @@ from memcastle.store.sql.jobs import JobTables
 from memcastle.store.sql.mining import MiningTables
 from memcastle.store.sql.requests import RequestKeyTables
 from memcastle.store.sql.rows import job_from_row
+from memcastle.store.sql.vectors import VectorWrite
 from memcastle.store.sqlite.fulltext import fts5_match
 
 DB_FILE = "palace.sqlite3"
@@ -175,38 +176,46 @@ class SQLiteStore(GraphTables, MiningTables, JobTables, RequestKeyTables):
         # bm25() is lower-is-better; the signal is flipped so that higher is better everywhere.
         return [ScoredDrawer(drawer_id=r["id"], signal=-float(r["rank"])) for r in rows]
 
-    def put_embeddings(self, model: str, rows: Iterable[tuple[str, np.ndarray]]) -> None:
-        """Store each drawer's passage vectors (float32, shape (passages, dimension)) and mark it embedded."""
+    def _store_vectors(self, model: str, writes: list[VectorWrite]) -> None:
+        """Vectors as little-endian float32 blobs, one row per passage."""
         with self._write() as tx:
-            for drawer_id, vectors in rows:
-                found = tx.one("SELECT seq FROM drawer WHERE id = ?", (drawer_id,))
+            for write in writes:
+                found = tx.one("SELECT seq FROM drawer WHERE id = ?", (write.drawer_id,))
                 if found is None:
                     continue
                 seq = found["seq"]
-                matrix = np.asarray(vectors, dtype="<f4")
-                dimension = int(matrix.shape[1]) if matrix.ndim == 2 and matrix.shape[0] else 0
-                tx.run("DELETE FROM embedding WHERE model = ? AND drawer_seq = ?", (model, seq))
+                if write.replaces:
+                    tx.run("DELETE FROM embedding WHERE model = ? AND drawer_seq = ?", (model, seq))
                 tx.many(
-                    "INSERT INTO embedding(model, drawer_seq, passage, vector) VALUES (?,?,?,?)",
-                    [(model, seq, index, matrix[index].tobytes()) for index in range(matrix.shape[0])],
+                    "INSERT INTO embedding(model, drawer_seq, passage, vector, passages) VALUES (?,?,?,?,?) "
+                    "ON CONFLICT (model, drawer_seq, passage) DO NOTHING",
+                    [(model, seq, index, vector.tobytes(), write.total) for index, vector in write.rows()],
                 )
-                tx.run(
-                    "INSERT INTO embedded(model, drawer_seq, dimension) VALUES (?,?,?) ON CONFLICT "
-                    "(model, drawer_seq) DO UPDATE SET dimension = excluded.dimension",
-                    (model, seq, dimension),
-                )
+                if write.completes:
+                    tx.run(
+                        "INSERT INTO embedded(model, drawer_seq, dimension) VALUES (?,?,?) ON CONFLICT "
+                        "(model, drawer_seq) DO UPDATE SET dimension = excluded.dimension",
+                        (model, seq, write.dimension),
+                    )
 
-    def load_embeddings(self, model: str, after_id: int, dimension: int) -> tuple[list[str], np.ndarray, int]:
-        """Passage vectors stored after `after_id`: (drawer id per row, matrix, last id)."""
+    def load_embeddings(
+        self, model: str, after_id: int, dimension: int
+    ) -> tuple[list[str], np.ndarray, int, list[int | None]]:
+        """The vectors after `after_id`, read back from their blobs (see `EmbeddingStore.load_embeddings`)."""
         rows = self._all(
-            "SELECT e.id, d.id AS drawer_id, e.vector FROM embedding e JOIN drawer d ON d.seq = e.drawer_seq "
-            "WHERE e.model = ? AND e.id > ? ORDER BY e.id",
+            "SELECT e.id, d.id AS drawer_id, e.vector, e.passages FROM embedding e "
+            "JOIN drawer d ON d.seq = e.drawer_seq WHERE e.model = ? AND e.id > ? ORDER BY e.id",
             (model, after_id),
         )
         if not rows:
-            return [], np.zeros((0, dimension), dtype=np.float32), after_id
+            return [], np.zeros((0, dimension), dtype=np.float32), after_id, []
         matrix = np.frombuffer(b"".join(r["vector"] for r in rows), dtype="<f4").reshape(len(rows), -1)
-        return [r["drawer_id"] for r in rows], matrix.astype(np.float32, copy=False), int(rows[-1]["id"])
+        return (
+            [r["drawer_id"] for r in rows],
+            matrix.astype(np.float32, copy=False),
+            int(rows[-1]["id"]),
+            [r["passages"] for r in rows],
+        )
 
     def _lease_until(self, lease_seconds: float) -> tuple[str, list[Any]]:
         return "?", [format_instant(to_datetime(self._now()) + timedelta(seconds=lease_seconds))]

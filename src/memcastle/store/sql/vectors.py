@@ -1,0 +1,43 @@
+"""What a write of passage vectors means, the same on every backend: which rows, from which passage, and whether the
+drawer is complete afterwards (then it is marked embedded)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class VectorWrite:
+    drawer_id: str
+    matrix: np.ndarray  # float32, shape (passages, dimension)
+    first: int  # index of the matrix's first row among the drawer's passages
+    total: int | None  # all passages of the drawer; None: the matrix is all of them
+
+    @property
+    def dimension(self) -> int:
+        return int(self.matrix.shape[1]) if self.matrix.ndim == 2 and self.matrix.shape[0] else 0
+
+    @property
+    def replaces(self) -> bool:
+        """Starting at the first passage replaces what the drawer had; a later start adds to it."""
+        return self.first == 0
+
+    @property
+    def completes(self) -> bool:
+        return self.total is None or self.first + self.matrix.shape[0] >= self.total
+
+    def rows(self) -> list[tuple[int, np.ndarray]]:
+        """(passage index, vector) for each row."""
+        return [(self.first + index, self.matrix[index]) for index in range(self.matrix.shape[0])]
+
+
+def vector_writes(
+    rows: Iterable[tuple[str, np.ndarray]], first_passage: int, totals: Mapping[str, int] | None
+) -> list[VectorWrite]:
+    return [
+        VectorWrite(drawer_id, np.asarray(vectors, dtype="<f4"), first_passage, (totals or {}).get(drawer_id))
+        for drawer_id, vectors in rows
+    ]
