@@ -86,9 +86,15 @@ def whole_stdlib(write: bool) -> None:
             job, _ = palace.services.mining.submit_mine("directory", str(source), {}, wing="stdlib")
             job = wait_for(palace, job)
             mined = time.monotonic() - started
+            heads: float | None = None
             while palace.services.status.embedding_status()["pending"]:
+                if heads is None:
+                    sweeps = palace.services.jobs.list_jobs(None, "embed", 5)
+                    if any(j.checkpoint.get("stage") == "rest" for j in sweeps):
+                        heads = time.monotonic() - started
                 time.sleep(0.2)
             searchable = time.monotonic() - started
+            heads = searchable if heads is None else heads
             drawers = palace.store.count_drawers(current_only=True)
             passages = sum(
                 int((j.result or {}).get("passages", 0))
@@ -99,17 +105,22 @@ def whole_stdlib(write: bool) -> None:
             palace.stop()
     chars, overlap = settings["embeddings.passage_chars"], settings["embeddings.passage_overlap"]
     policy = f"{chars}-character passages, {overlap} of overlap"
-    line = f"| {files:,} | {drawers:,} | {passages:,} | {mined:.0f} | {searchable:.0f} ({searchable / 60:.1f} min) |"
+    line = (
+        f"| {files:,} | {drawers:,} | {passages:,} | {mined:.0f} | {heads:.0f} ({heads / 60:.1f} min) | "
+        f"{searchable:.0f} ({searchable / 60:.1f} min) |"
+    )
     print(
         f"{files} files, {drawers} drawers, {passages} passages; mined in {mined:.0f} s, "
-        f"searchable by meaning after {searchable:.0f} s"
+        f"every drawer's first passage after {heads:.0f} s, the last vector after {searchable:.0f} s"
     )
     if write:
         write_section(
             "Standard library searchable by meaning",
             f"Command: `{command_line()}` on {machine()}; every default ({policy}).\n\n"
-            "| files | drawers | passages | mine done (s) | last vector (s) |\n|---|---|---|---|---|\n"
-            f"{line}\n\nGoal: the last vector within 10 minutes of the mine request on an idle 2-core machine.\n",
+            "| files | drawers | passages | mine done (s) | every drawer's first passage (s) | last vector (s) |\n"
+            "|---|---|---|---|---|---|\n"
+            f"{line}\n\nTimes from the mine request. Goal: every drawer searchable by meaning within 10 minutes on an "
+            "idle 2-core machine.\n",
         )
 
 
