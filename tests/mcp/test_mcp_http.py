@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -16,6 +17,7 @@ from fastapi.testclient import TestClient
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult
+from waiting import CEILING
 
 from memcastle.app import build
 from memcastle.config import load_settings
@@ -431,3 +433,37 @@ def test_rest_modes_still_follow_the_shared_rule(client: TestClient, mode: str) 
     if mode == "read_only":
         assert "ceiling" in answer.json()["help"]
     assert client.post("/api/notes", json={"content": "x"}, headers={"X-MemCastle-Mode": "loud"}).status_code == 400
+
+
+def test_the_rest_answers_while_the_mcp_server_is_still_being_built(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The MCP SDK loads off the start-up path: health answers at once, and an MCP request that comes before the
+    server is ready waits for it instead of failing."""
+    settings = load_settings(flags={"palace": str(tmp_path / "p"), "embeddings.provider": "none"}, env={})
+    palace = build(settings)
+    gate = threading.Event()
+    real_build = mcp_server.build_mcp_server
+
+    def slow_build(*args: Any, **kwargs: Any) -> Any:
+        assert gate.wait(CEILING), "the test never let the build finish"
+        return real_build(*args, **kwargs)
+
+    monkeypatch.setattr(mcp_server, "build_mcp_server", slow_build)
+    try:
+        with TestClient(http_app(palace), base_url=LOCAL) as http:
+            assert http.get("/api/health").status_code == 200, "health does not wait for the MCP server"
+            answers: dict[str, httpx.Response] = {}
+            early = threading.Thread(
+                target=lambda: answers.update(mcp=http.post("/mcp", json=INITIALIZE, headers=MCP_HEADERS))
+            )
+            early.start()
+            early.join(timeout=0.5)
+            assert early.is_alive() and not answers, "the MCP request waits while the server is built"
+            gate.set()
+            early.join(timeout=CEILING)
+            assert answers["mcp"].status_code == 200, answers["mcp"].text
+            assert answers["mcp"].json()["result"]["serverInfo"]["name"]
+    finally:
+        gate.set()
+        palace.stop()
