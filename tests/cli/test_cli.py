@@ -83,6 +83,17 @@ def test_status_exits_0_and_answers_json_on_a_pipe(module_daemon: Any) -> None:
     assert data["palace"] == str(module_daemon.palace)
 
 
+def test_a_waited_mine_says_what_is_left_to_embed(module_daemon: Any, tmp_path: Path) -> None:
+    source = tmp_path / "embed-backlog"
+    source.mkdir()
+    (source / "guide.md").write_text("# Guide\n\nHow the drawbridge is lowered, step by step.\n")
+    data = as_json(module_daemon.cli("mine", "directory", str(source), "--wing", "cli-backlog", "--wait"))
+    assert data["job"]["status"] == "completed"
+    backlog = data["embeddings"]
+    assert {"pending", "passages_done", "passages_pending", "passages_per_second", "eta_seconds"} <= set(backlog)
+    assert isinstance(backlog["pending"], int)
+
+
 def test_status_exits_3_when_no_daemon_serves_the_palace(
     xdg_home: Any, tmp_path: Path, cli_runner: Callable[..., Any]
 ) -> None:
