@@ -210,6 +210,18 @@ class Ok(Shape):
     ok: bool
 
 
+class EmbeddingStatusOut(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    provider: str
+    model: str | None
+    dimension: int | None
+    pending: int = Field(description="drawers whose vectors are not all in yet")
+    passages_done: int | None = Field(description="passages the running embed sweep has embedded")
+    passages_pending: int | None = Field(description="passages still to embed; null until a batch was measured")
+    passages_per_second: float | None = Field(description="the running sweep's rate")
+    eta_seconds: int | None = Field(description="when the last vector should be in, at that rate")
+
+
 class StatusOut(BaseModel):
     model_config = ConfigDict(extra="allow")
     ok: bool
@@ -219,7 +231,7 @@ class StatusOut(BaseModel):
     drawers: int
     drawers_total: int
     jobs: dict[str, int]
-    embeddings: Open
+    embeddings: EmbeddingStatusOut
     extraction: Open
     warnings: list[str]
 
