@@ -96,9 +96,10 @@ def whole_stdlib(write: bool) -> None:
             searchable = time.monotonic() - started
             heads = searchable if heads is None else heads
             drawers = palace.store.count_drawers(current_only=True)
+            # The sweep that stored the last vector is still closing; its count is in its checkpoint either way.
             passages = sum(
-                int((j.result or {}).get("passages", 0))
-                for j in palace.services.jobs.list_jobs("completed", "embed", 1000)
+                int((j.result or j.checkpoint or {}).get("passages", 0))
+                for j in palace.store.list_jobs(None, "embed", 10_000)
             )
             settings = palace.settings
         finally:
