@@ -146,3 +146,18 @@ def test_every_drawers_first_passage_is_embedded_before_any_drawers_others(unsta
     assert index.size == 3 + (9 - 3) and seen[-1][1:] == (0, [True, True, True])
     hits = unstarted.services.search.search(SearchRequest(query="who tags the release branch", ranking="semantic"))
     assert {hit.drawer.id for hit in hits.hits} == {d.id for d in drawers}
+
+
+def test_a_unit_of_work_is_bounded_by_passages_not_drawers(unstarted: Palace) -> None:
+    """Long drawers do not make a batch long: where a pause or a shutdown takes effect stays a few seconds away."""
+    paragraph = "Each drawer here is long enough for several passages of the builtin model to embed in turn. "
+    for i in range(4):
+        unstarted.services.drawers.save_note(f"Long drawer {i}. " + paragraph * 25, wing="w")  # ~3 passages each
+    sweep = EmbeddingBackfill(unstarted.store, BuiltinProvider(), batch_size=64, max_passages=5, monotonic=Ticks())
+    ctx = Recording()
+    result = sweep.run(ctx)  # type: ignore[arg-type]
+    counts = [state["passages"] for state, _, _, _ in ctx.checkpoints]
+    steps = [after - before for before, after in zip([0, *counts], counts, strict=False)]
+    assert result["embedded"] == 4 and sum(steps) == result["passages"]
+    assert max(steps) <= 5 and len(steps) > 2, steps
+    assert unstarted.store.count_missing_embeddings(model_key(BuiltinProvider())) == 0

@@ -12,6 +12,7 @@ import numpy as np
 from memcastle.clock import eta_text
 from memcastle.errors import ConfigError
 from memcastle.jobs.context import JobContext
+from memcastle.model import Drawer
 from memcastle.search.embeddings import (
     PASSAGE_OVERLAP_CHARS,
     PASSAGE_WINDOW_CHARS,
@@ -22,6 +23,8 @@ from memcastle.store import EmbeddingStore
 
 KIND = "embed"
 COALESCE_KEY = "embed"
+# Passages embedded per unit of work: ~2–3 s of the builtin model on 2 cores, however long the drawers are.
+MAX_BATCH_PASSAGES = 64
 
 
 def model_key(provider: EmbeddingProvider) -> str:
@@ -65,6 +68,7 @@ class EmbeddingBackfill:
         batch_size: int,
         passage_chars: int = PASSAGE_WINDOW_CHARS,
         passage_overlap: int = PASSAGE_OVERLAP_CHARS,
+        max_passages: int = MAX_BATCH_PASSAGES,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         if not 0 <= passage_overlap < passage_chars:
@@ -75,6 +79,7 @@ class EmbeddingBackfill:
         self._store = store
         self._provider = provider
         self._batch_size = batch_size
+        self._max_passages = max_passages
         self._passages = (passage_chars, passage_overlap)
         self._monotonic = monotonic
 
@@ -99,27 +104,27 @@ class EmbeddingBackfill:
         while True:
             mode = "head" if phase == "current" and stage == "head" else "all"
             batch = self._store.next_to_embed(model, self._batch_size, after=top, stage=mode)
-            if batch:
-                top = max(seq for seq, _ in batch)
-            else:
+            ascending = bool(batch)
+            if not batch:
                 mode = stage if phase == "current" else "all"
                 batch = self._store.next_to_embed(
                     model, self._batch_size, before=cursor, current=phase == "current", stage=mode
                 )
-                if batch:
-                    cursor = min(seq for seq, _ in batch)
-                elif phase == "current" and stage == "head":
-                    stage, cursor = "rest", top + 1
-                    continue
-                elif phase == "current":
-                    phase, cursor = "historical", top + 1
-                    continue
-                else:
+                if not batch:
+                    if phase == "current" and stage == "head":
+                        stage, cursor = "rest", top + 1
+                        continue
+                    if phase == "current":
+                        phase, cursor = "historical", top + 1
+                        continue
                     break
-            drawers = [drawer for _, drawer in batch]
-            pieces = [split_passages(d.content, *self._passages) for d in drawers]
             first = 1 if mode == "rest" else 0
-            chosen = [p[:1] if mode == "head" else p[first:] for p in pieces]
+            batch, pieces, chosen = self._bounded(batch, mode, first)
+            if ascending:
+                top = max(seq for seq, _ in batch)
+            else:
+                cursor = min(seq for seq, _ in batch)
+            drawers = [drawer for _, drawer in batch]
             flat = [p for passages in chosen for p in passages]
             vectors = self._provider.embed(flat) if flat else np.zeros((0, 0), dtype=np.float32)
             rows, start = [], 0
@@ -165,3 +170,25 @@ class EmbeddingBackfill:
             )
         removed = self._store.drop_other_embeddings(model)
         return {"embedded": done, "passages": passages_done, "model": model, "dropped_vectors": removed}
+
+    def _bounded(
+        self, batch: list[tuple[int, Drawer]], mode: str, first: int
+    ) -> tuple[list[tuple[int, Drawer]], list[list[str]], list[list[str]]]:
+        """The walk's next drawers up to `max_passages` passages to embed (at least one drawer), so a unit of work —
+        where a pause, a yield to waiting work or a shutdown takes effect — stays short however long the drawers
+        are. The drawers left out come first in the next batch. Returns them with all their passages and the ones
+        to embed now."""
+        kept: list[tuple[int, Drawer]] = []
+        pieces: list[list[str]] = []
+        chosen: list[list[str]] = []
+        count = 0
+        for seq, drawer in batch:
+            passages = split_passages(drawer.content, *self._passages)
+            now = passages[:1] if mode == "head" else passages[first:]
+            if kept and count + len(now) > self._max_passages:
+                break
+            kept.append((seq, drawer))
+            pieces.append(passages)
+            chosen.append(now)
+            count += len(now)
+        return kept, pieces, chosen
