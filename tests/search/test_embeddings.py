@@ -24,6 +24,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tokenizers import Tokenizer
 
+from memcastle.app import build
+from memcastle.config import load_settings
 from memcastle.errors import ConfigError, ProviderError
 from memcastle.search.embeddings import (
     BUILTIN_MODEL,
@@ -444,3 +446,20 @@ def test_a_long_drawer_is_cut_at_word_breaks_and_its_end_is_a_passage() -> None:
 def test_an_overlap_as_wide_as_the_window_is_refused() -> None:
     with pytest.raises(ValueError):
         split_passages("text", window_chars=100, overlap_chars=100)
+
+
+def test_an_overlap_not_below_the_passage_size_is_refused_naming_the_setting(tmp_path: Any) -> None:
+    settings = load_settings(
+        flags={
+            "palace": str(tmp_path / "p"),
+            "embeddings.provider": "builtin",
+            "embeddings.passage_chars": 300,
+            "embeddings.passage_overlap": 300,
+        },
+        env={},
+        config_file=None,
+    )
+    with pytest.raises(ConfigError) as raised:
+        build(settings)
+    assert raised.value.key == "embeddings.passage_overlap"
+    assert "smaller than embeddings.passage_chars (300)" in str(raised.value)

@@ -141,12 +141,6 @@ class GraphTables(DrawerTables):
     def all_entities(self) -> list[Entity]:
         return [entity_from_row(r) for r in self._all("SELECT * FROM entity ORDER BY created_at, id")]
 
-    def entity_alias_keys(self) -> dict[str, list[str]]:
-        found: dict[str, list[str]] = {}
-        for row in self._all("SELECT alias_key, entity_id FROM entity_alias"):
-            found.setdefault(row["alias_key"], []).append(row["entity_id"])
-        return found
-
     def entities_named(self, name: str, key: str) -> list[Entity]:
         """Entities spelt `name` or with the normalized key `key` (two index lookups)."""
         rows = self._all(
