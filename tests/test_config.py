@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import typer.main
 
 import memcastle.cli.main
 from memcastle.config import SETTINGS, SPEC_BY_KEY, load_settings
@@ -261,7 +260,7 @@ def _command_paths(command: Any, prefix: tuple[str, ...] = ()) -> list[tuple[str
 
 
 def test_command_walk_finds_nested_commands() -> None:
-    paths = _command_paths(typer.main.get_command(memcastle.cli.main.app))
+    paths = _command_paths(memcastle.cli.main.app)
     assert ("serve",) in paths and ("drawer", "show") in paths and ("job", "cancel") in paths
 
 
@@ -270,7 +269,7 @@ def test_every_cli_command_is_documented_in_cli_md() -> None:
     text = _doc("cli.md")
     headings = "\n".join(line for line in text.splitlines() if line.lstrip().startswith("#"))
     missing = []
-    for path in _command_paths(typer.main.get_command(memcastle.cli.main.app)):
+    for path in _command_paths(memcastle.cli.main.app):
         words = r"\s+".join(re.escape(part) for part in path)
         usage = re.search(rf"memcastle\s+(?:--?[\w-]+(?:[ =]\S+)?\s+)*{words}(?![\w-])", text)
         heading = re.search(rf"(?<![\w-]){words}(?![\w-])", headings)

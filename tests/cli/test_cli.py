@@ -363,3 +363,33 @@ def test_version_prints_the_package_version(cli_runner: Any, xdg_home: Any) -> N
 
     result = cli_runner(["--version"], env=xdg_home.env({}))
     assert result.returncode == 0 and result.stdout.strip() == f"memcastle {__version__}"
+
+
+# --- a light client ----------------------------------------------------------------------------------
+
+HEAVY = ("rich", "httpx", "pydantic", "typer", "fastapi", "starlette", "numpy", "onnxruntime", "memcastle.services")
+REPORT_MODULES = (
+    "import sys\n"
+    "from memcastle.cli.app import app\n"
+    "from memcastle.cli.main import run\n"
+    "sys.argv = ['memcastle', *sys.argv[1:]]\n"
+    "try:\n"
+    "    run()\n"
+    "finally:\n"
+    f"    sys.stderr.write('LOADED ' + ' '.join(m for m in {HEAVY!r} if m in sys.modules))\n"
+)
+
+
+@pytest.mark.parametrize("args", [["--help"], ["status"], ["search", "drawbridge"]])
+def test_a_piped_command_imports_no_server_stack_and_no_rich(module_daemon: Any, args: list[str]) -> None:
+    """Every call pays for what it imports: JSON on a pipe needs neither rich nor an HTTP library nor the server."""
+    done = subprocess.run(
+        [sys.executable, "-c", REPORT_MODULES, "--palace", str(module_daemon.palace), *args],
+        env=module_daemon.env,
+        capture_output=True,
+        text=True,
+        timeout=CEILING,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.rstrip().endswith("LOADED"), done.stderr
+

@@ -1,6 +1,8 @@
-"""The `memcastle` command line: the Typer app, global options, the output rule, and errors → exit codes.
+"""The `memcastle` command line: the click group, global options, the output rule, and errors → exit codes.
 
-Commands live in `memcastle.cli.commands`, one module per group; `memcastle.cli.main` imports them all.
+Commands live in `memcastle.cli.commands`, one module per group; `memcastle.cli.main` imports them all. The command
+line is a thin HTTP client: it imports nothing of the server, and rich only when it prints to a terminal
+(docs/adr/0014-a-light-command-line.md).
 """
 
 from __future__ import annotations
@@ -10,11 +12,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-import typer
-from rich.markup import escape
+import click
 
+from memcastle import __version__
 from memcastle.cli import render
 from memcastle.cli.client import DaemonClient
 from memcastle.config import Settings, load_settings
@@ -23,14 +25,6 @@ from memcastle.modes import MODES
 
 EXIT_ERROR = 1
 EXIT_NO_DAEMON = 3
-
-app = typer.Typer(
-    no_args_is_help=True,
-    add_completion=False,
-    rich_markup_mode=None,
-    pretty_exceptions_enable=False,
-    help="MemCastle: a local-first memory server for AI agents.",
-)
 
 
 @dataclass
@@ -64,33 +58,38 @@ class Invocation:
             show(data)
 
 
-def invocation(ctx: typer.Context) -> Invocation:
-    """The global options of this command line."""
-    return ctx.obj  # type: ignore[no-any-return]
+pass_invocation = click.make_pass_decorator(Invocation)
 
 
-def _print_version(value: bool) -> None:
-    if value:
-        from memcastle import __version__
+def group(name: str, parent: click.Group, help: str) -> click.Group:
+    """A command group under `parent` (`memcastle drawer …`); without a subcommand it prints its help."""
 
-        sys.stdout.write(f"memcastle {__version__}\n")
-        raise typer.Exit()
+    @parent.group(name, help=help, no_args_is_help=True)
+    def command_group() -> None:
+        pass
+
+    return command_group
 
 
-@app.callback()
-def main(
-    ctx: typer.Context,
-    palace: Annotated[Path | None, typer.Option("--palace", help="palace directory", envvar=None)] = None,
-    config: Annotated[Path | None, typer.Option("--config", help="config file to read instead of the XDG one")] = None,
-    json_output: Annotated[bool, typer.Option("--json", help="print JSON even on a terminal")] = False,
-    mode: Annotated[str | None, typer.Option("--mode", help="memory mode: full, read_only, disabled")] = None,
-    version: Annotated[
-        bool, typer.Option("--version", help="print the version and exit", is_eager=True, callback=_print_version)
-    ] = False,
-) -> None:
+@click.group(
+    help="MemCastle: a local-first memory server for AI agents.",
+    no_args_is_help=True,
+    context_settings={"show_default": True, "max_content_width": 110},
+)
+@click.option("--palace", type=click.Path(path_type=Path), help="palace directory")
+@click.option("--config", type=click.Path(path_type=Path), help="config file to read instead of the XDG one")
+@click.option("--json", "json_output", is_flag=True, help="print JSON even on a terminal")
+@click.option("--mode", help="memory mode: full, read_only, disabled")
+@click.version_option(__version__, "--version", prog_name="memcastle", message="%(prog)s %(version)s")
+@click.pass_context
+def app(ctx: click.Context, palace: Path | None, config: Path | None, json_output: bool, mode: str | None) -> None:
     if mode is not None and mode not in MODES:
         raise InvalidRequest(f"--mode must be one of {', '.join(MODES)}", field="mode")
     ctx.obj = Invocation(palace=palace, config=config, json=json_output, mode=mode)
+
+
+def wait_option(help: str = "follow the job to its end") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    return click.option("--wait", is_flag=True, help=help)
 
 
 def read_content(content: str) -> str:
@@ -111,6 +110,13 @@ def request_sweep(inv: Invocation, path: str, wait: bool) -> None:
 
 def wait_for_job(inv: Invocation, job: dict[str, Any]) -> dict[str, Any]:
     """Follow a job to its end, with a progress bar on a terminal."""
+    client = inv.client()
+    finished = {"completed", "failed", "cancelled", "paused"}
+    if inv.as_json:
+        while job["status"] not in finished:
+            time.sleep(0.2)
+            job = client.get(f"/jobs/{job['id']}")
+        return job
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -119,13 +125,6 @@ def wait_for_job(inv: Invocation, job: dict[str, Any]) -> dict[str, Any]:
         TimeElapsedColumn,
     )
 
-    client = inv.client()
-    finished = {"completed", "failed", "cancelled", "paused"}
-    if inv.as_json:
-        while job["status"] not in finished:
-            time.sleep(0.2)
-            job = client.get(f"/jobs/{job['id']}")
-        return job
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=render.console, transient=True) as bar:
         task = bar.add_task(job["kind"], total=None)
@@ -145,8 +144,8 @@ def wait_for_job(inv: Invocation, job: dict[str, Any]) -> dict[str, Any]:
 def run() -> None:
     """Console-script entry point: one place turns errors into a message and an exit code."""
     try:
-        # Standalone mode lets click handle usage errors (exit 2) and typer.Exit codes; our errors pass through.
-        app(args=hoist_json_flag(sys.argv[1:]))
+        # Standalone mode lets click handle usage errors (exit 2) and `ctx.exit` codes; our errors pass through.
+        app.main(args=hoist_json_flag(sys.argv[1:]), prog_name="memcastle")
     except DaemonNotRunning as exc:
         _report(exc)
         sys.exit(EXIT_NO_DAEMON)
@@ -165,6 +164,8 @@ def hoist_json_flag(args: list[str]) -> list[str]:
 
 
 def _report(exc: MemCastleError) -> None:
+    from rich.markup import escape
+
     # Messages quote user data (paths, names, `[/socket/dir]` locations): printed as text, never as markup.
     render.errors.print(f"[red]error:[/red] {escape(exc.message)}")
     if exc.help:

@@ -1,8 +1,15 @@
-"""Find the daemon of a palace through the registry and talk to it over HTTP."""
+"""Find the daemon of a palace through the registry and talk to it over HTTP.
+
+The client is the standard library's `http.client`: a command line that makes one or two JSON calls to a local
+daemon should not import an HTTP stack at every start (see docs/adr/0014-a-light-command-line.md).
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import http.client
+import json as jsonlib
+from typing import Any
+from urllib.parse import urlencode, urlsplit
 
 from memcastle.config import Settings
 from memcastle.errors import (
@@ -16,9 +23,6 @@ from memcastle.errors import (
 )
 from memcastle.runtime.daemons import find_daemon, state_dir
 
-if TYPE_CHECKING:
-    import httpx
-
 
 class DaemonClient:
     """HTTP calls to the palace's running daemon; error answers become `MemCastleError`s again."""
@@ -28,34 +32,50 @@ class DaemonClient:
         if entry is None:
             raise DaemonNotRunning(why or "no daemon", help="start one with: memcastle serve")
         self.address = entry.address
-        headers = {"X-MemCastle-Client": "cli", "X-MemCastle-Mode": settings["mode"]}
+        self.timeout = timeout
+        self.headers = {
+            "X-MemCastle-Client": "cli",
+            "X-MemCastle-Mode": settings["mode"],
+            "Accept": "application/json",
+        }
         if settings["auth.token"]:
-            headers["Authorization"] = f"Bearer {settings['auth.token']}"
-        import httpx  # not at import time: `memcastle --help` and the commands that need no daemon stay light
+            self.headers["Authorization"] = f"Bearer {settings['auth.token']}"
+        parts = urlsplit(entry.address)
+        self._https = parts.scheme == "https"
+        self._host, self._port = parts.hostname or "127.0.0.1", parts.port
+        self._base = parts.path.rstrip("/")
 
-        # The daemon serves plain HTTP: no TLS context to build (loading the CA bundle costs more than the request).
-        self._http = httpx.Client(
-            base_url=entry.address,
-            headers=headers,
-            timeout=timeout,
-            trust_env=False,
-            verify=not entry.address.startswith("http://"),
-        )
+    def _connection(self) -> http.client.HTTPConnection:
+        if self._https:
+            return http.client.HTTPSConnection(self._host, self._port, timeout=self.timeout)
+        return http.client.HTTPConnection(self._host, self._port, timeout=self.timeout)
 
     def call(self, method: str, path: str, *, json: Any = None, params: dict[str, Any] | None = None) -> Any:
-        import httpx
-
-        clean = {k: v for k, v in (params or {}).items() if v is not None}
+        pairs = [(k, _param(item)) for k, v in (params or {}).items() for item in _items(v)]
+        query = urlencode(pairs)
+        target = self._base + "/api" + path + (f"?{query}" if query else "")
+        headers = dict(self.headers)
+        body = None
+        if json is not None:
+            body = jsonlib.dumps(json).encode("utf-8")
+            headers["Content-Type"] = "application/json"
+        # One connection per call: a request is never sent twice on a connection the daemon closed meanwhile.
+        connection = self._connection()
         try:
-            response = self._http.request(method, "/api" + path, json=json, params=clean)
-        except httpx.TransportError as exc:
+            connection.request(method, target, body=body, headers=headers)
+            response = connection.getresponse()
+            status, reason, raw = response.status, response.reason, response.read()
+        except (OSError, http.client.HTTPException) as exc:  # timeouts and refusals are OSErrors
             raise DaemonNotRunning(
-                f"the daemon at {self.address} did not answer: {exc}",
+                f"the daemon at {self.address} did not answer: {exc or type(exc).__name__}",
                 help="is it still starting, or did it stop? try: memcastle status",
             ) from None
-        if response.status_code >= 400:
-            raise _error_from(response)
-        return response.json()
+        finally:
+            connection.close()
+        text = raw.decode("utf-8", errors="replace")
+        if status >= 400:
+            raise _error_from(status, reason, text)
+        return jsonlib.loads(text)
 
     def get(self, path: str, **params: Any) -> Any:
         return self.call("GET", path, params=params)
@@ -64,13 +84,24 @@ class DaemonClient:
         return self.call("POST", path, json=body if body is not None else {})
 
 
-def _error_from(response: httpx.Response) -> MemCastleError:
+def _items(value: Any) -> list[Any]:
+    """A parameter's values: none for None, one each for a list (repeated as `k=a&k=b`)."""
+    if value is None:
+        return []
+    return list(value) if isinstance(value, list | tuple) else [value]
+
+
+def _param(value: Any) -> str:
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
+def _error_from(status: int, reason: str, text: str) -> MemCastleError:
+    body: Any = None
     try:
-        body = response.json()
-        message, code, help_text = body.get("error", response.text), body.get("code", ""), body.get("help", "")
-    except ValueError:
-        message, code, help_text = response.text or response.reason_phrase, "", ""
-    status = response.status_code
+        body = jsonlib.loads(text)
+        message, code, help_text = body.get("error", text), body.get("code", ""), body.get("help", "")
+    except (ValueError, AttributeError):
+        message, code, help_text = text or reason, "", ""
     error: MemCastleError
     if status == 400:
         error = InvalidRequest(message, field=body.get("field") if isinstance(body, dict) else None)

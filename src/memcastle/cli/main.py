@@ -1,4 +1,4 @@
-"""`memcastle` console entry point: every command group registered on the one Typer app."""
+"""`memcastle` console entry point: every command group registered on the one click group."""
 
 from __future__ import annotations
 

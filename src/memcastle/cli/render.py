@@ -1,21 +1,37 @@
-"""Terminal rendering: rich tables and panels on a TTY, JSON otherwise."""
+"""Terminal rendering: rich tables and panels on a TTY, JSON otherwise.
+
+Rich is imported on first use, not with this module: JSON output (a pipe, `--json`) never pays for it.
+`render.console` and `render.errors` are the two consoles (standard output and standard error).
+"""
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from collections.abc import Iterable, Mapping
-from typing import Any
-
-from rich.console import Console
-from rich.panel import Panel
-from rich.table import Table
-from rich.text import Text
+from typing import TYPE_CHECKING, Any
 
 from memcastle.clock import eta_text
 
-console = Console(highlight=False, soft_wrap=False)
-errors = Console(stderr=True, highlight=False)
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.panel import Panel
+
+
+@functools.cache
+def _console(stderr: bool = False) -> Console:
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False) if stderr else Console(highlight=False, soft_wrap=False)
+
+
+def __getattr__(name: str) -> Console:
+    if name == "console":
+        return _console()
+    if name == "errors":
+        return _console(stderr=True)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def wants_json(flag: bool) -> bool:
@@ -41,6 +57,9 @@ def _origin_line(drawer: Mapping[str, Any]) -> str:
 
 
 def drawer_panel(drawer: Mapping[str, Any], *, title_extra: str = "") -> Panel:
+    from rich.panel import Panel
+    from rich.text import Text
+
     state = "current" if drawer.get("valid_to") is None else f"closed {_short(drawer['valid_to'])}"
     title = f"[bold]{drawer['wing']}/{drawer['room']}[/bold]"
     if drawer.get("name"):
@@ -57,19 +76,19 @@ def drawer_panel(drawer: Mapping[str, Any], *, title_extra: str = "") -> Panel:
 
 
 def show_drawer(drawer: Mapping[str, Any]) -> None:
-    console.print(drawer_panel(drawer))
+    _console().print(drawer_panel(drawer))
 
 
 def show_hits(result: Mapping[str, Any]) -> None:
     for warning in result.get("warnings", []):
-        errors.print(f"[yellow]warning:[/yellow] {warning}")
+        _console(stderr=True).print(f"[yellow]warning:[/yellow] {warning}")
     hits = result.get("hits", [])
     if not hits:
-        console.print("[dim]no matching drawers[/dim]")
+        _console().print("[dim]no matching drawers[/dim]")
         return
-    console.print(f"[dim]{len(hits)} hit(s), ranking {result.get('ranking')}[/dim]")
+    _console().print(f"[dim]{len(hits)} hit(s), ranking {result.get('ranking')}[/dim]")
     for rank, hit in enumerate(hits, start=1):
-        console.print(drawer_panel(hit["drawer"], title_extra=f"#{rank}  {explain_signals(hit)}"))
+        _console().print(drawer_panel(hit["drawer"], title_extra=f"#{rank}  {explain_signals(hit)}"))
 
 
 def explain_signals(hit: Mapping[str, Any]) -> str:
@@ -89,12 +108,14 @@ def explain_signals(hit: Mapping[str, Any]) -> str:
 
 
 def table(title: str, columns: Iterable[str], rows: Iterable[Iterable[Any]]) -> None:
+    from rich.table import Table
+
     grid = Table(title=title, title_justify="left", show_lines=False)
     for column in columns:
         grid.add_column(column)
     for row in rows:
         grid.add_row(*("" if v is None else str(v) for v in row))
-    console.print(grid)
+    _console().print(grid)
 
 
 def show_jobs(jobs: list[Mapping[str, Any]]) -> None:
@@ -138,6 +159,8 @@ def backlog_text(backlog: Mapping[str, Any]) -> str:
 
 
 def show_job(job: Mapping[str, Any]) -> None:
+    from rich.panel import Panel
+
     lines = [
         f"[bold]{job['kind']}[/bold] job {job['id']}",
         f"status: {job['status']}  priority: {job['priority']}",
@@ -155,12 +178,12 @@ def show_job(job: Mapping[str, Any]) -> None:
         lines.append("embedding: " + backlog.removeprefix(" · "))
     if job.get("result"):
         lines.append("result: " + json.dumps(job["result"], ensure_ascii=False))
-    console.print(Panel("\n".join(lines), title_align="left"))
+    _console().print(Panel("\n".join(lines), title_align="left"))
 
 
 def show_policy(policy: Mapping[str, Any]) -> None:
     default = policy["default"]
-    console.print(
+    _console().print(
         f"default level [bold]{default['value']}[/bold] [dim](from {default['layer']})[/dim]"
         + ("  [dim]— neutral: search scores are untouched[/dim]" if policy.get("neutral") else "")
     )
@@ -183,11 +206,11 @@ def show_policy(policy: Mapping[str, Any]) -> None:
 
 def show_trace(trace: Mapping[str, Any]) -> None:
     result = trace["result"]
-    console.print(
+    _console().print(
         f"drawer {trace['drawer_id']}: [bold]{result['level']}[/bold] (adjustment {result['adjustment']:+.2f})"
     )
     for step in trace.get("steps", []):
-        console.print(f"  • {step}")
+        _console().print(f"  • {step}")
     criteria = trace.get("criteria") or []
     if criteria:
         table(
@@ -209,7 +232,7 @@ def show_trace(trace: Mapping[str, Any]) -> None:
 
 def show_facts(facts: list[Mapping[str, Any]], *, links: bool = False) -> None:
     if not facts:
-        console.print("[dim]no facts[/dim]")
+        _console().print("[dim]no facts[/dim]")
         return
     rows = []
     for fact in facts:
@@ -233,10 +256,10 @@ def show_facts(facts: list[Mapping[str, Any]], *, links: bool = False) -> None:
     for fact in facts:
         life = fact["lifecycle"]
         if life.get("basis"):
-            console.print(f"[dim]{fact['id'][:8]}: {life['basis']}[/dim]")
+            _console().print(f"[dim]{fact['id'][:8]}: {life['basis']}[/dim]")
         if links:
             for link in life["links"]:
-                console.print(
+                _console().print(
                     f"[dim]  {link['from'][:8]} {link['kind']} {link['to'][:8]} "
                     f"({link['origin']}: {link['reason']})[/dim]"
                 )

@@ -2,31 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
-import typer
+import click
 
 from memcastle.cli import render
-from memcastle.cli.app import (
-    app,
-    invocation,
-    read_content,
-)
+from memcastle.cli.app import Invocation, app, group, pass_invocation, read_content
 
-diary_app = typer.Typer(no_args_is_help=True, help="An agent's diary: write and read entries.")
-app.add_typer(diary_app, name="diary")
+diary_app = group("diary", app, "An agent's diary: write and read entries.")
 
 
 @app.command("wake-up")
-def wake_up(
-    ctx: typer.Context,
-    agent: Annotated[str, typer.Option(help="the agent's identity")],
-    wing: Annotated[str | None, typer.Option(help="only this wing")] = None,
-    max_items: Annotated[int, typer.Option("--max-items", help="at most this many drawers")] = 10,
-    max_bytes: Annotated[int, typer.Option("--max-bytes", help="at most this many bytes of content")] = 8192,
-) -> None:
+@click.option("--agent", required=True, help="the agent's identity")
+@click.option("--wing", help="only this wing")
+@click.option("--max-items", type=int, default=10, help="at most this many drawers")
+@click.option("--max-bytes", type=int, default=8192, help="at most this many bytes of content")
+@pass_invocation
+def wake_up(inv: Invocation, agent: str, wing: str | None, max_items: int, max_bytes: int) -> None:
     """The agent's latest diary entry and the most recent checkpoints, within a budget."""
-    inv = invocation(ctx)
     data = inv.client().get("/wake-up", agent=agent, wing=wing, max_items=max_items, max_bytes=max_bytes)
 
     def show(data: Any) -> None:
@@ -38,27 +31,23 @@ def wake_up(
 
 
 @diary_app.command("write")
-def diary_write(
-    ctx: typer.Context,
-    content: Annotated[str, typer.Argument(help="the entry, or - for standard input")],
-    agent: Annotated[str, typer.Option(help="the agent's identity")],
-    wing: Annotated[str | None, typer.Option(help="wing (default 'default')")] = None,
-) -> None:
-    """Write a diary entry for an agent."""
-    inv = invocation(ctx)
+@click.argument("content")
+@click.option("--agent", required=True, help="the agent's identity")
+@click.option("--wing", help="wing (default 'default')")
+@pass_invocation
+def diary_write(inv: Invocation, content: str, agent: str, wing: str | None) -> None:
+    """Write a diary entry for an agent: CONTENT, or - for standard input."""
     data = inv.client().post("/diary", {"agent": agent, "content": read_content(content), "wing": wing})
     inv.emit(data, lambda data: render.console.print(f"written: {data['drawer']['id']}"))
 
 
 @diary_app.command("read")
-def diary_read(
-    ctx: typer.Context,
-    agent: Annotated[str, typer.Option(help="the agent's identity")],
-    wing: Annotated[str | None, typer.Option(help="only this wing")] = None,
-    limit: Annotated[int, typer.Option(help="how many entries, newest first")] = 10,
-) -> None:
+@click.option("--agent", required=True, help="the agent's identity")
+@click.option("--wing", help="only this wing")
+@click.option("--limit", type=int, default=10, help="how many entries, newest first")
+@pass_invocation
+def diary_read(inv: Invocation, agent: str, wing: str | None, limit: int) -> None:
     """Read an agent's diary, newest first."""
-    inv = invocation(ctx)
     data = inv.client().get("/diary", agent=agent, wing=wing, limit=limit)
 
     def show(data: Any) -> None:

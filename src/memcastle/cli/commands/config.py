@@ -4,22 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-import typer
-
 from memcastle.cli import render
-from memcastle.cli.app import (
-    app,
-    invocation,
-)
+from memcastle.cli.app import Invocation, app, group, pass_invocation
 
-config_app = typer.Typer(no_args_is_help=True, help="Configuration.")
-app.add_typer(config_app, name="config")
+config_app = group("config", app, "Configuration.")
 
 
 @config_app.command("show")
-def config_show(ctx: typer.Context) -> None:
+@pass_invocation
+def config_show(inv: Invocation) -> None:
     """Every effective setting and where its value came from."""
-    inv = invocation(ctx)
     settings = inv.settings()
     rows = settings.describe()
 

@@ -2,46 +2,38 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
-import typer
-from rich.markup import escape
+import click
 
 from memcastle.cli import render
-from memcastle.cli.app import (
-    EXIT_ERROR,
-    app,
-    invocation,
-)
+from memcastle.cli.app import EXIT_ERROR, Invocation, app, group, pass_invocation
 
-auth_app = typer.Typer(no_args_is_help=True, help="Authentication: bearer tokens of the palace.")
-token_app = typer.Typer(no_args_is_help=True, help="Create, list and revoke bearer tokens (stored only as digests).")
-app.add_typer(auth_app, name="auth")
-auth_app.add_typer(token_app, name="token")
+auth_app = group("auth", app, "Authentication: bearer tokens of the palace.")
+token_app = group("token", auth_app, "Create, list and revoke bearer tokens (stored only as digests).")
 
 
 @app.command()
-def serve(
-    ctx: typer.Context,
-    host: Annotated[str | None, typer.Option(help="address to bind (default 127.0.0.1)")] = None,
-    port: Annotated[int | None, typer.Option(help="port to bind; 0 picks a free one (default 8420)")] = None,
-) -> None:
+@click.option("--host", help="address to bind (default 127.0.0.1)")
+@click.option("--port", type=int, help="port to bind; 0 picks a free one (default 8420)")
+@pass_invocation
+def serve(inv: Invocation, host: str | None, port: int | None) -> None:
     """Run the daemon for the palace in the foreground."""
     from memcastle.daemon import serve as run_daemon
 
-    run_daemon(invocation(ctx).settings(**{"server.host": host, "server.port": port}))
+    run_daemon(inv.settings(**{"server.host": host, "server.port": port}))
 
 
 @app.command()
-def migrate(
-    ctx: typer.Context,
-    to: Annotated[str, typer.Option("--to", help="postgresql://user:password@host:port/database — an empty palace")],
-) -> None:
+@click.option("--to", required=True, help="postgresql://user:password@host:port/database — an empty palace")
+@pass_invocation
+def migrate(inv: Invocation, to: str) -> None:
     """Copy this embedded (SQLite) palace into PostgreSQL. Runs here, not through the daemon: stop the palace's
     daemon first. The target must be empty; the copy is one transaction, so a failed copy leaves it empty."""
+    from rich.markup import escape
+
     from memcastle.app import migrate_palace
 
-    inv = invocation(ctx)
     settings = inv.settings()
 
     def progress(table: str, rows: int, done: bool) -> None:
@@ -65,9 +57,11 @@ def migrate(
 
 
 @app.command()
-def status(ctx: typer.Context) -> None:
+@click.pass_context
+def status(ctx: click.Context) -> None:
     """Is the daemon running and healthy? Exit 0 healthy, 1 degraded, 3 not running."""
-    inv = invocation(ctx)
+    inv = ctx.find_object(Invocation)
+    assert inv is not None
     data = inv.client().get("/status")
     degraded = bool(data.get("warnings"))
     health = "[yellow]degraded[/yellow]" if degraded else "[green]healthy[/green]"
@@ -93,29 +87,25 @@ def status(ctx: typer.Context) -> None:
         render.console.print("\n".join(lines))
 
     inv.emit(data, show)
-    raise typer.Exit(EXIT_ERROR if degraded else 0)
+    ctx.exit(EXIT_ERROR if degraded else 0)
 
 
 @app.command()
-def shutdown(ctx: typer.Context) -> None:
+@pass_invocation
+def shutdown(inv: Invocation) -> None:
     """Ask the daemon to drain its jobs and exit."""
-    inv = invocation(ctx)
     data = inv.client().post("/shutdown")
     inv.emit(data, lambda data: render.console.print(data["message"]))
 
 
 @app.command("mcp")
-def mcp_bridge(
-    ctx: typer.Context,
-    start: Annotated[
-        bool, typer.Option("--start", help="start the palace's daemon in the background if none runs, and wait for it")
-    ] = False,
-) -> None:
+@click.option("--start", is_flag=True, help="start the palace's daemon in the background if none runs, and wait for it")
+@pass_invocation
+def mcp_bridge(inv: Invocation, start: bool) -> None:
     """Speak MCP on standard input/output and forward every request to the palace's daemon (for MCP clients that
     only spawn processes); --mode is sent as the X-MemCastle-Mode header, auth.token as the bearer token."""
     from memcastle.mcp.bridge import locate_daemon, run_bridge, start_daemon
 
-    inv = invocation(ctx)
     settings = inv.settings()
     if start:
         start_daemon(settings.palace, config_file=inv.config)
@@ -123,11 +113,13 @@ def mcp_bridge(
 
 
 @token_app.command("create")
-def token_create(ctx: typer.Context, name: Annotated[str, typer.Argument(help="what the token is for")]) -> None:
-    """Create a bearer token for this palace; it is printed once and stored only as a digest."""
+@click.argument("name")
+@pass_invocation
+def token_create(inv: Invocation, name: str) -> None:
+    """Create a bearer token for this palace, NAME saying what it is for; it is printed once and stored only as a
+    digest."""
     from memcastle.runtime.tokens import TokenStore
 
-    inv = invocation(ctx)
     token = TokenStore(inv.settings().palace).create(name)
 
     def show(data: Any) -> None:
@@ -141,11 +133,11 @@ def token_create(ctx: typer.Context, name: Annotated[str, typer.Argument(help="w
 
 
 @token_app.command("list")
-def token_list(ctx: typer.Context) -> None:
+@pass_invocation
+def token_list(inv: Invocation) -> None:
     """The tokens of this palace: names and when they were created (the tokens themselves are never stored)."""
     from memcastle.runtime.tokens import TokenStore
 
-    inv = invocation(ctx)
     records = TokenStore(inv.settings().palace).records()
     data = {"tokens": [{"name": r.name, "created_at": r.created_at} for r in records]}
 
@@ -159,10 +151,11 @@ def token_list(ctx: typer.Context) -> None:
 
 
 @token_app.command("revoke")
-def token_revoke(ctx: typer.Context, name: Annotated[str, typer.Argument(help="the token's name")]) -> None:
-    """Revoke a token: a running daemon refuses it from the next request on."""
+@click.argument("name")
+@pass_invocation
+def token_revoke(inv: Invocation, name: str) -> None:
+    """Revoke the token NAME: a running daemon refuses it from the next request on."""
     from memcastle.runtime.tokens import TokenStore
 
-    inv = invocation(ctx)
     TokenStore(inv.settings().palace).revoke(name)
     inv.emit({"revoked": name}, lambda _: render.console.print(f"token {name!r} revoked"))

@@ -3,45 +3,44 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-import typer
+import click
 
 from memcastle.cli import render
-from memcastle.cli.app import (
-    app,
-    invocation,
-    read_content,
-)
+from memcastle.cli.app import Invocation, app, group, pass_invocation, read_content
 
-drawer_app = typer.Typer(no_args_is_help=True, help="Drawers: show, history, supersede, list.")
-wing_app = typer.Typer(no_args_is_help=True, help="Wings of the palace.")
-room_app = typer.Typer(no_args_is_help=True, help="Rooms of a wing.")
-app.add_typer(drawer_app, name="drawer")
-app.add_typer(wing_app, name="wing")
-app.add_typer(room_app, name="room")
+drawer_app = group("drawer", app, "Drawers: show, history, supersede, list.")
+wing_app = group("wing", app, "Wings of the palace.")
+room_app = group("room", app, "Rooms of a wing.")
 
 
 @app.command()
+@click.argument("content")
+@click.option("--wing", help="wing (default: the project's, else 'default')")
+@click.option("--room", help="room (default: the project's, else 'notes')")
+@click.option("--tag", "tags", multiple=True, help="a tag; repeat for more")
+@click.option("--agent", help="who is writing (an agent identity)")
+@click.option("--name", help="a name, unique among the room's current drawers")
+@pass_invocation
 def note(
-    ctx: typer.Context,
-    content: Annotated[str, typer.Argument(help="the note text, or - to read standard input")],
-    wing: Annotated[str | None, typer.Option(help="wing (default: the project's, else 'default')")] = None,
-    room: Annotated[str | None, typer.Option(help="room (default: the project's, else 'notes')")] = None,
-    tag: Annotated[list[str] | None, typer.Option("--tag", help="a tag; repeat for more")] = None,
-    agent: Annotated[str | None, typer.Option(help="who is writing (an agent identity)")] = None,
-    name: Annotated[str | None, typer.Option(help="a name, unique among the room's current drawers")] = None,
+    inv: Invocation,
+    content: str,
+    wing: str | None,
+    room: str | None,
+    tags: tuple[str, ...],
+    agent: str | None,
+    name: str | None,
 ) -> None:
-    """Save a note as a drawer."""
+    """Save CONTENT as a note drawer (- reads standard input)."""
     from memcastle.connectors.project import find_project_settings
 
-    inv = invocation(ctx)
     project = find_project_settings(Path.cwd())
     body = {
         "content": read_content(content),
         "wing": wing or (project.wing if project else None),
         "room": room or (project.room if project else None),
-        "tags": tag or [],
+        "tags": list(tags),
         "agent": agent,
         "name": name,
     }
@@ -55,17 +54,19 @@ def note(
 
 
 @drawer_app.command("show")
-def drawer_show(ctx: typer.Context, drawer_id: str) -> None:
+@click.argument("drawer_id")
+@pass_invocation
+def drawer_show(inv: Invocation, drawer_id: str) -> None:
     """Show one drawer verbatim with its provenance."""
-    inv = invocation(ctx)
     data = inv.client().get(f"/drawers/{drawer_id}")
     inv.emit(data, lambda data: render.show_drawer(data))
 
 
 @drawer_app.command("history")
-def drawer_history(ctx: typer.Context, drawer_id: str) -> None:
+@click.argument("drawer_id")
+@pass_invocation
+def drawer_history(inv: Invocation, drawer_id: str) -> None:
     """Every version of a drawer, oldest first."""
-    inv = invocation(ctx)
     data = inv.client().get(f"/drawers/{drawer_id}/history")
 
     def show(data: Any) -> None:
@@ -76,29 +77,26 @@ def drawer_history(ctx: typer.Context, drawer_id: str) -> None:
 
 
 @drawer_app.command("supersede")
-def drawer_supersede(
-    ctx: typer.Context,
-    drawer_id: str,
-    content: Annotated[str, typer.Argument(help="the replacement text, or - for standard input")],
-    reason: Annotated[str | None, typer.Option(help="why, kept in the replacement's provenance")] = None,
-) -> None:
-    """Replace a drawer: the old version closes, the new one opens, both stay linked."""
-    inv = invocation(ctx)
+@click.argument("drawer_id")
+@click.argument("content")
+@click.option("--reason", help="why, kept in the replacement's provenance")
+@pass_invocation
+def drawer_supersede(inv: Invocation, drawer_id: str, content: str, reason: str | None) -> None:
+    """Replace a drawer by CONTENT (- reads standard input): the old version closes, the new one opens, both
+    stay linked."""
     body = {"content": read_content(content), **({"reason": reason} if reason is not None else {})}
     data = inv.client().post(f"/drawers/{drawer_id}/supersede", body)
     inv.emit(data, lambda data: render.show_drawer(data))
 
 
 @drawer_app.command("list")
-def drawer_list(
-    ctx: typer.Context,
-    wing: Annotated[str | None, typer.Option(help="only this wing")] = None,
-    room: Annotated[str | None, typer.Option(help="only this room")] = None,
-    limit: Annotated[int, typer.Option(help="page size (1-200)")] = 50,
-    after: Annotated[str | None, typer.Option(help="continue after this drawer id")] = None,
-) -> None:
+@click.option("--wing", help="only this wing")
+@click.option("--room", help="only this room")
+@click.option("--limit", type=int, default=50, help="page size (1-200)")
+@click.option("--after", help="continue after this drawer id")
+@pass_invocation
+def drawer_list(inv: Invocation, wing: str | None, room: str | None, limit: int, after: str | None) -> None:
     """List current drawers, oldest first, a page at a time."""
-    inv = invocation(ctx)
     data = inv.client().get("/drawers", wing=wing, room=room, limit=limit, after=after)
 
     def show(data: Any) -> None:
@@ -117,9 +115,10 @@ def drawer_list(
 
 
 @drawer_app.command("duplicates")
-def drawer_duplicates(ctx: typer.Context, drawer_id: str) -> None:
+@click.argument("drawer_id")
+@pass_invocation
+def drawer_duplicates(inv: Invocation, drawer_id: str) -> None:
     """Drawers linked to this one as exact, normalized or near copies (never merged)."""
-    inv = invocation(ctx)
     data = inv.client().get(f"/drawers/{drawer_id}/duplicates")
 
     def show(data: Any) -> None:
@@ -134,9 +133,9 @@ def drawer_duplicates(ctx: typer.Context, drawer_id: str) -> None:
 
 
 @wing_app.command("list")
-def wing_list(ctx: typer.Context) -> None:
+@pass_invocation
+def wing_list(inv: Invocation) -> None:
     """List the palace's wings."""
-    inv = invocation(ctx)
     data = inv.client().get("/wings")
 
     def show(data: Any) -> None:
@@ -148,9 +147,10 @@ def wing_list(ctx: typer.Context) -> None:
 
 
 @room_app.command("list")
-def room_list(ctx: typer.Context, wing: str) -> None:
-    """List the rooms of a wing."""
-    inv = invocation(ctx)
+@click.argument("wing")
+@pass_invocation
+def room_list(inv: Invocation, wing: str) -> None:
+    """List the rooms of WING."""
     data = inv.client().get(f"/wings/{wing}/rooms")
 
     def show(data: Any) -> None:

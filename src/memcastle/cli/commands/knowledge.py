@@ -2,41 +2,43 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
-import typer
+import click
 
 from memcastle.cli import render
-from memcastle.cli.app import (
-    app,
-    invocation,
-    request_sweep,
-)
+from memcastle.cli.app import Invocation, app, group, pass_invocation, request_sweep, wait_option
 
-fact_app = typer.Typer(no_args_is_help=True, help="Facts: list, history, and explicit decisions.")
-entity_app = typer.Typer(no_args_is_help=True, help="Entities of the knowledge graph.")
-app.add_typer(fact_app, name="fact")
-app.add_typer(entity_app, name="entity")
+fact_app = group("fact", app, "Facts: list, history, and explicit decisions.")
+entity_app = group("entity", app, "Entities of the knowledge graph.")
 
 
 @app.command()
-def extract(ctx: typer.Context, wait: Annotated[bool, typer.Option(help="follow the job to its end")] = False) -> None:
+@wait_option()
+@pass_invocation
+def extract(inv: Invocation, wait: bool) -> None:
     """Read new drawers for entities and facts in the background (joins a queued sweep)."""
-    request_sweep(invocation(ctx), "/extract", wait)
+    request_sweep(inv, "/extract", wait)
 
 
 @fact_app.command("list")
+@click.option("--subject", help="subject entity name")
+@click.option("--predicate", help="works_on, uses, located_in, …")
+@click.option("--object", "object_", help="object entity name")
+@click.option("--state", help="current, conflicting, superseded, invalidated, historical")
+@click.option("--as-of", help="states as they were at this instant")
+@click.option("--limit", type=int, default=50, help="how many (1-200)")
+@pass_invocation
 def fact_list(
-    ctx: typer.Context,
-    subject: Annotated[str | None, typer.Option(help="subject entity name")] = None,
-    predicate: Annotated[str | None, typer.Option(help="works_on, uses, located_in, …")] = None,
-    object_: Annotated[str | None, typer.Option("--object", help="object entity name")] = None,
-    state: Annotated[str | None, typer.Option(help="current, conflicting, superseded, invalidated, historical")] = None,
-    as_of: Annotated[str | None, typer.Option("--as-of", help="states as they were at this instant")] = None,
-    limit: Annotated[int, typer.Option(help="how many (1-200)")] = 50,
+    inv: Invocation,
+    subject: str | None,
+    predicate: str | None,
+    object_: str | None,
+    state: str | None,
+    as_of: str | None,
+    limit: int,
 ) -> None:
     """Facts with their lifecycle state; in a conflict, which one is preferred and why."""
-    inv = invocation(ctx)
     data = inv.client().get(
         "/facts", subject=subject, predicate=predicate, object=object_, state=state, as_of=as_of, limit=limit
     )
@@ -44,26 +46,34 @@ def fact_list(
 
 
 @fact_app.command("history")
-def fact_history(ctx: typer.Context, fact_id: str) -> None:
+@click.argument("fact_id")
+@pass_invocation
+def fact_history(inv: Invocation, fact_id: str) -> None:
     """A fact and everything transitively linked to it, by valid_from."""
-    inv = invocation(ctx)
     data = inv.client().get(f"/facts/{fact_id}/history")
     inv.emit(data, lambda data: render.show_facts(data["facts"], links=True))
 
 
 @fact_app.command("add")
+@click.argument("subject")
+@click.argument("predicate")
+@click.argument("object_", metavar="OBJECT")
+@click.option("--confidence", type=float, default=1.0, help="0 to 1")
+@click.option("--valid-from", help="when it became true")
+@click.option("--subject-kind", help="person, organization, project, tool, place, concept, other")
+@click.option("--object-kind", help="person, organization, project, tool, place, concept, other")
+@pass_invocation
 def fact_add(
-    ctx: typer.Context,
+    inv: Invocation,
     subject: str,
     predicate: str,
-    object_: Annotated[str, typer.Argument(metavar="OBJECT")],
-    confidence: Annotated[float, typer.Option(help="0 to 1")] = 1.0,
-    valid_from: Annotated[str | None, typer.Option("--valid-from", help="when it became true")] = None,
-    subject_kind: Annotated[str | None, typer.Option("--subject-kind")] = None,
-    object_kind: Annotated[str | None, typer.Option("--object-kind")] = None,
+    object_: str,
+    confidence: float,
+    valid_from: str | None,
+    subject_kind: str | None,
+    object_kind: str | None,
 ) -> None:
-    """Record an explicit fact."""
-    inv = invocation(ctx)
+    """Record an explicit fact: SUBJECT PREDICATE OBJECT."""
     body = {
         "subject": subject,
         "predicate": predicate,
@@ -78,54 +88,55 @@ def fact_add(
 
 
 @fact_app.command("supersede")
+@click.argument("fact_id")
+@click.option("--object", "object_", help="the new object")
+@click.option("--subject", help="the new subject")
+@click.option("--confidence", type=float, help="0 to 1")
+@click.option("--reason", help="why")
+@pass_invocation
 def fact_supersede(
-    ctx: typer.Context,
+    inv: Invocation,
     fact_id: str,
-    object_: Annotated[str | None, typer.Option("--object", help="the new object")] = None,
-    subject: Annotated[str | None, typer.Option(help="the new subject")] = None,
-    confidence: Annotated[float | None, typer.Option(help="0 to 1")] = None,
-    reason: Annotated[str | None, typer.Option(help="why")] = None,
+    object_: str | None,
+    subject: str | None,
+    confidence: float | None,
+    reason: str | None,
 ) -> None:
     """Close a fact and open its replacement, linked `supersedes`, in one step."""
-    inv = invocation(ctx)
     body = {"object": object_, "subject": subject, "confidence": confidence, "reason": reason}
     data = inv.client().post(f"/facts/{fact_id}/supersede", {k: v for k, v in body.items() if v is not None})
     inv.emit(data, lambda data: render.show_facts([data["superseded"], data["fact"]]))
 
 
 @fact_app.command("invalidate")
-def fact_invalidate(
-    ctx: typer.Context, fact_id: str, reason: Annotated[str, typer.Option(help="why it no longer holds")]
-) -> None:
+@click.argument("fact_id")
+@click.option("--reason", required=True, help="why it no longer holds")
+@pass_invocation
+def fact_invalidate(inv: Invocation, fact_id: str, reason: str) -> None:
     """Close a fact without a replacement."""
-    inv = invocation(ctx)
     data = inv.client().post(f"/facts/{fact_id}/invalidate", {"reason": reason})
     inv.emit(data, lambda data: render.show_facts([data]))
 
 
 @fact_app.command("link")
-def fact_link(
-    ctx: typer.Context,
-    fact_id: str,
-    to: Annotated[str, typer.Argument(help="the other fact's id")],
-    kind: Annotated[str, typer.Option(help="confirms, contradicts or refines")],
-    reason: Annotated[str, typer.Option(help="why")],
-) -> None:
-    """Record an explicit link between two facts."""
-    inv = invocation(ctx)
+@click.argument("fact_id")
+@click.argument("to")
+@click.option("--kind", required=True, help="confirms, contradicts or refines")
+@click.option("--reason", required=True, help="why")
+@pass_invocation
+def fact_link(inv: Invocation, fact_id: str, to: str, kind: str, reason: str) -> None:
+    """Record an explicit link from FACT_ID to the fact TO."""
     data = inv.client().post(f"/facts/{fact_id}/link", {"to": to, "kind": kind, "reason": reason})
     inv.emit(data, lambda data: render.show_facts([data["from"], data["to"]], links=True))
 
 
 @entity_app.command("list")
-def entity_list(
-    ctx: typer.Context,
-    name: Annotated[str | None, typer.Option(help="part of a name or alias")] = None,
-    kind: Annotated[str | None, typer.Option(help="person, organization, project, tool, place, concept, other")] = None,
-    limit: Annotated[int, typer.Option(help="how many (1-200)")] = 50,
-) -> None:
+@click.option("--name", help="part of a name or alias")
+@click.option("--kind", help="person, organization, project, tool, place, concept, other")
+@click.option("--limit", type=int, default=50, help="how many (1-200)")
+@pass_invocation
+def entity_list(inv: Invocation, name: str | None, kind: str | None, limit: int) -> None:
     """List entities."""
-    inv = invocation(ctx)
     data = inv.client().get("/entities", name=name, kind=kind, limit=limit)
 
     def show(data: Any) -> None:
@@ -139,9 +150,10 @@ def entity_list(
 
 
 @entity_app.command("show")
-def entity_show(ctx: typer.Context, entity_id: str) -> None:
+@click.argument("entity_id")
+@pass_invocation
+def entity_show(inv: Invocation, entity_id: str) -> None:
     """One entity with its aliases, mentions and possibly-same hints."""
-    inv = invocation(ctx)
     data = inv.client().get(f"/entities/{entity_id}")
 
     def show(data: Any) -> None:

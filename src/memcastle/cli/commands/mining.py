@@ -3,44 +3,57 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-import typer
+import click
 
 from memcastle.cli import render
 from memcastle.cli.app import (
     EXIT_ERROR,
     Invocation,
     app,
-    invocation,
+    group,
+    pass_invocation,
     request_sweep,
     wait_for_job,
+    wait_option,
 )
 from memcastle.errors import InvalidRequest
 
-miner_app = typer.Typer(no_args_is_help=True, help="Named miners declared with [[miners]] in config.toml.")
-app.add_typer(miner_app, name="miner")
+miner_app = group("miner", app, "Named miners declared with [[miners]] in config.toml.")
 
 
 @app.command()
+@click.argument("source")
+@click.argument("locator", required=False)
+@click.argument("options", nargs=-1, metavar="[KEY=VALUE]...")
+@click.option("--wing", help="wing for the drawers (default: the connector's rule)")
+@click.option("--full", is_flag=True, help="read from the beginning instead of the saved cursor")
+@wait_option("follow the job with a progress bar and print its counts")
+@click.pass_context
 def mine(
-    ctx: typer.Context,
-    source: Annotated[str, typer.Argument(help="connector: directory, notes, git, claude, codex, chatgpt, …")],
-    locator: Annotated[str | None, typer.Argument(help="where to read (a folder, file or repository)")] = None,
-    options: Annotated[list[str] | None, typer.Argument(help="connector options as key=value")] = None,
-    wing: Annotated[str | None, typer.Option(help="wing for the drawers (default: the connector's rule)")] = None,
-    full: Annotated[bool, typer.Option(help="read from the beginning instead of the saved cursor")] = False,
-    wait: Annotated[bool, typer.Option(help="follow the job with a progress bar and print its counts")] = False,
+    ctx: click.Context,
+    source: str,
+    locator: str | None,
+    options: tuple[str, ...],
+    wing: str | None,
+    full: bool,
+    wait: bool,
 ) -> None:
-    """Mine a source into drawers in the background."""
-    inv = invocation(ctx)
+    """Mine a source into drawers in the background.
+
+    SOURCE is the connector (directory, notes, git, claude, codex, chatgpt, …), LOCATOR where it reads (a folder,
+    file or repository), then the connector's options as KEY=VALUE.
+    """
+    inv = ctx.find_object(Invocation)
+    assert inv is not None
     if locator is not None and "=" in locator and not Path(locator).exists():
-        options = [locator, *(options or [])]
+        options = (locator, *options)
         locator = None
     body = {
         "connector": source,
         "locator": _locator(locator),
-        "options": _options(options or []),
+        "options": _options(options),
         "wing": wing,
         "full": full,
     }
@@ -49,7 +62,7 @@ def mine(
     if wait:
         job = wait_for_job(inv, job)
         print_mine_result(inv, job)
-        raise typer.Exit(0 if job["status"] == "completed" else EXIT_ERROR)
+        ctx.exit(0 if job["status"] == "completed" else EXIT_ERROR)
 
     def show(data: Any) -> None:
         joined = " (joined a queued run)" if data.get("joined") else ""
@@ -68,7 +81,7 @@ def _locator(locator: str | None) -> str:
     return locator
 
 
-def _options(pairs: list[str]) -> dict[str, str]:
+def _options(pairs: tuple[str, ...]) -> dict[str, str]:
     options = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
@@ -104,9 +117,9 @@ def print_mine_result(inv: Invocation, job: dict[str, Any]) -> None:
 
 
 @miner_app.command("list")
-def miner_list(ctx: typer.Context) -> None:
+@pass_invocation
+def miner_list(inv: Invocation) -> None:
     """List the miners declared in config.toml."""
-    inv = invocation(ctx)
     data = inv.client().get("/miners")
 
     def show(data: Any) -> None:
@@ -123,13 +136,11 @@ def miner_list(ctx: typer.Context) -> None:
 
 
 @miner_app.command("run")
-def miner_run(
-    ctx: typer.Context,
-    name: str,
-    wait: Annotated[bool, typer.Option(help="follow the job and print its counts")] = False,
-) -> None:
+@click.argument("name")
+@wait_option("follow the job and print its counts")
+@pass_invocation
+def miner_run(inv: Invocation, name: str, wait: bool) -> None:
     """Run a named miner again (joins a run of it that is still queued)."""
-    inv = invocation(ctx)
     job = inv.client().post(f"/miners/{name}/run")["job"]
     if wait:
         job = wait_for_job(inv, job)
@@ -139,13 +150,11 @@ def miner_run(
 
 
 @app.command()
-def verify(
-    ctx: typer.Context,
-    wait: Annotated[bool, typer.Option(help="follow the job to its end")] = False,
-    pace_ms: Annotated[int, typer.Option("--pace-ms", help="pause between batches, to go easy on the disk")] = 0,
-) -> None:
+@wait_option()
+@click.option("--pace-ms", type=int, default=0, help="pause between batches, to go easy on the disk")
+@pass_invocation
+def verify(inv: Invocation, wait: bool, pace_ms: int) -> None:
     """Re-hash every current drawer in the background and report any mismatch."""
-    inv = invocation(ctx)
     job = inv.client().post("/verify", {"pace_ms": pace_ms})["job"]
     if wait:
         job = wait_for_job(inv, job)
@@ -153,6 +162,8 @@ def verify(
 
 
 @app.command()
-def embed(ctx: typer.Context, wait: Annotated[bool, typer.Option(help="follow the job to its end")] = False) -> None:
+@wait_option()
+@pass_invocation
+def embed(inv: Invocation, wait: bool) -> None:
     """Fill missing embeddings in the background (joins a queued sweep)."""
-    request_sweep(invocation(ctx), "/embed", wait)
+    request_sweep(inv, "/embed", wait)

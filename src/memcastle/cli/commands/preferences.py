@@ -4,22 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-import typer
+import click
 
 from memcastle.cli import render
-from memcastle.cli.app import (
-    app,
-    invocation,
-)
+from memcastle.cli.app import Invocation, app, group, pass_invocation
 
-preferences_app = typer.Typer(no_args_is_help=True, help="Source preferences: show, check, explain.")
-app.add_typer(preferences_app, name="preferences")
+preferences_app = group("preferences", app, "Source preferences: show, check, explain.")
 
 
 @preferences_app.command("show")
-def preferences_show(ctx: typer.Context) -> None:
+@pass_invocation
+def preferences_show(inv: Invocation) -> None:
     """The daemon's effective source-preference policy, each field with the layer it came from."""
-    inv = invocation(ctx)
     data = inv.client().get("/preferences")
 
     def show(data: Any) -> None:
@@ -29,12 +25,12 @@ def preferences_show(ctx: typer.Context) -> None:
 
 
 @preferences_app.command("check")
-def preferences_check(ctx: typer.Context) -> None:
+@pass_invocation
+def preferences_check(inv: Invocation) -> None:
     """Validate every preference layer (global file and the palace's preferences.toml); exit 1 on an error."""
     from memcastle.config.layers import layers_from_settings
     from memcastle.preferences import load_policy
 
-    inv = invocation(ctx)
     settings = inv.settings()
     layers = layers_from_settings(settings)
     policy = load_policy(layers)
@@ -49,9 +45,10 @@ def preferences_check(ctx: typer.Context) -> None:
 
 
 @preferences_app.command("explain")
-def preferences_explain(ctx: typer.Context, drawer_id: str) -> None:
+@click.argument("drawer_id")
+@pass_invocation
+def preferences_explain(inv: Invocation, drawer_id: str) -> None:
     """How the policy resolves one drawer: connector, each criterion tried, which matched, which won and why."""
-    inv = invocation(ctx)
     data = inv.client().get(f"/drawers/{drawer_id}/preference")
 
     def show(data: Any) -> None:

@@ -2,43 +2,52 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
-import typer
+import click
 
 from memcastle.cli import render
-from memcastle.cli.app import (
-    app,
-    invocation,
-)
+from memcastle.cli.app import Invocation, app, pass_invocation
 
 
 @app.command()
+@click.argument("query")
+@click.option("--limit", type=int, default=10, help="how many hits (1-200)")
+@click.option("--wing", help="only this wing")
+@click.option("--room", help="only this room")
+@click.option("--tag", "tags", multiple=True, help="required tag; repeat for more")
+@click.option("--kind", help="source kind: file, note, transcript, commit, …")
+@click.option("--connector", help="only drawers mined by this connector")
+@click.option("--ranking", default="auto", help="auto, lexical, semantic or hybrid")
+@click.option("--as-of", help="what was current at this instant")
+@click.option("--from", "from_", help="window start (with --until)")
+@click.option("--until", help="window end (with --from)")
+@click.option("--historical", is_flag=True, help="include closed versions")
+@click.option("--expand", is_flag=True, help="add drawers related through the knowledge graph")
+@click.option("--preferences", default="on", help="on, or off to see the ranking without source preferences")
+@pass_invocation
 def search(
-    ctx: typer.Context,
-    query: Annotated[str, typer.Argument(help="what to look for")],
-    limit: Annotated[int, typer.Option(help="how many hits (1-200)")] = 10,
-    wing: Annotated[str | None, typer.Option(help="only this wing")] = None,
-    room: Annotated[str | None, typer.Option(help="only this room")] = None,
-    tag: Annotated[list[str] | None, typer.Option("--tag", help="required tag; repeat for more")] = None,
-    kind: Annotated[str | None, typer.Option("--kind", help="source kind: file, note, transcript, commit, …")] = None,
-    connector: Annotated[str | None, typer.Option(help="only drawers mined by this connector")] = None,
-    ranking: Annotated[str, typer.Option(help="auto, lexical, semantic or hybrid")] = "auto",
-    as_of: Annotated[str | None, typer.Option("--as-of", help="what was current at this instant")] = None,
-    from_: Annotated[str | None, typer.Option("--from", help="window start (with --until)")] = None,
-    until: Annotated[str | None, typer.Option(help="window end (with --from)")] = None,
-    historical: Annotated[bool, typer.Option("--historical", help="include closed versions")] = False,
-    expand: Annotated[bool, typer.Option(help="add drawers related through the knowledge graph")] = False,
-    preferences: Annotated[str, typer.Option(help="on, or off to see the ranking without source preferences")] = "on",
+    inv: Invocation,
+    query: str,
+    limit: int,
+    wing: str | None,
+    room: str | None,
+    tags: tuple[str, ...],
+    kind: str | None,
+    connector: str | None,
+    ranking: str,
+    as_of: str | None,
+    from_: str | None,
+    until: str | None,
+    historical: bool,
+    expand: bool,
+    preferences: str,
 ) -> None:
-    """Search the palace: evidence with provenance and the signals that ranked it."""
-    inv = invocation(ctx)
+    """Search the palace for QUERY: evidence with provenance and the signals that ranked it."""
     body = {
         "query": query,
         "limit": limit,
         "wing": wing,
         "room": room,
-        "tags": tag or [],
+        "tags": list(tags),
         "source_kind": kind,
         "connector": connector,
         "ranking": ranking,
@@ -54,24 +63,32 @@ def search(
 
 
 @app.command()
+@click.argument("query")
+@click.option("--limit", type=int, default=10, help="how many hits (1-200)")
+@click.option("--wing", help="only this wing")
+@click.option("--tag", "tags", multiple=True, help="required tag; repeat for more")
+@click.option("--kind", help="source kind")
+@click.option("--connector", help="only drawers mined by this connector")
+@click.option("--as-of", help="what was current at this instant")
+@click.option("--historical", is_flag=True, help="include closed versions")
+@pass_invocation
 def recall(
-    ctx: typer.Context,
-    query: Annotated[str, typer.Argument(help="what to remember")],
-    limit: Annotated[int, typer.Option(help="how many hits (1-200)")] = 10,
-    wing: Annotated[str | None, typer.Option(help="only this wing")] = None,
-    tag: Annotated[list[str] | None, typer.Option("--tag", help="required tag; repeat for more")] = None,
-    kind: Annotated[str | None, typer.Option("--kind", help="source kind")] = None,
-    connector: Annotated[str | None, typer.Option(help="only drawers mined by this connector")] = None,
-    as_of: Annotated[str | None, typer.Option("--as-of", help="what was current at this instant")] = None,
-    historical: Annotated[bool, typer.Option("--historical", help="include closed versions")] = False,
+    inv: Invocation,
+    query: str,
+    limit: int,
+    wing: str | None,
+    tags: tuple[str, ...],
+    kind: str | None,
+    connector: str | None,
+    as_of: str | None,
+    historical: bool,
 ) -> None:
-    """Search a whole wing (no room scoping): the agent-facing search."""
-    inv = invocation(ctx)
+    """Search a whole wing for QUERY (no room scoping): the agent-facing search."""
     body = {
         "query": query,
         "limit": limit,
         "wing": wing,
-        "tags": tag or [],
+        "tags": list(tags),
         "source_kind": kind,
         "connector": connector,
         "as_of": as_of,
