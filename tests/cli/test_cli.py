@@ -392,4 +392,3 @@ def test_a_piped_command_imports_no_server_stack_and_no_rich(module_daemon: Any,
     )
     assert done.returncode == 0, done.stderr
     assert done.stderr.rstrip().endswith("LOADED"), done.stderr
-
