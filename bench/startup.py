@@ -3,7 +3,8 @@
 - **Daemon to health**: from launching `memcastle serve` to the first 200 of `/api/health`; the floor is the same
   measurement for a bare uvicorn serving a one-route ASGI app (the interpreter, uvicorn and a socket, nothing else).
 - **CLI CPU**: user + system CPU of `memcastle --help`, `memcastle status` and `memcastle search …` against a running
-  daemon, read from `/usr/bin/time`; the floor is `python -c pass`.
+  daemon, read from `/usr/bin/time`; the floor is `python -c pass`. Piped (JSON output), and `status` and `search`
+  again on a terminal (`script` gives them a pseudo-terminal, so rich renders; `script` itself is included).
 - **stdio bridge**: from launching `memcastle mcp` to its answer to `initialize` (the daemon already running).
 
 Every run uses its own home directory, so nothing is shared with the user's palace. Medians of `--runs` runs.
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import socket
 import subprocess
@@ -29,6 +31,7 @@ from bench.common import command_line, machine, median, write_section
 BIN = Path(sys.executable).parent
 MEMCASTLE = str(BIN / "memcastle")
 TIME = shutil.which("time") or "/usr/bin/time"
+SCRIPT = shutil.which("script") or "/usr/bin/script"
 CEILING = 120.0
 
 BARE_APP = """
@@ -94,6 +97,11 @@ def cpu_seconds(argv: list[str], env: dict[str, str]) -> float:
     return float(user) + float(system)
 
 
+def on_terminal(argv: list[str]) -> list[str]:
+    """`argv` run under `script`, on a pseudo-terminal of its own."""
+    return [SCRIPT, "-qec", shlex.join(argv), "/dev/null"]
+
+
 def bridge_initialize(env: dict[str, str]) -> float:
     """Seconds from launching `memcastle mcp` to its answer to `initialize`."""
     request = {
@@ -152,6 +160,11 @@ def main() -> None:
                 note("memcastle --help (CPU)", cpu_seconds([MEMCASTLE, "--help"], env))
                 note("memcastle status (CPU)", cpu_seconds([MEMCASTLE, "status"], env))
                 note("memcastle search (CPU)", cpu_seconds([MEMCASTLE, "search", "configuration reload"], env))
+                note("memcastle status on a terminal (CPU)", cpu_seconds(on_terminal([MEMCASTLE, "status"]), env))
+                note(
+                    "memcastle search on a terminal (CPU)",
+                    cpu_seconds(on_terminal([MEMCASTLE, "search", "configuration reload"]), env),
+                )
                 note("memcastle mcp to initialize", bridge_initialize(env))
             finally:
                 stop(daemon)

@@ -12,16 +12,18 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from memcastle import __version__
 from memcastle.cli import render
-from memcastle.cli.client import DaemonClient
-from memcastle.config import Settings, load_settings
 from memcastle.errors import DaemonNotRunning, InvalidRequest, MemCastleError
 from memcastle.modes import MODES
+
+if TYPE_CHECKING:
+    from memcastle.cli.client import DaemonClient
+    from memcastle.config import Settings
 
 EXIT_ERROR = 1
 EXIT_NO_DAEMON = 3
@@ -38,12 +40,16 @@ class Invocation:
     _settings: Settings | None = None
 
     def settings(self, **flags: Any) -> Settings:
+        from memcastle.config import load_settings  # on use: `--help` reads no configuration
+
         if self._settings is None or flags:
             base = {"palace": str(self.palace) if self.palace else None, "mode": self.mode}
             self._settings = load_settings(flags={**base, **flags}, config_file=self.config)
         return self._settings
 
     def client(self) -> DaemonClient:
+        from memcastle.cli.client import DaemonClient
+
         return DaemonClient(self.settings())
 
     @property

@@ -6,9 +6,8 @@ daemon should not import an HTTP stack at every start (see docs/adr/0014-a-light
 
 from __future__ import annotations
 
-import http.client
 import json as jsonlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode, urlsplit
 
 from memcastle.config import Settings
@@ -22,6 +21,9 @@ from memcastle.errors import (
     ProviderError,
 )
 from memcastle.runtime.daemons import find_daemon, state_dir
+
+if TYPE_CHECKING:
+    import http.client
 
 
 class DaemonClient:
@@ -46,6 +48,8 @@ class DaemonClient:
         self._base = parts.path.rstrip("/")
 
     def _connection(self) -> http.client.HTTPConnection:
+        import http.client
+
         if self._https:
             return http.client.HTTPSConnection(self._host, self._port, timeout=self.timeout)
         return http.client.HTTPConnection(self._host, self._port, timeout=self.timeout)
@@ -59,6 +63,8 @@ class DaemonClient:
         if json is not None:
             body = jsonlib.dumps(json).encode("utf-8")
             headers["Content-Type"] = "application/json"
+        import http.client
+
         # One connection per call: a request is never sent twice on a connection the daemon closed meanwhile.
         connection = self._connection()
         try:
