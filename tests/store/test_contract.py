@@ -621,17 +621,18 @@ def test_embeddings_are_stored_exactly_and_loaded_incrementally(store: Store) ->
     assert [d.id for d in store.drawers_missing_embeddings("m", 10)] == [a.id, b.id]
     first = unit_rows(2, 16, seed=1)
     store.put_embeddings("m", [(a.id, first)])
-    ids, matrix, last, _ = store.load_embeddings("m", 0, 16)
-    assert ids == [a.id, a.id]
+    chunk = store.load_embeddings("m", 0, 16, limit=100)
+    ids, matrix, last = chunk.ids, chunk.matrix, chunk.last_id
+    assert ids == [a.id, a.id] and chunk.passages == [0, 1]
     assert matrix.dtype == np.float32 and matrix.shape == (2, 16)
     assert np.array_equal(matrix, first), "vectors come back bit for bit"
     assert store.count_missing_embeddings("m") == 1
     second = unit_rows(1, 16, seed=2)
     store.put_embeddings("m", [(b.id, second)])
-    more_ids, more, newest, _ = store.load_embeddings("m", last, 16)
-    assert more_ids == [b.id] and newest > last and np.array_equal(more, second)
-    none_ids, empty, unchanged, _ = store.load_embeddings("m", newest, 16)
-    assert none_ids == [] and empty.shape == (0, 16) and unchanged == newest
+    more = store.load_embeddings("m", last, 16, limit=100)
+    assert more.ids == [b.id] and more.last_id > last and np.array_equal(more.matrix, second)
+    none = store.load_embeddings("m", more.last_id, 16, limit=100)
+    assert none.ids == [] and none.matrix.shape == (0, 16) and none.last_id == more.last_id
     assert store.count_missing_embeddings("m") == 0
     assert store.drawers_missing_embeddings("m", 10) == []
 
@@ -647,32 +648,49 @@ def test_a_drawers_first_passage_can_come_before_its_others(store: Store) -> Non
     assert store.next_to_embed("m", 10, after=0, stage="head") == []
     assert [d.id for _, d in store.next_to_embed("m", 10, after=0, stage="rest")] == [drawer.id]
     assert [d.id for _, d in store.next_to_embed("m", 10, after=0)] == [drawer.id]
-    ids, _, last, totals = store.load_embeddings("m", 0, 8)
-    assert (ids, totals) == ([drawer.id, other.id], [3, 1])
+    heads = store.load_embeddings("m", 0, 8, limit=100)
+    assert (heads.ids, heads.totals, heads.passages) == ([drawer.id, other.id], [3, 1], [0, 0])
     store.put_embeddings("m", [(drawer.id, vectors[1:])], first_passage=1, totals={drawer.id: 3})
     assert store.count_missing_embeddings("m") == 0 and store.next_to_embed("m", 10, after=0, stage="rest") == []
-    more, matrix, _, totals = store.load_embeddings("m", last, 8)
-    assert more == [drawer.id, drawer.id] and totals == [3, 3] and np.array_equal(matrix, vectors[1:])
+    rest = store.load_embeddings("m", heads.last_id, 8, limit=100)
+    assert rest.ids == [drawer.id, drawer.id] and rest.totals == [3, 3] and rest.passages == [1, 2]
+    assert np.array_equal(rest.matrix, vectors[1:])
     # Starting at the first passage again replaces the drawer's vectors instead of adding a fourth.
     store.put_embeddings("m", [(drawer.id, vectors)])
-    assert store.load_embeddings("m", 0, 8)[0].count(drawer.id) == 3
+    assert store.load_embeddings("m", 0, 8, limit=100).ids.count(drawer.id) == 3
 
 
 def test_a_drawer_without_passages_counts_as_embedded(store: Store) -> None:
     drawer = store.add_drawer(note("nothing to embed"))
     store.put_embeddings("m", [(drawer.id, np.zeros((0, 0), dtype=np.float32)), ("unknown-drawer", unit_rows(1, 4))])
     assert store.count_missing_embeddings("m") == 0
-    assert store.load_embeddings("m", 0, 4)[0] == []
+    assert store.load_embeddings("m", 0, 4, limit=100).ids == []
 
 
 def test_re_embedding_replaces_a_drawers_vectors(store: Store) -> None:
     drawer = store.add_drawer(note("again"))
     store.put_embeddings("m", [(drawer.id, unit_rows(3, 8, seed=1))])
-    _, _, last, _ = store.load_embeddings("m", 0, 8)
+    last = store.load_embeddings("m", 0, 8, limit=100).last_id
     replacement = unit_rows(1, 8, seed=9)
     store.put_embeddings("m", [(drawer.id, replacement)])
-    ids, matrix, _, _ = store.load_embeddings("m", last, 8)
-    assert ids == [drawer.id] and np.array_equal(matrix, replacement)
+    again = store.load_embeddings("m", last, 8, limit=100)
+    assert again.ids == [drawer.id] and again.passages == [0] and np.array_equal(again.matrix, replacement)
+
+
+def test_vectors_load_in_chunks_of_the_limit_in_row_order(store: Store) -> None:
+    drawers = [store.add_drawer(note(f"chunk {i}")) for i in range(5)]
+    store.put_embeddings("m", [(d.id, unit_rows(2, 4, seed=i)) for i, d in enumerate(drawers)])
+    seen: list[str] = []
+    last = 0
+    while True:
+        chunk = store.load_embeddings("m", last, 4, limit=3)
+        assert len(chunk.ids) <= 3
+        seen.extend(chunk.ids)
+        if not chunk.ids:
+            break
+        assert chunk.last_id > last
+        last = chunk.last_id
+    assert seen == [d.id for d in drawers for _ in range(2)]
 
 
 def test_missing_embeddings_put_current_drawers_first(store: Store) -> None:
@@ -687,9 +705,9 @@ def test_other_models_are_dropped_after_a_model_change(store: Store) -> None:
     store.put_embeddings("old", [(drawer.id, unit_rows(2, 8))])
     store.put_embeddings("new", [(drawer.id, unit_rows(1, 12))])
     assert store.drop_other_embeddings("new") == 2
-    assert store.load_embeddings("old", 0, 8)[0] == []
+    assert store.load_embeddings("old", 0, 8, limit=100).ids == []
     assert store.count_missing_embeddings("old") == 1
-    assert store.load_embeddings("new", 0, 12)[0] == [drawer.id]
+    assert store.load_embeddings("new", 0, 12, limit=100).ids == [drawer.id]
 
 
 # --- mining records -------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -140,3 +141,61 @@ def test_a_postgresql_url_without_the_postgres_extra_says_which_extra_to_install
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "needs the postgres extra" in done.stdout and "memcastle[postgres]" in done.stdout
+
+
+# --- the lexical leg ranks inside the full-text index first -----------------------------------------
+
+
+def exact_lexical(store: SQLiteStore, match: str, where: str, params: list[Any], limit: int) -> list[tuple[str, float]]:
+    """The reference: BM25 over every matching row, joined and filtered, in one query."""
+    with store._read() as tx:
+        rows = tx.all(
+            "SELECT d.id, bm25(drawer_fts) AS rank FROM drawer_fts JOIN drawer d ON d.seq = drawer_fts.rowid "
+            "JOIN room r ON r.id = d.room_id JOIN wing w ON w.id = r.wing_id "
+            f"WHERE drawer_fts MATCH ?{where} ORDER BY rank, d.id LIMIT ?",
+            (match, *params, limit),
+        )
+    return [(r["id"], -float(r["rank"])) for r in rows]
+
+
+@pytest.mark.parametrize("head", [(4, 64), (1, 2)], ids=["default", "tiny-first-round"])
+def test_the_bounded_lexical_leg_ranks_exactly_as_one_full_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, head: tuple[int, int]
+) -> None:
+    """Top k inside FTS5, then scope, time and joins: identical hits and scores to BM25 over every match, for narrow
+    and broad scopes, ties (identical texts), closed drawers, and limits past the first round."""
+    import memcastle.store.sqlite as sqlite_module
+    from memcastle.clock import utc_now
+    from memcastle.model import LexicalQuery, Scope
+    from memcastle.store.sql.filters import filter_sql
+    from memcastle.store.sqlite.fulltext import fts5_match
+
+    monkeypatch.setattr(sqlite_module, "LEXICAL_HEAD", head[0])
+    monkeypatch.setattr(sqlite_module, "LEXICAL_MIN_HEAD", head[1])
+    store = SQLiteStore(tmp_path / "palace")
+    try:
+        words = ["drawbridge", "moat", "tower", "keep", "banner", "gate"]
+        for i in range(240):
+            text = " ".join(words[(i * k) % len(words)] for k in range(1, 2 + i % 5))
+            wing = "rare" if i % 40 == 0 else "common"
+            drawer = store.add_drawer(NewDrawer(wing=wing, room=f"r{i % 3}", content=f"{text} castle"))
+            if i % 7 == 0:
+                store.invalidate_drawer(drawer.id)
+        store.add_drawer(NewDrawer(wing="common", room="r0", content="moat moat moat castle"))
+        store.add_drawer(NewDrawer(wing="common", room="r1", content="moat moat moat castle"))  # an exact tie
+        cases = [
+            (("moat",), True, Scope(), False),
+            (("moat", "tower"), True, Scope(), False),
+            (("moat", "banner", "castle"), False, Scope(), False),
+            (("castle",), True, Scope(wing="rare"), False),
+            (("gate", "keep"), False, Scope(room="r2"), True),
+            (("castle",), True, Scope(), True),
+        ]
+        for terms, require_all, scope, historical in cases:
+            query = LexicalQuery(terms, require_all=require_all)
+            where, params = filter_sql(scope, None, historical, utc_now())
+            for limit in (1, 5, 40, 200):
+                got = [(c.drawer_id, c.signal) for c in store.lexical_candidates(query, scope, None, historical, limit)]
+                assert got == exact_lexical(store, fts5_match(query) or "", where, params, limit), (terms, limit)
+    finally:
+        store.close()

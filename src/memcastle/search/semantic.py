@@ -1,6 +1,7 @@
 """The semantic leg: exact cosine over an in-memory matrix of passage vectors, a drawer scored by its best passage.
 
-The matrix grows as the embed job stores vectors (loaded incrementally by row id). Scope and time are applied to
+The matrix grows as the embed job stores vectors (loaded incrementally by a row-id range; a search never waits for
+the load, it scans the snapshot published last). Scope and time are applied to
 the ranked drawers before the limit: the best drawers are checked in widening rounds, and when a scope is too
 narrow for that to pay, the eligible set is fetched once and the scores are masked.
 """
@@ -8,96 +9,131 @@ narrow for that to pay, the eligible set is fetched once and the scores are mask
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
 
 from memcastle.errors import ProviderError
 from memcastle.model import Scope, ScoredDrawer, TimeWindow
-from memcastle.store import SemanticStore
+from memcastle.store import SemanticStore, VectorChunk
 
 _FIRST_ROUND = 8
 _WIDEN = 16
+LOAD_CHUNK = 8192  # rows per load query: a palace's vectors come in without holding them all twice
 SEMANTIC_FLOOR = 0.10  # chosen on the judged set and LoCoMo: see docs/adr/0011-honest-hybrid-during-the-backlog.md
 
 
+@dataclass(frozen=True)
+class _Snapshot:
+    """What a search reads: the first `count` rows. Rows below `count` never change once published (a refresh writes
+    only past it, or into a new array when it grows), so a search scans its snapshot without holding any lock."""
+
+    count: int = 0
+    matrix: npt.NDArray[np.float32] = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
+    places: npt.NDArray[np.int32] = field(default_factory=lambda: np.zeros((0, 4), dtype=np.int32))
+    alive: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    ids: list[str] = field(default_factory=list)  # append-only: indices below `count` are stable
+
+
 class SemanticIndex:
-    """Passage vectors of one embedding model, in memory; thread-safe."""
+    """Passage vectors of one embedding model, in memory; thread-safe.
+
+    `refresh` loads the rows stored since the last one by a row-id range (an index walk of the new rows only, in
+    chunks of `LOAD_CHUNK`), under a loader lock; searches read the published snapshot and scan it outside any lock.
+    """
 
     def __init__(self, store: SemanticStore, model: str) -> None:
         self._store = store
         self.model = model
         self.dimension: int | None = None  # read from the stored vectors, never assumed
-        self._lock = threading.Lock()
-        self._ids: list[str] = []
-        self._matrix = np.zeros((0, 0), dtype=np.float32)
+        self._loader = threading.Lock()
+        self._snapshot = _Snapshot()
         # Per row: codes of the drawer's wing, room, source kind and connector (fixed for a drawer's life), so a
         # scope narrows the scan with a numpy mask instead of a round trip per candidate.
-        self._places = np.zeros((0, 4), dtype=np.int32)
         self._codes: list[dict[str | None, int]] = [{}, {}, {}, {}]
-        self._count = 0
         self._last_row = 0
-        # Per drawer: passage vectors in memory, and how many it has in all (absent: stored whole, so complete).
-        self._loaded: dict[str, int] = {}
+        # Per drawer: its rows in memory (one row as an int, which most drawers have), and how many passages it has
+        # in all (absent: stored whole, so complete).
+        self._rows: dict[str, int | list[int]] = {}
         self._totals: dict[str, int] = {}
 
     @property
     def size(self) -> int:
-        return self._count
+        return self._snapshot.count
 
     def has_vector(self, drawer_id: str) -> bool:
         """Whether the drawer is found by meaning as well as it will be: all its passage vectors are loaded (a drawer
         with only its first passage so far still counts as waiting); call after `refresh`."""
-        loaded = self._loaded.get(drawer_id, 0)
+        rows = self._rows.get(drawer_id)
+        loaded = 0 if rows is None else 1 if isinstance(rows, int) else len(rows)
         return loaded > 0 and loaded >= self._totals.get(drawer_id, 0)
 
     def refresh(self) -> None:
-        """Load vectors stored since the last refresh."""
-        with self._lock:
-            ids, matrix, last, totals = self._store.load_embeddings(self.model, self._last_row, self.dimension or 0)
-            if not ids:
-                return
-            if self.dimension is None:
-                self.dimension = int(matrix.shape[1])
-                self._matrix = np.zeros((0, self.dimension), dtype=np.float32)
-            if matrix.shape[1] != self.dimension:
-                raise ValueError(f"stored vectors have dimension {matrix.shape[1]}, expected {self.dimension}")
-            needed = self._count + len(ids)
-            if needed > self._matrix.shape[0]:
-                # Grow geometrically so a palace being embedded is not copied once per batch.
-                grown = np.zeros((max(needed, 2 * self._matrix.shape[0], 1024), self.dimension), dtype=np.float32)
-                grown[: self._count] = self._matrix[: self._count]
-                self._matrix = grown
-            self._matrix[self._count : needed] = matrix
-            places = self._store.drawer_places(ids)
-            coded = np.array(
-                [[self._code(column, value) for column, value in enumerate(places[i])] for i in ids], dtype=np.int32
-            ).reshape(len(ids), 4)
-            if needed > self._places.shape[0]:
-                grown_places = np.zeros((self._matrix.shape[0], 4), dtype=np.int32)
-                grown_places[: self._count] = self._places[: self._count]
-                self._places = grown_places
-            self._places[self._count : needed] = coded
-            self._ids.extend(ids)
-            for drawer_id, total in zip(ids, totals, strict=True):
-                self._loaded[drawer_id] = self._loaded.get(drawer_id, 0) + 1
-                if total is not None:
-                    self._totals[drawer_id] = total
-            self._count = needed
-            self._last_row = last
+        """Load vectors stored since the last refresh (nothing new: one index probe)."""
+        with self._loader:
+            while True:
+                chunk = self._store.load_embeddings(self.model, self._last_row, self.dimension or 0, limit=LOAD_CHUNK)
+                if chunk.ids:
+                    self._append(chunk)
+                if len(chunk.ids) < LOAD_CHUNK:
+                    return
+
+    def _append(self, chunk: VectorChunk) -> None:
+        ids, matrix = chunk.ids, chunk.matrix
+        if self.dimension is None:
+            self.dimension = int(matrix.shape[1])
+        if matrix.shape[1] != self.dimension:
+            raise ValueError(f"stored vectors have dimension {matrix.shape[1]}, expected {self.dimension}")
+        old = self._snapshot
+        count, needed = old.count, old.count + len(ids)
+        grown, places, alive = old.matrix, old.places, old.alive
+        if needed > grown.shape[0] or grown.shape[1] != self.dimension:
+            # Grow geometrically into new arrays, so a palace being embedded is not copied once per batch, and
+            # searches still scanning the old arrays are undisturbed.
+            rows = max(needed, 2 * grown.shape[0], 1024)
+            grown = np.zeros((rows, self.dimension), dtype=np.float32)
+            places = np.zeros((rows, 4), dtype=np.int32)
+            alive = np.zeros(rows, dtype=bool)
+            if count:
+                grown[:count] = old.matrix[:count]
+                places[:count] = old.places[:count]
+                alive[:count] = old.alive[:count]
+        grown[count:needed] = matrix
+        found = self._store.drawer_places(ids)
+        places[count:needed] = np.array(
+            [[self._code(column, value) for column, value in enumerate(found[i])] for i in ids], dtype=np.int32
+        ).reshape(len(ids), 4)
+        alive[count:needed] = True
+        for offset, (drawer_id, passage, total) in enumerate(zip(ids, chunk.passages, chunk.totals, strict=True)):
+            row, before = count + offset, self._rows.get(drawer_id)
+            if before is None:
+                self._rows[drawer_id] = row
+            elif passage == 0:
+                # The drawer was embedded again from its first passage: the store replaced its rows, so do we.
+                alive[before] = False
+                self._rows[drawer_id] = row
+            elif isinstance(before, int):
+                self._rows[drawer_id] = [before, row]
+            else:
+                before.append(row)
+            if total is not None:
+                self._totals[drawer_id] = total
+        old.ids.extend(ids)
+        self._snapshot = _Snapshot(count=needed, matrix=grown, places=places, alive=alive, ids=old.ids)
+        self._last_row = chunk.last_id
 
     def _code(self, column: int, value: str | None) -> int:
         codes = self._codes[column]
         return codes.setdefault(value, len(codes) + 1)
 
-    def _scope_mask(self, scope: Scope, count: int) -> npt.NDArray[np.bool_] | None:
-        mask: npt.NDArray[np.bool_] | None = None
+    def _scope_mask(self, snapshot: _Snapshot, scope: Scope) -> npt.NDArray[np.bool_]:
+        mask = snapshot.alive[: snapshot.count]
         for column, wanted in enumerate((scope.wing, scope.room, scope.source_kind, scope.connector)):
             if wanted is None:
                 continue
             code = self._codes[column].get(wanted, -1)
-            column_mask = self._places[:count, column] == code
-            mask = column_mask if mask is None else mask & column_mask
+            mask = mask & (snapshot.places[: snapshot.count, column] == code)
         return mask
 
     def candidates(
@@ -110,24 +146,21 @@ class SemanticIndex:
     ) -> list[ScoredDrawer]:
         """The `need` best eligible drawers by cosine of their best passage; ties by id."""
         self.refresh()
-        with self._lock:
-            count, ids = self._count, self._ids[: self._count]  # a copy: the embed job may grow the list meanwhile
-            if count == 0 or need <= 0:
-                return []
-            if vector.shape[0] != self.dimension:
-                raise ProviderError(f"the query vector has dimension {vector.shape[0]}, the palace {self.dimension}")
-            scores = self._matrix[:count] @ vector.astype(np.float32)
-            mask = self._scope_mask(scope, count)
+        snapshot = self._snapshot
+        count, ids = snapshot.count, snapshot.ids
+        if count == 0 or need <= 0:
+            return []
+        if vector.shape[0] != self.dimension:
+            raise ProviderError(f"the query vector has dimension {vector.shape[0]}, the palace {self.dimension}")
+        scores = snapshot.matrix[:count] @ vector.astype(np.float32)
         # Below the floor a passage is unrelated to the query (the model's cosine between unrelated texts sits near
         # zero): it never brings its drawer in, however few drawers have vectors yet.
-        floor = scores >= SEMANTIC_FLOOR
-        mask = floor if mask is None else mask & floor
+        mask = self._scope_mask(snapshot, scope) & (scores >= SEMANTIC_FLOOR)
+        scores = np.where(mask, scores, -np.inf).astype(np.float32)
         rows = count
-        if mask is not None:
-            scores = np.where(mask, scores, -np.inf).astype(np.float32)
-            count = int(mask.sum())
-            if count == 0:
-                return []
+        count = int(mask.sum())
+        if count == 0:
+            return []
         take = min(count, max(need * _FIRST_ROUND, 64))
         for _ in range(2):
             best = _best_per_drawer(scores, ids, take)
@@ -137,7 +170,7 @@ class SemanticIndex:
                 return _ranked(found, need)
             take = min(count, take * _WIDEN)
         eligible = self._store.all_eligible_ids(scope, window, include_historical)
-        allowed = np.fromiter((drawer_id in eligible for drawer_id in ids), dtype=bool, count=rows)
+        allowed = np.fromiter((ids[row] in eligible for row in range(rows)), dtype=bool, count=rows)
         masked = np.where(allowed, scores, -np.inf).astype(np.float32)
         best = _best_per_drawer(masked, ids, int(np.isfinite(masked).sum()))
         return _ranked([(d, s) for d, s in best.items() if np.isfinite(s)], need)

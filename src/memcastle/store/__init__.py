@@ -7,6 +7,7 @@ SQL lives only below this package. Methods take and return `memcastle.model` val
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -39,6 +40,18 @@ from memcastle.model import (
     TimeWindow,
     Wing,
 )
+
+
+@dataclass(frozen=True)
+class VectorChunk:
+    """Passage vectors as loaded: per row the drawer's id, the passage's index and the drawer's passage count (None
+    where it was stored whole); the matrix (rows × dimension, float32) and the last row id read."""
+
+    ids: list[str]
+    passages: list[int]
+    totals: list[int | None]
+    matrix: np.ndarray
+    last_id: int
 
 
 class DrawerStore(Protocol):
@@ -100,11 +113,9 @@ class EmbeddingStore(Protocol):
         Starting at passage 0 replaces what the drawer had; a later start adds to it."""
         ...
 
-    def load_embeddings(
-        self, model: str, after_id: int, dimension: int
-    ) -> tuple[list[str], np.ndarray, int, list[int | None]]:
-        """Passage vectors stored after `after_id`: (drawer id per row, matrix, last id, the drawer's passage count
-        per row — None where it was stored whole)."""
+    def load_embeddings(self, model: str, after_id: int, dimension: int, *, limit: int) -> VectorChunk:
+        """At most `limit` passage vectors stored after row `after_id`, in row order: a walk of the row ids past
+        `after_id` only, whatever the palace's size."""
         ...
 
     def drop_other_embeddings(self, model: str) -> int: ...

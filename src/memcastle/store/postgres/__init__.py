@@ -35,7 +35,7 @@ from memcastle.model import (
     TimeWindow,
     recovery_spent,
 )
-from memcastle.store import PALACE_TABLES
+from memcastle.store import PALACE_TABLES, VectorChunk
 from memcastle.store.copy import check_columns, copied_table, ensure_empty
 from memcastle.store.migrate import MIGRATIONS_TABLE, failed, pending
 from memcastle.store.postgres.fulltext import CONFIG, bm25_sql, search_text, token_count
@@ -307,20 +307,25 @@ class PostgresStore(GraphTables, MiningTables, JobTables, RequestKeyTables):
                     pass  # another daemon made the same index at the same moment
             self._vector_indexes.add(dimension)
 
-    def load_embeddings(
-        self, model: str, after_id: int, dimension: int
-    ) -> tuple[list[str], np.ndarray, int, list[int | None]]:
-        """The vectors after `after_id`, through pgvector's binary form (see `EmbeddingStore.load_embeddings`)."""
+    def load_embeddings(self, model: str, after_id: int, dimension: int, *, limit: int) -> VectorChunk:
+        """The vectors after row `after_id`, through pgvector's binary form (see `EmbeddingStore.load_embeddings`):
+        a walk of the primary key from `after_id`."""
         with self._read() as tx, tx.conn.cursor(binary=True) as cursor:
             rows = cursor.execute(
-                "SELECT e.id, d.id AS drawer_id, e.vector, e.passages FROM embedding e "
-                "JOIN drawer d ON d.seq = e.drawer_seq WHERE e.model = %s AND e.id > %s ORDER BY e.id",
-                (model, after_id),
+                "SELECT e.id, d.id AS drawer_id, e.passage, e.vector, e.passages FROM embedding e "
+                "JOIN drawer d ON d.seq = e.drawer_seq WHERE e.id > %s AND e.model = %s ORDER BY e.id LIMIT %s",
+                (after_id, model, limit),
             ).fetchall()
         if not rows:
-            return [], np.zeros((0, dimension), dtype=np.float32), after_id, []
+            return VectorChunk([], [], [], np.zeros((0, dimension), dtype=np.float32), after_id)
         matrix = np.vstack([r["vector"].to_numpy() for r in rows]).astype(np.float32, copy=False)
-        return [r["drawer_id"] for r in rows], matrix, int(rows[-1]["id"]), [r["passages"] for r in rows]
+        return VectorChunk(
+            ids=[r["drawer_id"] for r in rows],
+            passages=[r["passage"] for r in rows],
+            totals=[r["passages"] for r in rows],
+            matrix=matrix,
+            last_id=int(rows[-1]["id"]),
+        )
 
     # --- jobs: SKIP LOCKED claims, leases on the database clock ----------------------------------
 

@@ -19,6 +19,7 @@ import numpy as np
 from memcastle.clock import format_instant, to_datetime, utc_now
 from memcastle.errors import InvalidRequest, MigrationError
 from memcastle.model import Job, LexicalQuery, Scope, ScoredDrawer, TimeWindow
+from memcastle.store import VectorChunk
 from memcastle.store.copy import check_columns, copied_table, ensure_empty
 from memcastle.store.migrate import MIGRATIONS_TABLE, failed, pending
 from memcastle.store.sql.base import Row, Tx
@@ -33,6 +34,12 @@ from memcastle.store.sql.vectors import VectorWrite
 from memcastle.store.sqlite.fulltext import fts5_match
 
 DB_FILE = "palace.sqlite3"
+
+# The lexical leg's first round ranks this many times the limit inside the full-text index (at least the minimum);
+# a round that cannot prove its answer exact widens once by the factor.
+LEXICAL_HEAD = 4
+LEXICAL_MIN_HEAD = 64
+LEXICAL_WIDEN = 16
 
 
 class SQLiteTx:
@@ -163,17 +170,42 @@ class SQLiteStore(GraphTables, MiningTables, JobTables, RequestKeyTables):
     def lexical_candidates(
         self, query: LexicalQuery, scope: Scope, window: TimeWindow | None, include_historical: bool, limit: int
     ) -> list[ScoredDrawer]:
+        """BM25's best `limit` eligible drawers, ties by id (bm25() is lower-is-better; the signal is flipped so that
+        higher is better everywhere).
+
+        The full-text index ranks first and alone (`ORDER BY rank LIMIT k` inside FTS5), then only those k rows meet
+        scope, time and the joins. That is exact whenever the k-th rank is worse than the last drawer kept (nothing
+        past k could displace it); otherwise k widens once, and the last resort is the whole query in one pass.
+        """
         match = fts5_match(query)
         if match is None:
             return []
         where, params = filter_sql(scope, window, include_historical, self._now())
+        take = max(limit * LEXICAL_HEAD, LEXICAL_MIN_HEAD)
+        for _ in range(2):
+            top = self._all(
+                "SELECT rowid AS seq, rank FROM drawer_fts WHERE drawer_fts MATCH ? ORDER BY rank LIMIT ?",
+                (match, take),
+            )
+            if not top:
+                return []
+            ranks = {int(r["seq"]): float(r["rank"]) for r in top}
+            rows = self._all(
+                "SELECT d.seq, d.id FROM drawer d JOIN room r ON r.id = d.room_id JOIN wing w ON w.id = r.wing_id "
+                f"WHERE d.seq IN ({','.join('?' * len(ranks))}){where}",
+                (*ranks, *params),
+            )
+            found = sorted((ranks[int(r["seq"])], r["id"]) for r in rows)[:limit]
+            seen_all = len(top) < take
+            if seen_all or (len(found) == limit and found[-1][0] < float(top[-1]["rank"])):
+                return [ScoredDrawer(drawer_id=drawer_id, signal=-rank) for rank, drawer_id in found]
+            take *= LEXICAL_WIDEN
         rows = self._all(
             "SELECT d.id, bm25(drawer_fts) AS rank FROM drawer_fts JOIN drawer d ON d.seq = drawer_fts.rowid "
             "JOIN room r ON r.id = d.room_id JOIN wing w ON w.id = r.wing_id "
             f"WHERE drawer_fts MATCH ?{where} ORDER BY rank, d.id LIMIT ?",
             (match, *params, limit),
         )
-        # bm25() is lower-is-better; the signal is flipped so that higher is better everywhere.
         return [ScoredDrawer(drawer_id=r["id"], signal=-float(r["rank"])) for r in rows]
 
     def _store_vectors(self, model: str, writes: list[VectorWrite]) -> None:
@@ -198,23 +230,23 @@ class SQLiteStore(GraphTables, MiningTables, JobTables, RequestKeyTables):
                         (model, seq, write.dimension),
                     )
 
-    def load_embeddings(
-        self, model: str, after_id: int, dimension: int
-    ) -> tuple[list[str], np.ndarray, int, list[int | None]]:
-        """The vectors after `after_id`, read back from their blobs (see `EmbeddingStore.load_embeddings`)."""
+    def load_embeddings(self, model: str, after_id: int, dimension: int, *, limit: int) -> VectorChunk:
+        """The vectors after row `after_id`, read back from their blobs (see `EmbeddingStore.load_embeddings`).
+        `+e.model` keeps the planner on the row-id range: the model index would walk the whole palace."""
         rows = self._all(
-            "SELECT e.id, d.id AS drawer_id, e.vector, e.passages FROM embedding e "
-            "JOIN drawer d ON d.seq = e.drawer_seq WHERE e.model = ? AND e.id > ? ORDER BY e.id",
-            (model, after_id),
+            "SELECT e.id, d.id AS drawer_id, e.passage, e.vector, e.passages FROM embedding e "
+            "JOIN drawer d ON d.seq = e.drawer_seq WHERE +e.model = ? AND e.id > ? ORDER BY e.id LIMIT ?",
+            (model, after_id, limit),
         )
         if not rows:
-            return [], np.zeros((0, dimension), dtype=np.float32), after_id, []
+            return VectorChunk([], [], [], np.zeros((0, dimension), dtype=np.float32), after_id)
         matrix = np.frombuffer(b"".join(r["vector"] for r in rows), dtype="<f4").reshape(len(rows), -1)
-        return (
-            [r["drawer_id"] for r in rows],
-            matrix.astype(np.float32, copy=False),
-            int(rows[-1]["id"]),
-            [r["passages"] for r in rows],
+        return VectorChunk(
+            ids=[r["drawer_id"] for r in rows],
+            passages=[r["passage"] for r in rows],
+            totals=[r["passages"] for r in rows],
+            matrix=matrix.astype(np.float32, copy=False),
+            last_id=int(rows[-1]["id"]),
         )
 
     def _lease_until(self, lease_seconds: float) -> tuple[str, list[Any]]:
