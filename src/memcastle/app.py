@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING
@@ -32,7 +33,7 @@ from memcastle.search.backfill import EmbeddingBackfill, model_key
 from memcastle.search.embeddings import build_provider
 from memcastle.search.engine import SearchEngine
 from memcastle.search.fusion import FusionWeights
-from memcastle.search.semantic import SemanticIndex
+from memcastle.search.semantic import IndexMaintainer, SemanticIndex
 from memcastle.services import Services
 from memcastle.store import Store
 from memcastle.store.copy import CopyProgress, CopyReport, copy_palace
@@ -56,6 +57,7 @@ class Palace:
     pool: WorkerPool
     services: Services
     now: Clock = utc_now  # the clock every timestamp of this palace comes from
+    maintainer: IndexMaintainer | None = None  # keeps the semantic leg's graph, when there are embeddings
     started: bool = field(default=False)
     stopped: bool = field(default=False)
 
@@ -68,6 +70,8 @@ class Palace:
         if self.services.status.extraction_status()["pending"]:
             self.services.jobs.request_extraction()
         self.pool.start()
+        if self.maintainer is not None:
+            self.maintainer.start()
         self.started = True
 
     def stop(self) -> list[str]:
@@ -77,6 +81,8 @@ class Palace:
             return []
         self.stopped = True
         requeued = self.pool.drain(self.settings["jobs.drain_seconds"]) if self.started else []
+        if self.started and self.maintainer is not None:
+            self.maintainer.stop()
         if self.started and not self.pool.join(STOP_GRACE_SECONDS):
             # A unit of work (one provider call) outlived the grace: its thread is fenced (its lease is gone) and a
             # daemon thread, so closing under it can only fail that thread, never the requeued job.
@@ -200,7 +206,12 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
             passage_overlap=settings["embeddings.passage_overlap"],
         )
         handlers[backfill_kind] = backfill.run
-        index = SemanticIndex(store, model_key(provider))
+        index = SemanticIndex(
+            store,
+            model_key(provider),
+            ann_path=settings.palace / "vectors" / f"{file_name(model_key(provider))}.usearch",
+            ann_min_rows=settings["search.ann_min_rows"],
+        )
     search = SearchEngine(
         store,
         provider,
@@ -238,4 +249,10 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
         now=now,
     )
     pool.on_finished = services.jobs.after_job
-    return Palace(settings=settings, store=store, pool=pool, services=services, now=now)
+    maintainer = IndexMaintainer(index) if index is not None else None
+    return Palace(settings=settings, store=store, pool=pool, services=services, now=now, maintainer=maintainer)
+
+
+def file_name(text: str) -> str:
+    """`text` as a safe file name (model keys hold slashes and colons)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "model"

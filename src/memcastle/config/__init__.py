@@ -74,6 +74,13 @@ SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec("search.lexical_weight", float, 1.0, "weight of the lexical leg in fusion", minimum=0),
     SettingSpec("search.semantic_weight", float, 1.0, "weight of the semantic leg in fusion", minimum=0),
     SettingSpec(
+        "search.ann_min_rows",
+        int,
+        20_000,
+        "passage vectors above which the semantic leg uses an HNSW graph (below: an exact scan)",
+        minimum=1,
+    ),
+    SettingSpec(
         "embeddings.provider", str, "builtin", "embedding provider", choices=("builtin", "command", "http", "none")
     ),
     SettingSpec("embeddings.model", str, "", "model name passed to command/http providers"),

@@ -1,25 +1,37 @@
-"""The semantic leg: exact cosine over an in-memory matrix of passage vectors, a drawer scored by its best passage.
+"""The semantic leg: cosine over an in-memory matrix of passage vectors, a drawer scored by its best passage.
 
 The matrix grows as the embed job stores vectors (loaded incrementally by a row-id range; a search never waits for
-the load, it scans the snapshot published last). Scope and time are applied to
-the ranked drawers before the limit: the best drawers are checked in widening rounds, and when a scope is too
-narrow for that to pay, the eligible set is fetched once and the scores are masked.
+the load, it scans the snapshot published last). Below `ann.min_rows` rows every search is an exact scan; above it,
+an HNSW graph kept by a background thread (`IndexMaintainer`, see `memcastle.search.ann`) answers, with the rows not
+yet in the graph scanned exactly beside it. Scope and time are applied to the ranked drawers before the limit: the
+best drawers are checked in widening rounds, a scope too narrow for the graph to pay is scanned exactly, and when
+nothing else finds enough, the eligible set is fetched once and the scores are masked.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
+import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
 from memcastle.errors import ProviderError
 from memcastle.model import Scope, ScoredDrawer, TimeWindow
+from memcastle.search.ann import AnnIndex, AnnShape
 from memcastle.store import SemanticStore, VectorChunk
+
+log = logging.getLogger(__name__)
 
 _FIRST_ROUND = 8
 _WIDEN = 16
+ANN_MIN_ROWS = 20_000  # below this many vectors an exact scan takes a few milliseconds: no graph (ADR 0015)
+ANN_MAX_K = 4096  # passages asked of the graph before falling back to the exact scan
+ANN_ADD_BATCH = 1024
+ANN_SAVE_SECONDS = 60.0
 LOAD_CHUNK = 8192  # rows per load query: a palace's vectors come in without holding them all twice
 SEMANTIC_FLOOR = 0.10  # chosen on the judged set and LoCoMo: see docs/adr/0011-honest-hybrid-during-the-backlog.md
 
@@ -27,9 +39,11 @@ SEMANTIC_FLOOR = 0.10  # chosen on the judged set and LoCoMo: see docs/adr/0011-
 @dataclass(frozen=True)
 class _Snapshot:
     """What a search reads: the first `count` rows. Rows below `count` never change once published (a refresh writes
-    only past it, or into a new array when it grows), so a search scans its snapshot without holding any lock."""
+    only past it, or into a new array when it grows; only a replaced row's `alive` flag turns off), so a search
+    scans its snapshot without holding any lock."""
 
     count: int = 0
+    keys: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # row ids, ascending
     matrix: npt.NDArray[np.float32] = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
     places: npt.NDArray[np.int32] = field(default_factory=lambda: np.zeros((0, 4), dtype=np.int32))
     alive: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
@@ -43,9 +57,21 @@ class SemanticIndex:
     chunks of `LOAD_CHUNK`), under a loader lock; searches read the published snapshot and scan it outside any lock.
     """
 
-    def __init__(self, store: SemanticStore, model: str) -> None:
+    def __init__(
+        self,
+        store: SemanticStore,
+        model: str,
+        *,
+        ann_path: Path | None = None,
+        ann_min_rows: int = ANN_MIN_ROWS,
+    ) -> None:
         self._store = store
         self.model = model
+        self._ann_path = ann_path
+        self.ann_min_rows = ann_min_rows
+        self._ann: AnnIndex | None = None
+        self._ann_saved_at = time.monotonic()
+        self._counts: list[dict[int, int]] = [{}, {}, {}, {}]  # rows per place code, to tell a narrow scope
         self.dimension: int | None = None  # read from the stored vectors, never assumed
         self._loader = threading.Lock()
         self._snapshot = _Snapshot()
@@ -87,23 +113,31 @@ class SemanticIndex:
             raise ValueError(f"stored vectors have dimension {matrix.shape[1]}, expected {self.dimension}")
         old = self._snapshot
         count, needed = old.count, old.count + len(ids)
-        grown, places, alive = old.matrix, old.places, old.alive
+        grown, keys, places, alive = old.matrix, old.keys, old.places, old.alive
         if needed > grown.shape[0] or grown.shape[1] != self.dimension:
             # Grow geometrically into new arrays, so a palace being embedded is not copied once per batch, and
             # searches still scanning the old arrays are undisturbed.
             rows = max(needed, 2 * grown.shape[0], 1024)
             grown = np.zeros((rows, self.dimension), dtype=np.float32)
+            keys = np.zeros(rows, dtype=np.int64)
             places = np.zeros((rows, 4), dtype=np.int32)
             alive = np.zeros(rows, dtype=bool)
             if count:
                 grown[:count] = old.matrix[:count]
+                keys[:count] = old.keys[:count]
                 places[:count] = old.places[:count]
                 alive[:count] = old.alive[:count]
         grown[count:needed] = matrix
+        keys[count:needed] = chunk.row_ids
         found = self._store.drawer_places(ids)
-        places[count:needed] = np.array(
+        coded = np.array(
             [[self._code(column, value) for column, value in enumerate(found[i])] for i in ids], dtype=np.int32
         ).reshape(len(ids), 4)
+        places[count:needed] = coded
+        for column in range(4):
+            counts = self._counts[column]
+            for code, many in zip(*np.unique(coded[:, column], return_counts=True), strict=True):
+                counts[int(code)] = counts.get(int(code), 0) + int(many)
         alive[count:needed] = True
         for offset, (drawer_id, passage, total) in enumerate(zip(ids, chunk.passages, chunk.totals, strict=True)):
             row, before = count + offset, self._rows.get(drawer_id)
@@ -120,21 +154,39 @@ class SemanticIndex:
             if total is not None:
                 self._totals[drawer_id] = total
         old.ids.extend(ids)
-        self._snapshot = _Snapshot(count=needed, matrix=grown, places=places, alive=alive, ids=old.ids)
+        self._snapshot = _Snapshot(count=needed, keys=keys, matrix=grown, places=places, alive=alive, ids=old.ids)
         self._last_row = chunk.last_id
 
     def _code(self, column: int, value: str | None) -> int:
         codes = self._codes[column]
         return codes.setdefault(value, len(codes) + 1)
 
-    def _scope_mask(self, snapshot: _Snapshot, scope: Scope) -> npt.NDArray[np.bool_]:
-        mask = snapshot.alive[: snapshot.count]
+    def _scope_mask(self, snapshot: _Snapshot, scope: Scope, rows: slice | None = None) -> npt.NDArray[np.bool_]:
+        rows = rows or slice(0, snapshot.count)
+        mask = snapshot.alive[rows]
         for column, wanted in enumerate((scope.wing, scope.room, scope.source_kind, scope.connector)):
             if wanted is None:
                 continue
             code = self._codes[column].get(wanted, -1)
-            mask = mask & (snapshot.places[: snapshot.count, column] == code)
+            mask = mask & (snapshot.places[rows, column] == code)
         return mask
+
+    def _in_scope(self, snapshot: _Snapshot, scope: Scope, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+        """`_scope_mask` for these rows only."""
+        mask = snapshot.alive[rows]
+        for column, wanted in enumerate((scope.wing, scope.room, scope.source_kind, scope.connector)):
+            if wanted is not None:
+                mask = mask & (snapshot.places[rows, column] == self._codes[column].get(wanted, -1))
+        return mask
+
+    def _narrow(self, scope: Scope) -> bool:
+        """Whether the scope holds so few rows that scanning them exactly beats asking the graph."""
+        sizes = [
+            self._counts[column].get(self._codes[column].get(wanted, -1), 0)
+            for column, wanted in enumerate((scope.wing, scope.room, scope.source_kind, scope.connector))
+            if wanted is not None
+        ]
+        return bool(sizes) and min(sizes) < self.ann_min_rows
 
     def candidates(
         self,
@@ -147,12 +199,71 @@ class SemanticIndex:
         """The `need` best eligible drawers by cosine of their best passage; ties by id."""
         self.refresh()
         snapshot = self._snapshot
-        count, ids = snapshot.count, snapshot.ids
-        if count == 0 or need <= 0:
+        if snapshot.count == 0 or need <= 0:
             return []
         if vector.shape[0] != self.dimension:
             raise ProviderError(f"the query vector has dimension {vector.shape[0]}, the palace {self.dimension}")
-        scores = snapshot.matrix[:count] @ vector.astype(np.float32)
+        vector = vector.astype(np.float32)
+        ann = self._ann
+        if ann is not None and len(ann) >= self.ann_min_rows and not self._narrow(scope):
+            found = self._approximate(snapshot, ann, vector, need, scope, window, include_historical)
+            if found is not None:
+                return found
+        return self._exact(snapshot, vector, need, scope, window, include_historical)
+
+    def _approximate(
+        self,
+        snapshot: _Snapshot,
+        ann: AnnIndex,
+        vector: npt.NDArray[np.float32],
+        need: int,
+        scope: Scope,
+        window: TimeWindow | None,
+        include_historical: bool,
+    ) -> list[ScoredDrawer] | None:
+        """The graph's nearest rows and, exactly, the rows it does not hold yet; None when widening up to
+        `ANN_MAX_K` still finds too few eligible drawers."""
+        count = snapshot.count
+        keys = snapshot.keys[:count]
+        start = int(np.searchsorted(keys, ann.covered, side="right"))
+        tail_rows = np.zeros(0, dtype=np.int64)
+        tail_scores = np.zeros(0, dtype=np.float32)
+        if start < count:
+            scores = snapshot.matrix[start:count] @ vector
+            keep = self._scope_mask(snapshot, scope, slice(start, count)) & (scores >= SEMANTIC_FLOOR)
+            tail_rows, tail_scores = np.flatnonzero(keep) + start, scores[keep]
+        take = max(need * _FIRST_ROUND, 64)
+        while True:
+            found_keys, _ = ann.search(vector, take)
+            rows = np.minimum(np.searchsorted(keys, found_keys), count - 1)
+            rows = rows[keys[rows] == found_keys]  # a row the store replaced since is no longer loaded
+            rows = rows[self._in_scope(snapshot, scope, rows)]
+            # The graph ranks int8 copies; the kept float32 rows give the exact cosine of each row it found.
+            exact = snapshot.matrix[rows] @ vector
+            keep = exact >= SEMANTIC_FLOOR
+            tail = _top(tail_scores, take)
+            rows = np.concatenate([rows[keep], tail_rows[tail]])
+            scores = np.concatenate([exact[keep], tail_scores[tail]])
+            best = _best_of(rows, scores, snapshot.ids)
+            eligible = self._store.eligible_ids(list(best), scope, window, include_historical)
+            found = [(drawer_id, score) for drawer_id, score in best.items() if drawer_id in eligible]
+            if len(found) >= need or take >= len(ann):
+                return _ranked(found, need)
+            if take >= ANN_MAX_K:
+                return None
+            take = min(take * _WIDEN, ANN_MAX_K)
+
+    def _exact(
+        self,
+        snapshot: _Snapshot,
+        vector: npt.NDArray[np.float32],
+        need: int,
+        scope: Scope,
+        window: TimeWindow | None,
+        include_historical: bool,
+    ) -> list[ScoredDrawer]:
+        count, ids = snapshot.count, snapshot.ids
+        scores = snapshot.matrix[:count] @ vector
         # Below the floor a passage is unrelated to the query (the model's cosine between unrelated texts sits near
         # zero): it never brings its drawer in, however few drawers have vectors yet.
         mask = self._scope_mask(snapshot, scope) & (scores >= SEMANTIC_FLOOR)
@@ -174,6 +285,108 @@ class SemanticIndex:
         masked = np.where(allowed, scores, -np.inf).astype(np.float32)
         best = _best_per_drawer(masked, ids, int(np.isfinite(masked).sum()))
         return _ranked([(d, s) for d, s in best.items() if np.isfinite(s)], need)
+
+    # --- the graph, kept by a background thread ------------------------------------------------------
+
+    def maintain(self, budget: int = 8 * ANN_ADD_BATCH) -> int:
+        """One step of keeping the graph: load what is new, open or start the graph once the palace is large enough,
+        add up to `budget` rows it lacks, save it when caught up; the rows added."""
+        self.refresh()
+        snapshot = self._snapshot
+        if self._ann is None:
+            if snapshot.count < self.ann_min_rows or self.dimension is None:
+                return 0
+            self._ann = self._open_ann(snapshot)
+        ann = self._ann
+        keys = snapshot.keys[: snapshot.count]
+        start = int(np.searchsorted(keys, ann.covered, side="right"))
+        stop = min(snapshot.count, start + budget)
+        added = 0
+        for first in range(start, stop, ANN_ADD_BATCH):
+            rows = np.arange(first, min(stop, first + ANN_ADD_BATCH))
+            rows = rows[snapshot.alive[rows]]
+            if len(rows):
+                ann.add(keys[rows], snapshot.matrix[rows])
+                added += len(rows)
+            ann.covered = int(keys[min(stop, first + ANN_ADD_BATCH) - 1])
+        caught_up = stop == snapshot.count
+        if caught_up and len(ann) != ann.saved_size and time.monotonic() - self._ann_saved_at >= ANN_SAVE_SECONDS:
+            self.save()
+        return added
+
+    def save(self) -> None:
+        """Write the graph beside the palace (nothing to write: no graph, or no path)."""
+        if self._ann is None or self._ann_path is None or len(self._ann) == self._ann.saved_size:
+            return
+        try:
+            self._ann.save(self._ann_path)
+        except OSError as exc:
+            log.warning("could not save the vector index to %s: %s", self._ann_path, exc)
+        self._ann_saved_at = time.monotonic()
+
+    def _open_ann(self, snapshot: _Snapshot) -> AnnIndex:
+        assert self.dimension is not None
+        shape = AnnShape(model=self.model, dimension=self.dimension)
+        if self._ann_path is None:
+            return AnnIndex(shape)
+        keys = snapshot.keys[: snapshot.count]
+
+        def stored(wanted: list[int]) -> dict[int, npt.NDArray[np.float32]]:
+            rows = np.searchsorted(keys, wanted)
+            return {
+                key: snapshot.matrix[row]
+                for key, row in zip(wanted, rows, strict=True)
+                if row < len(keys) and keys[row] == key and snapshot.alive[row]
+            }
+
+        ann = AnnIndex.open(self._ann_path, shape, last_row=int(keys[-1]), stored=stored)
+        self._ann_saved_at = time.monotonic()
+        return ann
+
+
+class IndexMaintainer:
+    """The background thread that keeps a `SemanticIndex`'s graph: steps while there is work, else waits `poll`
+    seconds; `stop` saves the graph."""
+
+    def __init__(self, index: SemanticIndex, *, poll: float = 2.0) -> None:
+        self._index = index
+        self._poll = poll
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="vector-index", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                added = self._index.maintain()
+            except Exception:  # the store closing under a last step, a damaged file: the exact scan still answers
+                log.exception("keeping the vector index failed; searches scan exactly meanwhile")
+                added = 0
+            if not added:
+                self._stop.wait(self._poll)
+
+    def stop(self, timeout: float = 30.0) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+        self._index.save()
+
+
+def _top(scores: npt.NDArray[np.float32], take: int) -> npt.NDArray[np.int64]:
+    """Positions of the `take` best scores (all of them when there are fewer), in no particular order."""
+    if len(scores) <= take:
+        return np.arange(len(scores))
+    return np.argpartition(-scores, take - 1)[:take]
+
+
+def _best_of(rows: npt.NDArray[np.int64], scores: npt.NDArray[np.float32], ids: list[str]) -> dict[str, float]:
+    """Each drawer's best score among these rows, best drawers first."""
+    best: dict[str, float] = {}
+    for at in np.argsort(-scores, kind="stable"):
+        best.setdefault(ids[int(rows[at])], float(scores[at]))
+    return best
 
 
 def _best_per_drawer(scores: npt.NDArray[np.float32], ids: list[str], take: int) -> dict[str, float]:

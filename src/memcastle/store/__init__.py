@@ -44,10 +44,11 @@ from memcastle.model import (
 
 @dataclass(frozen=True)
 class VectorChunk:
-    """Passage vectors as loaded: per row the drawer's id, the passage's index and the drawer's passage count (None
-    where it was stored whole); the matrix (rows × dimension, float32) and the last row id read."""
+    """Passage vectors as loaded: per row the drawer's id, the row's own id, the passage's index and the drawer's
+    passage count (None where it was stored whole); the matrix (rows × dimension, float32) and the last row id read."""
 
     ids: list[str]
+    row_ids: list[int]
     passages: list[int]
     totals: list[int | None]
     matrix: np.ndarray

@@ -317,10 +317,11 @@ class PostgresStore(GraphTables, MiningTables, JobTables, RequestKeyTables):
                 (after_id, model, limit),
             ).fetchall()
         if not rows:
-            return VectorChunk([], [], [], np.zeros((0, dimension), dtype=np.float32), after_id)
+            return VectorChunk([], [], [], [], np.zeros((0, dimension), dtype=np.float32), after_id)
         matrix = np.vstack([r["vector"].to_numpy() for r in rows]).astype(np.float32, copy=False)
         return VectorChunk(
             ids=[r["drawer_id"] for r in rows],
+            row_ids=[int(r["id"]) for r in rows],
             passages=[r["passage"] for r in rows],
             totals=[r["passages"] for r in rows],
             matrix=matrix,

@@ -239,10 +239,11 @@ class SQLiteStore(GraphTables, MiningTables, JobTables, RequestKeyTables):
             (model, after_id, limit),
         )
         if not rows:
-            return VectorChunk([], [], [], np.zeros((0, dimension), dtype=np.float32), after_id)
+            return VectorChunk([], [], [], [], np.zeros((0, dimension), dtype=np.float32), after_id)
         matrix = np.frombuffer(b"".join(r["vector"] for r in rows), dtype="<f4").reshape(len(rows), -1)
         return VectorChunk(
             ids=[r["drawer_id"] for r in rows],
+            row_ids=[int(r["id"]) for r in rows],
             passages=[r["passage"] for r in rows],
             totals=[r["passages"] for r in rows],
             matrix=matrix.astype(np.float32, copy=False),

@@ -1,0 +1,161 @@
+"""An approximate nearest-neighbour index over one model's passage vectors: usearch's HNSW graph with int8 storage,
+keyed by each vector's row id in the store, persisted beside the palace (docs/adr/0015-search-at-scale.md).
+
+It is a cache: the store holds every vector, so a missing, damaged or stale file is rebuilt, never trusted. A file is
+stale when it was built for another model, dimension or graph shape, when it knows a row the store does not have, or
+when a sample of its vectors no longer matches the store's rows of the same ids (a palace restored from a backup).
+
+One lock covers every call into the graph: usearch's graph is not safe for a search beside an insertion from other
+threads, and a search takes well under a millisecond.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+log = logging.getLogger(__name__)
+
+# The graph's shape and search breadth, chosen by recall against the exact scan on real vectors (bench/ann.py).
+CONNECTIVITY = 16
+EXPANSION_ADD = 128
+EXPANSION_SEARCH = 128
+FORMAT = 1
+VERIFY_SAMPLE = 8  # stored vectors compared with the file's on open
+
+
+@dataclass(frozen=True)
+class AnnShape:
+    """What a file must have been built for to be reused."""
+
+    model: str
+    dimension: int
+    connectivity: int = CONNECTIVITY
+    expansion_add: int = EXPANSION_ADD
+    format: int = FORMAT
+
+
+class AnnIndex:
+    """The HNSW graph of one model's vectors; `covered` is the highest row id in it (rows are added in id order)."""
+
+    def __init__(self, shape: AnnShape) -> None:
+        from usearch.index import Index
+
+        self.shape = shape
+        self._lock = threading.Lock()
+        self._graph = Index(
+            ndim=shape.dimension,
+            metric="cos",
+            dtype="i8",
+            connectivity=shape.connectivity,
+            expansion_add=shape.expansion_add,
+            expansion_search=EXPANSION_SEARCH,
+        )
+        self.covered = 0
+        self.saved_size = 0
+
+    def __len__(self) -> int:
+        return len(self._graph)
+
+    def add(self, keys: npt.NDArray[np.int64], vectors: npt.NDArray[np.float32]) -> None:
+        """Rows after `covered`, in id order."""
+        if len(keys) == 0:
+            return
+        with self._lock:
+            self._graph.add(keys.astype(np.uint64), vectors, threads=1)
+            self.covered = int(keys[-1])
+
+    def search(
+        self, vector: npt.NDArray[np.float32], count: int
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """The `count` nearest rows: their ids and cosine similarities, best first."""
+        with self._lock:
+            size = len(self._graph)
+            if size == 0 or count <= 0:
+                return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+            found = self._graph.search(vector, min(count, size), threads=1)
+        keys = np.asarray(found.keys, dtype=np.int64)
+        return keys, (1.0 - np.asarray(found.distances, dtype=np.float32))
+
+    def save(self, path: Path) -> None:
+        """Write the graph and its description beside it, each through a temporary file: a crash mid-save leaves the
+        previous pair or none, never a torn one that passes for whole."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with self._lock:
+            graph_tmp = path.with_suffix(".usearch.tmp")
+            self._graph.save(str(graph_tmp))
+            meta = {**asdict(self.shape), "covered": self.covered, "size": len(self._graph)}
+            size = len(self._graph)
+        meta_path = _meta_path(path)
+        meta_path.unlink(missing_ok=True)  # no description: the pair is not whole until both are in place
+        os.replace(graph_tmp, path)
+        meta_tmp = meta_path.with_suffix(".json.tmp")
+        meta_tmp.write_text(json.dumps(meta), encoding="utf-8")
+        os.replace(meta_tmp, meta_path)
+        self.saved_size = size
+
+    @classmethod
+    def open(
+        cls,
+        path: Path,
+        shape: AnnShape,
+        *,
+        last_row: int,
+        stored: Callable[[list[int]], dict[int, npt.NDArray[np.float32]]],
+    ) -> AnnIndex:
+        """The graph saved at `path` when it is whole and matches the store (`last_row`: the store's highest row id;
+        `stored(ids)`: those rows' vectors), else an empty one to build."""
+        fresh = cls(shape)
+        meta_path = _meta_path(path)
+        if not (path.is_file() and meta_path.is_file()):
+            return fresh
+        why = ""
+        try:
+            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+            if {k: meta.get(k) for k in asdict(shape)} != asdict(shape):
+                why = "built for another model or graph shape"
+            elif int(meta["covered"]) > last_row:
+                why = "it knows rows the store does not have"
+            else:
+                fresh._graph.load(str(path))
+                fresh.covered = int(meta["covered"])
+                if len(fresh._graph) != int(meta["size"]):
+                    why = "its size does not match its description"
+                elif not _matches_store(fresh, stored):
+                    why = "its vectors differ from the store's"
+        except (OSError, ValueError, KeyError, RuntimeError) as exc:
+            why = f"unreadable ({exc})"
+        if why:
+            log.warning("rebuilding the vector index %s: %s", path.name, why)
+            return cls(shape)
+        fresh.saved_size = len(fresh._graph)
+        return fresh
+
+
+def _meta_path(path: Path) -> Path:
+    return path.with_suffix(".json")
+
+
+def _matches_store(index: AnnIndex, stored: Callable[[list[int]], dict[int, npt.NDArray[np.float32]]]) -> bool:
+    keys = np.asarray(index._graph.keys, dtype=np.int64)
+    if len(keys) == 0:
+        return True
+    sample = [int(k) for k in np.random.default_rng(len(keys)).choice(keys, min(VERIFY_SAMPLE, len(keys)), False)]
+    found = stored(sample)
+    for key in sample:
+        vector = found.get(key)
+        if vector is None:
+            continue  # replaced since: the search skips rows the store no longer has
+        kept = np.asarray(index._graph.get(key), dtype=np.float32).reshape(-1)
+        cosine = float(kept @ vector / ((np.linalg.norm(kept) * np.linalg.norm(vector)) or 1.0))
+        if cosine < 0.98:
+            return False
+    return True

@@ -1,0 +1,163 @@
+"""The semantic leg's HNSW graph: above `ann_min_rows` it answers like the exact scan (same filters, rows it does not
+hold yet scanned beside it, replaced rows never returned); its file beside the palace is reused when it matches the
+store and rebuilt when it does not."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from waiting import wait_until
+
+from memcastle.model import NewDrawer, Scope
+from memcastle.search.semantic import IndexMaintainer, SemanticIndex
+from memcastle.store.sqlite import SQLiteStore
+
+DIM = 32
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SQLiteStore]:
+    opened = SQLiteStore(tmp_path / "palace")
+    yield opened
+    opened.close()
+
+
+def clustered(count: int, seed: int) -> np.ndarray:
+    """Unit vectors around a few dozen centres, as text embeddings are (not uniform noise)."""
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((40, DIM))
+    rows = centres[rng.integers(0, 40, count)] + 0.6 * rng.standard_normal((count, DIM))
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    return rows.astype(np.float32)
+
+
+def fill(store: SQLiteStore, count: int, *, seed: int = 1, wing_every: int = 10) -> list[str]:
+    ids = [
+        store.add_drawer(NewDrawer(wing="small" if i % wing_every == 0 else "big", room="r", content=f"d{i}")).id
+        for i in range(count)
+    ]
+    vectors = clustered(count, seed)
+    store.put_embeddings("m", [(d, vectors[i : i + 1]) for i, d in enumerate(ids)])
+    return ids
+
+
+def built(store: SQLiteStore, path: Path | None, min_rows: int = 200) -> SemanticIndex:
+    index = SemanticIndex(store, "m", ann_path=path, ann_min_rows=min_rows)
+    while index.maintain():
+        pass
+    return index
+
+
+def exact(store: SQLiteStore) -> SemanticIndex:
+    return SemanticIndex(store, "m", ann_min_rows=10**9)
+
+
+def test_the_graph_finds_what_the_exact_scan_finds(store: SQLiteStore, tmp_path: Path) -> None:
+    fill(store, 1500)
+    graph, scan = built(store, tmp_path / "g.usearch"), exact(store)
+    assert graph._ann is not None and len(graph._ann) == 1500
+    queries = clustered(60, seed=9)
+    overlap = []
+    for query in queries:
+        got = graph.candidates(query, 10, Scope(), None, False)
+        want = scan.candidates(query, 10, Scope(), None, False)
+        overlap.append(len({c.drawer_id for c in got} & {c.drawer_id for c in want}) / len(want))
+        # Scores are the exact cosines of the kept float32 rows, whichever path found them.
+        scores = {c.drawer_id: c.signal for c in want}
+        assert all(abs(c.signal - scores[c.drawer_id]) < 1e-5 for c in got if c.drawer_id in scores)
+    assert np.mean(overlap) >= 0.95
+
+
+def test_filters_apply_before_the_limit_and_narrow_scopes_scan_exactly(store: SQLiteStore, tmp_path: Path) -> None:
+    ids = fill(store, 1200, wing_every=3)
+    for drawer_id in ids[1:400:2]:
+        store.invalidate_drawer(drawer_id)
+    graph, scan = built(store, tmp_path / "g.usearch"), exact(store)
+    for query in clustered(20, seed=4):
+        for scope in (Scope(wing="small"), Scope()):
+            got = graph.candidates(query, 10, scope, None, False)
+            assert len(got) == 10
+            eligible = store.eligible_ids([c.drawer_id for c in got], scope, None, False)
+            assert eligible == {c.drawer_id for c in got}, "closed or out-of-scope drawers never come back"
+            want = scan.candidates(query, 10, scope, None, False)
+            assert len({c.drawer_id for c in got} & {c.drawer_id for c in want}) >= 8
+    graph.ann_min_rows = 500  # now the wing "small" (400 rows) is narrower than the graph pays for
+    assert graph._narrow(Scope(wing="small")) and not graph._narrow(Scope(wing="big"))
+    query = clustered(1, seed=5)[0]
+    assert graph.candidates(query, 10, Scope(wing="small"), None, False) == scan.candidates(
+        query, 10, Scope(wing="small"), None, False
+    )
+
+
+def test_rows_the_graph_lacks_are_scanned_and_replaced_rows_never_return(store: SQLiteStore, tmp_path: Path) -> None:
+    ids = fill(store, 600)
+    graph = built(store, tmp_path / "g.usearch")
+    late = store.add_drawer(NewDrawer(wing="big", room="r", content="late")).id
+    target = np.zeros(DIM, dtype=np.float32)
+    target[0] = 1.0
+    store.put_embeddings("m", [(late, target[None, :])])
+    found = graph.candidates(target, 3, Scope(), None, False)
+    assert found[0].drawer_id == late and found[0].signal == pytest.approx(1.0), "not in the graph yet, still found"
+    # Re-embedding a drawer from its first passage replaces its rows: its old vector must not bring it in.
+    old_vector = graph._snapshot.matrix[0].copy()
+    assert graph.candidates(old_vector, 1, Scope(), None, False)[0].drawer_id == ids[0]
+    store.put_embeddings("m", [(ids[0], -old_vector[None, :])])
+    assert ids[0] not in {c.drawer_id for c in graph.candidates(old_vector, 10, Scope(), None, False)}
+
+
+def test_the_saved_graph_is_reused_and_a_stale_or_damaged_one_rebuilt(
+    store: SQLiteStore, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    ids = fill(store, 800)
+    path = tmp_path / "vectors" / "m.usearch"
+    first = built(store, path)
+    first.save()
+    assert path.is_file() and path.with_suffix(".json").is_file()
+
+    again = SemanticIndex(store, "m", ann_path=path, ann_min_rows=200)
+    assert again.maintain() == 0, "the saved graph matches the store: nothing to add"
+    assert again._ann is not None and len(again._ann) == 800
+
+    other = SemanticIndex(store, "another-model", ann_path=path, ann_min_rows=200)
+    store.put_embeddings("another-model", [(d, clustered(1, i)) for i, d in enumerate(ids[:200])])
+    other.ann_min_rows = 100
+    with caplog.at_level(logging.WARNING):
+        assert other.maintain() > 0
+    assert "another model" in caplog.text
+
+    path.write_bytes(b"not a graph at all")
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        rebuilt = SemanticIndex(store, "m", ann_path=path, ann_min_rows=200)
+        assert rebuilt.maintain() > 0
+    assert "rebuilding the vector index" in caplog.text
+
+
+def test_a_graph_from_a_palace_with_other_rows_is_rebuilt(store: SQLiteStore, tmp_path: Path) -> None:
+    """A file copied from another palace (or a backup restored under a newer file) knows rows this store does not
+    have, or holds other vectors under the same ids."""
+    fill(store, 500, seed=1)
+    path = tmp_path / "m.usearch"
+    built(store, path).save()
+    elsewhere = SQLiteStore(tmp_path / "other")
+    try:
+        fill(elsewhere, 500, seed=2)
+        index = SemanticIndex(elsewhere, "m", ann_path=path, ann_min_rows=200)
+        assert index.maintain() == 500, "the other palace's vectors differ: rebuilt from its own"
+    finally:
+        elsewhere.close()
+
+
+def test_the_maintainer_builds_in_the_background_and_saves_on_stop(store: SQLiteStore, tmp_path: Path) -> None:
+    fill(store, 400)
+    path = tmp_path / "m.usearch"
+    index = SemanticIndex(store, "m", ann_path=path, ann_min_rows=200)
+    maintainer = IndexMaintainer(index, poll=0.05)
+    maintainer.start()
+    wait_until(lambda: index._ann is not None and len(index._ann) == 400, what="the graph to hold every row")
+    maintainer.stop()
+    assert path.is_file()
