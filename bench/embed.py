@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import sqlite3
 import sysconfig
 import tempfile
 import time
@@ -28,6 +29,7 @@ import numpy as np
 
 from bench.common import BENCH_ROOTS, command_line, machine, open_palace, wait_for, write_section
 from memcastle.search.embeddings import MAX_TOKENS, split_passages
+from memcastle.store.sqlite import DB_FILE
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 
@@ -74,7 +76,7 @@ def bare_loop(passages: list[str], threads: int) -> tuple[float, int]:
     return time.monotonic() - started, tokens
 
 
-def whole_stdlib(write: bool) -> None:
+def whole_stdlib(write: bool, keep: Path | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="memcastle-stdlib-", dir=BENCH_ROOTS[0]) as folder:
         root = Path(folder)
         source = root / "stdlib"
@@ -104,6 +106,10 @@ def whole_stdlib(write: bool) -> None:
             settings = palace.settings
         finally:
             palace.stop()
+        if keep is not None:  # the embedded palace, for bench.ann's recall on real vectors
+            keep.mkdir(parents=True, exist_ok=True)
+            with sqlite3.connect(root / "palace" / DB_FILE) as live, sqlite3.connect(keep / DB_FILE) as copy:
+                live.backup(copy)
     chars, overlap = settings["embeddings.passage_chars"], settings["embeddings.passage_overlap"]
     policy = f"{chars}-character passages, {overlap} of overlap"
     line = (
@@ -130,9 +136,10 @@ def main() -> None:
     parser.add_argument("--folders", nargs="+", default=["email", "json", "http", "logging", "importlib"])
     parser.add_argument("--stdlib", action="store_true", help="time the whole standard library to the last vector")
     parser.add_argument("--write", action="store_true", help="record the figures in bench/RESULTS.md")
+    parser.add_argument("--keep", type=Path, help="with --stdlib: keep a copy of the embedded palace here")
     args = parser.parse_args()
     if args.stdlib:
-        whole_stdlib(args.write)
+        whole_stdlib(args.write, args.keep)
         return
     threads = min(2, os.cpu_count() or 1)
     with tempfile.TemporaryDirectory(prefix="memcastle-embed-", dir=BENCH_ROOTS[0]) as folder:

@@ -167,6 +167,12 @@ def start_daemon(palace_dir: Path, home: Path, store_url: str = "") -> tuple[sub
     raise RuntimeError("the daemon did not start")
 
 
+def describe_index(index: dict[str, Any]) -> str:
+    if index.get("search") == "graph":
+        return f"HNSW graph holding {index['in_graph']:,} of {index['vectors']:,} vectors"
+    return f"exact scan of {index.get('vectors', 0):,} vectors"
+
+
 def rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -208,6 +214,18 @@ def bare_baseline(palace_dir: Path, texts: list[str]) -> tuple[list[float], list
     return lexical, semantic
 
 
+def wait_for_graph(client: httpx.Client, timeout: float = 7200) -> dict[str, Any]:
+    """Until the daemon's semantic leg is in its steady state: every vector in the HNSW graph (or an exact scan,
+    below the size that builds one). The graph is built by a background thread after start."""
+    deadline = time.monotonic() + timeout
+    while True:
+        index = client.get("/api/status").json()["embeddings"].get("index") or {}
+        built = index.get("search") == "graph" and index["in_graph"] >= index["vectors"]
+        if built or (index and index["vectors"] < index["graph_from"]) or time.monotonic() > deadline:
+            return index
+        time.sleep(1.0)
+
+
 def concurrent_p95(address: str, texts: list[str], clients: int, seconds: float) -> tuple[float, int, int]:
     latencies: list[float] = []
     errors = 0
@@ -244,6 +262,11 @@ class Measured:
 
     times: dict[str, list[float]]  # ranking → per-query milliseconds
     rss: float
+    index: dict[str, Any]
+    graph_seconds: float
+    one_p95: float
+    one_count: int
+    idle_count: int
     idle_p95: float
     busy_p95: float
     busy_count: int
@@ -264,20 +287,26 @@ def measure_daemon(
     proc, address = start_daemon(palace_dir, home, store_url)
     try:
         with httpx.Client(base_url=address, timeout=60, trust_env=False) as client:
+            started = time.monotonic()
+            index = wait_for_graph(client)
+            graph_seconds = time.monotonic() - started
             for ranking in RANKINGS:
                 time_http(client, texts[:20], ranking)  # warm: index load, page cache, model
             times = {ranking: time_http(client, texts, ranking) for ranking in RANKINGS}
         rss = rss_mb(proc.pid)
         if while_idle is not None:
             while_idle()
-        idle_p95, _, _ = concurrent_p95(address, texts, 16, 10)
+        one_p95, one_count, _ = concurrent_p95(address, texts, 1, 10)
+        idle_p95, idle_count, _ = concurrent_p95(address, texts, 16, 10)
         with httpx.Client(base_url=address, timeout=60, trust_env=False) as client:
             client.post("/api/mine", json={"connector": "notes", "locator": str(extra), "wing": "more"})
         busy_p95, busy_count, busy_errors = concurrent_p95(address, texts, 16, 15)
     finally:
         proc.terminate()
         proc.wait(timeout=60)
-    return Measured(times, rss, idle_p95, busy_p95, busy_count, busy_errors)
+    return Measured(
+        times, rss, index, graph_seconds, one_p95, one_count, idle_count, idle_p95, busy_p95, busy_count, busy_errors
+    )
 
 
 def private_postgres(root: Path) -> tuple[Any, str]:
@@ -378,7 +407,12 @@ def main() -> None:
                 shutil.rmtree(pg_root, ignore_errors=True)
 
     bare["hybrid"] = [a + b for a, b in zip(bare["lexical"], bare["semantic"], strict=True)]
-    targets = {"lexical": "p50 ≤ 10", "semantic": "", "hybrid": "p50 ≤ 20, p95 ≤ 60"}
+    large = args.drawers >= 1_000_000
+    targets = {
+        "lexical": "p95 ≤ 3× p50",
+        "semantic": "≤ 1.3× floor",
+        "hybrid": "p50 ≤ 40 ms" if large else "p50 ≤ 20 ms, ≤ 1.5× floor",
+    }
     sqlite = runs["sqlite"]
     rows = []
     for ranking in RANKINGS:
@@ -401,11 +435,19 @@ def main() -> None:
         "|---|---|---|---|---|---|",
         *rows,
         "",
-        f"Daemon resident memory after the run: **{sqlite.rss:.0f} MB** (target ≤ 700 MB).",
+        f"Semantic leg: {describe_index(sqlite.index)}; the daemon was ready for that {sqlite.graph_seconds:.0f} s "
+        "after start (the graph is built by a background thread, saved beside the palace, reused at the next start).",
         "",
-        f"16 concurrent clients (auto ranking) while a 3000-note mine runs: p95 {sqlite.busy_p95:.1f} ms over "
-        f"{sqlite.busy_count} requests, {sqlite.busy_errors} errors; the same 16 clients with no mine running: p95 "
-        f"{sqlite.idle_p95:.1f} ms; ratio {sqlite.busy_p95 / sqlite.idle_p95:.1f}× (target ≤ 3×).",
+        f"Daemon resident memory after the run: **{sqlite.rss:.0f} MB** (target ≤ {1500 if large else 550} MB).",
+        "",
+        f"Concurrency (auto ranking, 10 s each, idle daemon): one client {sqlite.one_count / 10:.1f} requests/s, "
+        f"p95 {sqlite.one_p95:.1f} ms; 16 clients {sqlite.idle_count / 10:.1f} requests/s "
+        f"(**{sqlite.idle_count / max(sqlite.one_count, 1):.2f}×**, target ≥ 1.8×), p95 {sqlite.idle_p95:.1f} ms "
+        f"(**{sqlite.idle_p95 / sqlite.one_p95:.1f}×** the one-client p95, target ≤ 3×).",
+        "",
+        f"16 concurrent clients while a 3000-note mine runs: p95 {sqlite.busy_p95:.1f} ms over "
+        f"{sqlite.busy_count} requests, {sqlite.busy_errors} errors ({sqlite.busy_p95 / sqlite.idle_p95:.1f}× the "
+        "idle 16-client p95).",
     ]
     if "postgres" in runs:
         pg = runs["postgres"]

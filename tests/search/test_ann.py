@@ -161,3 +161,44 @@ def test_the_maintainer_builds_in_the_background_and_saves_on_stop(store: SQLite
     wait_until(lambda: index._ann is not None and len(index._ann) == 400, what="the graph to hold every row")
     maintainer.stop()
     assert path.is_file()
+
+
+def test_describe_says_how_searches_by_meaning_run(store: SQLiteStore, tmp_path: Path) -> None:
+    fill(store, 300)
+    index = SemanticIndex(store, "m", ann_path=tmp_path / "m.usearch", ann_min_rows=200)
+    index.refresh()
+    assert index.describe() == {"search": "exact", "vectors": 300, "in_graph": 0, "graph_from": 200}
+    while index.maintain():
+        pass
+    assert index.describe() == {"search": "graph", "vectors": 300, "in_graph": 300, "graph_from": 200}
+
+
+def test_the_daemon_status_shows_the_graph_once_built(tmp_path: Path) -> None:
+    """End to end through the palace: the maintainer starts with it, builds the graph, `status` says so, and the
+    graph is saved when the palace stops."""
+    from memcastle.app import build
+    from memcastle.config import load_settings
+    from memcastle.search.backfill import model_key
+    from memcastle.search.embeddings import BuiltinProvider
+
+    folder = tmp_path / "palace"
+    settings = load_settings(
+        flags={"palace": str(folder), "search.ann_min_rows": 150, "jobs.drain_seconds": 3.0}, env={}, config_file=None
+    )
+    palace = build(settings)
+    try:
+        ids = [palace.store.add_drawer(NewDrawer(wing="w", room="r", content=f"d{i}")).id for i in range(200)]
+        rng = np.random.default_rng(3)
+        vectors = rng.standard_normal((200, 384)).astype(np.float32)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        palace.store.put_embeddings(model_key(BuiltinProvider()), [(d, vectors[i : i + 1]) for i, d in enumerate(ids)])
+        palace.start()
+
+        def graph() -> bool:
+            index = palace.services.status.embedding_status()["index"]
+            return index["search"] == "graph" and index["in_graph"] == 200
+
+        wait_until(graph, what="the status to show a graph holding every vector")
+    finally:
+        palace.stop()
+    assert list((folder / "vectors").glob("*.usearch"))

@@ -7,7 +7,7 @@ nature (a metadata snapshot, a job's params and result, ranking signals, a statu
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -210,6 +210,13 @@ class Ok(Shape):
     ok: bool
 
 
+class VectorIndexOut(BaseModel):
+    search: Literal["exact", "graph"] = Field(description="graph once the HNSW graph is built, else exact")
+    vectors: int = Field(description="passage vectors loaded in memory")
+    in_graph: int = Field(description="of them, in the graph (the others are scanned exactly beside it)")
+    graph_from: int = Field(description="search.ann_min_rows: vectors from which the graph is built")
+
+
 class EmbeddingStatusOut(BaseModel):
     model_config = ConfigDict(extra="allow")
     provider: str
@@ -220,6 +227,9 @@ class EmbeddingStatusOut(BaseModel):
     passages_pending: int | None = Field(description="passages still to embed; null until a batch was measured")
     passages_per_second: float | None = Field(description="the running sweep's rate")
     eta_seconds: int | None = Field(description="when the last vector should be in, at that rate")
+    index: VectorIndexOut | None = Field(
+        default=None, description="how searches by meaning run: an exact scan, or the HNSW graph once built"
+    )
 
 
 class StatusOut(BaseModel):

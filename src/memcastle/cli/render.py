@@ -158,6 +158,19 @@ def backlog_text(backlog: Mapping[str, Any]) -> str:
     return " · " + ", ".join(p for p in parts if p)
 
 
+def index_text(index: Mapping[str, Any]) -> str:
+    """`100,000 in memory · HNSW graph holds 98,000 (the rest scanned exactly)`, or why the scan is exact."""
+    vectors, in_graph = index["vectors"], index["in_graph"]
+    if index["search"] == "graph":
+        rest = vectors - in_graph
+        return f"{vectors:,} in memory · HNSW graph holds {in_graph:,}" + (
+            f" ({rest:,} scanned exactly beside it)" if rest > 0 else ""
+        )
+    if in_graph:
+        return f"{vectors:,} in memory · exact scan while the graph is built ({in_graph:,} so far)"
+    return f"{vectors:,} in memory · exact scan (a graph from {index['graph_from']:,})"
+
+
 def show_job(job: Mapping[str, Any]) -> None:
     from rich.panel import Panel
 

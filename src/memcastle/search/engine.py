@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -64,6 +65,10 @@ class SearchEngine:
             return None
         self._index.refresh()
         return self._index.dimension
+
+    def index_status(self) -> dict[str, Any] | None:
+        """How the semantic leg searches (see `SemanticIndex.describe`); None without embeddings."""
+        return self._index.describe() if self._index is not None else None
 
     @property
     def has_embeddings(self) -> bool:

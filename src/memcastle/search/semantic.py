@@ -15,6 +15,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -87,6 +88,18 @@ class SemanticIndex:
     @property
     def size(self) -> int:
         return self._snapshot.count
+
+    def describe(self) -> dict[str, Any]:
+        """How searches by meaning run now: `graph` once the HNSW graph is built (with how many of the vectors it
+        holds; the rest are scanned exactly beside it), else `exact`."""
+        ann, rows = self._ann, self._snapshot.count
+        graph = ann is not None and len(ann) >= self.ann_min_rows
+        return {
+            "search": "graph" if graph else "exact",
+            "vectors": rows,
+            "in_graph": len(ann) if ann is not None else 0,
+            "graph_from": self.ann_min_rows,
+        }
 
     def has_vector(self, drawer_id: str) -> bool:
         """Whether the drawer is found by meaning as well as it will be: all its passage vectors are loaded (a drawer

@@ -60,6 +60,7 @@ class StatusService:
             "dimension": self._search.dimension,
             "pending": pending,
             **self._embed_backlog(pending),
+            "index": self._search.index_status(),
         }
 
     def _embed_backlog(self, pending: int) -> dict[str, Any]:

@@ -86,6 +86,9 @@ def status(ctx: click.Context) -> None:
                 f"dim {embeddings.get('dimension')} · pending {embeddings.get('pending')}"
                 + render.backlog_text(embeddings)
             )
+            index = embeddings.get("index")
+            if index:
+                lines.append(f"vectors  {render.index_text(index)}")
         for warning in data.get("warnings", []):
             lines.append(f"[yellow]warning[/yellow] {warning}")
         render.console.print("\n".join(lines))
