@@ -21,7 +21,7 @@ token_app = group("token", auth_app, "Create, list and revoke bearer tokens (sto
 def serve(inv: Invocation, host: str | None, port: int | None) -> None:
     """Run the daemon for the palace in the foreground."""
     # Before numpy loads OpenBLAS: a threaded server runs many small matrix-vector products at once, one BLAS
-    # thread each (docs/adr/0015-search-without-per-query-palace-work.md); the environment still decides.
+    # thread each (docs/adr/0015-search-at-scale.md); the environment still decides.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from memcastle.daemon import serve as run_daemon
 
