@@ -31,7 +31,7 @@ from memcastle.search.embeddings import BuiltinProvider
 from memcastle.search.semantic import SemanticIndex
 from memcastle.store.sqlite import DB_FILE, SQLiteStore
 
-SHAPES = [(16, 128), (32, 128)]
+SHAPES = [(16, 128, "i8"), (32, 128, "i8"), (16, 128, "f16")]
 SEARCH_EXPANSIONS = [32, 64, 128, 256]
 
 
@@ -78,17 +78,17 @@ def main() -> None:
                 truth_drawers.append({c.drawer_id for c in exact.candidates(q, 10, Scope(), None, False)})
                 exact_ms.append((time.perf_counter() - started) * 1000)
             print(f"{rows} vectors of {drawers} drawers, {len(queries)} held-out queries", flush=True)
-            for connectivity, expansion_add in SHAPES:
+            for connectivity, expansion_add, storage in SHAPES:
                 ann_module.CONNECTIVITY, ann_module.EXPANSION_ADD = connectivity, expansion_add
+                ann_module.STORAGE = storage
                 index = SemanticIndex(store, model, ann_min_rows=1)
                 started = time.perf_counter()
                 while index.maintain(budget=50_000):
                     pass
                 build = time.perf_counter() - started
                 graph = index._ann
-                assert graph is not None and graph.shape == AnnShape(
-                    model, int(matrix.shape[1]), connectivity, expansion_add
-                )
+                shape = AnnShape(model, int(matrix.shape[1]), connectivity, expansion_add, storage)
+                assert graph is not None and graph.shape == shape
                 memory = graph._graph.memory_usage / 2**20
                 for expansion in SEARCH_EXPANSIONS:
                     graph._graph.expansion_search = expansion
@@ -102,9 +102,9 @@ def main() -> None:
                         graph_ms.append((time.perf_counter() - started) * 1000)
                         drawer_recall.append(len(got & want) / max(len(want), 1))
                     line = (
-                        f"| {connectivity} | {expansion_add} | {expansion} | {np.mean(passage_recall):.3f} | "
-                        f"{np.mean(drawer_recall):.3f} | {median(graph_ms):.2f} | {median(exact_ms):.2f} | "
-                        f"{build:.0f} | {memory:.0f} |"
+                        f"| {storage} | {connectivity} | {expansion_add} | {expansion} | "
+                        f"{np.mean(passage_recall):.3f} | {np.mean(drawer_recall):.3f} | "
+                        f"{median(graph_ms):.2f} | {median(exact_ms):.2f} | {build:.0f} | {memory:.0f} |"
                     )
                     print(line, flush=True)
                     rows_out.append(line)
@@ -115,8 +115,10 @@ def main() -> None:
             "Semantic graph recall",
             f"Command: `{command_line()}` on {machine()}: {rows:,} real vectors (builtin model) of {drawers:,} "
             f"drawers, {len(queries)} held-out drawers' first passages as queries (not in the index).\n\n"
-            "| M | ef add | ef search | passage recall@10 | drawer recall@10 | graph p50 (ms) | exact p50 (ms) | "
-            "build (s) | graph MB |\n|---|---|---|---|---|---|---|---|---|\n" + "\n".join(rows_out) + "\n\n"
+            "| storage | M | ef add | ef search | passage recall@10 | drawer recall@10 | graph p50 (ms) | "
+            "exact p50 (ms) | build (s) | graph MB |\n|---|---|---|---|---|---|---|---|---|---|\n"
+            + "\n".join(rows_out)
+            + "\n\n"
             "Recall against the exact scan of the same vectors (target ≥ 0.95). Build: one thread, as the daemon "
             "builds it in the background.\n",
         )

@@ -1,4 +1,4 @@
-"""An approximate nearest-neighbour index over one model's passage vectors: usearch's HNSW graph with int8 storage,
+"""An approximate nearest-neighbour index over one model's passage vectors: usearch's HNSW graph with float16 storage,
 keyed by each vector's row id in the store, persisted beside the palace (docs/adr/0015-search-at-scale.md).
 
 It is a cache: the store holds every vector, so a missing, damaged or stale file is rebuilt, never trusted. A file is
@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 CONNECTIVITY = 16
 EXPANSION_ADD = 128
 EXPANSION_SEARCH = 128
+STORAGE = "f16"
 FORMAT = 1
 VERIFY_SAMPLE = 8  # stored vectors compared with the file's on open
 
@@ -38,9 +39,15 @@ class AnnShape:
 
     model: str
     dimension: int
-    connectivity: int = CONNECTIVITY
-    expansion_add: int = EXPANSION_ADD
+    connectivity: int
+    expansion_add: int
+    storage: str
     format: int = FORMAT
+
+    @classmethod
+    def default(cls, model: str, dimension: int) -> AnnShape:
+        """The shape this version builds (the module's settings, read when called)."""
+        return cls(model, dimension, CONNECTIVITY, EXPANSION_ADD, STORAGE)
 
 
 class AnnIndex:
@@ -54,7 +61,7 @@ class AnnIndex:
         self._graph = Index(
             ndim=shape.dimension,
             metric="cos",
-            dtype="i8",
+            dtype=shape.storage,
             connectivity=shape.connectivity,
             expansion_add=shape.expansion_add,
             expansion_search=EXPANSION_SEARCH,

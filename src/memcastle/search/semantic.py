@@ -251,7 +251,7 @@ class SemanticIndex:
             rows = np.minimum(np.searchsorted(keys, found_keys), count - 1)
             rows = rows[keys[rows] == found_keys]  # a row the store replaced since is no longer loaded
             rows = rows[self._in_scope(snapshot, scope, rows)]
-            # The graph ranks int8 copies; the kept float32 rows give the exact cosine of each row it found.
+            # The graph ranks float16 copies; the kept float32 rows give the exact cosine of each row it found.
             exact = snapshot.matrix[rows] @ vector
             keep = exact >= SEMANTIC_FLOOR
             tail = _top(tail_scores, take)
@@ -339,7 +339,7 @@ class SemanticIndex:
 
     def _open_ann(self, snapshot: _Snapshot) -> AnnIndex:
         assert self.dimension is not None
-        shape = AnnShape(model=self.model, dimension=self.dimension)
+        shape = AnnShape.default(self.model, self.dimension)
         if self._ann_path is None:
             return AnnIndex(shape)
         keys = snapshot.keys[: snapshot.count]
