@@ -202,3 +202,22 @@ def test_the_daemon_status_shows_the_graph_once_built(tmp_path: Path) -> None:
     finally:
         palace.stop()
     assert list((folder / "vectors").glob("*.usearch"))
+
+
+def test_the_graph_library_and_the_model_runtime_load_in_the_daemons_order() -> None:
+    """The daemon may build a graph before the first query loads the embedding model: loading onnxruntime after the
+    graph library must not crash the process (usearch 2.26 did, with SIGSEGV)."""
+    import subprocess
+    import sys
+
+    script = (
+        "import numpy as np\n"
+        "from memcastle.search.ann import AnnIndex, AnnShape\n"
+        "graph = AnnIndex(AnnShape.default('m', 8))\n"
+        "graph.add(np.arange(1, 4, dtype=np.int64), np.eye(3, 8, dtype=np.float32))\n"
+        "from memcastle.search.embeddings import BuiltinProvider\n"
+        "print(BuiltinProvider().embed(['after the graph'])[0].shape)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "(384,)"
