@@ -167,6 +167,13 @@ def start_daemon(palace_dir: Path, home: Path, store_url: str = "") -> tuple[sub
     raise RuntimeError("the daemon did not start")
 
 
+def copy_palace_files(source: Path, target: Path) -> None:
+    """The palace's database, copied consistently (SQLite's backup), without any graph file a daemon left."""
+    target.mkdir(parents=True, exist_ok=True)
+    with sqlite3.connect(source / "palace.sqlite3") as live, sqlite3.connect(target / "palace.sqlite3") as copy:
+        live.backup(copy)
+
+
 def describe_index(index: dict[str, Any]) -> str:
     if index.get("search") == "graph":
         return f"HNSW graph holding {index['in_graph']:,} of {index['vectors']:,} vectors"
@@ -354,6 +361,8 @@ def main() -> None:
         help="also measure the palace in PostgreSQL: an empty palace's postgresql:// URL, or "
         "'pgserver' for a private server started for the run",
     )
+    parser.add_argument("--keep", type=Path, help="keep a copy of the built palace (before any daemon ran) here")
+    parser.add_argument("--reuse", type=Path, help="measure a copy of a palace kept with --keep instead of building")
     parser.add_argument("--write", action="store_true")
     args = parser.parse_args()
     if args.store and args.store != "pgserver" and not args.store.startswith(("postgresql://", "postgres://")):
@@ -363,21 +372,27 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="memcastle-bench-search-") as temp:
         try:
             root, palace_dir, home = Path(temp) / "notes", Path(temp) / "palace", Path(temp) / "home"
-            generate_notes(root, args.drawers)
-            palace = open_palace(palace_dir, **{"embeddings.provider": "none"})
-            started = time.perf_counter()
-            job, _ = palace.services.mining.submit_mine("notes", str(root), wing="bench")
-            assert wait_for(palace, job).status.value == "completed"
-            mine_seconds = time.perf_counter() - started
-            palace.stop()
-            started = time.perf_counter()
-            if args.vectors == "synthetic":
-                synthetic_vectors(palace_dir)
+            mine_seconds = embed_seconds = 0.0
+            if args.reuse is not None:
+                copy_palace_files(args.reuse, palace_dir)
             else:
-                palace = open_palace(palace_dir, **{"embeddings.threads": 2})
-                wait_for_embeddings(palace)
+                generate_notes(root, args.drawers)
+                palace = open_palace(palace_dir, **{"embeddings.provider": "none"})
+                started = time.perf_counter()
+                job, _ = palace.services.mining.submit_mine("notes", str(root), wing="bench")
+                assert wait_for(palace, job).status.value == "completed"
+                mine_seconds = time.perf_counter() - started
                 palace.stop()
-            embed_seconds = time.perf_counter() - started
+                started = time.perf_counter()
+                if args.vectors == "synthetic":
+                    synthetic_vectors(palace_dir)
+                else:
+                    palace = open_palace(palace_dir, **{"embeddings.threads": 2})
+                    wait_for_embeddings(palace)
+                    palace.stop()
+                embed_seconds = time.perf_counter() - started
+                if args.keep is not None:
+                    copy_palace_files(palace_dir, args.keep)
             store_url, copy_seconds = "", 0.0
             if args.store:
                 if pg_root is not None:
@@ -421,13 +436,14 @@ def main() -> None:
             f"| {ranking} | {median(times):.1f} | {percentile(times, 95):.1f} | {median(bare[ranking]):.1f} | "
             f"{median(times) / median(bare[ranking]):.2f}× | {targets[ranking]} |"
         )
+    reused = "; a copy of the palace built and kept by an earlier run" if args.reuse else ""
     report = [
         "## Search speed through HTTP",
         "",
         f"Command: `{command_line()}`",
         "",
         f"Palace: {args.drawers} drawers mined from generated notes ({mine_seconds:.0f} s), vectors: "
-        f"{args.vectors} ({embed_seconds:.0f} s); {args.queries} queries, limit 10, one client on loopback.",
+        f"{args.vectors} ({embed_seconds:.0f} s{reused}); {args.queries} queries, limit 10, one client on loopback.",
         "Baseline in the same run: the same FTS5 MATCH on the file (lexical), query embedding + one numpy scan of "
         "every passage vector (semantic), their sum (hybrid).",
         "",

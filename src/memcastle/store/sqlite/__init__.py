@@ -31,7 +31,7 @@ from memcastle.store.sql.mining import MiningTables
 from memcastle.store.sql.requests import RequestKeyTables
 from memcastle.store.sql.rows import job_from_row
 from memcastle.store.sql.vectors import VectorWrite
-from memcastle.store.sqlite.fulltext import fts5_match
+from memcastle.store.sqlite.fulltext import fts5_match, quote_term
 
 DB_FILE = "palace.sqlite3"
 
@@ -173,10 +173,19 @@ class SQLiteStore(GraphTables, MiningTables, JobTables, RequestKeyTables):
         """BM25's best `limit` eligible drawers, ties by id (bm25() is lower-is-better; the signal is flipped so that
         higher is better everywhere).
 
-        The full-text index ranks first and alone (`ORDER BY rank LIMIT k` inside FTS5), then only those k rows meet
-        scope, time and the joins. That is exact whenever the k-th rank is worse than the last drawer kept (nothing
-        past k could displace it); otherwise k widens once, and the last resort is the whole query in one pass.
+        An any-term query first leaves out the terms in half the palace or more (`_without_floored_terms`), and
+        keeps that answer when it fills the limit. The full-text index ranks first and alone (`ORDER BY rank
+        LIMIT k` inside FTS5), then only those k rows meet scope, time and the joins. That is exact whenever the
+        k-th rank is worse than the last drawer kept (nothing past k could displace it); otherwise k widens once,
+        and the last resort is the whole query in one pass.
         """
+        if not query.require_all and len(query.terms) > 1:
+            reduced = self._without_floored_terms(query)
+            if reduced != query:
+                enough = self.lexical_candidates(reduced, scope, window, include_historical, limit)
+                if len(enough) >= limit:
+                    # A drawer holding only the terms left out scores ~1e-6: it would have ranked below all of these.
+                    return enough
         match = fts5_match(query)
         if match is None:
             return []
@@ -207,6 +216,22 @@ class SQLiteStore(GraphTables, MiningTables, JobTables, RequestKeyTables):
             (match, *params, limit),
         )
         return [ScoredDrawer(drawer_id=r["id"], signal=-float(r["rank"])) for r in rows]
+
+    def _without_floored_terms(self, query: LexicalQuery) -> LexicalQuery:
+        """An any-term query without the terms in half the palace or more. FTS5's BM25 floors such a term's IDF at
+        1e-6, so it adds at most 2.2e-6 to a score (it can only break an exact tie) — yet matching it makes FTS5
+        score nearly every row. Counting a term's rows walks its doclist without scoring (under a millisecond at
+        100k drawers). The palace size is bounded above by the highest `seq`, which only drops fewer terms."""
+        with self._read() as tx:
+            found = tx.one("SELECT max(seq) AS n FROM drawer")
+            total = int(found["n"] or 0) if found is not None else 0
+            kept = []
+            for term in query.terms:
+                row = tx.one("SELECT count(*) AS n FROM drawer_fts WHERE drawer_fts MATCH ?", (quote_term(term),))
+                rows = int(row["n"]) if row is not None else 0
+                if (total - rows + 0.5) / (rows + 0.5) > 1.0:  # FTS5's IDF is positive: the term ranks
+                    kept.append(term)
+        return LexicalQuery(tuple(kept), require_all=False) if kept else query
 
     def _store_vectors(self, model: str, writes: list[VectorWrite]) -> None:
         """Vectors as little-endian float32 blobs, one row per passage."""
