@@ -46,7 +46,7 @@ from memcastle.store.sql.graph import GraphTables
 from memcastle.store.sql.jobs import JobTables
 from memcastle.store.sql.mining import MiningTables
 from memcastle.store.sql.requests import RequestKeyTables
-from memcastle.store.sql.vectors import VectorWrite
+from memcastle.store.sql.vectors import VectorWrite, vector_chunk
 
 # Advisory locks are keyed (namespace, key); the namespace keeps MemCastle's apart from other users of the database.
 LOCK_NAMESPACE = 0x4D43  # "MC"
@@ -316,17 +316,8 @@ class PostgresStore(GraphTables, MiningTables, JobTables, RequestKeyTables):
                 "JOIN drawer d ON d.seq = e.drawer_seq WHERE e.id > %s AND e.model = %s ORDER BY e.id LIMIT %s",
                 (after_id, model, limit),
             ).fetchall()
-        if not rows:
-            return VectorChunk([], [], [], [], np.zeros((0, dimension), dtype=np.float32), after_id)
-        matrix = np.vstack([r["vector"].to_numpy() for r in rows]).astype(np.float32, copy=False)
-        return VectorChunk(
-            ids=[r["drawer_id"] for r in rows],
-            row_ids=[int(r["id"]) for r in rows],
-            passages=[r["passage"] for r in rows],
-            totals=[r["passages"] for r in rows],
-            matrix=matrix,
-            last_id=int(rows[-1]["id"]),
-        )
+        matrix = np.vstack([r["vector"].to_numpy() for r in rows]) if rows else None
+        return vector_chunk(rows, matrix, after_id, dimension)
 
     # --- jobs: SKIP LOCKED claims, leases on the database clock ----------------------------------
 

@@ -3,10 +3,13 @@ drawer is complete afterwards (then it is marked embedded)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+
+from memcastle.store import VectorChunk
 
 
 @dataclass(frozen=True)
@@ -41,3 +44,20 @@ def vector_writes(
         VectorWrite(drawer_id, np.asarray(vectors, dtype="<f4"), first_passage, (totals or {}).get(drawer_id))
         for drawer_id, vectors in rows
     ]
+
+
+def vector_chunk(
+    rows: Sequence[Mapping[str, Any]], matrix: np.ndarray | None, after_id: int, dimension: int
+) -> VectorChunk:
+    """Loaded rows (`id, drawer_id, passage, passages`, in id order) and their vectors as one chunk; an empty one
+    when nothing was past `after_id`."""
+    if not rows or matrix is None:
+        return VectorChunk([], [], [], [], np.zeros((0, dimension), dtype=np.float32), after_id)
+    return VectorChunk(
+        ids=[r["drawer_id"] for r in rows],
+        row_ids=[int(r["id"]) for r in rows],
+        passages=[r["passage"] for r in rows],
+        totals=[r["passages"] for r in rows],
+        matrix=matrix.astype(np.float32, copy=False),
+        last_id=int(rows[-1]["id"]),
+    )

@@ -30,7 +30,7 @@ from memcastle.store.sql.jobs import JobTables
 from memcastle.store.sql.mining import MiningTables
 from memcastle.store.sql.requests import RequestKeyTables
 from memcastle.store.sql.rows import job_from_row
-from memcastle.store.sql.vectors import VectorWrite
+from memcastle.store.sql.vectors import VectorWrite, vector_chunk
 from memcastle.store.sqlite.fulltext import fts5_match, quote_term
 
 DB_FILE = "palace.sqlite3"
@@ -263,17 +263,10 @@ class SQLiteStore(GraphTables, MiningTables, JobTables, RequestKeyTables):
             "JOIN drawer d ON d.seq = e.drawer_seq WHERE +e.model = ? AND e.id > ? ORDER BY e.id LIMIT ?",
             (model, after_id, limit),
         )
-        if not rows:
-            return VectorChunk([], [], [], [], np.zeros((0, dimension), dtype=np.float32), after_id)
-        matrix = np.frombuffer(b"".join(r["vector"] for r in rows), dtype="<f4").reshape(len(rows), -1)
-        return VectorChunk(
-            ids=[r["drawer_id"] for r in rows],
-            row_ids=[int(r["id"]) for r in rows],
-            passages=[r["passage"] for r in rows],
-            totals=[r["passages"] for r in rows],
-            matrix=matrix.astype(np.float32, copy=False),
-            last_id=int(rows[-1]["id"]),
-        )
+        matrix = None
+        if rows:
+            matrix = np.frombuffer(b"".join(r["vector"] for r in rows), dtype="<f4").reshape(len(rows), -1)
+        return vector_chunk(rows, matrix, after_id, dimension)
 
     def _lease_until(self, lease_seconds: float) -> tuple[str, list[Any]]:
         return "?", [format_instant(to_datetime(self._now()) + timedelta(seconds=lease_seconds))]
