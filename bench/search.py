@@ -436,14 +436,19 @@ def main() -> None:
             f"| {ranking} | {median(times):.1f} | {percentile(times, 95):.1f} | {median(bare[ranking]):.1f} | "
             f"{median(times) / median(bare[ranking]):.2f}× | {targets[ranking]} |"
         )
-    reused = "; a copy of the palace built and kept by an earlier run" if args.reuse else ""
     report = [
         "## Search speed through HTTP",
         "",
         f"Command: `{command_line()}`",
         "",
-        f"Palace: {args.drawers} drawers mined from generated notes ({mine_seconds:.0f} s), vectors: "
-        f"{args.vectors} ({embed_seconds:.0f} s{reused}); {args.queries} queries, limit 10, one client on loopback.",
+        (
+            f"Palace: {args.drawers} drawers mined from generated notes ({mine_seconds:.0f} s), vectors: "
+            f"{args.vectors} ({embed_seconds:.0f} s)"
+            if args.reuse is None
+            else f"Palace: a copy of one an earlier run of this bench built and kept ({args.drawers} drawers mined from "
+            f"generated notes, {args.vectors} vectors)"
+        )
+        + f"; {args.queries} queries, limit 10, one client on loopback.",
         "Baseline in the same run: the same FTS5 MATCH on the file (lexical), query embedding + one numpy scan of "
         "every passage vector (semantic), their sum (hybrid).",
         "",
