@@ -445,8 +445,8 @@ def main() -> None:
             f"Palace: {args.drawers} drawers mined from generated notes ({mine_seconds:.0f} s), vectors: "
             f"{args.vectors} ({embed_seconds:.0f} s)"
             if args.reuse is None
-            else f"Palace: a copy of one an earlier run of this bench built and kept ({args.drawers} drawers mined from "
-            f"generated notes, {args.vectors} vectors)"
+            else f"Palace: a copy of one an earlier run of this bench built and kept ({args.drawers} drawers mined "
+            f"from generated notes, {args.vectors} vectors)"
         )
         + f"; {args.queries} queries, limit 10, one client on loopback.",
         "Baseline in the same run: the same FTS5 MATCH on the file (lexical), query embedding + one numpy scan of "
