@@ -174,18 +174,11 @@ class SemanticIndex:
         codes = self._codes[column]
         return codes.setdefault(value, len(codes) + 1)
 
-    def _scope_mask(self, snapshot: _Snapshot, scope: Scope, rows: slice | None = None) -> npt.NDArray[np.bool_]:
-        rows = rows or slice(0, snapshot.count)
-        mask = snapshot.alive[rows]
-        for column, wanted in enumerate((scope.wing, scope.room, scope.source_kind, scope.connector)):
-            if wanted is None:
-                continue
-            code = self._codes[column].get(wanted, -1)
-            mask = mask & (snapshot.places[rows, column] == code)
-        return mask
-
-    def _in_scope(self, snapshot: _Snapshot, scope: Scope, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
-        """`_scope_mask` for these rows only."""
+    def _in_scope(
+        self, snapshot: _Snapshot, scope: Scope, rows: slice | npt.NDArray[np.int64]
+    ) -> npt.NDArray[np.bool_]:
+        """Which of these rows (a range or row numbers) are alive and inside the scope's wing, room, source kind and
+        connector."""
         mask = snapshot.alive[rows]
         for column, wanted in enumerate((scope.wing, scope.room, scope.source_kind, scope.connector)):
             if wanted is not None:
@@ -243,7 +236,7 @@ class SemanticIndex:
         tail_scores = np.zeros(0, dtype=np.float32)
         if start < count:
             scores = snapshot.matrix[start:count] @ vector
-            keep = self._scope_mask(snapshot, scope, slice(start, count)) & (scores >= SEMANTIC_FLOOR)
+            keep = self._in_scope(snapshot, scope, slice(start, count)) & (scores >= SEMANTIC_FLOOR)
             tail_rows, tail_scores = np.flatnonzero(keep) + start, scores[keep]
         take = max(need * _FIRST_ROUND, 64)
         while True:
@@ -279,7 +272,7 @@ class SemanticIndex:
         scores = snapshot.matrix[:count] @ vector
         # Below the floor a passage is unrelated to the query (the model's cosine between unrelated texts sits near
         # zero): it never brings its drawer in, however few drawers have vectors yet.
-        mask = self._scope_mask(snapshot, scope) & (scores >= SEMANTIC_FLOOR)
+        mask = self._in_scope(snapshot, scope, slice(0, count)) & (scores >= SEMANTIC_FLOOR)
         scores = np.where(mask, scores, -np.inf).astype(np.float32)
         rows = count
         count = int(mask.sum())
