@@ -224,6 +224,7 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
         pending=(lambda: store.count_missing_embeddings(model_key(provider))) if provider.is_enabled else None,
         policy=policy,
         now=now,
+        parallel=settings["search.parallel"],
     )
     pool = WorkerPool(
         store,

@@ -101,6 +101,26 @@ def test_builtin_embeds_no_texts_as_zero_rows(builtin: BuiltinProvider) -> None:
     assert builtin.embed([]).shape == (0, 384)
 
 
+def test_builtin_spreads_a_batch_over_its_runs_and_embeds_a_query_on_the_callers_thread(
+    builtin: BuiltinProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    texts = [f"passage number {i} about {word}" for i, word in enumerate(["ports", "cookies", "ferries"] * 6)]
+    single = BuiltinProvider(threads=1).embed(texts)
+    threads: set[str] = set()
+    run = builtin._run
+
+    def recording(loaded: Any, encodings: list[Any]) -> np.ndarray:
+        threads.add(threading.current_thread().name)
+        return run(loaded, encodings)
+
+    monkeypatch.setattr(builtin, "_run", recording)
+    assert np.allclose(builtin.embed(texts), single, atol=1e-5), "the same vectors however the batch is spread"
+    assert len(threads) == 2 and all(name.startswith("embed-run") for name in threads)
+    threads.clear()
+    builtin.embed(["one query"])
+    assert threads == {threading.current_thread().name}
+
+
 def test_builtin_loads_once_under_concurrent_first_use() -> None:
     fresh = BuiltinProvider(threads=1)
     with ThreadPoolExecutor(4) as pool:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import sys
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from clocks import DistinctClock
 from waiting import CEILING
@@ -15,7 +18,11 @@ from waiting import CEILING
 from memcastle.app import Palace, build
 from memcastle.config import load_settings
 from memcastle.errors import InvalidRequest, ProviderError
+from memcastle.search.engine import SearchEngine
+from memcastle.search.semantic import SemanticIndex
 from memcastle.services import SearchRequest
+from memcastle.services.search import build_query
+from memcastle.store.sqlite import SQLiteStore
 
 EMBEDDER = str(Path(__file__).with_name("embedder.py"))
 
@@ -214,3 +221,48 @@ def test_a_checkpoint_with_one_bad_item_writes_nothing(palace: Palace) -> None:
         palace.services.agents.checkpoint([{"content": "fine"}, {"content": "  "}])
     assert caught.value.field == "items[1].content"
     assert palace.services.status.status()["drawers"] == before
+
+
+class _HeldProvider:
+    """An embedding provider that holds every query until the test lets it go, counting how many it holds at once."""
+
+    name = "held"
+    model = "held"
+    is_enabled = True
+
+    def __init__(self) -> None:
+        self.inside = self.most = 0
+        self.entered = threading.Semaphore(0)
+        self.release = threading.Event()
+        self._lock = threading.Lock()
+
+    def dimension(self) -> int:
+        return 4
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        with self._lock:
+            self.inside += 1
+            self.most = max(self.most, self.inside)
+        self.entered.release()
+        self.release.wait(60)
+        with self._lock:
+            self.inside -= 1
+        return np.tile(np.array([1.0, 0.0, 0.0, 0.0], dtype=np.float32), (len(texts), 1))
+
+
+def test_searches_beyond_the_parallel_setting_wait_their_turn(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "palace")
+    try:
+        provider = _HeldProvider()
+        engine = SearchEngine(store, provider, SemanticIndex(store, "held"), parallel=2)
+        query = build_query(SearchRequest(query="anything at all"))
+        with ThreadPoolExecutor(5) as pool:
+            searches = [pool.submit(engine.search, query) for _ in range(5)]
+            assert provider.entered.acquire(timeout=60) and provider.entered.acquire(timeout=60)
+            assert not provider.entered.acquire(timeout=0.5), "a third search computed beside two"
+            provider.release.set()
+            for search in searches:
+                search.result(timeout=60)
+        assert provider.most == 2
+    finally:
+        store.close()

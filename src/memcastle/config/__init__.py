@@ -81,6 +81,9 @@ SETTINGS: tuple[SettingSpec, ...] = (
         minimum=1,
     ),
     SettingSpec(
+        "search.parallel", int, 0, "searches computed at once, the others wait (0: one per CPU core)", minimum=0
+    ),
+    SettingSpec(
         "embeddings.provider", str, "builtin", "embedding provider", choices=("builtin", "command", "http", "none")
     ),
     SettingSpec("embeddings.model", str, "", "model name passed to command/http providers"),
@@ -88,7 +91,9 @@ SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec("embeddings.url", str, "", "base URL of an OpenAI-compatible embeddings endpoint"),
     SettingSpec("embeddings.api_key", str, "", "bearer key for the http provider", secret=True),
     SettingSpec("embeddings.timeout", float, 30.0, "seconds before a provider call fails", minimum=0.1),
-    SettingSpec("embeddings.threads", int, 2, "CPU threads for the builtin model", minimum=1, maximum=64),
+    SettingSpec(
+        "embeddings.threads", int, 2, "runs of the builtin model at once for a batch of passages", minimum=1, maximum=64
+    ),
     SettingSpec("embeddings.batch_size", int, 64, "drawers embedded per unit of the embed job", minimum=1),
     SettingSpec(
         "embeddings.passage_chars", int, 700, "longest passage a drawer is cut into for its vectors", minimum=50

@@ -92,6 +92,12 @@ class AnnIndex:
         keys = np.asarray(found.keys, dtype=np.int64)
         return keys, (1.0 - np.asarray(found.distances, dtype=np.float32))
 
+    def vectors(self, keys: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
+        """The graph's copies of these rows' vectors (stored as float16), as float32."""
+        with self._lock:
+            found = self._graph.get(keys.astype(np.uint64))
+        return np.asarray(found, dtype=np.float32).reshape(len(keys), self.shape.dimension)
+
     def save(self, path: Path) -> None:
         """Write the graph and its description beside it, each through a temporary file: a crash mid-save leaves the
         previous pair or none, never a torn one that passes for whole."""

@@ -7,6 +7,8 @@ base signal of the ranking used (BM25, cosine or RRF); `relevance` is that signa
 from __future__ import annotations
 
 import logging
+import os
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -45,8 +47,13 @@ class SearchEngine:
         pending: Callable[[], int] | None = None,
         policy: Policy = NEUTRAL,
         now: Clock = utc_now,
+        parallel: int = 0,
     ) -> None:
         self._store = store
+        # At most `parallel` searches compute at once (0: one per CPU core); the others wait their turn. Sixteen
+        # searches on two cores at once spent a third more CPU each (their threads trading the interpreter and the
+        # cores) than the same searches taken two or three at a time (docs/adr/0015-search-at-scale.md).
+        self._turns = threading.BoundedSemaphore(parallel or os.cpu_count() or 1)
         self._now = now
         self._provider = provider
         self._index = index
@@ -79,6 +86,10 @@ class SearchEngine:
         return self._index is not None and not self._index.has_vector(drawer_id)
 
     def search(self, query: SearchQuery) -> SearchResult:
+        with self._turns:
+            return self._search(query)
+
+    def _search(self, query: SearchQuery) -> SearchResult:
         warnings: list[str] = []
         # A neutral policy leaves the pool at the limit, so results equal a palace without preferences.
         pool = pool_size(query.limit) if self._adjusts(query) else query.limit

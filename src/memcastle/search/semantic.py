@@ -34,6 +34,8 @@ ANN_MAX_K = 4096  # passages asked of the graph before falling back to the exact
 ANN_ADD_BATCH = 1024
 ANN_SAVE_SECONDS = 60.0
 LOAD_CHUNK = 8192  # rows per load query: a palace's vectors come in without holding them all twice
+NARROW_ROWS = 4096  # a scope with fewer rows is scanned exactly (its vectors read back from the graph) (ADR 0015)
+_GRAPH_BLOCK = 16_384  # rows read back from the graph at a time by an exact scan
 SEMANTIC_FLOOR = 0.10  # chosen on the judged set and LoCoMo: see docs/adr/0011-honest-hybrid-during-the-backlog.md
 
 
@@ -41,7 +43,10 @@ SEMANTIC_FLOOR = 0.10  # chosen on the judged set and LoCoMo: see docs/adr/0011-
 class _Snapshot:
     """What a search reads: the first `count` rows. Rows below `count` never change once published (a refresh writes
     only past it, or into a new array when it grows; only a replaced row's `alive` flag turns off), so a search
-    scans its snapshot without holding any lock."""
+    scans its snapshot without holding any lock.
+
+    `matrix` holds the float32 vectors of rows `base` to `count` (its row 0 is row `base`); the rows below `base`
+    are in the HNSW graph, whose float16 copies are their only copy in memory."""
 
     count: int = 0
     keys: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # row ids, ascending
@@ -49,6 +54,7 @@ class _Snapshot:
     places: npt.NDArray[np.int32] = field(default_factory=lambda: np.zeros((0, 4), dtype=np.int32))
     alive: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
     ids: list[str] = field(default_factory=list)  # append-only: indices below `count` are stable
+    base: int = 0
 
 
 class SemanticIndex:
@@ -125,22 +131,24 @@ class SemanticIndex:
         if matrix.shape[1] != self.dimension:
             raise ValueError(f"stored vectors have dimension {matrix.shape[1]}, expected {self.dimension}")
         old = self._snapshot
-        count, needed = old.count, old.count + len(ids)
+        count, needed, base = old.count, old.count + len(ids), old.base
         grown, keys, places, alive = old.matrix, old.keys, old.places, old.alive
-        if needed > grown.shape[0] or grown.shape[1] != self.dimension:
+        if needed > keys.shape[0]:
             # Grow geometrically into new arrays, so a palace being embedded is not copied once per batch, and
             # searches still scanning the old arrays are undisturbed.
-            rows = max(needed, 2 * grown.shape[0], 1024)
-            grown = np.zeros((rows, self.dimension), dtype=np.float32)
+            rows = max(needed, 2 * keys.shape[0], 1024)
             keys = np.zeros(rows, dtype=np.int64)
             places = np.zeros((rows, 4), dtype=np.int32)
             alive = np.zeros(rows, dtype=bool)
             if count:
-                grown[:count] = old.matrix[:count]
                 keys[:count] = old.keys[:count]
                 places[:count] = old.places[:count]
                 alive[:count] = old.alive[:count]
-        grown[count:needed] = matrix
+        if needed - base > grown.shape[0] or grown.shape[1] != self.dimension:
+            grown = np.zeros((max(needed - base, 2 * grown.shape[0], 1024), self.dimension), dtype=np.float32)
+            if count > base:
+                grown[: count - base] = old.matrix[: count - base]
+        grown[count - base : needed - base] = matrix
         keys[count:needed] = chunk.row_ids
         found = self._store.drawer_places(ids)
         coded = np.array(
@@ -167,8 +175,51 @@ class SemanticIndex:
             if total is not None:
                 self._totals[drawer_id] = total
         old.ids.extend(ids)
-        self._snapshot = _Snapshot(count=needed, keys=keys, matrix=grown, places=places, alive=alive, ids=old.ids)
+        self._snapshot = _Snapshot(needed, keys, grown, places, alive, old.ids, base)
         self._last_row = chunk.last_id
+
+    def _release(self, covered: int) -> None:
+        """Drop the float32 copies of the rows the graph holds (row ids up to `covered`): they are searched through
+        the graph, and the few vectors a search needs of them come from its float16 copies."""
+        with self._loader:
+            old = self._snapshot
+            keys = old.keys[: old.count]
+            base = int(np.searchsorted(keys, covered, side="right"))
+            if base <= old.base:
+                return
+            kept = old.count - base
+            matrix = np.zeros((max(kept, 1024), old.matrix.shape[1]), dtype=np.float32)
+            matrix[:kept] = old.matrix[base - old.base : old.count - old.base]
+            self._snapshot = _Snapshot(old.count, old.keys, matrix, old.places, old.alive, old.ids, base)
+
+    def _vectors(self, snapshot: _Snapshot, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
+        """The float32 vectors of these rows: from the matrix, or the graph's copies for the rows below `base`."""
+        held = rows >= snapshot.base
+        if held.all():
+            return snapshot.matrix[rows - snapshot.base]
+        assert self._ann is not None, "rows below base exist only once the graph holds them"
+        out = np.empty((len(rows), snapshot.matrix.shape[1]), dtype=np.float32)
+        out[held] = snapshot.matrix[rows[held] - snapshot.base]
+        out[~held] = self._ann.vectors(snapshot.keys[rows[~held]])
+        return out
+
+    def _scores(
+        self, snapshot: _Snapshot, vector: npt.NDArray[np.float32], mask: npt.NDArray[np.bool_]
+    ) -> npt.NDArray[np.float32]:
+        """Cosine of every row of the snapshot where `mask` holds and it reaches the floor, else -inf; the rows only
+        the graph holds are read from it in blocks, and only where the mask holds."""
+        count, base = snapshot.count, snapshot.base
+        scores = np.full(count, -np.inf, dtype=np.float32)
+        if count > base:
+            scores[base:count] = snapshot.matrix[: count - base] @ vector
+        graph_rows = np.flatnonzero(mask[:base])
+        for first in range(0, len(graph_rows), _GRAPH_BLOCK):
+            rows = graph_rows[first : first + _GRAPH_BLOCK]
+            scores[rows] = self._vectors(snapshot, rows) @ vector
+        # Below the floor a passage is unrelated to the query (the model's cosine between unrelated texts sits near
+        # zero): it never brings its drawer in, however few drawers have vectors yet.
+        scores[~mask | (scores < SEMANTIC_FLOOR)] = -np.inf
+        return scores
 
     def _code(self, column: int, value: str | None) -> int:
         codes = self._codes[column]
@@ -192,7 +243,7 @@ class SemanticIndex:
             for column, wanted in enumerate((scope.wing, scope.room, scope.source_kind, scope.connector))
             if wanted is not None
         ]
-        return bool(sizes) and min(sizes) < self.ann_min_rows
+        return bool(sizes) and min(sizes) < min(self.ann_min_rows, NARROW_ROWS)
 
     def candidates(
         self,
@@ -235,7 +286,7 @@ class SemanticIndex:
         tail_rows = np.zeros(0, dtype=np.int64)
         tail_scores = np.zeros(0, dtype=np.float32)
         if start < count:
-            scores = snapshot.matrix[start:count] @ vector
+            scores = self._vectors(snapshot, np.arange(start, count)) @ vector
             keep = self._in_scope(snapshot, scope, slice(start, count)) & (scores >= SEMANTIC_FLOOR)
             tail_rows, tail_scores = np.flatnonzero(keep) + start, scores[keep]
         take = max(need * _FIRST_ROUND, 64)
@@ -244,8 +295,8 @@ class SemanticIndex:
             rows = np.minimum(np.searchsorted(keys, found_keys), count - 1)
             rows = rows[keys[rows] == found_keys]  # a row the store replaced since is no longer loaded
             rows = rows[self._in_scope(snapshot, scope, rows)]
-            # The graph ranks float16 copies; the kept float32 rows give the exact cosine of each row it found.
-            exact = snapshot.matrix[rows] @ vector
+            # The graph ranks by its float16 copies; the cosine of each row it found is taken again in float32.
+            exact = self._vectors(snapshot, rows) @ vector
             keep = exact >= SEMANTIC_FLOOR
             tail = _top(tail_scores, take)
             rows = np.concatenate([rows[keep], tail_rows[tail]])
@@ -256,7 +307,7 @@ class SemanticIndex:
             if len(found) >= need or take >= len(ann):
                 return _ranked(found, need)
             if take >= ANN_MAX_K:
-                return None
+                return None  # a scope or a time the graph's best rows miss: scan what is eligible
             take = min(take * _WIDEN, ANN_MAX_K)
 
     def _exact(
@@ -268,14 +319,16 @@ class SemanticIndex:
         window: TimeWindow | None,
         include_historical: bool,
     ) -> list[ScoredDrawer]:
-        count, ids = snapshot.count, snapshot.ids
-        scores = snapshot.matrix[:count] @ vector
-        # Below the floor a passage is unrelated to the query (the model's cosine between unrelated texts sits near
-        # zero): it never brings its drawer in, however few drawers have vectors yet.
-        mask = self._in_scope(snapshot, scope, slice(0, count)) & (scores >= SEMANTIC_FLOOR)
-        scores = np.where(mask, scores, -np.inf).astype(np.float32)
-        rows = count
-        count = int(mask.sum())
+        ids = snapshot.ids
+        mask = self._in_scope(snapshot, scope, slice(0, snapshot.count))
+        if snapshot.base:
+            # Vectors only the graph holds are read for eligible rows alone: the eligible set comes first.
+            mask &= self._rows_of(snapshot, self._store.all_eligible_ids(scope, window, include_historical))
+            scores = self._scores(snapshot, vector, mask)
+            best = _best_per_drawer(scores, ids, int(np.isfinite(scores).sum()))
+            return _ranked(list(best.items()), need)
+        scores = self._scores(snapshot, vector, mask)
+        count = int(np.isfinite(scores).sum())
         if count == 0:
             return []
         take = min(count, max(need * _FIRST_ROUND, 64))
@@ -286,11 +339,19 @@ class SemanticIndex:
             if len(found) >= need or take == count:
                 return _ranked(found, need)
             take = min(count, take * _WIDEN)
-        eligible = self._store.all_eligible_ids(scope, window, include_historical)
-        allowed = np.fromiter((ids[row] in eligible for row in range(rows)), dtype=bool, count=rows)
-        masked = np.where(allowed, scores, -np.inf).astype(np.float32)
-        best = _best_per_drawer(masked, ids, int(np.isfinite(masked).sum()))
-        return _ranked([(d, s) for d, s in best.items() if np.isfinite(s)], need)
+        scores[~self._rows_of(snapshot, self._store.all_eligible_ids(scope, window, include_historical))] = -np.inf
+        best = _best_per_drawer(scores, ids, int(np.isfinite(scores).sum()))
+        return _ranked(list(best.items()), need)
+
+    def _rows_of(self, snapshot: _Snapshot, drawer_ids: set[str]) -> npt.NDArray[np.bool_]:
+        """A mask of the snapshot's rows that belong to these drawers."""
+        mask = np.zeros(snapshot.count, dtype=bool)
+        for drawer_id in drawer_ids:
+            rows = self._rows.get(drawer_id)
+            for row in (rows,) if isinstance(rows, int) else rows or ():
+                if row < snapshot.count:
+                    mask[row] = True
+        return mask
 
     # --- the graph, kept by a background thread ------------------------------------------------------
 
@@ -312,10 +373,13 @@ class SemanticIndex:
             rows = np.arange(first, min(stop, first + ANN_ADD_BATCH))
             rows = rows[snapshot.alive[rows]]
             if len(rows):
-                ann.add(keys[rows], snapshot.matrix[rows])
+                ann.add(keys[rows], self._vectors(snapshot, rows))
                 added += len(rows)
             ann.covered = int(keys[min(stop, first + ANN_ADD_BATCH) - 1])
         caught_up = stop == snapshot.count
+        releasable = stop - snapshot.base
+        if len(ann) >= self.ann_min_rows and (releasable >= budget or (caught_up and releasable > 0)):
+            self._release(ann.covered)
         if caught_up and len(ann) != ann.saved_size and time.monotonic() - self._ann_saved_at >= ANN_SAVE_SECONDS:
             self.save()
         return added
@@ -339,11 +403,13 @@ class SemanticIndex:
 
         def stored(wanted: list[int]) -> dict[int, npt.NDArray[np.float32]]:
             rows = np.searchsorted(keys, wanted)
-            return {
-                key: snapshot.matrix[row]
+            found = [
+                (key, int(row))
                 for key, row in zip(wanted, rows, strict=True)
                 if row < len(keys) and keys[row] == key and snapshot.alive[row]
-            }
+            ]
+            vectors = self._vectors(snapshot, np.array([row for _, row in found], dtype=np.int64))
+            return {key: vectors[at] for at, (key, _) in enumerate(found)}
 
         ann = AnnIndex.open(self._ann_path, shape, last_row=int(keys[-1]), stored=stored)
         self._ann_saved_at = time.monotonic()
