@@ -11,6 +11,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -53,7 +54,9 @@ class SearchEngine:
         # At most `parallel` searches compute at once (0: one per CPU core); the others wait their turn. Sixteen
         # searches on two cores at once spent a third more CPU each (their threads trading the interpreter and the
         # cores) than the same searches taken two or three at a time (docs/adr/0015-search-at-scale.md).
-        self._turns = threading.BoundedSemaphore(parallel or os.cpu_count() or 1)
+        turns = parallel or os.cpu_count() or 1
+        self._turns = threading.BoundedSemaphore(turns)
+        self._legs = ThreadPoolExecutor(turns, thread_name_prefix="lexical-leg")
         self._now = now
         self._provider = provider
         self._index = index
@@ -93,8 +96,16 @@ class SearchEngine:
         warnings: list[str] = []
         # A neutral policy leaves the pool at the limit, so results equal a palace without preferences.
         pool = pool_size(query.limit) if self._adjusts(query) else query.limit
+        leg = max(2 * pool, MIN_LEG)
+        early: Future[list[ScoredDrawer]] | None = None
+        if query.ranking in ("auto", "hybrid") and self.has_embeddings:
+            # The lexical leg runs beside the query's embedding and the semantic leg: both release the interpreter
+            # while they compute (SQLite, onnxruntime), so one hybrid search takes about as long as its slower leg.
+            early = self._legs.submit(self.lexical_leg, query, leg)
         ranking, vector = self._choose_ranking(query, warnings)
         if ranking == "lexical":
+            if early is not None:
+                early.cancel()
             pooled = [Ranked(c.drawer_id, c.signal, {"lexical": c.signal}) for c in self.lexical_leg(query, pool)]
         elif ranking == "semantic":
             assert vector is not None and self._index is not None
@@ -102,9 +113,8 @@ class SearchEngine:
             pooled = [Ranked(c.drawer_id, c.signal, {"semantic": c.signal}) for c in found]
         else:
             assert vector is not None and self._index is not None
-            leg = max(2 * pool, MIN_LEG)
-            lexical = self.lexical_leg(query, leg)
             semantic = self._index.candidates(vector, leg, query.scope, query.window, query.include_historical)
+            lexical = early.result() if early is not None else self.lexical_leg(query, leg)
             pooled = fuse_ranks(lexical, semantic, self._weights, waiting=self.waiting_for_vector)[:pool]
         drawers = self._store.get_drawers([r.drawer_id for r in pooled])
         pooled = [r for r in pooled if r.drawer_id in drawers]
