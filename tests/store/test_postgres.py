@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -13,12 +14,13 @@ import pytest
 from memcastle.app import build, open_store
 from memcastle.config import load_settings
 from memcastle.errors import ConfigError, Conflict, InvalidRequest, MigrationError
-from memcastle.model import JobStatus, NewDrawer, NewJob, Progress
+from memcastle.model import JobStatus, LexicalQuery, NewDrawer, NewJob, Progress, Scope
 from memcastle.store.migrate import load_migrations
 from memcastle.store.postgres import PostgresStore, redact
 from memcastle.store.postgres.fulltext import search_text
 
 from .conftest import PostgresServer, as_url
+from .rankings import same_ranking
 
 
 @pytest.fixture
@@ -255,3 +257,98 @@ def test_search_text_folds_like_the_fts5_tokenizer() -> None:
     assert search_text("Crème-Brûlée_x 3.14") == "creme brulee x 3 14"
     assert search_text("Straße") == "strasse"
     assert search_text('\x00"*()') == ""
+
+
+# --- the lexical leg: statistics kept in memory, MaxScore for any-term queries ----------------------------
+
+
+def exhaustive_lexical(
+    store: PostgresStore, query: LexicalQuery, scope: Scope, historical: bool, limit: int
+) -> list[tuple[str, float]]:
+    """The reference: statistics counted afresh, every matching drawer scored."""
+    from memcastle.clock import utc_now
+    from memcastle.store.postgres.corpus import Statistics
+    from memcastle.store.postgres.fulltext import bm25_sql
+    from memcastle.store.sql.filters import filter_sql
+
+    words = [search_text(t) for t in query.terms]
+    where, params = filter_sql(scope, None, historical, utc_now())
+    with store._read() as tx:
+        corpus = tx.one("SELECT count(*) AS n, avg(token_count)::float8 AS avgdl FROM drawer")
+        assert corpus is not None
+        frequencies = []
+        for w in words:
+            row = tx.one(
+                "SELECT count(*) AS n FROM drawer WHERE search @@ phraseto_tsquery('memcastle_english', ?)", (w,)
+            )
+            assert row is not None
+            frequencies.append(int(row["n"]))
+        idf = Statistics(int(corpus["n"]), float(corpus["avgdl"]), tuple(frequencies)).idf()
+        sql = bm25_sql(len(words), len(words), query.require_all, where)
+        rows = tx.all(sql, (words, idf, *words, *params, float(corpus["avgdl"]), limit))
+    return [(r["id"], float(r["score"])) for r in rows]
+
+
+def test_any_term_queries_rank_as_scoring_every_match_would(store_pg: PostgresStore) -> None:
+    """MaxScore scores the rarest terms' drawers first and stops once nothing left out could enter the limit: the
+    same drawers and scores as scoring every match, for narrow and broad scopes, closed drawers and ties."""
+    words = ["drawbridge", "moat", "tower", "keep", "banner", "gate"]
+    for i in range(240):
+        text = " ".join(words[(i * k) % len(words)] for k in range(1, 2 + i % 5))
+        wing = "rare" if i % 40 == 0 else "common"
+        drawer = store_pg.add_drawer(NewDrawer(wing=wing, room=f"r{i % 3}", content=f"{text} castle"))
+        if i % 7 == 0:
+            store_pg.invalidate_drawer(drawer.id)
+    for content in ("moat moat moat castle", "moat moat moat castle", "a lone zeppelin"):
+        store_pg.add_drawer(NewDrawer(wing="common", room="r0", content=content))
+    cases = [
+        (("moat", "banner", "castle"), Scope(), False),
+        (("zeppelin", "castle"), Scope(), False),
+        (("gate", "keep", "drawbridge"), Scope(room="r2"), True),
+        (("tower", "zeppelin", "moat"), Scope(wing="rare"), False),
+        (("moat", "tower"), Scope(), False),
+    ]
+    for terms, scope, historical in cases:
+        for require_all in (False, True):
+            query = LexicalQuery(terms, require_all=require_all)
+            for limit in (1, 5, 40, 300):
+                got = [
+                    (c.drawer_id, c.signal) for c in store_pg.lexical_candidates(query, scope, None, historical, limit)
+                ]
+                want = exhaustive_lexical(store_pg, query, scope, historical, limit)
+                assert same_ranking(got, want), (terms, require_all, limit, got, want)
+
+
+def test_the_statistics_count_only_new_drawers_and_recount_in_full_later(store_pg: PostgresStore) -> None:
+    from memcastle.store.postgres.corpus import RECOUNT_SECONDS, CorpusStatistics
+
+    clock = [1000.0]
+    stats = CorpusStatistics(clock=lambda: clock[0])
+    for i in range(5):
+        store_pg.add_drawer(NewDrawer(wing="w", room="r", content=f"harbour lights {i}"))
+    with store_pg._read() as tx:
+        first = stats.read(tx, ["harbour", "zeppelin"])
+    assert (first.drawers, first.frequencies) == (5, (1 * 5, 0))
+    assert first.average_length == pytest.approx(3.0)
+    store_pg.add_drawer(NewDrawer(wing="w", room="r", content="a zeppelin over the harbour"))
+    with store_pg._read() as tx:
+        statements: list[str] = []
+        tx.conn.add_notice_handler(lambda _: None)
+        original = tx.one
+
+        def counting(sql: str, params: Any = ()) -> Any:
+            statements.append(sql)
+            return original(sql, params)
+
+        tx.one = counting  # type: ignore[method-assign]
+        second = stats.read(tx, ["harbour", "zeppelin"])
+    assert (second.drawers, second.frequencies) == (6, (6, 1))
+    assert second.average_length == pytest.approx((15 + 5) / 6)
+    assert all("seq > " in sql for sql in statements[1:]), "only the new drawer is counted"
+    # A drawer committed below the highest seq already counted (two writers, out of order) is found by the recount.
+    with store_pg._write() as tx:
+        tx.run("UPDATE drawer SET token_count = token_count + 10 WHERE seq = (SELECT min(seq) FROM drawer)")
+    with store_pg._read() as tx:
+        assert stats.read(tx, ["harbour"]).average_length == pytest.approx(20 / 6)
+        clock[0] += RECOUNT_SECONDS
+        assert stats.read(tx, ["harbour"]).average_length == pytest.approx(30 / 6)

@@ -18,6 +18,8 @@ from memcastle.model import NewDrawer
 from memcastle.store.migrate import load_migrations
 from memcastle.store.sqlite import DB_FILE, SQLiteStore
 
+from .rankings import same_ranking
+
 
 def note(content: str) -> NewDrawer:
     return NewDrawer(wing="w", room="r", content=content)
@@ -158,20 +160,6 @@ def exact_lexical(store: SQLiteStore, match: str, where: str, params: list[Any],
     return [(r["id"], -float(r["rank"])) for r in rows]
 
 
-def same_up_to_floored_terms(got: list[tuple[str, float]], want: list[tuple[str, float]]) -> bool:
-    """Equal score for score (within 1e-5); drawer for drawer within each run of equal scores, except the last run,
-    which the limit may cut anywhere."""
-    if len(got) != len(want) or any(abs(a - b) > 1e-5 for (_, a), (_, b) in zip(got, want, strict=True)):
-        return False
-    runs: list[tuple[float, set[str], set[str]]] = []
-    for (a, score), (b, _) in zip(got, want, strict=True):
-        if not runs or abs(score - runs[-1][0]) > 1e-5:
-            runs.append((score, set(), set()))
-        runs[-1][1].add(a)
-        runs[-1][2].add(b)
-    return all(ours == theirs for _, ours, theirs in runs[:-1])
-
-
 def test_an_any_term_query_leaves_out_terms_in_half_the_palace(tmp_path: Path) -> None:
     """Such a term adds at most 2.2e-6 to a score (FTS5 floors its IDF), so leaving it out changes no ranking beyond
     an exact tie, and FTS5 no longer scores every row that holds it."""
@@ -234,6 +222,6 @@ def test_the_bounded_lexical_leg_ranks_exactly_as_one_full_pass(
                 else:
                     # An any-term query leaves out terms whose IDF FTS5 floors at 1e-6 ("castle", in every drawer):
                     # the same drawers with the same scores to 1e-5, ties aside.
-                    assert same_up_to_floored_terms(got, want), (terms, limit)
+                    assert same_ranking(got, want), (terms, limit)
     finally:
         store.close()

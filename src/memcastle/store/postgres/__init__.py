@@ -38,7 +38,8 @@ from memcastle.model import (
 from memcastle.store import PALACE_TABLES, VectorChunk
 from memcastle.store.copy import check_columns, copied_table, ensure_empty
 from memcastle.store.migrate import MIGRATIONS_TABLE, failed, pending
-from memcastle.store.postgres.fulltext import CONFIG, bm25_sql, search_text, token_count
+from memcastle.store.postgres.corpus import CorpusStatistics
+from memcastle.store.postgres.fulltext import CONFIG, bm25_sql, search_text, term_bound, token_count
 from memcastle.store.sql.base import Row, Tx, dumps
 from memcastle.store.sql.drawers import NameTaken
 from memcastle.store.sql.filters import filter_sql
@@ -128,6 +129,7 @@ class PostgresStore(GraphTables, MiningTables, JobTables, RequestKeyTables):
         self.conninfo = conninfo
         self.location = redact(conninfo)
         self._recovery_budget = recovery_budget
+        self._corpus = CorpusStatistics()
         self._now = now
         self._vector_indexes: set[int] = set()
         self._vector_lock = threading.Lock()
@@ -239,6 +241,14 @@ class PostgresStore(GraphTables, MiningTables, JobTables, RequestKeyTables):
     def lexical_candidates(
         self, query: LexicalQuery, scope: Scope, window: TimeWindow | None, include_historical: bool, limit: int
     ) -> list[ScoredDrawer]:
+        """BM25's best `limit` eligible drawers, ties by id, with FTS5's statistics (kept in memory: see
+        `memcastle.store.postgres.corpus`).
+
+        An any-term query scores only the drawers holding one of its rarest terms first, adding terms from the rarest
+        down until its `limit`-th score beats the most that the terms left out could give a drawer holding none of the
+        others (MaxScore): the same answer as scoring every match, without scoring the many rows that hold only a
+        common term.
+        """
         words = [search_text(term) for term in query.terms]
         if query.require_all and any(not w for w in words):
             return []  # a required term with no word in it can match nothing
@@ -246,7 +256,23 @@ class PostgresStore(GraphTables, MiningTables, JobTables, RequestKeyTables):
         if not words or limit <= 0:
             return []
         where, params = filter_sql(scope, window, include_historical, self._now())
-        rows = self._all(bm25_sql(len(words), query.require_all, where), (words, *words, *params, limit))
+        with self._read() as tx:
+            stats = self._corpus.read(tx, words)
+            idf = stats.idf()
+
+            def best(matching: list[str]) -> list[Row]:
+                sql = bm25_sql(len(words), len(matching), query.require_all, where)
+                return tx.all(sql, (words, idf, *matching, *params, stats.average_length or 1.0, limit))
+
+            if query.require_all:
+                rows = best(words)
+            else:
+                order = sorted(range(len(words)), key=lambda i: (-idf[i], i))
+                for taken in range(1, len(order) + 1):
+                    rows = best([words[i] for i in order[:taken]])
+                    left_out = sum(term_bound(idf[i]) for i in order[taken:])
+                    if len(rows) == limit and float(rows[-1]["score"]) > left_out:
+                        break
         return [ScoredDrawer(drawer_id=r["id"], signal=float(r["score"])) for r in rows]
 
     # --- embeddings -----------------------------------------------------------------------------

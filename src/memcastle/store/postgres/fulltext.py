@@ -43,27 +43,20 @@ def token_count(words: str) -> int:
     return len(words.split())
 
 
-def bm25_sql(term_count: int, require_all: bool, where: str) -> str:
-    """Ranked matches of `term_count` terms (bound as an array, then once each), filtered by `where`.
+def bm25_sql(term_count: int, match_count: int, require_all: bool, where: str) -> str:
+    """BM25 of the drawers that match, filtered by `where`, best `limit` first, scored over all `term_count` terms with
+    the statistics given (see `memcastle.store.postgres.corpus`): FTS5's formula, a phrase counting its rarest word.
 
-    Parameters, in order: the terms' words as a text[]; each term's words again (for the match); the `where`
-    parameters; the limit. The statistics follow FTS5: N and the average length over every drawer, a term's document
-    frequency over every drawer, the IDF floored at 1e-6; a multi-word term (a phrase) counts its rarest word.
+    Parameters, in order: the terms' words (text[]); their IDFs (float8[]); the words of the `match_count` terms a
+    drawer must have all of (`require_all`) or any of; the `where` parameters; the average drawer length; the limit.
     """
     glue = " && " if require_all else " || "
-    match = glue.join([f"phraseto_tsquery('{CONFIG}', ?)"] * term_count)
+    match = glue.join([f"phraseto_tsquery('{CONFIG}', ?)"] * match_count)
     return f"""
 WITH term AS (
-    SELECT t.ord, phraseto_tsquery('{CONFIG}', t.words) AS query,
+    SELECT t.ord, t.idf, phraseto_tsquery('{CONFIG}', t.words) AS query,
            tsvector_to_array(to_tsvector('{CONFIG}', t.words)) AS lexemes
-    FROM unnest(?::text[]) WITH ORDINALITY AS t(words, ord)
-), corpus AS (
-    SELECT count(*)::float8 AS n, coalesce(avg(token_count), 0)::float8 AS avgdl FROM drawer
-), weight AS (
-    SELECT term.ord, term.query, term.lexemes,
-           greatest(ln((corpus.n - hits.n + 0.5) / (hits.n + 0.5)), 1e-6) AS idf
-    FROM term CROSS JOIN corpus
-    CROSS JOIN LATERAL (SELECT count(*)::float8 AS n FROM drawer x WHERE x.search @@ term.query) AS hits
+    FROM unnest(?::text[], ?::float8[]) WITH ORDINALITY AS t(words, idf, ord)
 ), hit AS (
     -- Only the query's lexemes (with their positions) are kept per drawer, so term frequencies are read from a
     -- vector of a few entries instead of unnesting the whole document.
@@ -74,16 +67,21 @@ WITH term AS (
     WHERE d.search @@ ({match}){where}
 )
 SELECT hit.id,
-       sum(weight.idf * tf.n * {K1 + 1} / (tf.n + {K1} * ({1 - B} + {B} * hit.token_count / corpus.avgdl))) AS score
-FROM hit CROSS JOIN corpus CROSS JOIN weight
+       sum(term.idf * tf.n * {K1 + 1} / (tf.n + {K1} * ({1 - B} + {B} * hit.token_count / ?::float8))) AS score
+FROM hit CROSS JOIN term
 CROSS JOIN LATERAL (
     -- A term that matches has all its words in the drawer; a phrase counts its rarest word.
-    SELECT CASE WHEN hit.terms @@ weight.query
+    SELECT CASE WHEN hit.terms @@ term.query
                 THEN (SELECT min(array_length(u.positions, 1)) FROM unnest(hit.terms) AS u
-                      WHERE u.lexeme = ANY(weight.lexemes))
+                      WHERE u.lexeme = ANY(term.lexemes))
                 ELSE 0 END AS n
 ) AS tf
 GROUP BY hit.id
 ORDER BY score DESC, hit.id
 LIMIT ?
 """
+
+
+def term_bound(idf: float) -> float:
+    """The most one term adds to a drawer's BM25 score, whatever its frequency and the drawer's length."""
+    return idf * (K1 + 1)
