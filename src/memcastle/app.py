@@ -6,7 +6,7 @@ import logging
 import re
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from memcastle import integrity
 from memcastle.clock import Clock, utc_now
@@ -31,11 +31,12 @@ from memcastle.runtime.daemons import find_daemon, state_dir
 from memcastle.search.backfill import KIND as backfill_kind
 from memcastle.search.backfill import EmbeddingBackfill, model_key
 from memcastle.search.embeddings import build_provider
-from memcastle.search.engine import SearchEngine
+from memcastle.search.engine import SearchEngine, SemanticLeg
 from memcastle.search.fusion import FusionWeights
 from memcastle.search.semantic import IndexMaintainer, SemanticIndex
+from memcastle.search.stored import StoredVectorIndex
 from memcastle.services import Services
-from memcastle.store import Store
+from memcastle.store import NearestStore, Store
 from memcastle.store.copy import CopyProgress, CopyReport, copy_palace
 from memcastle.store.sqlite import DB_FILE, SQLiteStore
 
@@ -196,7 +197,8 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
             now=now,
         )
         handlers[sweep.KIND] = extract_sweep.run
-    index = None
+    index: SemanticLeg | None = None
+    memory: SemanticIndex | None = None
     if provider.is_enabled:
         backfill = EmbeddingBackfill(
             store,
@@ -206,12 +208,16 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
             passage_overlap=settings["embeddings.passage_overlap"],
         )
         handlers[backfill_kind] = backfill.run
-        index = SemanticIndex(
-            store,
-            model_key(provider),
-            ann_path=settings.palace / "vectors" / f"{file_name(model_key(provider))}.usearch",
-            ann_min_rows=settings["search.ann_min_rows"],
-        )
+        if store.backend == "postgres":
+            # Vectors stay in the database, searched through pgvector's HNSW index (search/stored.py).
+            index = StoredVectorIndex(cast("NearestStore", store), model_key(provider))
+        else:
+            index = memory = SemanticIndex(
+                store,
+                model_key(provider),
+                ann_path=settings.palace / "vectors" / f"{file_name(model_key(provider))}.usearch",
+                ann_min_rows=settings["search.ann_min_rows"],
+            )
     search = SearchEngine(
         store,
         provider,
@@ -250,7 +256,7 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
         now=now,
     )
     pool.on_finished = services.jobs.after_job
-    maintainer = IndexMaintainer(index) if index is not None else None
+    maintainer = IndexMaintainer(memory) if memory is not None else None
     return Palace(settings=settings, store=store, pool=pool, services=services, now=now, maintainer=maintainer)
 
 

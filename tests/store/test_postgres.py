@@ -14,7 +14,7 @@ import pytest
 from memcastle.app import build, open_store
 from memcastle.config import load_settings
 from memcastle.errors import ConfigError, Conflict, InvalidRequest, MigrationError
-from memcastle.model import JobStatus, LexicalQuery, NewDrawer, NewJob, Progress, Scope
+from memcastle.model import JobStatus, LexicalQuery, NewDrawer, NewJob, Progress, Scope, TimeWindow
 from memcastle.store.migrate import load_migrations
 from memcastle.store.postgres import PostgresStore, redact
 from memcastle.store.postgres.fulltext import search_text
@@ -352,3 +352,77 @@ def test_the_statistics_count_only_new_drawers_and_recount_in_full_later(store_p
         assert stats.read(tx, ["harbour"]).average_length == pytest.approx(20 / 6)
         clock[0] += RECOUNT_SECONDS
         assert stats.read(tx, ["harbour"]).average_length == pytest.approx(30 / 6)
+
+
+# --- the semantic leg through pgvector's HNSW index --------------------------------------------------------
+
+
+def unit_rows(count: int, seed: int, dimension: int = 16) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((12, dimension))
+    rows = centres[rng.integers(0, 12, count)] + 0.5 * rng.standard_normal((count, dimension))
+    return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+
+
+def test_the_pgvector_leg_answers_as_the_exact_scan_with_every_filter(store_pg: PostgresStore) -> None:
+    from memcastle.search.semantic import SEMANTIC_FLOOR, SemanticIndex
+    from memcastle.search.stored import StoredVectorIndex
+
+    vectors = unit_rows(900, seed=3)
+    ids = []
+    for i in range(300):
+        wing, room = ("a" if i % 3 else "b"), f"r{i % 4}"
+        valid_from = "2021-06-01T00:00:00.000000Z" if i % 5 == 0 else None
+        ids.append(store_pg.add_drawer(NewDrawer(wing=wing, room=room, content=f"d{i}", valid_from=valid_from)).id)
+    # Every drawer has three passages; a tenth of them only one so far (still waiting for the others).
+    waiting = set(ids[::10])
+    store_pg.put_embeddings(
+        "m",
+        [(d, vectors[3 * i : 3 * i + (1 if d in waiting else 3)]) for i, d in enumerate(ids)],
+        totals=dict.fromkeys(ids, 3),
+    )
+    for drawer_id in ids[1:60:4]:
+        store_pg.invalidate_drawer(drawer_id)
+    exact = SemanticIndex(store_pg, "m", ann_min_rows=10**9)
+    stored = StoredVectorIndex(store_pg, "m")
+    window = TimeWindow("2021-01-01T00:00:00.000000Z", "2022-01-01T00:00:00.000000Z")
+    cases = [(Scope(), None, False), (Scope(wing="b"), None, False), (Scope(wing="a", room="r2"), None, True)]
+    cases.append((Scope(), window, False))
+    agree = total = 0
+    for query in unit_rows(12, seed=8):
+        for scope, when, historical in cases:
+            got = stored.candidates(query, 10, scope, when, historical)
+            want = exact.candidates(query, 10, scope, when, historical)
+            assert got, "every case has eligible drawers"
+            assert store_pg.eligible_ids([c.drawer_id for c in got], scope, when, historical) == {
+                c.drawer_id for c in got
+            }, "filters apply inside the walk"
+            scores = {c.drawer_id: c.signal for c in want}
+            assert all(abs(c.signal - scores[c.drawer_id]) < 1e-5 for c in got if c.drawer_id in scores)
+            assert all(c.signal >= SEMANTIC_FLOOR for c in got)
+            agree += len({c.drawer_id for c in got} & set(scores))
+            total += len(want)
+    assert agree / total >= 0.95
+    assert stored.waiting_among(ids[:30]) == waiting & set(ids[:30])
+    assert stored.describe() == {"search": "pgvector", "vectors": 840, "in_graph": 840, "graph_from": 0}
+    opposite = -vectors[0]
+    assert all(c.signal >= SEMANTIC_FLOOR for c in stored.candidates(opposite, 50, Scope(), None, True))
+
+
+def test_the_nearest_passages_are_walked_through_the_hnsw_index(store_pg: PostgresStore) -> None:
+    from memcastle.clock import utc_now
+    from memcastle.store.postgres import nearest_sql
+    from memcastle.store.sql.filters import filter_sql
+
+    ids = [store_pg.add_drawer(NewDrawer(wing="w", room="r", content=f"d{i}")).id for i in range(50)]
+    store_pg.put_embeddings("m", [(d, unit_rows(1, seed=i)) for i, d in enumerate(ids)])
+    where, params = filter_sql(Scope(wing="w"), None, False, utc_now())
+    query = unit_rows(1, seed=99)[0]
+    with store_pg._write() as tx:
+        for setting in ("enable_seqscan", "enable_bitmapscan", "enable_sort"):  # 50 rows: price the rest out
+            tx.run(f"SET LOCAL {setting} = off")
+        plan = "\n".join(
+            str(next(iter(r.values())))
+            for r in tx.all("EXPLAIN " + nearest_sql(16, where), (query, "m", *params, query, 10))
+        )
+    assert "embedding_hnsw_16" in plan, plan

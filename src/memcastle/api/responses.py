@@ -211,8 +211,10 @@ class Ok(Shape):
 
 
 class VectorIndexOut(BaseModel):
-    search: Literal["exact", "graph"] = Field(description="graph once the HNSW graph is built, else exact")
-    vectors: int = Field(description="passage vectors loaded in memory")
+    search: Literal["exact", "graph", "pgvector"] = Field(
+        description="graph once the in-memory HNSW graph is built, else exact; pgvector: searched in PostgreSQL"
+    )
+    vectors: int = Field(description="passage vectors (in memory, or in PostgreSQL for pgvector)")
     in_graph: int = Field(description="of them, in the graph (the others are scanned exactly beside it)")
     graph_from: int = Field(description="search.ann_min_rows: vectors from which the graph is built")
 

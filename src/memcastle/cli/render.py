@@ -161,6 +161,8 @@ def backlog_text(backlog: Mapping[str, Any]) -> str:
 def index_text(index: Mapping[str, Any]) -> str:
     """`100,000 in memory · HNSW graph holds 98,000 (the rest scanned exactly)`, or why the scan is exact."""
     vectors, in_graph = index["vectors"], index["in_graph"]
+    if index["search"] == "pgvector":
+        return f"{vectors:,} in PostgreSQL · pgvector HNSW index"
     if index["search"] == "graph":
         rest = vectors - in_graph
         return f"{vectors:,} in memory · HNSW graph holds {in_graph:,}" + (

@@ -10,25 +10,44 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from memcastle.clock import Clock, utc_now
 from memcastle.errors import InvalidRequest, ProviderError
-from memcastle.model import Hit, LexicalQuery, ScoredDrawer, SearchQuery, SearchResult
+from memcastle.model import Hit, LexicalQuery, Scope, ScoredDrawer, SearchQuery, SearchResult, TimeWindow
 from memcastle.preferences import NEUTRAL, Policy, PoolEntry, pool_size, rerank
 from memcastle.search.embeddings import EmbeddingProvider
 from memcastle.search.expansion import expand
 from memcastle.search.fusion import FusionWeights, Ranked, fuse_ranks, pool_relevance
 from memcastle.search.lexical import query_terms
-from memcastle.search.semantic import SemanticIndex
 from memcastle.store import KnowledgeStore
 
 log = logging.getLogger(__name__)
+
+
+class SemanticLeg(Protocol):
+    """Passage vectors searched by meaning: in memory (`semantic.SemanticIndex`) or in the store (`stored`)."""
+
+    dimension: int | None
+
+    def refresh(self) -> None: ...
+    def describe(self) -> dict[str, Any]: ...
+    def has_vector(self, drawer_id: str) -> bool: ...
+    def waiting_among(self, drawer_ids: Sequence[str]) -> set[str]: ...
+    def candidates(
+        self,
+        vector: npt.NDArray[np.float32],
+        need: int,
+        scope: Scope,
+        window: TimeWindow | None,
+        include_historical: bool,
+    ) -> list[ScoredDrawer]: ...
+
 
 MIN_LEG = 20
 DEFAULT_WEIGHTS = FusionWeights()
@@ -42,7 +61,7 @@ class SearchEngine:
         self,
         store: KnowledgeStore,
         provider: EmbeddingProvider | None = None,
-        index: SemanticIndex | None = None,
+        index: SemanticLeg | None = None,
         *,
         weights: FusionWeights = DEFAULT_WEIGHTS,
         pending: Callable[[], int] | None = None,
@@ -115,7 +134,9 @@ class SearchEngine:
             assert vector is not None and self._index is not None
             semantic = self._index.candidates(vector, leg, query.scope, query.window, query.include_historical)
             lexical = early.result() if early is not None else self.lexical_leg(query, leg)
-            pooled = fuse_ranks(lexical, semantic, self._weights, waiting=self.waiting_for_vector)[:pool]
+            by_meaning = {c.drawer_id for c in semantic}
+            waiting = self._index.waiting_among([c.drawer_id for c in lexical if c.drawer_id not in by_meaning])
+            pooled = fuse_ranks(lexical, semantic, self._weights, waiting=waiting.__contains__)[:pool]
         drawers = self._store.get_drawers([r.drawer_id for r in pooled])
         pooled = [r for r in pooled if r.drawer_id in drawers]
         relevance = pool_relevance([r.base for r in pooled])

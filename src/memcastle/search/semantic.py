@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -113,6 +114,10 @@ class SemanticIndex:
         rows = self._rows.get(drawer_id)
         loaded = 0 if rows is None else 1 if isinstance(rows, int) else len(rows)
         return loaded > 0 and loaded >= self._totals.get(drawer_id, 0)
+
+    def waiting_among(self, drawer_ids: Sequence[str]) -> set[str]:
+        """Those of the drawers not yet found by meaning as well as they will be (see `has_vector`)."""
+        return {drawer_id for drawer_id in drawer_ids if not self.has_vector(drawer_id)}
 
     def refresh(self) -> None:
         """Load vectors stored since the last refresh (nothing new: one index probe)."""

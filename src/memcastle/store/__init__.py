@@ -123,6 +123,32 @@ class EmbeddingStore(Protocol):
     def drawer_places(self, drawer_ids: Sequence[str]) -> dict[str, DrawerPlace]: ...
 
 
+class NearestStore(Protocol):
+    """A store that searches its vectors itself, through a nearest-neighbour index of its own (PostgreSQL + pgvector);
+    the semantic leg then keeps no vectors in memory (`memcastle.search.stored`)."""
+
+    def nearest_passages(
+        self,
+        model: str,
+        vector: np.ndarray,
+        limit: int,
+        scope: Scope,
+        window: TimeWindow | None,
+        include_historical: bool,
+    ) -> list[tuple[str, float]]:
+        """The `limit` passage vectors nearest `vector` among eligible drawers: (drawer id, cosine), best first, a
+        drawer once per passage found."""
+        ...
+
+    def embedded_among(self, model: str, drawer_ids: Sequence[str]) -> set[str]:
+        """Those of the drawers whose passages are all stored."""
+        ...
+
+    def vector_count(self, model: str) -> tuple[int, int | None]:
+        """How many passage vectors the model has, and their dimension (None when there are none)."""
+        ...
+
+
 class MiningStore(Protocol):
     """Sources, documents, and a document's changes applied in one transaction."""
 

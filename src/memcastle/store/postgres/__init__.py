@@ -57,6 +57,7 @@ _EMBEDDING_LOCK = 2
 
 # HNSW on pgvector's `vector` type indexes at most 2,000 dimensions.
 _HNSW_MAX_DIMENSION = 2000
+_HNSW_EF_SEARCH = 100  # candidates kept while walking pgvector's graph (its default, 40, caps recall lower)
 
 # Leases are stamped on the database's clock: every daemon compares against the same one, whatever host it runs on.
 _STAMP = """'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'"""
@@ -90,6 +91,18 @@ class PostgresTx:
         if batch:
             with self.conn.cursor() as cursor:
                 cursor.executemany(_bind(sql), batch)
+
+
+def nearest_sql(dimension: int, where: str) -> str:
+    """The nearest passages of one dimension among eligible drawers, in the HNSW index's own terms (its expression
+    and its partial condition). Parameters: the query vector, the model, the `where` parameters, the vector, the
+    limit."""
+    typed = f"vector({dimension:d})"
+    return (
+        f"SELECT d.id, (e.vector::{typed}) <=> ?::{typed} AS distance FROM embedding e "
+        "JOIN drawer d ON d.seq = e.drawer_seq JOIN room r ON r.id = d.room_id JOIN wing w ON w.id = r.wing_id "
+        f"WHERE e.dimension = {dimension:d} AND e.model = ?{where} ORDER BY (e.vector::{typed}) <=> ?::{typed} LIMIT ?"
+    )
 
 
 def _configure(conn: psycopg.Connection[Any]) -> None:
@@ -314,9 +327,9 @@ class PostgresStore(GraphTables, MiningTables, JobTables, RequestKeyTables):
     def _ensure_vector_index(self, dimension: int) -> None:
         """An HNSW index (cosine) over the vectors of one dimension, made the first time that size is stored.
 
-        Semantic search reads the vectors into memory (search/semantic.py); the index is there for nearest-neighbour
-        queries in SQL once a palace outgrows that. It is made outside the write transaction (and committed) so a
-        rolled-back write cannot leave this process believing in an index that does not exist."""
+        The semantic leg searches through it (`nearest_passages`, `memcastle.search.stored`). It is made outside the
+        write transaction (and committed) so a rolled-back write cannot leave this process believing in an index that
+        does not exist."""
         if dimension in self._vector_indexes or dimension > _HNSW_MAX_DIMENSION:
             return
         with self._vector_lock:
@@ -332,6 +345,45 @@ class PostgresStore(GraphTables, MiningTables, JobTables, RequestKeyTables):
                 except pg_errors.UniqueViolation:
                     pass  # another daemon made the same index at the same moment
             self._vector_indexes.add(dimension)
+
+    def nearest_passages(
+        self,
+        model: str,
+        vector: np.ndarray,
+        limit: int,
+        scope: Scope,
+        window: TimeWindow | None,
+        include_historical: bool,
+    ) -> list[tuple[str, float]]:
+        """The nearest passages through the HNSW index of the vector's dimension (see `NearestStore`). Scope and time
+        filter inside the walk: pgvector's iterative scan goes on through the graph until `limit` rows pass them (or
+        `hnsw.max_scan_tuples` were visited), instead of filtering a fixed number of neighbours afterwards."""
+        where, params = filter_sql(scope, window, include_historical, self._now())
+        with self._write() as tx:  # a transaction, for SET LOCAL
+            tx.run("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            tx.run(f"SET LOCAL hnsw.ef_search = {min(max(_HNSW_EF_SEARCH, limit), 1000):d}")
+            rows = tx.all(nearest_sql(int(vector.shape[0]), where), (vector, model, *params, vector, limit))
+        # relaxed_order: the walk may return neighbours slightly out of order.
+        return sorted(((r["id"], 1.0 - float(r["distance"])) for r in rows), key=lambda found: (-found[1], found[0]))
+
+    def embedded_among(self, model: str, drawer_ids: Sequence[str]) -> set[str]:
+        if not drawer_ids:
+            return set()
+        rows = self._all(
+            "SELECT d.id FROM drawer d JOIN embedded m ON m.drawer_seq = d.seq AND m.model = ? WHERE d.id = ANY(?)",
+            (model, list(drawer_ids)),
+        )
+        return {r["id"] for r in rows}
+
+    def vector_count(self, model: str) -> tuple[int, int | None]:
+        row = self._one(
+            "SELECT count(*) AS n, (SELECT dimension FROM embedding WHERE model = ? ORDER BY id DESC LIMIT 1) AS dim "
+            "FROM embedding WHERE model = ?",
+            (model, model),
+        )
+        if row is None or not row["n"]:
+            return 0, None
+        return int(row["n"]), int(row["dim"])
 
     def load_embeddings(self, model: str, after_id: int, dimension: int, *, limit: int) -> VectorChunk:
         """The vectors after row `after_id`, through pgvector's binary form (see `EmbeddingStore.load_embeddings`):
