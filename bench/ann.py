@@ -47,6 +47,7 @@ def pgvector_rows(copy: Path, root: Path, queries: np.ndarray, truth: list[set[s
     from memcastle.search.stored import StoredVectorIndex
     from memcastle.store.copy import copy_palace
 
+    root.mkdir(parents=True, exist_ok=True)
     server, url = private_postgres(root)
     try:
         source, target = SQLiteStore(copy), pg_module.PostgresStore(url, max_connections=2)

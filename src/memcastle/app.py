@@ -90,6 +90,7 @@ class Palace:
             log.warning(
                 "a worker is still inside a unit of work after %.0f s; closing the store anyway", STOP_GRACE_SECONDS
             )
+        self.services.search.close()
         self.store.close()
         return requeued
 

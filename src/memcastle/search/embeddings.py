@@ -156,6 +156,14 @@ class BuiltinProvider:
                 rows[i] = vector
         return normalize_rows(np.stack(rows))
 
+    def close(self) -> None:
+        """Let the threads of parallel runs go once their runs end (the model stays loaded until the provider is
+        dropped); a run still going on (a unit of work that outlived the daemon's grace) is not waited for."""
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False)
+
     def _runs(self) -> ThreadPoolExecutor:
         with self._lock:
             if self._pool is None:

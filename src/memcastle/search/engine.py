@@ -84,6 +84,13 @@ class SearchEngine:
         self._pending_seen: tuple[float, int] = (-PENDING_TTL, 0)
         self.policy = policy
 
+    def close(self) -> None:
+        """Let the threads of the lexical leg and of the model's runs go (before the store closes)."""
+        self._legs.shutdown(wait=True)
+        close = getattr(self._provider, "close", None)
+        if close is not None:
+            close()
+
     def _adjusts(self, query: SearchQuery) -> bool:
         return query.preferences and not self.policy.is_neutral
 

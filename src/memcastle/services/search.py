@@ -38,6 +38,9 @@ class SearchService:
     def __init__(self, engine: SearchEngine) -> None:
         self._engine = engine
 
+    def close(self) -> None:
+        self._engine.close()
+
     def search(self, request: SearchRequest) -> SearchResult:
         return self._engine.search(build_query(request))
 
