@@ -426,3 +426,35 @@ def test_the_nearest_passages_are_walked_through_the_hnsw_index(store_pg: Postgr
             for r in tx.all("EXPLAIN " + nearest_sql(16, where), (query, "m", *params, query, 10))
         )
     assert "embedding_hnsw_16" in plan, plan
+
+
+def test_a_scope_the_graph_walk_gives_up_on_is_scored_exactly(
+    store_pg: PostgresStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A narrow scope in a large palace: the filtered walk stops after `max_scan_tuples` rows with too few found; the
+    exact form then scores the scope's rows, so nothing in scope is missed."""
+    import memcastle.store.postgres as pg_module
+
+    ids = [
+        store_pg.add_drawer(NewDrawer(wing="rare" if i % 200 == 0 else "common", room="r", content=f"d{i}")).id
+        for i in range(1600)
+    ]
+    store_pg.put_embeddings("m", [(d, unit_rows(1, seed=i)) for i, d in enumerate(ids)])
+    query = unit_rows(1, seed=1000)[0]
+    # 1,600 rows: the planner would sort them all rather than walk the graph; price that out, as a large palace does.
+    from psycopg.conninfo import conninfo_to_dict
+
+    name = conninfo_to_dict(store_pg.conninfo)["dbname"]
+    with store_pg._write() as tx:
+        for setting in ("enable_seqscan", "enable_bitmapscan", "enable_sort"):
+            tx.conn.execute(f'ALTER DATABASE "{name}" SET {setting} = off')
+    large = open_pg(store_pg.conninfo)
+    try:
+        monkeypatch.setattr(pg_module, "_HNSW_MAX_SCAN", 10)
+        found = large.nearest_passages("m", query, 8, Scope(wing="rare"), None, False)
+        assert {d for d, _ in found} == set(ids[::200]), "all eight drawers of the wing, though the walk stopped early"
+        assert [s for _, s in found] == sorted((s for _, s in found), reverse=True)
+        monkeypatch.setattr(pg_module, "_HNSW_MAX_SCAN", 20_000)
+        assert large.nearest_passages("m", query, 8, Scope(wing="rare"), None, False) == found
+    finally:
+        large.close()

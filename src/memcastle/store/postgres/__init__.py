@@ -58,6 +58,7 @@ _EMBEDDING_LOCK = 2
 # HNSW on pgvector's `vector` type indexes at most 2,000 dimensions.
 _HNSW_MAX_DIMENSION = 2000
 _HNSW_EF_SEARCH = 100  # candidates kept while walking pgvector's graph (its default, 40, caps recall lower)
+_HNSW_MAX_SCAN = 20_000  # rows a filtered walk visits at most before the exact form takes over (pgvector's default)
 
 # Leases are stamped on the database's clock: every daemon compares against the same one, whatever host it runs on.
 _STAMP = """'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'"""
@@ -93,15 +94,16 @@ class PostgresTx:
                 cursor.executemany(_bind(sql), batch)
 
 
-def nearest_sql(dimension: int, where: str) -> str:
+def nearest_sql(dimension: int, where: str, *, exact: bool = False) -> str:
     """The nearest passages of one dimension among eligible drawers, in the HNSW index's own terms (its expression
-    and its partial condition). Parameters: the query vector, the model, the `where` parameters, the vector, the
-    limit."""
+    and its partial condition), or `exact`: ordered by an expression no index serves, so every eligible row is
+    scored. Parameters: the query vector, the model, the `where` parameters, the vector, the limit."""
     typed = f"vector({dimension:d})"
+    order = f"((e.vector::{typed}) <=> ?::{typed}) + 0" if exact else f"(e.vector::{typed}) <=> ?::{typed}"
     return (
         f"SELECT d.id, (e.vector::{typed}) <=> ?::{typed} AS distance FROM embedding e "
         "JOIN drawer d ON d.seq = e.drawer_seq JOIN room r ON r.id = d.room_id JOIN wing w ON w.id = r.wing_id "
-        f"WHERE e.dimension = {dimension:d} AND e.model = ?{where} ORDER BY (e.vector::{typed}) <=> ?::{typed} LIMIT ?"
+        f"WHERE e.dimension = {dimension:d} AND e.model = ?{where} ORDER BY {order} LIMIT ?"
     )
 
 
@@ -359,10 +361,16 @@ class PostgresStore(GraphTables, MiningTables, JobTables, RequestKeyTables):
         filter inside the walk: pgvector's iterative scan goes on through the graph until `limit` rows pass them (or
         `hnsw.max_scan_tuples` were visited), instead of filtering a fixed number of neighbours afterwards."""
         where, params = filter_sql(scope, window, include_historical, self._now())
+        dimension = int(vector.shape[0])
         with self._write() as tx:  # a transaction, for SET LOCAL
             tx.run("SET LOCAL hnsw.iterative_scan = relaxed_order")
             tx.run(f"SET LOCAL hnsw.ef_search = {min(max(_HNSW_EF_SEARCH, limit), 1000):d}")
-            rows = tx.all(nearest_sql(int(vector.shape[0]), where), (vector, model, *params, vector, limit))
+            tx.run(f"SET LOCAL hnsw.max_scan_tuples = {_HNSW_MAX_SCAN:d}")
+            rows = tx.all(nearest_sql(dimension, where), (vector, model, *params, vector, limit))
+            if len(rows) < limit:
+                # Fewer than asked: the scope holds no more, or the walk stopped at max_scan_tuples before finding
+                # them (a narrow scope in a large palace). The exact form tells which, scoring the eligible rows.
+                rows = tx.all(nearest_sql(dimension, where, exact=True), (vector, model, *params, vector, limit))
         # relaxed_order: the walk may return neighbours slightly out of order.
         return sorted(((r["id"], 1.0 - float(r["distance"])) for r in rows), key=lambda found: (-found[1], found[0]))
 
