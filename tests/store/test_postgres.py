@@ -319,38 +319,44 @@ def test_any_term_queries_rank_as_scoring_every_match_would(store_pg: PostgresSt
                 assert same_ranking(got, want), (terms, require_all, limit, got, want)
 
 
-def test_the_statistics_count_only_new_drawers_and_recount_in_full_later(store_pg: PostgresStore) -> None:
+def test_the_statistics_read_only_new_drawers_and_recount_in_full_later(store_pg: PostgresStore) -> None:
     from memcastle.store.postgres.corpus import RECOUNT_SECONDS, CorpusStatistics
 
     clock = [1000.0]
     stats = CorpusStatistics(clock=lambda: clock[0])
+    due: list[bool] = []
     for i in range(5):
         store_pg.add_drawer(NewDrawer(wing="w", room="r", content=f"harbour lights {i}"))
     with store_pg._read() as tx:
-        first = stats.read(tx, ["harbour", "zeppelin"])
-    assert (first.drawers, first.frequencies) == (5, (1 * 5, 0))
+        first = stats.read(tx, ["harbour", "zeppelin", "harbour lights"], recount=lambda: due.append(True))
+    assert (first.drawers, first.frequencies) == (5, (5, 0, 5))
     assert first.average_length == pytest.approx(3.0)
     store_pg.add_drawer(NewDrawer(wing="w", room="r", content="a zeppelin over the harbour"))
+    statements: list[str] = []
     with store_pg._read() as tx:
-        statements: list[str] = []
-        tx.conn.add_notice_handler(lambda _: None)
-        original = tx.one
+        original = tx.all
 
-        def counting(sql: str, params: Any = ()) -> Any:
+        def recording(sql: str, params: Any = ()) -> Any:
             statements.append(sql)
             return original(sql, params)
 
-        tx.one = counting  # type: ignore[method-assign]
-        second = stats.read(tx, ["harbour", "zeppelin"])
-    assert (second.drawers, second.frequencies) == (6, (6, 1))
+        tx.all = recording  # type: ignore[method-assign]
+        second = stats.read(tx, ["harbour", "zeppelin", "harbour lights"], recount=lambda: due.append(True))
+    assert (second.drawers, second.frequencies) == (6, (6, 1, 5))
     assert second.average_length == pytest.approx((15 + 5) / 6)
-    assert all("seq > " in sql for sql in statements[1:]), "only the new drawer is counted"
-    # A drawer committed below the highest seq already counted (two writers, out of order) is found by the recount.
+    assert any("seq > " in sql and "ts_stat" in sql for sql in statements), "only the new drawer is read"
+    assert not any("ts_stat" in sql and "seq > " not in sql for sql in statements)
+    # A drawer committed below the highest seq already read (two writers, out of order) is found by the recount.
     with store_pg._write() as tx:
         tx.run("UPDATE drawer SET token_count = token_count + 10 WHERE seq = (SELECT min(seq) FROM drawer)")
     with store_pg._read() as tx:
-        assert stats.read(tx, ["harbour"]).average_length == pytest.approx(20 / 6)
+        assert stats.read(tx, ["harbour"], recount=lambda: due.append(True)).average_length == pytest.approx(20 / 6)
+        assert not due
         clock[0] += RECOUNT_SECONDS
+        stats.read(tx, ["harbour"], recount=lambda: due.append(True))
+    assert due == [True], "due once, started in the background"
+    stats.recount_with(store_pg._read)
+    with store_pg._read() as tx:
         assert stats.read(tx, ["harbour"]).average_length == pytest.approx(30 / 6)
 
 

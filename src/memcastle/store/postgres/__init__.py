@@ -272,7 +272,7 @@ class PostgresStore(GraphTables, MiningTables, JobTables, RequestKeyTables):
             return []
         where, params = filter_sql(scope, window, include_historical, self._now())
         with self._read() as tx:
-            stats = self._corpus.read(tx, words)
+            stats = self._corpus.read(tx, words, recount=self._recount_corpus)
             idf = stats.idf()
 
             def best(matching: list[str]) -> list[Row]:
@@ -289,6 +289,11 @@ class PostgresStore(GraphTables, MiningTables, JobTables, RequestKeyTables):
                     if len(rows) == limit and float(rows[-1]["score"]) > left_out:
                         break
         return [ScoredDrawer(drawer_id=r["id"], signal=float(r["score"])) for r in rows]
+
+    def _recount_corpus(self) -> None:
+        threading.Thread(
+            target=self._corpus.recount_with, args=(self._read,), name="fulltext-recount", daemon=True
+        ).start()
 
     # --- embeddings -----------------------------------------------------------------------------
 

@@ -1,39 +1,50 @@
 """The statistics BM25 needs on PostgreSQL — the palace's size, its average drawer length, each term's document
-frequency — kept in memory and brought up to date by counting only the drawers added since.
+frequency — kept in memory and brought up to date by reading only the drawers added since.
 
-FTS5 reads them from its own index in microseconds; PostgreSQL has to count: `count(*)` over every drawer took
-120–150 ms at 100k drawers, and a common term's `count(*)` through the GIN index up to 136 ms, on every query. Drawers
-are only ever added (a version closes, it is not deleted), so a count taken up to the highest `seq` grows by counting
-the rows past it, an index range walk of the new rows alone.
+FTS5 reads them from its own index in microseconds; PostgreSQL had to count: `count(*)` over every drawer took
+120–150 ms at 100k drawers, and a term's `count(*)` through the GIN index up to 136 ms, on every query. Instead one
+`ts_stat` pass reads every lexeme's document count at once (0.7 s for 100k drawers and 106k lexemes, about 100 bytes
+of memory per lexeme), and drawers are only ever added (a version closes, it is not deleted), so the counts taken up
+to the highest `seq` grow by reading the rows past it. A term of several lexemes (a phrase) is counted on its own, and
+that count kept the same way.
 
 Rows are numbered when inserted but become visible when committed, so two writers committing out of order can hide a
-row below the highest `seq` already counted; each count is therefore taken again in full after `RECOUNT_SECONDS`.
-Until then a statistic can miss those few rows, which only nudges the BM25 weights.
+row below the highest `seq` already read; everything is therefore read again in full after `RECOUNT_SECONDS`, in the
+background (queries go on with the counts they have). Until then a statistic can miss those few rows, which only
+nudges the BM25 weights.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
 
 from memcastle.store.postgres.fulltext import CONFIG
 from memcastle.store.sql.base import Tx
 
+log = logging.getLogger(__name__)
+
 RECOUNT_SECONDS = 300.0
-MAX_TERMS = 50_000  # document frequencies kept, least recently used dropped first
+MAX_PHRASES = 10_000  # phrase counts kept, least recently used dropped first
 IDF_FLOOR = 1e-6  # FTS5's: a term in half the palace or more still counts, barely
 
 
-@dataclass(frozen=True)
-class _Count:
-    value: int
-    tokens: int  # the corpus' total length; 0 for a term
-    upto: int  # the highest seq counted
-    at: float  # when it was counted in full
+@dataclass
+class _Lexicon:
+    """Counts up to drawer `upto`: drawers, their total length, and per lexeme the drawers holding it."""
+
+    drawers: int
+    tokens: int
+    upto: int
+    at: float
+    lexemes: dict[str, int] = field(default_factory=dict)
+    phrases: OrderedDict[str, tuple[int, int]] = field(default_factory=OrderedDict)  # words → (drawers, upto)
 
 
 @dataclass(frozen=True)
@@ -51,64 +62,120 @@ class Statistics:
 
 
 class CorpusStatistics:
-    """Thread-safe: each count is an immutable value replaced whole, so concurrent queries read one consistent count
-    or the next; two queries bringing the same count up to date at once only do the same small count twice."""
+    """Thread-safe. One lock covers bringing the counts forward (so no range of drawers is added twice); reading a
+    count takes no lock."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self._lock = threading.Lock()
-        self._corpus: _Count | None = None
-        self._terms: OrderedDict[str, _Count] = OrderedDict()
+        self._lexicon: _Lexicon | None = None
+        self._words: dict[str, tuple[str, ...]] = {}  # a term's words → its lexemes (fixed by the configuration)
+        self._recounting = False
 
-    def read(self, tx: Tx, terms: Sequence[str]) -> Statistics:
-        """The statistics for these terms (each a term's words, as the full-text index sees them)."""
+    def read(self, tx: Tx, terms: Sequence[str], recount: Callable[[], None] | None = None) -> Statistics:
+        """The statistics for these terms (each a term's words, as the full-text index sees them). `recount` is
+        called (it should start `recount_in_full` elsewhere) when the counts are due to be read again in full."""
         found = tx.one("SELECT coalesce(max(seq), 0) AS top FROM drawer")
         top = int(found["top"]) if found is not None else 0
-        corpus = self._corpus_count(tx, top)
-        frequencies = tuple(self._term_count(tx, words, corpus.upto).value for words in terms)
-        average = corpus.tokens / corpus.value if corpus.value else 0.0
-        return Statistics(corpus.value, average, frequencies)
+        lexicon = self._forward(tx, top)
+        if recount is not None and self._clock() - lexicon.at >= RECOUNT_SECONDS and not self._recounting:
+            self._recounting = True
+            recount()
+        lexemes = self._lexemes_of(tx, terms)
+        frequencies = []
+        for words in terms:
+            kept = lexemes[words]
+            if len(kept) == 1:
+                frequencies.append(lexicon.lexemes.get(kept[0], 0))
+            else:
+                frequencies.append(self._phrase(tx, lexicon, words))
+        average = lexicon.tokens / lexicon.drawers if lexicon.drawers else 0.0
+        return Statistics(lexicon.drawers, average, tuple(frequencies))
 
-    def _corpus_count(self, tx: Tx, top: int) -> _Count:
-        now, known = self._clock(), self._corpus
-        if known is None or now - known.at >= RECOUNT_SECONDS or top < known.upto:
-            row = tx.one(
-                "SELECT count(*) AS n, coalesce(sum(token_count), 0) AS tokens, coalesce(max(seq), 0) AS upto "
-                "FROM drawer"
-            )
-            assert row is not None
-            known = _Count(int(row["n"]), int(row["tokens"]), int(row["upto"]), now)
-        elif top > known.upto:
-            row = tx.one(
-                "SELECT count(*) AS n, coalesce(sum(token_count), 0) AS tokens FROM drawer WHERE seq > ? AND seq <= ?",
-                (known.upto, top),
-            )
-            assert row is not None
-            known = _Count(known.value + int(row["n"]), known.tokens + int(row["tokens"]), top, known.at)
-        self._corpus = known
-        return known
+    def recount_with(self, reader: Callable[[], AbstractContextManager[Tx]]) -> None:
+        """Read every count again in a transaction of `reader`'s (see the module's note on writers committing out of
+        order); queries go on with the counts they have meanwhile."""
+        try:
+            with reader() as tx:
+                fresh = self._full(tx)
+            with self._lock:
+                self._lexicon = fresh
+        except Exception:  # the store closing under it: the counts it had stay
+            log.exception("recounting the full-text statistics failed; the counts read so far stay")
+        finally:
+            self._recounting = False
 
-    def _term_count(self, tx: Tx, words: str, upto: int) -> _Count:
-        """The term's document frequency up to the same `seq` as the corpus count it is used with."""
-        now = self._clock()
+    def _forward(self, tx: Tx, top: int) -> _Lexicon:
+        lexicon = self._lexicon
+        if lexicon is not None and lexicon.upto == top:
+            return lexicon
         with self._lock:
-            known = self._terms.get(words)
-            if known is not None:
-                self._terms.move_to_end(words)
+            lexicon = self._lexicon
+            if lexicon is None or top < lexicon.upto:
+                lexicon = self._lexicon = self._full(tx)
+            elif top > lexicon.upto:
+                self._add_range(tx, lexicon, top)
+            return lexicon
+
+    def _full(self, tx: Tx) -> _Lexicon:
+        row = tx.one(
+            "SELECT count(*) AS n, coalesce(sum(token_count), 0) AS tokens, coalesce(max(seq), 0) AS upto FROM drawer"
+        )
+        assert row is not None
+        upto = int(row["upto"])
+        lexicon = _Lexicon(int(row["n"]), int(row["tokens"]), upto, self._clock())
+        rows = tx.all(f"SELECT word, ndoc FROM ts_stat('SELECT search FROM drawer WHERE seq <= {upto:d}')")
+        lexicon.lexemes = {r["word"]: int(r["ndoc"]) for r in rows}
+        return lexicon
+
+    def _add_range(self, tx: Tx, lexicon: _Lexicon, top: int) -> None:
+        """Count the drawers past `lexicon.upto` up to `top` into it (under the lock)."""
+        low = lexicon.upto
+        row = tx.one(
+            "SELECT count(*) AS n, coalesce(sum(token_count), 0) AS tokens FROM drawer WHERE seq > ? AND seq <= ?",
+            (low, top),
+        )
+        assert row is not None
+        rows = tx.all(
+            f"SELECT word, ndoc FROM ts_stat('SELECT search FROM drawer WHERE seq > {low:d} AND seq <= {top:d}')"
+        )
+        for r in rows:
+            lexicon.lexemes[r["word"]] = lexicon.lexemes.get(r["word"], 0) + int(r["ndoc"])
+        lexicon.drawers += int(row["n"])
+        lexicon.tokens += int(row["tokens"])
+        lexicon.upto = top
+
+    def _lexemes_of(self, tx: Tx, terms: Sequence[str]) -> dict[str, tuple[str, ...]]:
+        missing = [words for words in terms if words not in self._words]
+        if missing:
+            rows = tx.all(
+                f"SELECT t.words, tsvector_to_array(to_tsvector('{CONFIG}', t.words)) AS lexemes "
+                "FROM unnest(?::text[]) AS t(words)",
+                (missing,),
+            )
+            for r in rows:
+                self._words[r["words"]] = tuple(r["lexemes"])
+        return {words: self._words[words] for words in terms}
+
+    def _phrase(self, tx: Tx, lexicon: _Lexicon, words: str) -> int:
+        """A phrase's document frequency up to the lexicon's `upto`: counted once, then forward."""
+        upto = lexicon.upto
+        with self._lock:
+            known = lexicon.phrases.get(words)
         match = f"search @@ phraseto_tsquery('{CONFIG}', ?)"
-        if known is None or now - known.at >= RECOUNT_SECONDS or upto < known.upto:
+        if known is None or known[1] > upto:
             row = tx.one(f"SELECT count(*) AS n FROM drawer WHERE {match} AND seq <= ?", (words, upto))
             assert row is not None
-            known = _Count(int(row["n"]), 0, upto, now)
-        elif upto > known.upto:
+            known = (int(row["n"]), upto)
+        elif known[1] < upto:
             row = tx.one(
-                f"SELECT count(*) AS n FROM drawer WHERE seq > ? AND seq <= ? AND {match}", (known.upto, upto, words)
+                f"SELECT count(*) AS n FROM drawer WHERE seq > ? AND seq <= ? AND {match}", (known[1], upto, words)
             )
             assert row is not None
-            known = _Count(known.value + int(row["n"]), 0, upto, known.at)
+            known = (known[0] + int(row["n"]), upto)
         with self._lock:
-            self._terms[words] = known
-            self._terms.move_to_end(words)
-            while len(self._terms) > MAX_TERMS:
-                self._terms.popitem(last=False)
-        return known
+            lexicon.phrases[words] = known
+            lexicon.phrases.move_to_end(words)
+            while len(lexicon.phrases) > MAX_PHRASES:
+                lexicon.phrases.popitem(last=False)
+        return known[0]
