@@ -380,6 +380,33 @@ REPORT_MODULES = (
 )
 
 
+# The same, with standard output taken for a terminal: what renders for a person.
+ON_A_TERMINAL = (
+    "import io, sys\n"
+    "class Terminal(io.TextIOWrapper):\n"
+    "    def isatty(self):\n"
+    "        return True\n"
+    "sys.stdout = Terminal(sys.stdout.buffer, encoding='utf-8', line_buffering=True)\n"
+) + REPORT_MODULES
+
+
+@pytest.mark.parametrize("args", [["status"], ["search", "drawbridge"]])
+def test_status_and_search_render_on_a_terminal_without_rich(module_daemon: Any, args: list[str]) -> None:
+    module_daemon.cli("note", "The drawbridge of the terminal test", "--wing", "cli-terminal", "--room", "gate")
+    done = subprocess.run(
+        [sys.executable, "-c", ON_A_TERMINAL, "--palace", str(module_daemon.palace), *args],
+        env=module_daemon.env,
+        capture_output=True,
+        text=True,
+        timeout=CEILING,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.rstrip().endswith("LOADED"), done.stderr
+    assert not done.stdout.lstrip().startswith("{"), "rendered for a person, not JSON"
+    if args[0] == "search":
+        assert "hit(s), ranking" in done.stdout and "The drawbridge of the terminal test" in done.stdout
+
+
 @pytest.mark.parametrize("args", [["--help"], ["status"], ["search", "drawbridge"]])
 def test_a_piped_command_imports_no_server_stack_and_no_rich(module_daemon: Any, args: list[str]) -> None:
     """Every call pays for what it imports: JSON on a pipe needs neither rich nor an HTTP library nor the server."""

@@ -80,15 +80,34 @@ def show_drawer(drawer: Mapping[str, Any]) -> None:
 
 
 def show_hits(result: Mapping[str, Any]) -> None:
+    """Search hits on a terminal, styled with click: the most frequent command loads no rich (and reads no user data
+    as markup)."""
+    import shutil
+
+    import click
+
     for warning in result.get("warnings", []):
-        _console(stderr=True).print(f"[yellow]warning:[/yellow] {warning}")
+        click.echo(f"{click.style('warning:', fg='yellow')} {warning}", err=True)
     hits = result.get("hits", [])
     if not hits:
-        _console().print("[dim]no matching drawers[/dim]")
+        click.echo(click.style("no matching drawers", dim=True))
         return
-    _console().print(f"[dim]{len(hits)} hit(s), ranking {result.get('ranking')}[/dim]")
+    click.echo(click.style(f"{len(hits)} hit(s), ranking {result.get('ranking')}", dim=True))
+    width = min(shutil.get_terminal_size((100, 24)).columns, 120)
     for rank, hit in enumerate(hits, start=1):
-        _console().print(drawer_panel(hit["drawer"], title_extra=f"#{rank}  {explain_signals(hit)}"))
+        drawer = hit["drawer"]
+        title = f"#{rank}  {drawer['wing']}/{drawer['room']}" + (f" · {drawer['name']}" if drawer.get("name") else "")
+        state = "current" if drawer.get("valid_to") is None else f"closed {_short(drawer['valid_to'])}"
+        right = f"{drawer['id']} · {state}"
+        rule = "─" * max(3, width - len(title) - len(right) - 6)
+        click.echo()
+        head = click.style("── " + title, bold=True)
+        click.echo(f"{head} {click.style(rule, dim=True)} {click.style(right, dim=True)}")
+        click.echo(click.style(_origin_line(drawer), dim=True))
+        if drawer.get("tags"):
+            click.echo(click.style("tags: " + ", ".join(drawer["tags"]), dim=True))
+        click.echo(click.style(explain_signals(hit), fg="cyan"))
+        click.echo(drawer["content"])
 
 
 def explain_signals(hit: Mapping[str, Any]) -> str:
