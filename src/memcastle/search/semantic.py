@@ -37,6 +37,7 @@ ANN_SAVE_SECONDS = 60.0
 LOAD_CHUNK = 8192  # rows per load query: a palace's vectors come in without holding them all twice
 NARROW_ROWS = 4096  # a scope with fewer rows is scanned exactly (its vectors read back from the graph) (ADR 0015)
 _GRAPH_BLOCK = 16_384  # rows read back from the graph at a time by an exact scan
+TIE_DIGITS = 6  # float32 carries about seven significant digits
 SEMANTIC_FLOOR = 0.10  # chosen on the judged set and LoCoMo: see docs/adr/0011-honest-hybrid-during-the-backlog.md
 
 
@@ -310,7 +311,7 @@ class SemanticIndex:
             eligible = self._store.eligible_ids(list(best), scope, window, include_historical)
             found = [(drawer_id, score) for drawer_id, score in best.items() if drawer_id in eligible]
             if len(found) >= need or take >= len(ann):
-                return _ranked(found, need)
+                return ranked(found, need)
             if take >= ANN_MAX_K:
                 return None  # a scope or a time the graph's best rows miss: scan what is eligible
             take = min(take * _WIDEN, ANN_MAX_K)
@@ -331,7 +332,7 @@ class SemanticIndex:
             mask &= self._rows_of(snapshot, self._store.all_eligible_ids(scope, window, include_historical))
             scores = self._scores(snapshot, vector, mask)
             best = _best_per_drawer(scores, ids, int(np.isfinite(scores).sum()))
-            return _ranked(list(best.items()), need)
+            return ranked(list(best.items()), need)
         scores = self._scores(snapshot, vector, mask)
         count = int(np.isfinite(scores).sum())
         if count == 0:
@@ -342,11 +343,11 @@ class SemanticIndex:
             eligible = self._store.eligible_ids(list(best), scope, window, include_historical)
             found = [(drawer_id, score) for drawer_id, score in best.items() if drawer_id in eligible]
             if len(found) >= need or take == count:
-                return _ranked(found, need)
+                return ranked(found, need)
             take = min(count, take * _WIDEN)
         scores[~self._rows_of(snapshot, self._store.all_eligible_ids(scope, window, include_historical))] = -np.inf
         best = _best_per_drawer(scores, ids, int(np.isfinite(scores).sum()))
-        return _ranked(list(best.items()), need)
+        return ranked(list(best.items()), need)
 
     def _rows_of(self, snapshot: _Snapshot, drawer_ids: set[str]) -> npt.NDArray[np.bool_]:
         """A mask of the snapshot's rows that belong to these drawers."""
@@ -481,6 +482,9 @@ def _best_per_drawer(scores: npt.NDArray[np.float32], ids: list[str], take: int)
     return best
 
 
-def _ranked(found: list[tuple[str, float]], need: int) -> list[ScoredDrawer]:
-    found.sort(key=lambda item: (-item[1], item[0]))
+def ranked(found: list[tuple[str, float]], need: int) -> list[ScoredDrawer]:
+    """The `need` best (drawer, cosine) pairs. Cosines equal to `TIE_DIGITS` decimals are a tie, broken by id: two
+    drawers the model cannot tell apart are otherwise ordered by the last bit of a float32 sum, which differs between
+    a numpy scan, the graph and pgvector."""
+    found.sort(key=lambda item: (-round(item[1], TIE_DIGITS), item[0]))
     return [ScoredDrawer(drawer_id=d, signal=s) for d, s in found[:need]]

@@ -16,7 +16,7 @@ import numpy.typing as npt
 
 from memcastle.errors import ProviderError
 from memcastle.model import Scope, ScoredDrawer, TimeWindow
-from memcastle.search.semantic import ANN_MAX_K, SEMANTIC_FLOOR
+from memcastle.search.semantic import ANN_MAX_K, SEMANTIC_FLOOR, ranked
 from memcastle.store import NearestStore
 
 _FIRST_ROUND = 8  # passages asked per drawer wanted: a long drawer's passages crowd the nearest ones
@@ -72,6 +72,5 @@ class StoredVectorIndex:
                     best.setdefault(drawer_id, score)  # best first: a drawer's first passage is its best
             exhausted = len(found) < take or (found and found[-1][1] < SEMANTIC_FLOOR)  # nothing nearer is left
             if len(best) >= need or exhausted or take >= ANN_MAX_K:
-                ranked = sorted(best.items(), key=lambda item: (-item[1], item[0]))
-                return [ScoredDrawer(drawer_id=d, signal=s) for d, s in ranked[:need]]
+                return ranked(list(best.items()), need)
             take = min(take * _WIDEN, ANN_MAX_K)

@@ -67,7 +67,10 @@ WITH term AS (
     WHERE d.search @@ ({match}){where}
 )
 SELECT hit.id,
-       sum(term.idf * tf.n * {K1 + 1} / (tf.n + {K1} * ({1 - B} + {B} * hit.token_count / ?::float8))) AS score
+       -- Summed in the terms' order: two drawers with the same statistics get the very same score, so the id breaks
+       -- the tie (as on SQLite), not the last bit of a sum taken in another order.
+       sum(term.idf * tf.n * {K1 + 1} / (tf.n + {K1} * ({1 - B} + {B} * hit.token_count / ?::float8))
+           ORDER BY term.ord) AS score
 FROM hit CROSS JOIN term
 CROSS JOIN LATERAL (
     -- A term that matches has all its words in the drawer; a phrase counts its rarest word.
