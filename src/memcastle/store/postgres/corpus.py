@@ -106,12 +106,13 @@ class CorpusStatistics:
             self._recounting = False
 
     def _forward(self, tx: Tx, top: int) -> _Lexicon:
+        """The counts up to `top` at least (counts already past it, from a recount that finished meanwhile, serve)."""
         lexicon = self._lexicon
-        if lexicon is not None and lexicon.upto == top:
+        if lexicon is not None and lexicon.upto >= top:
             return lexicon
         with self._lock:
             lexicon = self._lexicon
-            if lexicon is None or top < lexicon.upto:
+            if lexicon is None:
                 lexicon = self._lexicon = self._full(tx)
             elif top > lexicon.upto:
                 self._add_range(tx, lexicon, top)
