@@ -434,11 +434,14 @@ def test_the_nearest_passages_are_walked_through_the_hnsw_index(store_pg: Postgr
     assert "embedding_hnsw_16" in plan, plan
 
 
+@pytest.mark.parametrize("iterative", [True, False], ids=["pgvector-0.8", "older-pgvector"])
 def test_a_scope_the_graph_walk_gives_up_on_is_scored_exactly(
-    store_pg: PostgresStore, monkeypatch: pytest.MonkeyPatch
+    store_pg: PostgresStore, monkeypatch: pytest.MonkeyPatch, iterative: bool
 ) -> None:
-    """A narrow scope in a large palace: the filtered walk stops after `max_scan_tuples` rows with too few found; the
-    exact form then scores the scope's rows, so nothing in scope is missed."""
+    """A narrow scope in a large palace: the filtered walk stops after `max_scan_tuples` rows with too few found (or,
+    before pgvector 0.8, after `ef_search` neighbours, filtered afterwards); the exact form then scores the scope's
+    rows, so nothing in scope is missed."""
+    assert store_pg._iterative_scan, "the bundled pgvector walks through filters (0.8+): its version is read"
     import memcastle.store.postgres as pg_module
 
     ids = [
@@ -455,6 +458,7 @@ def test_a_scope_the_graph_walk_gives_up_on_is_scored_exactly(
         for setting in ("enable_seqscan", "enable_bitmapscan", "enable_sort"):
             tx.conn.execute(f'ALTER DATABASE "{name}" SET {setting} = off')
     large = open_pg(store_pg.conninfo)
+    large._iterative_scan = iterative
     try:
         monkeypatch.setattr(pg_module, "_HNSW_MAX_SCAN", 10)
         found = large.nearest_passages("m", query, 8, Scope(wing="rare"), None, False)

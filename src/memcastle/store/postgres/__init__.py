@@ -171,6 +171,14 @@ class PostgresStore(GraphTables, MiningTables, JobTables, RequestKeyTables):
                 f"cannot connect to the palace database {self.location}: {exc}",
                 help="check that the PostgreSQL server is running and accepts connections",
             ) from None
+        self._iterative_scan = self._pgvector_version() >= (0, 8)
+
+    def _pgvector_version(self) -> tuple[int, ...]:
+        """The installed pgvector's version: filtered walks of its graph (`hnsw.iterative_scan`) came in 0.8; before
+        it, a walk that finds too few rows is answered by the exact form alone (`nearest_passages`)."""
+        row = self._one("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+        parts = str(row["extversion"] if row else "0").split(".")
+        return tuple(int(part) for part in parts if part.isdigit())
 
     # --- connections ----------------------------------------------------------------------------
 
@@ -368,9 +376,10 @@ class PostgresStore(GraphTables, MiningTables, JobTables, RequestKeyTables):
         where, params = filter_sql(scope, window, include_historical, self._now())
         dimension = int(vector.shape[0])
         with self._write() as tx:  # a transaction, for SET LOCAL
-            tx.run("SET LOCAL hnsw.iterative_scan = relaxed_order")
             tx.run(f"SET LOCAL hnsw.ef_search = {min(max(_HNSW_EF_SEARCH, limit), 1000):d}")
-            tx.run(f"SET LOCAL hnsw.max_scan_tuples = {_HNSW_MAX_SCAN:d}")
+            if self._iterative_scan:
+                tx.run("SET LOCAL hnsw.iterative_scan = relaxed_order")
+                tx.run(f"SET LOCAL hnsw.max_scan_tuples = {_HNSW_MAX_SCAN:d}")
             rows = tx.all(nearest_sql(dimension, where), (vector, model, *params, vector, limit))
             if len(rows) < limit:
                 # Fewer than asked: the scope holds no more, or the walk stopped at max_scan_tuples before finding
