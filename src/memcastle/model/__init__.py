@@ -5,6 +5,7 @@ jobs      Job, NewJob, JobStatus, Priority, Progress; the transition table; the 
 search    SearchQuery, Scope, TimeWindow, LexicalQuery, ScoredDrawer, Hit, SearchResult, DrawerPlace
 mining    SourceRecord, DocumentRecord, DocumentChanges, MinerSpec
 graph     Entity, Mention, EntityHint, Assertion, FactLink, DrawerLink, GraphWrite, SimilarDrawer
+forgetting ForgetScope, ForgetReport, ForgottenDrawer, Tombstone
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from memcastle.model.drawers import (
     fingerprint,
     normalize_text,
 )
+from memcastle.model.forgetting import ForgetReport, ForgetScope, ForgottenDrawer, Tombstone
 from memcastle.model.graph import (
     EDIT_MIN_CHARS,
     FACT_STATES,
@@ -77,6 +79,9 @@ __all__ = [
     "Entity",
     "EntityHint",
     "FACT_STATES",
+    "ForgetReport",
+    "ForgetScope",
+    "ForgottenDrawer",
     "FactLink",
     "GraphWrite",
     "Hit",
@@ -110,6 +115,7 @@ __all__ = [
     "Source",
     "SourceRecord",
     "TimeWindow",
+    "Tombstone",
     "Wing",
     "content_hash",
     "fingerprint",

@@ -22,6 +22,8 @@ from memcastle.model import (
     Entity,
     EntityHint,
     FactLink,
+    ForgetReport,
+    ForgetScope,
     GraphWrite,
     Job,
     JobStatus,
@@ -38,6 +40,7 @@ from memcastle.model import (
     SimilarDrawer,
     SourceRecord,
     TimeWindow,
+    Tombstone,
     Wing,
 )
 
@@ -207,6 +210,16 @@ class GraphStore(Protocol):
     def drawers_sharing_bands(self, bands: Sequence[int], limit: int, *, at_least: int = 1) -> list[str]: ...
 
 
+class ForgetStore(Protocol):
+    """Forgetting: a scope's drawers and everything derived from them, leaving a tombstone (docs/lifecycle.md)."""
+
+    def forget(self, scope: ForgetScope, *, dry_run: bool, requested_by: str) -> ForgetReport:
+        """Erase the scope in one transaction (or, with `dry_run`, count what would go and change nothing)."""
+        ...
+
+    def tombstones(self, limit: int) -> list[Tombstone]: ...
+
+
 class JobStore(Protocol):
     """Durable job records: status changes only through the transition table, fenced by the lease."""
 
@@ -257,7 +270,16 @@ class PipelineStore(MiningStore, DrawerStore, Protocol):
 
 
 class Store(
-    DrawerStore, SearchStore, EmbeddingStore, MiningStore, GraphStore, JobStore, RequestKeyStore, CopyStore, Protocol
+    DrawerStore,
+    SearchStore,
+    EmbeddingStore,
+    MiningStore,
+    GraphStore,
+    ForgetStore,
+    JobStore,
+    RequestKeyStore,
+    CopyStore,
+    Protocol,
 ):
     """Persistence of one palace: every role, as the composition root hands it out."""
 
@@ -293,4 +315,5 @@ PALACE_TABLES: tuple[str, ...] = (
     "fact_link",
     "extraction_read",
     "drawer_link",
+    "tombstone",
 )

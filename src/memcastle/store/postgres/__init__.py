@@ -43,6 +43,7 @@ from memcastle.store.postgres.fulltext import CONFIG, bm25_sql, search_text, ter
 from memcastle.store.sql.base import Row, Tx, dumps
 from memcastle.store.sql.drawers import NameTaken
 from memcastle.store.sql.filters import filter_sql
+from memcastle.store.sql.forgetting import ForgetTables
 from memcastle.store.sql.graph import GraphTables
 from memcastle.store.sql.jobs import JobTables
 from memcastle.store.sql.mining import MiningTables
@@ -126,7 +127,7 @@ def redact(conninfo: str) -> str:
     return f"postgresql://{user}{where}/{parts.get('dbname') or ''}"
 
 
-class PostgresStore(GraphTables, MiningTables, JobTables, RequestKeyTables):
+class PostgresStore(ForgetTables, GraphTables, MiningTables, JobTables, RequestKeyTables):
     """A palace in a PostgreSQL database (with the pgvector extension)."""
 
     backend = "postgres"
@@ -297,6 +298,17 @@ class PostgresStore(GraphTables, MiningTables, JobTables, RequestKeyTables):
                     if len(rows) == limit and float(rows[-1]["score"]) > left_out:
                         break
         return [ScoredDrawer(drawer_id=r["id"], signal=float(r["score"])) for r in rows]
+
+    def _match_sql(self, query: LexicalQuery) -> tuple[str, list[Any]]:
+        words = [search_text(term) for term in query.terms]
+        if not words or any(not w for w in words):
+            return "1 = 0", []  # a required term with no word in it can match nothing
+        return "d.search @@ (" + " && ".join([f"phraseto_tsquery('{CONFIG}', ?)"] * len(words)) + ")", words
+
+    def _after_forget(self) -> None:
+        """The BM25 statistics only ever grew: count them again now that drawers are gone (other daemons of this
+        palace recount on their own schedule, `corpus.RECOUNT_SECONDS`)."""
+        self._corpus.recount_with(self._read)
 
     def _recount_corpus(self) -> None:
         threading.Thread(

@@ -101,6 +101,8 @@ class DrawerTables(SqlStore):
             "source_uri": new.source.uri,
             "source_agent": new.source.agent,
             "connector": origin.connector if origin else None,
+            "source_id": origin.source_id if origin else None,
+            "document": origin.document if origin else None,
             "origin": dumps(origin.to_json()) if origin else None,
             "tags": dumps(list(new.tags)),
             "provenance": dumps(new.provenance.to_json()),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -62,9 +63,55 @@ class GraphTables(DrawerTables):
     def count_to_extract(self, extractor: str) -> int:
         return self._count(f"SELECT COUNT(*) AS n FROM drawer d WHERE d.valid_to IS NULL AND {_NOT_READ}", (extractor,))
 
+    def _existing(self, tx: Tx, drawer_ids: Sequence[str]) -> set[str]:
+        found: set[str] = set()
+        for batch in batches(drawer_ids):
+            found.update(r["id"] for r in tx.all(f"SELECT id FROM drawer WHERE id IN ({marks(batch)})", batch))
+        return found
+
+    def _without_forgotten(self, tx: Tx, write: GraphWrite) -> GraphWrite:
+        """The write less what it read from drawers forgotten since it read them: their mentions and facts, and the
+        entities, aliases and hints only those taught."""
+        cited = [*write.read_drawers, *(m.drawer_id for m in write.mentions)]
+        cited += [a.drawer_id for a in write.assertions if a.drawer_id] + [
+            lk.evidence_drawer for lk in write.links if lk.evidence_drawer
+        ]
+        existing = self._existing(tx, cited)
+        if existing.issuperset(cited):
+            return write
+        mentions = tuple(m for m in write.mentions if m.drawer_id in existing)
+        assertions = tuple(a for a in write.assertions if a.drawer_id is None or a.drawer_id in existing)
+        kept_facts = {a.id for a in assertions}
+        dropped_facts = {a.id for a in write.assertions} - kept_facts
+        links = tuple(
+            dataclasses.replace(lk, evidence_drawer=lk.evidence_drawer if lk.evidence_drawer in existing else None)
+            for lk in write.links
+            if lk.from_id not in dropped_facts and lk.to_id not in dropped_facts
+        )
+        used = {m.entity_id for m in mentions} | {e for a in assertions for e in (a.subject, a.object)}
+        entities = tuple(e for e in write.entities if e.id in used)
+        new = {e.id for e in write.entities}
+
+        def kept(entity_id: str) -> bool:
+            return entity_id in used or entity_id not in new
+
+        spellings = {m.spelling for m in mentions}
+        return dataclasses.replace(
+            write,
+            read_drawers=tuple(d for d in write.read_drawers if d in existing),
+            entities=entities,
+            aliases=tuple((e, alias) for e, alias in write.aliases if alias in spellings and kept(e)),
+            hints=tuple(h for h in write.hints if kept(h.entity_id) and kept(h.other_id)),
+            mentions=mentions,
+            assertions=assertions,
+            links=links,
+        )
+
     def apply_graph(self, write: GraphWrite) -> None:
-        """Entities, mentions, facts and links first, then the read markers — in one transaction."""
+        """Entities, mentions, facts and links first, then the read markers — in one transaction. What was read
+        from a drawer forgotten meanwhile is left out."""
         with self._write() as tx:
+            write = self._without_forgotten(tx, write)
             tx.many(
                 "INSERT INTO entity(id, name, kind, key, aliases, created_at) VALUES (?,?,?,?,?,?) "
                 "ON CONFLICT DO NOTHING",
@@ -324,6 +371,8 @@ class GraphTables(DrawerTables):
 
     def add_drawer_links(self, links: Sequence[DrawerLink]) -> None:
         with self._write() as tx:
+            existing = self._existing(tx, [d for link in links for d in (link.from_id, link.to_id)])
+            links = [link for link in links if link.from_id in existing and link.to_id in existing]
             tx.many(
                 "INSERT INTO drawer_link(from_id, to_id, verdict, similarity, created_at) VALUES (?,?,?,?,?) "
                 "ON CONFLICT DO NOTHING",
@@ -361,6 +410,8 @@ class GraphTables(DrawerTables):
 
     def add_drawer_bands(self, drawer_id: str, bands: Sequence[int], signature: bytes = b"") -> None:
         with self._write() as tx:
+            if not self._existing(tx, [drawer_id]):
+                return  # forgotten meanwhile
             tx.many(
                 "INSERT INTO drawer_band(band, drawer_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
                 [(band, drawer_id) for band in bands],

@@ -6,6 +6,7 @@ migrations, the FTS5 lexical leg, vectors as BLOBs, the single-writer job claim 
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -25,6 +26,7 @@ from memcastle.store.migrate import MIGRATIONS_TABLE, failed, pending
 from memcastle.store.sql.base import Row, Tx
 from memcastle.store.sql.drawers import NameTaken
 from memcastle.store.sql.filters import filter_sql
+from memcastle.store.sql.forgetting import ForgetTables
 from memcastle.store.sql.graph import GraphTables
 from memcastle.store.sql.jobs import JobTables
 from memcastle.store.sql.mining import MiningTables
@@ -32,6 +34,8 @@ from memcastle.store.sql.requests import RequestKeyTables
 from memcastle.store.sql.rows import job_from_row
 from memcastle.store.sql.vectors import VectorWrite, vector_chunk
 from memcastle.store.sqlite.fulltext import fts5_match, quote_term
+
+log = logging.getLogger(__name__)
 
 DB_FILE = "palace.sqlite3"
 
@@ -61,7 +65,7 @@ class SQLiteTx:
         self.conn.executemany(sql, rows)
 
 
-class SQLiteStore(GraphTables, MiningTables, JobTables, RequestKeyTables):
+class SQLiteStore(ForgetTables, GraphTables, MiningTables, JobTables, RequestKeyTables):
     """A palace in `<palace>/palace.sqlite3`."""
 
     NO_INDEX = "+"
@@ -80,12 +84,15 @@ class SQLiteStore(GraphTables, MiningTables, JobTables, RequestKeyTables):
         try:
             self._writer = self._connect()
             self._writer.execute("PRAGMA journal_mode=WAL")
+            # What is deleted is overwritten with zeros, so a forgotten drawer leaves no bytes in free pages.
+            self._writer.execute("PRAGMA secure_delete=ON")
         except sqlite3.DatabaseError as exc:
             raise MigrationError(
                 f"{self.path} is not a MemCastle palace database: {exc}",
                 help="point --palace at a palace directory, or move the file away",
             ) from None
         self._migrate()
+        self._empty_log()  # a forget that committed before a crash leaves its old pages in the log until now
 
     # --- connections ----------------------------------------------------------------------------
 
@@ -232,6 +239,35 @@ class SQLiteStore(GraphTables, MiningTables, JobTables, RequestKeyTables):
                 if (total - rows + 0.5) / (rows + 0.5) > 1.0:  # FTS5's IDF is positive: the term ranks
                     kept.append(term)
         return LexicalQuery(tuple(kept), require_all=False) if kept else query
+
+    # --- forgetting ------------------------------------------------------------------------------
+
+    def _match_sql(self, query: LexicalQuery) -> tuple[str, list[Any]]:
+        match = fts5_match(LexicalQuery(query.terms, require_all=True))
+        return "d.seq IN (SELECT rowid FROM drawer_fts WHERE drawer_fts MATCH ?)", [match]
+
+    def _erase_fulltext(self, tx: Tx) -> None:
+        """FTS5 keeps an external-content row's terms until told the row's text: `delete` it, then `optimize` merges
+        every segment into one without the deleted entries (FTS5 before SQLite 3.42 has no secure-delete), and the
+        freed pages are zeroed by `secure_delete`."""
+        tx.run(
+            "INSERT INTO drawer_fts(drawer_fts, rowid, content) SELECT 'delete', d.seq, d.content FROM drawer d "
+            "WHERE d.seq IN (SELECT seq FROM forget_set)"
+        )
+        tx.run("INSERT INTO drawer_fts(drawer_fts) VALUES ('optimize')")
+
+    def _after_forget(self) -> None:
+        self._empty_log()
+
+    def _empty_log(self) -> None:
+        """Copy the write-ahead log into the database and truncate it to nothing: until then it holds the pages as
+        they were before. Readers finishing a statement are waited for (the busy timeout)."""
+        with self._lock:
+            for _ in range(3):
+                busy = self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+                if not busy:
+                    return
+            log.warning("the write-ahead log of %s could not be emptied: readers held it", self.path)
 
     def _store_vectors(self, model: str, writes: list[VectorWrite]) -> None:
         """Vectors as little-endian float32 blobs, one row per passage."""

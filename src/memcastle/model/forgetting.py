@@ -1,0 +1,147 @@
+"""Forgetting: the scope of a forget, what it removed (or would remove), and the tombstone it leaves.
+
+A forget erases drawers and everything derived from them (docs/lifecycle.md). What remains is a tombstone: when, by
+whom, which scope and how much went — never any of the content. A search scope is recorded by a digest of its query,
+since the query itself may be the very words being forgotten.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from memcastle.model.drawers import JSON
+from memcastle.model.search import LexicalQuery, Scope, TimeWindow
+
+FORGET_SCOPES = ("drawer", "document", "source", "room", "wing", "search")
+# Scopes that are dry runs unless confirmed: they reach drawers the caller may not have looked at one by one.
+BROAD_SCOPES = frozenset({"source", "room", "wing", "search"})
+PREVIEW_DRAWERS = 50  # drawers a report lists; the counts cover all of them
+
+
+@dataclass(frozen=True)
+class ForgetScope:
+    """What to forget: one drawer with its whole history, one mined document (every revision), one mined source, a
+    room, a wing, or the drawers whose text matches every term of a search (with its filters; every version unless a
+    time is given)."""
+
+    kind: str
+    drawer_id: str | None = None
+    source_id: str | None = None
+    document: str | None = None
+    wing: str | None = None
+    room: str | None = None
+    query: LexicalQuery | None = None
+    query_text: str | None = None
+    filters: Scope = field(default_factory=Scope)
+    window: TimeWindow | None = None
+    include_historical: bool = True
+
+    def __post_init__(self) -> None:
+        if self.kind not in FORGET_SCOPES:
+            raise ValueError(f"unknown forget scope {self.kind!r}")
+
+    @property
+    def broad(self) -> bool:
+        return self.kind in BROAD_SCOPES
+
+    def to_json(self) -> JSON:
+        """The scope as its tombstone records it: a search by the SHA-256 of its query, never its words."""
+        out: dict[str, Any] = {"kind": self.kind}
+        for name in ("drawer_id", "source_id", "document", "wing", "room"):
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
+        if self.kind == "search":
+            text = self.query_text or " ".join(self.query.terms if self.query else ())
+            out["query_sha256"] = hashlib.sha256(text.encode("utf-8")).hexdigest()
+            out["filters"] = {
+                k: (list(v) if isinstance(v, tuple) else v)
+                for k, v in ((f.name, getattr(self.filters, f.name)) for f in fields(self.filters))
+                if v
+            }
+            if self.window is not None:
+                out["window"] = {"from": self.window.start, "until": self.window.end, "instant": self.window.is_instant}
+            out["include_historical"] = self.include_historical
+        return out
+
+
+COUNTS = (
+    "drawers",  # version chains: a drawer with its history counts once
+    "versions",  # drawer records
+    "passages",  # passage vectors
+    "facts",  # facts removed: their only evidence was forgotten
+    "facts_kept",  # facts that stay, with the forgotten evidence removed from their provenance
+    "fact_links",
+    "mentions",
+    "entities",  # entities nothing mentions or states a fact about any more
+    "drawer_links",  # duplicate links
+    "documents",  # document records whose chunks were forgotten
+    "rooms",
+    "wings",
+)
+
+
+@dataclass(frozen=True)
+class ForgottenDrawer:
+    """One drawer a forget reaches, as its report lists it (a short preview, so a person can check the scope)."""
+
+    id: str
+    wing: str
+    room: str
+    valid_from: str
+    valid_to: str | None
+    document: str | None
+    preview: str
+
+    def to_json(self) -> JSON:
+        return {
+            "id": self.id,
+            "wing": self.wing,
+            "room": self.room,
+            "valid_from": self.valid_from,
+            "valid_to": self.valid_to,
+            "document": self.document,
+            "preview": self.preview,
+        }
+
+
+@dataclass(frozen=True)
+class Tombstone:
+    id: str
+    at: str
+    requested_by: str
+    scope: Mapping[str, Any]
+    counts: Mapping[str, int]
+
+    def to_json(self) -> JSON:
+        return {
+            "id": self.id,
+            "at": self.at,
+            "requested_by": self.requested_by,
+            "scope": dict(self.scope),
+            "counts": dict(self.counts),
+        }
+
+
+@dataclass(frozen=True)
+class ForgetReport:
+    """What a forget removed, or with `dry_run` what it would remove; `tombstone` is what it left."""
+
+    scope: ForgetScope
+    dry_run: bool
+    counts: Mapping[str, int]
+    drawers: tuple[ForgottenDrawer, ...]
+    drawer_ids: tuple[str, ...] = ()  # every drawer removed (empty for a dry run), for the in-memory indexes
+    tombstone: Tombstone | None = None
+
+    def to_json(self) -> JSON:
+        return {
+            "dry_run": self.dry_run,
+            "scope": self.scope.to_json(),
+            "counts": dict(self.counts),
+            "drawers": [d.to_json() for d in self.drawers],
+            "more": max(0, int(self.counts.get("versions", 0)) - len(self.drawers)),
+            "tombstone": self.tombstone.to_json() if self.tombstone else None,
+        }

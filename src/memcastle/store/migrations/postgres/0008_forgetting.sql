@@ -1,0 +1,21 @@
+-- Forgetting (docs/lifecycle.md). A mined drawer's source and document as columns, so one document's every revision
+-- (and one source's every document) is found by an index, not by reading each drawer's origin.
+ALTER TABLE drawer ADD COLUMN source_id TEXT COLLATE "C";
+ALTER TABLE drawer ADD COLUMN document TEXT COLLATE "C";
+UPDATE drawer SET source_id = origin->>'source_id', document = origin->>'document' WHERE origin IS NOT NULL;
+CREATE INDEX drawer_document ON drawer(source_id, document) WHERE source_id IS NOT NULL;
+
+-- Lookups by drawer in the tables a forget cascades through (their keys lead with another column).
+CREATE INDEX IF NOT EXISTS drawer_tag_drawer ON drawer_tag(drawer_seq);
+CREATE INDEX IF NOT EXISTS extraction_read_drawer ON extraction_read(drawer_id);
+CREATE INDEX IF NOT EXISTS embedding_drawer ON embedding(drawer_seq);
+
+-- What a forget leaves: when, by whom, which scope and how much went, and never any of the content.
+CREATE TABLE tombstone (
+    id TEXT COLLATE "C" PRIMARY KEY,
+    at TEXT COLLATE "C" NOT NULL,
+    requested_by TEXT NOT NULL,
+    scope JSON NOT NULL,
+    counts JSON NOT NULL
+);
+CREATE INDEX tombstone_at ON tombstone(at);
