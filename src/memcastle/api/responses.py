@@ -296,6 +296,60 @@ class RoomsOut(Shape):
     rooms: list[RoomOut]
 
 
+class ForgottenDrawerOut(Shape):
+    id: str
+    wing: str
+    room: str
+    valid_from: str
+    valid_to: str | None
+    document: str | None
+    preview: str = Field(description="the first words, so a person can check the scope before confirming")
+
+
+class TombstoneOut(Shape):
+    id: str
+    at: str
+    requested_by: str
+    scope: Open = Field(description="which scope (a search by the SHA-256 of its query, never its words)")
+    counts: dict[str, int]
+
+
+class ForgetOut(Shape):
+    dry_run: bool
+    scope: Open
+    counts: dict[str, int] = Field(
+        description="drawers (version chains), versions, passages, facts (removed), facts_kept (evidence removed), "
+        "fact_links, mentions, entities, drawer_links, documents, rooms, wings"
+    )
+    drawers: list[ForgottenDrawerOut] = Field(description="the first drawers reached, oldest first")
+    more: int = Field(description="drawers reached beyond those listed")
+    tombstone: TombstoneOut | None
+
+
+class TombstonesOut(Shape):
+    tombstones: list[TombstoneOut]
+
+
+class MinedSourceOut(Shape):
+    id: str
+    connector: str
+    locator: str
+    options: dict[str, str]
+    updated_at: str
+    documents: int
+    drawers: int = Field(description="current drawers mined from it")
+
+
+class SourcesOut(Shape):
+    sources: list[MinedSourceOut]
+
+
+class RenamedOut(Shape):
+    wing: str
+    room: str | None = None
+    warnings: list[str]
+
+
 class SweepOut(Shape):
     job: JobOut | None
     message: str | None = None

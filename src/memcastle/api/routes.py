@@ -21,6 +21,7 @@ from memcastle.api.responses import (
     EntityDetailOut,
     FactOut,
     FactsOut,
+    ForgetOut,
     JobAnswer,
     JobOut,
     JobsOut,
@@ -31,12 +32,15 @@ from memcastle.api.responses import (
     Ok,
     PreferencesOut,
     PreferenceTraceOut,
+    RenamedOut,
     RoomsOut,
     SearchOut,
     ShutdownOut,
+    SourcesOut,
     StatusOut,
     SupersededFactOut,
     SweepOut,
+    TombstonesOut,
     WakeUpOut,
     WingsOut,
 )
@@ -45,10 +49,13 @@ from memcastle.api.schemas import (
     DiaryBody,
     EmptyBody,
     FactBody,
+    ForgetBody,
+    ForgetSearchBody,
     InvalidateFactBody,
     LinkFactBody,
     MineBody,
     NoteBody,
+    RenameBody,
     SearchBody,
     SupersedeBody,
     SupersedeFactBody,
@@ -56,7 +63,7 @@ from memcastle.api.schemas import (
 )
 from memcastle.errors import InvalidRequest
 from memcastle.model.vocabulary import EntityKind, FactState, JobState, Predicate
-from memcastle.services import SearchRequest, Services
+from memcastle.services import ForgetRequest, SearchRequest, Services
 
 router = APIRouter(prefix="/api", route_class=DeclaredRoute)
 
@@ -351,6 +358,94 @@ def list_entities(
 @router.get("/entities/{entity_id}", response_model=EntityDetailOut, tags=["facts"], dependencies=[Depends(reads)])
 def get_entity(entity_id: str, request: Request) -> dict[str, Any]:
     return services(request).facts.get_entity(entity_id)
+
+
+DryRun = Annotated[bool | None, Query(description="count what would go and change nothing")]
+
+
+@router.post("/forget", response_model=ForgetOut, tags=["forgetting"], dependencies=[Depends(writes)])
+def forget(body: ForgetBody, request: Request) -> dict[str, Any]:
+    """Erase a scope's drawers and everything derived from them (a dry run by default for source, room, wing and
+    search); a tombstone stays."""
+    scope = ForgetRequest(
+        kind=body.scope,
+        drawer_id=body.drawer_id,
+        source_id=body.source_id,
+        document=body.document,
+        wing=body.wing,
+        room=body.room,
+        search=_forget_search(body.search) if body.search is not None else None,
+    )
+    return services(request).forgetting.forget(scope, dry_run=body.dry_run, requested_by=requester(request)).to_json()
+
+
+@router.delete("/drawers/{drawer_id}", response_model=ForgetOut, tags=["forgetting"], dependencies=[Depends(writes)])
+def forget_drawer(drawer_id: str, request: Request, dry_run: DryRun = None) -> dict[str, Any]:
+    """Forget one drawer with its whole version history."""
+    scope = ForgetRequest(kind="drawer", drawer_id=drawer_id)
+    return services(request).forgetting.forget(scope, dry_run=dry_run, requested_by=requester(request)).to_json()
+
+
+@router.delete("/sources/{source_id}", response_model=ForgetOut, tags=["forgetting"], dependencies=[Depends(writes)])
+def forget_source(source_id: str, request: Request, dry_run: DryRun = None) -> dict[str, Any]:
+    """Forget every drawer mined from a source (a dry run unless dry_run=false)."""
+    scope = ForgetRequest(kind="source", source_id=source_id)
+    return services(request).forgetting.forget(scope, dry_run=dry_run, requested_by=requester(request)).to_json()
+
+
+Force = Annotated[bool, Query(description="forget the drawers it holds with it")]
+
+
+@router.delete("/wings/{wing}", response_model=ForgetOut, tags=["drawers"], dependencies=[Depends(writes)])
+def delete_wing(wing: str, request: Request, force: Force = False, dry_run: bool = False) -> dict[str, Any]:
+    """Delete a wing: an empty one, or with force one that holds drawers (a forget of them)."""
+    return (
+        services(request).places.delete(wing, force=force, dry_run=dry_run, requested_by=requester(request)).to_json()
+    )
+
+
+@router.delete("/wings/{wing}/rooms/{room}", response_model=ForgetOut, tags=["drawers"], dependencies=[Depends(writes)])
+def delete_room(wing: str, room: str, request: Request, force: Force = False, dry_run: bool = False) -> dict[str, Any]:
+    """Delete a room: an empty one, or with force one that holds drawers (a forget of them)."""
+    places = services(request).places
+    return places.delete(wing, room, force=force, dry_run=dry_run, requested_by=requester(request)).to_json()
+
+
+@router.post("/wings/{wing}/rename", response_model=RenamedOut, tags=["drawers"], dependencies=[Depends(writes)])
+def rename_wing(wing: str, body: RenameBody, request: Request) -> dict[str, Any]:
+    return services(request).places.rename(wing, body.name)
+
+
+@router.post(
+    "/wings/{wing}/rooms/{room}/rename", response_model=RenamedOut, tags=["drawers"], dependencies=[Depends(writes)]
+)
+def rename_room(wing: str, room: str, body: RenameBody, request: Request) -> dict[str, Any]:
+    return services(request).places.rename(wing, body.name, room=room)
+
+
+@router.get("/tombstones", response_model=TombstonesOut, tags=["forgetting"], dependencies=[Depends(reads)])
+def tombstones(request: Request, limit: Limit = 50) -> dict[str, Any]:
+    return {"tombstones": [t.to_json() for t in services(request).forgetting.tombstones(limit)]}
+
+
+@router.get("/sources", response_model=SourcesOut, tags=["mining"], dependencies=[Depends(reads)])
+def sources(request: Request) -> dict[str, Any]:
+    return {"sources": services(request).places.list_sources()}
+
+
+def _forget_search(body: ForgetSearchBody) -> SearchRequest:
+    return SearchRequest(
+        query=body.query,
+        wing=body.wing,
+        room=body.room,
+        tags=tuple(body.tags),
+        source_kind=body.source_kind,
+        connector=body.connector,
+        as_of=body.as_of,
+        from_=body.from_,
+        until=body.until,
+        include_historical=body.include_historical,
+    )
 
 
 def _search_request(body: SearchBody) -> SearchRequest:

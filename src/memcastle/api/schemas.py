@@ -100,6 +100,41 @@ class SearchBody(Body):
     preferences: Switch = "on"
 
 
+class ForgetSearchBody(Body):
+    """The drawers matching every word of `query` inside these filters; every version unless a time is given."""
+
+    query: Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS, pattern=r"\S")]
+    wing: Name | None = None
+    room: Name | None = None
+    tags: Tags = Field(default_factory=list)
+    source_kind: SourceKind | None = None
+    connector: Name | None = None
+    as_of: Instant | None = None
+    from_: Instant | None = Field(default=None, alias="from")
+    until: Instant | None = None
+    include_historical: bool = False
+
+
+Identifier = Annotated[str, Field(min_length=1, max_length=2000, pattern=_TEXT)]
+
+
+class ForgetBody(Body):
+    """Exactly one scope. `dry_run` defaults to true for source, room, wing and search, false otherwise."""
+
+    scope: Literal["drawer", "document", "source", "room", "wing", "search"]
+    drawer_id: Identifier | None = None
+    source_id: Identifier | None = None
+    document: Identifier | None = None
+    wing: Name | None = None
+    room: Name | None = None
+    search: ForgetSearchBody | None = None
+    dry_run: bool | None = None
+
+
+class RenameBody(Body):
+    name: Name
+
+
 class VerifyBody(Body):
     batch: Integer(1, 10_000) = 200  # type: ignore[valid-type]
     pace_ms: Integer(0, 60_000) = 0  # type: ignore[valid-type]

@@ -28,7 +28,7 @@ from memcastle.model.drawers import (
     fingerprint,
     normalize_text,
 )
-from memcastle.model.forgetting import ForgetReport, ForgetScope, ForgottenDrawer, Tombstone
+from memcastle.model.forgetting import FORGET_SCOPES, ForgetReport, ForgetScope, ForgottenDrawer, Tombstone
 from memcastle.model.graph import (
     EDIT_MIN_CHARS,
     FACT_STATES,
@@ -79,6 +79,7 @@ __all__ = [
     "Entity",
     "EntityHint",
     "FACT_STATES",
+    "FORGET_SCOPES",
     "ForgetReport",
     "ForgetScope",
     "ForgottenDrawer",

@@ -31,6 +31,7 @@ EXPANSION_SEARCH = 128
 STORAGE = "f16"
 FORMAT = 1
 VERIFY_SAMPLE = 8  # stored vectors compared with the file's on open
+FILL_KEYS = 2**62  # throwaway keys that overwrite the slots of forgotten rows (row ids stay far below)
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,33 @@ class AnnIndex:
         with self._lock:
             found = self._graph.get(keys.astype(np.uint64))
         return np.asarray(found, dtype=np.float32).reshape(len(keys), self.shape.dimension)
+
+    def forget(self, keys: npt.NDArray[np.int64]) -> int:
+        """Remove these rows and overwrite the vectors they leave behind; how many the graph held.
+
+        usearch only marks a removed slot free: its vector stays in memory, and in a saved file, until the slot is
+        reused. So every free slot is filled with one constant vector under a throwaway key, which is removed again:
+        no forgotten vector survives in the graph or in the file saved next."""
+        with self._lock:
+            held = np.array([k for k in keys.astype(np.uint64) if self._graph.contains(k)], dtype=np.uint64)
+            if len(held) == 0:
+                return 0
+            self._graph.remove(held)
+            free = int(self._graph.stats.nodes) - len(self._graph)
+            if free > 0:
+                filler = np.full((free, self.shape.dimension), 1.0 / np.sqrt(self.shape.dimension), dtype=np.float32)
+                start = FILL_KEYS + int(np.random.default_rng().integers(0, FILL_KEYS // 2))
+                fill_keys = np.arange(start, start + free, dtype=np.uint64)
+                self._graph.add(fill_keys, filler, threads=1)
+                self._graph.remove(fill_keys)
+            self.saved_size = -1  # what is on disk still holds them: save again
+        return len(held)
+
+    def free_share(self) -> float:
+        """The share of the graph's slots left by removed rows (they cost a fill at every forget)."""
+        with self._lock:
+            nodes = int(self._graph.stats.nodes)
+            return (nodes - len(self._graph)) / nodes if nodes else 0.0
 
     def save(self, path: Path) -> None:
         """Write the graph and its description beside it, each through a temporary file: a crash mid-save leaves the

@@ -39,6 +39,10 @@ class SemanticLeg(Protocol):
     def describe(self) -> dict[str, Any]: ...
     def has_vector(self, drawer_id: str) -> bool: ...
     def waiting_among(self, drawer_ids: Sequence[str]) -> set[str]: ...
+    def forget(self, drawer_ids: Sequence[str]) -> None:
+        """Drop what is held of drawers the store has erased."""
+        ...
+
     def candidates(
         self,
         vector: npt.NDArray[np.float32],
@@ -90,6 +94,11 @@ class SearchEngine:
         close = getattr(self._provider, "close", None)
         if close is not None:
             close()
+
+    def forget(self, drawer_ids: Sequence[str]) -> None:
+        """Drop the vectors of erased drawers from the semantic leg (memory and any file of its own)."""
+        if self._index is not None and drawer_ids:
+            self._index.forget(drawer_ids)
 
     def _adjusts(self, query: SearchQuery) -> bool:
         return query.preferences and not self.policy.is_neutral

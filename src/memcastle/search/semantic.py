@@ -359,6 +359,51 @@ class SemanticIndex:
                     mask[row] = True
         return mask
 
+    # --- forgetting -----------------------------------------------------------------------------------
+
+    def forget(self, drawer_ids: Sequence[str]) -> None:
+        """Drop the rows of forgotten drawers (the store has erased them): zeroed in memory, removed from the graph
+        and from its file at once. When removed rows would fill a quarter of the graph, the index starts afresh
+        instead, from the vectors the store still has (the graph is rebuilt in the background)."""
+        with self._loader:
+            snapshot = self._snapshot
+            rows: list[int] = []
+            for drawer_id in drawer_ids:
+                found = self._rows.pop(drawer_id, None)
+                self._totals.pop(drawer_id, None)
+                rows.extend([found] if isinstance(found, int) else found or [])
+            if not rows:
+                return
+            at = np.array(sorted(rows), dtype=np.int64)
+            snapshot.alive[at] = False
+            held = at[at >= snapshot.base]
+            snapshot.matrix[held - snapshot.base] = 0.0
+            for column in range(4):
+                counts = self._counts[column]
+                for code in snapshot.places[at, column]:
+                    counts[int(code)] = counts.get(int(code), 1) - 1
+            ann = self._ann
+            if ann is None:
+                return
+            gone = snapshot.keys[at]
+            if ann.free_share() + len(gone) / max(1, len(ann)) > 0.25:
+                self._start_afresh()
+                return
+            ann.forget(gone)
+        self.save()
+
+    def _start_afresh(self) -> None:
+        """Forget every row in memory and the graph's file; the next refresh loads what the store holds."""
+        self._ann = None
+        self._snapshot = _Snapshot()
+        self._rows, self._totals = {}, {}
+        self._counts = [{}, {}, {}, {}]
+        self._codes = [{}, {}, {}, {}]
+        self._last_row = 0
+        if self._ann_path is not None:
+            for path in (self._ann_path, self._ann_path.with_suffix(".json")):
+                path.unlink(missing_ok=True)
+
     # --- the graph, kept by a background thread ------------------------------------------------------
 
     def maintain(self, budget: int = 8 * ANN_ADD_BATCH) -> int:

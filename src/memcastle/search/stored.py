@@ -47,6 +47,9 @@ class StoredVectorIndex:
         """Those of the drawers not yet found by meaning as well as they will be (some passages still missing)."""
         return set(drawer_ids) - self._store.embedded_among(self.model, drawer_ids)
 
+    def forget(self, drawer_ids: Sequence[str]) -> None:
+        """Nothing is held here: the store erased the vectors with the drawers."""
+
     def candidates(
         self,
         vector: npt.NDArray[np.float32],

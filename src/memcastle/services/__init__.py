@@ -7,7 +7,9 @@ Services             the aggregate an interface is handed; one service per conce
 ├── .agents          AgentService     diary, checkpoint, wake-up
 ├── .mining          MiningService    mines, connectors, named miners
 ├── .jobs            JobService       jobs, the background sweeps, follow-ups of a finished job
-└── .facts           FactService      facts and entities, explicit decisions
+├── .facts           FactService      facts and entities, explicit decisions
+├── .forgetting      ForgetService    forget a scope with everything derived from it; tombstones
+└── .places          PlaceService     sources; rename and delete wings and rooms
 """
 
 from __future__ import annotations
@@ -28,14 +30,16 @@ from memcastle.search.engine import SearchEngine
 from memcastle.services.agents import AgentService
 from memcastle.services.drawers import DrawerService
 from memcastle.services.facts import FactService
+from memcastle.services.forgetting import ForgetRequest, ForgetService
 from memcastle.services.jobs import JobService
 from memcastle.services.mining import MiningService
+from memcastle.services.places import PlaceService
 from memcastle.services.requests import RequestKeys
 from memcastle.services.search import SearchRequest, SearchService, build_query
 from memcastle.services.status import StatusService
 from memcastle.store import Store
 
-__all__ = ["SearchRequest", "Services", "build_query"]
+__all__ = ["ForgetRequest", "SearchRequest", "Services", "build_query"]
 
 
 class Services:
@@ -66,4 +70,6 @@ class Services:
         self.search = SearchService(search)
         self.agents = AgentService(store, self.drawers, self.facts, keys)
         self.mining = MiningService(connectors, miners, self.jobs, roots)
+        self.forgetting = ForgetService(store, search, self.mining.active_mines)
+        self.places = PlaceService(store, self.forgetting, self.mining.active_mines)
         self.status = StatusService(store, palace, embeddings=embeddings, extraction=extraction, search=search)

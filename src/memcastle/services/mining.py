@@ -70,6 +70,20 @@ class MiningService:
             coalesce_key=f"mine:{source_id}:{wing or ''}:{int(bool(full))}",
         )
 
+    def active_mines(self) -> list[tuple[Job, str, str]]:
+        """The mine jobs queued, running or paused, with the source each reads and the wing it files into."""
+        found = []
+        for status in ("queued", "running", "paused"):
+            for job in self._jobs.list_jobs(status, MINE, 200):
+                params = job.params
+                try:
+                    adapter = self._connectors.get(params["connector"])
+                    spec = self._connectors.source_spec(params["connector"], params["locator"], params["options"])
+                    found.append((job, adapter.identify(spec), params.get("wing") or adapter.default_wing(spec)))
+                except (KeyError, InvalidRequest, NotFound):
+                    continue  # a connector no longer installed: that job cannot write anything
+        return found
+
     def list_connectors(self) -> list[dict[str, Any]]:
         return self._connectors.describe()
 

@@ -167,6 +167,28 @@ class DrawerTables(SqlStore):
             self._close_current(tx, drawer_id, self._now(), None)
         return self.get_drawer(drawer_id)
 
+    def rename_wing(self, wing: str, new_name: str) -> None:
+        with self._write() as tx:
+            found = tx.one(f"SELECT id FROM wing WHERE name = ?{self.FOR_UPDATE}", (wing,))
+            if found is None:
+                raise NotFound(f"no wing {wing!r}")
+            if tx.one("SELECT 1 AS found FROM wing WHERE name = ?", (new_name,)) is not None:
+                raise Conflict(f"a wing named {new_name!r} already exists", help="choose another name")
+            tx.run("UPDATE wing SET name = ? WHERE id = ?", (new_name, found["id"]))
+
+    def rename_room(self, wing: str, room: str, new_name: str) -> None:
+        with self._write() as tx:
+            found = tx.one(
+                f"SELECT r.id, r.wing_id FROM room r JOIN wing w ON w.id = r.wing_id WHERE w.name = ? AND r.name = ?"
+                f"{self.FOR_UPDATE}",
+                (wing, room),
+            )
+            if found is None:
+                raise NotFound(f"no room {room!r} in wing {wing!r}")
+            if tx.one("SELECT 1 AS found FROM room WHERE wing_id = ? AND name = ?", (found["wing_id"], new_name)):
+                raise Conflict(f"wing {wing!r} already has a room named {new_name!r}", help="choose another name")
+            tx.run("UPDATE room SET name = ? WHERE id = ?", (new_name, found["id"]))
+
     # --- reads ----------------------------------------------------------------------------------
 
     def get_drawer(self, drawer_id: str) -> Drawer:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from memcastle.model import DocumentChanges, DocumentRecord, SourceRecord
-from memcastle.store.sql.base import dumps
+from memcastle.store.sql.base import Tx, dumps
 from memcastle.store.sql.drawers import DrawerTables
 from memcastle.store.sql.rows import document_from_row, source_from_row
 
@@ -33,19 +33,36 @@ class MiningTables(DrawerTables):
         row = self._one("SELECT * FROM source WHERE id = ?", (source_id,))
         return source_from_row(row) if row else None
 
+    def list_sources(self) -> list[tuple[SourceRecord, int, int]]:
+        """Every mined source with how many documents it has and how many current drawers came from it."""
+        rows = self._all(
+            "SELECT s.*, (SELECT COUNT(*) FROM document o WHERE o.source_id = s.id) AS documents, "
+            "(SELECT COUNT(*) FROM drawer d WHERE d.source_id = s.id AND d.valid_to IS NULL) AS drawers "
+            "FROM source s ORDER BY s.connector, s.locator, s.id"
+        )
+        return [(source_from_row(r), int(r["documents"]), int(r["drawers"])) for r in rows]
+
     def get_document(self, source_id: str, external_id: str) -> DocumentRecord | None:
         row = self._one("SELECT * FROM document WHERE source_id = ? AND external_id = ?", (source_id, external_id))
         return document_from_row(row) if row else None
+
+    def _stored(self, tx: Tx, drawer_id: str) -> bool:
+        return tx.one("SELECT 1 AS found FROM drawer WHERE id = ?", (drawer_id,)) is not None
 
     def apply_document(self, changes: DocumentChanges) -> None:
         """Invalidate, supersede, create, record the document, then move the cursor: all in one transaction."""
         at = changes.at or self._now()
         record = changes.record
         with self._write() as tx:
+            # A drawer forgotten since the document was read is no longer there to close: its chunk is filed anew.
             for drawer_id in changes.invalidated:
-                self._close_current(tx, drawer_id, at, None)
+                if self._stored(tx, drawer_id):
+                    self._close_current(tx, drawer_id, at, None)
             for old_id, replacement in changes.superseded:
-                self._supersede(tx, old_id, replacement, at)
+                if self._stored(tx, old_id):
+                    self._supersede(tx, old_id, replacement, at)
+                else:
+                    self._insert_drawer(tx, replacement, at)
             for new in changes.created:
                 self._insert_drawer(tx, new, at)
             tx.run(

@@ -1,0 +1,127 @@
+"""Forgetting at the service seam: a scope validated, a dry run by default for the broad ones, the erase, and the
+in-memory indexes told (docs/lifecycle.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from memcastle.errors import Conflict, InvalidRequest
+from memcastle.model import FORGET_SCOPES, ForgetReport, ForgetScope, Job, LexicalQuery, Tombstone
+from memcastle.search.engine import SearchEngine
+from memcastle.search.lexical import query_terms
+from memcastle.services.search import SearchRequest, build_query
+from memcastle.services.validation import check_limit, check_name, check_text
+from memcastle.store import Store
+
+# The mine jobs queued or running, as (job, source id, wing it files into): a forget of their wing or source waits.
+ActiveMines = Callable[[], list[tuple[Job, str, str]]]
+
+
+@dataclass(frozen=True)
+class ForgetRequest:
+    """A forget as the interfaces receive it: exactly one scope."""
+
+    kind: str
+    drawer_id: str | None = None
+    source_id: str | None = None
+    document: str | None = None
+    wing: str | None = None
+    room: str | None = None
+    search: SearchRequest | None = None
+
+
+class ForgetService:
+    """Erase drawers with everything derived from them; a tombstone stays."""
+
+    def __init__(self, store: Store, engine: SearchEngine, active_mines: ActiveMines) -> None:
+        self._store = store
+        self._engine = engine
+        self._active_mines = active_mines
+
+    def forget(
+        self, request: ForgetRequest, *, dry_run: bool | None = None, requested_by: str = "http"
+    ) -> ForgetReport:
+        """Forget the scope; `dry_run` None means the scope's default (a dry run for source, room, wing and search:
+        they reach drawers the caller may not have looked at)."""
+        scope = scope_of(request)
+        if dry_run is None:
+            dry_run = scope.broad
+        if not dry_run:
+            self._refuse_while_mining(scope)
+        report = self._store.forget(scope, dry_run=dry_run, requested_by=requested_by)
+        if not dry_run:
+            self._engine.forget(report.drawer_ids)
+        return report
+
+    def tombstones(self, limit: int = 50) -> list[Tombstone]:
+        return self._store.tombstones(check_limit(limit))
+
+    def _refuse_while_mining(self, scope: ForgetScope) -> None:
+        """A mine filing into the wing, room or source being forgotten would write part of it back."""
+        if scope.kind not in ("source", "document", "room", "wing"):
+            return
+        for job, source_id, wing in self._active_mines():
+            if (scope.kind in ("source", "document") and source_id == scope.source_id) or (
+                scope.kind in ("room", "wing") and wing == scope.wing
+            ):
+                raise Conflict(
+                    f"mine job {job.id} ({job.status.value}) writes to this {scope.kind}",
+                    help=f"wait for it to finish, or cancel it (memcastle job cancel {job.id}), then forget again",
+                )
+
+
+def scope_of(request: ForgetRequest) -> ForgetScope:
+    """Validate a request into a `ForgetScope`; every refusal names the field."""
+    kind = request.kind
+    if kind not in FORGET_SCOPES:
+        raise InvalidRequest(f"unknown scope {kind!r}; one of {', '.join(FORGET_SCOPES)}", field="scope")
+    wanted = {
+        "drawer": ("drawer_id",),
+        "document": ("source_id", "document"),
+        "source": ("source_id",),
+        "room": ("wing", "room"),
+        "wing": ("wing",),
+        "search": ("search",),
+    }[kind]
+    given = {
+        name
+        for name in ("drawer_id", "source_id", "document", "wing", "room", "search")
+        if getattr(request, name) is not None
+    }
+    for name in wanted:
+        if name not in given:
+            raise InvalidRequest(f"forgetting a {kind} needs {name}", field=name)
+    for name in sorted(given - set(wanted)):
+        raise InvalidRequest(f"{name} is not part of a {kind} scope", field=name)
+    for name in ("drawer_id", "source_id", "document"):
+        value = getattr(request, name)
+        if value is not None:
+            check_text(value, name)
+            if not value.strip():
+                raise InvalidRequest(f"{name} must not be blank", field=name)
+    if kind != "search":
+        return ForgetScope(
+            kind=kind,
+            drawer_id=request.drawer_id,
+            source_id=request.source_id,
+            document=request.document,
+            wing=check_name(request.wing, "wing"),
+            room=check_name(request.room, "room"),
+        )
+    assert request.search is not None
+    search = request.search
+    timeless = search.as_of is None and search.from_ is None and search.until is None
+    query = build_query(replace(search, include_historical=search.include_historical and not timeless))
+    terms = query_terms(query.text)
+    if not terms:
+        raise InvalidRequest("the query has no word to match", field="query")
+    return ForgetScope(
+        kind="search",
+        query=LexicalQuery(tuple(terms), require_all=True),
+        query_text=query.text,
+        filters=query.scope,
+        window=query.window,
+        # Without a time, every version that matches goes: forgetting text means its history too.
+        include_historical=timeless or query.include_historical,
+    )
