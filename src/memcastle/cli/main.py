@@ -8,6 +8,7 @@ from memcastle.cli.commands import (  # noqa: F401 - importing a group registers
     config,
     daemon,
     drawers,
+    forgetting,
     jobs,
     knowledge,
     mining,

@@ -27,7 +27,7 @@ from memcastle.mcp.endpoint import MCP_PATH
 from memcastle.model.vocabulary import EntityKind, FactState, JobState, Predicate, Ranking, SourceKind
 from memcastle.modes import HEADER as MODE_HEADER
 from memcastle.modes import MODES, Access, enforce_mode, narrows, parse_mode
-from memcastle.services import SearchRequest, Services
+from memcastle.services import ForgetRequest, SearchRequest, Services
 
 REQUESTER = "mcp"
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
@@ -88,6 +88,7 @@ TOOLS: Mapping[str, ToolSpec] = {
         ToolSpec("memcastle_set_mode", "Set this session's memory mode", "open", read_only=False),
         ToolSpec("memcastle_explain_preference", "Explain a drawer's source preference", "read", read_only=True),
         ToolSpec("memcastle_duplicates", "Duplicates of a drawer", "read", read_only=True),
+        ToolSpec("memcastle_forget", "Forget for good", "write", read_only=False, destructive=True, idempotent=False),
     )
 }
 
@@ -548,6 +549,51 @@ def build_mcp_server(
             connector, locator, options, wing=wing, full=full, requested_by=REQUESTER
         )
         return {"job": job.to_json(), "joined": not created}
+
+    @tool("memcastle_forget")
+    def forget(
+        ctx: Context,
+        scope: Annotated[
+            Literal["drawer", "document", "source", "room", "wing", "search"],
+            Field(
+                description="what to forget: one drawer (with its history), a mined document or source, a room, "
+                "a wing, or the drawers matching a search"
+            ),
+        ],
+        drawer_id: Annotated[str | None, Field(description="for scope drawer")] = None,
+        source_id: Annotated[str | None, Field(description="for scope document or source (see a hit's origin)")] = None,
+        document: Annotated[str | None, Field(description="for scope document: the origin's document")] = None,
+        wing: Annotated[str | None, Field(description="for scope room or wing; a filter for search")] = None,
+        room: Annotated[str | None, Field(description="for scope room; a filter for search")] = None,
+        query: Annotated[str | None, Field(description="for scope search: every word must match")] = None,
+        dry_run: Annotated[
+            bool | None,
+            Field(description="only count what would go; the default for source, room, wing and search"),
+        ] = None,
+    ) -> dict[str, Any]:
+        """Erase memory for good: the drawers of the scope and everything derived from them (search index,
+        vectors, links, mentions, facts resting only on them). It cannot be undone; only a tombstone (when, which
+        scope, how much) stays. Use it when the user asks to forget something (a secret, private data, a mistake),
+        never to tidy up: to correct a drawer, supersede it instead. Run with dry_run first and show the user the
+        counts and drawers it lists; broad scopes are dry runs unless dry_run is false. Refused in read_only and
+        disabled modes."""
+        search = None
+        if scope == "search":
+            if query is None:
+                raise InvalidRequest("scope search needs query", field="query")
+            search, wing, room = SearchRequest(query=query, wing=wing, room=room), None, None
+        elif query is not None:
+            raise InvalidRequest("query is only for scope search", field="query")
+        request = ForgetRequest(
+            kind=scope,
+            drawer_id=drawer_id,
+            source_id=source_id,
+            document=document,
+            wing=wing,
+            room=room,
+            search=search,
+        )
+        return services.forgetting.forget(request, dry_run=dry_run, requested_by=REQUESTER).to_json()
 
     # Builds `server.session_manager` for MCP_PATH; the Starlette app it returns is not used, the daemon's own app
     # serves the route (`memcastle.mcp.endpoint.LazyEndpoint`). Sessions (not stateless) so each client keeps its

@@ -167,3 +167,25 @@ def verify(inv: Invocation, wait: bool, pace_ms: int) -> None:
 def embed(inv: Invocation, wait: bool) -> None:
     """Fill missing embeddings in the background (joins a queued sweep)."""
     request_sweep(inv, "/embed", wait)
+
+
+source_app = group("source", app, "Mined sources: what was mined, from where.")
+
+
+@source_app.command("list")
+@pass_invocation
+def source_list(inv: Invocation) -> None:
+    """List mined sources with their ids (for forget source / forget document)."""
+    data = inv.client().get("/sources")
+
+    def show(data: Any) -> None:
+        render.table(
+            "sources",
+            ["id", "connector", "locator", "documents", "drawers", "updated"],
+            [
+                (s["id"], s["connector"], s["locator"], s["documents"], s["drawers"], s["updated_at"])
+                for s in data["sources"]
+            ],
+        )
+
+    inv.emit(data, show)
