@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from waiting import wait_until
 
-from memcastle.model import NewDrawer, Scope
+from memcastle.model import ForgetScope, NewDrawer, Scope
 from memcastle.search import semantic
 from memcastle.search.semantic import IndexMaintainer, SemanticIndex
 from memcastle.store.sqlite import SQLiteStore
@@ -260,3 +260,50 @@ def test_the_graph_library_and_the_model_runtime_load_in_the_daemons_order() -> 
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "(384,)"
+
+
+def test_forgotten_rows_leave_the_graph_and_its_file_at_once(store: SQLiteStore, tmp_path: Path) -> None:
+    ids = fill(store, 400)
+    path = tmp_path / "vectors" / "m.usearch"
+    index = built(store, path)
+    index.save()
+    vectors = clustered(400, 1)
+    gone = ids[5:25]
+    planted = [vectors[i].astype(np.float16).tobytes() for i in range(5, 25)]
+    assert all(v in path.read_bytes() for v in planted), "the saved graph holds the vectors to forget"
+    store.forget(ForgetScope(kind="drawer", drawer_id=gone[0]), dry_run=False, requested_by="test")
+    for drawer_id in gone[1:]:
+        store.forget(ForgetScope(kind="drawer", drawer_id=drawer_id), dry_run=False, requested_by="test")
+    index.forget(gone)
+    data = path.read_bytes()
+    assert not any(v in data for v in planted), "no forgotten vector survives in the file"
+    assert sum(vectors[i].astype(np.float16).tobytes() in data for i in range(30, 60)) == 30, "the others stay"
+    query = vectors[7]
+    found = index.candidates(query, 10, Scope(), None, False)
+    assert not {h.drawer_id for h in found} & set(gone)
+    assert [h.drawer_id for h in found] == [
+        h.drawer_id for h in exact(store).candidates(query, 10, Scope(), None, False)
+    ]
+    again = built(store, path)
+    assert len(again._ann or []) == 380, "the saved file is reused without the forgotten rows"
+
+
+def test_forgetting_a_large_share_starts_the_index_afresh(store: SQLiteStore, tmp_path: Path) -> None:
+    ids = fill(store, 400)
+    path = tmp_path / "vectors" / "m.usearch"
+    index = built(store, path)
+    index.save()
+    for drawer_id in ids[:150]:
+        store.forget(ForgetScope(kind="drawer", drawer_id=drawer_id), dry_run=False, requested_by="test")
+    index.forget(ids[:150])
+    assert not path.exists(), "the file went at once; the graph is built again"
+    query = clustered(400, 1)[300]
+    found = index.candidates(query, 10, Scope(), None, False)
+    assert [h.drawer_id for h in found] == [
+        h.drawer_id for h in exact(store).candidates(query, 10, Scope(), None, False)
+    ]
+    assert index.size == 250
+    while index.maintain():
+        pass
+    index.save()
+    assert path.exists() and len(index._ann or []) == 250
