@@ -419,3 +419,40 @@ def test_a_piped_command_imports_no_server_stack_and_no_rich(module_daemon: Any,
     )
     assert done.returncode == 0, done.stderr
     assert done.stderr.rstrip().endswith("LOADED"), done.stderr
+
+
+# --- forgetting -----------------------------------------------------------------------------------
+
+
+def test_forget_previews_a_broad_scope_and_erases_it_with_yes(module_daemon: Any, tmp_path: Path) -> None:
+    kept = note(module_daemon, "the moat is deep", wing="cli-forget", room="keep")
+    gone = note(module_daemon, "the secret tunnel is under the well", wing="cli-forget", room="drop")
+    preview = as_json(module_daemon.cli("forget", "room", "cli-forget", "drop"))
+    assert preview["dry_run"] is True and preview["counts"]["versions"] == 1
+    assert [d["id"] for d in preview["drawers"]] == [gone["id"]] and "secret tunnel" in preview["drawers"][0]["preview"]
+    code, text = on_terminal(
+        ["--palace", str(module_daemon.palace), "forget", "room", "cli-forget", "drop"],
+        module_daemon.env,
+        tmp_path,
+    )
+    assert code == 0 and "would forget: 1 drawers, 1 versions" in text and "add --yes" in text
+    done = as_json(module_daemon.cli("forget", "room", "cli-forget", "drop", "--yes"))
+    assert done["dry_run"] is False and done["tombstone"]["scope"] == {
+        "kind": "room",
+        "wing": "cli-forget",
+        "room": "drop",
+    }
+    rooms = as_json(module_daemon.cli("room", "list", "cli-forget"))["rooms"]
+    assert [r["name"] for r in rooms] == ["keep"]
+    log = as_json(module_daemon.cli("forget", "log"))["tombstones"]
+    assert log[0]["id"] == done["tombstone"]["id"] and "tunnel" not in json.dumps(log)
+    refused = module_daemon.cli("wing", "delete", "cli-forget")
+    assert refused.returncode == 1 and "holds 1 drawer versions" in refused.stderr and "force" in refused.stderr
+    renamed = as_json(module_daemon.cli("wing", "rename", "cli-forget", "cli-forget-2"))
+    assert renamed["wing"] == "cli-forget-2"
+    deleted = as_json(module_daemon.cli("wing", "delete", "cli-forget-2", "--force", "--yes"))
+    assert deleted["counts"]["wings"] == 1 and deleted["drawers"][0]["id"] == kept["id"]
+    drawer = note(module_daemon, "a drawer forgotten by id", wing="cli-forget-3")
+    assert as_json(module_daemon.cli("forget", "drawer", drawer["id"]))["counts"]["versions"] == 1
+    missing = module_daemon.cli("forget", "drawer", drawer["id"])
+    assert missing.returncode == 1 and "no drawer" in missing.stderr

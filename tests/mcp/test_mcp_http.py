@@ -45,7 +45,8 @@ REQUIRED = {
     "memcastle_job_get",
     "memcastle_set_mode",
 }
-WRITES = {"memcastle_note", "memcastle_checkpoint", "memcastle_diary_write", "memcastle_mine"}
+WRITES = {"memcastle_note", "memcastle_checkpoint", "memcastle_diary_write", "memcastle_mine", "memcastle_forget"}
+DESTRUCTIVE = {"memcastle_forget"}
 INITIALIZE = {
     "jsonrpc": "2.0",
     "id": 1,
@@ -106,7 +107,7 @@ def test_tools_are_listed_with_hints_and_agent_descriptions(module_daemon: Any) 
             hints = tool.annotations
             assert hints is not None, name
             assert hints.read_only_hint is (name not in WRITES | {"memcastle_set_mode"}), name
-            assert hints.destructive_hint is False, name
+            assert hints.destructive_hint is (name in DESTRUCTIVE), name
             assert hints.open_world_hint is False, name
             assert hints.idempotent_hint is not None, name
             assert tool.description and len(tool.description) > 80, name
@@ -467,3 +468,28 @@ def test_the_rest_answers_while_the_mcp_server_is_still_being_built(
     finally:
         gate.set()
         palace.stop()
+
+
+def test_forget_is_a_destructive_tool_that_previews_broad_scopes(module_daemon: Any) -> None:
+    async def scenario() -> None:
+        async with connect(module_daemon.address) as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            hints = tools["memcastle_forget"].annotations
+            assert hints is not None and hints.destructive_hint is True and hints.read_only_hint is False
+            saved = await call(client, "memcastle_note", content="the quartermaster's keys are in the cellar",
+                               wing="mcp-forget")  # fmt: skip
+            preview = await call(client, "memcastle_forget", scope="search", query="quartermaster keys")
+            assert preview["dry_run"] is True and [d["id"] for d in preview["drawers"]] == [saved["drawer"]["id"]]
+            bad = await refused(client, "memcastle_forget", scope="drawer")
+            assert bad.structured_content is not None and bad.structured_content["field"] == "drawer_id"
+            await call(client, "memcastle_set_mode", mode="read_only")
+            denied = await refused(client, "memcastle_forget", scope="drawer", drawer_id=saved["drawer"]["id"])
+            assert denied.structured_content is not None and denied.structured_content["code"] == "forbidden"
+
+        async with connect(module_daemon.address) as client:
+            done = await call(client, "memcastle_forget", scope="drawer", drawer_id=saved["drawer"]["id"])
+            assert done["dry_run"] is False and done["tombstone"]["requested_by"] == "mcp"
+            missing = await refused(client, "memcastle_history", drawer_id=saved["drawer"]["id"])
+            assert missing.structured_content is not None and missing.structured_content["code"] == "not_found"
+
+    run(scenario)

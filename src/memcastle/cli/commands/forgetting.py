@@ -213,7 +213,7 @@ def _delete(inv: Invocation, path: str, force: bool, yes: bool, dry_run: bool) -
     client.timeout = FORGET_SECONDS
 
     def send(preview: bool | None) -> Any:
-        return client.call("DELETE", path, params={"force": force, "dry_run": bool(preview)})
+        return client.call("DELETE", path, json={}, params={"force": force, "dry_run": bool(preview)})
 
     if not force:
         inv.emit(send(dry_run), show_report)
