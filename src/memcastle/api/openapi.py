@@ -29,7 +29,16 @@ WHY: dict[int, str] = {
 }
 # Routes that can answer 404 although their path names nothing: a request field names a thing that may be missing.
 NOT_FOUND_WITHOUT_PATH_PARAMETERS = frozenset(
-    {"/api/mine", "/api/search", "/api/recall", "/api/facts", "/api/checkpoint", "/api/wake-up", "/api/drawers"}
+    {
+        "/api/mine",
+        "/api/search",
+        "/api/recall",
+        "/api/facts",
+        "/api/checkpoint",
+        "/api/wake-up",
+        "/api/drawers",
+        "/api/forget",
+    }
 )
 # Routes that call a provider while the client waits (the query's embedding).
 PROVIDER_ROUTES = frozenset({"/api/search", "/api/recall"})
