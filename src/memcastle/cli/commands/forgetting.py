@@ -34,15 +34,9 @@ def show_report(data: dict[str, Any]) -> None:
     if data["drawers"]:
         render.table(
             "drawers" + (" (would go)" if data["dry_run"] else ""),
-            ["id", "wing/room", "valid", "document", "text"],
+            ["id", "wing/room", "document", "text"],
             [
-                (
-                    d["id"],
-                    f"{d['wing']}/{d['room']}",
-                    f"{d['valid_from'][:10]}…{(d['valid_to'] or '')[:10]}",
-                    d["document"] or "",
-                    d["preview"][:60],
-                )
+                (d["id"][:8], f"{d['wing']}/{d['room']}", d["document"] or "", d["preview"][:60])
                 for d in data["drawers"]
             ],
         )

@@ -213,7 +213,7 @@ class ForgetTables(DrawerTables):
             f"SELECT COUNT(*) AS n FROM fact_link WHERE from_id IN {_GONE_FACTS} OR to_id IN {_GONE_FACTS}"
         )
         counts["mentions"] = n(f"SELECT COUNT(*) AS n FROM mention WHERE drawer_id IN {_SET}")
-        counts["entities"] = len(self._orphans(tx, assume_gone=True))
+        counts["entities"] = self._orphans(tx)
         counts["drawer_links"] = n(f"SELECT COUNT(*) AS n FROM drawer_link WHERE from_id IN {_SET} OR to_id IN {_SET}")
         counts["documents"] = n(
             f"SELECT COUNT(*) AS n FROM (SELECT DISTINCT source_id, document FROM drawer WHERE seq IN {_SEQS} "
@@ -241,16 +241,15 @@ class ForgetTables(DrawerTables):
         )
         return counts, preview
 
-    def _orphans(self, tx: Tx, *, assume_gone: bool) -> list[str]:
-        """Touched entities that nothing will mention or state a fact about once the forget is done (`assume_gone`:
-        the mentions and facts of the set still exist, and are counted as gone)."""
-        mention = "SELECT 1 FROM mention m WHERE m.entity_id = e.id"
-        fact = "SELECT 1 FROM assertion a WHERE (a.subject = e.id OR a.object = e.id)"
-        if assume_gone:
-            mention += f" AND m.drawer_id NOT IN {_SET}"
-            fact += f" AND a.id NOT IN {_GONE_FACTS}"
-        rows = tx.all(f"SELECT e.id FROM forget_entity e WHERE NOT EXISTS ({mention}) AND NOT EXISTS ({fact})")
-        return [r["id"] for r in rows]
+    def _orphans(self, tx: Tx) -> int:
+        """How many touched entities nothing will mention or state a fact about once the forget is done."""
+        row = tx.one(
+            "SELECT COUNT(*) AS n FROM forget_entity e "
+            f"WHERE NOT EXISTS (SELECT 1 FROM mention m WHERE m.entity_id = e.id AND m.drawer_id NOT IN {_SET}) "
+            f"AND NOT EXISTS (SELECT 1 FROM assertion a WHERE a.subject = e.id AND a.id NOT IN {_GONE_FACTS}) "
+            f"AND NOT EXISTS (SELECT 1 FROM assertion a WHERE a.object = e.id AND a.id NOT IN {_GONE_FACTS})"
+        )
+        return int(row["n"] or 0) if row else 0
 
     def _erase(self, tx: Tx, places: dict[str, list[int]]) -> None:
         spellings = tx.all(f"SELECT DISTINCT entity_id, spelling FROM mention WHERE drawer_id IN {_SET}")
@@ -271,14 +270,18 @@ class ForgetTables(DrawerTables):
         tx.run(f"DELETE FROM fact_link WHERE from_id IN {_GONE_FACTS} OR to_id IN {_GONE_FACTS}")
         tx.run(f"UPDATE fact_link SET evidence_drawer = NULL WHERE evidence_drawer IN {_SET}")
         tx.run(f"DELETE FROM assertion WHERE id IN {_GONE_FACTS}")
-        orphans = self._orphans(tx, assume_gone=False)
-        if orphans:
-            tx.many("DELETE FROM forget_entity WHERE id = ?", [(e,) for e in orphans])
-            for entity_id in orphans:
-                tx.run("DELETE FROM entity_alias WHERE entity_id = ?", (entity_id,))
-                tx.run("DELETE FROM entity_key_variant WHERE entity_id = ?", (entity_id,))
-                tx.run("DELETE FROM entity_hint WHERE entity_id = ? OR other_id = ?", (entity_id, entity_id))
-                tx.run("DELETE FROM entity WHERE id = ?", (entity_id,))
+        # What is left in forget_entity is what nothing refers to any more.
+        tx.run(
+            "DELETE FROM forget_entity WHERE EXISTS (SELECT 1 FROM mention m WHERE m.entity_id = forget_entity.id) "
+            "OR EXISTS (SELECT 1 FROM assertion a WHERE a.subject = forget_entity.id) "
+            "OR EXISTS (SELECT 1 FROM assertion a WHERE a.object = forget_entity.id)"
+        )
+        orphans = [r["id"] for r in tx.all("SELECT id FROM forget_entity")]
+        gone = "(SELECT id FROM forget_entity)"
+        for table, column in (("entity_alias", "entity_id"), ("entity_key_variant", "entity_id")):
+            tx.run(f"DELETE FROM {table} WHERE {column} IN {gone}")
+        tx.run(f"DELETE FROM entity_hint WHERE entity_id IN {gone} OR other_id IN {gone}")
+        tx.run(f"DELETE FROM entity WHERE id IN {gone}")
         self._unlearn_aliases(tx, [(r["entity_id"], r["spelling"]) for r in spellings], set(orphans))
         self._erase_requests(tx)
         self._blank_documents(tx)
