@@ -68,7 +68,9 @@ class DrawerOut(Shape):
     valid_to: str | None
     supersedes: str | None
     superseded_by: str | None
-    created_at: str
+    created_at: str = Field(description="when the palace learnt it (record time)")
+    closed_at: str | None = Field(None, description="when the palace learnt that it closed (record time)")
+    closed_reason: str | None = Field(None, description="why it closed without a successor: removed at source")
 
 
 class ProgressOut(Shape):

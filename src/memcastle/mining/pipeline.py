@@ -292,6 +292,7 @@ class MinePipeline:
             else:
                 created.append(new)
         invalidated = tuple(d.id for d in old[len(chunks) :] if d is not None and d.is_current)
+        closing = [d for d in old if d is not None and d.id in {*invalidated, *(i for i, _ in superseded)}]
         return DocumentChanges(
             source=source,
             record=DocumentRecord(
@@ -305,7 +306,19 @@ class MinePipeline:
             created=tuple(created),
             superseded=tuple(superseded),
             invalidated=invalidated,
+            at=self._event_time(raw, closing),
         )
+
+    def _event_time(self, raw: RawDocument, closing: list[Drawer]) -> str | None:
+        """When this revision happened, as the instant its drawers open and the ones it replaces close: the
+        document's event time, never later than now, and only when it is after every version it closes opened (a
+        source whose clock went backwards); else None, the moment of mining."""
+        if raw.occurred_at is None:
+            return None
+        event = min(raw.occurred_at, self._now())
+        if any(event <= drawer.valid_from for drawer in closing):
+            return None
+        return event
 
     def _previous_drawers(self, record: DocumentRecord | None) -> list[Drawer | None]:
         if record is None:

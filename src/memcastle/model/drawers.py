@@ -141,7 +141,9 @@ class Drawer:
     valid_to: str | None
     supersedes: str | None
     superseded_by: str | None
-    created_at: str
+    created_at: str  # when the palace learnt it (record time; `valid_from` is when it held: event time)
+    closed_at: str | None = None  # when the palace learnt that it closed
+    closed_reason: str | None = None  # why it closed without a successor ("removed at source")
 
     @property
     def is_current(self) -> bool:
@@ -164,6 +166,8 @@ class Drawer:
             "supersedes": self.supersedes,
             "superseded_by": self.superseded_by,
             "created_at": self.created_at,
+            "closed_at": self.closed_at,
+            "closed_reason": self.closed_reason,
         }
 
 

@@ -82,7 +82,10 @@ class DrawerTables(SqlStore):
         assert room_row is not None
         return int(room_row["id"])
 
-    def _insert_drawer(self, tx: Tx, new: NewDrawer, at: str, *, supersedes: str | None = None) -> str:
+    def _insert_drawer(
+        self, tx: Tx, new: NewDrawer, at: str, *, supersedes: str | None = None, recorded: str | None = None
+    ) -> str:
+        """Store a drawer valid from `new.valid_from` or `at`, recorded at `recorded` (default `at`)."""
         drawer_id = new.id or str(uuid.uuid4())
         digest = content_hash(new.content)
         existing = tx.one("SELECT content_hash FROM drawer WHERE id = ?", (drawer_id,))
@@ -110,7 +113,7 @@ class DrawerTables(SqlStore):
             "valid_to": None,
             "supersedes": supersedes,
             "superseded_by": None,
-            "created_at": at,
+            "created_at": recorded or at,
         }
         try:
             seq = self._insert_drawer_row(tx, row)
@@ -133,7 +136,17 @@ class DrawerTables(SqlStore):
         )
         return drawer_id
 
-    def _close_current(self, tx: Tx, drawer_id: str, at: str, successor: str | None) -> None:
+    def _close_current(
+        self,
+        tx: Tx,
+        drawer_id: str,
+        at: str,
+        successor: str | None,
+        *,
+        recorded: str | None = None,
+        reason: str | None = None,
+    ) -> None:
+        """Close a current drawer: valid until `at`, learnt at `recorded` (default `at`)."""
         row = tx.one(f"SELECT valid_to, superseded_by FROM drawer WHERE id = ?{self.FOR_UPDATE}", (drawer_id,))
         if row is None:
             raise NotFound(f"no drawer {drawer_id}")
@@ -143,13 +156,16 @@ class DrawerTables(SqlStore):
                 existing_id=row["superseded_by"],
                 help="supersede the current version instead (see its history)",
             )
-        tx.run("UPDATE drawer SET valid_to = ?, superseded_by = ? WHERE id = ?", (at, successor, drawer_id))
+        tx.run(
+            "UPDATE drawer SET valid_to = ?, superseded_by = ?, closed_at = ?, closed_reason = ? WHERE id = ?",
+            (at, successor, recorded or at, reason, drawer_id),
+        )
 
-    def _supersede(self, tx: Tx, old_id: str, replacement: NewDrawer, at: str) -> str:
+    def _supersede(self, tx: Tx, old_id: str, replacement: NewDrawer, at: str, recorded: str | None = None) -> str:
         new_id = replacement.id or str(uuid.uuid4())
-        self._close_current(tx, old_id, at, new_id)
+        self._close_current(tx, old_id, at, new_id, recorded=recorded)
         return self._insert_drawer(
-            tx, dataclasses.replace(replacement, id=new_id, valid_from=at), at, supersedes=old_id
+            tx, dataclasses.replace(replacement, id=new_id, valid_from=at), at, supersedes=old_id, recorded=recorded
         )
 
     def add_drawer(self, new: NewDrawer) -> Drawer:

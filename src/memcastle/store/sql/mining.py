@@ -51,20 +51,21 @@ class MiningTables(DrawerTables):
 
     def apply_document(self, changes: DocumentChanges) -> None:
         """Invalidate, supersede, create, record the document, then move the cursor: all in one transaction."""
-        at = changes.at or self._now()
+        recorded = self._now()
+        at = changes.at or recorded
         record = changes.record
         with self._write() as tx:
             # A drawer forgotten since the document was read is no longer there to close: its chunk is filed anew.
             for drawer_id in changes.invalidated:
                 if self._stored(tx, drawer_id):
-                    self._close_current(tx, drawer_id, at, None)
+                    self._close_current(tx, drawer_id, at, None, recorded=recorded)
             for old_id, replacement in changes.superseded:
                 if self._stored(tx, old_id):
-                    self._supersede(tx, old_id, replacement, at)
+                    self._supersede(tx, old_id, replacement, at, recorded)
                 else:
-                    self._insert_drawer(tx, replacement, at)
+                    self._insert_drawer(tx, replacement, at, recorded=recorded)
             for new in changes.created:
-                self._insert_drawer(tx, new, at)
+                self._insert_drawer(tx, new, at, recorded=recorded)
             tx.run(
                 "INSERT INTO document(source_id, external_id, revision, chunk_hashes, drawer_ids, updated_at) "
                 "VALUES (?,?,?,?,?,?) ON CONFLICT (source_id, external_id) DO UPDATE SET "
@@ -76,11 +77,11 @@ class MiningTables(DrawerTables):
                     record.revision,
                     dumps(list(record.chunk_hashes)),
                     dumps(list(record.drawer_ids)),
-                    at,
+                    recorded,
                 ),
             )
             # The cursor advances only with the document that earned it, in the same transaction.
             tx.run(
                 "UPDATE source SET cursor = ?, updated_at = ? WHERE id = ?",
-                (changes.source.cursor, at, changes.source.id),
+                (changes.source.cursor, recorded, changes.source.id),
             )

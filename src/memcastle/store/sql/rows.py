@@ -54,6 +54,8 @@ def drawer_from_row(row: Row) -> Drawer:
         supersedes=row["supersedes"],
         superseded_by=row["superseded_by"],
         created_at=row["created_at"],
+        closed_at=row["closed_at"],
+        closed_reason=row["closed_reason"],
     )
 
 
