@@ -464,6 +464,7 @@ def _search_request(body: SearchBody) -> SearchRequest:
         include_historical=body.include_historical,
         expand=body.expand,
         preferences=body.preferences,
+        known_at=body.known_at,
     )
 
 
@@ -493,7 +494,13 @@ def control_job(job_id: str, action: JobAction, request: Request, body: EmptyBod
 @router.post("/mine", status_code=202, response_model=MineOut, tags=["mining"], dependencies=[Depends(writes)])
 def mine(body: MineBody, request: Request) -> dict[str, Any]:
     job, created = services(request).mining.submit_mine(
-        body.connector, body.locator, body.options, wing=body.wing, full=body.full, requested_by=requester(request)
+        body.connector,
+        body.locator,
+        body.options,
+        wing=body.wing,
+        full=body.full,
+        notice_removed=body.notice_removed,
+        requested_by=requester(request),
     )
     return {"job": job.to_json(), "joined": not created}
 

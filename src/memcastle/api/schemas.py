@@ -96,6 +96,9 @@ class SearchBody(Body):
     from_: Instant | None = Field(default=None, alias="from")
     until: Instant | None = None
     include_historical: bool = False
+    known_at: Instant | None = Field(
+        None, description="what the palace knew at this instant (record time), instead of when things held"
+    )
     expand: bool = False
     preferences: Switch = "on"
 
@@ -147,6 +150,10 @@ class MineBody(Body):
     options: dict[str, str] = Field(default_factory=dict)
     wing: Name | None = None
     full: bool = False
+    notice_removed: bool | None = Field(
+        None,
+        description="close the drawers of documents gone from the source (default: yes for directory and notes)",
+    )
 
 
 class DiaryBody(Body):

@@ -65,6 +65,12 @@ class ChatGPTConnector:
         """Transcripts go to the connector's wing."""
         return self.name
 
+    notices_removal = False
+
+    def lists_everything(self, source: SourceSpec) -> bool:
+        """Discovery lists every conversation of the export."""
+        return True
+
     def discover(self, source: SourceSpec, cursor: str | None) -> list[Candidate]:
         """Every conversation of the export, by id; an unreadable export raises `SkipDocument`."""
         since = since_instant(source)

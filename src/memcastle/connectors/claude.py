@@ -75,6 +75,12 @@ class ClaudeConnector:
         """Transcripts go to the connector's wing."""
         return self.name
 
+    notices_removal = False
+
+    def lists_everything(self, source: SourceSpec) -> bool:
+        """Discovery lists every session, unless `since` narrows the listing."""
+        return since_instant(source) is None
+
     def discover(self, source: SourceSpec, cursor: str | None) -> list[Candidate]:
         """Every session file `<project>/<session>.jsonl`, by relative path; sub-agent files are left out."""
         root = locator_root(source, DEFAULT_LOCATOR)

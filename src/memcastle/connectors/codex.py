@@ -67,6 +67,12 @@ class CodexConnector:
         """Transcripts go to the connector's wing."""
         return self.name
 
+    notices_removal = False
+
+    def lists_everything(self, source: SourceSpec) -> bool:
+        """Discovery lists every session, unless `since` narrows the listing."""
+        return since_instant(source) is None
+
     def discover(self, source: SourceSpec, cursor: str | None) -> list[Candidate]:
         """Every `rollout-*.jsonl` below the folder, by relative path (which sorts by date)."""
         root = locator_root(source, DEFAULT_LOCATOR)

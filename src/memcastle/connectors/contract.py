@@ -88,7 +88,11 @@ class Connector(Protocol):
 
     A connector may also define `check(source) -> None`, called when a mine is requested: raise `InvalidRequest`
     (naming `locator` or the option) to refuse a source it could never read, so the request is answered with a 400
-    instead of a job that completes with one skip."""
+    instead of a job that completes with one skip.
+
+    And it may define `lists_everything(source) -> bool`: whether `discover` lists every document the source holds
+    now (so a document it no longer lists was removed at source), with `notices_removal: bool`, whether a mine
+    notices removals unless asked otherwise. A connector without them never closes a document it does not list."""
 
     name: str
     options: Mapping[str, OptionSpec]

@@ -42,6 +42,12 @@ class DirectoryConnector:
     def default_wing(self, source: SourceSpec) -> str:
         return project_wing(source.path)
 
+    notices_removal = True
+
+    def lists_everything(self, source: SourceSpec) -> bool:
+        """Discovery lists every file under the folder."""
+        return True
+
     def discover(self, source: SourceSpec, cursor: str | None) -> Iterable[Candidate]:
         root = source.path.resolve()
         if not root.is_dir():

@@ -325,6 +325,9 @@ def build_mcp_server(
         since: Annotated[str | None, Field(description="window start, RFC 3339 (with until)")] = None,
         until: Annotated[str | None, Field(description="window end, RFC 3339 (with since)")] = None,
         include_historical: Annotated[bool, Field(description="also closed (superseded) versions")] = False,
+        known_at: Annotated[
+            str | None, Field(description="what the palace knew at this RFC 3339 instant (record time)")
+        ] = None,
         expand: Annotated[bool, Field(description="add drawers related through the knowledge graph")] = False,
         preferences: Annotated[Literal["on", "off"], Field(description="apply the source-preference policy")] = "on",
     ) -> dict[str, Any]:
@@ -333,8 +336,9 @@ def build_mcp_server(
         `origin` (where it came from: connector, source_id, document, chunk, revision, occurred_at) and `signals`
         (why it ranked: lexical/semantic/fusion scores, relevance, and `preference`: how the source-preference
         policy adjusted it and why). Read origin and preference before trusting a hit. Narrow with wing, room,
-        tags, source_kind or connector; travel in time with as_of, or since+until, or include_historical (one of
-        them). Refused when memory is disabled."""
+        tags, source_kind or connector; travel in time with as_of (when things held: a commit's time, a
+        session's start), or since+until, or include_historical, or known_at (what memory held at that instant;
+        one of them). Refused when memory is disabled."""
         return services.search.search(
             SearchRequest(
                 query=query,
@@ -351,6 +355,7 @@ def build_mcp_server(
                 include_historical=include_historical,
                 expand=expand,
                 preferences=preferences,
+                known_at=known_at,
             )
         ).to_json()
 
@@ -539,6 +544,10 @@ def build_mcp_server(
         options: Annotated[dict[str, str] | None, Field(description="connector options (key: value)")] = None,
         wing: Annotated[str | None, Field(description="wing to file the drawers in")] = None,
         full: Annotated[bool, Field(description="re-read every document, not only changed ones")] = False,
+        notice_removed: Annotated[
+            bool | None,
+            Field(description="close the drawers of documents gone from the source (default: directory, notes)"),
+        ] = None,
     ) -> dict[str, Any]:
         """Queue a background mine of a source (project directory, git repository, notes folder, chat export)
         into memory; returns the `job` at once: poll memcastle_job_get. Mining is incremental: unchanged
@@ -546,7 +555,7 @@ def build_mcp_server(
         source joins one still queued (`joined` true). Connectors: {connectors}. Refused in read_only and
         disabled modes."""
         job, created = services.mining.submit_mine(
-            connector, locator, options, wing=wing, full=full, requested_by=REQUESTER
+            connector, locator, options, wing=wing, full=full, notice_removed=notice_removed, requested_by=REQUESTER
         )
         return {"job": job.to_json(), "joined": not created}
 

@@ -27,7 +27,7 @@ from memcastle.connectors.contract import (
 from memcastle.connectors.project import find_project_settings
 from memcastle.connectors.registry import ConnectorRegistry
 from memcastle.connectors.secrets import Redactor, redact_document
-from memcastle.errors import Conflict
+from memcastle.errors import Conflict, InvalidRequest
 from memcastle.jobs.context import JobContext
 from memcastle.knowledge.dedup import DuplicateFinder
 from memcastle.mining.chunking import chunk_segments
@@ -58,7 +58,10 @@ COUNTERS = (
     "similar",
     "errors",
     "redacted",
+    "removed",
+    "removed_documents",
 )
+REMOVED_AT_SOURCE = "removed at source"
 
 
 def drawer_id_for(job_id: str, source_id: str, document: str, chunk: int) -> str:
@@ -183,6 +186,13 @@ class MinePipeline:
                     message=candidate.external_id,
                 )
                 last_save = time.monotonic()
+        if notices_removal(connector, spec, params.get("notice_removed")):
+            # Everything the source holds was listed: a document with current drawers that is not there was removed.
+            listed = {candidate.external_id for candidate in candidates}
+            for document in sorted(self._store.current_documents(source_id) - listed):
+                closed = self._store.close_removed(source_id, document, REMOVED_AT_SOURCE)
+                tally.counts["removed"] += closed
+                tally.counts["removed_documents"] += 1
         return {**tally.to_json(), "source_id": source_id, "wing": wing}
 
     def _mine_one(
@@ -325,6 +335,22 @@ class MinePipeline:
             return []
         found = self._store.get_drawers(record.drawer_ids)
         return [found.get(drawer_id) for drawer_id in record.drawer_ids]
+
+
+def notices_removal(connector: Connector, spec: SourceSpec, asked: bool | None) -> bool:
+    """Whether a mine closes the drawers of documents the source no longer holds: as asked, else the connector's
+    default; never when its discovery does not list everything (`InvalidRequest` when asked for then)."""
+    lists = getattr(connector, "lists_everything", None)
+    complete = bool(lists(spec)) if callable(lists) else False
+    if asked and not complete:
+        raise InvalidRequest(
+            f"the {connector.name} connector does not list every document of this source, so it cannot tell one "
+            "that was removed",
+            field="notice_removed",
+            help="drop notice_removed (or the option that narrows the listing, such as since)",
+        )
+    wanted = bool(getattr(connector, "notices_removal", False)) if asked is None else asked
+    return wanted and complete
 
 
 def changes_room(document: CanonicalDocument, default_room: str) -> str:

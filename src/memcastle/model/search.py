@@ -11,11 +11,15 @@ from memcastle.model.drawers import JSON, Drawer
 
 @dataclass(frozen=True)
 class TimeWindow:
-    """Half-open window [start, end); an instant is start == end (eligible iff valid at that instant)."""
+    """Half-open window [start, end); an instant is start == end (eligible iff valid at that instant).
+
+    `axis` "valid" asks when things held (event time: `valid_from`/`valid_to`); "record" asks what the palace knew
+    at an instant (record time: recorded by then, and not yet known to be closed)."""
 
     start: str | None
     end: str | None
     is_instant: bool = False
+    axis: str = "valid"
 
 
 @dataclass(frozen=True)

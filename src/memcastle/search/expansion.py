@@ -22,7 +22,8 @@ def expand(store: KnowledgeStore, query: SearchQuery, direct: list[Hit], now: st
     seeds: set[str] = set().union(*mentioned.values()) if mentioned else set()
     if not seeds:
         return []
-    at = (query.window.start if query.window is not None and query.window.is_instant else None) or now
+    window = query.window
+    at = (window.start if window is not None and window.is_instant and window.axis == "valid" else None) or now
     facts = store.assertions_touching(list(seeds))
     links = store.links_of([f.id for f in facts])
     everything = {f.id: f for f in facts}

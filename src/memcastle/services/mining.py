@@ -8,6 +8,7 @@ from typing import Any
 from memcastle.connectors.registry import ConnectorRegistry
 from memcastle.errors import InvalidRequest, NotFound
 from memcastle.mining.pipeline import KIND as MINE
+from memcastle.mining.pipeline import notices_removal
 from memcastle.mining.roots import MiningRoots
 from memcastle.model import Job, MinerSpec
 from memcastle.services.jobs import JobService
@@ -37,6 +38,7 @@ class MiningService:
         *,
         wing: str | None = None,
         full: bool = False,
+        notice_removed: bool | None = None,
         requested_by: str = "http",
     ) -> tuple[Job, bool]:
         """Queue a background mine; a request for the same source joins one that is still queued."""
@@ -53,6 +55,7 @@ class MiningService:
         if callable(check):
             check(spec)
         source_id = adapter.identify(spec)
+        notices_removal(adapter, spec, notice_removed)  # refused now, not when the job runs
         wing = check_name(wing, "wing")
         params = {
             "connector": connector,
@@ -60,6 +63,7 @@ class MiningService:
             "options": dict(spec.options),
             "wing": wing,
             "full": bool(full),
+            "notice_removed": notice_removed,
         }
         return self._jobs.submit_job(
             MINE,
@@ -67,7 +71,7 @@ class MiningService:
             # Asked for by someone waiting for it: above the background sweeps, which give way between batches.
             priority="normal",
             requested_by=requested_by,
-            coalesce_key=f"mine:{source_id}:{wing or ''}:{int(bool(full))}",
+            coalesce_key=f"mine:{source_id}:{wing or ''}:{int(bool(full))}:{notice_removed}",
         )
 
     def active_mines(self) -> list[tuple[Job, str, str]]:

@@ -30,6 +30,7 @@ class SearchRequest:
     include_historical: bool = False
     expand: bool = False
     preferences: str = "on"
+    known_at: str | None = None
 
 
 class SearchService:
@@ -75,13 +76,17 @@ def build_query(request: SearchRequest) -> SearchQuery:
             ("as_of", request.as_of is not None),
             ("from/until", request.from_ is not None or request.until is not None),
             ("include_historical", request.include_historical),
+            ("known_at", request.known_at is not None),
         )
         if present
     ]
     if len(forms) > 1:
         raise InvalidRequest(f"choose one temporal form, not {' and '.join(forms)}", field=",".join(forms))
     window: TimeWindow | None = None
-    if request.as_of is not None:
+    if request.known_at is not None:
+        instant = parse_instant(request.known_at, field="known_at")
+        window = TimeWindow(start=instant, end=instant, is_instant=True, axis="record")
+    elif request.as_of is not None:
         instant = parse_instant(request.as_of, field="as_of")
         window = TimeWindow(start=instant, end=instant, is_instant=True)
     elif request.from_ is not None or request.until is not None:

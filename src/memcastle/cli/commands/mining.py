@@ -29,6 +29,11 @@ miner_app = group("miner", app, "Named miners declared with [[miners]] in config
 @click.argument("options", nargs=-1, metavar="[KEY=VALUE]...")
 @click.option("--wing", help="wing for the drawers (default: the connector's rule)")
 @click.option("--full", is_flag=True, help="read from the beginning instead of the saved cursor")
+@click.option(
+    "--notice-removed/--keep-removed",
+    default=None,
+    help="close the drawers of documents gone from the source (default: yes for directory and notes)",
+)
 @wait_option("follow the job with a progress bar and print its counts")
 @click.pass_context
 def mine(
@@ -38,6 +43,7 @@ def mine(
     options: tuple[str, ...],
     wing: str | None,
     full: bool,
+    notice_removed: bool | None,
     wait: bool,
 ) -> None:
     """Mine a source into drawers in the background.
@@ -56,6 +62,7 @@ def mine(
         "options": _options(options),
         "wing": wing,
         "full": full,
+        **({"notice_removed": notice_removed} if notice_removed is not None else {}),
     }
     data = inv.client().post("/mine", body)
     job = data["job"]
@@ -97,7 +104,8 @@ def print_mine_result(inv: Invocation, job: dict[str, Any]) -> None:
             render.show_job(job)
             return
         result = job["result"]
-        counts = ("documents", "created", "superseded", "invalidated", "unchanged", "skipped", "similar", "errors")
+        counts = ("documents", "created", "superseded", "invalidated", "removed", "unchanged", "skipped", "similar",
+                  "errors")  # fmt: skip
         render.console.print(
             f"[bold]mined[/bold] {result.get('wing', '')} · " + " · ".join(f"{k} {result.get(k, 0)}" for k in counts)
         )

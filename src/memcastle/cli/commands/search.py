@@ -21,6 +21,7 @@ from memcastle.cli.app import Invocation, app, pass_invocation
 @click.option("--from", "from_", help="window start (with --until)")
 @click.option("--until", help="window end (with --from)")
 @click.option("--historical", is_flag=True, help="include closed versions")
+@click.option("--known-at", help="what the palace knew at this instant (record time)")
 @click.option("--expand", is_flag=True, help="add drawers related through the knowledge graph")
 @click.option("--preferences", default="on", help="on, or off to see the ranking without source preferences")
 @pass_invocation
@@ -38,6 +39,7 @@ def search(
     from_: str | None,
     until: str | None,
     historical: bool,
+    known_at: str | None,
     expand: bool,
     preferences: str,
 ) -> None:
@@ -55,6 +57,7 @@ def search(
         "from": from_,
         "until": until,
         "include_historical": historical,
+        "known_at": known_at,
         "expand": expand,
         "preferences": preferences,
     }

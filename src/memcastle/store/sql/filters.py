@@ -34,9 +34,13 @@ def scope_sql(scope: Scope) -> tuple[str, list[Any]]:
 
 def time_sql(window: TimeWindow | None, include_historical: bool, now: str) -> tuple[str, list[Any]]:
     """Eligible for `[from, until)` iff valid_from < until and (valid_to is empty or valid_to > from); an instant t
-    is the window that holds just t; no window means the instant `now`."""
+    is the window that holds just t; no window means the instant `now`. On the record axis, t is an instant of
+    record time instead."""
     if include_historical:
         return "", []
+    if window is not None and window.axis == "record":
+        # What the palace knew at that instant: recorded by then, and not yet known to be closed.
+        return " AND d.created_at <= ? AND (d.closed_at IS NULL OR d.closed_at > ?)", [window.start, window.start]
     if window is None or window.is_instant:
         at = now if window is None else window.start
         return " AND d.valid_from <= ? AND (d.valid_to IS NULL OR d.valid_to > ?)", [at, at]

@@ -46,6 +46,28 @@ class MiningTables(DrawerTables):
         row = self._one("SELECT * FROM document WHERE source_id = ? AND external_id = ?", (source_id, external_id))
         return document_from_row(row) if row else None
 
+    def current_documents(self, source_id: str) -> set[str]:
+        """The documents of a source that still have current drawers."""
+        rows = self._all(
+            f"SELECT DISTINCT document FROM drawer WHERE source_id = ? AND {self.NO_INDEX}valid_to IS NULL",
+            (source_id,),
+        )
+        return {r["document"] for r in rows}
+
+    def close_removed(self, source_id: str, document: str, reason: str) -> int:
+        """Close a document's current drawers now, with `reason`, and drop its record (a document that comes back
+        is mined as new); how many drawers closed."""
+        with self._write() as tx:
+            at = self._now()
+            rows = tx.all(
+                f"SELECT id FROM drawer WHERE source_id = ? AND document = ? AND {self.NO_INDEX}valid_to IS NULL",
+                (source_id, document),
+            )
+            for row in rows:
+                self._close_current(tx, row["id"], at, None, reason=reason)
+            tx.run("DELETE FROM document WHERE source_id = ? AND external_id = ?", (source_id, document))
+        return len(rows)
+
     def _stored(self, tx: Tx, drawer_id: str) -> bool:
         return tx.one("SELECT 1 AS found FROM drawer WHERE id = ?", (drawer_id,)) is not None
 
