@@ -38,8 +38,10 @@ ALLOWED: dict[str, set[str]] = {
     "knowledge": VALUES | {"store", "jobs", "preferences", "providers"},
     "mining": VALUES | {"store", "jobs", "connectors", "knowledge"},
     "search": VALUES | {"store", "jobs", "preferences", "providers", "knowledge"},
+    "archive": VALUES | {"store", "jobs"},
     # application seam
-    "services": VALUES | {"store", "jobs", "integrity", "preferences", "connectors", "knowledge", "mining", "search"},
+    "services": VALUES
+    | {"store", "jobs", "integrity", "preferences", "connectors", "knowledge", "mining", "search", "archive"},
     # this machine's footprint of a daemon, for interfaces and roots only
     "runtime": VALUES,
     # reading settings (TOML files, environment) into values
@@ -58,6 +60,7 @@ ALLOWED: dict[str, set[str]] = {
         "search",
         "services",
         "runtime",
+        "archive",
     },
     "daemon": VALUES | {"config", "app", "api", "runtime"},
     # interfaces: parse, call one service, render

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, cast
 
-from memcastle import integrity
+from memcastle import archive, integrity
+from memcastle.archive import ArchiveJobs
 from memcastle.clock import Clock, utc_now
 from memcastle.config import Settings
 from memcastle.config.layers import layers_from_settings
@@ -184,9 +185,12 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
     mine_pipeline = MinePipeline(
         store, connectors, chunk_chars=settings["mining.chunk_chars"], duplicates=duplicates, now=now
     )
+    archives = ArchiveJobs(store, settings.palace)
     handlers: dict[str, JobHandler] = {
         integrity.KIND: partial(integrity.verify_palace, store),
         pipeline.KIND: mine_pipeline.run,
+        archive.EXPORT: archives.export,
+        archive.IMPORT: archives.import_,
     }
     if extraction.is_enabled:
         extract_sweep = ExtractionSweep(

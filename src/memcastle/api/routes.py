@@ -48,9 +48,11 @@ from memcastle.api.schemas import (
     CheckpointBody,
     DiaryBody,
     EmptyBody,
+    ExportBody,
     FactBody,
     ForgetBody,
     ForgetSearchBody,
+    ImportBody,
     InvalidateFactBody,
     LinkFactBody,
     MineBody,
@@ -431,6 +433,20 @@ def tombstones(request: Request, limit: Limit = 50) -> dict[str, Any]:
 @router.get("/sources", response_model=SourcesOut, tags=["mining"], dependencies=[Depends(reads)])
 def sources(request: Request) -> dict[str, Any]:
     return {"sources": services(request).places.list_sources()}
+
+
+@router.post("/export", status_code=202, response_model=JobAnswer, tags=["lifecycle"], dependencies=[Depends(writes)])
+def export(body: ExportBody, request: Request) -> dict[str, Any]:
+    """Write the palace to a portable archive at `path` (a new file), in the background."""
+    job = services(request).archives.export(body.path, vectors=body.vectors, requested_by=requester(request))
+    return {"job": job.to_json()}
+
+
+@router.post("/import", status_code=202, response_model=JobAnswer, tags=["lifecycle"], dependencies=[Depends(writes)])
+def import_archive(body: ImportBody, request: Request) -> dict[str, Any]:
+    """Load the archive at `path` into this palace, in the background (idempotent: what is here is skipped)."""
+    job = services(request).archives.import_archive(body.path, requested_by=requester(request))
+    return {"job": job.to_json()}
 
 
 def _forget_search(body: ForgetSearchBody) -> SearchRequest:

@@ -134,6 +134,20 @@ class ForgetBody(Body):
     dry_run: bool | None = None
 
 
+ArchivePath = Annotated[
+    str, Field(min_length=1, max_length=MAX_LOCATOR_CHARS, pattern=r"^[^\x00]*$", description="an absolute file path")
+]
+
+
+class ExportBody(Body):
+    path: ArchivePath
+    vectors: bool = Field(False, description="include the passage vectors (else the target embeds again)")
+
+
+class ImportBody(Body):
+    path: ArchivePath
+
+
 class RenameBody(Body):
     name: Name
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from memcastle.cli.app import app, run
 from memcastle.cli.commands import (  # noqa: F401 - importing a group registers its commands
     agents,
+    archives,
     config,
     daemon,
     drawers,

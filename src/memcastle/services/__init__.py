@@ -9,7 +9,8 @@ Services             the aggregate an interface is handed; one service per conce
 ├── .jobs            JobService       jobs, the background sweeps, follow-ups of a finished job
 ├── .facts           FactService      facts and entities, explicit decisions
 ├── .forgetting      ForgetService    forget a scope with everything derived from it; tombstones
-└── .places          PlaceService     sources; rename and delete wings and rooms
+├── .places          PlaceService     sources; rename and delete wings and rooms
+└── .archives        ArchiveService   export and import of portable archives
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from memcastle.preferences import Policy
 from memcastle.search.embeddings import EmbeddingProvider
 from memcastle.search.engine import SearchEngine
 from memcastle.services.agents import AgentService
+from memcastle.services.archives import ArchiveService
 from memcastle.services.drawers import DrawerService
 from memcastle.services.facts import FactService
 from memcastle.services.forgetting import ForgetRequest, ForgetService
@@ -72,4 +74,5 @@ class Services:
         self.mining = MiningService(connectors, miners, self.jobs, roots)
         self.forgetting = ForgetService(store, search, self.mining.active_mines)
         self.places = PlaceService(store, self.forgetting, self.mining.active_mines)
+        self.archives = ArchiveService(self.jobs, roots)
         self.status = StatusService(store, palace, embeddings=embeddings, extraction=extraction, search=search)

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from memcastle import integrity
+from memcastle.archive import IMPORT
 from memcastle.errors import InvalidRequest
 from memcastle.jobs.queue import JobQueue
 from memcastle.knowledge.extraction import ExtractionProvider
@@ -136,3 +137,6 @@ class JobService:
         if job.kind == MINE and job.status is JobStatus.COMPLETED and job.result:
             if int(job.result.get("created", 0)) + int(job.result.get("superseded", 0)) > 0:
                 self.request_sweeps()
+        if job.kind == IMPORT and job.status is JobStatus.COMPLETED and job.result:
+            if sum(dict(job.result.get("added", {})).values()):
+                self.request_sweeps()  # what came without vectors or facts is embedded and read here

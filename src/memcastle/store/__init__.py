@@ -7,6 +7,7 @@ SQL lives only below this package. Methods take and return `memcastle.model` val
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -225,6 +226,22 @@ class ForgetStore(Protocol):
     def tombstones(self, limit: int) -> list[Tombstone]: ...
 
 
+class ArchiveReader(Protocol):
+    """The records of one palace as of one instant (`ArchiveStore.archive_snapshot`)."""
+
+    def records(self, kind: str) -> Iterator[dict[str, Any]]: ...
+
+
+class ArchiveStore(Protocol):
+    """A palace as portable records (`memcastle.store.sql.archive`): read from one snapshot, loaded idempotently."""
+
+    def archive_snapshot(self) -> AbstractContextManager[ArchiveReader]: ...
+    def archive_conflicts(self, kind: str, records: Sequence[Mapping[str, Any]]) -> list[str]: ...
+    def load_records(self, kind: str, records: Sequence[Mapping[str, Any]]) -> tuple[int, int]:
+        """(added, already here); a `Conflict` when a record's id holds something else here."""
+        ...
+
+
 class JobStore(Protocol):
     """Durable job records: status changes only through the transition table, fenced by the lease."""
 
@@ -281,6 +298,7 @@ class Store(
     MiningStore,
     GraphStore,
     ForgetStore,
+    ArchiveStore,
     JobStore,
     RequestKeyStore,
     CopyStore,

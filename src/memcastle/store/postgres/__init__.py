@@ -40,6 +40,7 @@ from memcastle.store.copy import check_columns, copied_table, ensure_empty
 from memcastle.store.migrate import MIGRATIONS_TABLE, failed, pending
 from memcastle.store.postgres.corpus import CorpusStatistics
 from memcastle.store.postgres.fulltext import CONFIG, bm25_sql, search_text, term_bound, token_count
+from memcastle.store.sql.archive import ArchiveTables
 from memcastle.store.sql.base import Row, Tx, dumps
 from memcastle.store.sql.drawers import NameTaken
 from memcastle.store.sql.filters import filter_sql
@@ -127,7 +128,7 @@ def redact(conninfo: str) -> str:
     return f"postgresql://{user}{where}/{parts.get('dbname') or ''}"
 
 
-class PostgresStore(ForgetTables, GraphTables, MiningTables, JobTables, RequestKeyTables):
+class PostgresStore(ArchiveTables, ForgetTables, GraphTables, MiningTables, JobTables, RequestKeyTables):
     """A palace in a PostgreSQL database (with the pgvector extension)."""
 
     backend = "postgres"
@@ -187,6 +188,16 @@ class PostgresStore(ForgetTables, GraphTables, MiningTables, JobTables, RequestK
     def _read(self) -> Iterator[PostgresTx]:
         with _text_errors(), self._pool.connection() as conn:
             yield PostgresTx(conn)
+
+    @contextmanager
+    def _snapshot(self) -> Iterator[PostgresTx]:
+        """A repeatable-read, read-only transaction: every statement sees the palace as of its first."""
+        with _text_errors(), self._pool.connection() as conn, conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            yield PostgresTx(conn)
+
+    def _vector_of(self, stored: Any) -> np.ndarray:
+        return np.asarray(stored.to_numpy(), dtype=np.float32)
 
     @contextmanager
     def _write(self) -> Iterator[PostgresTx]:

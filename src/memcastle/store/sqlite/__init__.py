@@ -23,6 +23,7 @@ from memcastle.model import Job, LexicalQuery, Scope, ScoredDrawer, TimeWindow
 from memcastle.store import VectorChunk
 from memcastle.store.copy import check_columns, copied_table, ensure_empty
 from memcastle.store.migrate import MIGRATIONS_TABLE, failed, pending
+from memcastle.store.sql.archive import ArchiveTables
 from memcastle.store.sql.base import Row, Tx
 from memcastle.store.sql.drawers import NameTaken
 from memcastle.store.sql.filters import filter_sql
@@ -65,7 +66,7 @@ class SQLiteTx:
         self.conn.executemany(sql, rows)
 
 
-class SQLiteStore(ForgetTables, GraphTables, MiningTables, JobTables, RequestKeyTables):
+class SQLiteStore(ArchiveTables, ForgetTables, GraphTables, MiningTables, JobTables, RequestKeyTables):
     """A palace in `<palace>/palace.sqlite3`."""
 
     NO_INDEX = "+"
@@ -239,6 +240,24 @@ class SQLiteStore(ForgetTables, GraphTables, MiningTables, JobTables, RequestKey
                 if (total - rows + 0.5) / (rows + 0.5) > 1.0:  # FTS5's IDF is positive: the term ranks
                     kept.append(term)
         return LexicalQuery(tuple(kept), require_all=False) if kept else query
+
+    # --- archives --------------------------------------------------------------------------------
+
+    @contextmanager
+    def _snapshot(self) -> Iterator[SQLiteTx]:
+        """One read transaction on a connection of its own: in WAL mode it sees the palace as of its first read."""
+        conn = self._connect()
+        conn.execute("PRAGMA query_only=ON")
+        try:
+            with _text_errors():
+                conn.execute("BEGIN")
+                yield SQLiteTx(conn)
+                conn.execute("COMMIT")
+        finally:
+            conn.close()
+
+    def _vector_of(self, stored: Any) -> np.ndarray:
+        return np.frombuffer(stored, dtype="<f4")
 
     # --- forgetting ------------------------------------------------------------------------------
 
