@@ -456,3 +456,20 @@ def test_forget_previews_a_broad_scope_and_erases_it_with_yes(module_daemon: Any
     assert as_json(module_daemon.cli("forget", "drawer", drawer["id"]))["counts"]["versions"] == 1
     missing = module_daemon.cli("forget", "drawer", drawer["id"])
     assert missing.returncode == 1 and "no drawer" in missing.stderr
+
+
+def test_export_and_import_follow_their_jobs_and_say_what_moved(module_daemon: Any, tmp_path: Path) -> None:
+    note(module_daemon, "the well rope was replaced in spring", wing="cli-archive")
+    archive = tmp_path / "palace.zip"
+    exported = as_json(module_daemon.cli("export", str(archive)))
+    assert exported["job"]["status"] == "completed" and archive.is_file()
+    assert exported["job"]["result"]["counts"]["drawers"] >= 1 and "vectors" not in exported["job"]["result"]["counts"]
+    again = module_daemon.cli("export", str(archive))
+    assert again.returncode == 1 and "already exists" in again.stderr
+    imported = as_json(module_daemon.cli("import", str(archive)))
+    result = imported["job"]["result"]
+    assert sum(result["added"].values()) == 0 and result["present"]["drawers"] >= 1, "everything is here already"
+    code, text = on_terminal(
+        ["--palace", str(module_daemon.palace), "import", str(archive)], module_daemon.env, tmp_path
+    )
+    assert code == 0 and "imported" in text and "nothing new" in text and "already here" in text
