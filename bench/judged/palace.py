@@ -85,9 +85,11 @@ class MinedPalace:
             source_kind=filters.get("source_kind"),
             connector=filters.get("connector"),
             ranking=ranking,
-            as_of=instant(filters["as_of_step"]) if "as_of_step" in filters else None,
-            from_=instant(filters["from_step"]) if "from_step" in filters else None,
-            until=instant(filters["until_step"]) if "until_step" in filters else None,
+            # Steps are instants of mining: what the palace knew then (record time), not when the sources say things
+            # happened (a note's date, a file's modification time).
+            known_at=instant(filters["as_of_step"]) if "as_of_step" in filters else None,
+            known_from=instant(filters["from_step"]) if "from_step" in filters else None,
+            known_until=instant(filters["until_step"]) if "until_step" in filters else None,
             include_historical=bool(filters.get("include_historical", False)),
             expand=expand,
             preferences=preferences,
@@ -112,10 +114,10 @@ class MinedPalace:
             return True
         if "as_of_step" in filters:
             start = end = self.instants[str(filters["as_of_step"])]
-            return drawer.valid_from <= start and (drawer.valid_to is None or drawer.valid_to > end)
+            return drawer.created_at <= start and (drawer.closed_at is None or drawer.closed_at > end)
         if "from_step" in filters:
             start, end = self.instants[str(filters["from_step"])], self.instants[str(filters["until_step"])]
-            return drawer.valid_from < end and (drawer.valid_to is None or drawer.valid_to > start)
+            return drawer.created_at < end and (drawer.closed_at is None or drawer.closed_at > start)
         return drawer.valid_to is None
 
     def search(self, request: SearchRequest) -> SearchResult:

@@ -201,3 +201,21 @@ def test_removal_is_refused_where_the_listing_is_not_complete(palace: Palace, tm
     assert refused.value.field == "notice_removed"
     with pytest.raises(InvalidRequest):
         palace.services.mining.submit_mine("git", str(tmp_path), {}, notice_removed=True)
+
+
+def test_a_record_time_window_is_what_the_palace_held_at_some_point_of_it(palace: Palace, tmp_path: Path) -> None:
+    project = tmp_path / "proj"
+    project.mkdir()
+    plan = project / "plan.txt"
+    plan.write_text("the keep stores grain\n")
+    mine(palace, "directory", project, wing="proj")
+    between = utc_now()
+    plan.write_text("the keep stores arrows\n")
+    mine(palace, "directory", project, wing="proj")
+    after = utc_now()
+    request = SearchRequest(query="keep stores", ranking="lexical", known_from=between, known_until=after)
+    versions = {h.drawer.content.strip() for h in palace.services.search.search(request).hits}
+    assert versions == {"the keep stores grain", "the keep stores arrows"}
+    with pytest.raises(InvalidRequest) as half:
+        palace.services.search.search(SearchRequest(query="keep", known_from=between))
+    assert half.value.field == "known_until"

@@ -481,6 +481,8 @@ def _search_request(body: SearchBody) -> SearchRequest:
         expand=body.expand,
         preferences=body.preferences,
         known_at=body.known_at,
+        known_from=body.known_from,
+        known_until=body.known_until,
     )
 
 

@@ -99,6 +99,8 @@ class SearchBody(Body):
     known_at: Instant | None = Field(
         None, description="what the palace knew at this instant (record time), instead of when things held"
     )
+    known_from: Instant | None = Field(None, description="what the palace knew at some point from this instant")
+    known_until: Instant | None = Field(None, description="… until this one (with known_from)")
     expand: bool = False
     preferences: Switch = "on"
 

@@ -328,6 +328,10 @@ def build_mcp_server(
         known_at: Annotated[
             str | None, Field(description="what the palace knew at this RFC 3339 instant (record time)")
         ] = None,
+        known_since: Annotated[
+            str | None, Field(description="what the palace knew at some point from this instant (with known_until)")
+        ] = None,
+        known_until: Annotated[str | None, Field(description="record-time window end (with known_since)")] = None,
         expand: Annotated[bool, Field(description="add drawers related through the knowledge graph")] = False,
         preferences: Annotated[Literal["on", "off"], Field(description="apply the source-preference policy")] = "on",
     ) -> dict[str, Any]:
@@ -356,6 +360,8 @@ def build_mcp_server(
                 expand=expand,
                 preferences=preferences,
                 known_at=known_at,
+                known_from=known_since,
+                known_until=known_until,
             )
         ).to_json()
 

@@ -31,6 +31,8 @@ class SearchRequest:
     expand: bool = False
     preferences: str = "on"
     known_at: str | None = None
+    known_from: str | None = None
+    known_until: str | None = None
 
 
 class SearchService:
@@ -55,6 +57,16 @@ class SearchService:
         return self._engine.search(build_query(request))
 
 
+def _window(start: str | None, end: str | None, names: tuple[str, str], axis: str) -> TimeWindow:
+    """A half-open window from two request fields that go together."""
+    if start is None or end is None:
+        raise InvalidRequest(f"{names[0]} and {names[1]} go together", field=names[0] if start is None else names[1])
+    first, last = parse_instant(start, field=names[0]), parse_instant(end, field=names[1])
+    if last <= first:
+        raise InvalidRequest(f"{names[1]} must be later than {names[0]}", field=names[1])
+    return TimeWindow(start=first, end=last, axis=axis)
+
+
 def build_query(request: SearchRequest) -> SearchQuery:
     """Validate a search request into a `SearchQuery`; every refusal names the option."""
     if not isinstance(request.query, str) or not request.query.strip():
@@ -77,6 +89,7 @@ def build_query(request: SearchRequest) -> SearchQuery:
             ("from/until", request.from_ is not None or request.until is not None),
             ("include_historical", request.include_historical),
             ("known_at", request.known_at is not None),
+            ("known_from/known_until", request.known_from is not None or request.known_until is not None),
         )
         if present
     ]
@@ -90,13 +103,9 @@ def build_query(request: SearchRequest) -> SearchQuery:
         instant = parse_instant(request.as_of, field="as_of")
         window = TimeWindow(start=instant, end=instant, is_instant=True)
     elif request.from_ is not None or request.until is not None:
-        if request.from_ is None or request.until is None:
-            raise InvalidRequest("from and until go together", field="from" if request.from_ is None else "until")
-        start = parse_instant(request.from_, field="from")
-        end = parse_instant(request.until, field="until")
-        if end <= start:
-            raise InvalidRequest("until must be later than from", field="until")
-        window = TimeWindow(start=start, end=end)
+        window = _window(request.from_, request.until, ("from", "until"), "valid")
+    elif request.known_from is not None or request.known_until is not None:
+        window = _window(request.known_from, request.known_until, ("known_from", "known_until"), "record")
     return SearchQuery(
         text=request.query,
         limit=check_limit(request.limit),

@@ -22,6 +22,8 @@ from memcastle.cli.app import Invocation, app, pass_invocation
 @click.option("--until", help="window end (with --from)")
 @click.option("--historical", is_flag=True, help="include closed versions")
 @click.option("--known-at", help="what the palace knew at this instant (record time)")
+@click.option("--known-from", help="what the palace knew at some point of a window (with --known-until)")
+@click.option("--known-until", help="record-time window end (with --known-from)")
 @click.option("--expand", is_flag=True, help="add drawers related through the knowledge graph")
 @click.option("--preferences", default="on", help="on, or off to see the ranking without source preferences")
 @pass_invocation
@@ -40,6 +42,8 @@ def search(
     until: str | None,
     historical: bool,
     known_at: str | None,
+    known_from: str | None,
+    known_until: str | None,
     expand: bool,
     preferences: str,
 ) -> None:
@@ -58,6 +62,8 @@ def search(
         "until": until,
         "include_historical": historical,
         "known_at": known_at,
+        "known_from": known_from,
+        "known_until": known_until,
         "expand": expand,
         "preferences": preferences,
     }

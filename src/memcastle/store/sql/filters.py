@@ -39,8 +39,11 @@ def time_sql(window: TimeWindow | None, include_historical: bool, now: str) -> t
     if include_historical:
         return "", []
     if window is not None and window.axis == "record":
-        # What the palace knew at that instant: recorded by then, and not yet known to be closed.
-        return " AND d.created_at <= ? AND (d.closed_at IS NULL OR d.closed_at > ?)", [window.start, window.start]
+        # What the palace knew at that instant (recorded by then, not yet known to be closed), or at some point of the
+        # window.
+        if window.is_instant:
+            return " AND d.created_at <= ? AND (d.closed_at IS NULL OR d.closed_at > ?)", [window.start, window.start]
+        return " AND d.created_at < ? AND (d.closed_at IS NULL OR d.closed_at > ?)", [window.end, window.start]
     if window is None or window.is_instant:
         at = now if window is None else window.start
         return " AND d.valid_from <= ? AND (d.valid_to IS NULL OR d.valid_to > ?)", [at, at]
