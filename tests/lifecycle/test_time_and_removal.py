@@ -19,7 +19,7 @@ from memcastle.app import Palace, build
 from memcastle.clock import parse_instant, utc_now
 from memcastle.config import load_settings
 from memcastle.errors import InvalidRequest
-from memcastle.services import SearchRequest
+from memcastle.services import ForgetRequest, SearchRequest
 
 EMBEDDER = str(Path(__file__).parents[1] / "search" / "embedder.py")
 CLAUDE = Path(__file__).parents[1] / "fixtures" / "claude"
@@ -187,6 +187,11 @@ def test_a_file_deleted_at_the_source_closes_its_drawers_and_can_come_back(palac
     assert closed.drawer.closed_reason == "removed at source" and closed.drawer.valid_to is not None
     assert parse_instant(closed.drawer.valid_to) >= closed.drawer.valid_from
     assert [d.id for d in palace.services.drawers.drawer_history(closed.drawer.id)] == [closed.drawer.id]
+    source_id = closed.drawer.source.origin.source_id if closed.drawer.source.origin else ""
+    erased = palace.services.forgetting.forget(
+        ForgetRequest(kind="document", source_id=source_id, document="gone.md"), dry_run=False
+    )
+    assert erased.counts["versions"] == 1, "what was removed at source can then be forgotten"
     # It comes back: mined as new, the closed version stays in history.
     (project / "gone.md").write_text("the old granary stores barley")
     back = mine(palace, "directory", project, wing="proj")
