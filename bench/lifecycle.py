@@ -2,8 +2,9 @@
 palace (a SQLite palace directory, e.g. one holding the Python standard library), each against a same-run floor.
 
 - **forget one document** (median over `--documents` different documents, each on the same working copy): the floor
-  is the full-text index's `optimize` alone, which every forget runs to drop the forgotten terms;
-- **forget the whole wing** of the largest wing, once, on a fresh copy;
+  deletes the same drawers' rows and full-text entries, merges the index and empties the log — what any erasing
+  delete must do — and touches nothing derived;
+- **forget the whole wing** of the largest wing, once, on a fresh copy, against the same floor for the wing;
 - **export with vectors** (median of 3): the floor is copying the palace's database file;
 - **import into an empty palace**, once: the floor is the palace copy (`memcastle migrate`'s table copy) into an
   empty palace, which moves rows without checking them.
@@ -46,6 +47,22 @@ def timed(action: Callable[[], Any]) -> float:
     return time.perf_counter() - started
 
 
+def bare_delete(store: SQLiteStore, where: str, params: tuple[Any, ...]) -> None:
+    """The floor of a forget: the drawers' rows and their full-text entries deleted, the index merged, the log
+    emptied, and nothing derived touched (foreign keys off, so the children stay behind)."""
+    conn = store._writer
+    conn.execute("PRAGMA foreign_keys=OFF")
+    conn.execute("BEGIN IMMEDIATE")
+    conn.execute(
+        "INSERT INTO drawer_fts(drawer_fts, rowid, content) SELECT 'delete', seq, content FROM drawer WHERE " + where,
+        params,
+    )
+    conn.execute("DELETE FROM drawer WHERE " + where, params)
+    conn.execute("INSERT INTO drawer_fts(drawer_fts) VALUES ('optimize')")
+    conn.execute("COMMIT")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
 def copy_of(palace: Path, into: Path) -> Path:
     into.mkdir(parents=True)
     shutil.copyfile(palace / DB_FILE, into / DB_FILE)
@@ -76,28 +93,34 @@ def main() -> None:
             )
             for source, document in chosen
         ]
-        optimize = [
-            timed(lambda: work._writer.execute("INSERT INTO drawer_fts(drawer_fts) VALUES ('optimize')"))
-            for _ in range(3)
-        ]
         wing = max(work.list_wings(), key=lambda w: w.drawers)
         work.close()
+        bare = SQLiteStore(copy_of(args.palace, root / "bare"))
+        floor_one = [
+            timed(lambda s=source, d=document: bare_delete(bare, "source_id = ? AND document = ?", (s, d)))
+            for source, document in chosen
+        ]
+        bare.close()
 
         whole = SQLiteStore(copy_of(args.palace, root / "whole"))
         forget_wing = timed(
             lambda: whole.forget(ForgetScope(kind="wing", wing=wing.name), dry_run=False, requested_by="bench")
         )
         whole.close()
+        bare = SQLiteStore(copy_of(args.palace, root / "bare-wing"))
+        floor_wing = timed(lambda: bare_delete(bare, "1 = 1", ()))
+        bare.close()
 
-        source = SQLiteStore(args.palace)
+        exported = copy_of(args.palace, root / "exported")
+        source = SQLiteStore(exported)
         exports, archives = [], []
         for run in range(3):
             target = root / f"export-{run}.zip"
-            jobs = ArchiveJobs(source, args.palace)
+            jobs = ArchiveJobs(source, exported)
             exports.append(timed(lambda t=target, j=jobs: j.export(_Context(path=str(t), vectors=True))))
             archives.append(target)
         file_copy = [
-            timed(lambda r=run: shutil.copyfile(args.palace / DB_FILE, root / f"copy-{r}.sqlite3")) for run in range(3)
+            timed(lambda r=run: shutil.copyfile(exported / DB_FILE, root / f"copy-{r}.sqlite3")) for run in range(3)
         ]
         empty = SQLiteStore(root / "imported")
         importer = ArchiveJobs(empty, root / "imported")
@@ -111,8 +134,8 @@ def main() -> None:
         source.close()
         size = archives[0].stat().st_size
     rows = [
-        ("forget one document", median(forget_one), median(optimize), f"median of {len(forget_one)} documents"),
-        (f"forget the wing `{wing.name}` ({wing.drawers:,} drawers)", forget_wing, median(optimize), "once"),
+        ("forget one document", median(forget_one), median(floor_one), f"median of {len(forget_one)} documents"),
+        (f"forget the wing `{wing.name}` ({wing.drawers:,} drawers)", forget_wing, floor_wing, "once"),
         ("export with vectors", median(exports), median(file_copy), f"median of 3; archive {size / 1e6:.1f} MB"),
         ("import into an empty palace", import_seconds, table_copy, f"once; {imported:,} drawers"),
     ]
@@ -130,8 +153,8 @@ def main() -> None:
                 for (name, value, floor, note), what in zip(
                     rows,
                     (
-                        "FTS5 `optimize` alone",
-                        "FTS5 `optimize` alone",
+                        "deleting the rows and their index entries, nothing derived",
+                        "the same for the whole wing",
                         "copying the database file",
                         "the table copy of `memcastle migrate`",
                     ),
