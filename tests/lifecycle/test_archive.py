@@ -46,6 +46,9 @@ def state(palace: Palace) -> dict[str, Any]:
             out[f"{leg}:{query}"] = hits(palace, SearchRequest(query=query, ranking=leg, limit=10))
     facts = palace.services.facts.list_facts(limit=200)
     out["facts"] = sorted((f["id"], f["lifecycle"]["state"], f["valid_from"]) for f in facts)
+    out["links"] = sorted(
+        (link.id, link.kind, link.from_id, link.to_id) for link in palace.store.links_of([f["id"] for f in facts])
+    )
     out["tombstones"] = [t.to_json() for t in palace.services.forgetting.tombstones(10)]
     return out
 
@@ -64,6 +67,7 @@ def seed(palace: Palace, tmp_path: Path) -> None:
         "moat.md": ({"date": "2023-03-01"}, "The moat eels were fed sardines by Ada Lovelace."),
         "gate.md": ({}, "Ada Lovelace works on the Engine. The drawbridge winch needs oil."),
         "granary.md": ({}, "The granary stores barley and oats."),
+        "engine.md": ({}, "Ada Lovelace works on the Engine, as the minutes say."),
     }
     write_notes(tmp_path / "notes", notes)
     job, _ = palace.services.mining.submit_mine("notes", str(tmp_path / "notes"), {}, wing="castle")
@@ -84,13 +88,13 @@ def test_a_round_trip_through_postgresql_keeps_what_a_user_sees(
     try:
         seed(first, tmp_path)
         before = state(first)
-        assert before["facts"] and before["tombstones"]
+        assert before["facts"] and before["tombstones"] and before["links"], "facts, their links and a tombstone"
         exported = export(first, tmp_path / "one.zip")
-        assert exported["counts"]["drawers"] == 5 and exported["counts"]["vectors"] == 5
+        assert exported["counts"]["drawers"] == 6 and exported["counts"]["vectors"] == 6
         middle = open_palace(tmp_path / "middle", url=as_url(conninfo))
         palaces.append(middle)
         loaded = import_(middle, tmp_path / "one.zip")
-        assert loaded["added"]["drawers"] == 5 and loaded["skipped"] == 0
+        assert loaded["added"]["drawers"] == 6 and loaded["skipped"] == 0
         same(before, state(middle))
         export(middle, tmp_path / "two.zip")
         last = open_palace(tmp_path / "last")
@@ -100,7 +104,7 @@ def test_a_round_trip_through_postgresql_keeps_what_a_user_sees(
         (kept, _), *_ = hits(last, SearchRequest(query="second plan keep", ranking="lexical"))
         assert len(last.services.drawers.drawer_history(kept)) == 2, "the version history came along"
         again = import_(last, tmp_path / "one.zip")
-        assert sum(again["added"].values()) == 0 and again["present"]["drawers"] == 5, "an import is idempotent"
+        assert sum(again["added"].values()) == 0 and again["present"]["drawers"] == 6, "an import is idempotent"
         same(before, state(last))
     finally:
         for palace in palaces:
@@ -142,7 +146,7 @@ def test_a_conflicting_record_refuses_the_archive_and_a_corrupt_line_is_skipped(
         try:
             result = import_(fresh, tmp_path / "corrupt.zip")
             assert result["skipped"] == 1 and result["skipped_records"][0]["line"] == 1
-            assert "not JSON" in result["skipped_records"][0]["reason"] and result["added"]["drawers"] == 5
+            assert "not JSON" in result["skipped_records"][0]["reason"] and result["added"]["drawers"] == 6
         finally:
             fresh.stop()
 

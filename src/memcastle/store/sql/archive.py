@@ -192,6 +192,8 @@ def _record(kind: str, row: Row) -> dict[str, Any]:
     elif kind == "facts":
         out["origin"] = _json(out["origin"]) if out["origin"] is not None else None
         out["explicit"] = bool(out["explicit"])
+    elif kind == "fact_links":
+        out["from"], out["to"] = out.pop("from_id"), out.pop("to_id")  # as the API shows a link
     elif kind == "tombstones":
         out["scope"], out["counts"] = _json(out["scope"]), _json(out["counts"])
     return out
