@@ -25,7 +25,7 @@ Metrics (means per category): recall@5, recall@10, nDCG@10 (graded), MRR over th
 over the whole response (direct hits, then graph-expanded ones). Exact ties count as ties: the engine orders them by
 drawer id, which is random per palace, so each metric is its expectation over the tied orders (for hybrid, the tie
 groups below the cut come from the two legs, fetched through the service at the hybrid's leg depth and fused again
-with the engine's own `fuse_ranks`; the response must agree with that). Without this, two palaces mined from the
+with the engine's own `fuse`; the response must agree with that). Without this, two palaces mined from the
 same files disagree on up to a sixth of the hybrid queries.
 
     python -m bench.judged                       # all three rankings and the preference set; prints the tables

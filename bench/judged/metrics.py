@@ -18,7 +18,7 @@ from bench.judged.data import (
 from bench.judged.palace import MinedPalace
 from memcastle.model import Drawer, ScoredDrawer, SearchResult
 from memcastle.search.engine import MIN_LEG
-from memcastle.search.fusion import FusionWeights, fuse_ranks
+from memcastle.search.fusion import FusionWeights, fuse
 
 
 @dataclass(frozen=True)
@@ -128,7 +128,7 @@ def entries_of(mined: MinedPalace, result: SearchResult) -> list[Entry]:
 
 def fused_entries(mined: MinedPalace, query: Query, limit: int = LIMIT) -> list[Entry]:
     """The whole fused pool of a hybrid search with `limit`: both legs fetched through the service at the depth
-    the hybrid search uses, fused with the palace's own RRF. Unlike the response, it shows which candidates below
+    the hybrid search uses, fused with the palace's own fusion. Unlike the response, it shows which candidates below
     the cut tie with the last hits."""
     depth = max(2 * limit, MIN_LEG)
     legs = [
@@ -137,12 +137,16 @@ def fused_entries(mined: MinedPalace, query: Query, limit: int = LIMIT) -> list[
     ]
     settings = mined.palace.settings
     weights = FusionWeights(
+        method=settings["search.fusion"],
         k=settings["search.rrf_k"],
         lexical=settings["search.lexical_weight"],
         semantic=settings["search.semantic_weight"],
     )
-    lexical, semantic = ([ScoredDrawer(h.drawer.id, h.score) for h in leg.hits] for leg in legs)
-    fused = fuse_ranks(lexical, semantic, weights, waiting=mined.palace.services.search.waiting_for_vector)
+    lexical, semantic = (
+        [ScoredDrawer(h.drawer.id, h.signals[name]) for h in leg.hits]
+        for leg, name in zip(legs, ("lexical", "semantic"), strict=True)
+    )
+    fused = fuse(lexical, semantic, weights, waiting=mined.palace.services.search.waiting_for_vector)
     drawers = {h.drawer.id: h.drawer for leg in legs for h in leg.hits}
     return [Entry(mined.doc_key(drawers[r.drawer_id]), drawers[r.drawer_id], r.base) for r in fused]
 

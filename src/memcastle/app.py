@@ -228,6 +228,7 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
         provider,
         index,
         weights=FusionWeights(
+            method=settings["search.fusion"],
             k=settings["search.rrf_k"],
             lexical=settings["search.lexical_weight"],
             semantic=settings["search.semantic_weight"],

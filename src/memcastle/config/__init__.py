@@ -70,7 +70,14 @@ SETTINGS: tuple[SettingSpec, ...] = (
         ["~"],
         "folders mining may read (a locator elsewhere is refused); secret stores only when named",
     ),
-    SettingSpec("search.rrf_k", int, 60, "reciprocal rank fusion constant", minimum=1),
+    SettingSpec(
+        "search.fusion",
+        str,
+        "rrf",
+        "how hybrid fuses its legs: rrf (reciprocal rank fusion) or calibrated (weighted min-max scores; ADR 0019)",
+        choices=("rrf", "calibrated"),
+    ),
+    SettingSpec("search.rrf_k", int, 60, "reciprocal rank fusion constant (search.fusion = rrf)", minimum=1),
     SettingSpec("search.lexical_weight", float, 1.0, "weight of the lexical leg in fusion", minimum=0),
     SettingSpec("search.semantic_weight", float, 1.0, "weight of the semantic leg in fusion", minimum=0),
     SettingSpec(

@@ -23,7 +23,7 @@ from memcastle.model import Hit, LexicalQuery, Scope, ScoredDrawer, SearchQuery,
 from memcastle.preferences import NEUTRAL, Policy, PoolEntry, pool_size, rerank
 from memcastle.search.embeddings import EmbeddingProvider
 from memcastle.search.expansion import expand
-from memcastle.search.fusion import FusionWeights, Ranked, fuse_ranks, pool_relevance
+from memcastle.search.fusion import FusionWeights, Ranked, fuse, pool_relevance
 from memcastle.search.lexical import query_terms
 from memcastle.store import KnowledgeStore
 
@@ -152,7 +152,7 @@ class SearchEngine:
             lexical = early.result() if early is not None else self.lexical_leg(query, leg)
             by_meaning = {c.drawer_id for c in semantic}
             waiting = self._index.waiting_among([c.drawer_id for c in lexical if c.drawer_id not in by_meaning])
-            pooled = fuse_ranks(lexical, semantic, self._weights, waiting=waiting.__contains__)[:pool]
+            pooled = fuse(lexical, semantic, self._weights, waiting=waiting.__contains__)[:pool]
         drawers = self._store.get_drawers([r.drawer_id for r in pooled])
         pooled = [r for r in pooled if r.drawer_id in drawers]
         relevance = pool_relevance([r.base for r in pooled])

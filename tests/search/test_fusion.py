@@ -1,0 +1,58 @@
+"""Fusing the two legs: calibrated fusion keeps how far apart the scores are, reciprocal rank fusion (the default)
+keeps only ranks; both treat a drawer waiting for its vectors as if the semantic leg agreed with the lexical one."""
+
+from __future__ import annotations
+
+import pytest
+
+from memcastle.model import ScoredDrawer
+from memcastle.search.fusion import FusionWeights, fuse
+
+CALIBRATED = FusionWeights(method="calibrated")
+RRF = FusionWeights()
+
+
+def leg(*pairs: tuple[str, float]) -> list[ScoredDrawer]:
+    return [ScoredDrawer(drawer_id, signal) for drawer_id, signal in pairs]
+
+
+def test_calibrated_fusion_weighs_normalized_scores() -> None:
+    assert FusionWeights().method == "rrf", "rank fusion stays the default until calibrated fusion wins on every set"
+    lexical = leg(("a", 12.0), ("b", 11.9), ("c", 2.0))
+    semantic = leg(("c", 0.80), ("a", 0.30), ("d", 0.29))
+    fused = {r.drawer_id: r.base for r in fuse(lexical, semantic, CALIBRATED)}
+    # lexical: a 1, b 0.99, c 0; semantic: c 1, a 0.0196…, d 0 — each halved
+    assert fused["a"] == pytest.approx((1.0 + (0.30 - 0.29) / (0.80 - 0.29)) / 2)
+    assert fused["b"] == pytest.approx(0.99 / 2)
+    assert fused["c"] == pytest.approx(0.5)
+    assert fused["d"] == pytest.approx(0.0)
+    assert [r.drawer_id for r in fuse(lexical, semantic, CALIBRATED)] == ["a", "c", "b", "d"]
+
+
+def test_a_strong_match_is_not_flattened_to_a_rank_as_in_rank_fusion() -> None:
+    """b is a hair behind a lexically and far ahead semantically: calibrated fusion puts b first, rank fusion
+    cannot tell it from a."""
+    lexical = leg(("a", 10.0), ("b", 9.99), ("z", 1.0))
+    semantic = leg(("b", 0.9), ("a", 0.2), ("z", 0.19))
+    assert fuse(lexical, semantic, CALIBRATED)[0].drawer_id == "b"
+    ranks = fuse(lexical, semantic, RRF)
+    assert ranks[0].base == ranks[1].base, "rank fusion ties them"
+
+
+def test_ties_break_by_id_and_weights_count() -> None:
+    lexical = leg(("b", 1.0), ("a", 1.0))
+    assert [r.drawer_id for r in fuse(lexical, [], CALIBRATED)] == ["a", "b"]
+    assert [r.drawer_id for r in fuse(lexical, [], RRF)] == ["b", "a"], "rank fusion keeps the leg's order"
+    heavy = FusionWeights(lexical=0.2, semantic=0.8, method="calibrated")
+    fused = {r.drawer_id: r.base for r in fuse(leg(("x", 5.0), ("y", 1.0)), leg(("y", 0.9), ("x", 0.1)), heavy)}
+    assert fused["y"] == pytest.approx(0.8) and fused["x"] == pytest.approx(0.2)
+
+
+@pytest.mark.parametrize("weights", [CALIBRATED, RRF])
+def test_a_drawer_waiting_for_vectors_is_fused_as_if_the_legs_agreed(weights: FusionWeights) -> None:
+    lexical = leg(("waiting", 9.0), ("embedded", 8.0), ("other", 1.0))
+    semantic = leg(("embedded", 0.5), ("unrelated", 0.4), ("other", 0.3))
+    fused = fuse(lexical, semantic, weights, waiting=lambda drawer_id: drawer_id == "waiting")
+    assert fused[0].drawer_id == "waiting" and fused[0].signals["semantic_pending"] == 1.0
+    without = fuse(lexical, semantic, weights)
+    assert without[0].drawer_id == "embedded"
