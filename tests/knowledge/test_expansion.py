@@ -50,10 +50,11 @@ def test_expanded_drawers_come_after_the_direct_hit_best_first_with_via(
     assert hits[0]["drawer"]["id"] == graph["hit"] and "via" not in hits[0] and "graph" not in hits[0]["signals"]
     related = [(h["drawer"]["id"], h["score"], h["signals"], h["via"]) for h in hits[1:]]
     assert related == [
-        (graph["both"], 2.0, {"graph": 2.0}, ["Ana Lopez", "Atlas"]),
-        (graph["bridge"], 1.5, {"graph": 1.5}, ["Atlas", "Postgres"]),  # Atlas shared, Postgres one fact away
-        (graph["ana"], 1.0, {"graph": 1.0}, ["Ana Lopez"]),
-        (graph["postgres"], 0.5, {"graph": 0.5}, ["Postgres"]),
+        # relevance: the graph score normalized within the expanded hits, as a direct hit has its own
+        (graph["both"], 2.0, {"graph": 2.0, "relevance": 1.0}, ["Ana Lopez", "Atlas"]),
+        (graph["bridge"], 1.5, {"graph": 1.5, "relevance": 2 / 3}, ["Atlas", "Postgres"]),  # Postgres: a fact away
+        (graph["ana"], 1.0, {"graph": 1.0, "relevance": 1 / 3}, ["Ana Lopez"]),
+        (graph["postgres"], 0.5, {"graph": 0.5, "relevance": 0.0}, ["Postgres"]),
     ]
 
 

@@ -305,9 +305,17 @@ def test_graph_expanded_hits_stay_after_the_direct_hits_whatever_their_preferenc
         result = bench.search(palace, "harbor", wing="w", expand=True, preferences=preferences)
         direct, expanded = result.hits[:2], result.hits[2:]
         assert {hit.drawer.name for hit in direct} == {"crane.md", "noon.md"}
-        assert [(hit.drawer.name, hit.via, dict(hit.signals)) for hit in expanded] == [
-            ("tea.md", ("Alice Moreau",), {"graph": 1.0})
-        ], "a preferred related drawer is not pulled forward"
+        assert [(hit.drawer.name, hit.via) for hit in expanded] == [("tea.md", ("Alice Moreau",))], (
+            "a preferred related drawer is not pulled forward"
+        )
+        (tea,) = expanded
+        assert tea.signals["graph"] == 1.0 and tea.signals["relevance"] == 1.0, "explained as a direct hit is"
+        if preferences == "on":
+            preference = tea.signals["preference"]
+            assert preference["level"] == "high" and preference["adjustment"] == pytest.approx(0.08)
+            assert abs(tea.score - tea.signals["relevance"]) <= 0.08 + 1e-9, "the bound holds on expanded hits too"
+        else:
+            assert "preference" not in tea.signals and tea.score == 1.0
 
 
 # --- eligibility comes first ----------------------------------------------------------------------------

@@ -6,6 +6,7 @@ base signal of the ranking used (BM25, cosine or RRF); `relevance` is that signa
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import threading
@@ -166,8 +167,27 @@ class SearchEngine:
             ]
         direct = hits[: query.limit]
         # Expanded hits come after the direct ones, never interleaved.
-        related = expand(self._store, query, direct, self._now()) if query.expand else []
+        related = self._explained(query, expand(self._store, query, direct, self._now())) if query.expand else []
         return SearchResult(hits=tuple(direct + related), ranking=ranking, warnings=tuple(warnings))
+
+    def _explained(self, query: SearchQuery, related: list[Hit]) -> list[Hit]:
+        """Expanded hits explained as direct ones are (ADR 048): their graph scores normalized within the expanded
+        pool into `relevance`, and with a policy the same bounded preference adjustment and its explanation; they
+        stay after every direct hit."""
+        if not related:
+            return []
+        relevance = pool_relevance([hit.score for hit in related])
+        if not self._adjusts(query):
+            return [
+                dataclasses.replace(hit, signals={**hit.signals, "relevance": rel})
+                for hit, rel in zip(related, relevance, strict=True)
+            ]
+        entries = [
+            PoolEntry(hit.drawer.id, hit.score, hit.signals, rel) for hit, rel in zip(related, relevance, strict=True)
+        ]
+        via = {hit.drawer.id: hit.via for hit in related}
+        reranked = rerank(self.policy, entries, {hit.drawer.id: hit.drawer for hit in related})
+        return [dataclasses.replace(hit, via=via[hit.drawer.id]) for hit in reranked]
 
     def _choose_ranking(self, query: SearchQuery, warnings: list[str]) -> tuple[str, npt.NDArray[np.float32] | None]:
         """`auto` is hybrid when the query can be embedded, else lexical with a warning; never a silent downgrade
