@@ -298,3 +298,33 @@ def test_every_order_of_three_rivals_presents_the_same_preferred_fact() -> None:
     group = [claim("a", confidence=0.6), claim("b", confidence=0.6, status="final"), claim("c", confidence=0.62)]
     chosen = {choose_preferred(list(order), POLICY, NOW)[0].id for order in itertools.permutations(group)}
     assert chosen == {"b"}  # 0.6 + 0.04 beats 0.62 + 0
+
+
+# --- stated facts in conflicts (ADR 048) ---------------------------------------------------------------------------
+
+
+def test_two_stated_facts_on_a_single_valued_predicate_conflict_and_one_group_names_one_preferred(
+    palaces: Palaces,
+) -> None:
+    palace = palaces.open(flags={"extraction.provider": "none"})
+    facts = palace.services.facts
+    berlin = facts.add({"subject": "Mara Quist", "predicate": "located_in", "object": "Berlin"})
+    paris = facts.add({"subject": "Mara Quist", "predicate": "located_in", "object": "Paris"})
+    states = {f["object_name"]: f["lifecycle"] for f in facts.list_facts(subject="Mara Quist")}
+    assert {name: life["state"] for name, life in states.items()} == {"Berlin": "conflicting", "Paris": "conflicting"}
+    assert len({life["preferred_id"] for life in states.values()}) == 1, "both name the same preferred fact"
+    assert sum(life["preferred"] for life in states.values()) == 1
+    assert {berlin["id"], paris["id"]} >= {states["Berlin"]["preferred_id"]}
+    # Lisbon and Porto conflict; a third value joins the same group: every member names one preferred fact.
+    for city in ("Lisbon", "Porto", "Madrid"):
+        facts.add({"subject": "Ines Okafor", "predicate": "located_in", "object": city})
+    group = facts.list_facts(subject="Ines Okafor")
+    assert {f["lifecycle"]["state"] for f in group} == {"conflicting"}
+    assert len({f["lifecycle"]["preferred_id"] for f in group}) == 1
+    assert sum(f["lifecycle"]["preferred"] for f in group) == 1
+    # The same claim stated twice confirms, and a fact outside any conflict still carries its evidence's preference.
+    facts.add({"subject": "Ada Lovelace", "predicate": "works_on", "object": "Engine"})
+    again = facts.add({"subject": "Ada Lovelace", "predicate": "works_on", "object": "Engine"})
+    assert [link["kind"] for link in again["lifecycle"]["links"]] == ["confirms"]
+    assert again["lifecycle"]["state"] == "current"
+    assert again["lifecycle"]["preference"] == {"level": "normal", "adjustment": 0.0}

@@ -465,3 +465,34 @@ def test_pool_relevance_spans_0_to_1_keeps_order_and_is_1_when_all_equal(bases: 
         assert max(relevance) == 1.0 and min(relevance) == 0.0
     for (b1, r1), (b2, r2) in itertools.combinations(zip(bases, relevance, strict=True), 2):
         assert (b1 < b2) <= (r1 <= r2) and (b1 == b2) <= (r1 == r2)
+
+
+def test_numbers_in_front_matter_compare_as_json_numbers(bench: Bench) -> None:
+    """`equals = 1` matches front matter `version: 1` and `version: 1.0` (JSON has one number type), never `"1"`,
+    `true` or `1.5`: mined through the notes connector, resolved from each drawer's frozen snapshot."""
+    palace = bench.open(
+        preferences='[[preferences.sources.notes.criteria]]\npath = "version"\nequals = 1\nlevel = "high"\n'
+    )
+    folder = bench.notes(
+        "numbers",
+        {
+            "int.md": ({"version": 1}, "release notes"),
+            "float.md": ({"version": 1.0}, "release notes"),
+            "text.md": ({"version": "1"}, "release notes"),
+            "bool.md": ({"version": True}, "release notes"),
+            "other.md": ({"version": 1.5}, "release notes"),
+        },
+    )
+    (folder / "float.md").write_text("---\nversion: 1.0\n---\nrelease notes\n", encoding="utf-8")  # YAML keeps 1.0
+    bench.mine(palace, "notes", folder, wing="numbers")
+    levels = {
+        hit.drawer.name: palace.services.drawers.preference_trace(hit.drawer.id)["result"]["level"]
+        for hit in bench.search(palace, "release notes", wing="numbers", limit=10).hits
+    }
+    assert levels == {
+        "int.md": "high",
+        "float.md": "high",
+        "text.md": "normal",
+        "bool.md": "normal",
+        "other.md": "normal",
+    }
