@@ -205,7 +205,11 @@ def test_present_marks_one_of_the_contradicting_pair_preferred_and_leaves_both_o
         assert lifecycle["preferred"] is is_preferred and lifecycle["preferred_id"] == "lisbon"
         assert lifecycle["basis"].startswith("higher quality")
         assert lifecycle["preference"] == {"level": level, "adjustment": 0.08 if level == "high" else 0.0}
-    assert shown["alone"]["lifecycle"] == {"state": "current", "links": []}
+    assert shown["alone"]["lifecycle"] == {
+        "state": "current",
+        "links": [],
+        "preference": {"level": "normal", "adjustment": 0.0},
+    }, "a fact outside any conflict carries its evidence's preference too, and nothing about a conflict"
     assert (shown["lisbon"]["subject_name"], shown["lisbon"]["object_name"]) == ("Ana", "Place-Lisbon")
 
 

@@ -330,7 +330,7 @@ def test_an_explicit_fact_resolves_its_entities_and_is_current(client: TestClien
     assert first["explicit"] is True and first["confidence"] == 0.9
     assert first["valid_from"] == "2024-01-01T00:00:00.000000Z" and first["valid_to"] is None
     assert first["provenance"] == {"drawer": None, "extractor": "explicit", "job_id": None, "origin": None}
-    assert first["lifecycle"] == {"state": "current", "links": []}
+    assert first["lifecycle"] == {"state": "current", "links": [], "preference": {"level": "normal", "adjustment": 0.0}}
     assert (first["subject_name"], first["object_name"]) == ("Ana Lopez", "Lisbon")
     assert second["subject"] == first["subject"] and second["confidence"] == 1.0
     kinds = {e["name"]: e["kind"] for e in client.get("/api/entities").json()["entities"]}
@@ -403,8 +403,9 @@ def test_invalidate_closes_the_fact_with_its_reason(client: TestClient) -> None:
 
 
 def test_posting_the_same_link_twice_records_one_link(client: TestClient) -> None:
-    lisbon = add(client, subject="Ana Lopez", object="Lisbon")
-    porto = add(client, subject="Ana Lopez", object="Porto")
+    # works_on holds many values: the only link between them is the one posted (located_in would add an inferred one)
+    lisbon = add(client, subject="Ana Lopez", object="Lisbon", predicate="works_on")
+    porto = add(client, subject="Ana Lopez", object="Porto", predicate="works_on")
     body = {"to": porto["id"], "kind": "contradicts", "reason": "she cannot live in both"}
 
     first = client.post(f"/api/facts/{lisbon['id']}/link", json=body)
@@ -419,8 +420,8 @@ def test_posting_the_same_link_twice_records_one_link(client: TestClient) -> Non
 
 
 def test_a_retried_link_answers_the_link_that_was_recorded(client: TestClient) -> None:
-    lisbon = add(client, subject="Ana Lopez", object="Lisbon")
-    porto = add(client, subject="Ana Lopez", object="Porto")
+    lisbon = add(client, subject="Ana Lopez", object="Lisbon", predicate="works_on")
+    porto = add(client, subject="Ana Lopez", object="Porto", predicate="works_on")
     body = {"to": porto["id"], "kind": "refines", "reason": "more precise"}
     client.post(f"/api/facts/{lisbon['id']}/link", json=body)
     retried = client.post(f"/api/facts/{lisbon['id']}/link", json=body).json()["link"]
@@ -438,8 +439,8 @@ BAD_LINKS = [
 
 
 def test_a_link_needs_an_explicit_kind_a_reason_and_another_existing_fact(client: TestClient) -> None:
-    lisbon = add(client, subject="Ana Lopez", object="Lisbon")
-    porto = add(client, subject="Ana Lopez", object="Porto")
+    lisbon = add(client, subject="Ana Lopez", object="Lisbon", predicate="works_on")
+    porto = add(client, subject="Ana Lopez", object="Porto", predicate="works_on")
     for body, status, field in BAD_LINKS:
         sent = {"to": porto["id"], "kind": "confirms", "reason": "why", **body}
         if sent["to"] == "SELF":

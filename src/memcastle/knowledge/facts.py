@@ -140,8 +140,8 @@ def infer_links(
             )
             superseded.add(old.id)
             continue
-        if old.drawer_id == new.drawer_id or not _overlaps(old, new):
-            continue
+        if (old.drawer_id is not None and old.drawer_id == new.drawer_id) or not _overlaps(old, new):
+            continue  # one drawer saying a thing twice is no confirmation; two statements without a drawer are two
         if old.object == new.object:
             links.append(
                 make_link(
@@ -233,6 +233,7 @@ def present(
 ) -> list[dict[str, Any]]:
     """Facts as the API shows them: the assertion, entity names, state, links, and preferred/basis in a conflict."""
     out = []
+    chosen_in: dict[str, tuple[Assertion, str]] = {}  # a conflict group's preferred fact, for each of its members
     for fact in facts:
         own = [link for link in links if fact.id in (link.from_id, link.to_id)]
         state = state_of(fact, links, everything, at)
@@ -242,17 +243,30 @@ def present(
             "object_name": entities[fact.object].name if fact.object in entities else None,
             "lifecycle": {"state": state, "links": [link.to_json() for link in own]},
         }
+        adjustment, level = adjustment_of(fact, policy)
+        entry["lifecycle"]["preference"] = {"level": level, "adjustment": adjustment}  # of its evidence, always
         if state == "conflicting":
-            group = [fact, *rivals(fact, links, everything, at)]
-            chosen, basis = choose_preferred(group, policy, at)
-            adjustment, level = adjustment_of(fact, policy)
-            entry["lifecycle"].update(
-                {
-                    "preferred": chosen.id == fact.id,
-                    "preferred_id": chosen.id,
-                    "basis": basis,
-                    "preference": {"level": level, "adjustment": adjustment},
-                }
-            )
+            if fact.id not in chosen_in:
+                group = conflict_group(fact, links, everything, at)
+                decision = choose_preferred(group, policy, at)
+                chosen_in.update(dict.fromkeys((f.id for f in group), decision))
+            chosen, basis = chosen_in[fact.id]
+            entry["lifecycle"].update({"preferred": chosen.id == fact.id, "preferred_id": chosen.id, "basis": basis})
         out.append(entry)
     return out
+
+
+def conflict_group(
+    fact: Assertion, links: Sequence[FactLink], facts: Mapping[str, Assertion], at: str
+) -> list[Assertion]:
+    """The fact and every fact that conflicts with it, directly or through another: one group, one preferred fact
+    that every member names (Lisbon–Porto and Madrid–Lisbon are one conflict, not two)."""
+    group = {fact.id: fact}
+    frontier = [fact]
+    while frontier:
+        current = frontier.pop()
+        for other in rivals(current, links, facts, at):
+            if other.id not in group:
+                group[other.id] = other
+                frontier.append(other)
+    return sorted(group.values(), key=lambda f: f.id)

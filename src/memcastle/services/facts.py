@@ -9,8 +9,8 @@ from typing import Any
 from memcastle.clock import Clock, parse_instant, utc_now
 from memcastle.errors import Conflict, InvalidRequest
 from memcastle.knowledge.entities import EntityResolver
-from memcastle.knowledge.facts import make_link, present
-from memcastle.model import FACT_STATES, Assertion, Entity, GraphWrite
+from memcastle.knowledge.facts import LINK_FANOUT, infer_links, make_link, present
+from memcastle.model import FACT_STATES, SINGLE_VALUED_PREDICATES, Assertion, Entity, GraphWrite
 from memcastle.preferences import Policy
 from memcastle.services.validation import check_limit, require_name
 from memcastle.store import KnowledgeStore
@@ -225,6 +225,13 @@ class FactService:
             explicit=True,
             created_at=self._now(),
         )
+        # A stated fact meets what the palace holds as an extracted one does: the same claim confirms, another value
+        # of a single-valued predicate contradicts (two agents' checkpoints can disagree).
+        stored = self._store.facts_to_link(
+            fact, predecessor_drawer=None, rivals=predicate in SINGLE_VALUED_PREDICATES, limit=LINK_FANOUT
+        )
+        decided = {frozenset((lk.from_id, lk.to_id)) for lk in self._store.explicit_links_of([f.id for f in stored])}
+        links = infer_links(fact, stored, predecessor_drawer=None, explicit_pairs=decided, at=self._now())
         write = GraphWrite(
             extractor=EXPLICIT,
             read_drawers=(),
@@ -232,6 +239,7 @@ class FactService:
             aliases=tuple(resolver.aliases),
             hints=tuple(subject_entity.hints + object_entity.hints),
             assertions=(fact,),
+            links=tuple(links),
         )
         return fact, write
 
