@@ -148,7 +148,7 @@ def test_the_cli_extracts_records_and_explains_facts(module_daemon: Any) -> None
     )
     assert "kind: Input should be 'confirms', 'contradicts' or 'refines'" in refused.stderr + refused.stdout
 
-    shown = cli_json(served, "entity", "show", lisbon["subject"])
+    shown = cli_json(served, "entity", "show", lisbon["subject_id"])
     assert shown["name"] == "Ana Lopez" and shown["mentions"] == [{"drawer": note["id"], "spelling": "Ana Lopez"}]
 
 

@@ -314,7 +314,10 @@ def test_two_stated_facts_on_a_single_valued_predicate_conflict_and_one_group_na
     facts = palace.services.facts
     berlin = facts.add({"subject": "Mara Quist", "predicate": "located_in", "object": "Berlin"})
     paris = facts.add({"subject": "Mara Quist", "predicate": "located_in", "object": "Paris"})
-    states = {f["object_name"]: f["lifecycle"] for f in facts.list_facts(subject="Mara Quist")}
+    listed = facts.list_facts(subject="Mara Quist")
+    assert {(f["subject"], f["object"]) for f in listed} == {("Mara Quist", "Berlin"), ("Mara Quist", "Paris")}
+    assert all(f["subject_id"] != f["subject"] and f["subject_id"] == berlin["subject_id"] for f in listed)
+    states = {f["object_name"]: f["lifecycle"] for f in listed}
     assert {name: life["state"] for name, life in states.items()} == {"Berlin": "conflicting", "Paris": "conflicting"}
     assert len({life["preferred_id"] for life in states.values()}) == 1, "both name the same preferred fact"
     assert sum(life["preferred"] for life in states.values()) == 1

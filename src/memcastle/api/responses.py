@@ -154,6 +154,8 @@ class FactOut(BaseModel):
     provenance: FactProvenanceOut
     explicit: bool
     created_at: str
+    subject_id: str | None = Field(None, description="the subject entity's id (`subject` is its name)")
+    object_id: str | None = Field(None, description="the object entity's id (`object` is its name)")
     subject_name: str | None = None
     object_name: str | None = None
     lifecycle: LifecycleOut | None = None

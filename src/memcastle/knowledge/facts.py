@@ -237,10 +237,17 @@ def present(
     for fact in facts:
         own = [link for link in links if fact.id in (link.from_id, link.to_id)]
         state = state_of(fact, links, everything, at)
+        subject_name = entities[fact.subject].name if fact.subject in entities else None
+        object_name = entities[fact.object].name if fact.object in entities else None
         entry: dict[str, Any] = {
             **fact.to_json(),
-            "subject_name": entities[fact.subject].name if fact.subject in entities else None,
-            "object_name": entities[fact.object].name if fact.object in entities else None,
+            # Facts are read in words: subject and object are the entities' names, their ids beside them.
+            "subject": subject_name if subject_name is not None else fact.subject,
+            "object": object_name if object_name is not None else fact.object,
+            "subject_id": fact.subject,
+            "object_id": fact.object,
+            "subject_name": subject_name,
+            "object_name": object_name,
             "lifecycle": {"state": state, "links": [link.to_json() for link in own]},
         }
         adjustment, level = adjustment_of(fact, policy)
