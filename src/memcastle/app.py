@@ -237,6 +237,7 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
         policy=policy,
         now=now,
         parallel=settings["search.parallel"],
+        passages=(settings["embeddings.passage_chars"], settings["embeddings.passage_overlap"]),
     )
     pool = WorkerPool(
         store,

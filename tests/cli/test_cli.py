@@ -404,7 +404,10 @@ def test_status_and_search_render_on_a_terminal_without_rich(module_daemon: Any,
     assert done.stderr.rstrip().endswith("LOADED"), done.stderr
     assert not done.stdout.lstrip().startswith("{"), "rendered for a person, not JSON"
     if args[0] == "search":
-        assert "hit(s), ranking" in done.stdout and "The drawbridge of the terminal test" in done.stdout
+        plain = re.sub(r"\x1b\[[0-9;]*m", "", done.stdout)
+        assert "hit(s), ranking" in plain and "The drawbridge of the terminal test" in plain
+        # The matched term is marked; a whole drawer shown as its snippet says nothing of lines it leaves out.
+        assert "\x1b[1m\x1b[4mdrawbridge\x1b[0m" in done.stdout and "characters · memcastle drawer show" not in plain
 
 
 @pytest.mark.parametrize("args", [["--help"], ["status"], ["search", "drawbridge"]])

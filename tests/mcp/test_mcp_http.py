@@ -162,6 +162,11 @@ def test_mined_evidence_is_found_with_origin_and_preference_signals(daemon: Call
             assert "zeppelin-storage" in hit["drawer"]["content"]
             assert hit["origin"]["connector"] == "directory"
             assert hit["origin"]["document"].endswith("decisions.md")
+            first, last = hit["origin"]["lines"]
+            snippet = hit["snippet"]  # the best passage, beside the verbatim drawer
+            assert hit["drawer"]["content"][snippet["start"] : snippet["end"]] == snippet["text"]
+            assert "zeppelin" in [snippet["text"][a:b] for a, b in snippet["matches"]]
+            assert first <= snippet["lines"][0] <= snippet["lines"][1] <= last
             assert hit["drawer"]["provenance"] == {"requested_by": "job", "job_id": job_id}
             preference = hit["signals"]["preference"]
             assert (preference["level"], preference["connector"], preference["adjustment"]) == (

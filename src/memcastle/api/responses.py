@@ -38,6 +38,9 @@ class OriginOut(Shape):
     revision: str
     metadata: Open
     occurred_at: str | None
+    lines: list[int] | None = Field(
+        None, description="the chunk's first and last line in its document (files, notes, commits)"
+    )
 
 
 class SourceOut(Shape):
@@ -180,11 +183,21 @@ class EntityDetailOut(EntityOut):
     hints: list[Open]
 
 
+class SnippetOut(Shape):
+    text: str = Field(description="the part of the drawer that matched best: drawer.content[start:end], verbatim")
+    start: int
+    end: int
+    matches: list[list[int]] = Field(description="the query's terms in text, as [start, end) offsets (code points)")
+    passage: int = Field(description="the drawer's passage (as embedded) the snippet lies in")
+    lines: list[int] | None = Field(description="the snippet's first and last line in its document, when known")
+
+
 class HitOut(Shape):
     drawer: DrawerOut
     score: float
     signals: Open = Field(description="the legs' scores, relevance and the preference explanation")
     origin: OriginOut | None
+    snippet: SnippetOut | None = Field(description="the best-matching passage; drawer.content is the whole drawer")
     via: list[str] | None = Field(None, description="an expanded hit: the chain it was reached through")
 
 

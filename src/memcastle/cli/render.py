@@ -51,7 +51,9 @@ def _origin_line(drawer: Mapping[str, Any]) -> str:
     origin = source.get("origin")
     if origin:
         when = origin.get("occurred_at") or drawer.get("valid_from")
-        return f"{origin['connector']} · {origin['document']} #{origin['chunk']} · {_short(when)}"
+        lines = origin.get("lines")
+        where = f"{origin['document']}:{lines[0]}-{lines[1]}" if lines else f"{origin['document']} #{origin['chunk']}"
+        return f"{origin['connector']} · {where} · {_short(when)}"
     who = source.get("agent") or (drawer.get("provenance") or {}).get("requested_by", "")
     return f"{source.get('kind', 'manual')} · {who} · {_short(drawer.get('created_at'))}"
 
@@ -79,9 +81,9 @@ def show_drawer(drawer: Mapping[str, Any]) -> None:
     _console().print(drawer_panel(drawer))
 
 
-def show_hits(result: Mapping[str, Any]) -> None:
+def show_hits(result: Mapping[str, Any], *, full: bool = False) -> None:
     """Search hits on a terminal, styled with click: the most frequent command loads no rich (and reads no user data
-    as markup)."""
+    as markup). Each hit shows its snippet with the matched terms in bold, or with `full` its whole drawer."""
     import shutil
 
     import click
@@ -107,7 +109,29 @@ def show_hits(result: Mapping[str, Any]) -> None:
         if drawer.get("tags"):
             click.echo(click.style("tags: " + ", ".join(drawer["tags"]), dim=True))
         click.echo(click.style(explain_signals(hit), fg="cyan"))
-        click.echo(drawer["content"])
+        shown = hit.get("snippet")
+        if full or not shown:
+            click.echo(drawer["content"])
+            continue
+        click.echo(_marked(shown))
+        content = drawer["content"]
+        if content[: shown["start"]].strip() or content[shown["end"] :].strip():
+            part = f"lines {shown['lines'][0]}-{shown['lines'][1]} of" if shown.get("lines") else "part of"
+            more = f"{part} {len(content)} characters · memcastle drawer show {drawer['id']}"
+            click.echo(click.style(f"[{more}]", dim=True))
+
+
+def _marked(shown: Mapping[str, Any]) -> str:
+    """A snippet's text with its matched terms in bold."""
+    import click
+
+    text, out, at = shown["text"], [], 0
+    for start, end in shown.get("matches", []):
+        out.append(text[at:start])
+        out.append(click.style(text[start:end], bold=True, underline=True))
+        at = end
+    out.append(text[at:])
+    return "".join(out)
 
 
 def explain_signals(hit: Mapping[str, Any]) -> str:

@@ -59,6 +59,9 @@ class RawDocument:
     title: str | None = None
     uri: str | None = None
     warnings: tuple[str, ...] = ()
+    # The source line the body starts on, when the body is a text file's lines (a file, a note after its front
+    # matter, a commit message): mined chunks then record their line range. None for rendered documents.
+    first_line: int | None = None
 
 
 @dataclass(frozen=True)

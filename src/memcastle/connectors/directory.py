@@ -70,6 +70,7 @@ class DirectoryConnector:
             occurred_at=metadata["mtime"],
             title=candidate.external_id,
             uri=(root / candidate.external_id).as_uri(),
+            first_line=1,
         )
 
     def normalize(self, raw: RawDocument) -> CanonicalDocument:

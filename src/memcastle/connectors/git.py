@@ -186,6 +186,7 @@ class GitConnector:
             title=subject,
             uri=f"git:{full_sha}",
             warnings=tuple(warnings),
+            first_line=1,
         )
 
     def normalize(self, raw: RawDocument) -> CanonicalDocument:

@@ -78,6 +78,7 @@ class NotesConnector:
             title=title,
             uri=(root / candidate.external_id).as_uri(),
             warnings=(warning,) if warning else (),
+            first_line=1 + text.count("\n", 0, len(text) - len(body)),
         )
 
     def normalize(self, raw: RawDocument) -> CanonicalDocument:

@@ -239,9 +239,15 @@ def _replace(match: re.Match[str], kind: str, replaced: set[tuple[str, str]]) ->
             start, end = match.span(group)
             whole = match.group(0)
             offset = match.start()
-            return whole[: start - offset] + MARKER.format(kind) + whole[end - offset :]
+            return whole[: start - offset] + _marker(kind, secret) + whole[end - offset :]
     replaced.add((kind, match.group(0)))
-    return MARKER.format(kind)
+    return _marker(kind, match.group(0))
+
+
+def _marker(kind: str, secret: str) -> str:
+    """What stands in for a secret: its kind, then as many line breaks as it spanned, so every line after it keeps
+    its number (a hit's line range points into the file as it is)."""
+    return MARKER.format(kind) + "\n" * secret.count("\n")
 
 
 def redact_document(

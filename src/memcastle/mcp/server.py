@@ -337,7 +337,8 @@ def build_mcp_server(
     ) -> dict[str, Any]:
         """Search memory before answering questions about past work, decisions, code history or conversations.
         Returns ranked `hits`; each has the verbatim `drawer` (content, wing/room, tags, source, provenance),
-        `origin` (where it came from: connector, source_id, document, chunk, revision, occurred_at) and `signals`
+        `snippet` (the part that matched best, with the matched words' offsets and its lines), `origin` (where it
+        came from: connector, source_id, document, chunk, lines, revision, occurred_at) and `signals`
         (why it ranked: lexical/semantic/fusion scores, relevance, and `preference`: how the source-preference
         policy adjusted it and why). Read origin and preference before trusting a hit. Narrow with wing, room,
         tags, source_kind or connector; travel in time with as_of (when things held: a commit's time, a

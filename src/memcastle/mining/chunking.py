@@ -19,11 +19,17 @@ def document_text(segments: Sequence[str]) -> str:
 
 def chunk_segments(segments: Sequence[str], limit: int) -> list[str]:
     """Cut a document into chunks of at most `limit` characters."""
+    text = document_text(segments)
+    return [text[a:b] for a, b in chunk_spans(segments, limit)]
+
+
+def chunk_spans(segments: Sequence[str], limit: int) -> list[tuple[int, int]]:
+    """Where `chunk_segments` cuts: each chunk's [start, end) in the document text."""
     if limit < 2:
         raise ValueError("limit must be at least 2")
     text = document_text(segments)
     if len(text) <= limit:
-        return [text] if text.strip() else []
+        return [(0, len(text))] if text.strip() else []
     spans: list[tuple[int, int]] = []
     position = 0
     for index, segment in enumerate(segments):
@@ -47,7 +53,20 @@ def chunk_segments(segments: Sequence[str], limit: int) -> list[str]:
         current = pieces[-1]
     if current is not None:
         bounds.append(current)
-    return [text[a:b] for a, b in bounds if text[a:b].strip()]
+    return [(a, b) for a, b in bounds if text[a:b].strip()]
+
+
+def line_ranges(text: str, spans: Sequence[tuple[int, int]], first_line: int) -> list[tuple[int, int]]:
+    """Each span's first and last line, counting the text's first line as `first_line`; a span's trailing line
+    breaks (the blank lines that separate it from the next) are not lines of it. Spans come in document order."""
+    ranges: list[tuple[int, int]] = []
+    line, at = first_line, 0
+    for start, end in spans:
+        line += text.count("\n", at, start)
+        at = start
+        last = len(text[start:end].rstrip("\r\n"))
+        ranges.append((line, line + text.count("\n", start, start + last)))
+    return ranges
 
 
 def _split_long(text: str, start: int, end: int, limit: int) -> list[tuple[int, int]]:

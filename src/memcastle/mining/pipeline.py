@@ -30,7 +30,7 @@ from memcastle.connectors.secrets import Redactor, redact_document
 from memcastle.errors import Conflict, InvalidRequest
 from memcastle.jobs.context import JobContext
 from memcastle.knowledge.dedup import DuplicateFinder
-from memcastle.mining.chunking import chunk_segments
+from memcastle.mining.chunking import chunk_spans, document_text, line_ranges
 from memcastle.model import (
     DocumentChanges,
     DocumentRecord,
@@ -262,7 +262,12 @@ class MinePipeline:
         *,
         named: bool = True,
     ) -> DocumentChanges:
-        chunks = chunk_segments(document.segments, self._chunk_chars)
+        text = document_text(document.segments)
+        spans = chunk_spans(document.segments, self._chunk_chars)
+        chunks = [text[a:b] for a, b in spans]
+        lines: list[tuple[int, int] | None] = (
+            list(line_ranges(text, spans, raw.first_line)) if raw.first_line is not None else [None] * len(spans)
+        )
         hashes = [content_hash(c) for c in chunks]
         old = self._previous_drawers(record)
         room = changes_room(document, default_room)
@@ -271,7 +276,7 @@ class MinePipeline:
         drawer_ids: list[str] = []
         for index, chunk in enumerate(chunks):
             previous = old[index] if index < len(old) else None
-            if previous is not None and _is_kept(previous, hashes[index], raw, wing, room):
+            if previous is not None and _is_kept(previous, hashes[index], lines[index], raw, wing, room):
                 drawer_ids.append(previous.id)
                 continue
             new = NewDrawer(
@@ -292,6 +297,7 @@ class MinePipeline:
                         revision=revision,
                         metadata=dict(raw.metadata),
                         occurred_at=raw.occurred_at,
+                        lines=lines[index],
                     ),
                 ),
                 provenance=Provenance(requested_by="job", job_id=job_id),
@@ -357,13 +363,18 @@ def changes_room(document: CanonicalDocument, default_room: str) -> str:
     return document.room or default_room
 
 
-def _is_kept(previous: Drawer, new_hash: str, raw: RawDocument, wing: str, room: str) -> bool:
-    """A chunk is kept only when its text, its document's metadata snapshot and its place are all unchanged."""
+def _is_kept(
+    previous: Drawer, new_hash: str, lines: tuple[int, int] | None, raw: RawDocument, wing: str, room: str
+) -> bool:
+    """A chunk is kept only when its text, its lines in the document, its document's metadata snapshot and its place
+    are all unchanged: evidence that moved in its file is filed anew with the lines it now has (ADR 0020). A chunk
+    filed before lines were recorded has none, and is kept when the rest holds."""
     origin = previous.source.origin
     return (
         previous.is_current
         and previous.content_hash == new_hash
         and origin is not None
+        and origin.lines in (lines, None)  # a chunk filed before lines were recorded is kept while it stays put
         and dict(origin.metadata) == dict(raw.metadata)
         and origin.occurred_at == raw.occurred_at
         and previous.wing == wing

@@ -2,7 +2,7 @@
 
 drawers   Drawer, NewDrawer, Origin, Source, Provenance, Wing, Room, Page; content hashing and fingerprints
 jobs      Job, NewJob, JobStatus, Priority, Progress; the transition table; the recovery budget
-search    SearchQuery, Scope, TimeWindow, LexicalQuery, ScoredDrawer, Hit, SearchResult, DrawerPlace
+search    SearchQuery, Scope, TimeWindow, LexicalQuery, ScoredDrawer, Hit, Snippet, SearchResult, DrawerPlace
 mining    SourceRecord, DocumentRecord, DocumentChanges, MinerSpec
 graph     Entity, Mention, EntityHint, Assertion, FactLink, DrawerLink, GraphWrite, SimilarDrawer
 forgetting ForgetScope, ForgetReport, ForgottenDrawer, Tombstone
@@ -65,6 +65,7 @@ from memcastle.model.search import (
     SearchQuery,
     SearchResult,
     SimilarDrawer,
+    Snippet,
     TimeWindow,
 )
 
@@ -86,6 +87,7 @@ __all__ = [
     "FactLink",
     "GraphWrite",
     "Hit",
+    "Snippet",
     "JOB_TRANSITIONS",
     "JSON",
     "Job",

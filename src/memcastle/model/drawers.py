@@ -46,9 +46,10 @@ class Origin:
     revision: str
     metadata: Mapping[str, Any] = field(default_factory=dict)
     occurred_at: str | None = None
+    lines: tuple[int, int] | None = None  # the chunk's first and last line in the document, for line-based documents
 
     def to_json(self) -> JSON:
-        return {
+        out: JSON = {
             "connector": self.connector,
             "source_id": self.source_id,
             "document": self.document,
@@ -57,6 +58,9 @@ class Origin:
             "metadata": dict(self.metadata),
             "occurred_at": self.occurred_at,
         }
+        if self.lines is not None:
+            out["lines"] = list(self.lines)
+        return out
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Origin:
@@ -68,6 +72,7 @@ class Origin:
             revision=data["revision"],
             metadata=dict(data.get("metadata") or {}),
             occurred_at=data.get("occurred_at"),
+            lines=_line_range(data.get("lines")),
         )
 
 
@@ -205,3 +210,10 @@ class RequestKey:
     state: str
     result: Mapping[str, Any] | None
     created_at: str
+
+
+def _line_range(value: Any) -> tuple[int, int] | None:
+    """An origin's `[first, last]` line pair, or None (origins filed before lines were recorded have none)."""
+    if isinstance(value, (list, tuple)) and len(value) == 2 and all(isinstance(v, int) for v in value):
+        return int(value[0]), int(value[1])
+    return None

@@ -83,11 +83,36 @@ class ScoredDrawer:
 
 
 @dataclass(frozen=True)
+class Snippet:
+    """The part of a hit's drawer that matched best: `text` is `content[start:end]` of the verbatim drawer, `matches`
+    the query terms found in it as [start, end) offsets into `text` (in code points), `passage` the drawer's passage
+    it lies in (as embedded), `lines` its first and last line in the document when the origin records lines."""
+
+    text: str
+    start: int
+    end: int
+    matches: tuple[tuple[int, int], ...] = ()
+    passage: int = 0
+    lines: tuple[int, int] | None = None
+
+    def to_json(self) -> JSON:
+        return {
+            "text": self.text,
+            "start": self.start,
+            "end": self.end,
+            "matches": [list(m) for m in self.matches],
+            "passage": self.passage,
+            "lines": list(self.lines) if self.lines else None,
+        }
+
+
+@dataclass(frozen=True)
 class Hit:
     drawer: Drawer
     score: float
     signals: Mapping[str, Any]
     via: tuple[str, ...] | None = None
+    snippet: Snippet | None = None
 
     def to_json(self) -> JSON:
         out: JSON = {
@@ -95,6 +120,7 @@ class Hit:
             "score": self.score,
             "signals": dict(self.signals),
             "origin": self.drawer.source.origin.to_json() if self.drawer.source.origin else None,
+            "snippet": self.snippet.to_json() if self.snippet else None,
         }
         if self.via is not None:
             out["via"] = list(self.via)

@@ -22,10 +22,11 @@ from memcastle.clock import Clock, utc_now
 from memcastle.errors import InvalidRequest, ProviderError
 from memcastle.model import Hit, LexicalQuery, Scope, ScoredDrawer, SearchQuery, SearchResult, TimeWindow
 from memcastle.preferences import NEUTRAL, Policy, PoolEntry, pool_size, rerank
-from memcastle.search.embeddings import EmbeddingProvider
+from memcastle.search.embeddings import PASSAGE_OVERLAP_CHARS, PASSAGE_WINDOW_CHARS, EmbeddingProvider
 from memcastle.search.expansion import expand
 from memcastle.search.fusion import FusionWeights, Ranked, fuse, pool_relevance
 from memcastle.search.lexical import query_terms
+from memcastle.search.snippets import TermMatcher, snippet
 from memcastle.store import KnowledgeStore
 
 log = logging.getLogger(__name__)
@@ -42,6 +43,10 @@ class SemanticLeg(Protocol):
     def waiting_among(self, drawer_ids: Sequence[str]) -> set[str]: ...
     def forget(self, drawer_ids: Sequence[str]) -> None:
         """Drop what is held of drawers the store has erased."""
+        ...
+
+    def nearest_passages(self, vector: npt.NDArray[np.float32], drawer_ids: Sequence[str]) -> dict[str, int]:
+        """Each drawer's passage nearest the query, by its number (drawers without vectors are left out)."""
         ...
 
     def candidates(
@@ -73,6 +78,7 @@ class SearchEngine:
         policy: Policy = NEUTRAL,
         now: Clock = utc_now,
         parallel: int = 0,
+        passages: tuple[int, int] = (PASSAGE_WINDOW_CHARS, PASSAGE_OVERLAP_CHARS),
     ) -> None:
         self._store = store
         # At most `parallel` searches compute at once (0: one per CPU core); the others wait their turn. Sixteen
@@ -87,6 +93,7 @@ class SearchEngine:
         self._weights = weights
         self._pending = pending or (lambda: 0)
         self._pending_seen: tuple[float, int] = (-PENDING_TTL, 0)
+        self._passages = passages
         self.policy = policy
 
     def close(self) -> None:
@@ -168,7 +175,28 @@ class SearchEngine:
         direct = hits[: query.limit]
         # Expanded hits come after the direct ones, never interleaved.
         related = self._explained(query, expand(self._store, query, direct, self._now())) if query.expand else []
-        return SearchResult(hits=tuple(direct + related), ranking=ranking, warnings=tuple(warnings))
+        return SearchResult(
+            hits=tuple(self._with_snippets(query, direct + related, vector)), ranking=ranking, warnings=tuple(warnings)
+        )
+
+    def _with_snippets(self, query: SearchQuery, hits: list[Hit], vector: npt.NDArray[np.float32] | None) -> list[Hit]:
+        """Each hit with its snippet (`memcastle.search.snippets`): for a drawer longer than one passage, the semantic
+        leg says which passage is nearest the query, when the query was embedded."""
+        matcher = TermMatcher(query.text)
+        long = [hit.drawer.id for hit in hits if len(hit.drawer.content) > self._passages[0]]
+        nearest = self._index.nearest_passages(vector, long) if vector is not None and long and self._index else {}
+        out = []
+        for hit in hits:
+            origin = hit.drawer.source.origin
+            found = snippet(
+                hit.drawer.content,
+                matcher,
+                nearest_passage=nearest.get(hit.drawer.id),
+                first_line=origin.lines[0] if origin is not None and origin.lines else None,
+                passages=self._passages,
+            )
+            out.append(dataclasses.replace(hit, snippet=found))
+        return out
 
     def _explained(self, query: SearchQuery, related: list[Hit]) -> list[Hit]:
         """Expanded hits explained as direct ones are (ADR 048): their graph scores normalized within the expanded

@@ -120,6 +120,24 @@ class SemanticIndex:
         """Those of the drawers not yet found by meaning as well as they will be (see `has_vector`)."""
         return {drawer_id for drawer_id in drawer_ids if not self.has_vector(drawer_id)}
 
+    def nearest_passages(self, vector: npt.NDArray[np.float32], drawer_ids: Sequence[str]) -> dict[str, int]:
+        """For each drawer with vectors, the index of its passage nearest `vector` (a hit's snippet comes from it)."""
+        snapshot = self._snapshot
+        nearest: dict[str, int] = {}
+        if snapshot.count == 0 or vector.shape[0] != self.dimension:
+            return nearest
+        for drawer_id in drawer_ids:
+            found = self._rows.get(drawer_id)
+            listed = [found] if isinstance(found, int) else list(found or ())
+            # A row past the snapshot is being published by a refresh; passages are loaded in order, so the rows
+            # before it are the drawer's first passages.
+            rows = np.array([row for row in listed if row < snapshot.count], dtype=np.int64)
+            if len(rows) > 1:
+                nearest[drawer_id] = int(np.argmax(self._vectors(snapshot, rows) @ vector.astype(np.float32)))
+            elif len(rows) == 1:
+                nearest[drawer_id] = 0
+        return nearest
+
     def refresh(self) -> None:
         """Load vectors stored since the last refresh (nothing new: one index probe)."""
         with self._loader:

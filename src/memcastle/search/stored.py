@@ -47,6 +47,12 @@ class StoredVectorIndex:
         """Those of the drawers not yet found by meaning as well as they will be (some passages still missing)."""
         return set(drawer_ids) - self._store.embedded_among(self.model, drawer_ids)
 
+    def nearest_passages(self, vector: npt.NDArray[np.float32], drawer_ids: Sequence[str]) -> dict[str, int]:
+        """For each drawer with vectors, the index of its passage nearest `vector`."""
+        if self.dimension is None or vector.shape[0] != self.dimension or not drawer_ids:
+            return {}
+        return self._store.nearest_passage_of(self.model, vector.astype(np.float32), drawer_ids)
+
     def forget(self, drawer_ids: Sequence[str]) -> None:
         """Nothing is held here: the store erased the vectors with the drawers."""
 

@@ -150,6 +150,10 @@ class NearestStore(Protocol):
         """Those of the drawers whose passages are all stored."""
         ...
 
+    def nearest_passage_of(self, model: str, vector: np.ndarray, drawer_ids: Sequence[str]) -> dict[str, int]:
+        """For each of the drawers with vectors, the number of its passage nearest `vector`."""
+        ...
+
     def vector_count(self, model: str) -> tuple[int, int | None]:
         """How many passage vectors the model has, and their dimension (None when there are none)."""
         ...

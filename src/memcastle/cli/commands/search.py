@@ -26,6 +26,7 @@ from memcastle.cli.app import Invocation, app, pass_invocation
 @click.option("--known-until", help="record-time window end (with --known-from)")
 @click.option("--expand", is_flag=True, help="add drawers related through the knowledge graph")
 @click.option("--preferences", default="on", help="on, or off to see the ranking without source preferences")
+@click.option("--full", is_flag=True, help="print each hit's whole drawer instead of its snippet")
 @pass_invocation
 def search(
     inv: Invocation,
@@ -46,8 +47,12 @@ def search(
     known_until: str | None,
     expand: bool,
     preferences: str,
+    full: bool,
 ) -> None:
-    """Search the palace for QUERY: evidence with provenance and the signals that ranked it."""
+    """Search the palace for QUERY: evidence with provenance and the signals that ranked it.
+
+    Each hit shows the passage that matched best, with its lines in the document (`path:120-168`); `--full` prints
+    whole drawers, and `memcastle drawer show ID` one drawer."""
     body = {
         "query": query,
         "limit": limit,
@@ -68,7 +73,7 @@ def search(
         "preferences": preferences,
     }
     data = inv.client().post("/search", {k: v for k, v in body.items() if v is not None})
-    inv.emit(data, lambda data: render.show_hits(data))
+    inv.emit(data, lambda data: render.show_hits(data, full=full))
 
 
 @app.command()
@@ -80,6 +85,7 @@ def search(
 @click.option("--connector", help="only drawers mined by this connector")
 @click.option("--as-of", help="what was current at this instant")
 @click.option("--historical", is_flag=True, help="include closed versions")
+@click.option("--full", is_flag=True, help="print each hit's whole drawer instead of its snippet")
 @pass_invocation
 def recall(
     inv: Invocation,
@@ -91,6 +97,7 @@ def recall(
     connector: str | None,
     as_of: str | None,
     historical: bool,
+    full: bool,
 ) -> None:
     """Search a whole wing for QUERY (no room scoping): the agent-facing search."""
     body = {
@@ -104,4 +111,4 @@ def recall(
         "include_historical": historical,
     }
     data = inv.client().post("/recall", {k: v for k, v in body.items() if v is not None})
-    inv.emit(data, lambda data: render.show_hits(data))
+    inv.emit(data, lambda data: render.show_hits(data, full=full))

@@ -411,6 +411,20 @@ class PostgresStore(ArchiveTables, ForgetTables, GraphTables, MiningTables, JobT
         # relaxed_order: the walk may return neighbours slightly out of order.
         return sorted(((r["id"], 1.0 - float(r["distance"])) for r in rows), key=lambda found: (-found[1], found[0]))
 
+    def nearest_passage_of(self, model: str, vector: np.ndarray, drawer_ids: Sequence[str]) -> dict[str, int]:
+        """Each drawer's passages scored exactly (a drawer has a handful; the `embedding` key finds them)."""
+        if not drawer_ids:
+            return {}
+        dimension = int(vector.shape[0])
+        typed = f"vector({dimension:d})"
+        rows = self._all(
+            f"SELECT DISTINCT ON (d.id) d.id, e.passage FROM drawer d JOIN embedding e ON e.drawer_seq = d.seq "
+            f"AND e.model = ? AND e.dimension = {dimension:d} WHERE d.id = ANY(?) "
+            f"ORDER BY d.id, (e.vector::{typed}) <=> ?::{typed}, e.passage",
+            (model, list(drawer_ids), vector),
+        )
+        return {r["id"]: int(r["passage"]) for r in rows}
+
     def embedded_among(self, model: str, drawer_ids: Sequence[str]) -> set[str]:
         if not drawer_ids:
             return set()

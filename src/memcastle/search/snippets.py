@@ -1,0 +1,160 @@
+"""A hit's evidence in a few lines: the passage that matched best, the query's terms found in it, and its lines.
+
+Terms are matched as the full-text index matches them: words (letters and digits; `_` separates, as in FTS5's
+`unicode61`), case and diacritics folded, compared by stem. SQLite's index stems with Porter's algorithm and
+PostgreSQL's with the English Snowball stemmer, so a word matches when either stem agrees; both come from
+`snowballstemmer`. The passage is the one the semantic leg scored (the drawer cut as the embed job cuts it): the one
+holding most distinct query terms, then the one the semantic leg found nearest, then the one with most matches.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import unicodedata
+from collections.abc import Sequence
+
+import snowballstemmer
+
+from memcastle.model import Snippet
+from memcastle.search.embeddings import PASSAGE_OVERLAP_CHARS, PASSAGE_WINDOW_CHARS, passage_spans
+from memcastle.search.lexical import query_terms
+
+SNIPPET_CHARS = 360  # about six lines of prose or code: enough to judge a hit, short enough to scan ten
+_CONTEXT_CHARS = 60  # how far before its first match a snippet may start, to begin at a line or a word
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_PORTER = snowballstemmer.stemmer("porter")
+_ENGLISH = snowballstemmer.stemmer("english")
+
+
+@functools.lru_cache(maxsize=65_536)
+def _stems(word: str) -> tuple[str, str]:
+    """The word's Porter and English Snowball stems, after folding case and diacritics."""
+    folded = word.casefold()
+    if not folded.isascii():
+        folded = "".join(c for c in unicodedata.normalize("NFKD", folded) if not unicodedata.combining(c))
+    return _PORTER.stemWord(folded), _ENGLISH.stemWord(folded)
+
+
+class TermMatcher:
+    """The query's words (stop words dropped, as the lexical leg drops them), matched by stem."""
+
+    def __init__(self, query: str) -> None:
+        self._terms: list[tuple[str, str]] = []
+        for term in query_terms(query):
+            for word in _WORD.findall(term):
+                stems = _stems(word)
+                if stems not in self._terms:
+                    self._terms.append(stems)
+        # Stemming touches a word's ending (and the English stemmer a few whole words: "dying" is "die"), never its
+        # first letter: only words that start as a term's stem does are stemmed.
+        self._heads = {stem[:1] for pair in self._terms for stem in pair}
+
+    def __bool__(self) -> bool:
+        return bool(self._terms)
+
+    def find(self, text: str) -> list[tuple[int, int, int]]:
+        """Every word of `text` that matches a term: (start, end, which term), in order."""
+        if not self._terms:
+            return []
+        found = []
+        for match in _WORD.finditer(text):
+            word = match.group()
+            if word[:1].casefold() not in self._heads and word.isascii():
+                continue
+            porter, english = _stems(word)
+            for index, (term_porter, term_english) in enumerate(self._terms):
+                if porter == term_porter or english == term_english:
+                    found.append((match.start(), match.end(), index))
+                    break
+        return found
+
+
+def snippet(
+    content: str,
+    matcher: TermMatcher,
+    *,
+    nearest_passage: int | None = None,
+    first_line: int | None = None,
+    passages: tuple[int, int] = (PASSAGE_WINDOW_CHARS, PASSAGE_OVERLAP_CHARS),
+    limit: int = SNIPPET_CHARS,
+) -> Snippet:
+    """The best part of `content` for the query (see the module's docstring). `nearest_passage` is the passage the
+    semantic leg scored highest, if it scored the drawer; `first_line` the document line the content starts on."""
+    matches = matcher.find(content)
+    spans = [(a, b) for a, b in passage_spans(content, *passages) if not content[a:b].isspace()] or [(0, len(content))]
+
+    def merit(index: int) -> tuple[int, bool, int, int]:
+        start, end = spans[index]
+        inside = [m for m in matches if start <= m[0] and m[1] <= end]
+        return len({m[2] for m in inside}), index == nearest_passage, len(inside), -index
+
+    passage = max(range(len(spans)), key=merit)
+    start, end = _window(content, spans[passage], matches, limit)
+    # Blank lines around go; a first line that starts at a line start keeps its indentation, as code needs it.
+    lead = start
+    while lead < end and content[lead].isspace():
+        lead += 1
+        if content[lead - 1] == "\n":
+            start = lead
+    if lead == end or (start > 0 and content[start - 1] != "\n"):
+        start = lead
+    while end > start and content[end - 1].isspace():
+        end -= 1
+    lines = None
+    if first_line is not None:
+        top = first_line + content.count("\n", 0, start)
+        lines = (top, top + content.count("\n", start, end))
+    return Snippet(
+        text=content[start:end],
+        start=start,
+        end=end,
+        matches=tuple((a - start, b - start) for a, b, _ in matches if start <= a and b <= end),
+        passage=passage,
+        lines=lines,
+    )
+
+
+def _window(
+    content: str, span: tuple[int, int], matches: Sequence[tuple[int, int, int]], limit: int
+) -> tuple[int, int]:
+    """At most `limit` characters of the passage `span`: from a little before the match that opens the window holding
+    most distinct terms (then most matches), cut at a line start or a word break; the whole passage without any."""
+    low, high = span
+    inside = [m for m in matches if low <= m[0] and m[1] <= high]
+    if high - low <= limit or not inside:
+        return low, high  # without a term to centre on, the whole passage the semantic leg scored
+    best, best_merit = low, (-1, -1)
+    for first in inside:
+        at = _opening(content, max(low, first[0] - _CONTEXT_CHARS), first[0])
+        covered = [m for m in inside if at <= m[0] and m[1] <= at + limit]
+        merit = (len({m[2] for m in covered}), len(covered))
+        if merit > best_merit:
+            best, best_merit = at, merit
+    return best, _closing(content, best, min(high, best + limit))
+
+
+def _opening(content: str, lowest: int, match: int) -> int:
+    """Where a window showing the match at `match` starts: the line it is on when that line starts after `lowest`,
+    else the first word after `lowest`."""
+    line = content.rfind("\n", lowest, match)
+    if line != -1:
+        return line + 1
+    for at in range(lowest, match):
+        if at == 0 or content[at - 1].isspace():
+            return at
+    return match
+
+
+def _closing(content: str, start: int, hard: int) -> int:
+    """A window's end at or before `hard`: after the last full line when one ends in its second half, else at a word
+    break."""
+    if hard >= len(content):
+        return len(content)
+    line = content.rfind("\n", start + (hard - start) // 2, hard)
+    if line != -1:
+        return line
+    for cut in range(hard, start, -1):
+        if content[cut - 1].isspace() or content[cut].isspace():
+            return cut
+    return hard
