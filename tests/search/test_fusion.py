@@ -1,4 +1,4 @@
-"""Fusing the two legs: calibrated fusion keeps how far apart the scores are, reciprocal rank fusion (the default)
+"""Fusing the two legs: calibrated fusion (the default) keeps how far apart the scores are, reciprocal rank fusion
 keeps only ranks; both treat a drawer waiting for its vectors as if the semantic leg agreed with the lexical one."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import pytest
 from memcastle.model import ScoredDrawer
 from memcastle.search.fusion import FusionWeights, fuse
 
-CALIBRATED = FusionWeights(method="calibrated")
-RRF = FusionWeights()
+CALIBRATED = FusionWeights(method="calibrated", lexical=1.0, semantic=1.0)
+RRF = FusionWeights(method="rrf", lexical=1.0, semantic=1.0)
 
 
 def leg(*pairs: tuple[str, float]) -> list[ScoredDrawer]:
@@ -17,7 +17,8 @@ def leg(*pairs: tuple[str, float]) -> list[ScoredDrawer]:
 
 
 def test_calibrated_fusion_weighs_normalized_scores() -> None:
-    assert FusionWeights().method == "rrf", "rank fusion stays the default until calibrated fusion wins on every set"
+    default = FusionWeights()
+    assert (default.method, default.lexical, default.semantic) == ("calibrated", 0.6, 0.4), "as measured: ADR 0019"
     lexical = leg(("a", 12.0), ("b", 11.9), ("c", 2.0))
     semantic = leg(("c", 0.80), ("a", 0.30), ("d", 0.29))
     fused = {r.drawer_id: r.base for r in fuse(lexical, semantic, CALIBRATED)}
@@ -56,3 +57,17 @@ def test_a_drawer_waiting_for_vectors_is_fused_as_if_the_legs_agreed(weights: Fu
     assert fused[0].drawer_id == "waiting" and fused[0].signals["semantic_pending"] == 1.0
     without = fuse(lexical, semantic, weights)
     assert without[0].drawer_id == "embedded"
+
+
+def test_the_any_term_fill_stays_below_the_all_term_drawers() -> None:
+    from memcastle.search.engine import fill_below
+
+    first = leg(("a", 9.0), ("b", 4.0))
+    more = leg(("x", 30.0), ("a", 20.0), ("y", 15.0), ("z", 1.0))
+    filled = fill_below(first, more, 4)
+    assert [c.drawer_id for c in filled] == ["a", "b", "x", "y"], "no repeats, up to the limit"
+    assert filled[2].signal == filled[3].signal == pytest.approx(0.999 * 4.0), "capped just below the last of all"
+    weak = fill_below(first, leg(("w", 1.5), ("v", 0.5)), 4)
+    assert [c.signal for c in weak[2:]] == [1.5, 0.5], "a weak match keeps its own score, far below"
+    assert fill_below([], more, 2) == more[:2], "nothing holds every word: the any-term drawers as they are"
+    assert fill_below(first, more, 2) == first

@@ -266,3 +266,20 @@ def test_searches_beyond_the_parallel_setting_wait_their_turn(tmp_path: Path) ->
         assert provider.most == 2
     finally:
         store.close()
+
+
+def test_drawers_with_some_of_the_words_fill_the_lexical_leg_below_those_with_all(tmp_path: Path) -> None:
+    palace = make_palace(tmp_path / "palace", model=None)
+    try:
+        save = palace.services.drawers.save_note
+        every = [save(f"The moat pump {i} failed in spring", wing="w")[0] for i in range(2)]
+        some = [save(f"moat moat moat note {i}", wing="w")[0] for i in range(3)]
+        save("Unrelated: bread and soup", wing="w")
+        hits = palace.services.search.search(SearchRequest(query="moat pump failed", wing="w", limit=10)).hits
+        order = [hit.drawer.id for hit in hits]
+        assert set(order[:2]) == {d.id for d in every}, "every word beats the same word three times over"
+        assert set(order[2:]) == {d.id for d in some}, "some of the words still fill the leg"
+        lexical = [hit.signals["lexical"] for hit in hits]
+        assert lexical == sorted(lexical, reverse=True) and min(lexical[:2]) > max(lexical[2:])
+    finally:
+        palace.stop()

@@ -73,13 +73,17 @@ SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec(
         "search.fusion",
         str,
-        "rrf",
-        "how hybrid fuses its legs: rrf (reciprocal rank fusion) or calibrated (weighted min-max scores; ADR 0019)",
+        "calibrated",
+        "how hybrid fuses its legs: calibrated (weighted min-max scores) or rrf (reciprocal rank fusion); ADR 0019",
         choices=("rrf", "calibrated"),
     ),
     SettingSpec("search.rrf_k", int, 60, "reciprocal rank fusion constant (search.fusion = rrf)", minimum=1),
-    SettingSpec("search.lexical_weight", float, 1.0, "weight of the lexical leg in fusion", minimum=0),
-    SettingSpec("search.semantic_weight", float, 1.0, "weight of the semantic leg in fusion", minimum=0),
+    SettingSpec(
+        "search.lexical_weight", float, 0.6, "weight of the lexical leg in fusion (chosen by measurement)", minimum=0
+    ),
+    SettingSpec(
+        "search.semantic_weight", float, 0.4, "weight of the semantic leg in fusion (chosen by measurement)", minimum=0
+    ),
     SettingSpec(
         "search.ann_min_rows",
         int,

@@ -60,6 +60,7 @@ class SemanticLeg(Protocol):
 
 
 MIN_LEG = 20
+FILL_SHARE = 0.999  # an any-term drawer scores at most this share of the worst drawer holding every term
 DEFAULT_WEIGHTS = FusionWeights()
 PENDING_TTL = 2.0
 
@@ -255,15 +256,29 @@ class SearchEngine:
         return count
 
     def lexical_leg(self, query: SearchQuery, limit: int) -> list[ScoredDrawer]:
-        """BM25 candidates: every term required first; any term when that finds nothing and there are 2+ words."""
+        """BM25 candidates: the drawers holding every term first; when they are fewer than `limit` and the query has
+        2+ words, the drawers holding some of the terms fill the leg below them (`fill_below`)."""
         terms = tuple(query_terms(query.text))
         if not terms:
             return []
         found = self._store.lexical_candidates(
             LexicalQuery(terms, require_all=True), query.scope, query.window, query.include_historical, limit
         )
-        if not found and len(terms) >= 2:
-            found = self._store.lexical_candidates(
+        if len(found) < limit and len(terms) >= 2:
+            some = self._store.lexical_candidates(
                 LexicalQuery(terms, require_all=False), query.scope, query.window, query.include_historical, limit
             )
+            found = fill_below(found, some, limit)
         return found
+
+
+def fill_below(first: list[ScoredDrawer], more: list[ScoredDrawer], limit: int) -> list[ScoredDrawer]:
+    """`first` then those of `more` it lacks, up to `limit`, with their own BM25 scores capped just below the lowest
+    of `first`: a drawer with some of the words never outranks one with all of them, and keeps the distance BM25 puts
+    between them (so a weak match normalizes near zero, not near the drawers it follows)."""
+    held = {c.drawer_id for c in first}
+    fill = [c for c in more if c.drawer_id not in held][: max(0, limit - len(first))]
+    if not first or not fill:
+        return first + fill
+    cap = FILL_SHARE * first[-1].signal
+    return first + [ScoredDrawer(c.drawer_id, min(c.signal, cap)) for c in fill]

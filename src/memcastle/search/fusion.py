@@ -1,4 +1,4 @@
-"""Fusing the ranking legs and normalizing a pool: reciprocal rank fusion (the default) or calibrated fusion, min-max
+"""Fusing the ranking legs and normalizing a pool: calibrated fusion (the default) or reciprocal rank fusion, min-max
 relevance (docs/adr/0019-calibrated-fusion.md)."""
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ class FusionWeights:
     each leg's min-max normalized scores), and the weight of each leg."""
 
     k: int = 60
-    lexical: float = 1.0
-    semantic: float = 1.0
-    method: str = "rrf"
+    lexical: float = 0.6
+    semantic: float = 0.4
+    method: str = "calibrated"
 
 
 @dataclass(frozen=True)
