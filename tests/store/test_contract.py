@@ -1049,3 +1049,28 @@ def test_drawers_sharing_a_band_key_are_found_and_others_are_not(store: Store) -
     assert set(store.drawers_sharing_bands([2**62], 10)) == {first.id, second.id}
     assert store.drawers_sharing_bands([-22], 10) == [first.id]
     assert store.drawers_sharing_bands([44], 10) == [] and store.drawers_sharing_bands([], 10) == []
+
+
+def test_term_statistics_are_the_full_text_indexs_own(store: Store) -> None:
+    for text in ("The moat floods in spring", "Moats flooded twice", "A dry courtyard", "courtyard and moat"):
+        store.add_drawer(NewDrawer(wing="w", room="r", content=text))
+    stats = store.term_statistics(["moat", "flooding", "courtyard", "absent", "É"])
+    assert stats.drawers == 4 and stats.average_length == pytest.approx(14 / 4)
+    # Found as the index finds them: by stem and case-folded ("Moats" is "moat", "flooded" is "flood").
+    assert stats.frequencies == (3, 2, 2, 0, 0)
+
+
+def test_nearest_passage_of_each_drawer_is_its_best_scoring_one(store: Store) -> None:
+    first = store.add_drawer(NewDrawer(wing="w", room="r", content="one two three")).id
+    second = store.add_drawer(NewDrawer(wing="w", room="r", content="four five")).id
+    rows = np.eye(3, dtype=np.float32)
+    store.put_embeddings("m", [(first, rows), (second, rows[[2, 0]])])
+    query = np.array([0.1, 0.2, 0.97], dtype=np.float32)
+    if store.backend == "postgres":
+        assert store.nearest_passage_of("m", query, [first, second]) == {first: 2, second: 0}  # type: ignore[attr-defined]
+    else:
+        from memcastle.search.semantic import SemanticIndex
+
+        index = SemanticIndex(store, "m")  # type: ignore[arg-type]
+        index.refresh()
+        assert index.nearest_passages(query, [first, second, "absent"]) == {first: 2, second: 0}

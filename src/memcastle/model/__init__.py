@@ -66,6 +66,7 @@ from memcastle.model.search import (
     SearchResult,
     SimilarDrawer,
     Snippet,
+    TermStatistics,
     TimeWindow,
 )
 
@@ -117,6 +118,7 @@ __all__ = [
     "SimilarDrawer",
     "Source",
     "SourceRecord",
+    "TermStatistics",
     "TimeWindow",
     "Tombstone",
     "Wing",

@@ -32,6 +32,16 @@ class LexicalQuery:
     require_all: bool = True
 
 
+@dataclass(frozen=True)
+class TermStatistics:
+    """What BM25 weighs words with: the drawers the full-text index holds, their mean length in tokens, and per word
+    how many of them it is found in."""
+
+    drawers: int
+    average_length: float
+    frequencies: tuple[int, ...]
+
+
 class SimilarDrawer(NamedTuple):
     """A current drawer of the same room with the same hash (`exact`) or normalized text (`normalized`)."""
 

@@ -26,6 +26,7 @@ from memcastle.search.embeddings import PASSAGE_OVERLAP_CHARS, PASSAGE_WINDOW_CH
 from memcastle.search.expansion import expand
 from memcastle.search.fusion import FusionWeights, Ranked, fuse, pool_relevance
 from memcastle.search.lexical import query_terms
+from memcastle.search.passage_bm25 import best_passage_scores, idf, rescored
 from memcastle.search.snippets import TermMatcher, snippet
 from memcastle.store import KnowledgeStore
 
@@ -60,6 +61,7 @@ class SemanticLeg(Protocol):
 
 
 MIN_LEG = 20
+PASSAGE_DEPTH = 2  # lexical candidates fetched per one kept, to be ranked again by their best passages
 FILL_SHARE = 0.999  # an any-term drawer scores at most this share of the worst drawer holding every term
 DEFAULT_WEIGHTS = FusionWeights()
 PENDING_TTL = 2.0
@@ -257,19 +259,44 @@ class SearchEngine:
 
     def lexical_leg(self, query: SearchQuery, limit: int) -> list[ScoredDrawer]:
         """BM25 candidates: the drawers holding every term first; when they are fewer than `limit` and the query has
-        2+ words, the drawers holding some of the terms fill the leg below them (`fill_below`)."""
+        2+ words, the drawers holding some of the terms fill the leg below them (`fill_below`). Each group is taken
+        `PASSAGE_DEPTH` times deeper than needed and ranked again by its drawers' best passages
+        (`memcastle.search.passage_bm25`)."""
         terms = tuple(query_terms(query.text))
         if not terms:
             return []
+        depth = limit * PASSAGE_DEPTH
         found = self._store.lexical_candidates(
-            LexicalQuery(terms, require_all=True), query.scope, query.window, query.include_historical, limit
+            LexicalQuery(terms, require_all=True), query.scope, query.window, query.include_historical, depth
         )
-        if len(found) < limit and len(terms) >= 2:
-            some = self._store.lexical_candidates(
-                LexicalQuery(terms, require_all=False), query.scope, query.window, query.include_historical, limit
-            )
-            found = fill_below(found, some, limit)
-        return found
+        some: list[ScoredDrawer] = []
+        if len(found) < depth and len(terms) >= 2:
+            held = {c.drawer_id for c in found}
+            some = [
+                c
+                for c in self._store.lexical_candidates(
+                    LexicalQuery(terms, require_all=False), query.scope, query.window, query.include_historical, depth
+                )
+                if c.drawer_id not in held
+            ]
+        found, some = self._by_passage(query.text, found, some)
+        return fill_below(found[:limit], some, limit)
+
+    def _by_passage(
+        self, text: str, found: list[ScoredDrawer], some: list[ScoredDrawer]
+    ) -> tuple[list[ScoredDrawer], list[ScoredDrawer]]:
+        """Both groups ranked again, the drawers longer than one passage scored by their best passage."""
+        matcher = TermMatcher(text)
+        if not matcher or not (found or some):
+            return found, some
+        drawers = self._store.get_drawers([c.drawer_id for c in (*found, *some)])
+        long = {i: d.content for i, d in drawers.items() if len(d.content) > self._passages[0]}
+        if not long:
+            return found, some
+        stats = self._store.term_statistics(matcher.words)
+        weights = idf(stats.drawers, stats.frequencies)
+        scores = best_passage_scores(long, matcher, weights, stats.average_length, self._passages)
+        return rescored(found, scores), rescored(some, scores)
 
 
 def fill_below(first: list[ScoredDrawer], more: list[ScoredDrawer], limit: int) -> list[ScoredDrawer]:

@@ -41,11 +41,13 @@ class TermMatcher:
 
     def __init__(self, query: str) -> None:
         self._terms: list[tuple[str, str]] = []
+        self.words: list[str] = []  # one word per term, in the terms' order
         for term in query_terms(query):
             for word in _WORD.findall(term):
                 stems = _stems(word)
                 if stems not in self._terms:
                     self._terms.append(stems)
+                    self.words.append(word)
         # Stemming touches a word's ending (and the English stemmer a few whole words: "dying" is "die"), never its
         # first letter: only words that start as a term's stem does are stemmed.
         self._heads = {stem[:1] for pair in self._terms for stem in pair}

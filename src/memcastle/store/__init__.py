@@ -40,6 +40,7 @@ from memcastle.model import (
     ScoredDrawer,
     SimilarDrawer,
     SourceRecord,
+    TermStatistics,
     TimeWindow,
     Tombstone,
     Wing,
@@ -84,6 +85,11 @@ class SearchStore(Protocol):
     def lexical_candidates(
         self, query: LexicalQuery, scope: Scope, window: TimeWindow | None, include_historical: bool, limit: int
     ) -> list[ScoredDrawer]: ...
+    def term_statistics(self, words: Sequence[str]) -> TermStatistics:
+        """The full-text index's drawer count and mean length, and per word how many drawers it is found in: what
+        BM25 weighs a word with, as the lexical leg does."""
+        ...
+
     def eligible_ids(
         self, drawer_ids: Sequence[str], scope: Scope, window: TimeWindow | None, include_historical: bool
     ) -> set[str]: ...

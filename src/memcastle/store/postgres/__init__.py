@@ -32,6 +32,7 @@ from memcastle.model import (
     LexicalQuery,
     Scope,
     ScoredDrawer,
+    TermStatistics,
     TimeWindow,
     recovery_spent,
 )
@@ -410,6 +411,15 @@ class PostgresStore(ArchiveTables, ForgetTables, GraphTables, MiningTables, JobT
                 rows = tx.all(nearest_sql(dimension, where, exact=True), (vector, model, *params, vector, limit))
         # relaxed_order: the walk may return neighbours slightly out of order.
         return sorted(((r["id"], 1.0 - float(r["distance"])) for r in rows), key=lambda found: (-found[1], found[0]))
+
+    def term_statistics(self, words: Sequence[str]) -> TermStatistics:
+        """From the corpus statistics kept in memory (`corpus.CorpusStatistics`), as the lexical leg ranks with."""
+        texts = [search_text(word) for word in words]
+        kept = [t for t in texts if t]
+        with self._read() as tx:
+            stats = self._corpus.read(tx, kept, recount=self._recount_corpus)
+        by_text = dict(zip(kept, stats.frequencies, strict=True))
+        return TermStatistics(stats.drawers, stats.average_length, tuple(by_text.get(t, 0) for t in texts))
 
     def nearest_passage_of(self, model: str, vector: np.ndarray, drawer_ids: Sequence[str]) -> dict[str, int]:
         """Each drawer's passages scored exactly (a drawer has a handful; the `embedding` key finds them)."""

@@ -19,7 +19,7 @@ import numpy as np
 
 from memcastle.clock import format_instant, to_datetime, utc_now
 from memcastle.errors import InvalidRequest, MigrationError
-from memcastle.model import Job, LexicalQuery, Scope, ScoredDrawer, TimeWindow
+from memcastle.model import Job, LexicalQuery, Scope, ScoredDrawer, TermStatistics, TimeWindow
 from memcastle.store import VectorChunk
 from memcastle.store.copy import check_columns, copied_table, ensure_empty
 from memcastle.store.migrate import MIGRATIONS_TABLE, failed, pending
@@ -225,6 +225,18 @@ class SQLiteStore(ArchiveTables, ForgetTables, GraphTables, MiningTables, JobTab
         )
         return [ScoredDrawer(drawer_id=r["id"], signal=-float(r["rank"])) for r in rows]
 
+    def term_statistics(self, words: Sequence[str]) -> TermStatistics:
+        """FTS5's own figures: its averages record (rows, then tokens per column, as SQLite varints) and each word's
+        row count (a walk of its doclist without scoring)."""
+        with self._read() as tx:
+            found = tx.one("SELECT block FROM drawer_fts_data WHERE id = 1")
+            rows, tokens = (_varints(bytes(found["block"])) + [0, 0])[:2] if found is not None else (0, 0)
+            counts = []
+            for word in words:
+                row = tx.one("SELECT count(*) AS n FROM drawer_fts WHERE drawer_fts MATCH ?", (quote_term(word),))
+                counts.append(int(row["n"]) if row is not None else 0)
+        return TermStatistics(rows, tokens / rows if rows else 0.0, tuple(counts))
+
     def _without_floored_terms(self, query: LexicalQuery) -> LexicalQuery:
         """An any-term query without the terms in half the palace or more. FTS5's BM25 floors such a term's IDF at
         1e-6, so it adds at most 2.2e-6 to a score (it can only break an exact tie) — yet matching it makes FTS5
@@ -415,3 +427,21 @@ def _text_errors() -> Iterator[None]:
             "text values may not contain lone surrogates (not valid Unicode)",
             help="send valid UTF-8; a surrogate must come in a pair",
         ) from None
+
+
+def _varints(block: bytes) -> list[int]:
+    """SQLite varints: big-endian groups of seven bits, the high bit set on all but the last; a ninth byte is whole."""
+    values, at = [], 0
+    while at < len(block):
+        value = 0
+        for index in range(9):
+            byte = block[at]
+            at += 1
+            if index == 8:
+                value = (value << 8) | byte
+                break
+            value = (value << 7) | (byte & 0x7F)
+            if not byte & 0x80:
+                break
+        values.append(value)
+    return values
