@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from memcastle.model import ScoredDrawer
 
 FUSIONS = ("calibrated", "rrf")
+TIE_DIGITS = 6  # decimals of a calibrated score that count (float32 cosines carry about seven significant digits)
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,10 @@ def fuse_scores(
             if "semantic" not in entry and waiting(candidate.drawer_id):
                 entry["fusion"] += weights.semantic * part / total
                 entry["semantic_pending"] = 1.0
+    for entry in signals.values():
+        # The semantic part comes from float32 cosines: closer than that carries, two drawers are tied (and then
+        # ordered by id, the same way on every backend).
+        entry["fusion"] = round(entry["fusion"], TIE_DIGITS)
     ranked = [Ranked(drawer_id, entry["fusion"], entry) for drawer_id, entry in signals.items()]
     ranked.sort(key=lambda r: (-r.base, r.drawer_id))
     return ranked
