@@ -1,0 +1,122 @@
+"""The daemon's live events: job progress and state changes, trigger runs, drawer writes and forgets.
+
+Any thread publishes; each subscriber (an event-stream client) reads from a bounded queue of its own, filled from
+the publishing thread through its event loop, so publishing never waits for a client. A subscriber that falls
+`SUBSCRIBER_BUFFER` events behind is dropped (its stream ends; a reconnect resumes). The last `HISTORY` events are
+kept so that a client reconnecting with the id of the last event it saw gets what it missed; an id this daemon did
+not give, or one older than the history, gets a `reset` event first, saying that it must read the state afresh.
+
+Event ids are `<epoch>-<sequence>`: the epoch is the daemon's start, so an id from before a restart is recognized.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import threading
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+HISTORY = 2048
+SUBSCRIBER_BUFFER = 512
+KINDS = ("job", "trigger", "drawers", "forget", "reset")
+
+
+@dataclass(frozen=True)
+class Event:
+    id: str
+    kind: str
+    data: Mapping[str, Any]
+
+
+class _Subscriber:
+    def __init__(self, loop: asyncio.AbstractEventLoop, kinds: frozenset[str] | None) -> None:
+        self.loop = loop
+        self.kinds = kinds
+        self.queue: asyncio.Queue[Event | None] = asyncio.Queue(SUBSCRIBER_BUFFER)
+        self.dropped = False
+
+    def offer(self, event: Event) -> None:
+        """On the subscriber's loop: queue the event, or drop a subscriber that stopped reading."""
+        if self.dropped:
+            return
+        try:
+            self.queue.put_nowait(event)
+        except asyncio.QueueFull:
+            self.dropped = True
+            while not self.queue.empty():
+                self.queue.get_nowait()
+            self.queue.put_nowait(None)
+
+
+class EventBus:
+    """Thread-safe publish; asynchronous subscribe (see the module's docstring)."""
+
+    def __init__(self, *, history: int = HISTORY) -> None:
+        self.epoch = str(int(time.time() * 1000))
+        self._sequence = itertools.count(1)
+        self._lock = threading.Lock()
+        self._history: deque[Event] = deque(maxlen=history)
+        self._subscribers: set[_Subscriber] = set()
+        self.dropped = 0  # subscribers dropped for falling behind, since start
+
+    def publish(self, kind: str, data: Mapping[str, Any]) -> Event:
+        with self._lock:
+            event = Event(f"{self.epoch}-{next(self._sequence)}", kind, dict(data))
+            self._history.append(event)
+            subscribers = list(self._subscribers)
+        for subscriber in subscribers:
+            if subscriber.kinds is None or kind in subscriber.kinds:
+                try:
+                    subscriber.loop.call_soon_threadsafe(subscriber.offer, event)
+                except RuntimeError:  # its loop has closed: the client is gone
+                    self._forget(subscriber)
+        return event
+
+    def _forget(self, subscriber: _Subscriber) -> None:
+        with self._lock:
+            self._subscribers.discard(subscriber)
+
+    def _missed(self, last_id: str | None) -> tuple[list[Event], bool]:
+        """Under the lock: the kept events after `last_id`, and whether some were lost (a `reset` is due)."""
+        if last_id is None:
+            return [], False
+        epoch, _, number = last_id.partition("-")
+        if epoch != self.epoch or not number.isdigit():
+            return list(self._history), True
+        seen = int(number)
+        kept = [e for e in self._history if int(e.id.partition("-")[2]) > seen]
+        oldest = int(self._history[0].id.partition("-")[2]) if self._history else seen + 1
+        return kept, oldest > seen + 1
+
+    async def subscribe(
+        self, *, last_id: str | None = None, kinds: frozenset[str] | None = None
+    ) -> AsyncIterator[Event]:
+        """The events from now on (after `last_id`'s when given), until the subscriber falls too far behind."""
+        subscriber = _Subscriber(asyncio.get_running_loop(), kinds)
+        with self._lock:
+            missed, lost = self._missed(last_id)
+            self._subscribers.add(subscriber)
+        try:
+            if lost:
+                yield Event(f"{self.epoch}-0", "reset", {"reason": "events were missed; read the state afresh"})
+            for event in missed:
+                if kinds is None or event.kind in kinds:
+                    yield event
+            while True:
+                event = await subscriber.queue.get()
+                if event is None:
+                    with self._lock:
+                        self.dropped += 1
+                    return
+                yield event
+        finally:
+            self._forget(subscriber)
+
+    @property
+    def subscribers(self) -> int:
+        with self._lock:
+            return len(self._subscribers)
