@@ -107,12 +107,12 @@ class EventBus:
                 if kinds is None or event.kind in kinds:
                     yield event
             while True:
-                event = await subscriber.queue.get()
-                if event is None:
+                queued = await subscriber.queue.get()
+                if queued is None:
                     with self._lock:
                         self.dropped += 1
                     return
-                yield event
+                yield queued
         finally:
             self._forget(subscriber)
 
