@@ -27,6 +27,7 @@ ALLOWED: dict[str, set[str]] = {
     "model": {"errors", "clock"},
     # cross-cutting policy, pure
     "modes": {"errors"},
+    "events": set(),
     "preferences": VALUES,
     # persistence
     "store": VALUES,
@@ -41,7 +42,7 @@ ALLOWED: dict[str, set[str]] = {
     "archive": VALUES | {"store", "jobs"},
     # application seam
     "services": VALUES
-    | {"store", "jobs", "integrity", "preferences", "connectors", "knowledge", "mining", "search", "archive"},
+    | {"store", "jobs", "integrity", "preferences", "connectors", "knowledge", "mining", "search", "archive", "events"},
     # this machine's footprint of a daemon, for interfaces and roots only
     "runtime": VALUES,
     # reading settings (TOML files, environment) into values
@@ -49,6 +50,7 @@ ALLOWED: dict[str, set[str]] = {
     # composition roots
     "app": VALUES
     | {
+        "events",
         "config",
         "store",
         "jobs",
@@ -65,7 +67,7 @@ ALLOWED: dict[str, set[str]] = {
     "daemon": VALUES | {"config", "app", "api", "runtime"},
     # interfaces: parse, call one service, render
     "mcp": VALUES | {"modes", "services", "runtime"},
-    "api": VALUES | {"modes", "services", "runtime", "mcp"},
+    "api": VALUES | {"modes", "services", "runtime", "mcp", "events"},
     "cli": VALUES | {"config", "modes", "runtime", "app", "daemon", "mcp", "preferences", "connectors"},
 }
 COMPOSITION_ROOTS = {"app", "daemon", "cli", "config"}  # `config` itself, which reads the files

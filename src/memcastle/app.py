@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from memcastle import archive, integrity
 from memcastle.archive import ArchiveJobs
@@ -17,6 +18,7 @@ from memcastle.config.miners import load_miners
 from memcastle.connectors.builtin import builtin_connectors
 from memcastle.connectors.registry import load_registry
 from memcastle.errors import ConfigError, Conflict, NotFound
+from memcastle.events import EventBus
 from memcastle.jobs.context import JobHandler
 from memcastle.jobs.queue import JobQueue
 from memcastle.jobs.worker import WorkerPool
@@ -27,6 +29,7 @@ from memcastle.knowledge.sweep import ExtractionSweep
 from memcastle.mining import pipeline
 from memcastle.mining.pipeline import MinePipeline
 from memcastle.mining.roots import MiningRoots
+from memcastle.model import NewDrawer
 from memcastle.preferences import load_policy
 from memcastle.runtime.daemons import find_daemon, state_dir
 from memcastle.search.backfill import KIND as backfill_kind
@@ -181,9 +184,15 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
         }
     )
     store = open_store(settings, now=now)
+    events = EventBus()
     duplicates = DuplicateFinder(store, settings["dedup.near_threshold"], now=now)
     mine_pipeline = MinePipeline(
-        store, connectors, chunk_chars=settings["mining.chunk_chars"], duplicates=duplicates, now=now
+        store,
+        connectors,
+        chunk_chars=settings["mining.chunk_chars"],
+        duplicates=duplicates,
+        now=now,
+        on_filed=lambda job_id, filed: events.publish("drawers", mined_event(job_id, filed)),
     )
     archives = ArchiveJobs(store, settings.palace)
     handlers: dict[str, JobHandler] = {
@@ -246,8 +255,9 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
         lease_seconds=settings["jobs.lease_seconds"],
         shared=store.backend != "sqlite",
         now=now,
+        on_change=lambda job: events.publish("job", job.to_json()),
     )
-    queue = JobQueue(store, pool, now=now)
+    queue = JobQueue(store, pool, now=now, on_change=lambda job: events.publish("job", job.to_json()))
     services = Services(
         store=store,
         queue=queue,
@@ -261,6 +271,7 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
         duplicates=duplicates,
         roots=MiningRoots(settings["mining.roots"]),
         now=now,
+        events=events,
     )
     pool.on_finished = services.jobs.after_job
     maintainer = IndexMaintainer(memory) if memory is not None else None
@@ -270,3 +281,9 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
 def file_name(text: str) -> str:
     """`text` as a safe file name (model keys hold slashes and colons)."""
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "model"
+
+
+def mined_event(job_id: str, filed: Sequence[NewDrawer]) -> dict[str, Any]:
+    """A mined document's new drawers, as the event stream names drawers (`services.events`: never their text)."""
+    refs = [{"id": d.id, "wing": d.wing, "room": d.room, "kind": d.source.kind} for d in filed]
+    return {"action": "filed", "drawers": refs, "job_id": job_id}

@@ -16,7 +16,7 @@ import itertools
 import threading
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,12 +60,15 @@ class EventBus:
         self._sequence = itertools.count(1)
         self._lock = threading.Lock()
         self._history: deque[Event] = deque(maxlen=history)
+        self._evicted = 0  # the sequence number of the newest event that fell out of the history (0: none yet)
         self._subscribers: set[_Subscriber] = set()
         self.dropped = 0  # subscribers dropped for falling behind, since start
 
     def publish(self, kind: str, data: Mapping[str, Any]) -> Event:
         with self._lock:
             event = Event(f"{self.epoch}-{next(self._sequence)}", kind, dict(data))
+            if len(self._history) == self._history.maxlen:
+                self._evicted = _number(self._history[0])
             self._history.append(event)
             subscribers = list(self._subscribers)
         for subscriber in subscribers:
@@ -75,6 +78,20 @@ class EventBus:
                 except RuntimeError:  # its loop has closed: the client is gone
                     self._forget(subscriber)
         return event
+
+    def purge(self, drawer_ids: Collection[str]) -> int:
+        """Drop the kept events that name any of these drawers (they were forgotten); how many were dropped."""
+        gone = set(drawer_ids)
+        if not gone:
+            return 0
+        with self._lock:
+            kept = deque(
+                (e for e in self._history if not gone & {d.get("id") for d in e.data.get("drawers", ())}),
+                maxlen=self._history.maxlen,
+            )
+            dropped = len(self._history) - len(kept)
+            self._history = kept
+        return dropped
 
     def _forget(self, subscriber: _Subscriber) -> None:
         with self._lock:
@@ -88,9 +105,8 @@ class EventBus:
         if epoch != self.epoch or not number.isdigit():
             return list(self._history), True
         seen = int(number)
-        kept = [e for e in self._history if int(e.id.partition("-")[2]) > seen]
-        oldest = int(self._history[0].id.partition("-")[2]) if self._history else seen + 1
-        return kept, oldest > seen + 1
+        # A purge leaves gaps on purpose (the events of forgotten drawers): only what fell out of the history counts.
+        return [e for e in self._history if _number(e) > seen], seen < self._evicted
 
     async def subscribe(
         self, *, last_id: str | None = None, kinds: frozenset[str] | None = None
@@ -120,3 +136,7 @@ class EventBus:
     def subscribers(self) -> int:
         with self._lock:
             return len(self._subscribers)
+
+
+def _number(event: Event) -> int:
+    return int(event.id.partition("-")[2])

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from memcastle.model import Job, Priority, Progress
 from memcastle.store import JobStore
+
+JobListener = Callable[[Job], object]  # told of a job's state or progress as it changes (the live event stream)
+PROGRESS_INTERVAL = 0.25  # seconds between two progress reports of one job; its last checkpoint is always told
+
+
+def ignore_change(job: Job) -> None:
+    """The listener of a job engine nobody follows."""
 
 
 class JobStopped(Exception):
@@ -21,9 +29,20 @@ class JobContext:
     """The handle a job handler gets; `checkpoint()` saves progress and is where pause/cancel take effect."""
 
     def __init__(
-        self, store: JobStore, job: Job, owner: str, lease_seconds: float, is_shutting_down: Callable[[], bool]
+        self,
+        store: JobStore,
+        job: Job,
+        owner: str,
+        lease_seconds: float,
+        is_shutting_down: Callable[[], bool],
+        *,
+        on_progress: JobListener | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._store = store
+        self._on_progress = on_progress or ignore_change
+        self._monotonic = monotonic
+        self._told = -PROGRESS_INTERVAL
         self.job = job
         self._owner = owner
         self._lease_seconds = lease_seconds
@@ -50,6 +69,10 @@ class JobContext:
             Progress(current=current, total=total, message=message),
             self._lease_seconds,
         )
+        now = self._monotonic()
+        if now - self._told >= PROGRESS_INTERVAL or (total is not None and current >= total):
+            self._told = now
+            self._on_progress(self.job)
         self.raise_if_stopping()
 
     def raise_if_stopping(self) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from memcastle.clock import Clock, utc_now
 from memcastle.errors import IllegalTransition
+from memcastle.jobs.context import JobListener, ignore_change
 from memcastle.jobs.worker import WorkerPool
 from memcastle.model import Job, JobStatus, NewJob
 from memcastle.store import JobStore
@@ -12,14 +13,24 @@ from memcastle.store import JobStore
 class JobQueue:
     """Submits jobs to the store and wakes the pool; translates control requests into transitions."""
 
-    def __init__(self, store: JobStore, pool: WorkerPool | None, *, now: Clock = utc_now) -> None:
+    def __init__(
+        self,
+        store: JobStore,
+        pool: WorkerPool | None,
+        *,
+        now: Clock = utc_now,
+        on_change: JobListener | None = None,
+    ) -> None:
         self._store = store
         self._now = now
         self._pool = pool
+        self._on_change = on_change or ignore_change
 
     def submit(self, new: NewJob) -> tuple[Job, bool]:
         """Queue a job (or join a queued one with the same coalesce key); returns (job, created)."""
         job, created = self._store.create_job(new)
+        if created:
+            self._on_change(job)
         if self._pool is not None:
             self._pool.wake()
         return job, created
@@ -28,11 +39,11 @@ class JobQueue:
         job = self._store.get_job(job_id)
         if job.status is not JobStatus.RUNNING:
             raise IllegalTransition(job_id, job.status.value, JobStatus.PAUSED.value)
-        return self._store.request_job_stop(job_id, pause=True)
+        return self._told(self._store.request_job_stop(job_id, pause=True))
 
     def resume(self, job_id: str) -> Job:
         self._require(job_id, JobStatus.PAUSED, JobStatus.QUEUED)
-        job = self._store.transition_job(job_id, JobStatus.QUEUED, pause_requested=0)
+        job = self._told(self._store.transition_job(job_id, JobStatus.QUEUED, pause_requested=0))
         if self._pool is not None:
             self._pool.wake()
         return job
@@ -40,18 +51,26 @@ class JobQueue:
     def cancel(self, job_id: str) -> Job:
         job = self._store.get_job(job_id)
         if job.status in (JobStatus.QUEUED, JobStatus.PAUSED):
-            return self._store.transition_job(job_id, JobStatus.CANCELLED, finished_at=self._now(), cancel_requested=1)
+            return self._told(
+                self._store.transition_job(job_id, JobStatus.CANCELLED, finished_at=self._now(), cancel_requested=1)
+            )
         if job.status is JobStatus.RUNNING:
-            return self._store.request_job_stop(job_id, cancel=True)
+            return self._told(self._store.request_job_stop(job_id, cancel=True))
         raise IllegalTransition(job_id, job.status.value, JobStatus.CANCELLED.value)
 
     def retry(self, job_id: str) -> Job:
         self._require(job_id, JobStatus.FAILED, JobStatus.QUEUED)
-        job = self._store.transition_job(
-            job_id, JobStatus.QUEUED, error=None, finished_at=None, cancel_requested=0, pause_requested=0
+        job = self._told(
+            self._store.transition_job(
+                job_id, JobStatus.QUEUED, error=None, finished_at=None, cancel_requested=0, pause_requested=0
+            )
         )
         if self._pool is not None:
             self._pool.wake()
+        return job
+
+    def _told(self, job: Job) -> Job:
+        self._on_change(job)
         return job
 
     def _require(self, job_id: str, expected: JobStatus, target: JobStatus) -> None:

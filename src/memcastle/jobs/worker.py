@@ -13,7 +13,8 @@ from collections.abc import Callable, Mapping
 
 from memcastle.clock import Clock, utc_now
 from memcastle.errors import Conflict, IllegalTransition, LeaseLost
-from memcastle.jobs.context import JobContext, JobHandler, JobStopped
+from memcastle.jobs.context import JobContext, JobHandler, JobListener, JobStopped
+from memcastle.jobs.context import ignore_change as _ignore
 from memcastle.model import RECOVERY_BUDGET, Job, JobStatus, recovery_spent
 from memcastle.store import JobStore
 
@@ -58,9 +59,11 @@ class WorkerPool:
         lease_seconds: float,
         shared: bool = False,
         now: Clock = utc_now,
+        on_change: JobListener | None = None,
     ) -> None:
         self._store = store
         self._now = now
+        self._on_change = on_change or _ignore
         # Several daemons may serve a shared palace (PostgreSQL) at once: their running jobs are theirs, not ours.
         self._shared = shared
         self.on_finished: Callable[[Job], None] | None = None  # follow-ups of a finished job
@@ -209,6 +212,7 @@ class WorkerPool:
                 self._wakeup.wait(0.5)
                 self._wakeup.clear()
                 continue
+            self._on_change(job)
             self._run(job)
 
     def _run(self, job: Job) -> None:
@@ -221,7 +225,9 @@ class WorkerPool:
                 self._active.pop(job.id, None)
 
     def _run_handler(self, job: Job) -> None:
-        ctx = JobContext(self._store, job, self.owner, self._lease_seconds, self._stopping.is_set)
+        ctx = JobContext(
+            self._store, job, self.owner, self._lease_seconds, self._stopping.is_set, on_progress=self._on_change
+        )
         handler = self._handlers[job.kind]
         try:
             result = handler(ctx)
@@ -264,6 +270,7 @@ class WorkerPool:
         except Conflict:
             log.warning("job %s changed hands before it could be marked %s", job.id, status.value)
             return
+        self._on_change(finished_job)
         if self.on_finished is not None and finished_job.is_finished:
             try:
                 self.on_finished(finished_job)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -123,9 +123,11 @@ class MinePipeline:
         chunk_chars: int,
         duplicates: DuplicateFinder | None = None,
         now: Clock = utc_now,
+        on_filed: Callable[[str, Sequence[NewDrawer]], object] | None = None,
     ) -> None:
         self._store = store
         self._now = now
+        self._on_filed = on_filed  # told of each document's new drawers (the live event stream)
         self._registry = registry
         self._chunk_chars = chunk_chars
         self._duplicates = duplicates
@@ -240,6 +242,8 @@ class MinePipeline:
             tally.warn(raw.external_id, f"name {document.name!r} is taken in {wing}/{room}; filed without a name")
         tally.counts["created"] += len(changes.created)
         tally.counts["superseded"] += len(changes.superseded)
+        if self._on_filed is not None and (changes.created or changes.superseded):
+            self._on_filed(ctx.job_id, [*changes.created, *(new for _, new in changes.superseded)])
         tally.counts["invalidated"] += len(changes.invalidated)
         if self._duplicates is not None:
             # Evidence that repeats other evidence is stored anyway and linked, never merged.

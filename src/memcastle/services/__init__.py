@@ -10,7 +10,8 @@ Services             the aggregate an interface is handed; one service per conce
 ├── .facts           FactService      facts and entities, explicit decisions
 ├── .forgetting      ForgetService    forget a scope with everything derived from it; tombstones
 ├── .places          PlaceService     sources; rename and delete wings and rooms
-└── .archives        ArchiveService   export and import of portable archives
+├── .archives        ArchiveService   export and import of portable archives
+└── .events          EventBus         the live events every write and job change is told to (GET /api/events)
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 
 from memcastle.clock import Clock, utc_now
 from memcastle.connectors.registry import ConnectorRegistry
+from memcastle.events import EventBus
 from memcastle.jobs.queue import JobQueue
 from memcastle.knowledge.dedup import DuplicateFinder
 from memcastle.knowledge.extraction import ExtractionProvider
@@ -62,17 +64,20 @@ class Services:
         duplicates: DuplicateFinder,
         roots: MiningRoots | None = None,
         now: Clock = utc_now,
+        events: EventBus | None = None,
     ) -> None:
         self.store = store
         self.policy = policy
         self.jobs = JobService(store, queue, embeddings=embeddings, extraction=extraction)
         self.facts = FactService(store, policy, now=now)
         keys = RequestKeys(store, now)
-        self.drawers = DrawerService(store, self.jobs, duplicates, policy, keys)
+        self.events = events or EventBus()
+        publish = self.events.publish
+        self.drawers = DrawerService(store, self.jobs, duplicates, policy, keys, publish)
         self.search = SearchService(search)
         self.agents = AgentService(store, self.drawers, self.facts, keys)
         self.mining = MiningService(connectors, miners, self.jobs, roots)
-        self.forgetting = ForgetService(store, search, self.mining.active_mines)
+        self.forgetting = ForgetService(store, search, self.mining.active_mines, publish, self.events.purge)
         self.places = PlaceService(store, self.forgetting, self.mining.active_mines)
         self.archives = ArchiveService(self.jobs, roots)
         self.status = StatusService(store, palace, embeddings=embeddings, extraction=extraction, search=search)

@@ -11,6 +11,7 @@ from memcastle.errors import InvalidRequest
 from memcastle.knowledge.dedup import DuplicateFinder
 from memcastle.model import Drawer, NewDrawer, Page, Provenance, Room, Source, Wing, content_hash
 from memcastle.preferences import Policy, explain
+from memcastle.services.events import Publish, filed_event, ignore_event
 from memcastle.services.jobs import JobService
 from memcastle.services.requests import RequestKeys
 from memcastle.services.validation import check_content, check_limit, check_name, check_tags
@@ -32,18 +33,26 @@ class DrawerService:
     """Manual writes and reads of drawers; every write is linked to its copies and swept in the background."""
 
     def __init__(
-        self, store: Store, jobs: JobService, duplicates: DuplicateFinder, policy: Policy, keys: RequestKeys
+        self,
+        store: Store,
+        jobs: JobService,
+        duplicates: DuplicateFinder,
+        policy: Policy,
+        keys: RequestKeys,
+        publish: Publish = ignore_event,
     ) -> None:
         self._store = store
+        self._publish = publish
         self._jobs = jobs
         self._duplicates = duplicates
         self._policy = policy
         self._redactor = Redactor()
         self._keys = keys
 
-    def _after_write(self, drawer: Drawer) -> None:
+    def _after_write(self, drawer: Drawer, supersedes: str | None = None) -> None:
         self._duplicates.link(drawer)
         self._jobs.request_sweeps()
+        self._publish("drawers", filed_event([drawer], supersedes=supersedes))
 
     def save_note(
         self,
@@ -135,7 +144,7 @@ class DrawerService:
                 provenance=Provenance(requested_by=requested_by, reason=reason),
             ),
         )
-        self._after_write(replacement)
+        self._after_write(replacement, supersedes=drawer_id)
         return replacement
 
     def preference_trace(self, drawer_id: str) -> dict[str, Any]:

@@ -3,13 +3,14 @@ in-memory indexes told (docs/lifecycle.md)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
 
 from memcastle.errors import Conflict, InvalidRequest
 from memcastle.model import FORGET_SCOPES, ForgetReport, ForgetScope, Job, LexicalQuery, Tombstone
 from memcastle.search.engine import SearchEngine
 from memcastle.search.lexical import query_terms
+from memcastle.services.events import Publish, ignore_event
 from memcastle.services.search import SearchRequest, build_query
 from memcastle.services.validation import check_limit, check_name, check_text
 from memcastle.store import Store
@@ -34,8 +35,17 @@ class ForgetRequest:
 class ForgetService:
     """Erase drawers with everything derived from them; a tombstone stays."""
 
-    def __init__(self, store: Store, engine: SearchEngine, active_mines: ActiveMines) -> None:
+    def __init__(
+        self,
+        store: Store,
+        engine: SearchEngine,
+        active_mines: ActiveMines,
+        publish: Publish = ignore_event,
+        purge: Callable[[Collection[str]], object] | None = None,
+    ) -> None:
         self._store = store
+        self._publish = publish
+        self._purge = purge
         self._engine = engine
         self._active_mines = active_mines
 
@@ -52,6 +62,10 @@ class ForgetService:
         report = self._store.forget(scope, dry_run=dry_run, requested_by=requested_by)
         if not dry_run:
             self._engine.forget(report.drawer_ids)
+            if self._purge is not None:
+                self._purge(report.drawer_ids)  # the live events that named them go too
+            if report.tombstone is not None:
+                self._publish("forget", {"tombstone": report.tombstone.to_json()})
         return report
 
     def tombstones(self, limit: int = 50) -> list[Tombstone]:
