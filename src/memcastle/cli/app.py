@@ -8,7 +8,6 @@ line is a thin HTTP client: it imports nothing of the server, and rich only when
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,14 +114,12 @@ def request_sweep(inv: Invocation, path: str, wait: bool) -> None:
 
 
 def wait_for_job(inv: Invocation, job: dict[str, Any]) -> dict[str, Any]:
-    """Follow a job to its end, with a progress bar on a terminal."""
+    """Follow a job to its end through the event stream, with a progress bar on a terminal that says why it waits."""
+    from memcastle.cli.follow import follow_job
+
     client = inv.client()
-    finished = {"completed", "failed", "cancelled", "paused"}
     if inv.as_json:
-        while job["status"] not in finished:
-            time.sleep(0.2)
-            job = client.get(f"/jobs/{job['id']}")
-        return job
+        return follow_job(client, job, lambda _: None)
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -134,17 +131,17 @@ def wait_for_job(inv: Invocation, job: dict[str, Any]) -> dict[str, Any]:
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=render.console, transient=True) as bar:
         task = bar.add_task(job["kind"], total=None)
-        while job["status"] not in finished:
-            time.sleep(0.2)
-            job = client.get(f"/jobs/{job['id']}")
+
+        def show(job: dict[str, Any]) -> None:
             progress = job.get("progress") or {}
             bar.update(
                 task,
                 completed=progress.get("current", 0),
                 total=progress.get("total"),
-                description=f"{job['kind']} · {job.get('waiting') or job['status']}",
+                description=f"{job['kind']} · {job.get('waiting') or progress.get('message') or job['status']}",
             )
-    return job
+
+        return follow_job(client, job, show)
 
 
 def run() -> None:

@@ -1,11 +1,11 @@
-"""Background jobs: list, show, pause, resume, cancel, retry."""
+"""Background jobs: list, show, watch, pause, resume, cancel, retry."""
 
 from __future__ import annotations
 
 import click
 
 from memcastle.cli import render
-from memcastle.cli.app import Invocation, app, group, pass_invocation
+from memcastle.cli.app import Invocation, app, group, pass_invocation, wait_for_job
 
 job_app = group("job", app, "Background jobs: list, show and control them.")
 
@@ -28,6 +28,15 @@ def job_show(inv: Invocation, job_id: str) -> None:
     """Show one job: status, progress, result or error."""
     data = inv.client().get(f"/jobs/{job_id}")
     inv.emit(data, lambda data: render.show_job(data))
+
+
+@job_app.command("watch")
+@click.argument("job_id")
+@pass_invocation
+def job_watch(inv: Invocation, job_id: str) -> None:
+    """Follow a job live until it ends or pauses: its progress, and while queued what it waits behind."""
+    job = wait_for_job(inv, inv.client().get(f"/jobs/{job_id}"))
+    inv.emit(job, lambda data: render.show_job(data))
 
 
 def _control(action: str, help: str) -> None:
