@@ -40,6 +40,7 @@ ALLOWED: dict[str, set[str]] = {
     "mining": VALUES | {"store", "jobs", "connectors", "knowledge"},
     "search": VALUES | {"store", "jobs", "preferences", "providers", "knowledge"},
     "archive": VALUES | {"store", "jobs"},
+    "triggers": VALUES | {"connectors"},
     # application seam
     "services": VALUES
     | {"store", "jobs", "integrity", "preferences", "connectors", "knowledge", "mining", "search", "archive", "events"},
@@ -51,6 +52,7 @@ ALLOWED: dict[str, set[str]] = {
     "app": VALUES
     | {
         "events",
+        "triggers",
         "config",
         "store",
         "jobs",

@@ -43,6 +43,7 @@ from memcastle.services import Services
 from memcastle.store import NearestStore, Store
 from memcastle.store.copy import CopyProgress, CopyReport, copy_palace
 from memcastle.store.sqlite import DB_FILE, SQLiteStore
+from memcastle.triggers import TriggerManager
 
 if TYPE_CHECKING:
     from memcastle.store.postgres import PostgresStore as PostgresStoreType
@@ -63,6 +64,7 @@ class Palace:
     services: Services
     now: Clock = utc_now  # the clock every timestamp of this palace comes from
     maintainer: IndexMaintainer | None = None  # keeps the semantic leg's graph, when there are embeddings
+    triggers: TriggerManager | None = None  # the miners' watch and schedule triggers
     started: bool = field(default=False)
     stopped: bool = field(default=False)
 
@@ -77,6 +79,8 @@ class Palace:
         self.pool.start()
         if self.maintainer is not None:
             self.maintainer.start()
+        if self.triggers is not None:
+            self.triggers.start()
         self.started = True
 
     def stop(self) -> list[str]:
@@ -85,6 +89,8 @@ class Palace:
         if self.stopped:
             return []
         self.stopped = True
+        if self.started and self.triggers is not None:
+            self.triggers.stop()  # no new runs are asked for while the jobs drain
         requeued = self.pool.drain(self.settings["jobs.drain_seconds"]) if self.started else []
         if self.started and self.maintainer is not None:
             self.maintainer.stop()
@@ -275,7 +281,17 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
     )
     pool.on_finished = services.jobs.after_job
     maintainer = IndexMaintainer(memory) if memory is not None else None
-    return Palace(settings=settings, store=store, pool=pool, services=services, now=now, maintainer=maintainer)
+    triggers = TriggerManager(services.miners.effective, services.miners.run)
+    services.miners.on_change = triggers.reconcile
+    return Palace(
+        settings=settings,
+        store=store,
+        pool=pool,
+        services=services,
+        now=now,
+        maintainer=maintainer,
+        triggers=triggers,
+    )
 
 
 def file_name(text: str) -> str:

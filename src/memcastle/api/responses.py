@@ -437,6 +437,15 @@ class ConnectorsOut(Shape):
     connectors: list[ConnectorOut]
 
 
+class MinerRunOut(Shape):
+    job_id: str
+    status: str = Field(description="the job's status now, or `gone` once it was forgotten")
+    at: str | None
+    trigger: str | None = Field(description="watch, schedule or request")
+    result: Open | None
+    error: str | None
+
+
 class MinerOut(Shape):
     name: str
     connector: str
@@ -444,6 +453,20 @@ class MinerOut(Shape):
     options: dict[str, str]
     wing: str | None
     full: bool
+    watch: bool
+    debounce: float = Field(description="seconds without a change before a watched source is mined")
+    every: float | None = Field(description="the schedule's period in seconds")
+    origin: Literal["config", "api"] = Field(description="where it is defined: the config file, or the palace")
+    triggers: list[str]
+    enabled: bool
+    state: Literal["enabled", "disabled"]
+    last_run: MinerRunOut | None
+    next_run: str | None = Field(description="when the schedule asks next (null: no schedule, or disabled)")
+    shadowed: bool = Field(description="a palace definition hidden by a config miner of the same name")
+
+
+class MinerAnswer(Shape):
+    miner: MinerOut
 
 
 class MinersOut(Shape):

@@ -30,6 +30,7 @@ from memcastle.api.responses import (
     JobsOut,
     LinkedFactOut,
     MineOut,
+    MinerAnswer,
     MinersOut,
     NoteOut,
     Ok,
@@ -59,6 +60,7 @@ from memcastle.api.schemas import (
     InvalidateFactBody,
     LinkFactBody,
     MineBody,
+    MinerBody,
     NoteBody,
     RenameBody,
     SearchBody,
@@ -534,15 +536,36 @@ def connectors(request: Request) -> dict[str, Any]:
 
 @router.get("/miners", response_model=MinersOut, tags=["mining"], dependencies=[Depends(reads)])
 def miners(request: Request) -> dict[str, Any]:
-    return {"miners": [m.to_json() for m in services(request).mining.list_miners()]}
+    return {"miners": services(request).miners.list_miners()}
+
+
+@router.post("/miners", status_code=201, response_model=MinerAnswer, tags=["mining"], dependencies=[Depends(writes)])
+def define_miner(body: MinerBody, request: Request) -> dict[str, Any]:
+    return {"miner": services(request).miners.define(body.model_dump())}
+
+
+@router.delete("/miners/{name}", response_model=Ok, tags=["mining"], dependencies=[Depends(writes)])
+def remove_miner(name: str, request: Request) -> dict[str, Any]:
+    services(request).miners.remove(name)
+    return {"ok": True}
 
 
 @router.post(
     "/miners/{name}/run", status_code=202, response_model=MineOut, tags=["mining"], dependencies=[Depends(writes)]
 )
 def run_miner(name: str, request: Request, body: EmptyBody) -> dict[str, Any]:
-    job, created = services(request).mining.run_miner(name, requested_by=requester(request))
+    job, created = services(request).miners.run(name, requested_by=requester(request))
     return {"job": job.to_json(), "joined": not created}
+
+
+@router.post("/miners/{name}/enable", response_model=MinerAnswer, tags=["mining"], dependencies=[Depends(writes)])
+def enable_miner(name: str, request: Request, body: EmptyBody) -> dict[str, Any]:
+    return {"miner": services(request).miners.set_enabled(name, True)}
+
+
+@router.post("/miners/{name}/disable", response_model=MinerAnswer, tags=["mining"], dependencies=[Depends(writes)])
+def disable_miner(name: str, request: Request, body: EmptyBody) -> dict[str, Any]:
+    return {"miner": services(request).miners.set_enabled(name, False)}
 
 
 @router.post("/verify", status_code=202, response_model=JobAnswer, tags=["jobs"], dependencies=[Depends(reads)])

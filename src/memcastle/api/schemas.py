@@ -172,6 +172,22 @@ class MineBody(Body):
     )
 
 
+class MinerBody(Body):
+    name: Name
+    connector: Annotated[str, Field(min_length=1, max_length=200)]
+    locator: Annotated[str, Field(max_length=MAX_LOCATOR_CHARS, pattern=r"^[^\x00]*$")] = ""
+    options: dict[str, str] = Field(default_factory=dict)
+    wing: Name | None = None
+    full: bool = False
+    watch: bool = Field(False, description="mine again when the source's files change")
+    debounce: Annotated[str, Field(max_length=20)] | float = Field(
+        "1.6s", description="quiet time before a watched source is mined: seconds or a duration such as 2s"
+    )
+    every: Annotated[str, Field(max_length=20)] | float | None = Field(
+        None, description="mine on a schedule: a duration such as 5m, 2h or 1d (at least 10 s)"
+    )
+
+
 class DiaryBody(Body):
     agent: Name
     content: Content

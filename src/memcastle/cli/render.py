@@ -46,6 +46,24 @@ def _short(stamp: str | None) -> str:
     return stamp[:19].replace("T", " ") if stamp else "—"
 
 
+def short_time(stamp: str | None) -> str:
+    """`2026-12-02 03:14:15` from an RFC 3339 instant; `—` for none."""
+    return _short(stamp)
+
+
+def duration_text(seconds: float) -> str:
+    """`90s`, `5m`, `2h`, `1d`, `1h30m` for a period in seconds."""
+    whole = int(round(seconds))
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if whole >= size and whole % size == 0:
+            return f"{whole // size}{unit}"
+    if whole >= 3600:
+        return f"{whole // 3600}h{(whole % 3600) // 60}m"
+    if whole >= 60:
+        return f"{whole // 60}m{whole % 60}s"
+    return f"{seconds:g}s"
+
+
 def _origin_line(drawer: Mapping[str, Any]) -> str:
     source = drawer.get("source") or {}
     origin = source.get("origin")

@@ -5,9 +5,9 @@ from __future__ import annotations
 from memcastle.config import RawTable
 from memcastle.config.toml import line_of_key
 from memcastle.errors import ConfigError
-from memcastle.model import MinerSpec
+from memcastle.model.mining import DEFAULT_DEBOUNCE, MAX_DEBOUNCE, MIN_EVERY, MinerSpec, parse_duration
 
-_KEYS = {"name", "connector", "locator", "options", "wing", "full"}
+_KEYS = {"name", "connector", "locator", "options", "wing", "full", "watch", "debounce", "every"}
 
 
 def load_miners(table: RawTable | None) -> dict[str, MinerSpec]:
@@ -41,6 +41,23 @@ def load_miners(table: RawTable | None) -> dict[str, MinerSpec]:
         full = entry.get("full", False)
         if not isinstance(full, bool):
             raise fail(f"{where}.full", "must be true or false", "full")
+        watch = entry.get("watch", False)
+        if not isinstance(watch, bool):
+            raise fail(f"{where}.watch", "must be true or false", "watch")
+        try:
+            debounce = parse_duration(entry.get("debounce", DEFAULT_DEBOUNCE))
+            if debounce > MAX_DEBOUNCE:
+                raise ValueError(f"at most {MAX_DEBOUNCE:.0f} s")
+        except ValueError as exc:
+            raise fail(f"{where}.debounce", str(exc), "debounce") from None
+        every = entry.get("every")
+        if every is not None:
+            try:
+                every = parse_duration(every)
+                if every < MIN_EVERY:
+                    raise ValueError(f"at least {MIN_EVERY:.0f} s (use watch = true to mine on every change)")
+            except ValueError as exc:
+                raise fail(f"{where}.every", str(exc), "every") from None
         name = entry["name"].strip()
         if name in miners:
             raise fail(f"{where}.name", f"duplicate miner name {name!r}", "name")
@@ -51,5 +68,8 @@ def load_miners(table: RawTable | None) -> dict[str, MinerSpec]:
             options=dict(options),
             wing=wing,
             full=full,
+            watch=watch,
+            debounce=debounce,
+            every=every,
         )
     return miners

@@ -55,7 +55,7 @@ from memcastle.model.jobs import (
     is_legal_transition,
     recovery_spent,
 )
-from memcastle.model.mining import DocumentChanges, DocumentRecord, MinerSpec, SourceRecord
+from memcastle.model.mining import DocumentChanges, DocumentRecord, MinerSpec, MinerState, SourceRecord
 from memcastle.model.search import (
     DrawerPlace,
     Hit,
@@ -97,6 +97,7 @@ __all__ = [
     "LexicalQuery",
     "Mention",
     "MinerSpec",
+    "MinerState",
     "NewDrawer",
     "NewJob",
     "Origin",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,9 +46,33 @@ class DocumentChanges:
     at: str | None = None
 
 
+DEFAULT_DEBOUNCE = 1.6  # seconds without a change before a watched source is mined (watchfiles' own default)
+MIN_EVERY = 10.0  # the shortest schedule: a mine more often than this is a watch
+MAX_DEBOUNCE = 600.0
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def parse_duration(value: object) -> float:
+    """Seconds from `"90s"`, `"5m"`, `"2h"`, `"1d"`, `"500ms"` or a number of seconds; ValueError otherwise."""
+    if isinstance(value, bool):
+        raise ValueError("a duration, not true or false")
+    if isinstance(value, int | float):
+        seconds = float(value)
+    elif isinstance(value, str) and (found := _DURATION.match(value)):
+        seconds = float(found.group(1)) * _UNITS[found.group(2) or "s"]
+    else:
+        raise ValueError(f'a duration such as "30s", "5m", "2h" or "1d", not {value!r}')
+    if seconds <= 0:
+        raise ValueError("a duration must be positive")
+    return seconds
+
+
 @dataclass(frozen=True)
 class MinerSpec:
-    """A named miner from `[[miners]]`: a connector, a locator, options and a wing, to mine again by name."""
+    """A named miner: a connector, a locator, options and a wing, to mine again by name; its triggers (`watch`: a
+    run when the source's files change, after `debounce` quiet seconds; `every`: a run every so many seconds), and
+    where it was defined (`origin`: the config file, or the API, which keeps it in the palace)."""
 
     name: str
     connector: str
@@ -55,6 +80,10 @@ class MinerSpec:
     options: Mapping[str, str] = field(default_factory=dict)
     wing: str | None = None
     full: bool = False
+    watch: bool = False
+    debounce: float = DEFAULT_DEBOUNCE
+    every: float | None = None
+    origin: str = "config"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -64,4 +93,35 @@ class MinerSpec:
             "options": dict(self.options),
             "wing": self.wing,
             "full": self.full,
+            "watch": self.watch,
+            "debounce": self.debounce,
+            "every": self.every,
+            "origin": self.origin,
         }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> MinerSpec:
+        return cls(
+            name=data["name"],
+            connector=data["connector"],
+            locator=data["locator"],
+            options=dict(data.get("options") or {}),
+            wing=data.get("wing"),
+            full=bool(data.get("full", False)),
+            watch=bool(data.get("watch", False)),
+            debounce=float(data.get("debounce", DEFAULT_DEBOUNCE)),
+            every=float(data["every"]) if data.get("every") is not None else None,
+            origin=str(data.get("origin", "api")),
+        )
+
+
+@dataclass(frozen=True)
+class MinerState:
+    """What the palace keeps of a miner: whether it is enabled, the last run a trigger or a person asked for."""
+
+    name: str
+    enabled: bool = True
+    last_job_id: str | None = None
+    last_run_at: str | None = None
+    last_trigger: str | None = None
+    spec: MinerSpec | None = None  # a miner defined through the API; None for the state of a config file's miner

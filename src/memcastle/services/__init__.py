@@ -5,7 +5,8 @@ Services             the aggregate an interface is handed; one service per conce
 ├── .drawers         DrawerService    notes, supersession, history, listings, copies, preference traces
 ├── .search          SearchService    search and recall (requests validated into SearchQuery)
 ├── .agents          AgentService     diary, checkpoint, wake-up
-├── .mining          MiningService    mines, connectors, named miners
+├── .mining          MiningService    mines, connectors
+├── .miners          MinerService     named miners (config file and API), enabled state, runs by hand or trigger
 ├── .jobs            JobService       jobs, the background sweeps, follow-ups of a finished job
 ├── .facts           FactService      facts and entities, explicit decisions
 ├── .forgetting      ForgetService    forget a scope with everything derived from it; tombstones
@@ -36,6 +37,7 @@ from memcastle.services.drawers import DrawerService
 from memcastle.services.facts import FactService
 from memcastle.services.forgetting import ForgetRequest, ForgetService
 from memcastle.services.jobs import JobService
+from memcastle.services.miners import MinerService
 from memcastle.services.mining import MiningService
 from memcastle.services.places import PlaceService
 from memcastle.services.requests import RequestKeys
@@ -76,7 +78,8 @@ class Services:
         self.drawers = DrawerService(store, self.jobs, duplicates, policy, keys, publish)
         self.search = SearchService(search)
         self.agents = AgentService(store, self.drawers, self.facts, keys)
-        self.mining = MiningService(connectors, miners, self.jobs, roots)
+        self.mining = MiningService(connectors, self.jobs, roots)
+        self.miners = MinerService(store, store, self.mining, miners, publish=publish, now=now)
         self.forgetting = ForgetService(store, search, self.mining.active_mines, publish, self.events.purge)
         self.places = PlaceService(store, self.forgetting, self.mining.active_mines)
         self.archives = ArchiveService(self.jobs, roots)

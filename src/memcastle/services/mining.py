@@ -1,16 +1,17 @@
-"""Mining at the service seam: queue a mine (joining a queued one of the same source), the connectors, named miners."""
+"""Mining at the service seam: queue a mine (joining a queued one of the same source), the connectors."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
+from memcastle.connectors.contract import Connector, SourceSpec
 from memcastle.connectors.registry import ConnectorRegistry
 from memcastle.errors import InvalidRequest, NotFound
 from memcastle.mining.pipeline import KIND as MINE
 from memcastle.mining.pipeline import notices_removal
 from memcastle.mining.roots import MiningRoots
-from memcastle.model import Job, MinerSpec
+from memcastle.model import Job
 from memcastle.services.jobs import JobService
 from memcastle.services.validation import MAX_LOCATOR_CHARS, check_name, check_text
 
@@ -21,13 +22,11 @@ class MiningService:
     def __init__(
         self,
         connectors: ConnectorRegistry,
-        miners: Mapping[str, MinerSpec],
         jobs: JobService,
         roots: MiningRoots | None = None,
     ) -> None:
         self._connectors = connectors
         self._roots = roots or MiningRoots()
-        self._miners = dict(miners)
         self._jobs = jobs
 
     def submit_mine(
@@ -42,18 +41,7 @@ class MiningService:
         requested_by: str = "http",
     ) -> tuple[Job, bool]:
         """Queue a background mine; a request for the same source joins one that is still queued."""
-        if not isinstance(locator, str) or "\x00" in locator or len(locator) > MAX_LOCATOR_CHARS:
-            raise InvalidRequest(
-                f"locator must be text of at most {MAX_LOCATOR_CHARS} characters without NUL", field="locator"
-            )
-        check_text(locator, "locator")
-        check_text(dict(options or {}), "options")
-        self._roots.check(locator)
-        spec = self._connectors.source_spec(connector, locator, options or {})
-        adapter = self._connectors.get(connector)
-        check = getattr(adapter, "check", None)  # optional in the connector contract
-        if callable(check):
-            check(spec)
+        adapter, spec = self.check_source(connector, locator, options)
         source_id = adapter.identify(spec)
         notices_removal(adapter, spec, notice_removed)  # refused now, not when the job runs
         wing = check_name(wing, "wing")
@@ -74,6 +62,25 @@ class MiningService:
             coalesce_key=f"mine:{source_id}:{wing or ''}:{int(bool(full))}:{notice_removed}",
         )
 
+    def check_source(
+        self, connector: str, locator: str, options: Mapping[str, Any] | None = None
+    ) -> tuple[Connector, SourceSpec]:
+        """The connector and the source it would read, or a 400 naming what is wrong (a locator outside
+        `mining.roots`, an unknown connector or option, a source the connector could never read)."""
+        if not isinstance(locator, str) or "\x00" in locator or len(locator) > MAX_LOCATOR_CHARS:
+            raise InvalidRequest(
+                f"locator must be text of at most {MAX_LOCATOR_CHARS} characters without NUL", field="locator"
+            )
+        check_text(locator, "locator")
+        check_text(dict(options or {}), "options")
+        self._roots.check(locator)
+        spec = self._connectors.source_spec(connector, locator, options or {})
+        adapter = self._connectors.get(connector)
+        check = getattr(adapter, "check", None)  # optional in the connector contract
+        if callable(check):
+            check(spec)
+        return adapter, spec
+
     def active_mines(self) -> list[tuple[Job, str, str]]:
         """The mine jobs queued, running or paused, with the source each reads and the wing it files into."""
         found = []
@@ -90,15 +97,3 @@ class MiningService:
 
     def list_connectors(self) -> list[dict[str, Any]]:
         return self._connectors.describe()
-
-    def list_miners(self) -> list[MinerSpec]:
-        return list(self._miners.values())
-
-    def run_miner(self, name: str, *, requested_by: str = "http") -> tuple[Job, bool]:
-        miner = self._miners.get(name)
-        if miner is None:
-            known = ", ".join(sorted(self._miners)) or "none configured"
-            raise NotFound(f"no miner named {name!r} ({known})", help="declare one with [[miners]] in config.toml")
-        return self.submit_mine(
-            miner.connector, miner.locator, miner.options, wing=miner.wing, full=miner.full, requested_by=requested_by
-        )

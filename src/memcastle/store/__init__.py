@@ -30,6 +30,8 @@ from memcastle.model import (
     JobStatus,
     LexicalQuery,
     Mention,
+    MinerSpec,
+    MinerState,
     NewDrawer,
     NewJob,
     Page,
@@ -280,6 +282,17 @@ class RequestKeyStore(Protocol):
     def release_request_key(self, key: str) -> None: ...
 
 
+class MinerStore(Protocol):
+    """Miners defined through the API, and every miner's enabled state and last run."""
+
+    def list_miner_states(self) -> list[MinerState]: ...
+    def get_miner_state(self, name: str) -> MinerState | None: ...
+    def define_miner(self, spec: MinerSpec, *, at: str) -> MinerState: ...
+    def remove_miner(self, name: str) -> bool: ...
+    def set_miner_enabled(self, name: str, enabled: bool, *, at: str) -> MinerState: ...
+    def note_miner_run(self, name: str, job_id: str, trigger: str, *, at: str) -> None: ...
+
+
 class CopyStore(Protocol):
     """A whole palace out and in (`memcastle migrate`); rows are plain dicts, the one place they cross the seam."""
 
@@ -311,6 +324,7 @@ class Store(
     ArchiveStore,
     JobStore,
     RequestKeyStore,
+    MinerStore,
     CopyStore,
     Protocol,
 ):
@@ -349,4 +363,5 @@ PALACE_TABLES: tuple[str, ...] = (
     "extraction_read",
     "drawer_link",
     "tombstone",
+    "miner",
 )

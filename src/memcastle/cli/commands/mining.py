@@ -20,7 +20,7 @@ from memcastle.cli.app import (
 )
 from memcastle.errors import InvalidRequest
 
-miner_app = group("miner", app, "Named miners declared with [[miners]] in config.toml.")
+miner_app = group("miner", app, "Named miners: [[miners]] in config.toml, and those added here; their triggers.")
 
 
 @app.command()
@@ -127,20 +127,108 @@ def print_mine_result(inv: Invocation, job: dict[str, Any]) -> None:
 @miner_app.command("list")
 @pass_invocation
 def miner_list(inv: Invocation) -> None:
-    """List the miners declared in config.toml."""
+    """List the miners (config.toml's and those added here): triggers, state, last run and its result, next run."""
     data = inv.client().get("/miners")
 
     def show(data: Any) -> None:
         render.table(
             "miners",
-            ["name", "connector", "locator", "wing", "options"],
+            ["name", "connector", "locator", "wing", "triggers", "state", "last run", "next run", "from"],
             [
-                (m["name"], m["connector"], m["locator"], m.get("wing") or "", m["options"] or "")
+                (
+                    m["name"],
+                    m["connector"],
+                    m["locator"],
+                    m.get("wing") or "",
+                    _triggers(m),
+                    m["state"],
+                    _last_run(m.get("last_run")),
+                    render.short_time(m.get("next_run")) if m.get("next_run") else "",
+                    m["origin"] + (" (shadowed by config)" if m.get("shadowed") else ""),
+                )
                 for m in data["miners"]
             ],
         )
 
     inv.emit(data, show)
+
+
+def _triggers(miner: Any) -> str:
+    parts = []
+    if miner["watch"]:
+        parts.append(f"watch ({miner['debounce']:g}s quiet)")
+    if miner.get("every"):
+        parts.append(f"every {render.duration_text(miner['every'])}")
+    return ", ".join(parts) or "by hand"
+
+
+def _last_run(run: Any) -> str:
+    if not run:
+        return "never"
+    result = run.get("result") or {}
+    counts = f" · {result.get('created', 0)} new, {result.get('superseded', 0)} changed" if result else ""
+    return f"{render.short_time(run.get('at'))} {run['status']} ({run.get('trigger')}){counts}"
+
+
+@miner_app.command("add")
+@click.argument("name")
+@click.argument("connector")
+@click.argument("locator")
+@click.option("--wing", help="the wing drawers go to")
+@click.option("--option", "options", multiple=True, help="connector option KEY=VALUE; repeat for more")
+@click.option("--full", is_flag=True, help="re-read every document each run")
+@click.option("--watch", is_flag=True, help="mine again whenever the source's files change")
+@click.option("--debounce", default="1.6s", help="quiet time before a watched source is mined")
+@click.option("--every", help="mine on a schedule: 30s, 5m, 2h, 1d")
+@pass_invocation
+def miner_add(
+    inv: Invocation,
+    name: str,
+    connector: str,
+    locator: str,
+    wing: str | None,
+    options: tuple[str, ...],
+    full: bool,
+    watch: bool,
+    debounce: str,
+    every: str | None,
+) -> None:
+    """Define a miner kept in the palace (beside config.toml's; a config miner of the same name wins)."""
+    body = {
+        "name": name,
+        "connector": connector,
+        "locator": str(Path(locator).expanduser().absolute()) if locator else locator,
+        "options": _options(options),
+        "wing": wing,
+        "full": full,
+        "watch": watch,
+        "debounce": debounce,
+        "every": every,
+    }
+    data = inv.client().post("/miners", {k: v for k, v in body.items() if v is not None})
+    inv.emit(data, lambda data: render.console.print(f"miner {name} added: {_triggers(data['miner'])}"))
+
+
+@miner_app.command("remove")
+@click.argument("name")
+@pass_invocation
+def miner_remove(inv: Invocation, name: str) -> None:
+    """Remove a miner added with `miner add` (its drawers stay; `forget source` erases them)."""
+    data = inv.client().call("DELETE", f"/miners/{name}", json={})
+    inv.emit(data, lambda data: render.console.print(f"miner {name} removed"))
+
+
+def _switch(action: str, help: str) -> None:
+    @miner_app.command(action, help=help)
+    @click.argument("name")
+    @pass_invocation
+    def switch(inv: Invocation, name: str) -> None:
+        data = inv.client().post(f"/miners/{name}/{action}")
+        inv.emit(data, lambda data: render.console.print(f"miner {name} {data['miner']['state']}"))
+
+
+_switch("enable", "Let a miner's triggers run it again.")
+_switch("disable", "Stop a miner's triggers from running it (it can still be run by hand).")
 
 
 @miner_app.command("run")

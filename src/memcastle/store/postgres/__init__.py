@@ -48,6 +48,7 @@ from memcastle.store.sql.filters import filter_sql
 from memcastle.store.sql.forgetting import ForgetTables
 from memcastle.store.sql.graph import GraphTables
 from memcastle.store.sql.jobs import JobTables
+from memcastle.store.sql.miners import MinerTables
 from memcastle.store.sql.mining import MiningTables
 from memcastle.store.sql.requests import RequestKeyTables
 from memcastle.store.sql.vectors import VectorWrite, vector_chunk
@@ -129,7 +130,7 @@ def redact(conninfo: str) -> str:
     return f"postgresql://{user}{where}/{parts.get('dbname') or ''}"
 
 
-class PostgresStore(ArchiveTables, ForgetTables, GraphTables, MiningTables, JobTables, RequestKeyTables):
+class PostgresStore(ArchiveTables, ForgetTables, GraphTables, MiningTables, JobTables, RequestKeyTables, MinerTables):
     """A palace in a PostgreSQL database (with the pgvector extension)."""
 
     backend = "postgres"

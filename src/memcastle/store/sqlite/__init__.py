@@ -30,6 +30,7 @@ from memcastle.store.sql.filters import filter_sql
 from memcastle.store.sql.forgetting import ForgetTables
 from memcastle.store.sql.graph import GraphTables
 from memcastle.store.sql.jobs import JobTables
+from memcastle.store.sql.miners import MinerTables
 from memcastle.store.sql.mining import MiningTables
 from memcastle.store.sql.requests import RequestKeyTables
 from memcastle.store.sql.rows import job_from_row
@@ -66,7 +67,7 @@ class SQLiteTx:
         self.conn.executemany(sql, rows)
 
 
-class SQLiteStore(ArchiveTables, ForgetTables, GraphTables, MiningTables, JobTables, RequestKeyTables):
+class SQLiteStore(ArchiveTables, ForgetTables, GraphTables, MiningTables, JobTables, RequestKeyTables, MinerTables):
     """A palace in `<palace>/palace.sqlite3`."""
 
     NO_INDEX = "+"

@@ -1,0 +1,185 @@
+"""Named miners at the service seam: the config file's and the API's, enabled or not, run by hand or by a trigger.
+
+The config file's miners and those defined through the API (kept in the palace) are listed together; on a name
+clash the config file wins and the palace's definition is reported as shadowed, not used (docs/triggers.md). Whether
+a miner is enabled, and its last run, are kept in the palace for both kinds. A run is an ordinary mine job; a run
+asked for while one of the same miner is queued joins it, so a miner has at most one running and one waiting.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from memcastle.clock import Clock, parse_instant, utc_now
+from memcastle.errors import Conflict, InvalidRequest, NotFound
+from memcastle.model import Job, MinerSpec, MinerState
+from memcastle.model.mining import DEFAULT_DEBOUNCE, MAX_DEBOUNCE, MIN_EVERY, parse_duration
+from memcastle.services.events import Publish, ignore_event
+from memcastle.services.mining import MiningService
+from memcastle.services.validation import check_name
+from memcastle.store import JobStore, MinerStore
+
+TRIGGERS = ("watch", "schedule", "request")
+
+
+class MinerService:
+    def __init__(
+        self,
+        store: MinerStore,
+        jobs: JobStore,
+        mining: MiningService,
+        configured: Mapping[str, MinerSpec],
+        *,
+        publish: Publish = ignore_event,
+        now: Clock = utc_now,
+    ) -> None:
+        self._store = store
+        self._jobs = jobs
+        self._mining = mining
+        self._configured = dict(configured)
+        self._publish = publish
+        self._now = now
+        self.on_change: Callable[[], None] | None = None  # the triggers follow what is enabled (set by the app)
+
+    # --- what there is -------------------------------------------------------------------------------
+
+    def effective(self) -> dict[str, tuple[MinerSpec, MinerState]]:
+        """Every miner by name: the config file's first, then the palace's that no config miner shadows."""
+        states = {s.name: s for s in self._store.list_miner_states()}
+        out = {name: (spec, states.get(name) or MinerState(name)) for name, spec in self._configured.items()}
+        for name, state in states.items():
+            if state.spec is not None and name not in out:
+                out[name] = (state.spec, state)
+        return out
+
+    def list_miners(self) -> list[dict[str, Any]]:
+        """Each miner with its triggers, whether it is enabled, its last run and its result, and its next run."""
+        states = {s.name: s for s in self._store.list_miner_states()}
+        listed = [self._describe(spec, state) for spec, state in self.effective().values()]
+        for name, state in sorted(states.items()):
+            if state.spec is not None and name in self._configured:
+                listed.append({**self._describe(state.spec, state), "shadowed": True})
+        return listed
+
+    def _describe(self, spec: MinerSpec, state: MinerState) -> dict[str, Any]:
+        last: dict[str, Any] | None = None
+        if state.last_job_id is not None:
+            try:
+                job = self._jobs.get_job(state.last_job_id)
+                last = {"job_id": job.id, "status": job.status.value, "at": state.last_run_at,
+                        "trigger": state.last_trigger, "result": dict(job.result) if job.result else None,
+                        "error": job.error}  # fmt: skip
+            except NotFound:
+                last = {"job_id": state.last_job_id, "status": "gone", "at": state.last_run_at,
+                        "trigger": state.last_trigger, "result": None, "error": None}  # fmt: skip
+        triggers = (["watch"] if spec.watch else []) + (["schedule"] if spec.every else [])
+        return {
+            **spec.to_json(),
+            "triggers": triggers,
+            "enabled": state.enabled,
+            "state": ("enabled" if state.enabled else "disabled"),
+            "last_run": last,
+            "next_run": self.next_run(spec, state) if state.enabled else None,
+            "shadowed": False,
+        }
+
+    def next_run(self, spec: MinerSpec, state: MinerState) -> str | None:
+        """When the schedule asks next: a period after the last run, or now when it never ran; None unscheduled."""
+        if spec.every is None:
+            return None
+        if state.last_run_at is None:
+            return self._now()
+        at = dt.datetime.fromisoformat(parse_instant(state.last_run_at, field="last_run_at").replace("Z", "+00:00"))
+        due = at + dt.timedelta(seconds=spec.every)
+        return due.astimezone(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+    def _find(self, name: str) -> tuple[MinerSpec, MinerState]:
+        found = self.effective().get(name)
+        if found is None:
+            known = ", ".join(sorted(self.effective())) or "none defined"
+            raise NotFound(
+                f"no miner named {name!r} ({known})",
+                help="declare one with [[miners]] in config.toml, or POST /api/miners (memcastle miner add)",
+            )
+        return found
+
+    # --- changes --------------------------------------------------------------------------------------
+
+    def define(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """Keep a miner defined through the API (the source is checked as a mine request is)."""
+        name = check_name(body.get("name"), "name")
+        if name is None:
+            raise InvalidRequest("name is required", field="name")
+        if name in self._configured:
+            raise Conflict(
+                f"miner {name!r} is defined in the config file, which wins; choose another name",
+                help="edit [[miners]] in config.toml to change it",
+            )
+        spec = MinerSpec(
+            name=name,
+            connector=str(body.get("connector") or ""),
+            locator=str(body.get("locator") or ""),
+            options=dict(body.get("options") or {}),
+            wing=check_name(body.get("wing"), "wing"),
+            full=bool(body.get("full", False)),
+            watch=bool(body.get("watch", False)),
+            debounce=_seconds(body.get("debounce", DEFAULT_DEBOUNCE), "debounce", most=MAX_DEBOUNCE),
+            every=_seconds(body["every"], "every", least=MIN_EVERY) if body.get("every") is not None else None,
+            origin="api",
+        )
+        self._mining.check_source(spec.connector, spec.locator, spec.options)
+        state = self._store.define_miner(spec, at=self._now())
+        self._changed()
+        return self._describe(spec, state)
+
+    def remove(self, name: str) -> None:
+        if name in self._configured:
+            raise Conflict(f"miner {name!r} is defined in the config file; remove it there", help="or disable it")
+        state = self._store.get_miner_state(name)
+        if state is None or state.spec is None:
+            raise NotFound(f"no miner named {name!r} was defined through the API")
+        self._store.remove_miner(name)
+        self._changed()
+
+    def set_enabled(self, name: str, enabled: bool) -> dict[str, Any]:
+        spec, _ = self._find(name)
+        state = self._store.set_miner_enabled(name, enabled, at=self._now())
+        self._changed()
+        return self._describe(spec, state)
+
+    def _changed(self) -> None:
+        if self.on_change is not None:
+            self.on_change()
+
+    # --- runs -----------------------------------------------------------------------------------------
+
+    def run(
+        self, name: str, *, trigger: str = "request", requested_by: str = "http", **details: Any
+    ) -> tuple[Job, bool]:
+        """Queue a run of the miner (or join its queued one). A trigger runs only an enabled miner; a person may
+        run a disabled one by hand."""
+        spec, state = self._find(name)
+        if trigger != "request" and not state.enabled:
+            raise Conflict(f"miner {name!r} is disabled", help=f"memcastle miner enable {name}")
+        job, created = self._mining.submit_mine(
+            spec.connector, spec.locator, spec.options, wing=spec.wing, full=spec.full, requested_by=requested_by
+        )
+        self._store.note_miner_run(name, job.id, trigger, at=self._now())
+        if trigger != "request":
+            self._publish("trigger", {"miner": name, "trigger": trigger, "job_id": job.id, "joined": not created,
+                                      **details})  # fmt: skip
+        return job, created
+
+
+def _seconds(value: object, field: str, *, least: float = 0.0, most: float | None = None) -> float:
+    try:
+        seconds = parse_duration(value)
+    except ValueError as exc:
+        raise InvalidRequest(f"{field}: {exc}", field=field) from None
+    if seconds < least:
+        raise InvalidRequest(f"{field} must be at least {least:.0f} s", field=field)
+    if most is not None and seconds > most:
+        raise InvalidRequest(f"{field} must be at most {most:.0f} s", field=field)
+    return seconds

@@ -1,0 +1,81 @@
+"""Triggers that ask for miner runs by themselves (SPEC §2.3): a filesystem watch and a schedule.
+
+`TriggerManager` follows the enabled miners: one `SourceWatch` thread per miner with `watch = true`, one
+`Schedule` thread for every miner with `every`. Both only *ask* for a run (`run(name, trigger, …)`, which queues an
+ordinary mine job or joins the miner's queued one), so a burst of changes, a slow mine or a schedule that fires
+during a run never piles up more than one waiting run. They start with the daemon and stop with it; a change to the
+miners (defined, removed, enabled, disabled) is followed by `reconcile()`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from memcastle.model import MinerSpec, MinerState
+from memcastle.triggers.schedule import Schedule, utc_clock
+from memcastle.triggers.watch import SourceWatch
+
+log = logging.getLogger(__name__)
+
+Miners = Callable[[], Mapping[str, tuple[MinerSpec, MinerState]]]
+RunRequest = Callable[..., object]  # run(name, trigger=..., requested_by=..., **details)
+
+
+class TriggerManager:
+    def __init__(self, miners: Miners, run: RunRequest, *, schedule: Schedule | None = None) -> None:
+        self._miners = miners
+        self._run = run
+        self._lock = threading.Lock()
+        self._watches: dict[str, tuple[MinerSpec, SourceWatch]] = {}
+        self.schedule = schedule or Schedule(self._request, clock=utc_clock)
+        self._started = False
+
+    def _request(self, name: str, trigger: str, **details: Any) -> None:
+        try:
+            self._run(name, trigger=trigger, requested_by=trigger, **details)
+        except Exception as exc:  # noqa: BLE001 - a trigger that cannot run now must not stop watching
+            log.warning("the %s trigger of miner %s could not queue a run: %s", trigger, name, exc)
+
+    def start(self) -> None:
+        with self._lock:
+            self._started = True
+        self.reconcile()
+        self.schedule.start()
+
+    def stop(self) -> None:
+        with self._lock:
+            self._started = False
+            watches = [watch for _, watch in self._watches.values()]
+            self._watches.clear()
+        self.schedule.stop()
+        for watch in watches:
+            watch.stop()
+
+    def reconcile(self) -> None:
+        """Start the watches of enabled watching miners, stop the others; give the schedule the current miners."""
+        miners = {name: pair for name, pair in self._miners().items() if pair[1].enabled}
+        with self._lock:
+            if not self._started:
+                return
+            wanted = {name: spec for name, (spec, _) in miners.items() if spec.watch}
+            stale = [name for name, (spec, _) in self._watches.items() if wanted.get(name) != spec]
+            stopping = [self._watches.pop(name)[1] for name in stale]
+            starting = []
+            for name, spec in wanted.items():
+                if name not in self._watches:
+                    watch = SourceWatch(spec, self._request)
+                    self._watches[name] = (spec, watch)
+                    starting.append(watch)
+        for watch in stopping:
+            watch.stop()
+        for watch in starting:
+            watch.start()
+        self.schedule.follow({name: (spec, state) for name, (spec, state) in miners.items() if spec.every})
+
+    def describe(self) -> dict[str, str]:
+        """Each watched miner's state: `watching`, or `waiting for <path>` while its folder does not exist."""
+        with self._lock:
+            return {name: watch.state for name, (_, watch) in self._watches.items()}
