@@ -41,6 +41,8 @@ ALLOWED: dict[str, set[str]] = {
     "search": VALUES | {"store", "jobs", "preferences", "providers", "knowledge"},
     "archive": VALUES | {"store", "jobs"},
     "triggers": VALUES | {"connectors"},
+    "hooks": VALUES,
+    "__main__": {"cli"},  # `python -m memcastle`: the command line
     # application seam
     "services": VALUES
     | {"store", "jobs", "integrity", "preferences", "connectors", "knowledge", "mining", "search", "archive", "events"},
@@ -70,9 +72,9 @@ ALLOWED: dict[str, set[str]] = {
     # interfaces: parse, call one service, render
     "mcp": VALUES | {"modes", "services", "runtime"},
     "api": VALUES | {"modes", "services", "runtime", "mcp", "events"},
-    "cli": VALUES | {"config", "modes", "runtime", "app", "daemon", "mcp", "preferences", "connectors"},
+    "cli": VALUES | {"config", "modes", "runtime", "app", "daemon", "mcp", "preferences", "connectors", "hooks"},
 }
-COMPOSITION_ROOTS = {"app", "daemon", "cli", "config"}  # `config` itself, which reads the files
+COMPOSITION_ROOTS = {"app", "daemon", "cli", "config", "__main__"}  # `config` itself, which reads the files
 DRIVERS = {"sqlite3", "psycopg", "psycopg_pool", "pgvector"}
 
 

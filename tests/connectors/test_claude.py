@@ -35,12 +35,13 @@ def read(root: Path, external_id: str = SESSION, **options: str) -> RawDocument:
     return ClaudeConnector().read(SourceSpec(str(root), options), Candidate(external_id))
 
 
-def test_connector_satisfies_the_protocol_and_declares_only_since() -> None:
+def test_connector_satisfies_the_protocol_and_declares_since_and_session() -> None:
     connector = ClaudeConnector()
     assert isinstance(connector, Connector)
     assert connector.name == "claude" and connector.source_kind == "transcript"
-    assert set(connector.options) == {"since"}
+    assert set(connector.options) == {"since", "session"}
     assert connector.options["since"].type == "date" and not connector.options["since"].identity
+    assert not connector.options["session"].identity, "one session is a slice of the same source"
 
 
 def test_identity_is_the_absolute_folder_and_ignores_since(projects: Path) -> None:

@@ -35,11 +35,12 @@ def read(root: Path, external_id: str = ROLLOUT) -> RawDocument:
     return CodexConnector().read(SourceSpec(str(root)), Candidate(external_id))
 
 
-def test_connector_satisfies_the_protocol_and_declares_only_since() -> None:
+def test_connector_satisfies_the_protocol_and_declares_since_and_session() -> None:
     connector = CodexConnector()
     assert isinstance(connector, Connector)
     assert connector.name == "codex" and connector.source_kind == "transcript"
-    assert set(connector.options) == {"since"} and not connector.options["since"].identity
+    assert set(connector.options) == {"since", "session"} and not connector.options["since"].identity
+    assert not connector.options["session"].identity
 
 
 def test_identity_is_the_absolute_folder_and_empty_means_codex_sessions(sessions: Path) -> None:

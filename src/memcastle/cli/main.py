@@ -10,6 +10,7 @@ from memcastle.cli.commands import (  # noqa: F401 - importing a group registers
     daemon,
     drawers,
     forgetting,
+    hooks,
     jobs,
     knowledge,
     mining,

@@ -23,6 +23,7 @@ from memcastle.connectors.contract import (
 )
 from memcastle.connectors.transcript import (
     SEGMENT_SEPARATOR,
+    SESSION_OPTION,
     SINCE_OPTION,
     Turn,
     as_dict,
@@ -35,6 +36,7 @@ from memcastle.connectors.transcript import (
     read_jsonl,
     render_turns,
     room_for,
+    session_only,
     since_instant,
     split_segments,
     summarize_arguments,
@@ -64,7 +66,7 @@ class ClaudeConnector:
 
     name = "claude"
     source_kind = "transcript"
-    options: Mapping[str, OptionSpec] = {"since": SINCE_OPTION}
+    options: Mapping[str, OptionSpec] = {"since": SINCE_OPTION, "session": SESSION_OPTION}
 
     def identify(self, source: SourceSpec) -> str:
         """The absolute projects folder."""
@@ -78,14 +80,21 @@ class ClaudeConnector:
     notices_removal = False
 
     def lists_everything(self, source: SourceSpec) -> bool:
-        """Discovery lists every session, unless `since` narrows the listing."""
-        return since_instant(source) is None
+        """Discovery lists every session, unless `since` or `session` narrows the listing."""
+        return since_instant(source) is None and not source.options.get("session")
+
+    def check(self, source: SourceSpec) -> None:
+        """A `session` outside the folder is refused when the mine is asked for (a 400 naming the option)."""
+        session_only(source, locator_root(source, DEFAULT_LOCATOR))
 
     def discover(self, source: SourceSpec, cursor: str | None) -> list[Candidate]:
         """Every session file `<project>/<session>.jsonl`, by relative path; sub-agent files are left out."""
         root = locator_root(source, DEFAULT_LOCATOR)
         if not root.is_dir():
             raise SkipDocument(f"not a folder: {root}")
+        only = session_only(source, root)
+        if only is not None:
+            return [Candidate(external_id=only)] if (root / only).is_file() else []
         since = since_instant(source)
         candidates = []
         for path in sorted(root.glob("*/*.jsonl"), key=lambda found: found.relative_to(root).as_posix()):

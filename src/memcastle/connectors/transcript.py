@@ -21,6 +21,11 @@ from memcastle.errors import InvalidRequest
 Role = Literal["user", "assistant", "tool"]
 
 SINCE_OPTION = OptionSpec("date", "only conversations with activity at or after this instant", identity=False)
+SESSION_OPTION = OptionSpec(
+    "path",
+    "only this session's file, inside the folder (what an agent hook mines when a session stops)",
+    identity=False,
+)
 SEGMENT_SEPARATOR = "\n\n"
 DEFAULT_ROOM = "sessions"
 
@@ -249,3 +254,16 @@ def _argument_text(value: Any) -> str:
             return str(value[2])
         return " ".join(value)
     return ""
+
+
+def session_only(source: SourceSpec, root: Path) -> str | None:
+    """The `session` option as the session's path relative to `root` (None when not given); a 400 for a file that
+    is not a session log inside the folder."""
+    value = source.options.get("session")
+    if not value:
+        return None
+    path = Path(value).expanduser()
+    path = (path if path.is_absolute() else root / path).resolve()
+    if not path.is_relative_to(root) or path.suffix != ".jsonl":
+        raise InvalidRequest(f"session {value!r} is not a .jsonl file inside {root}", field="options.session")
+    return path.relative_to(root).as_posix()

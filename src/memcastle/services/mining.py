@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -59,7 +61,9 @@ class MiningService:
             # Asked for by someone waiting for it: above the background sweeps, which give way between batches.
             priority="normal",
             requested_by=requested_by,
-            coalesce_key=f"mine:{source_id}:{wing or ''}:{int(bool(full))}:{notice_removed}",
+            # Options that do not name the source (a session, a date) still make another mine: only the same
+            # request joins a queued one.
+            coalesce_key=f"mine:{source_id}:{wing or ''}:{int(bool(full))}:{notice_removed}:{options_digest(spec)}",
         )
 
     def check_source(
@@ -97,3 +101,10 @@ class MiningService:
 
     def list_connectors(self) -> list[dict[str, Any]]:
         return self._connectors.describe()
+
+
+def options_digest(spec: SourceSpec) -> str:
+    """A short digest of a source's options (empty when there are none)."""
+    if not spec.options:
+        return ""
+    return hashlib.sha256(json.dumps(dict(spec.options), sort_keys=True).encode()).hexdigest()[:12]

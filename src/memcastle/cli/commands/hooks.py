@@ -1,0 +1,136 @@
+"""Agent hooks: `hooks install|uninstall|status AGENT`, and `hook EVENT`, the command an agent runs."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from memcastle.cli import render
+from memcastle.cli.app import Invocation, app, group, pass_invocation
+from memcastle.errors import MemCastleError
+
+hooks_app = group("hooks", app, "Agent hooks: MemCastle in Claude Code's or Codex CLI's session lifecycle.")
+
+AGENTS = ("claude", "codex")
+SCOPES = ("user", "project")
+PROJECT = click.Path(file_okay=False, path_type=Path)
+
+
+def _target(agent: str, scope: str, project: Path) -> Path:
+    from memcastle.hooks import settings_file
+
+    return settings_file(agent, scope, project.resolve())
+
+
+def _apply(inv: Invocation, change: Any, dry_run: bool, done: str) -> None:
+    diff = change.diff()
+    if change.changed and not dry_run:
+        change.write()
+    data = {"file": str(change.path), "changed": change.changed, "dry_run": dry_run, "diff": diff}
+
+    def show(data: Any) -> None:
+        if not change.changed:
+            render.console.print(f"{change.path}: nothing to change")
+            return
+        sys.stdout.write(diff)
+        verb = "would be" if dry_run else "was"
+        render.console.print(f"[dim]{change.path} {verb} {done}[/dim]")
+
+    inv.emit(data, show)
+
+
+@hooks_app.command("install")
+@click.argument("agent", type=click.Choice(AGENTS))
+@click.option("--scope", type=click.Choice(SCOPES), default="user", show_default=True, help="whose settings")
+@click.option(
+    "--project",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("."),
+    help="the project (--scope project)",
+)
+@click.option("--dry-run", is_flag=True, help="show the change, write nothing")
+@pass_invocation
+def hooks_install(inv: Invocation, agent: str, scope: str, project: Path, dry_run: bool) -> None:
+    """Merge MemCastle's hooks into the agent's settings and show the change: at session start the agent gets its
+    wake-up bundle; when a session stops or compacts, its transcript is mined. Running it again changes nothing."""
+    from memcastle.hooks import install
+
+    palace = str(inv.palace.expanduser().absolute()) if inv.palace else None
+    _apply(inv, install(agent, _target(agent, scope, project), palace=palace), dry_run, "updated")
+
+
+@hooks_app.command("uninstall")
+@click.argument("agent", type=click.Choice(AGENTS))
+@click.option("--scope", type=click.Choice(SCOPES), default="user", show_default=True, help="whose settings")
+@click.option(
+    "--project",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("."),
+    help="the project (--scope project)",
+)
+@click.option("--dry-run", is_flag=True, help="show the change, write nothing")
+@pass_invocation
+def hooks_uninstall(inv: Invocation, agent: str, scope: str, project: Path, dry_run: bool) -> None:
+    """Remove MemCastle's hooks from the agent's settings (every other hook and setting stays)."""
+    from memcastle.hooks import uninstall
+
+    _apply(inv, uninstall(agent, _target(agent, scope, project)), dry_run, "updated")
+
+
+@hooks_app.command("status")
+@click.option(
+    "--project", type=click.Path(file_okay=False, path_type=Path), default=Path("."), help="the project to look in"
+)
+@pass_invocation
+def hooks_status(inv: Invocation, project: Path) -> None:
+    """Where MemCastle's hooks are installed, for each agent and scope."""
+    from memcastle.hooks import installed
+
+    rows = []
+    for agent in AGENTS:
+        for scope in SCOPES:
+            path = _target(agent, scope, project)
+            rows.append({"agent": agent, "scope": scope, "file": str(path), "events": installed(agent, path)})
+    inv.emit(
+        {"hooks": rows},
+        lambda data: render.table(
+            "agent hooks",
+            ["agent", "scope", "file", "installed for"],
+            [(r["agent"], r["scope"], r["file"], ", ".join(r["events"]) or "—") for r in data["hooks"]],
+        ),
+    )
+
+
+@app.command("hook")
+@click.argument("event", type=click.Choice(("session-start", "stop", "pre-compact")))
+@click.option("--agent", type=click.Choice(AGENTS), required=True, help="the agent running the hook")
+@click.option("--checkpoint", is_flag=True, help="also save the payload's last assistant message as a checkpoint")
+@pass_invocation
+def hook(inv: Invocation, event: str, agent: str, checkpoint: bool) -> None:
+    """Run by an agent's hook with its JSON on standard input (see `hooks install`); never fails the agent."""
+    from memcastle.hooks.runtime import CALL_TIMEOUT, DEADLINE, handle, read_payload
+
+    def give_up(*_: object) -> None:
+        raise TimeoutError
+
+    if hasattr(signal, "setitimer"):
+        signal.signal(signal.SIGALRM, give_up)
+        signal.setitimer(signal.ITIMER_REAL, DEADLINE)
+    try:
+        payload = read_payload(sys.stdin.read() if not sys.stdin.isatty() else "")
+        from memcastle.cli.client import DaemonClient
+
+        output = handle(
+            agent, event, payload, DaemonClient(inv.settings(), timeout=CALL_TIMEOUT), checkpoint=checkpoint
+        )
+        if output:
+            sys.stdout.write(output + "\n")
+    except (MemCastleError, TimeoutError, OSError, ValueError):
+        pass  # no daemon, a slow one, a refusal: the agent goes on without memory this time
+    finally:
+        if hasattr(signal, "setitimer"):
+            signal.setitimer(signal.ITIMER_REAL, 0)

@@ -1,0 +1,87 @@
+"""What `memcastle hook EVENT --agent AGENT` does with the JSON an agent writes on its standard input.
+
+- `session-start`: the agent's wake-up bundle (its latest diary entry and the most recent checkpoints) goes back as
+  additional context, in the `hookSpecificOutput` both agents read.
+- `stop`, `pre-compact`: the session's transcript (`transcript_path` in the payload) is mined, that one file, as a
+  daemon job: the hook queues it and returns. Unchanged parts of a transcript stay as they were, so mining after
+  every turn costs the new turns only; while one mine of the session waits, another request joins it. With
+  `--checkpoint`, a `last_assistant_message` in the payload (Codex sends one) is saved as a checkpoint too.
+
+A hook never blocks or fails the agent: without a daemon, with a malformed payload or a daemon that is slow to
+answer, it prints nothing and exits 0, and it gives up after `DEADLINE` seconds in all.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+DEADLINE = 0.9  # seconds a hook may take, end to end
+CALL_TIMEOUT = 0.6  # seconds one call to the daemon may take
+MAX_CONTEXT_BYTES = 8192
+EVENTS = ("session-start", "stop", "pre-compact")
+
+
+class Daemon(Protocol):
+    def get(self, path: str, **params: Any) -> Any: ...
+    def post(self, path: str, body: Any = None) -> Any: ...
+
+
+def handle(agent: str, event: str, payload: Mapping[str, Any], daemon: Daemon, *, checkpoint: bool = False) -> str:
+    """The hook's standard output for this event (empty when there is nothing to say)."""
+    if event == "session-start":
+        return _wake_up(agent, daemon)
+    transcript = payload.get("transcript_path")
+    if isinstance(transcript, str) and transcript:
+        where = session_source(agent, Path(transcript))
+        if where is not None:
+            root, session = where
+            daemon.post("/mine", {"connector": agent, "locator": str(root), "options": {"session": session}})
+    message = payload.get("last_assistant_message")
+    if checkpoint and isinstance(message, str) and message.strip():
+        session_id = str(payload.get("session_id") or "")
+        name = f"{agent}-{session_id}-{event}" if session_id else None
+        daemon.post("/checkpoint", {"agent": agent, "items": [{"content": message, "name": name}]})
+    return ""
+
+
+def session_source(agent: str, transcript: Path) -> tuple[Path, str] | None:
+    """The connector's folder for a transcript and the transcript's path inside it: Claude Code keeps
+    `<projects>/<project>/<session>.jsonl`, Codex `<sessions>/YYYY/MM/DD/rollout-….jsonl`."""
+    path = transcript.expanduser()
+    if path.suffix != ".jsonl":
+        return None
+    if agent == "claude":
+        root = path.parent.parent
+    else:
+        root = next((p for p in path.parents if p.name == "sessions"), path.parent)
+    return root, path.relative_to(root).as_posix()
+
+
+def _wake_up(agent: str, daemon: Daemon) -> str:
+    bundle = daemon.get("/wake-up", agent=agent, max_bytes=MAX_CONTEXT_BYTES)
+    drawers = [*bundle.get("diary", []), *bundle.get("checkpoints", [])]
+    if not drawers:
+        return ""
+    lines = [
+        "MemCastle memory for this agent (verbatim drawers: the latest diary entry, then recent checkpoints). "
+        "Search it with the memcastle_search tool before answering questions about past work."
+    ]
+    for drawer in drawers:
+        when = (drawer.get("valid_from") or "")[:19].replace("T", " ")
+        lines.append(f"\n--- {drawer['wing']}/{drawer['room']} · {when} · {drawer['id']}\n{drawer['content']}")
+    context = "\n".join(lines)
+    return json.dumps(
+        {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}}, ensure_ascii=False
+    )
+
+
+def read_payload(text: str) -> Mapping[str, Any]:
+    """The hook's JSON input; an empty or malformed one is an empty payload (the hook then does what it can)."""
+    try:
+        found = json.loads(text) if text.strip() else {}
+    except json.JSONDecodeError:
+        return {}
+    return found if isinstance(found, dict) else {}

@@ -1,0 +1,193 @@
+"""Agent hooks: installing into Claude Code's and Codex CLI's settings (a diff, --dry-run, idempotent, uninstall, a
+broken file refused with its line), and the hook command fed the payloads those agents send: the wake-up bundle at
+session start, the session's transcript mined when it stops, quiet and quick without a daemon."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from waiting import CEILING, wait_until
+
+from memcastle.errors import ConfigError
+from memcastle.hooks import install, installed, uninstall
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+USER_SETTINGS = {
+    "model": "opus",
+    "permissions": {"allow": ["Bash(git status)"]},
+    "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "say done"}]}]},
+}
+
+
+def test_install_merges_shows_a_diff_is_idempotent_and_uninstall_restores(tmp_path: Path) -> None:
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps(USER_SETTINGS, indent=2) + "\n")
+    change = install("claude", settings)
+    assert change.changed and "+" in change.diff() and "SessionStart" in change.diff()
+    change.write()
+    merged = json.loads(settings.read_text())
+    assert merged["model"] == "opus" and merged["permissions"] == USER_SETTINGS["permissions"]
+    assert merged["hooks"]["Stop"][0] == USER_SETTINGS["hooks"]["Stop"][0], "the user's own hook stays first"
+    assert installed("claude", settings) == ["PreCompact", "SessionStart", "Stop"]
+    start = merged["hooks"]["SessionStart"][0]
+    assert start["matcher"] == "startup|resume|clear|compact"
+    command = start["hooks"][0]["command"]
+    assert Path(command.split()[0]).is_absolute() and command.endswith("hook session-start --agent claude")
+    assert not install("claude", settings).changed, "installing again changes nothing"
+    assert (settings.parent / "settings.json.bak").read_text() == json.dumps(USER_SETTINGS, indent=2) + "\n"
+    removed = uninstall("claude", settings)
+    removed.write()
+    assert json.loads(settings.read_text()) == USER_SETTINGS
+    assert not uninstall("claude", settings).changed
+
+
+def test_codex_hooks_json_and_a_broken_file_is_refused_with_its_line(tmp_path: Path) -> None:
+    hooks = tmp_path / ".codex" / "hooks.json"
+    change = install("codex", hooks)
+    assert change.before is None
+    change.write()
+    written = json.loads(hooks.read_text())["hooks"]
+    assert set(written) == {"SessionStart", "Stop", "PreCompact"} and "matcher" not in written["Stop"][0]
+    broken = tmp_path / "settings.json"
+    broken.write_text('{\n  "hooks": {\n    "Stop": [,]\n  }\n}\n')
+    with pytest.raises(ConfigError) as refused:
+        install("claude", broken)
+    assert f"{broken}:3:" in refused.value.message, "the file and the line"
+    assert broken.read_text().startswith('{\n  "hooks"'), "nothing was changed"
+
+
+def test_the_cli_installs_for_a_project_with_a_dry_run_first(daemon: Any, tmp_path: Path) -> None:
+    served = daemon()
+    project = tmp_path / "shop"
+    project.mkdir()
+    where = ("--scope", "project", "--project", str(project))
+    dry = served.cli("--json", "hooks", "install", "claude", *where, "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    answer = json.loads(dry.stdout)
+    assert answer["changed"] and answer["dry_run"] and "PreCompact" in answer["diff"]
+    assert not (project / ".claude" / "settings.json").exists()
+    done = served.cli("--json", "hooks", "install", "claude", *where)
+    assert json.loads(done.stdout)["changed"] and (project / ".claude" / "settings.json").exists()
+    status = json.loads(served.cli("--json", "hooks", "status", "--project", str(project)).stdout)["hooks"]
+    assert {(r["agent"], r["scope"]): r["events"] for r in status}[("claude", "project")] == [
+        "PreCompact",
+        "SessionStart",
+        "Stop",
+    ]
+
+
+def run_hook(served: Any, event: str, agent: str, payload: dict[str, Any], *extra: str) -> tuple[str, float]:
+    started = time.monotonic()
+    done = served.cli("hook", event, "--agent", agent, *extra, input=json.dumps(payload))
+    took = time.monotonic() - started
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    return done.stdout, took
+
+
+def test_session_start_gives_the_wake_up_bundle(daemon: Any) -> None:
+    served = daemon()
+    with served.http() as http:
+        http.post(
+            "/api/checkpoint",
+            json={"agent": "claude", "items": [{"content": "Decided: the shop ships on Thursdays."}]},
+        )
+    payload = {"session_id": "s1", "transcript_path": "/nowhere.jsonl", "cwd": "/home/alex/code/shop",
+               "hook_event_name": "SessionStart", "source": "startup"}  # fmt: skip
+    out, _ = run_hook(served, "session-start", "claude", payload)
+    answer = json.loads(out)["hookSpecificOutput"]
+    assert answer["hookEventName"] == "SessionStart" and "ships on Thursdays" in answer["additionalContext"]
+
+
+def test_a_stop_mines_the_session_incrementally_and_returns_at_once(daemon: Any) -> None:
+    served = daemon()
+    projects = served.home.root / ".claude" / "projects"
+    shutil.copytree(FIXTURES / "claude" / "projects", projects)
+    transcript = next(projects.glob("-home-alex-notes/*.jsonl"))
+    payload = {"session_id": transcript.stem, "transcript_path": str(transcript), "cwd": "/home/alex/notes",
+               "hook_event_name": "Stop", "stop_hook_active": False}  # fmt: skip
+    out, took = run_hook(served, "stop", "claude", payload)
+    assert out == "" and took < CEILING
+
+    def search(words: str) -> list[dict[str, Any]]:
+        with served.http() as http:
+            return http.post("/api/search", json={"query": words, "ranking": "lexical"}).json()["hits"]
+
+    wait_until(lambda: search("markdown linter config"), what="the session to be mined")
+    first = {h["drawer"]["id"] for h in search("markdown linter config")}
+    with transcript.open("a") as log:
+        log.write(
+            json.dumps(
+                {
+                    "type": "user",
+                    "sessionId": transcript.stem,
+                    "cwd": "/home/alex/notes",
+                    "uuid": "u-late",
+                    "timestamp": "2025-05-26T08:00:00.000Z",
+                    "message": {"role": "user", "content": "Also pin the linter to version 0.12 please"},
+                }  # fmt: skip
+            )
+            + "\n"
+        )
+    run_hook(served, "pre-compact", "claude", {**payload, "hook_event_name": "PreCompact", "trigger": "auto"})
+    wait_until(lambda: search("pin linter version"), what="the new turn")
+    (now,) = {h["drawer"]["id"] for h in search("pin linter version")}
+    with served.http() as http:
+        versions = http.get(f"/api/drawers/{now}/history").json()["versions"]
+    # A short session is one drawer: its new version supersedes the old (a long one changes its last chunks only).
+    assert [v["id"] for v in versions][0] in first and len(versions) == 2
+    with served.http() as http:
+        mines = http.get("/api/jobs", params={"kind": "mine"}).json()["jobs"]
+    assert all(j["params"]["options"] == {"session": transcript.relative_to(projects).as_posix()} for j in mines)
+
+
+def test_a_codex_stop_mines_its_rollout(daemon: Any) -> None:
+    served = daemon()
+    sessions = served.home.root / ".codex" / "sessions"
+    shutil.copytree(FIXTURES / "codex" / "sessions", sessions)
+    rollout = sorted(sessions.rglob("rollout-*.jsonl"))[0]
+    payload = {"session_id": "c1", "transcript_path": str(rollout), "cwd": "/home/alex", "hook_event_name": "Stop",
+               "model": "gpt-5", "last_assistant_message": "Done: the release notes are in CHANGES.md."}  # fmt: skip
+    run_hook(served, "stop", "codex", payload, "--checkpoint")
+
+    def mined() -> bool:
+        with served.http() as http:
+            jobs = http.get("/api/jobs", params={"kind": "mine"}).json()["jobs"]
+        return bool(jobs) and jobs[0]["status"] == "completed" and jobs[0]["result"]["created"] > 0
+
+    wait_until(mined, what="the rollout to be mined")
+    with served.http() as http:
+        saved = http.get("/api/wake-up", params={"agent": "codex"}).json()["checkpoints"]
+    assert any("release notes are in CHANGES.md" in d["content"] for d in saved)
+
+
+def test_without_a_daemon_a_hook_is_quiet_and_quick(tmp_path: Path, xdg_home: Any) -> None:
+    for event in ("session-start", "stop"):
+        started = time.monotonic()
+        done = subprocess.run(
+            [sys.executable, "-m", "memcastle", "--palace", str(tmp_path / "none"), "hook", event, "--agent", "claude"],
+            input='{"session_id": "x", "transcript_path": "/tmp/x.jsonl", "hook_event_name": "Stop"}',
+            env=xdg_home.env(),
+            capture_output=True,
+            text=True,
+            timeout=CEILING,
+        )
+        took = time.monotonic() - started
+        assert done.returncode == 0 and done.stdout == "" and done.stderr == "", done.stderr
+        assert took < 10, took  # interpreter start included; the hook's own work is bounded at 0.9 s
+    bad = subprocess.run(
+        [sys.executable, "-m", "memcastle", "--palace", str(tmp_path / "none"), "hook", "stop", "--agent", "claude"],
+        input="not json",
+        env=xdg_home.env(),
+        capture_output=True,
+        text=True,
+        timeout=CEILING,
+    )
+    assert bad.returncode == 0 and bad.stdout == ""
