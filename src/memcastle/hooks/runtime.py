@@ -34,7 +34,7 @@ def handle(agent: str, event: str, payload: Mapping[str, Any], daemon: Daemon, *
     if event == "session-start":
         return _wake_up(agent, daemon)
     transcript = payload.get("transcript_path")
-    if isinstance(transcript, str) and transcript:
+    if agent in ("claude", "codex") and isinstance(transcript, str) and transcript:
         where = session_source(agent, Path(transcript))
         if where is not None:
             root, session = where

@@ -107,7 +107,7 @@ def hooks_status(inv: Invocation, project: Path) -> None:
 
 @app.command("hook")
 @click.argument("event", type=click.Choice(("session-start", "stop", "pre-compact")))
-@click.option("--agent", type=click.Choice(AGENTS), required=True, help="the agent running the hook")
+@click.option("--agent", required=True, help="the agent running the hook: claude or codex (any name at session start)")
 @click.option("--checkpoint", is_flag=True, help="also save the payload's last assistant message as a checkpoint")
 @pass_invocation
 def hook(inv: Invocation, event: str, agent: str, checkpoint: bool) -> None:
