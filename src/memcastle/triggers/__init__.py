@@ -61,12 +61,14 @@ class TriggerManager:
             if not self._started:
                 return
             wanted = {name: spec for name, (spec, _) in miners.items() if spec.watch}
+            never_ran = {name for name, (_, state) in miners.items() if state.last_run_at is None}
             stale = [name for name, (spec, _) in self._watches.items() if wanted.get(name) != spec]
             stopping = [self._watches.pop(name)[1] for name in stale]
             starting = []
             for name, spec in wanted.items():
                 if name not in self._watches:
-                    watch = SourceWatch(spec, self._request)
+                    # A miner that never ran has nothing in the palace yet: its watch starts with a run.
+                    watch = SourceWatch(spec, self._request, first_run=name in never_ran)
                     self._watches[name] = (spec, watch)
                     starting.append(watch)
         for watch in stopping:

@@ -67,8 +67,9 @@ def _identity(path: Path) -> tuple[int, int] | None:
 class SourceWatch:
     """One miner's watch, on a thread of its own; `request(name, "watch", changes=n)` asks for a run."""
 
-    def __init__(self, spec: MinerSpec, request: Callable[..., None]) -> None:
+    def __init__(self, spec: MinerSpec, request: Callable[..., None], *, first_run: bool = False) -> None:
         self.spec = spec
+        self._first_run = first_run
         self._request = request
         self._root = Path(os.path.expanduser(spec.locator)).absolute()
         self._stop = threading.Event()
@@ -93,6 +94,8 @@ class SourceWatch:
                 continue
             if not first:
                 self._ask(changes=0, reason="the folder appeared")  # its contents may be new
+            elif self._first_run:
+                self._ask(changes=0, reason="the miner never ran")
             first = False
             self.state = "watching"
             try:
