@@ -25,11 +25,7 @@ def drawer_ref(drawer: Drawer) -> dict[str, Any]:
 def filed_event(
     drawers: Sequence[Drawer], *, supersedes: str | None = None, job_id: str | None = None
 ) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "action": "filed",
-        "drawers": [drawer_ref(d) for d in drawers],
-        "drawer_ids": [d.id for d in drawers],
-    }
+    out: dict[str, Any] = {"action": "filed", "drawers": [drawer_ref(d) for d in drawers]}
     if supersedes is not None:
         out["supersedes"] = supersedes
     if job_id is not None:
