@@ -71,7 +71,8 @@ ALLOWED: dict[str, set[str]] = {
     "daemon": VALUES | {"config", "app", "api", "runtime"},
     # interfaces: parse, call one service, render
     "mcp": VALUES | {"modes", "services", "runtime"},
-    "api": VALUES | {"modes", "services", "runtime", "mcp", "events"},
+    "api": VALUES | {"modes", "services", "runtime", "mcp", "events", "web"},
+    "web": VALUES | {"modes", "services"},
     "cli": VALUES | {"config", "modes", "runtime", "app", "daemon", "mcp", "preferences", "connectors", "hooks"},
 }
 COMPOSITION_ROOTS = {"app", "daemon", "cli", "config", "__main__"}  # `config` itself, which reads the files

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from fastapi import FastAPI
 from starlette.routing import Route
+from starlette.staticfiles import StaticFiles
 
 from memcastle import __version__
 from memcastle.api.auth import BearerAuth
@@ -21,6 +22,8 @@ from memcastle.api.tokens import router as token_router
 from memcastle.mcp.endpoint import MCP_PATH, LazyEndpoint
 from memcastle.runtime.tokens import TokenStore
 from memcastle.services import Services
+from memcastle.web import STATIC as WEB_STATIC
+from memcastle.web import router as web_router
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -77,6 +80,8 @@ def create_app(
     app.openapi = honest_openapi(app)  # type: ignore[method-assign]
     app.include_router(router)
     app.include_router(token_router)
+    app.include_router(web_router)
+    app.mount("/static", StaticFiles(directory=WEB_STATIC), name="static")
     # A raw ASGI endpoint (every method: POST messages, GET the event stream, DELETE the session), not a FastAPI route.
     app.router.routes.append(Route(MCP_PATH, mcp_endpoint, include_in_schema=False))
     return app

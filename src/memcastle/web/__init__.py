@@ -1,0 +1,195 @@
+"""The web page (docs/web.md): server-rendered pages over the same services as every other interface.
+
+Jinja2 renders each page; htmx (vendored under `static/`, with its licence) swaps in search results and job rows
+without a build step; the job page follows `GET /api/events`. Pages read through the services exactly as the REST
+routes do, under the same guard (host, origin), authentication and memory mode. Every state-changing form carries a
+CSRF token that must match the `memcastle_csrf` cookie (SameSite=Strict, so another site can neither read nor send
+it); the origin guard refuses a foreign `Origin` before any of this runs.
+"""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+from typing import Any
+
+from fastapi import APIRouter, Form, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.templating import Jinja2Templates
+
+from memcastle.errors import AccessDenied, InvalidRequest, MemCastleError
+from memcastle.modes import HEADER, enforce_mode, parse_mode
+from memcastle.services import SearchRequest, Services
+
+HERE = Path(__file__).parent
+STATIC = HERE / "static"
+CSRF_COOKIE = "memcastle_csrf"
+HTMX = "htmx-2.0.11.min.js"
+
+templates = Jinja2Templates(directory=str(HERE / "templates"))
+router = APIRouter(include_in_schema=False)
+
+
+def _services(request: Request) -> Services:
+    return request.app.state.services  # type: ignore[no-any-return]
+
+
+def _mode(request: Request) -> str:
+    return parse_mode(request.headers.get(HEADER), field="X-MemCastle-Mode")
+
+
+def _page(request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
+    token = request.cookies.get(CSRF_COOKIE) or secrets.token_urlsafe(24)
+    answer = templates.TemplateResponse(
+        request, template, {"csrf": token, "htmx": HTMX, "partial": bool(request.headers.get("hx-request")), **context},
+        status_code=status,
+    )  # fmt: skip
+    if request.cookies.get(CSRF_COOKIE) != token:
+        answer.set_cookie(CSRF_COOKIE, token, httponly=True, samesite="strict", path="/")
+    return answer
+
+
+def _check_csrf(request: Request, token: str) -> None:
+    cookie = request.cookies.get(CSRF_COOKIE)
+    if not cookie or not token or not secrets.compare_digest(cookie, token):
+        raise AccessDenied("the form's CSRF token does not match; reload the page and try again")
+
+
+def _error(request: Request, exc: MemCastleError) -> HTMLResponse:
+    status = 400 if isinstance(exc, InvalidRequest) else 403 if isinstance(exc, AccessDenied) else 404
+    return _page(request, "error.html", status=status, error=exc)
+
+
+# --- search ---------------------------------------------------------------------------------------------------
+
+
+@router.get("/", response_class=HTMLResponse)
+def search_page(
+    request: Request,
+    q: str = "",
+    wing: str = "",
+    room: str = "",
+    tags: str = "",
+    kind: str = "",
+    connector: str = "",
+    ranking: str = "auto",
+    time: str = "current",
+    as_of: str = "",
+    since: str = "",
+    until: str = "",
+    known_at: str = "",
+    expand: bool = False,
+    preferences: str = "on",
+    limit: int = 10,
+) -> HTMLResponse:
+    """The search page; with `q`, its hits (only the hits for an htmx request)."""
+    services = _services(request)
+    form = {"q": q, "wing": wing, "room": room, "tags": tags, "kind": kind, "connector": connector,
+            "ranking": ranking, "time": time, "as_of": as_of, "since": since, "until": until, "known_at": known_at,
+            "expand": expand, "preferences": preferences, "limit": limit}  # fmt: skip
+    result = None
+    error = None
+    if q.strip():
+        try:
+            enforce_mode(_mode(request), "read")
+            result = services.search.search(
+                SearchRequest(
+                    query=q,
+                    limit=limit,
+                    wing=wing or None,
+                    room=room or None,
+                    tags=tuple(t.strip() for t in tags.split(",") if t.strip()),
+                    source_kind=kind or None,
+                    connector=connector or None,
+                    ranking=ranking,
+                    as_of=(as_of or None) if time == "as_of" else None,
+                    from_=(since or None) if time == "window" else None,
+                    until=(until or None) if time == "window" else None,
+                    include_historical=time == "historical",
+                    known_at=(known_at or None) if time == "known_at" else None,
+                    expand=expand,
+                    preferences=preferences,
+                )
+            )
+        except MemCastleError as exc:
+            error = exc
+    wings = [w.name for w in services.drawers.list_wings()]
+    template = "_hits.html" if request.headers.get("hx-request") and q else "search.html"
+    return _page(request, template, form=form, result=result, error=error, wings=wings, title="Search")
+
+
+# --- drawers --------------------------------------------------------------------------------------------------
+
+
+@router.get("/drawer/{drawer_id}", response_class=HTMLResponse)
+def drawer_page(request: Request, drawer_id: str) -> HTMLResponse:
+    services = _services(request)
+    try:
+        enforce_mode(_mode(request), "read")
+        drawer = services.drawers.get_drawer(drawer_id)
+        history = services.drawers.drawer_history(drawer_id)
+        duplicates = services.drawers.duplicates(drawer_id)
+        trace = services.drawers.preference_trace(drawer_id)
+    except MemCastleError as exc:
+        return _error(request, exc)
+    return _page(
+        request,
+        "drawer.html",
+        drawer=drawer,
+        history=list(reversed(history)),
+        duplicates=duplicates,
+        trace=trace,
+        title=drawer.name or f"Drawer {drawer.id[:8]}",
+    )
+
+
+# --- browse ---------------------------------------------------------------------------------------------------
+
+
+@router.get("/browse", response_class=HTMLResponse)
+def browse_page(request: Request, wing: str = "", room: str = "", after: str = "") -> HTMLResponse:
+    services = _services(request)
+    try:
+        enforce_mode(_mode(request), "read")
+        wings = services.drawers.list_wings()
+        rooms = services.drawers.list_rooms(wing) if wing else []
+        page = services.drawers.list_drawers(wing, room or None, 50, after or None) if wing and room else None
+    except MemCastleError as exc:
+        return _error(request, exc)
+    return _page(request, "browse.html", wings=wings, wing=wing, rooms=rooms, room=room, page=page, title="Browse")
+
+
+# --- jobs -----------------------------------------------------------------------------------------------------
+
+
+@router.get("/jobs", response_class=HTMLResponse)
+def jobs_page(request: Request) -> HTMLResponse:
+    jobs = _services(request).jobs
+    listed = [{**j.to_json(), "waiting": jobs.why_waiting(j)} for j in jobs.list_jobs(None, None, 50)]
+    return _page(request, "jobs.html", jobs=listed, title="Jobs")
+
+
+@router.get("/jobs/{job_id}/row", response_class=HTMLResponse)
+def job_row(request: Request, job_id: str) -> HTMLResponse:
+    jobs = _services(request).jobs
+    try:
+        job = jobs.get_job(job_id)
+    except MemCastleError as exc:
+        return _error(request, exc)
+    return _page(request, "_job_row.html", job={**job.to_json(), "waiting": jobs.why_waiting(job)})
+
+
+@router.post("/jobs/{job_id}/{action}", response_class=HTMLResponse)
+def job_control(request: Request, job_id: str, action: str, csrf: str = Form("")) -> Response:
+    jobs = _services(request).jobs
+    try:
+        _check_csrf(request, csrf)
+        enforce_mode(_mode(request), "control")
+        if action not in ("pause", "resume", "cancel", "retry"):
+            raise InvalidRequest(f"unknown action {action!r}", field="action")
+        job = jobs.control_job(job_id, action)
+    except MemCastleError as exc:
+        return _error(request, exc)
+    if not request.headers.get("hx-request"):
+        return RedirectResponse("/jobs", status_code=303)
+    return _page(request, "_job_row.html", job={**job.to_json(), "waiting": jobs.why_waiting(job)})

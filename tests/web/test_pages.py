@@ -1,0 +1,132 @@
+"""The web page in a real browser (headless Chromium from the distribution, driven through chromedriver): type a
+query and read the hits with their evidence, open a drawer and its history, watch a job's progress move, control a
+job through a CSRF-protected form. Outside CI a machine without Chromium skips these with the reason; under
+`CI=true` (where `.ci/run` installs it) a missing browser fails."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import httpx
+import pytest
+from waiting import CEILING, wait_until
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+DRIVER = shutil.which("chromedriver")
+
+if not (CHROMIUM and DRIVER):
+    if os.environ.get("CI") == "true":
+        pytest.fail("the web page's tests need chromium and chromedriver (apt-get install chromium chromium-driver)")
+    pytest.skip(
+        "no chromium + chromedriver on this machine (apt-get install chromium chromium-driver)", allow_module_level=True
+    )
+
+from selenium import webdriver  # noqa: E402 - only once the browser is known to be there
+from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM or ""
+    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1440,1000"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=DRIVER))
+    driver.set_page_load_timeout(CEILING)
+    yield driver
+    driver.quit()
+
+
+def visible_text(browser: Any, css: str) -> list[str]:
+    """The text of what matches now; a row the live updates replaced meanwhile is read again."""
+    for _ in range(20):
+        try:
+            return [element.text for element in browser.find_elements(By.CSS_SELECTOR, css)]
+        except StaleElementReferenceException:
+            continue
+    return []
+
+
+def attribute(browser: Any, css: str, name: str) -> str:
+    for _ in range(20):
+        try:
+            found = browser.find_elements(By.CSS_SELECTOR, css)
+            return (found[0].get_attribute(name) or "") if found else ""
+        except StaleElementReferenceException:
+            continue
+    return ""
+
+
+def test_a_query_typed_in_the_page_shows_hits_with_their_evidence(browser: Any, module_daemon: Any) -> None:
+    with module_daemon.http() as http:
+        http.post("/api/notes", json={"content": "The moat pump fails when the float valve sticks.", "wing": "web"})
+        http.post("/api/notes", json={"content": "Bread is baked on Fridays.", "wing": "web"})
+    browser.get(module_daemon.address + "/")
+    box = browser.find_element(By.ID, "q")
+    assert browser.switch_to.active_element == box, "the query box has the focus"
+    box.send_keys("float valve", Keys.ENTER)
+    wait_until(lambda: browser.find_elements(By.CSS_SELECTOR, "#results .hit"), what="hits")
+    hits = browser.find_elements(By.CSS_SELECTOR, "#results .hit")
+    assert "float valve" in hits[0].find_element(By.CSS_SELECTOR, "pre.snippet").text
+    assert [m.text for m in hits[0].find_elements(By.CSS_SELECTOR, "mark")] == ["float", "valve"]
+    assert "web/notes" in hits[0].find_element(By.CSS_SELECTOR, "h3").text
+    assert "score" in hits[0].find_element(By.CSS_SELECTOR, ".signals").text
+    kept = parse_qs(urlsplit(browser.current_url).query)
+    assert kept["q"] == ["float valve"], "the search is a link one can keep"
+
+
+def test_a_drawer_page_shows_the_verbatim_text_and_what_it_said_before(browser: Any, module_daemon: Any) -> None:
+    with module_daemon.http() as http:
+        first = http.post("/api/notes", json={"content": "The gate opens at six.", "wing": "web-history"}).json()
+        second = http.post(
+            f"/api/drawers/{first['drawer']['id']}/supersede",
+            json={"content": "The gate opens at seven.", "reason": "winter hours"},
+        ).json()
+    browser.get(f"{module_daemon.address}/drawer/{second['id']}")
+    assert "The gate opens at seven." in browser.find_element(By.CSS_SELECTOR, "pre.content").text
+    versions = browser.find_elements(By.CSS_SELECTOR, ".timeline li")
+    assert len(versions) == 2 and "winter hours" in versions[0].text
+    older = versions[1]
+    older.find_element(By.TAG_NAME, "summary").click()
+    assert "The gate opens at six." in older.find_element(By.CSS_SELECTOR, "pre.content").text
+    older.find_element(By.TAG_NAME, "a").click()
+    wait_until(lambda: "closed" in browser.find_element(By.CSS_SELECTOR, ".provenance").text, what="the old version")
+
+
+def test_the_jobs_page_follows_a_job_live_and_controls_it(browser: Any, module_daemon: Any, tmp_path: Path) -> None:
+    folder = module_daemon.home.root / "web-mine"
+    folder.mkdir()
+    for i in range(400):
+        (folder / f"page-{i}.md").write_text(f"# Page {i}\n\n" + f"The east tower ledger, entry {i}. " * 30 + "\n")
+    browser.get(module_daemon.address + "/jobs")
+    wait_until(lambda: "Live:" in browser.find_element(By.ID, "live").text, what="the event stream")
+    with module_daemon.http() as http:
+        job = http.post("/api/mine", json={"connector": "notes", "locator": str(folder), "wing": "web-mine"}).json()
+    row = f"#job-{job['job']['id']}"
+    wait_until(lambda: browser.find_elements(By.CSS_SELECTOR, row), what="the new job's row, without a reload")
+    seen: set[str] = set()
+
+    def progress_moves() -> bool:
+        seen.add(attribute(browser, f"{row} progress", "value"))
+        return len(seen - {"0", ""}) >= 2 or "completed" in visible_text(browser, f"{row} .status")
+
+    wait_until(progress_moves, what="the progress bar to move")
+    wait_until(lambda: visible_text(browser, f"{row} .status") == ["completed"], what="the job to complete")
+    assert "created 400" in visible_text(browser, f"{row} .why")[0]
+
+
+def test_a_form_without_the_csrf_token_is_refused(module_daemon: Any) -> None:
+    with httpx.Client(base_url=module_daemon.address, trust_env=False, timeout=CEILING) as http:
+        page = http.get("/jobs")
+        assert page.status_code == 200 and "memcastle_csrf" in page.headers.get("set-cookie", "")
+        forged = http.post("/jobs/anything/cancel", data={"csrf": "guess"})
+        assert forged.status_code == 403
+        foreign = http.post("/jobs/anything/cancel", data={"csrf": "x"}, headers={"Origin": "https://evil.example"})
+        assert foreign.status_code == 403 and foreign.json()["code"] == "forbidden_origin"
