@@ -75,3 +75,12 @@ def test_a_folder_that_is_not_a_git_repository_is_refused_when_asked_for(client:
     answer = client.post("/api/mine", json={"connector": "git", "locator": str(plain)})
     assert answer.status_code == 400
     assert answer.json()["field"] == "locator" and "not a git repository" in answer.json()["error"]
+
+
+def test_the_home_folder_of_an_unknown_user_is_a_400_not_a_crash() -> None:
+    from memcastle.errors import InvalidRequest
+    from memcastle.mining.roots import MiningRoots
+
+    with pytest.raises(InvalidRequest) as refused:
+        MiningRoots().check("~nosuchuser\u0090/notes")
+    assert refused.value.field == "locator" and "unknown user" in refused.value.message

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from memcastle.errors import AccessDenied, NotFound
+from memcastle.errors import AccessDenied, InvalidRequest, NotFound
 
 # Refused unless a root lies inside one of them (so naming one explicitly is the only way in).
 SECRET_STORES = (
@@ -56,7 +56,10 @@ class MiningRoots:
         """Refuse a locator outside every root, inside a secret store no root names, or naming nothing."""
         if not locator.strip() or "://" in locator:
             return  # a connector's default location, or not a local path
-        path = _resolved(locator)
+        try:
+            path = _resolved(locator)
+        except RuntimeError:  # `~name` for a user this machine does not have
+            raise InvalidRequest(f"{locator!r} names the home folder of an unknown user", field="locator") from None
         for store in self._secrets:
             if _inside(path, store) and not any(_inside(root, store) for root in self.roots):
                 raise AccessDenied(

@@ -45,7 +45,10 @@ class ArchiveService:
         if not isinstance(path, str) or not path.strip() or len(path) > MAX_LOCATOR_CHARS:
             raise InvalidRequest(f"path must be a file path of at most {MAX_LOCATOR_CHARS} characters", field="path")
         check_text(path, "path")
-        target = Path(path).expanduser()
+        try:
+            target = Path(path).expanduser()
+        except RuntimeError:  # `~name` for a user this machine does not have
+            raise InvalidRequest(f"{path!r} names the home folder of an unknown user", field="path") from None
         if not target.is_absolute():
             raise InvalidRequest("path must be absolute (the daemon runs in another folder)", field="path")
         if folder and not target.parent.is_dir():

@@ -11,7 +11,6 @@ import click
 
 from memcastle.cli import render
 from memcastle.cli.app import Invocation, app, group, pass_invocation
-from memcastle.errors import MemCastleError
 
 hooks_app = group("hooks", app, "Agent hooks: MemCastle in Claude Code's or Codex CLI's session lifecycle.")
 
@@ -129,8 +128,8 @@ def hook(inv: Invocation, event: str, agent: str, checkpoint: bool) -> None:
         )
         if output:
             sys.stdout.write(output + "\n")
-    except (MemCastleError, TimeoutError, OSError, ValueError):
-        pass  # no daemon, a slow one, a refusal: the agent goes on without memory this time
+    except Exception:  # noqa: BLE001 - no daemon, a slow one, a refusal, a payload it cannot use: the agent goes on
+        pass
     finally:
         if hasattr(signal, "setitimer"):
             signal.setitimer(signal.ITIMER_REAL, 0)
