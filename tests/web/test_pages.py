@@ -130,3 +130,53 @@ def test_a_form_without_the_csrf_token_is_refused(module_daemon: Any) -> None:
         assert forged.status_code == 403
         foreign = http.post("/jobs/anything/cancel", data={"csrf": "x"}, headers={"Origin": "https://evil.example"})
         assert foreign.status_code == 403 and foreign.json()["code"] == "forbidden_origin"
+
+
+def test_a_drawer_is_forgotten_from_its_page_after_a_preview_and_a_confirmation(
+    browser: Any, module_daemon: Any
+) -> None:
+    with module_daemon.http() as http:
+        note = http.post("/api/notes", json={"content": "The vault combination is 31-7-44.", "wing": "web-forget"})
+        drawer_id = note.json()["drawer"]["id"]
+    browser.get(f"{module_daemon.address}/drawer/{drawer_id}")
+    browser.find_element(By.LINK_TEXT, "Forget this drawer…").click()
+    wait_until(lambda: browser.find_elements(By.CSS_SELECTOR, "form.confirm"), what="the preview")
+    assert "31-7-44" in browser.find_element(By.CSS_SELECTOR, "ul.drawers").text, "the preview shows what goes"
+    button = browser.find_element(By.CSS_SELECTOR, "form.confirm button")
+    button.click()  # the confirmation box is required: nothing happens without it
+    assert browser.find_elements(By.CSS_SELECTOR, "form.confirm")
+    browser.find_element(By.CSS_SELECTOR, "form.confirm input[name=confirm]").click()
+    browser.find_element(By.CSS_SELECTOR, "form.confirm button").click()
+    wait_until(lambda: "Forgotten for good" in browser.find_element(By.TAG_NAME, "main").text, what="the forget")
+    with module_daemon.http() as http:
+        assert http.get(f"/api/drawers/{drawer_id}").status_code == 404
+        hits = http.post("/api/search", json={"query": "vault combination", "wing": "web-forget"}).json()["hits"]
+        assert hits == []
+
+
+def test_with_auth_on_the_page_asks_for_the_token_and_keeps_it_in_a_strict_cookie(
+    browser: Any, daemon: Any, tmp_path: Path
+) -> None:
+    from memcastle.runtime.tokens import TokenStore
+
+    palace = tmp_path / "secured-web"
+    token = TokenStore(palace).create("browser")
+    served = daemon(palace, extra_env={"MEMCASTLE_AUTH_ENABLED": "true"})
+    browser.delete_all_cookies()
+    browser.get(served.address + "/jobs")
+    wait_until(lambda: "/login" in browser.current_url, what="the login form")
+    field = browser.find_element(By.ID, "token")
+    field.send_keys("not-the-token", Keys.ENTER)
+    wait_until(lambda: browser.find_elements(By.CSS_SELECTOR, ".error"), what="the refusal")
+    browser.find_element(By.ID, "token").send_keys(token, Keys.ENTER)
+    wait_until(lambda: urlsplit(browser.current_url).path == "/jobs", what="back to the page asked for")
+    cookie = browser.get_cookie("memcastle_token")
+    assert cookie is not None and cookie["httpOnly"] and cookie["sameSite"] == "Strict"
+    assert "Live:" in browser.find_element(By.ID, "live").text or browser.find_elements(By.ID, "job-rows")
+    with httpx.Client(base_url=served.address, trust_env=False, timeout=CEILING) as http:
+        assert http.get("/api/status").status_code == 401, "the API still needs the token"
+        assert http.get("/", follow_redirects=False).status_code == 303
+    browser.find_element(By.CSS_SELECTOR, "form.logout button").click()
+    wait_until(lambda: "/login" in browser.current_url, what="logged out")
+    browser.get(served.address + "/jobs")
+    wait_until(lambda: "/login" in browser.current_url, what="the login form again")

@@ -1,15 +1,21 @@
-"""Bearer-token authentication as ASGI middleware: everything but `GET /api/health` needs a valid token."""
+"""Token authentication as ASGI middleware: everything but `GET /api/health`, the web page's login form and its
+static files needs a valid token — as `Authorization: Bearer TOKEN`, or for the web page as the `memcastle_token`
+cookie the login form sets (HttpOnly, SameSite=Strict). A page asked for without one is sent to the login form."""
 
 from __future__ import annotations
 
+import http.cookies
 import json
+import urllib.parse
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memcastle.api.errors import error_body
 from memcastle.runtime.tokens import TokenStore
 
-PUBLIC = {("GET", "/api/health")}
+PUBLIC = {("GET", "/api/health"), ("GET", "/login"), ("POST", "/login")}
+PUBLIC_PREFIXES = ("/static/",)
+COOKIE = "memcastle_token"
 
 
 class BearerAuth:
@@ -20,13 +26,27 @@ class BearerAuth:
         self.tokens = tokens
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or (scope["method"], scope["path"]) in PUBLIC:
+        path = scope.get("path", "")
+        if scope["type"] != "http" or (scope["method"], path) in PUBLIC or path.startswith(PUBLIC_PREFIXES):
             await self.app(scope, receive, send)
             return
-        header = dict(scope.get("headers") or []).get(b"authorization", b"").decode("latin-1")
+        headers = dict(scope.get("headers") or [])
+        header = headers.get(b"authorization", b"").decode("latin-1")
         scheme, _, token = header.partition(" ")
         if scheme.lower() == "bearer" and token.strip() and self.tokens.verify(token.strip()) is not None:
             await self.app(scope, receive, send)
+            return
+        cookie = _cookie(headers.get(b"cookie", b"").decode("latin-1"), COOKIE)
+        if not header and cookie and self.tokens.verify(cookie) is not None:
+            await self.app(scope, receive, send)
+            return
+        if scope["method"] == "GET" and not path.startswith(("/api/", "/mcp")):
+            # A person opening a page: the login form, which brings them back here.
+            query = scope.get("query_string", b"").decode("latin-1")
+            target = urllib.parse.quote(path + (f"?{query}" if query else ""), safe="")
+            redirect = [(b"location", f"/login?next={target}".encode()), (b"content-length", b"0")]
+            await send({"type": "http.response.start", "status": 303, "headers": redirect})
+            await send({"type": "http.response.body", "body": b""})
             return
         message = "a bearer token is required" if not header else "the bearer token is not valid"
         body = json.dumps(
@@ -49,3 +69,13 @@ class BearerAuth:
             }
         )
         await send({"type": "http.response.body", "body": body})
+
+
+def _cookie(header: str, name: str) -> str | None:
+    jar = http.cookies.SimpleCookie()
+    try:
+        jar.load(header)
+    except http.cookies.CookieError:
+        return None
+    found = jar.get(name)
+    return found.value if found is not None and found.value else None

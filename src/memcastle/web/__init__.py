@@ -19,7 +19,7 @@ from fastapi.templating import Jinja2Templates
 
 from memcastle.errors import AccessDenied, InvalidRequest, MemCastleError
 from memcastle.modes import HEADER, enforce_mode, parse_mode
-from memcastle.services import SearchRequest, Services
+from memcastle.services import ForgetRequest, SearchRequest, Services
 
 HERE = Path(__file__).parent
 STATIC = HERE / "static"
@@ -40,10 +40,8 @@ def _mode(request: Request) -> str:
 
 def _page(request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
     token = request.cookies.get(CSRF_COOKIE) or secrets.token_urlsafe(24)
-    answer = templates.TemplateResponse(
-        request, template, {"csrf": token, "htmx": HTMX, "partial": bool(request.headers.get("hx-request")), **context},
-        status_code=status,
-    )  # fmt: skip
+    shared = {"csrf": token, "htmx": HTMX, "logged_in": bool(request.cookies.get("memcastle_token"))}
+    answer = templates.TemplateResponse(request, template, {**shared, **context}, status_code=status)
     if request.cookies.get(CSRF_COOKIE) != token:
         answer.set_cookie(CSRF_COOKIE, token, httponly=True, samesite="strict", path="/")
     return answer
@@ -193,3 +191,81 @@ def job_control(request: Request, job_id: str, action: str, csrf: str = Form("")
     if not request.headers.get("hx-request"):
         return RedirectResponse("/jobs", status_code=303)
     return _page(request, "_job_row.html", job={**job.to_json(), "waiting": jobs.why_waiting(job)})
+
+
+# --- login ----------------------------------------------------------------------------------------------------
+
+TOKEN_COOKIE = "memcastle_token"
+
+
+def _local(target: str) -> str:
+    """Where to go after logging in: a path of this daemon only (never another site)."""
+    return target if target.startswith("/") and not target.startswith("//") and "\\" not in target else "/"
+
+
+@router.get("/login", response_class=HTMLResponse)
+def login_page(request: Request, next: str = "/") -> HTMLResponse:
+    return _page(request, "login.html", next=_local(next), failed=False, title="Log in")
+
+
+@router.post("/login", response_class=HTMLResponse)
+def login(request: Request, token: str = Form(""), csrf: str = Form(""), next: str = Form("/")) -> Response:
+    """Check the token against the palace's tokens and keep it in an HttpOnly, SameSite=Strict cookie."""
+    try:
+        _check_csrf(request, csrf)
+    except MemCastleError as exc:
+        return _error(request, exc)
+    tokens = request.app.state.tokens
+    if tokens is None:
+        return RedirectResponse(_local(next), status_code=303)  # authentication is off: nothing to log in to
+    if not token.strip() or tokens.verify(token.strip()) is None:
+        return _page(request, "login.html", status=401, next=_local(next), failed=True, title="Log in")
+    answer = RedirectResponse(_local(next), status_code=303)
+    answer.set_cookie(TOKEN_COOKIE, token.strip(), httponly=True, samesite="strict", path="/")
+    return answer
+
+
+@router.post("/logout")
+def logout(request: Request, csrf: str = Form("")) -> Response:
+    try:
+        _check_csrf(request, csrf)
+    except MemCastleError as exc:
+        return _error(request, exc)
+    answer = RedirectResponse("/login", status_code=303)
+    answer.delete_cookie(TOKEN_COOKIE, path="/")
+    return answer
+
+
+# --- forget ---------------------------------------------------------------------------------------------------
+
+
+def _forget_request(drawer: str, q: str, wing: str) -> ForgetRequest:
+    if drawer:
+        return ForgetRequest(kind="drawer", drawer_id=drawer)
+    if q.strip():
+        return ForgetRequest(kind="search", search=SearchRequest(query=q, wing=wing or None, include_historical=True))
+    raise InvalidRequest("say what to forget: a drawer, or a search", field="drawer")
+
+
+@router.get("/forget", response_class=HTMLResponse)
+def forget_preview(request: Request, drawer: str = "", q: str = "", wing: str = "") -> HTMLResponse:
+    """What a forget would erase (the same transaction, rolled back), with the button that erases it."""
+    try:
+        enforce_mode(_mode(request), "write")
+        preview = _services(request).forgetting.forget(_forget_request(drawer, q, wing), dry_run=True)
+    except MemCastleError as exc:
+        return _error(request, exc)
+    return _page(request, "forget.html", preview=preview, drawer=drawer, q=q, wing=wing, done=None, title="Forget")
+
+
+@router.post("/forget", response_class=HTMLResponse)
+def forget(
+    request: Request, csrf: str = Form(""), drawer: str = Form(""), q: str = Form(""), wing: str = Form("")
+) -> HTMLResponse:
+    try:
+        _check_csrf(request, csrf)
+        enforce_mode(_mode(request), "write")
+        done = _services(request).forgetting.forget(_forget_request(drawer, q, wing), dry_run=False, requested_by="web")
+    except MemCastleError as exc:
+        return _error(request, exc)
+    return _page(request, "forget.html", preview=None, drawer=drawer, q=q, wing=wing, done=done, title="Forget")
