@@ -155,6 +155,9 @@ class DrawerService:
     def list_wings(self) -> list[Wing]:
         return self._store.list_wings()
 
+    def wing_names(self) -> list[str]:
+        return self._store.wing_names()
+
     def list_rooms(self, wing: str) -> list[Room]:
         return self._store.list_rooms(wing)
 

@@ -111,7 +111,7 @@ def search_page(
             )
         except MemCastleError as exc:
             error = exc
-    wings = [w.name for w in services.drawers.list_wings()]
+    wings = services.drawers.wing_names()
     template = "_hits.html" if request.headers.get("hx-request") and q else "search.html"
     return _page(request, template, form=form, result=result, error=error, wings=wings, title="Search")
 

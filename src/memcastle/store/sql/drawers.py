@@ -253,6 +253,10 @@ class DrawerTables(SqlStore):
         )
         return [Wing(name=r["name"], drawers=int(r["n"]), created_at=r["created_at"]) for r in rows]
 
+    def wing_names(self) -> list[str]:
+        """The wings' names alone: what a scope picker needs, without counting a drawer."""
+        return [r["name"] for r in self._all("SELECT name FROM wing ORDER BY name")]
+
     def list_rooms(self, wing: str) -> list[Room]:
         with self._read() as tx:
             if tx.one("SELECT 1 AS found FROM wing WHERE name = ?", (wing,)) is None:
