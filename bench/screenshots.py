@@ -24,6 +24,8 @@ PAGES = {
     "browse": "/browse?wing=castle&room=notes",
     "jobs": "/jobs",
     "forget": "/forget?drawer={drawer}",
+    "facts": "/facts",
+    "preferences": "/preferences",
 }
 WIDTHS = (360, 1440)
 
@@ -65,6 +67,8 @@ def seed(address: str, root: Path) -> str:
             json={"content": "The gate opens at seven in winter; at six from April.", "reason": "winter hours"},
         ).json()
         http.post("/api/notes", json={"content": "The east gate stays shut during storms.", "wing": "castle"})
+        for city in ("Berlin", "Paris"):
+            http.post("/api/facts", json={"subject": "Ada", "predicate": "located_in", "object": city})
         folder = root / "home" / "vault"
         folder.mkdir(parents=True)
         for i in range(40):

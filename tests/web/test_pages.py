@@ -180,3 +180,25 @@ def test_with_auth_on_the_page_asks_for_the_token_and_keeps_it_in_a_strict_cooki
     wait_until(lambda: "/login" in browser.current_url, what="logged out")
     browser.get(served.address + "/jobs")
     wait_until(lambda: "/login" in browser.current_url, what="the login form again")
+
+
+def test_the_facts_page_shows_a_conflict_with_its_preferred_fact_and_preferences_their_layers(
+    browser: Any, daemon: Any, tmp_path: Path
+) -> None:
+    palace = tmp_path / "preferring-web"
+    palace.mkdir()
+    (palace / "preferences.toml").write_text('[preferences.sources.notes]\nlevel = "high"\n')
+    served = daemon(palace)
+    with served.http() as http:
+        for city in ("Berlin", "Paris"):
+            made = http.post("/api/facts", json={"subject": "Ada", "predicate": "located_in", "object": city})
+            assert made.status_code == 201, made.text
+    browser.get(served.address + "/facts")
+    facts = browser.find_elements(By.CSS_SELECTOR, ".hit")
+    assert len(facts) == 2 and all("conflicting" in f.text for f in facts)
+    assert sum("preferred" in f.text for f in facts) == 2, "each names the group's preferred fact"
+    facts[0].find_element(By.TAG_NAME, "a").click()
+    wait_until(lambda: "History" in browser.find_element(By.TAG_NAME, "main").text, what="the fact's page")
+    browser.get(served.address + "/preferences")
+    text = browser.find_element(By.TAG_NAME, "main").text
+    assert "notes" in text and "high" in text and "preferences.toml" in text

@@ -269,3 +269,35 @@ def forget(
     except MemCastleError as exc:
         return _error(request, exc)
     return _page(request, "forget.html", preview=None, drawer=drawer, q=q, wing=wing, done=done, title="Forget")
+
+
+# --- preferences and facts ------------------------------------------------------------------------------------
+
+
+@router.get("/preferences", response_class=HTMLResponse)
+def preferences_page(request: Request) -> HTMLResponse:
+    """The effective source-preference policy, each field with the layer it came from."""
+    return _page(request, "preferences.html", policy=_services(request).policy.to_json(), title="Preferences")
+
+
+@router.get("/facts", response_class=HTMLResponse)
+def facts_page(request: Request, state: str = "conflicting", subject: str = "", limit: int = 50) -> HTMLResponse:
+    """Facts, by default where sources disagree: each conflict with its preferred fact and the basis for it."""
+    try:
+        enforce_mode(_mode(request), "read")
+        facts = _services(request).facts.list_facts(state=state or None, subject=subject or None, limit=limit)
+    except MemCastleError as exc:
+        return _error(request, exc)
+    return _page(request, "facts.html", facts=facts, state=state, subject=subject, title="Facts")
+
+
+@router.get("/facts/{fact_id}", response_class=HTMLResponse)
+def fact_page(request: Request, fact_id: str) -> HTMLResponse:
+    services = _services(request)
+    try:
+        enforce_mode(_mode(request), "read")
+        fact = services.facts.get_fact(fact_id)
+        history = services.facts.fact_history(fact_id)
+    except MemCastleError as exc:
+        return _error(request, exc)
+    return _page(request, "fact.html", fact=fact, history=history, title="Fact")
