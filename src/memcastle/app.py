@@ -278,6 +278,7 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
         roots=MiningRoots(settings["mining.roots"]),
         now=now,
         events=events,
+        reread_policy=lambda: load_policy(layers_from_settings(settings)),
     )
     pool.on_finished = services.jobs.after_job
     maintainer = IndexMaintainer(memory) if memory is not None else None

@@ -202,3 +202,10 @@ def test_the_facts_page_shows_a_conflict_with_its_preferred_fact_and_preferences
     browser.get(served.address + "/preferences")
     text = browser.find_element(By.TAG_NAME, "main").text
     assert "notes" in text and "high" in text and "preferences.toml" in text
+    assert "The files are valid and are what the daemon ranks with." in text
+    (palace / "preferences.toml").write_text('[preferences.sources.notes]\nlevel = "loud"\n')
+    browser.refresh()
+    assert "no longer read" in browser.find_element(By.CSS_SELECTOR, "[role=alert]").text
+    (palace / "preferences.toml").write_text('[preferences.sources.notes]\nlevel = "low"\n')
+    browser.refresh()
+    assert "restart it" in browser.find_element(By.CSS_SELECTOR, "[role=status]").text

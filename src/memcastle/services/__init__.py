@@ -17,11 +17,13 @@ Services             the aggregate an interface is handed; one service per conce
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 from memcastle.clock import Clock, utc_now
 from memcastle.connectors.registry import ConnectorRegistry
+from memcastle.errors import MemCastleError
 from memcastle.events import EventBus
 from memcastle.jobs.queue import JobQueue
 from memcastle.knowledge.dedup import DuplicateFinder
@@ -67,9 +69,11 @@ class Services:
         roots: MiningRoots | None = None,
         now: Clock = utc_now,
         events: EventBus | None = None,
+        reread_policy: Callable[[], Policy] | None = None,
     ) -> None:
         self.store = store
         self.policy = policy
+        self._reread_policy = reread_policy
         self.jobs = JobService(store, queue, embeddings=embeddings, extraction=extraction)
         self.facts = FactService(store, policy, now=now)
         keys = RequestKeys(store, now)
@@ -84,3 +88,19 @@ class Services:
         self.places = PlaceService(store, self.forgetting, self.mining.active_mines)
         self.archives = ArchiveService(self.jobs, roots)
         self.status = StatusService(store, palace, embeddings=embeddings, extraction=extraction, search=search)
+
+    def check_preferences(self) -> dict[str, Any]:
+        """The preference files read again now: whether they are valid, and whether they still say what the daemon
+        ranks with (an edit takes effect at the next start)."""
+        if self._reread_policy is None:
+            return {"ok": True, "error": None, "current": True, "layers": self.policy.to_json()["layers"]}
+        try:
+            fresh = self._reread_policy()
+        except MemCastleError as exc:
+            return {"ok": False, "error": exc.message, "current": False, "layers": self.policy.to_json()["layers"]}
+        return {
+            "ok": True,
+            "error": None,
+            "current": fresh.to_json() == self.policy.to_json(),
+            "layers": fresh.to_json()["layers"],
+        }

@@ -277,7 +277,14 @@ def forget(
 @router.get("/preferences", response_class=HTMLResponse)
 def preferences_page(request: Request) -> HTMLResponse:
     """The effective source-preference policy, each field with the layer it came from."""
-    return _page(request, "preferences.html", policy=_services(request).policy.to_json(), title="Preferences")
+    services = _services(request)
+    return _page(
+        request,
+        "preferences.html",
+        policy=services.policy.to_json(),
+        check=services.check_preferences(),
+        title="Preferences",
+    )
 
 
 @router.get("/facts", response_class=HTMLResponse)
