@@ -26,6 +26,7 @@ PAGES = {
     "forget": "/forget?drawer={drawer}",
     "facts": "/facts",
     "preferences": "/preferences",
+    "login": "/login",
 }
 WIDTHS = (360, 1440)
 
