@@ -191,4 +191,4 @@ def test_a_cycle_between_units_is_found() -> None:
 
 
 def test_a_stale_name_in_the_table_is_reported(tmp_path: Path) -> None:
-    assert "the table names 'web', which does not exist" in violations(ROOT, {**ALLOWED, "web": set()})
+    assert "the table names 'ghost', which does not exist" in violations(ROOT, {**ALLOWED, "ghost": set()})
