@@ -98,6 +98,10 @@ def test_a_drawer_page_shows_the_verbatim_text_and_what_it_said_before(browser: 
     assert "The gate opens at six." in older.find_element(By.CSS_SELECTOR, "pre.content").text
     older.find_element(By.TAG_NAME, "a").click()
     wait_until(lambda: "closed" in browser.find_element(By.CSS_SELECTOR, ".provenance").text, what="the old version")
+    # Every version, from the search page's time choice: the closed one is found and marked.
+    browser.get(f"{module_daemon.address}/?q=gate+opens&wing=web-history&time=historical")
+    found = visible_text(browser, "#results .hit")
+    assert len(found) == 2 and sum("closed" in text for text in found) == 1
 
 
 def test_the_jobs_page_follows_a_job_live_and_controls_it(browser: Any, module_daemon: Any, tmp_path: Path) -> None:

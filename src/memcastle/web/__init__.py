@@ -76,6 +76,8 @@ def search_page(
     since: str = "",
     until: str = "",
     known_at: str = "",
+    known_from: str = "",
+    known_until: str = "",
     expand: bool = False,
     preferences: str = "on",
     limit: int = 10,
@@ -84,7 +86,8 @@ def search_page(
     services = _services(request)
     form = {"q": q, "wing": wing, "room": room, "tags": tags, "kind": kind, "connector": connector,
             "ranking": ranking, "time": time, "as_of": as_of, "since": since, "until": until, "known_at": known_at,
-            "expand": expand, "preferences": preferences, "limit": limit}  # fmt: skip
+            "known_from": known_from, "known_until": known_until, "expand": expand, "preferences": preferences,
+            "limit": limit}  # fmt: skip
     result = None
     error = None
     if q.strip():
@@ -105,6 +108,8 @@ def search_page(
                     until=(until or None) if time == "window" else None,
                     include_historical=time == "historical",
                     known_at=(known_at or None) if time == "known_at" else None,
+                    known_from=(known_from or None) if time == "known_window" else None,
+                    known_until=(known_until or None) if time == "known_window" else None,
                     expand=expand,
                     preferences=preferences,
                 )
