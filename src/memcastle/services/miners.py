@@ -21,8 +21,6 @@ from memcastle.services.mining import MiningService
 from memcastle.services.validation import check_name
 from memcastle.store import JobStore, MinerStore
 
-TRIGGERS = ("watch", "schedule", "request")
-
 
 class MinerService:
     def __init__(
