@@ -27,7 +27,7 @@ if not (CHROMIUM and DRIVER):
     )
 
 from selenium import webdriver  # noqa: E402 - only once the browser is known to be there
-from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 
@@ -107,7 +107,7 @@ def test_a_drawer_page_shows_the_verbatim_text_and_what_it_said_before(browser: 
 def test_the_jobs_page_follows_a_job_live_and_controls_it(browser: Any, module_daemon: Any, tmp_path: Path) -> None:
     folder = module_daemon.home.root / "web-mine"
     folder.mkdir()
-    for i in range(400):
+    for i in range(2000):
         (folder / f"page-{i}.md").write_text(f"# Page {i}\n\n" + f"The east tower ledger, entry {i}. " * 30 + "\n")
     browser.get(module_daemon.address + "/jobs")
     wait_until(lambda: "Live:" in browser.find_element(By.ID, "live").text, what="the event stream")
@@ -122,8 +122,19 @@ def test_the_jobs_page_follows_a_job_live_and_controls_it(browser: Any, module_d
         return len(seen - {"0", ""}) >= 2 or "completed" in visible_text(browser, f"{row} .status")
 
     wait_until(progress_moves, what="the progress bar to move")
+
+    def press(action: str) -> bool:
+        try:
+            browser.find_element(By.CSS_SELECTOR, f"{row} form[action$='/{action}'] button").click()
+            return True
+        except (StaleElementReferenceException, NoSuchElementException):
+            return False
+
+    wait_until(lambda: press("pause"), what="the pause button")
+    wait_until(lambda: visible_text(browser, f"{row} .status") == ["paused"], what="the job to pause")
+    wait_until(lambda: press("resume"), what="the resume button")
     wait_until(lambda: visible_text(browser, f"{row} .status") == ["completed"], what="the job to complete")
-    assert "created 400" in visible_text(browser, f"{row} .why")[0]
+    assert "created 2000" in visible_text(browser, f"{row} .why")[0]
 
 
 def test_a_form_without_the_csrf_token_is_refused(module_daemon: Any) -> None:
