@@ -246,20 +246,34 @@ def parity_gaps(
     ]
 
 
+# Categories where a backend is known to answer one query worse, and why (measured; see docs/scaling.md). The check
+# over all queries still holds them to parity both ways.
+STEMMER_DIFFERENCES: Mapping[str, str] = {
+    "hybrid/paraphrase": (
+        "par-06: 'monthly' stems to 'month' in PostgreSQL's English Snowball and to 'monthli' in FTS5's Porter, so "
+        "the any-term fill brings a dashboard note that says 'month' into PostgreSQL's hybrid top five and the "
+        "second answer falls to sixth (recall@5 0.606 against 0.652)"
+    ),
+}
+
+
 def parity_problems(
     current: Mapping[str, Mapping[str, float]],
     baseline: Mapping[str, Mapping[str, float]],
     ranking: str,
     parity: float = PARITY,
+    known: Mapping[str, str] = STEMMER_DIFFERENCES,
 ) -> list[str]:
     """Where another backend is not at parity with the SQLite baseline: any metric over all queries more than
-    `parity` away in either direction, or any metric of a category more than `parity` below it.
+    `parity` away in either direction, or any metric of a category more than `parity` below it, unless `known`
+    explains that category.
 
     A category holds 10 to 14 queries, so one query answered differently moves its metrics by 0.07 to 0.14: a
-    category may come out better on another backend (the stemmers differ), never worse."""
+    category may come out better on another backend (the stemmers differ), and worse only where `known` says why."""
     problems = []
     for gap in parity_gaps(current, baseline, ranking):
-        if abs(gap.difference) > parity + EPSILON and (gap.category == "all" or gap.difference < 0):
+        explained = f"{ranking}/{gap.category}" in known
+        if abs(gap.difference) > parity + EPSILON and (gap.category == "all" or (gap.difference < 0 and not explained)):
             problems.append(str(gap))
     return problems
 
