@@ -97,7 +97,7 @@ def test_a_drawer_page_shows_the_verbatim_text_and_what_it_said_before(browser: 
     older.find_element(By.TAG_NAME, "summary").click()
     assert "The gate opens at six." in older.find_element(By.CSS_SELECTOR, "pre.content").text
     older.find_element(By.TAG_NAME, "a").click()
-    wait_until(lambda: "closed" in browser.find_element(By.CSS_SELECTOR, ".provenance").text, what="the old version")
+    wait_until(lambda: "closed" in " ".join(visible_text(browser, ".provenance")), what="the old version")
     # Every version, from the search page's time choice: the closed one is found and marked.
     browser.get(f"{module_daemon.address}/?q=gate+opens&wing=web-history&time=historical")
     found = visible_text(browser, "#results .hit")
@@ -110,7 +110,7 @@ def test_the_jobs_page_follows_a_job_live_and_controls_it(browser: Any, module_d
     for i in range(2000):
         (folder / f"page-{i}.md").write_text(f"# Page {i}\n\n" + f"The east tower ledger, entry {i}. " * 30 + "\n")
     browser.get(module_daemon.address + "/jobs")
-    wait_until(lambda: "Live:" in browser.find_element(By.ID, "live").text, what="the event stream")
+    wait_until(lambda: "Live:" in " ".join(visible_text(browser, "#live")), what="the event stream")
     with module_daemon.http() as http:
         job = http.post("/api/mine", json={"connector": "notes", "locator": str(folder), "wing": "web-mine"}).json()
     row = f"#job-{job['job']['id']}"
@@ -162,7 +162,7 @@ def test_a_drawer_is_forgotten_from_its_page_after_a_preview_and_a_confirmation(
     assert browser.find_elements(By.CSS_SELECTOR, "form.confirm")
     browser.find_element(By.CSS_SELECTOR, "form.confirm input[name=confirm]").click()
     browser.find_element(By.CSS_SELECTOR, "form.confirm button").click()
-    wait_until(lambda: "Forgotten for good" in browser.find_element(By.TAG_NAME, "main").text, what="the forget")
+    wait_until(lambda: "Forgotten for good" in " ".join(visible_text(browser, "main")), what="the forget")
     with module_daemon.http() as http:
         assert http.get(f"/api/drawers/{drawer_id}").status_code == 404
         hits = http.post("/api/search", json={"query": "vault combination", "wing": "web-forget"}).json()["hits"]
@@ -213,7 +213,7 @@ def test_the_facts_page_shows_a_conflict_with_its_preferred_fact_and_preferences
     assert len(facts) == 2 and all("conflicting" in f.text for f in facts)
     assert sum("preferred" in f.text for f in facts) == 2, "each names the group's preferred fact"
     facts[0].find_element(By.TAG_NAME, "a").click()
-    wait_until(lambda: "History" in browser.find_element(By.TAG_NAME, "main").text, what="the fact's page")
+    wait_until(lambda: "History" in " ".join(visible_text(browser, "main")), what="the fact's page")
     browser.get(served.address + "/preferences")
     text = browser.find_element(By.TAG_NAME, "main").text
     assert "notes" in text and "high" in text and "preferences.toml" in text
