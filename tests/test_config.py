@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
 
 import memcastle.cli.main
@@ -249,11 +250,13 @@ def test_every_setting_is_documented_in_configuration_md() -> None:
 
 
 def _command_paths(command: Any, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
-    subcommands = getattr(command, "commands", None)
-    if subcommands:
+    """Every command's path, through click's own listing (the top-level group loads its modules on demand)."""
+    if isinstance(command, click.Group):
+        context = click.Context(command)
         paths: list[tuple[str, ...]] = []
-        for name, sub in subcommands.items():
-            if not sub.hidden:
+        for name in command.list_commands(context):
+            sub = command.get_command(context, name)
+            if sub is not None and not sub.hidden:
                 paths.extend(_command_paths(sub, (*prefix, name)))
         return paths
     return [prefix]

@@ -476,3 +476,51 @@ def test_export_and_import_follow_their_jobs_and_say_what_moved(module_daemon: A
         ["--palace", str(module_daemon.palace), "import", str(archive)], module_daemon.env, tmp_path
     )
     assert code == 0 and "imported" in text and "nothing new" in text and "already here" in text
+
+
+def test_the_command_table_names_the_module_of_every_command() -> None:
+    """`memcastle.cli.main` loads a command's modules only when it runs: its table must say exactly which modules
+    register each top-level command or add subcommands to it, or a command would be missing (or load the wrong
+    module). Read in a fresh interpreter, one module at a time."""
+    probe = (
+        "import importlib, json, pkgutil\n"
+        "import memcastle.cli.commands\n"
+        "from memcastle.cli.app import app\n"
+        "def shape():\n"
+        "    return {n: set(getattr(c, 'commands', {})) for n, c in app.commands.items()}\n"
+        "owners = {}\n"
+        "for module in pkgutil.iter_modules(memcastle.cli.commands.__path__):\n"
+        "    before = shape()\n"
+        "    importlib.import_module('memcastle.cli.commands.' + module.name)\n"
+        "    for name, subs in shape().items():\n"
+        "        if name not in before or subs != before[name]:\n"
+        "            owners.setdefault(name, []).append(module.name)\n"
+        "print(json.dumps(owners))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=CEILING)
+    assert done.returncode == 0, done.stderr
+    from memcastle.cli.main import COMMAND_MODULES
+
+    assert {name: tuple(modules) for name, modules in json.loads(done.stdout).items()} == COMMAND_MODULES
+
+
+def test_a_call_loads_only_the_module_of_its_command(module_daemon: Any) -> None:
+    probe = (
+        "import sys\n"
+        "from memcastle.cli.main import run\n"
+        "sys.argv = ['memcastle', *sys.argv[1:]]\n"
+        "try:\n"
+        "    run()\n"
+        "finally:\n"
+        "    sys.stderr.write('LOADED ' + ' '.join(sorted(m.rsplit('.', 1)[-1] for m in sys.modules "
+        "if m.startswith('memcastle.cli.commands.'))))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, "--palace", str(module_daemon.palace), "status"],
+        env=module_daemon.env,
+        capture_output=True,
+        text=True,
+        timeout=CEILING,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.rstrip().endswith("LOADED daemon"), done.stderr

@@ -1,14 +1,16 @@
 """The `memcastle` command line: the click group, global options, the output rule, and errors → exit codes.
 
-Commands live in `memcastle.cli.commands`, one module per group; `memcastle.cli.main` imports them all. The command
-line is a thin HTTP client: it imports nothing of the server, and rich only when it prints to a terminal
+Commands live in `memcastle.cli.commands`, one module per group; `memcastle.cli.main` names which module holds each
+top-level command, and a call imports only the module of the command it runs. The command line is a thin HTTP
+client: it imports nothing of the server, and rich only when it prints to a terminal
 (docs/adr/0014-a-light-command-line.md).
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -76,7 +78,26 @@ def group(name: str, parent: click.Group, help: str) -> click.Group:
     return command_group
 
 
+class LazyGroup(click.Group):
+    """A group whose commands are registered by the modules that define them, imported when a call needs them: a
+    command's name maps to the modules under `memcastle.cli.commands` that add to it (click's lazy-loading
+    pattern)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.modules: Mapping[str, tuple[str, ...]] = {}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *self.modules})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        for module in self.modules.get(cmd_name, ()):
+            importlib.import_module(f"memcastle.cli.commands.{module}")
+        return super().get_command(ctx, cmd_name)
+
+
 @click.group(
+    cls=LazyGroup,
     help="MemCastle: a local-first memory server for AI agents.",
     no_args_is_help=True,
     context_settings={"show_default": True, "max_content_width": 110},

@@ -1,21 +1,47 @@
-"""`memcastle` console entry point: every command group registered on the one click group."""
+"""`memcastle` console entry point: which modules of `memcastle.cli.commands` hold each top-level command.
+
+A call imports only the modules of the command it runs (`memcastle status` loads `daemon`, not the eleven others;
+`memcastle wing …` loads `drawers` and `forgetting`, which adds `wing delete` and `wing rename`);
+`memcastle --help` lists every name and loads every module for their summaries. A test checks this table against
+what the modules register.
+"""
 
 from __future__ import annotations
 
 from memcastle.cli.app import app, run
-from memcastle.cli.commands import (  # noqa: F401 - importing a group registers its commands
-    agents,
-    archives,
-    config,
-    daemon,
-    drawers,
-    forgetting,
-    hooks,
-    jobs,
-    knowledge,
-    mining,
-    preferences,
-    search,
-)
 
-__all__ = ["app", "run"]
+COMMAND_MODULES = {
+    "auth": ("daemon",),
+    "config": ("config",),
+    "diary": ("agents",),
+    "drawer": ("drawers",),
+    "embed": ("mining",),
+    "entity": ("knowledge",),
+    "export": ("archives",),
+    "extract": ("knowledge",),
+    "fact": ("knowledge",),
+    "forget": ("forgetting",),
+    "hook": ("hooks",),
+    "hooks": ("hooks",),
+    "import": ("archives",),
+    "job": ("jobs",),
+    "mcp": ("daemon",),
+    "migrate": ("daemon",),
+    "mine": ("mining",),
+    "miner": ("mining",),
+    "note": ("drawers",),
+    "preferences": ("preferences",),
+    "recall": ("search",),
+    "room": ("drawers", "forgetting"),
+    "search": ("search",),
+    "serve": ("daemon",),
+    "shutdown": ("daemon",),
+    "source": ("mining",),
+    "status": ("daemon",),
+    "verify": ("mining",),
+    "wake-up": ("agents",),
+    "wing": ("drawers", "forgetting"),
+}
+app.modules = COMMAND_MODULES
+
+__all__ = ["COMMAND_MODULES", "app", "run"]

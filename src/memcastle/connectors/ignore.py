@@ -10,8 +10,10 @@ subfolder of a repository still honours the `.gitignore` files above it, up to t
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pathspec import GitIgnoreSpec
+if TYPE_CHECKING:
+    from pathspec import GitIgnoreSpec
 
 IGNORE_FILES = (".gitignore", ".memcastleignore")
 
@@ -58,6 +60,8 @@ class IgnoreRules:
         for name in IGNORE_FILES:
             lines.extend(_lines(folder / name))
         if lines:
+            from pathspec import GitIgnoreSpec  # on the first ignore file met: not on the start-up path
+
             self._specs[folder] = GitIgnoreSpec.from_lines(lines)
 
 

@@ -8,7 +8,6 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
 
 from memcastle.clock import parse_instant
 from memcastle.connectors.contract import (
@@ -102,6 +101,8 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str, str | None]:
     match = _FRONT_MATTER.match(text)
     if not match:
         return {}, text, None
+    import yaml  # on the first note with front matter: PyYAML is not on the daemon's start-up path
+
     try:
         data = yaml.safe_load(match.group(1))
     except yaml.YAMLError as exc:

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio
-import httpx
 import httpx2
 from anyio.abc import TaskStatus
 from mcp import Client
@@ -107,8 +106,9 @@ def start_daemon(palace: Path, *, config_file: Path | None, timeout: float = STA
 
 def _is_healthy(address: str) -> bool:
     try:
-        return httpx.get(address + "/api/health", timeout=2.0, trust_env=False).status_code == 200
-    except httpx.TransportError:
+        # httpx2 is the MCP SDK's own client, loaded anyway; httpx would add its command line (and rich) to the start.
+        return httpx2.get(address + "/api/health", timeout=2.0, trust_env=False).status_code == 200
+    except httpx2.TransportError:
         return False
 
 
@@ -156,7 +156,9 @@ class DaemonLink:
     @asynccontextmanager
     async def _connect(self, address: str) -> AsyncIterator[Client]:
         timeout = httpx2.Timeout(30.0, read=300.0)
-        async with httpx2.AsyncClient(headers=self._headers, timeout=timeout, trust_env=False) as http:
+        # A TLS context costs ~0.15 s to build (the CA bundle is read); a plain-HTTP daemon needs none.
+        tls = address.startswith("https://")
+        async with httpx2.AsyncClient(headers=self._headers, timeout=timeout, trust_env=False, verify=tls) as http:
             # A refused token would otherwise surface from the MCP client as a bare "error response".
             answer = await http.get(address + "/api/status")
             if answer.status_code in (401, 403):

@@ -13,8 +13,7 @@ import functools
 import re
 import unicodedata
 from collections.abc import Sequence
-
-import snowballstemmer
+from typing import Any
 
 from memcastle.model import Snippet
 from memcastle.search.embeddings import PASSAGE_OVERLAP_CHARS, PASSAGE_WINDOW_CHARS, passage_spans
@@ -23,8 +22,14 @@ from memcastle.search.lexical import query_terms
 SNIPPET_CHARS = 360  # about six lines of prose or code: enough to judge a hit, short enough to scan ten
 _CONTEXT_CHARS = 60  # how far before its first match a snippet may start, to begin at a line or a word
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
-_PORTER = snowballstemmer.stemmer("porter")
-_ENGLISH = snowballstemmer.stemmer("english")
+
+
+@functools.cache
+def _stemmers() -> tuple[Any, Any]:
+    """Porter (SQLite's FTS5) and English Snowball (PostgreSQL's), loaded by the first snippet, not at start-up."""
+    import snowballstemmer
+
+    return snowballstemmer.stemmer("porter"), snowballstemmer.stemmer("english")
 
 
 @functools.lru_cache(maxsize=65_536)
@@ -33,7 +38,8 @@ def _stems(word: str) -> tuple[str, str]:
     folded = word.casefold()
     if not folded.isascii():
         folded = "".join(c for c in unicodedata.normalize("NFKD", folded) if not unicodedata.combining(c))
-    return _PORTER.stemWord(folded), _ENGLISH.stemWord(folded)
+    porter, english = _stemmers()
+    return porter.stemWord(folded), english.stemWord(folded)
 
 
 class TermMatcher:

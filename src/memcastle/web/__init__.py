@@ -9,13 +9,13 @@ it); the origin guard refuses a foreign `Origin` before any of this runs.
 
 from __future__ import annotations
 
+import functools
 import secrets
 from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
-from fastapi.templating import Jinja2Templates
 
 from memcastle.errors import AccessDenied, InvalidRequest, MemCastleError
 from memcastle.modes import HEADER, enforce_mode, parse_mode
@@ -26,7 +26,6 @@ STATIC = HERE / "static"
 CSRF_COOKIE = "memcastle_csrf"
 HTMX = "htmx-2.0.11.min.js"
 
-templates = Jinja2Templates(directory=str(HERE / "templates"))
 router = APIRouter(include_in_schema=False)
 
 
@@ -38,10 +37,18 @@ def _mode(request: Request) -> str:
     return parse_mode(request.headers.get(HEADER), field="X-MemCastle-Mode")
 
 
+@functools.cache
+def _templates() -> Any:
+    """The Jinja2 environment, made by the first page served: Jinja2 is not on the daemon's start-up path."""
+    from fastapi.templating import Jinja2Templates
+
+    return Jinja2Templates(directory=str(HERE / "templates"))
+
+
 def _page(request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
     token = request.cookies.get(CSRF_COOKIE) or secrets.token_urlsafe(24)
     shared = {"csrf": token, "htmx": HTMX, "logged_in": bool(request.cookies.get("memcastle_token"))}
-    answer = templates.TemplateResponse(request, template, {**shared, **context}, status_code=status)
+    answer = _templates().TemplateResponse(request, template, {**shared, **context}, status_code=status)
     if request.cookies.get(CSRF_COOKIE) != token:
         answer.set_cookie(CSRF_COOKIE, token, httponly=True, samesite="strict", path="/")
     return answer
