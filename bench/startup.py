@@ -137,6 +137,17 @@ def bridge_initialize(env: dict[str, str]) -> float:
     return took
 
 
+def installation() -> str:
+    """Which MemCastle the run measured: an installed package (as `pip install .` leaves it) or a development
+    checkout (editable, with the test dependencies beside it)."""
+    import memcastle
+
+    where = Path(memcastle.__file__).resolve()
+    if "site-packages" in where.parts:
+        return "run by the interpreter of a virtual environment where `pip install .` installed it"
+    return "run from an editable development install (test dependencies such as trio are imported when present)"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=7)
@@ -193,8 +204,8 @@ def main() -> None:
     if args.write:
         write_section(
             "Start-up",
-            f"Command: `{command_line()}` on {machine()}; medians of {args.runs} runs. The floor of the two timings "
-            "is the bare uvicorn app, that of the CPU figures `python -c pass`.\n\n"
+            f"Command: `{command_line()}` on {machine()}, {installation()}; medians of {args.runs} runs. The floor of "
+            "the two timings is the bare uvicorn app, that of the CPU figures `python -c pass`.\n\n"
             "| measurement | median (s) | × floor |\n|---|---|---|\n" + "\n".join(rows) + "\n",
         )
 

@@ -8,7 +8,6 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-
 from memcastle.clock import parse_instant
 from memcastle.connectors.contract import (
     Candidate,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import secrets
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -20,6 +20,9 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from memcastle.errors import AccessDenied, InvalidRequest, MemCastleError
 from memcastle.modes import HEADER, enforce_mode, parse_mode
 from memcastle.services import ForgetRequest, SearchRequest, Services
+
+if TYPE_CHECKING:
+    from fastapi.templating import Jinja2Templates
 
 HERE = Path(__file__).parent
 STATIC = HERE / "static"
@@ -38,7 +41,7 @@ def _mode(request: Request) -> str:
 
 
 @functools.cache
-def _templates() -> Any:
+def _templates() -> Jinja2Templates:
     """The Jinja2 environment, made by the first page served: Jinja2 is not on the daemon's start-up path."""
     from fastapi.templating import Jinja2Templates
 
