@@ -70,7 +70,10 @@ def test_a_forgotten_phrase_is_nowhere_in_the_palace_files(palaces: Palaces, tmp
     seqs = {r["seq"] for r in store.export_rows("drawer") if PHRASE in r["content"]}
     vectors = [row["vector"] for row in store.export_rows("embedding") if row["drawer_seq"] in seqs]
     assert vectors
-    vector_bytes = tuple(v.astype(np.float16).tobytes() for v in vectors) + tuple(v.tobytes() for v in vectors)
+    # In the store as float32; in the graph as usearch's int8 copies (each component × 127, truncated).
+    vector_bytes = tuple(np.trunc(v * 127).astype(np.int8).tobytes() for v in vectors) + tuple(
+        v.tobytes() for v in vectors
+    )
     before = palace_bytes(palace)
     assert PHRASE.encode() in before["palace.sqlite3"]
     assert any(v in data for v in vector_bytes for name, data in before.items() if name.endswith(".usearch"))

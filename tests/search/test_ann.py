@@ -53,6 +53,11 @@ def built(store: SQLiteStore, path: Path | None, min_rows: int = 200) -> Semanti
     return index
 
 
+def graph_copy(vector: np.ndarray) -> bytes:
+    """The bytes of a unit vector's copy in the graph: usearch's int8 storage keeps each component × 127, truncated."""
+    return np.trunc(vector * 127).astype(np.int8).tobytes()
+
+
 def exact(store: SQLiteStore) -> SemanticIndex:
     return SemanticIndex(store, "m", ann_min_rows=10**9)
 
@@ -67,9 +72,9 @@ def test_the_graph_finds_what_the_exact_scan_finds(store: SQLiteStore, tmp_path:
         got = graph.candidates(query, 10, Scope(), None, False)
         want = scan.candidates(query, 10, Scope(), None, False)
         overlap.append(len({c.drawer_id for c in got} & {c.drawer_id for c in want}) / len(want))
-        # Scores are cosines of the graph's float16 copies, within float16's precision of the exact ones.
+        # The graph only finds the rows; their cosines are taken again from the stored float32 vectors: exact.
         scores = {c.drawer_id: c.signal for c in want}
-        assert all(abs(c.signal - scores[c.drawer_id]) < 2e-3 for c in got if c.drawer_id in scores)
+        assert all(abs(c.signal - scores[c.drawer_id]) < 1e-6 for c in got if c.drawer_id in scores)
     assert np.mean(overlap) >= 0.95
 
 
@@ -86,7 +91,7 @@ def test_rows_in_the_graph_keep_no_float32_copy(store: SQLiteStore, tmp_path: Pa
     assert graph._snapshot.base == 1501
     stored = clustered(1500, 1)  # the vectors `fill` stored
     back = graph._vectors(graph._snapshot, np.array([0, 700, 1499]))
-    assert np.abs(back - stored[[0, 700, 1499]]).max() < 1e-3
+    assert np.array_equal(back, stored[[0, 700, 1499]]), "read back from the store, bit for bit"
     assert graph.has_vector(ids[0]) and graph.has_vector(late)
 
 
@@ -107,7 +112,7 @@ def test_a_time_or_scope_the_graph_misses_is_scanned_over_what_is_eligible(
         want = scan.candidates(query, 10, Scope(), None, False)
         assert [c.drawer_id for c in got] == [c.drawer_id for c in want]
         assert {c.drawer_id for c in got} <= kept
-        assert [c.signal for c in got] == pytest.approx([c.signal for c in want], abs=2e-3)
+        assert [c.signal for c in got] == pytest.approx([c.signal for c in want], abs=1e-6)
 
 
 def test_filters_apply_before_the_limit_and_narrow_scopes_scan_exactly(store: SQLiteStore, tmp_path: Path) -> None:
@@ -129,7 +134,7 @@ def test_filters_apply_before_the_limit_and_narrow_scopes_scan_exactly(store: SQ
     got = graph.candidates(query, 10, Scope(wing="small"), None, False)
     want = scan.candidates(query, 10, Scope(wing="small"), None, False)
     assert [c.drawer_id for c in got] == [c.drawer_id for c in want]
-    assert [c.signal for c in got] == pytest.approx([c.signal for c in want], abs=2e-3)
+    assert [c.signal for c in got] == pytest.approx([c.signal for c in want], abs=1e-6)
 
 
 def test_rows_the_graph_lacks_are_scanned_and_replaced_rows_never_return(store: SQLiteStore, tmp_path: Path) -> None:
@@ -269,7 +274,7 @@ def test_forgotten_rows_leave_the_graph_and_its_file_at_once(store: SQLiteStore,
     index.save()
     vectors = clustered(400, 1)
     gone = ids[5:25]
-    planted = [vectors[i].astype(np.float16).tobytes() for i in range(5, 25)]
+    planted = [graph_copy(vectors[i]) for i in range(5, 25)]
     assert all(v in path.read_bytes() for v in planted), "the saved graph holds the vectors to forget"
     store.forget(ForgetScope(kind="drawer", drawer_id=gone[0]), dry_run=False, requested_by="test")
     for drawer_id in gone[1:]:
@@ -277,7 +282,7 @@ def test_forgotten_rows_leave_the_graph_and_its_file_at_once(store: SQLiteStore,
     index.forget(gone)
     data = path.read_bytes()
     assert not any(v in data for v in planted), "no forgotten vector survives in the file"
-    assert sum(vectors[i].astype(np.float16).tobytes() in data for i in range(30, 60)) == 30, "the others stay"
+    assert sum(graph_copy(vectors[i]) in data for i in range(30, 60)) == 30, "the others stay"
     query = vectors[7]
     found = index.candidates(query, 10, Scope(), None, False)
     assert not {h.drawer_id for h in found} & set(gone)

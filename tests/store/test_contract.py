@@ -638,6 +638,20 @@ def test_embeddings_are_stored_exactly_and_loaded_incrementally(store: Store) ->
     assert store.drawers_missing_embeddings("m", 10) == []
 
 
+def test_vectors_are_read_back_by_row_in_the_order_asked(store: Store) -> None:
+    """The semantic leg's graph keeps only coarse copies: it reads a found row's exact vector back by its row id."""
+    a, b = store.add_drawer(note("a")), store.add_drawer(note("b"))
+    vectors = unit_rows(3, 8, seed=4)
+    store.put_embeddings("m", [(a.id, vectors[:2]), (b.id, vectors[2:])])
+    rows = store.load_embeddings("m", 0, 8, limit=10).row_ids
+    back = store.vectors_of_rows([rows[2], rows[0], rows[1]], 8)
+    assert back.dtype == np.float32 and np.array_equal(back, vectors[[2, 0, 1]]), "bit for bit, in the order asked"
+    store.put_embeddings("m", [(a.id, vectors[2:])])  # a embedded again: its old rows are gone
+    gone = store.vectors_of_rows([rows[0], rows[2]], 8)
+    assert not gone[0].any() and np.array_equal(gone[1], vectors[2]), "a row no longer stored reads as zeros"
+    assert store.vectors_of_rows([], 8).shape == (0, 8)
+
+
 def test_a_drawers_first_passage_can_come_before_its_others(store: Store) -> None:
     drawer = store.add_drawer(note("three passages"))
     other = store.add_drawer(note("one passage"))

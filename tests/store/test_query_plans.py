@@ -207,12 +207,14 @@ def test_every_query_on_the_search_path_walks_an_index(filled: tuple[Store, list
     hydration look up the candidates by key; the lexical leg ranks inside the full-text index, then joins only
     its head; expansion reads the graph by entity."""
     store, ids = filled
-    last = store.load_embeddings("m", 0, 8, limit=100).last_id
+    loaded = store.load_embeddings("m", 0, 8, limit=100)
+    last = loaded.last_id
     window = TimeWindow("2020-01-01T00:00:00.000000Z", "2030-01-01T00:00:00.000000Z")
     lexical = LexicalQuery(("ducks", "drawer"), require_all=True)
     work: dict[str, Callable[[], object]] = {
         "semantic: refresh with nothing new": lambda: store.load_embeddings("m", last, 8, limit=8192),
         "semantic: places of new rows": lambda: store.drawer_places(ids[:16]),
+        "semantic: exact vectors of the graph's rows": lambda: store.vectors_of_rows(loaded.row_ids[:64], 8),
         "semantic: eligibility of the best": lambda: store.eligible_ids(ids[:64], Scope(), None, False),
         "semantic: eligibility in a wing and window": lambda: store.eligible_ids(
             ids[:64], Scope(wing="w", room="r1"), window, False

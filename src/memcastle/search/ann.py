@@ -1,5 +1,9 @@
-"""An approximate nearest-neighbour index over one model's passage vectors: usearch's HNSW graph with float16 storage,
+"""An approximate nearest-neighbour index over one model's passage vectors: usearch's HNSW graph with int8 storage,
 keyed by each vector's row id in the store, persisted beside the palace (docs/adr/0015-search-at-scale.md).
+
+The int8 copies only guide the walk: the semantic leg takes each found row's cosine again from the float32 vector the
+store holds, so a score is exact and the graph costs about half the memory float16 copies would (a million vectors
+fit the daemon in 1.5 GB).
 
 It is a cache: the store holds every vector, so a missing, damaged or stale file is rebuilt, never trusted. A file is
 stale when it was built for another model, dimension or graph shape, when it knows a row the store does not have, or
@@ -28,8 +32,8 @@ log = logging.getLogger(__name__)
 CONNECTIVITY = 16
 EXPANSION_ADD = 128
 EXPANSION_SEARCH = 128
-STORAGE = "f16"
-FORMAT = 1
+STORAGE = "i8"
+FORMAT = 2
 VERIFY_SAMPLE = 8  # stored vectors compared with the file's on open
 FILL_KEYS = 2**62  # throwaway keys that overwrite the slots of forgotten rows (row ids stay far below)
 
@@ -92,12 +96,6 @@ class AnnIndex:
             found = self._graph.search(vector, min(count, size), threads=1)
         keys = np.asarray(found.keys, dtype=np.int64)
         return keys, (1.0 - np.asarray(found.distances, dtype=np.float32))
-
-    def vectors(self, keys: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
-        """The graph's copies of these rows' vectors (stored as float16), as float32."""
-        with self._lock:
-            found = self._graph.get(keys.astype(np.uint64))
-        return np.asarray(found, dtype=np.float32).reshape(len(keys), self.shape.dimension)
 
     def forget(self, keys: npt.NDArray[np.int64]) -> int:
         """Remove these rows and overwrite the vectors they leave behind; how many the graph held.

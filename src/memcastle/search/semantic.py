@@ -35,8 +35,8 @@ ANN_MAX_K = 4096  # passages asked of the graph before falling back to the exact
 ANN_ADD_BATCH = 1024
 ANN_SAVE_SECONDS = 60.0
 LOAD_CHUNK = 8192  # rows per load query: a palace's vectors come in without holding them all twice
-NARROW_ROWS = 4096  # a scope with fewer rows is scanned exactly (its vectors read back from the graph) (ADR 0015)
-_GRAPH_BLOCK = 16_384  # rows read back from the graph at a time by an exact scan
+NARROW_ROWS = 4096  # a scope with fewer rows is scanned exactly (its vectors read back from the store) (ADR 0015)
+_GRAPH_BLOCK = 16_384  # rows read back from the store at a time by an exact scan
 TIE_DIGITS = 6  # float32 carries about seven significant digits
 SEMANTIC_FLOOR = 0.10  # chosen on the judged set and LoCoMo: see docs/adr/0011-honest-hybrid-during-the-backlog.md
 
@@ -48,7 +48,8 @@ class _Snapshot:
     scans its snapshot without holding any lock.
 
     `matrix` holds the float32 vectors of rows `base` to `count` (its row 0 is row `base`); the rows below `base`
-    are in the HNSW graph, whose float16 copies are their only copy in memory."""
+    are in the HNSW graph, whose int8 copies guide its walk and are their only copy in memory (a search reads the
+    float32 vectors it needs of them back from the store)."""
 
     count: int = 0
     keys: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # row ids, ascending
@@ -204,7 +205,7 @@ class SemanticIndex:
 
     def _release(self, covered: int) -> None:
         """Drop the float32 copies of the rows the graph holds (row ids up to `covered`): they are searched through
-        the graph, and the few vectors a search needs of them come from its float16 copies."""
+        the graph, and the few vectors a search needs of them are read back from the store."""
         with self._loader:
             old = self._snapshot
             keys = old.keys[: old.count]
@@ -217,21 +218,22 @@ class SemanticIndex:
             self._snapshot = _Snapshot(old.count, old.keys, matrix, old.places, old.alive, old.ids, base)
 
     def _vectors(self, snapshot: _Snapshot, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
-        """The float32 vectors of these rows: from the matrix, or the graph's copies for the rows below `base`."""
+        """The float32 vectors of these rows: from the matrix, or from the store for the rows below `base` (the
+        graph holds them, as int8 copies too coarse to score with: ADR 0015). A row the store no longer has reads
+        as zeros, below every floor."""
         held = rows >= snapshot.base
         if held.all():
             return snapshot.matrix[rows - snapshot.base]
-        assert self._ann is not None, "rows below base exist only once the graph holds them"
         out = np.empty((len(rows), snapshot.matrix.shape[1]), dtype=np.float32)
         out[held] = snapshot.matrix[rows[held] - snapshot.base]
-        out[~held] = self._ann.vectors(snapshot.keys[rows[~held]])
+        out[~held] = self._store.vectors_of_rows(snapshot.keys[rows[~held]].tolist(), snapshot.matrix.shape[1])
         return out
 
     def _scores(
         self, snapshot: _Snapshot, vector: npt.NDArray[np.float32], mask: npt.NDArray[np.bool_]
     ) -> npt.NDArray[np.float32]:
         """Cosine of every row of the snapshot where `mask` holds and it reaches the floor, else -inf; the rows only
-        the graph holds are read from it in blocks, and only where the mask holds."""
+        the graph holds are read back from the store in blocks, and only where the mask holds."""
         count, base = snapshot.count, snapshot.base
         scores = np.full(count, -np.inf, dtype=np.float32)
         if count > base:
@@ -319,7 +321,8 @@ class SemanticIndex:
             rows = np.minimum(np.searchsorted(keys, found_keys), count - 1)
             rows = rows[keys[rows] == found_keys]  # a row the store replaced since is no longer loaded
             rows = rows[self._in_scope(snapshot, scope, rows)]
-            # The graph ranks by its float16 copies; the cosine of each row it found is taken again in float32.
+            # The graph ranks by its int8 copies; the cosine of each row it found is taken again, exactly, from the
+            # stored float32 vector: scores equal the exact scan's.
             exact = self._vectors(snapshot, rows) @ vector
             keep = exact >= SEMANTIC_FLOOR
             tail = _top(tail_scores, take)

@@ -51,7 +51,7 @@ from memcastle.store.sql.jobs import JobTables
 from memcastle.store.sql.miners import MinerTables
 from memcastle.store.sql.mining import MiningTables
 from memcastle.store.sql.requests import RequestKeyTables
-from memcastle.store.sql.vectors import VectorWrite, vector_chunk
+from memcastle.store.sql.vectors import VECTOR_LOOKUP_CHUNK, VectorWrite, ordered_vectors, vector_chunk
 
 # Advisory locks are keyed (namespace, key); the namespace keeps MemCastle's apart from other users of the database.
 LOCK_NAMESPACE = 0x4D43  # "MC"
@@ -466,6 +466,16 @@ class PostgresStore(ArchiveTables, ForgetTables, GraphTables, MiningTables, JobT
             ).fetchall()
         matrix = np.vstack([r["vector"].to_numpy() for r in rows]) if rows else None
         return vector_chunk(rows, matrix, after_id, dimension)
+
+    def vectors_of_rows(self, row_ids: Sequence[int], dimension: int) -> np.ndarray:
+        found: dict[int, np.ndarray] = {}
+        wanted = [int(r) for r in row_ids]
+        with self._read() as tx, tx.conn.cursor(binary=True) as cursor:
+            for first in range(0, len(wanted), VECTOR_LOOKUP_CHUNK):
+                part = wanted[first : first + VECTOR_LOOKUP_CHUNK]
+                for row in cursor.execute("SELECT id, vector FROM embedding WHERE id = ANY(%s)", (part,)):
+                    found[int(row["id"])] = row["vector"].to_numpy()
+        return ordered_vectors(wanted, found, dimension)
 
     # --- jobs: SKIP LOCKED claims, leases on the database clock ----------------------------------
 

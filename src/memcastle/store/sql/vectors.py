@@ -46,6 +46,19 @@ def vector_writes(
     ]
 
 
+VECTOR_LOOKUP_CHUNK = 500  # row ids per lookup statement: well under every backend's limit on parameters
+
+
+def ordered_vectors(row_ids: Sequence[int], found: Mapping[int, np.ndarray], dimension: int) -> np.ndarray:
+    """The vectors `found` (by row id) laid out in the order of `row_ids`, zeros for the rows not found."""
+    out = np.zeros((len(row_ids), dimension), dtype=np.float32)
+    for at, row_id in enumerate(row_ids):
+        vector = found.get(int(row_id))
+        if vector is not None:
+            out[at] = vector
+    return out
+
+
 def vector_chunk(
     rows: Sequence[Mapping[str, Any]], matrix: np.ndarray | None, after_id: int, dimension: int
 ) -> VectorChunk:

@@ -34,7 +34,7 @@ from memcastle.store.sql.miners import MinerTables
 from memcastle.store.sql.mining import MiningTables
 from memcastle.store.sql.requests import RequestKeyTables
 from memcastle.store.sql.rows import job_from_row
-from memcastle.store.sql.vectors import VectorWrite, vector_chunk
+from memcastle.store.sql.vectors import VECTOR_LOOKUP_CHUNK, VectorWrite, ordered_vectors, vector_chunk
 from memcastle.store.sqlite.fulltext import fts5_match, quote_term
 
 log = logging.getLogger(__name__)
@@ -335,6 +335,15 @@ class SQLiteStore(ArchiveTables, ForgetTables, GraphTables, MiningTables, JobTab
         if rows:
             matrix = np.frombuffer(b"".join(r["vector"] for r in rows), dtype="<f4").reshape(len(rows), -1)
         return vector_chunk(rows, matrix, after_id, dimension)
+
+    def vectors_of_rows(self, row_ids: Sequence[int], dimension: int) -> np.ndarray:
+        found: dict[int, np.ndarray] = {}
+        wanted = [int(r) for r in row_ids]
+        for first in range(0, len(wanted), VECTOR_LOOKUP_CHUNK):
+            part = wanted[first : first + VECTOR_LOOKUP_CHUNK]
+            for row in self._all(f"SELECT id, vector FROM embedding WHERE id IN ({','.join('?' * len(part))})", part):
+                found[int(row["id"])] = np.frombuffer(row["vector"], dtype="<f4")
+        return ordered_vectors(wanted, found, dimension)
 
     def _lease_until(self, lease_seconds: float) -> tuple[str, list[Any]]:
         return "?", [format_instant(to_datetime(self._now()) + timedelta(seconds=lease_seconds))]
