@@ -35,6 +35,35 @@ def test_words_match_by_stem_as_the_index_matches_them() -> None:
     assert snippet("nothing here", TermMatcher("the of")).matches == (), "a query of stop words alone marks them only"
 
 
+WORDS = ["parse", "Parsing", "über", "Über", "naïve", "dying", "die", "cookie", "COOKIES", "école", "ÉCOLE", "x_y",
+         "Привет", "привет", "2026", "straße", "strasse", "ﬁle", "file", "İstanbul", "K", "kelvin"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from(WORDS), min_size=1, max_size=3),
+    st.lists(st.one_of(st.sampled_from(WORDS), st.text(max_size=8)), max_size=40),
+    st.lists(st.sampled_from([" ", "_", "-", "\n", "—", "…", "", "9"]), min_size=40, max_size=40),
+)
+def test_finding_terms_skips_no_word_that_stemming_would_match(
+    query: list[str], words: list[str], gaps: list[str]
+) -> None:
+    """`find` looks only at words that start as a term's stem can: it must find exactly what stemming every word
+    of the text finds."""
+    from memcastle.search import snippets
+
+    matcher = TermMatcher(" ".join(query))
+    text = "".join(w + g for w, g in zip(words, gaps, strict=False))
+    every = []
+    for match in snippets._WORD.finditer(text):
+        stems = snippets._stems(match.group())
+        for index, term in enumerate(matcher._terms):
+            if stems[0] == term[0] or stems[1] == term[1]:
+                every.append((match.start(), match.end(), index))
+                break
+    assert matcher.find(text) == every
+
+
 def test_the_passage_with_most_distinct_terms_wins_then_the_nearest_by_meaning() -> None:
     passages = [FILLER * 8, FILLER * 3 + "drawbridge " * 5 + FILLER * 3, FILLER * 3 + "drawbridge winch " + FILLER * 3]
     content = "\n".join(passages)

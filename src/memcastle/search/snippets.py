@@ -55,8 +55,10 @@ class TermMatcher:
                     self._terms.append(stems)
                     self.words.append(word)
         # Stemming touches a word's ending (and the English stemmer a few whole words: "dying" is "die"), never its
-        # first letter: only words that start as a term's stem does are stemmed.
-        self._heads = {stem[:1] for pair in self._terms for stem in pair}
+        # first letter, and folding changes only letters outside ASCII: a word can match only when it starts with
+        # the first letter of a term's stem (in either case) or with a letter outside ASCII. The regular expression
+        # finds just those words, so the others are never stemmed, nor even looked at in Python.
+        self._candidates = _candidate_words({stem[:1] for pair in self._terms for stem in pair})
 
     def __bool__(self) -> bool:
         return bool(self._terms)
@@ -66,16 +68,21 @@ class TermMatcher:
         if not self._terms:
             return []
         found = []
-        for match in _WORD.finditer(text):
-            word = match.group()
-            if word[:1].casefold() not in self._heads and word.isascii():
-                continue
-            porter, english = _stems(word)
+        for match in self._candidates.finditer(text):
+            porter, english = _stems(match.group())
             for index, (term_porter, term_english) in enumerate(self._terms):
                 if porter == term_porter or english == term_english:
                     found.append((match.start(), match.end(), index))
                     break
         return found
+
+
+def _candidate_words(heads: set[str]) -> re.Pattern[str]:
+    """Whole words (runs of `_WORD`) that start with one of the ASCII `heads`, in either case, or with a word
+    character outside ASCII."""
+    ascii_heads = sorted({c for head in heads for c in (head, head.upper()) if c.isascii() and c})
+    first = f"[{re.escape(''.join(ascii_heads))}]|" if ascii_heads else ""
+    return re.compile(rf"(?<![^\W_])(?:{first}(?=[^\x00-\x7f])[^\W_])[^\W_]*", re.UNICODE)
 
 
 def snippet(
