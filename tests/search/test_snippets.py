@@ -35,8 +35,30 @@ def test_words_match_by_stem_as_the_index_matches_them() -> None:
     assert snippet("nothing here", TermMatcher("the of")).matches == (), "a query of stop words alone marks them only"
 
 
-WORDS = ["parse", "Parsing", "über", "Über", "naïve", "dying", "die", "cookie", "COOKIES", "école", "ÉCOLE", "x_y",
-         "Привет", "привет", "2026", "straße", "strasse", "ﬁle", "file", "İstanbul", "K", "kelvin"]
+WORDS = [
+    "parse",
+    "Parsing",
+    "über",
+    "Über",
+    "naïve",
+    "dying",
+    "die",
+    "cookie",
+    "COOKIES",
+    "école",
+    "ÉCOLE",
+    "x_y",
+    "Привет",
+    "привет",
+    "2026",
+    "straße",
+    "strasse",
+    "ﬁle",
+    "file",
+    "İstanbul",
+    "K",
+    "kelvin",
+]
 
 
 @settings(max_examples=300, deadline=None)
