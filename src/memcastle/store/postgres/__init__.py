@@ -51,7 +51,7 @@ from memcastle.store.sql.jobs import JobTables
 from memcastle.store.sql.miners import MinerTables
 from memcastle.store.sql.mining import MiningTables
 from memcastle.store.sql.requests import RequestKeyTables
-from memcastle.store.sql.vectors import VECTOR_LOOKUP_CHUNK, VectorWrite, ordered_vectors, vector_chunk
+from memcastle.store.sql.vectors import VectorWrite, vector_chunk
 
 # Advisory locks are keyed (namespace, key); the namespace keeps MemCastle's apart from other users of the database.
 LOCK_NAMESPACE = 0x4D43  # "MC"
@@ -455,6 +455,13 @@ class PostgresStore(ArchiveTables, ForgetTables, GraphTables, MiningTables, JobT
             return 0, None
         return int(row["n"]), int(row["dim"])
 
+    def _vectors_by_id(self, row_ids: list[int]) -> list[tuple[int, np.ndarray]]:
+        with self._read() as tx, tx.conn.cursor(binary=True) as cursor:
+            rows = cursor.execute("SELECT id, vector FROM embedding WHERE id = ANY(%s)", (row_ids,)).fetchall()
+        return [(int(r["id"]), r["vector"].to_numpy()) for r in rows]
+
+    # --- jobs: SKIP LOCKED claims, leases on the database clock ----------------------------------
+
     def load_embeddings(self, model: str, after_id: int, dimension: int, *, limit: int) -> VectorChunk:
         """The vectors after row `after_id`, through pgvector's binary form (see `EmbeddingStore.load_embeddings`):
         a walk of the primary key from `after_id`."""
@@ -467,18 +474,6 @@ class PostgresStore(ArchiveTables, ForgetTables, GraphTables, MiningTables, JobT
         matrix = np.vstack([r["vector"].to_numpy() for r in rows]) if rows else None
         return vector_chunk(rows, matrix, after_id, dimension)
 
-    def vectors_of_rows(self, row_ids: Sequence[int], dimension: int) -> np.ndarray:
-        found: dict[int, np.ndarray] = {}
-        wanted = [int(r) for r in row_ids]
-        with self._read() as tx, tx.conn.cursor(binary=True) as cursor:
-            for first in range(0, len(wanted), VECTOR_LOOKUP_CHUNK):
-                part = wanted[first : first + VECTOR_LOOKUP_CHUNK]
-                for row in cursor.execute("SELECT id, vector FROM embedding WHERE id = ANY(%s)", (part,)):
-                    found[int(row["id"])] = row["vector"].to_numpy()
-        return ordered_vectors(wanted, found, dimension)
-
-    # --- jobs: SKIP LOCKED claims, leases on the database clock ----------------------------------
-
     def _lease_until(self, lease_seconds: float) -> tuple[str, list[Any]]:
         return _DB_LATER, [float(lease_seconds)]
 
@@ -486,13 +481,10 @@ class PostgresStore(ArchiveTables, ForgetTables, GraphTables, MiningTables, JobT
         # Two daemons asking for the same run at once: the second finds the first one's queued job.
         tx.run("SELECT pg_advisory_xact_lock(?, hashtext(?))", (_COALESCE_LOCK_NAMESPACE, key))
 
-    def claim_next_job(self, owner: str, lease_seconds: float, kinds: Iterable[str]) -> Job | None:
+    def _claim(self, owner: str, lease_seconds: float, kinds: list[str]) -> Job | None:
         """The best queued job — or a running one whose lease has expired (its daemon died) — leased to `owner`.
 
         Taking a job over counts as crash recovery (running → queued → running), within the same budget."""
-        kinds = list(kinds)
-        if not kinds:
-            return None
         now = self._now()
         passed: list[str] = []
         with self._write() as tx:

@@ -27,7 +27,7 @@ from memcastle.model import (
 from memcastle.store.sql.base import SqlStore, Tx, batches, dumps, marks
 from memcastle.store.sql.filters import filter_sql, scope_sql
 from memcastle.store.sql.rows import DRAWER_SELECT, drawer_from_row
-from memcastle.store.sql.vectors import VectorWrite, vector_writes
+from memcastle.store.sql.vectors import VectorWrite, vector_writes, vectors_by_row
 
 _PLACED = "FROM drawer d JOIN room r ON r.id = d.room_id JOIN wing w ON w.id = r.wing_id"
 
@@ -58,6 +58,14 @@ class DrawerTables(SqlStore):
     ) -> None:
         """See `EmbeddingStore.put_embeddings`; each backend stores the vectors its own way."""
         self._store_vectors(model, vector_writes(rows, first_passage, totals))
+
+    def vectors_of_rows(self, row_ids: Sequence[int], dimension: int) -> np.ndarray:
+        """See `EmbeddingStore.vectors_of_rows`; each backend reads the vectors its own way."""
+        return vectors_by_row(row_ids, dimension, self._vectors_by_id)
+
+    @abstractmethod
+    def _vectors_by_id(self, row_ids: list[int]) -> list[tuple[int, np.ndarray]]:
+        """(row id, float32 vector) for those of `row_ids` the store holds."""
 
     @abstractmethod
     def _store_vectors(self, model: str, writes: list[VectorWrite]) -> None: ...

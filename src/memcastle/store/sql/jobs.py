@@ -64,8 +64,14 @@ class JobTables(SqlStore):
     def _lease_until(self, lease_seconds: float) -> tuple[str, list[Any]]:
         """SQL for "now + lease_seconds" as a stamp, with its parameters (on whichever clock the backend trusts)."""
 
+    def claim_next_job(self, owner: str, lease_seconds: float, kinds: Iterable[str]) -> Job | None:
+        """The best queued job of one of `kinds`, leased to `owner` (none when no kind is asked for); each backend
+        claims its own way (`_claim`)."""
+        wanted = list(kinds)
+        return self._claim(owner, lease_seconds, wanted) if wanted else None
+
     @abstractmethod
-    def claim_next_job(self, owner: str, lease_seconds: float, kinds: Iterable[str]) -> Job | None: ...
+    def _claim(self, owner: str, lease_seconds: float, kinds: list[str]) -> Job | None: ...
 
     def _lock_coalesce_key(self, tx: Tx, key: str) -> None:
         """Serialize requests that may coalesce into one job (nothing to do with a single writer)."""

@@ -3,7 +3,7 @@ drawer is complete afterwards (then it is marked embedded)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,11 +49,19 @@ def vector_writes(
 VECTOR_LOOKUP_CHUNK = 500  # row ids per lookup statement: well under every backend's limit on parameters
 
 
-def ordered_vectors(row_ids: Sequence[int], found: Mapping[int, np.ndarray], dimension: int) -> np.ndarray:
-    """The vectors `found` (by row id) laid out in the order of `row_ids`, zeros for the rows not found."""
-    out = np.zeros((len(row_ids), dimension), dtype=np.float32)
-    for at, row_id in enumerate(row_ids):
-        vector = found.get(int(row_id))
+def vectors_by_row(
+    row_ids: Sequence[int], dimension: int, fetch: Callable[[list[int]], Iterable[tuple[int, np.ndarray]]]
+) -> np.ndarray:
+    """`EmbeddingStore.vectors_of_rows` on any backend: `fetch(ids)` gives (row id, vector) for those of `ids` it
+    holds, asked `VECTOR_LOOKUP_CHUNK` ids at a time; laid out in the order of `row_ids`, zeros for the rows not
+    found."""
+    wanted = [int(r) for r in row_ids]
+    found: dict[int, np.ndarray] = {}
+    for first in range(0, len(wanted), VECTOR_LOOKUP_CHUNK):
+        found.update(fetch(wanted[first : first + VECTOR_LOOKUP_CHUNK]))
+    out = np.zeros((len(wanted), dimension), dtype=np.float32)
+    for at, row_id in enumerate(wanted):
+        vector = found.get(row_id)
         if vector is not None:
             out[at] = vector
     return out

@@ -34,7 +34,7 @@ from memcastle.store.sql.miners import MinerTables
 from memcastle.store.sql.mining import MiningTables
 from memcastle.store.sql.requests import RequestKeyTables
 from memcastle.store.sql.rows import job_from_row
-from memcastle.store.sql.vectors import VECTOR_LOOKUP_CHUNK, VectorWrite, ordered_vectors, vector_chunk
+from memcastle.store.sql.vectors import VectorWrite, vector_chunk
 from memcastle.store.sqlite.fulltext import fts5_match, quote_term
 
 log = logging.getLogger(__name__)
@@ -323,6 +323,10 @@ class SQLiteStore(ArchiveTables, ForgetTables, GraphTables, MiningTables, JobTab
                         (model, seq, write.dimension),
                     )
 
+    def _vectors_by_id(self, row_ids: list[int]) -> list[tuple[int, np.ndarray]]:
+        rows = self._all(f"SELECT id, vector FROM embedding WHERE id IN ({','.join('?' * len(row_ids))})", row_ids)
+        return [(int(r["id"]), np.frombuffer(r["vector"], dtype="<f4")) for r in rows]
+
     def load_embeddings(self, model: str, after_id: int, dimension: int, *, limit: int) -> VectorChunk:
         """The vectors after row `after_id`, read back from their blobs (see `EmbeddingStore.load_embeddings`).
         `+e.model` keeps the planner on the row-id range: the model index would walk the whole palace."""
@@ -336,22 +340,10 @@ class SQLiteStore(ArchiveTables, ForgetTables, GraphTables, MiningTables, JobTab
             matrix = np.frombuffer(b"".join(r["vector"] for r in rows), dtype="<f4").reshape(len(rows), -1)
         return vector_chunk(rows, matrix, after_id, dimension)
 
-    def vectors_of_rows(self, row_ids: Sequence[int], dimension: int) -> np.ndarray:
-        found: dict[int, np.ndarray] = {}
-        wanted = [int(r) for r in row_ids]
-        for first in range(0, len(wanted), VECTOR_LOOKUP_CHUNK):
-            part = wanted[first : first + VECTOR_LOOKUP_CHUNK]
-            for row in self._all(f"SELECT id, vector FROM embedding WHERE id IN ({','.join('?' * len(part))})", part):
-                found[int(row["id"])] = np.frombuffer(row["vector"], dtype="<f4")
-        return ordered_vectors(wanted, found, dimension)
-
     def _lease_until(self, lease_seconds: float) -> tuple[str, list[Any]]:
         return "?", [format_instant(to_datetime(self._now()) + timedelta(seconds=lease_seconds))]
 
-    def claim_next_job(self, owner: str, lease_seconds: float, kinds: Iterable[str]) -> Job | None:
-        kinds = list(kinds)
-        if not kinds:
-            return None
+    def _claim(self, owner: str, lease_seconds: float, kinds: list[str]) -> Job | None:
         until, until_params = self._lease_until(lease_seconds)
         with self._write() as tx:
             # Jobs sharing a coalesce key run one at a time: a sweep queued behind a running one waits for it
