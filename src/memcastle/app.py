@@ -253,6 +253,7 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
         now=now,
         parallel=settings["search.parallel"],
         passages=(settings["embeddings.passage_chars"], settings["embeddings.passage_overlap"]),
+        fill_rows=settings["search.fill_rows"],
     )
     pool = WorkerPool(
         store,

@@ -591,6 +591,32 @@ def test_rare_terms_outweigh_common_ones_when_any_term_may_match(store: Store) -
     assert len(found) == 12
 
 
+def test_a_bounded_any_term_query_matches_on_its_rarest_terms_only(store: Store) -> None:
+    for i in range(6):
+        store.add_drawer(note(f"lantern story number {i}"))
+    for i in range(3):
+        store.add_drawer(note(f"a harbour tale number {i}"))
+    both = store.add_drawer(note("the harbour lantern"))
+    rare = store.add_drawer(note("the zeppelin over the harbour"))
+    for i in range(20):
+        store.add_drawer(note(f"filler text {i} about nothing"))
+    terms = ("lantern", "zeppelin", "harbour")  # in 7, 1 and 5 drawers
+
+    def found(max_rows: int | None) -> list[str]:
+        query = LexicalQuery(terms, require_all=False, max_rows=max_rows)
+        return [c.drawer_id for c in store.lexical_candidates(query, Scope(), None, False, 20)]
+
+    exact = found(None)
+    assert len(exact) == 11, "unbounded: every drawer holding any term"
+    assert found(10**6) == exact, "a budget every term fits in changes nothing"
+    harbour = {d for d in exact if "harbour" in store.get_drawer(d).content}
+    bounded = found(6)  # zeppelin and harbour fit (1 + 5 drawers); lantern (7) is left out
+    assert set(bounded) == harbour and both.id in harbour
+    assert bounded[0] == rare.id, "scored by the terms matched: the drawer holding both comes first"
+    assert found(1) == [rare.id], "the rarest term is always matched"
+    assert found(0) == [rare.id]
+
+
 def test_diacritics_and_case_are_folded_on_both_sides(store: Store) -> None:
     store.add_drawer(note("Crème Brûlée at the CAFÉ"))
     assert search(store, "creme brulee cafe") == ["Crème Brûlée at the CAFÉ"]

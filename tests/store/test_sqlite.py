@@ -170,10 +170,14 @@ def test_an_any_term_query_leaves_out_terms_in_half_the_palace(tmp_path: Path) -
         for i in range(30):
             store.add_drawer(NewDrawer(wing="w", room="r", content=f"common words here {i}"))
         store.add_drawer(NewDrawer(wing="w", room="r", content="a rare word and common"))
-        kept = store._without_floored_terms(LexicalQuery(("common", "rare", "here"), require_all=False))
-        assert kept.terms == ("rare",)
+        kept, bounded = store._any_term_reduced(LexicalQuery(("common", "rare", "here"), require_all=False))
+        assert kept.terms == ("rare",) and not bounded
         everywhere = LexicalQuery(("common", "here"), require_all=False)
-        assert store._without_floored_terms(everywhere) == everywhere, "nothing left: the query stays whole"
+        assert store._any_term_reduced(everywhere) == (everywhere, False), "nothing left: the query stays whole"
+        budget = LexicalQuery(("common", "rare", "here"), require_all=False, max_rows=1000)
+        assert store._any_term_reduced(budget) == (LexicalQuery(("rare",), require_all=False), False)
+        tight = LexicalQuery(("common", "rare", "here"), require_all=False, max_rows=10)
+        assert store._any_term_reduced(tight) == (LexicalQuery(("rare",), require_all=False), True)
     finally:
         store.close()
 

@@ -92,6 +92,13 @@ SETTINGS: tuple[SettingSpec, ...] = (
         minimum=1,
     ),
     SettingSpec(
+        "search.fill_rows",
+        int,
+        25_000,
+        "hybrid: most drawers the lexical leg's any-term fill may score; above, its rarest terms only (0: no bound)",
+        minimum=0,
+    ),
+    SettingSpec(
         "search.parallel", int, 0, "searches computed at once, the others wait (0: one per CPU core)", minimum=0
     ),
     SettingSpec(

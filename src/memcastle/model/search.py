@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -30,6 +30,25 @@ class LexicalQuery:
 
     terms: tuple[str, ...]
     require_all: bool = True
+    # An any-term query may match on its rarest terms alone, as many as are found in at most this many drawers
+    # together (the rarest always): the drawers holding only commoner terms are left out, and what is found is
+    # scored by the terms matched. None: every term (exact). Bounds the work of the hybrid leg's fill (ADR 0015).
+    max_rows: int | None = None
+
+    def within_budget(self, rows: Sequence[int]) -> tuple[int, ...]:
+        """Which terms (by position, in the query's order) an any-term query matches on, given each term's drawer
+        count: all of them without `max_rows`, else the rarest while their counts together stay within it (the
+        rarest one always)."""
+        if self.max_rows is None or self.require_all:
+            return tuple(range(len(self.terms)))
+        taken: list[int] = []
+        total = 0
+        for index in sorted(range(len(self.terms)), key=lambda i: (rows[i], i)):
+            if taken and total + rows[index] > self.max_rows:
+                break
+            taken.append(index)
+            total += rows[index]
+        return tuple(sorted(taken))
 
 
 @dataclass(frozen=True)

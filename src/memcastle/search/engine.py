@@ -65,6 +65,10 @@ PASSAGE_DEPTH = 2  # lexical candidates fetched per one kept, to be ranked again
 FILL_SHARE = 0.999  # an any-term drawer scores at most this share of the worst drawer holding every term
 DEFAULT_WEIGHTS = FusionWeights()
 PENDING_TTL = 2.0
+# The most drawers the hybrid leg's any-term fill may score: above it, the fill matches on the query's rarest terms
+# only (`LexicalQuery.max_rows`), and the drawers holding only commoner ones are left to the semantic leg. FTS5 scores
+# ~0.8 drawers per microsecond, so this bounds the fill near 30 ms. Lexical ranking, with no other leg, stays exact.
+FILL_ROWS = 25_000
 
 
 class SearchEngine:
@@ -82,6 +86,7 @@ class SearchEngine:
         now: Clock = utc_now,
         parallel: int = 0,
         passages: tuple[int, int] = (PASSAGE_WINDOW_CHARS, PASSAGE_OVERLAP_CHARS),
+        fill_rows: int = FILL_ROWS,
     ) -> None:
         self._store = store
         # At most `parallel` searches compute at once (0: one per CPU core); the others wait their turn. Sixteen
@@ -97,6 +102,7 @@ class SearchEngine:
         self._pending = pending or (lambda: 0)
         self._pending_seen: tuple[float, int] = (-PENDING_TTL, 0)
         self._passages = passages
+        self._fill_rows = fill_rows or None
         self.policy = policy
 
     def close(self) -> None:
@@ -147,7 +153,7 @@ class SearchEngine:
         if query.ranking in ("auto", "hybrid") and self.has_embeddings:
             # The lexical leg runs beside the query's embedding and the semantic leg: both release the interpreter
             # while they compute (SQLite, onnxruntime), so one hybrid search takes about as long as its slower leg.
-            early = self._legs.submit(self.lexical_leg, query, leg)
+            early = self._legs.submit(self.lexical_leg, query, leg, self._fill_rows)
         ranking, vector = self._choose_ranking(query, warnings)
         if ranking == "lexical":
             if early is not None:
@@ -160,7 +166,7 @@ class SearchEngine:
         else:
             assert vector is not None and self._index is not None
             semantic = self._index.candidates(vector, leg, query.scope, query.window, query.include_historical)
-            lexical = early.result() if early is not None else self.lexical_leg(query, leg)
+            lexical = early.result() if early is not None else self.lexical_leg(query, leg, self._fill_rows)
             by_meaning = {c.drawer_id for c in semantic}
             waiting = self._index.waiting_among([c.drawer_id for c in lexical if c.drawer_id not in by_meaning])
             pooled = fuse(lexical, semantic, self._weights, waiting=waiting.__contains__)[:pool]
@@ -257,9 +263,10 @@ class SearchEngine:
             self._pending_seen = (now, count)
         return count
 
-    def lexical_leg(self, query: SearchQuery, limit: int) -> list[ScoredDrawer]:
+    def lexical_leg(self, query: SearchQuery, limit: int, fill_rows: int | None = None) -> list[ScoredDrawer]:
         """BM25 candidates: the drawers holding every term first; when they are fewer than `limit` and the query has
-        2+ words, the drawers holding some of the terms fill the leg below them (`fill_below`). Each group is taken
+        2+ words, the drawers holding some of the terms fill the leg below them (`fill_below`), matched on the
+        rarest terms only when all of them are found in more than `fill_rows` drawers. Each group is taken
         `PASSAGE_DEPTH` times deeper than needed and ranked again by its drawers' best passages
         (`memcastle.search.passage_bm25`)."""
         terms = tuple(query_terms(query.text))
@@ -270,12 +277,18 @@ class SearchEngine:
             LexicalQuery(terms, require_all=True), query.scope, query.window, query.include_historical, depth
         )
         some: list[ScoredDrawer] = []
-        if len(found) < depth and len(terms) >= 2:
+        # The fill is read only when fewer than `limit` drawers hold every term: `fill_below` keeps `found[:limit]`,
+        # whatever passage scoring does to their order, and adds the fill only below fewer than `limit` of them.
+        if len(found) < limit and len(terms) >= 2:
             held = {c.drawer_id for c in found}
             some = [
                 c
                 for c in self._store.lexical_candidates(
-                    LexicalQuery(terms, require_all=False), query.scope, query.window, query.include_historical, depth
+                    LexicalQuery(terms, require_all=False, max_rows=fill_rows),
+                    query.scope,
+                    query.window,
+                    query.include_historical,
+                    depth,
                 )
                 if c.drawer_id not in held
             ]

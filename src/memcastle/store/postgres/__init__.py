@@ -284,7 +284,8 @@ class PostgresStore(ArchiveTables, ForgetTables, GraphTables, MiningTables, JobT
         An any-term query scores only the drawers holding one of its rarest terms first, adding terms from the rarest
         down until its `limit`-th score beats the most that the terms left out could give a drawer holding none of the
         others (MaxScore): the same answer as scoring every match, without scoring the many rows that hold only a
-        common term.
+        common term. With `max_rows`, only the rarest terms the budget allows are matched (each found drawer is
+        still scored by every term).
         """
         words = [search_text(term) for term in query.terms]
         if query.require_all and any(not w for w in words):
@@ -304,8 +305,10 @@ class PostgresStore(ArchiveTables, ForgetTables, GraphTables, MiningTables, JobT
             if query.require_all:
                 rows = best(words)
             else:
-                order = sorted(range(len(words)), key=lambda i: (-idf[i], i))
-                for taken in range(1, len(order) + 1):
+                order = sorted(range(len(words)), key=lambda i: (stats.frequencies[i], i))  # rarest first
+                budget = LexicalQuery(tuple(words), require_all=False, max_rows=query.max_rows)
+                within = len(budget.within_budget(stats.frequencies))  # the rarest terms: the first of `order`
+                for taken in range(1, within + 1):
                     rows = best([words[i] for i in order[:taken]])
                     left_out = sum(term_bound(idf[i]) for i in order[taken:])
                     if len(rows) == limit and float(rows[-1]["score"]) > left_out:

@@ -182,19 +182,26 @@ class SQLiteStore(ArchiveTables, ForgetTables, GraphTables, MiningTables, JobTab
         """BM25's best `limit` eligible drawers, ties by id (bm25() is lower-is-better; the signal is flipped so that
         higher is better everywhere).
 
-        An any-term query first leaves out the terms in half the palace or more (`_without_floored_terms`), and
-        keeps that answer when it fills the limit. The full-text index ranks first and alone (`ORDER BY rank
-        LIMIT k` inside FTS5), then only those k rows meet scope, time and the joins. That is exact whenever the
-        k-th rank is worse than the last drawer kept (nothing past k could displace it); otherwise k widens once,
-        and the last resort is the whole query in one pass.
+        An any-term query first leaves out the terms in half the palace or more (`_any_term_reduced`), and keeps
+        that answer when it fills the limit; with `max_rows` it keeps it whatever its length, matched on the rarest
+        terms the budget allows. The full-text index ranks first and alone (`ORDER BY bm25() LIMIT k`: SQLite keeps
+        the best k as it goes, where FTS5's own `ORDER BY rank` sorts every match — 1.4–1.6× slower at a million
+        drawers), then only those k rows meet scope, time and the joins. That is exact whenever the k-th rank is
+        worse than the last drawer kept (nothing past k could displace it); otherwise k widens once, and the last
+        resort is the whole query in one pass.
         """
         if not query.require_all and len(query.terms) > 1:
-            reduced = self._without_floored_terms(query)
-            if reduced != query:
-                enough = self.lexical_candidates(reduced, scope, window, include_historical, limit)
-                if len(enough) >= limit:
-                    # A drawer holding only the terms left out scores ~1e-6: it would have ranked below all of these.
+            reduced, bounded = self._any_term_reduced(query)
+            if reduced.terms != query.terms:
+                enough = self._ranked(reduced, scope, window, include_historical, limit)
+                if bounded or len(enough) >= limit:
+                    # Unbounded, a drawer holding only the terms left out scores ~1e-6: it would rank below these.
                     return enough
+        return self._ranked(query, scope, window, include_historical, limit)
+
+    def _ranked(
+        self, query: LexicalQuery, scope: Scope, window: TimeWindow | None, include_historical: bool, limit: int
+    ) -> list[ScoredDrawer]:
         match = fts5_match(query)
         if match is None:
             return []
@@ -202,12 +209,13 @@ class SQLiteStore(ArchiveTables, ForgetTables, GraphTables, MiningTables, JobTab
         take = max(limit * LEXICAL_HEAD, LEXICAL_MIN_HEAD)
         for _ in range(2):
             top = self._all(
-                "SELECT rowid AS seq, rank FROM drawer_fts WHERE drawer_fts MATCH ? ORDER BY rank LIMIT ?",
+                "SELECT rowid AS seq, bm25(drawer_fts) AS score FROM drawer_fts WHERE drawer_fts MATCH ? "
+                "ORDER BY score LIMIT ?",
                 (match, take),
             )
             if not top:
                 return []
-            ranks = {int(r["seq"]): float(r["rank"]) for r in top}
+            ranks = {int(r["seq"]): float(r["score"]) for r in top}
             rows = self._all(
                 "SELECT d.seq, d.id FROM drawer d JOIN room r ON r.id = d.room_id JOIN wing w ON w.id = r.wing_id "
                 f"WHERE d.seq IN ({','.join('?' * len(ranks))}){where}",
@@ -215,7 +223,7 @@ class SQLiteStore(ArchiveTables, ForgetTables, GraphTables, MiningTables, JobTab
             )
             found = sorted((ranks[int(r["seq"])], r["id"]) for r in rows)[:limit]
             seen_all = len(top) < take
-            if seen_all or (len(found) == limit and found[-1][0] < float(top[-1]["rank"])):
+            if seen_all or (len(found) == limit and found[-1][0] < float(top[-1]["score"])):
                 return [ScoredDrawer(drawer_id=drawer_id, signal=-rank) for rank, drawer_id in found]
             take *= LEXICAL_WIDEN
         rows = self._all(
@@ -238,21 +246,26 @@ class SQLiteStore(ArchiveTables, ForgetTables, GraphTables, MiningTables, JobTab
                 counts.append(int(row["n"]) if row is not None else 0)
         return TermStatistics(rows, tokens / rows if rows else 0.0, tuple(counts))
 
-    def _without_floored_terms(self, query: LexicalQuery) -> LexicalQuery:
-        """An any-term query without the terms in half the palace or more. FTS5's BM25 floors such a term's IDF at
-        1e-6, so it adds at most 2.2e-6 to a score (it can only break an exact tie) — yet matching it makes FTS5
-        score nearly every row. Counting a term's rows walks its doclist without scoring (under a millisecond at
-        100k drawers). The palace size is bounded above by the highest `seq`, which only drops fewer terms."""
+    def _any_term_reduced(self, query: LexicalQuery) -> tuple[LexicalQuery, bool]:
+        """An any-term query without the terms in half the palace or more, and whether `max_rows` left out more.
+
+        FTS5's BM25 floors the IDF of a term in half the palace or more at 1e-6, so it adds at most 2.2e-6 to a
+        score (it can only break an exact tie) — yet matching it makes FTS5 score nearly every row. Counting a
+        term's rows walks its doclist without scoring (2 ms for 57,000 rows at a million drawers, where scoring them
+        takes 75). The palace size is bounded above by the highest `seq`, which only drops fewer terms."""
         with self._read() as tx:
             found = tx.one("SELECT max(seq) AS n FROM drawer")
             total = int(found["n"] or 0) if found is not None else 0
-            kept = []
+            rows = []
             for term in query.terms:
                 row = tx.one("SELECT count(*) AS n FROM drawer_fts WHERE drawer_fts MATCH ?", (quote_term(term),))
-                rows = int(row["n"]) if row is not None else 0
-                if (total - rows + 0.5) / (rows + 0.5) > 1.0:  # FTS5's IDF is positive: the term ranks
-                    kept.append(term)
-        return LexicalQuery(tuple(kept), require_all=False) if kept else query
+                rows.append(int(row["n"]) if row is not None else 0)
+        ranking = [i for i, n in enumerate(rows) if (total - n + 0.5) / (n + 0.5) > 1.0]  # FTS5's IDF is positive
+        kept = ranking or list(range(len(query.terms)))
+        budget = LexicalQuery(tuple(query.terms[i] for i in kept), require_all=False, max_rows=query.max_rows)
+        taken = budget.within_budget([rows[i] for i in kept])
+        bounded = query.max_rows is not None and sum(rows) > query.max_rows
+        return LexicalQuery(tuple(budget.terms[i] for i in taken), require_all=False), bounded
 
     # --- archives --------------------------------------------------------------------------------
 
