@@ -94,7 +94,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec(
         "search.fill_rows",
         int,
-        25_000,
+        10_000,
         "hybrid: most drawers the lexical leg's any-term fill may score; above, its rarest terms only (0: no bound)",
         minimum=0,
     ),
