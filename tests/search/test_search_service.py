@@ -283,3 +283,35 @@ def test_drawers_with_some_of_the_words_fill_the_lexical_leg_below_those_with_al
         assert lexical == sorted(lexical, reverse=True) and min(lexical[:2]) > max(lexical[2:])
     finally:
         palace.stop()
+
+
+def test_the_count_of_drawers_waiting_for_vectors_is_taken_again_off_the_search_path(tmp_path: Path) -> None:
+    """Counting reads the whole palace: the first search counts, later ones use the last count while a thread takes
+    the next."""
+    store = SQLiteStore(tmp_path / "palace")
+    counted = threading.Event()
+    gate = threading.Event()
+
+    def pending() -> int:
+        if not counted.is_set():
+            counted.set()
+            return 3
+        gate.wait(CEILING)  # every later count holds until the test lets it go
+        return 5
+
+    provider = _HeldProvider()
+    provider.release.set()
+    engine = SearchEngine(store, provider, SemanticIndex(store, "held"), pending=pending, pending_ttl=0)
+    try:
+        query = build_query(SearchRequest(query="anything at all"))
+        assert "3 drawer(s) are still waiting" in engine.search(query).warnings[0], "the first search counts"
+        assert "3 drawer(s)" in engine.search(query).warnings[0], "the next count is held: the last one stands"
+        gate.set()
+        deadline = time.monotonic() + CEILING
+        while "5 drawer(s)" not in engine.search(query).warnings[0]:
+            assert time.monotonic() < deadline, "the count taken in the background never arrived"
+            time.sleep(0.01)
+    finally:
+        gate.set()
+        engine.close()
+        store.close()

@@ -64,7 +64,7 @@ MIN_LEG = 20
 PASSAGE_DEPTH = 2  # lexical candidates fetched per one kept, to be ranked again by their best passages
 FILL_SHARE = 0.999  # an any-term drawer scores at most this share of the worst drawer holding every term
 DEFAULT_WEIGHTS = FusionWeights()
-PENDING_TTL = 2.0
+PENDING_TTL = 2.0  # seconds a count of the drawers waiting for vectors is used before it is taken again
 # The most drawers the hybrid leg's any-term fill may score: above it, the fill matches on the query's rarest terms
 # only (`LexicalQuery.max_rows`), and the drawers holding only commoner ones are left to the semantic leg. FTS5 scores
 # ~0.8 drawers per microsecond: ~12 ms, about what the semantic leg beside it costs (query embedding, graph, rescoring),
@@ -88,6 +88,7 @@ class SearchEngine:
         parallel: int = 0,
         passages: tuple[int, int] = (PASSAGE_WINDOW_CHARS, PASSAGE_OVERLAP_CHARS),
         fill_rows: int = FILL_ROWS,
+        pending_ttl: float = PENDING_TTL,
     ) -> None:
         self._store = store
         # At most `parallel` searches compute at once (0: one per CPU core); the others wait their turn. Sixteen
@@ -101,13 +102,19 @@ class SearchEngine:
         self._index = index
         self._weights = weights
         self._pending = pending or (lambda: 0)
-        self._pending_seen: tuple[float, int] = (-PENDING_TTL, 0)
+        self._pending_seen: tuple[float, int] | None = None
+        self._pending_ttl = pending_ttl
+        self._pending_lock = threading.Lock()
+        self._counting: Future[None] | None = None
+        self._counter = ThreadPoolExecutor(1, thread_name_prefix="pending-count")
         self._passages = passages
         self._fill_rows = fill_rows or None
         self.policy = policy
 
     def close(self) -> None:
-        """Let the threads of the lexical leg and of the model's runs go (before the store closes)."""
+        """Let the threads of the lexical leg, of the pending count and of the model's runs go (before the store
+        closes)."""
+        self._counter.shutdown(wait=True)
         self._legs.shutdown(wait=True)
         close = getattr(self._provider, "close", None)
         if close is not None:
@@ -255,14 +262,23 @@ class SearchEngine:
         return ("hybrid" if query.ranking == "auto" else query.ranking), vector
 
     def _pending_count(self) -> int:
-        """Drawers still waiting for vectors, counted at most once per PENDING_TTL: it only feeds a warning, and
-        counting a large palace on every query would cost more than the search."""
-        checked, count = self._pending_seen
-        now = time.monotonic()
-        if now - checked >= PENDING_TTL:
+        """Drawers still waiting for vectors. The count only feeds a warning, and taking it reads the whole palace
+        (80 ms at a million drawers): the first search counts, and after that a count older than `pending_ttl` is
+        taken again on a thread of its own while searches go on with the last one."""
+        seen = self._pending_seen
+        if seen is None:
             count = self._pending()
-            self._pending_seen = (now, count)
+            self._pending_seen = (time.monotonic(), count)
+            return count
+        checked, count = seen
+        if time.monotonic() - checked >= self._pending_ttl:
+            with self._pending_lock:
+                if self._counting is None or self._counting.done():
+                    self._counting = self._counter.submit(self._recount)
         return count
+
+    def _recount(self) -> None:
+        self._pending_seen = (time.monotonic(), self._pending())
 
     def lexical_leg(self, query: SearchQuery, limit: int, fill_rows: int | None = None) -> list[ScoredDrawer]:
         """BM25 candidates: the drawers holding every term first; when they are fewer than `limit` and the query has
