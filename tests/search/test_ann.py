@@ -312,3 +312,42 @@ def test_forgetting_a_large_share_starts_the_index_afresh(store: SQLiteStore, tm
         pass
     index.save()
     assert path.exists() and len(index._ann or []) == 250
+
+
+def test_a_search_does_not_wait_for_a_whole_batch_of_insertions() -> None:
+    """usearch keeps the interpreter while it inserts: rows go in a few at a time, so a search (and every other thread
+    of the daemon) runs between them instead of waiting for the whole batch."""
+    import threading
+
+    from memcastle.search.ann import ADD_CHUNK, AnnIndex, AnnShape
+
+    rng = np.random.default_rng(5)
+    rows = 40 * 1024
+    vectors = rng.standard_normal((rows, 16)).astype(np.float32)
+    index = AnnIndex(AnnShape.default("m", 16))
+    adding = threading.Thread(target=index.add, args=(np.arange(1, rows + 1, dtype=np.int64), vectors))
+    adding.start()
+    try:
+        wait_until(lambda: index.covered >= ADD_CHUNK, what="the first rows inserted")
+        keys, _ = index.search(vectors[0], 5)
+        assert adding.is_alive(), "the search waited for every row of the batch"
+        assert 1 in keys.tolist()
+    finally:
+        adding.join()
+    assert len(index) == rows and index.covered == rows
+
+
+def test_a_saved_graph_is_written_again_once_it_has_grown_by_a_tenth() -> None:
+    """Writing holds the interpreter (seconds at a million rows): after the first write, the next waits for growth."""
+    from memcastle.search.ann import AnnIndex, AnnShape
+
+    index = AnnIndex(AnnShape.default("m", 4))
+    assert not SemanticIndex._save_due(index), "nothing to write"
+    index.add(np.arange(1, 101, dtype=np.int64), np.random.default_rng(1).standard_normal((100, 4)).astype(np.float32))
+    assert SemanticIndex._save_due(index), "never written"
+    index.saved_size = 95
+    assert not SemanticIndex._save_due(index)
+    index.saved_size = 90
+    assert SemanticIndex._save_due(index), "a tenth more than was written"
+    index.saved_size = -1
+    assert SemanticIndex._save_due(index), "a forget left rows in the file"

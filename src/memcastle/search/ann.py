@@ -9,8 +9,12 @@ It is a cache: the store holds every vector, so a missing, damaged or stale file
 stale when it was built for another model, dimension or graph shape, when it knows a row the store does not have, or
 when a sample of its vectors no longer matches the store's rows of the same ids (a palace restored from a backup).
 
-One lock covers every call into the graph: usearch's graph is not safe for a search beside an insertion from other
-threads, and a search takes well under a millisecond.
+A lock keeps searches and changes of the graph apart (usearch's graph is not safe for a search beside an insertion
+from another thread). A change holds it briefly: rows go in `ADD_CHUNK` at a time, so a search waits for one chunk
+(~50 ms at a million rows), not for a whole batch (~2 s) — usearch keeps the interpreter while it inserts, so the
+chunks are also what lets every other thread of the daemon run. A save only reads the graph and takes a second lock
+that keeps changes out; it too keeps the interpreter (2.6–5.4 s at a million rows), which is why the semantic index
+spaces its saves by growth (`SemanticIndex._save_due`).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import json
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -36,6 +41,7 @@ STORAGE = "i8"
 FORMAT = 2
 VERIFY_SAMPLE = 8  # stored vectors compared with the file's on open
 FILL_KEYS = 2**62  # throwaway keys that overwrite the slots of forgotten rows (row ids stay far below)
+ADD_CHUNK = 16  # rows inserted per hold of the search lock
 
 
 @dataclass(frozen=True)
@@ -62,7 +68,8 @@ class AnnIndex:
         from usearch.index import Index
 
         self.shape = shape
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # searches, and each change of the graph
+        self._changing = threading.Lock()  # changes and saves, one at a time
         self._graph = Index(
             ndim=shape.dimension,
             metric="cos",
@@ -81,9 +88,14 @@ class AnnIndex:
         """Rows after `covered`, in id order."""
         if len(keys) == 0:
             return
-        with self._lock:
-            self._graph.add(keys.astype(np.uint64), vectors, threads=1)
-            self.covered = int(keys[-1])
+        ids = keys.astype(np.uint64)
+        with self._changing:
+            for start in range(0, len(ids), ADD_CHUNK):
+                stop = min(start + ADD_CHUNK, len(ids))
+                with self._lock:
+                    self._graph.add(ids[start:stop], vectors[start:stop], threads=1)
+                    self.covered = int(keys[stop - 1])
+                time.sleep(0)  # a search waiting for the lock takes it now
 
     def search(
         self, vector: npt.NDArray[np.float32], count: int
@@ -103,7 +115,7 @@ class AnnIndex:
         usearch only marks a removed slot free: its vector stays in memory, and in a saved file, until the slot is
         reused. So every free slot is filled with one constant vector under a throwaway key, which is removed again:
         no forgotten vector survives in the graph or in the file saved next."""
-        with self._lock:
+        with self._changing, self._lock:
             held = np.array([k for k in keys.astype(np.uint64) if self._graph.contains(k)], dtype=np.uint64)
             if len(held) == 0:
                 return 0
@@ -128,7 +140,7 @@ class AnnIndex:
         """Write the graph and its description beside it, each through a temporary file: a crash mid-save leaves the
         previous pair or none, never a torn one that passes for whole."""
         path.parent.mkdir(parents=True, exist_ok=True)
-        with self._lock:
+        with self._changing:  # saving only reads the graph: no search lock
             graph_tmp = path.with_suffix(".usearch.tmp")
             self._graph.save(str(graph_tmp))
             meta = {**asdict(self.shape), "covered": self.covered, "size": len(self._graph)}

@@ -34,6 +34,7 @@ ANN_MIN_ROWS = 20_000  # below this many vectors an exact scan takes a few milli
 ANN_MAX_K = 4096  # passages asked of the graph before falling back to the exact scan
 ANN_ADD_BATCH = 1024
 ANN_SAVE_SECONDS = 60.0
+ANN_SAVE_GROWTH = 0.1  # a saved graph is written again once it holds a tenth more rows (see `_save_due`)
 LOAD_CHUNK = 8192  # rows per load query: a palace's vectors come in without holding them all twice
 NARROW_ROWS = 4096  # a scope with fewer rows is scanned exactly (its vectors read back from the store) (ADR 0015)
 _GRAPH_BLOCK = 16_384  # rows read back from the store at a time by an exact scan
@@ -452,9 +453,19 @@ class SemanticIndex:
         releasable = stop - snapshot.base
         if len(ann) >= self.ann_min_rows and (releasable >= budget or (caught_up and releasable > 0)):
             self._release(ann.covered)
-        if caught_up and len(ann) != ann.saved_size and time.monotonic() - self._ann_saved_at >= ANN_SAVE_SECONDS:
+        if caught_up and self._save_due(ann) and time.monotonic() - self._ann_saved_at >= ANN_SAVE_SECONDS:
             self.save()
         return added
+
+    @staticmethod
+    def _save_due(ann: AnnIndex) -> bool:
+        """Whether the graph the maintainer caught up with is worth writing now: never written, or grown by
+        `ANN_SAVE_GROWTH` since. Writing holds the interpreter (usearch does not release it: 2.6–5.4 s at a million
+        vectors, the whole daemon waiting), so the writes are spaced by how much a crash would cost to rebuild; a stop
+        always writes, and a forget at once."""
+        if ann.saved_size <= 0:
+            return len(ann) > 0
+        return len(ann) - ann.saved_size >= ann.saved_size * ANN_SAVE_GROWTH
 
     def save(self) -> None:
         """Write the graph beside the palace (nothing to write: no graph, or no path)."""
