@@ -293,6 +293,7 @@ class Measured:
     busy_count: int
     busy_errors: int
     page: list[float] = field(default_factory=list)  # the web page's search, whole page, per query
+    restart_seconds: float | None = None  # a daemon started again on the graph the first one built: until served
 
 
 def measure_daemon(
@@ -307,11 +308,24 @@ def measure_daemon(
     """Start a daemon on the palace, time the queries one client at a time, then 16 clients idle and during a mine.
     `while_idle` runs after the timed queries, with the daemon warm and idle."""
     proc, address = start_daemon(palace_dir, home, store_url)
+    restart_seconds: float | None = None
     try:
         with httpx.Client(base_url=address, timeout=60, trust_env=False) as client:
             started = time.monotonic()
             index = wait_for_graph(client)
             graph_seconds = time.monotonic() - started
+        if index.get("search") == "graph":
+            # Searches are timed as a user has them after the first build: on a daemon started again, which reads
+            # the graph the first one wrote at its stop. The minutes right after a build (a million rows' float32
+            # copies released, the graph written) are slower, and the build itself is reported as graph_seconds.
+            proc.terminate()
+            proc.wait(timeout=600)
+            proc, address = start_daemon(palace_dir, home, store_url)
+            with httpx.Client(base_url=address, timeout=60, trust_env=False) as client:
+                started = time.monotonic()
+                index = wait_for_graph(client)
+                restart_seconds = time.monotonic() - started
+        with httpx.Client(base_url=address, timeout=60, trust_env=False) as client:
             for ranking in RANKINGS:
                 time_http(client, texts[:20], ranking)  # warm: index load, page cache, model
             times = {ranking: time_http(client, texts, ranking) for ranking in RANKINGS}
@@ -343,6 +357,7 @@ def measure_daemon(
         busy_count,
         busy_errors,
         page,
+        restart_seconds,
     )
 
 
@@ -488,7 +503,13 @@ def main() -> None:
         *rows,
         "",
         f"Semantic leg: {describe_index(sqlite.index)}; the daemon was ready for that {sqlite.graph_seconds:.0f} s "
-        "after start (the graph is built by a background thread, saved beside the palace, reused at the next start).",
+        "after start (the graph is built by a background thread, saved beside the palace, reused at the next start)"
+        + (
+            f". Searches are timed on a daemon started again on that graph, ready {sqlite.restart_seconds:.0f} s "
+            "after its start."
+            if sqlite.restart_seconds is not None
+            else "."
+        ),
         "",
         f"The web page's search (`GET /?q=…`, auto ranking, the whole page rendered): p50 "
         f"**{median(sqlite.page):.1f} ms**, p95 {percentile(sqlite.page, 95):.1f} ms (target: under 100 ms), against "
