@@ -3,7 +3,8 @@
 Builds a palace of N drawers (default 100 000) by mining generated notes through the real pipeline, fills the
 embeddings (the builtin model by default; `--vectors synthetic` stores seeded random unit vectors instead, which
 costs the search exactly the same and saves the embedding time — the report says which was used), then starts a
-real `memcastle serve` process and measures:
+real `memcastle serve` process, waits until its semantic graph holds every vector (reported: the cold build), starts
+it again on the graph it wrote (the steady state a user has after the first build) and measures:
 
 - p50/p95 of lexical, semantic and hybrid search over HTTP, one client;
 - the same queries as a bare SQLite FTS5 MATCH + a bare numpy matrix-vector scan over the same data (the ratio is
