@@ -117,13 +117,15 @@ def synthetic_vectors(palace_dir: Path, dimension: int = 384, seed: int = 3) -> 
     try:
         rng = np.random.default_rng(seed)
         model = model_key(BuiltinProvider())
+        after = 0  # walk forward by seq: each batch costs what it reads, not what the palace already holds
         while True:
-            drawers = palace.store.drawers_missing_embeddings(model, 2000)
-            if not drawers:
+            batch = palace.store.next_to_embed(model, 2000, after=after)
+            if not batch:
                 break
-            vectors = rng.standard_normal((len(drawers), dimension)).astype(np.float32)
+            after = batch[-1][0]
+            vectors = rng.standard_normal((len(batch), dimension)).astype(np.float32)
             vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-            palace.store.put_embeddings(model, [(d.id, vectors[i : i + 1]) for i, d in enumerate(drawers)])
+            palace.store.put_embeddings(model, [(d.id, vectors[i : i + 1]) for i, (_, d) in enumerate(batch)])
     finally:
         palace.stop()
 
