@@ -18,8 +18,12 @@ SQLite palace is copied there with `memcastle.store.copy` (the code behind `memc
 the same vectors, the same ids), then a second daemon serving it takes the same queries and the same load, and the
 report sets each PostgreSQL figure beside SQLite's from the same run (a ratio). The daemons run one after the other.
 
+`--keep DIR` keeps a copy of the built palace (before any daemon ran) and `--reuse DIR` measures a copy of it instead
+of building one; `--reuse-graph` also copies the graph a daemon saved in that palace's `vectors/`, so no cold build
+runs (a million rows take one core ~50 minutes) and the daemon that reads it is the one timed.
+
     python -m bench.search [--drawers 100000] [--queries 200] [--vectors builtin|synthetic] [--store URL|pgserver]
-                           [--write]
+                           [--keep DIR | --reuse DIR [--reuse-graph]] [--write]
 """
 
 from __future__ import annotations
