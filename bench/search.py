@@ -253,6 +253,11 @@ def wait_for_graph(client: httpx.Client, timeout: float = 7200) -> dict[str, Any
     deadline = time.monotonic() + timeout
     while True:
         index = client.get("/api/status").json()["embeddings"].get("index") or {}
+        if index.get("loading"):  # the stored vectors are still being read after the start
+            if time.monotonic() > deadline:
+                return index
+            time.sleep(1.0)
+            continue
         built = index.get("search") in ("graph", "pgvector") and index["in_graph"] >= index["vectors"]
         if built or (index and index["vectors"] < index["graph_from"]) or time.monotonic() > deadline:
             return index

@@ -69,10 +69,11 @@ class Palace:
     stopped: bool = field(default=False)
 
     def start(self) -> None:
-        """Recover jobs a crashed daemon left running, then start the workers."""
+        """Recover jobs a crashed daemon left running, then start the workers. Returns without loading the vectors:
+        the semantic index's background thread does (most of a minute at a million), while the daemon serves."""
         for job in self.pool.recover():
             log.warning("job %s (%s) was interrupted; now %s", job.id, job.kind, job.status.value)
-        if self.services.status.embedding_status()["pending"]:
+        if self.services.status.embeddings_pending():
             self.services.jobs.request_embedding()
         if self.services.status.extraction_status()["pending"]:
             self.services.jobs.request_extraction()

@@ -210,11 +210,12 @@ def test_the_maintainer_builds_in_the_background_and_saves_on_stop(store: SQLite
 def test_describe_says_how_searches_by_meaning_run(store: SQLiteStore, tmp_path: Path) -> None:
     fill(store, 300)
     index = SemanticIndex(store, "m", ann_path=tmp_path / "m.usearch", ann_min_rows=200)
+    assert index.describe()["loading"], "nothing read yet"
     index.refresh()
-    assert index.describe() == {"search": "exact", "vectors": 300, "in_graph": 0, "graph_from": 200}
+    assert index.describe() == {"search": "exact", "vectors": 300, "in_graph": 0, "graph_from": 200, "loading": False}
     while index.maintain():
         pass
-    assert index.describe() == {"search": "graph", "vectors": 300, "in_graph": 300, "graph_from": 200}
+    assert index.describe() == {"search": "graph", "vectors": 300, "in_graph": 300, "graph_from": 200, "loading": False}
 
 
 def test_the_daemon_status_shows_the_graph_once_built(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ import pytest
 from clocks import DistinctClock
 
 from memcastle.app import Palace, build
-from memcastle.cli.render import backlog_text
+from memcastle.cli.render import backlog_text, index_text
 from memcastle.clock import eta_text
 from memcastle.config import load_settings
 from memcastle.search.backfill import Backlog, EmbeddingBackfill, model_key
@@ -112,6 +112,14 @@ def test_the_terminal_line_reads_naturally() -> None:
     assert line == " · 1,200 passages done, ~3,400 to go at 41/s, ETA 83 s"
     assert backlog_text({"passages_pending": 0}) == ""
     assert (eta_text(None), eta_text(300), eta_text(7500)) == ("", "ETA 5 min", "ETA 2 h 5 min")
+
+
+def test_the_vectors_line_says_when_they_are_still_being_read_after_a_start() -> None:
+    base = {"search": "exact", "vectors": 188_416, "in_graph": 0, "graph_from": 20_000}
+    assert index_text({**base, "loading": True}) == (
+        "188,416 in memory so far · loading the stored vectors (searches by meaning wait for it)"
+    )
+    assert index_text({**base, "loading": False}) == "188,416 in memory · exact scan (a graph from 20,000)"
 
 
 def test_every_drawers_first_passage_is_embedded_before_any_drawers_others(unstarted: Palace) -> None:

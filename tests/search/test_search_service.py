@@ -185,7 +185,7 @@ def test_a_model_change_re_embeds_in_the_background_and_drops_old_vectors(tmp_pa
             "passages_pending": 0,
             "passages_per_second": None,
             "eta_seconds": 0,
-            "index": {"search": "exact", "vectors": 1, "in_graph": 0, "graph_from": 20_000},
+            "index": {"search": "exact", "vectors": 1, "in_graph": 0, "graph_from": 20_000, "loading": False},
         }
         result = palace.services.search.search(SearchRequest(query="first model vectors", ranking="semantic"))
         assert ids(result) == [drawer.id]
@@ -315,3 +315,45 @@ def test_the_count_of_drawers_waiting_for_vectors_is_taken_again_off_the_search_
         gate.set()
         engine.close()
         store.close()
+
+
+def test_a_palace_starts_and_tells_its_status_while_its_vectors_are_still_loading(tmp_path: Path) -> None:
+    """Reading every stored vector takes most of a minute at a million: start and status do not wait for it (the
+    index's background thread loads them), and status says the load is under way."""
+    first = make_palace(tmp_path / "palace")
+    note, _ = first.services.drawers.save_note("The automobile needs new tyres before winter")
+    settle(first)
+    first.stop()
+    palace = build(
+        load_settings(
+            flags={
+                "palace": str(tmp_path / "palace"),
+                "embeddings.provider": "command",
+                "embeddings.model": "bow",
+                "embeddings.command": [sys.executable, EMBEDDER],
+            },
+            env={},
+        ),
+        now=DistinctClock(),
+    )
+    assert palace.maintainer is not None
+    loader = palace.maintainer._index._loader
+    pool = ThreadPoolExecutor(1)
+    loader.acquire()  # a load under way, until the test ends it
+    try:
+        pool.submit(palace.start).result(timeout=CEILING)
+        status = pool.submit(palace.services.status.embedding_status).result(timeout=CEILING)
+    finally:
+        loader.release()
+        pool.shutdown(wait=True)
+    try:
+        assert status["index"]["loading"] and status["index"]["vectors"] == 0
+        deadline = time.monotonic() + CEILING
+        while palace.services.status.embedding_status()["index"]["loading"]:
+            assert time.monotonic() < deadline, "the background load never finished"
+            time.sleep(0.01)
+        assert palace.services.status.embedding_status()["index"]["vectors"] >= 1
+        result = palace.services.search.search(SearchRequest(query="car tyres", ranking="semantic"))
+        assert ids(result) == [note.id]
+    finally:
+        palace.stop()

@@ -410,7 +410,8 @@ def test_the_pgvector_leg_answers_as_the_exact_scan_with_every_filter(store_pg: 
             total += len(want)
     assert agree / total >= 0.95
     assert stored.waiting_among(ids[:30]) == waiting & set(ids[:30])
-    assert stored.describe() == {"search": "pgvector", "vectors": 840, "in_graph": 840, "graph_from": 0}
+    described = {"search": "pgvector", "vectors": 840, "in_graph": 840, "graph_from": 0, "loading": False}
+    assert stored.describe() == described
     opposite = -vectors[0]
     assert all(c.signal >= SEMANTIC_FLOOR for c in stored.candidates(opposite, 50, Scope(), None, True))
 

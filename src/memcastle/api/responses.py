@@ -234,6 +234,10 @@ class VectorIndexOut(BaseModel):
     vectors: int = Field(description="passage vectors (in memory, or in PostgreSQL for pgvector)")
     in_graph: int = Field(description="of them, in the graph (the others are scanned exactly beside it)")
     graph_from: int = Field(description="search.ann_min_rows: vectors from which the graph is built")
+    loading: bool = Field(
+        description="the stored vectors are still being read into memory after the start (`vectors` so far); "
+        "searches by meaning wait for it"
+    )
 
 
 class EmbeddingStatusOut(BaseModel):

@@ -38,7 +38,7 @@ class SemanticLeg(Protocol):
 
     dimension: int | None
 
-    def refresh(self) -> None: ...
+    def refresh(self, *, wait: bool = True) -> None: ...
     def describe(self) -> dict[str, Any]: ...
     def has_vector(self, drawer_id: str) -> bool: ...
     def waiting_among(self, drawer_ids: Sequence[str]) -> set[str]: ...
@@ -130,10 +130,12 @@ class SearchEngine:
 
     @property
     def dimension(self) -> int | None:
-        """The stored vectors' dimension (None until the first vector is stored)."""
+        """The stored vectors' dimension (None until the first vector is loaded). Never waits for a load under way:
+        the first one at a daemon's start reads every vector (most of a minute at a million), and status is asked
+        meanwhile."""
         if self._index is None:
             return None
-        self._index.refresh()
+        self._index.refresh(wait=False)
         return self._index.dimension
 
     def index_status(self) -> dict[str, Any] | None:

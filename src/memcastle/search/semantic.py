@@ -85,6 +85,7 @@ class SemanticIndex:
         self._counts: list[dict[int, int]] = [{}, {}, {}, {}]  # rows per place code, to tell a narrow scope
         self.dimension: int | None = None  # read from the stored vectors, never assumed
         self._loader = threading.Lock()
+        self._loaded = False  # the first refresh has read every stored vector
         self._snapshot = _Snapshot()
         # Per row: codes of the drawer's wing, room, source kind and connector (fixed for a drawer's life), so a
         # scope narrows the scan with a numpy mask instead of a round trip per candidate.
@@ -101,7 +102,8 @@ class SemanticIndex:
 
     def describe(self) -> dict[str, Any]:
         """How searches by meaning run now: `graph` once the HNSW graph is built (with how many of the vectors it
-        holds; the rest are scanned exactly beside it), else `exact`."""
+        holds; the rest are scanned exactly beside it), else `exact`; `loading` until the stored vectors have been
+        read once (a search by meaning waits for that)."""
         ann, rows = self._ann, self._snapshot.count
         graph = ann is not None and len(ann) >= self.ann_min_rows
         return {
@@ -109,6 +111,7 @@ class SemanticIndex:
             "vectors": rows,
             "in_graph": len(ann) if ann is not None else 0,
             "graph_from": self.ann_min_rows,
+            "loading": not self._loaded,
         }
 
     def has_vector(self, drawer_id: str) -> bool:
@@ -140,15 +143,21 @@ class SemanticIndex:
                 nearest[drawer_id] = 0
         return nearest
 
-    def refresh(self) -> None:
-        """Load vectors stored since the last refresh (nothing new: one index probe)."""
-        with self._loader:
+    def refresh(self, *, wait: bool = True) -> None:
+        """Load vectors stored since the last refresh (nothing new: one index probe). With `wait=False` a load under
+        way in another thread is not waited for: the caller reads what it has published so far."""
+        if not self._loader.acquire(blocking=wait):
+            return
+        try:
             while True:
                 chunk = self._store.load_embeddings(self.model, self._last_row, self.dimension or 0, limit=LOAD_CHUNK)
                 if chunk.ids:
                     self._append(chunk)
                 if len(chunk.ids) < LOAD_CHUNK:
+                    self._loaded = True
                     return
+        finally:
+            self._loader.release()
 
     def _append(self, chunk: VectorChunk) -> None:
         ids, matrix = chunk.ids, chunk.matrix

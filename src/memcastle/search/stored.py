@@ -31,14 +31,14 @@ class StoredVectorIndex:
         self.model = model
         self.dimension: int | None = None
 
-    def refresh(self) -> None:
-        """Read the vectors' dimension once there are any (nothing else is held)."""
+    def refresh(self, *, wait: bool = True) -> None:
+        """Read the vectors' dimension once there are any (nothing else is held; a read never waits on another)."""
         if self.dimension is None:
             self.dimension = self._store.vector_count(self.model)[1]
 
     def describe(self) -> dict[str, Any]:
         count, _ = self._store.vector_count(self.model)
-        return {"search": "pgvector", "vectors": count, "in_graph": count, "graph_from": 0}
+        return {"search": "pgvector", "vectors": count, "in_graph": count, "graph_from": 0, "loading": False}
 
     def has_vector(self, drawer_id: str) -> bool:
         return bool(self._store.embedded_among(self.model, [drawer_id]))

@@ -49,6 +49,11 @@ class StatusService:
             "warnings": self._warnings(),
         }
 
+    def embeddings_pending(self) -> int:
+        """How many drawers wait for vectors, without touching the semantic index (which may be loading)."""
+        provider = self._embeddings
+        return self._store.count_missing_embeddings(model_key(provider)) if provider.is_enabled else 0
+
     def embedding_status(self) -> dict[str, Any]:
         provider = self._embeddings
         if not provider.is_enabled:
