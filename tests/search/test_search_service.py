@@ -317,9 +317,10 @@ def test_the_count_of_drawers_waiting_for_vectors_is_taken_again_off_the_search_
         store.close()
 
 
-def test_a_palace_starts_and_tells_its_status_while_its_vectors_are_still_loading(tmp_path: Path) -> None:
-    """Reading every stored vector takes most of a minute at a million: start and status do not wait for it (the
-    index's background thread loads them), and status says the load is under way."""
+def test_a_palace_starts_tells_its_status_and_searches_while_its_vectors_are_still_loading(tmp_path: Path) -> None:
+    """Reading every stored vector takes most of a minute at a million: start, status and searches do not wait for
+    it (the index's background thread loads them); status says the load is under way, and a search by meaning says
+    it searched only the vectors read so far."""
     first = make_palace(tmp_path / "palace")
     note, _ = first.services.drawers.save_note("The automobile needs new tyres before winter")
     settle(first)
@@ -343,17 +344,24 @@ def test_a_palace_starts_and_tells_its_status_while_its_vectors_are_still_loadin
     try:
         pool.submit(palace.start).result(timeout=CEILING)
         status = pool.submit(palace.services.status.embedding_status).result(timeout=CEILING)
+        hybrid = pool.submit(palace.services.search.search, SearchRequest(query="car tyres")).result(timeout=CEILING)
+        meaning = pool.submit(
+            palace.services.search.search, SearchRequest(query="car tyres", ranking="semantic")
+        ).result(timeout=CEILING)
     finally:
         loader.release()
         pool.shutdown(wait=True)
     try:
         assert status["index"]["loading"] and status["index"]["vectors"] == 0
+        loading = "the stored vectors are still being read after the start (0 so far)"
+        assert ids(hybrid) == [note.id] and any(loading in w for w in hybrid.warnings), "found by its words"
+        assert meaning.hits == () and any(loading in w for w in meaning.warnings)
         deadline = time.monotonic() + CEILING
         while palace.services.status.embedding_status()["index"]["loading"]:
             assert time.monotonic() < deadline, "the background load never finished"
             time.sleep(0.01)
         assert palace.services.status.embedding_status()["index"]["vectors"] >= 1
         result = palace.services.search.search(SearchRequest(query="car tyres", ranking="semantic"))
-        assert ids(result) == [note.id]
+        assert ids(result) == [note.id] and result.warnings == ()
     finally:
         palace.stop()

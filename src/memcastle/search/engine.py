@@ -39,6 +39,8 @@ class SemanticLeg(Protocol):
     dimension: int | None
 
     def refresh(self, *, wait: bool = True) -> None: ...
+    @property
+    def loading(self) -> bool: ...
     def describe(self) -> dict[str, Any]: ...
     def has_vector(self, drawer_id: str) -> bool: ...
     def waiting_among(self, drawer_ids: Sequence[str]) -> set[str]: ...
@@ -180,6 +182,11 @@ class SearchEngine:
             by_meaning = {c.drawer_id for c in semantic}
             waiting = self._index.waiting_among([c.drawer_id for c in lexical if c.drawer_id not in by_meaning])
             pooled = fuse(lexical, semantic, self._weights, waiting=waiting.__contains__)[:pool]
+        if ranking != "lexical" and self._index is not None and self._index.loading:
+            warnings.append(
+                f"the stored vectors are still being read after the start ({self._index.describe()['vectors']:,} so "
+                "far); the semantic leg searched those"
+            )
         drawers = self._store.get_drawers([r.drawer_id for r in pooled])
         pooled = [r for r in pooled if r.drawer_id in drawers]
         relevance = pool_relevance([r.base for r in pooled])

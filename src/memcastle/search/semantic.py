@@ -97,6 +97,11 @@ class SemanticIndex:
         self._totals: dict[str, int] = {}
 
     @property
+    def loading(self) -> bool:
+        """The first load of the stored vectors has not finished (see `refresh`)."""
+        return not self._loaded
+
+    @property
     def size(self) -> int:
         return self._snapshot.count
 
@@ -111,7 +116,7 @@ class SemanticIndex:
             "vectors": rows,
             "in_graph": len(ann) if ann is not None else 0,
             "graph_from": self.ann_min_rows,
-            "loading": not self._loaded,
+            "loading": self.loading,
         }
 
     def has_vector(self, drawer_id: str) -> bool:
@@ -289,8 +294,9 @@ class SemanticIndex:
         window: TimeWindow | None,
         include_historical: bool,
     ) -> list[ScoredDrawer]:
-        """The `need` best eligible drawers by cosine of their best passage; ties by id."""
-        self.refresh()
+        """The `need` best eligible drawers by cosine of their best passage; ties by id. While the first load after a
+        start is under way in another thread (most of a minute at a million vectors), the vectors read so far."""
+        self.refresh(wait=self._loaded)
         snapshot = self._snapshot
         if snapshot.count == 0 or need <= 0:
             return []

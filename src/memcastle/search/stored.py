@@ -36,6 +36,11 @@ class StoredVectorIndex:
         if self.dimension is None:
             self.dimension = self._store.vector_count(self.model)[1]
 
+    @property
+    def loading(self) -> bool:
+        """Never: the vectors stay in the store."""
+        return False
+
     def describe(self) -> dict[str, Any]:
         count, _ = self._store.vector_count(self.model)
         return {"search": "pgvector", "vectors": count, "in_graph": count, "graph_from": 0, "loading": False}
