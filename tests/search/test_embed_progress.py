@@ -117,7 +117,7 @@ def test_the_terminal_line_reads_naturally() -> None:
 def test_the_vectors_line_says_when_they_are_still_being_read_after_a_start() -> None:
     base = {"search": "exact", "vectors": 188_416, "in_graph": 0, "graph_from": 20_000}
     assert index_text({**base, "loading": True}) == (
-        "188,416 in memory so far · loading the stored vectors (searches by meaning wait for it)"
+        "188,416 in memory so far · loading the stored vectors (searches by meaning cover those read)"
     )
     assert index_text({**base, "loading": False}) == "188,416 in memory · exact scan (a graph from 20,000)"
 

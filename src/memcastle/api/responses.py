@@ -236,7 +236,7 @@ class VectorIndexOut(BaseModel):
     graph_from: int = Field(description="search.ann_min_rows: vectors from which the graph is built")
     loading: bool = Field(
         description="the stored vectors are still being read into memory after the start (`vectors` so far); "
-        "searches by meaning wait for it"
+        "searches by meaning cover those, with a warning"
     )
 
 

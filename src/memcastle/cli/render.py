@@ -225,7 +225,7 @@ def index_text(index: Mapping[str, Any]) -> str:
     if index["search"] == "pgvector":
         return f"{vectors:,} in PostgreSQL · pgvector HNSW index"
     if index.get("loading"):
-        return f"{vectors:,} in memory so far · loading the stored vectors (searches by meaning wait for it)"
+        return f"{vectors:,} in memory so far · loading the stored vectors (searches by meaning cover those read)"
     if index["search"] == "graph":
         rest = vectors - in_graph
         return f"{vectors:,} in memory · HNSW graph holds {in_graph:,}" + (
