@@ -137,6 +137,51 @@ def test_filters_apply_before_the_limit_and_narrow_scopes_scan_exactly(store: SQ
     assert [c.signal for c in got] == pytest.approx([c.signal for c in want], abs=1e-6)
 
 
+def test_eligibility_is_asked_for_the_best_first_and_ties_past_them_still_break_by_id(
+    store: SQLiteStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store is asked about the best candidates a prefix at a time, not all ~8 × `need` of them; the answer is
+    the one asking about all of them gives: drawers tied with the last one kept are asked too (ties break by id),
+    and when the best candidates are closed, the prefix widens."""
+    ids = fill(store, 600)
+    same = np.ones((1, DIM), dtype=np.float32) / np.sqrt(DIM)
+    tied = [store.add_drawer(NewDrawer(wing="big", room="r", content=f"tied {i}")).id for i in range(50)]
+    store.put_embeddings("m", [(d, same) for d in tied])
+    graph, scan = built(store, tmp_path / "g.usearch"), exact(store)
+    asked: list[int] = []
+    eligible_ids = store.eligible_ids
+
+    def counted(drawer_ids: list[str], *args: object) -> set[str]:
+        asked.append(len(drawer_ids))
+        return eligible_ids(drawer_ids, *args)  # type: ignore[arg-type]
+
+    store.eligible_ids = counted  # type: ignore[method-assign]
+    for index in (graph, scan):
+        asked.clear()
+        got = index.candidates(same[0], 5, Scope(), None, False)
+        assert [c.drawer_id for c in got] == sorted(tied)[:5], "a tie is broken by id over every tied drawer"
+        assert asked[0] == 32 and sum(asked) >= 50
+        query = clustered(1, seed=3)[0]
+        asked.clear()
+        got = index.candidates(query, 5, Scope(), None, False)
+        assert asked[0] == 32 and sum(asked) < 64, "the best are asked about first, not every candidate"
+    query = clustered(1, seed=3)[0]
+    for drawer in scan.candidates(query, 40, Scope(), None, False):
+        store.invalidate_drawer(drawer.drawer_id)  # the index cannot tell: only the store knows a drawer is closed
+    for index in (graph, scan):
+        asked.clear()
+        got = index.candidates(query, 5, Scope(), None, False)
+        assert len(got) == 5 and len(asked) >= 2, "when the first ones are closed, more are asked about"
+    store.eligible_ids = eligible_ids  # type: ignore[method-assign]
+    assert [c.drawer_id for c in got] == [c.drawer_id for c in graph.candidates(query, 5, Scope(), None, False)]
+    for query in clustered(10, seed=8):
+        for index, need in ((graph, 20), (scan, 20), (graph, 3), (scan, 3)):
+            got = index.candidates(query, need, Scope(), None, False)
+            monkeypatch.setattr(semantic, "_ELIGIBLE_FIRST", 10**6)  # every candidate asked about at once
+            assert index.candidates(query, need, Scope(), None, False) == got
+            monkeypatch.undo()
+
+
 def test_rows_the_graph_lacks_are_scanned_and_replaced_rows_never_return(store: SQLiteStore, tmp_path: Path) -> None:
     ids = fill(store, 600)
     graph = built(store, tmp_path / "g.usearch")

@@ -534,6 +534,16 @@ def test_eligibility_applies_scope_and_time(store: Store) -> None:
     assert store.all_eligible_ids(Scope(wing="w"), None, True) == {old.id, new.id}
 
 
+def test_long_contents_reads_the_text_of_the_long_drawers_only(store: Store) -> None:
+    short = store.add_drawer(note("short"))
+    long = store.add_drawer(note("é" * 40))  # characters, not bytes: 40 characters, 80 bytes in UTF-8
+    longer = store.add_drawer(note("a" * 100))
+    everything = [short.id, long.id, longer.id, "unknown"]
+    assert store.long_contents(everything, 39) == {long.id: "é" * 40, longer.id: "a" * 100}
+    assert store.long_contents(everything, 40) == {longer.id: "a" * 100}
+    assert store.long_contents([], 0) == {}
+
+
 def test_provenance_source_and_tags_round_trip(store: Store) -> None:
     drawer = store.add_drawer(
         NewDrawer(

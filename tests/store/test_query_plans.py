@@ -224,6 +224,7 @@ def test_every_query_on_the_search_path_walks_an_index(filled: tuple[Store, list
             ids[:64], Scope(wing="w", room="r1"), window, False
         ),
         "hydrate the hits": lambda: store.get_drawers(ids[:20]),
+        "lexical: the text of long candidates": lambda: store.long_contents(ids[:40], 10),
         "expansion: entities of the hits": lambda: store.entities_of_drawers(ids[:10]),
         "expansion: facts of the entities": lambda: store.assertions_touching(["e-1", "e-2"]),
         "expansion: their links": lambda: store.links_of(["f-1", "f-2"]),

@@ -1,4 +1,7 @@
-"""The HTTP side of memory modes: the client's mode from `X-MemCastle-Mode`, as route dependencies."""
+"""The HTTP side of memory modes: the client's mode from `X-MemCastle-Mode`, as route dependencies.
+
+The dependencies are coroutines: they only read a header, and FastAPI runs a plain function dependency on a worker
+thread — a hop to a thread and back on every request."""
 
 from __future__ import annotations
 
@@ -16,17 +19,17 @@ def check_access(request: Request, access: Access) -> None:
     enforce_mode(client_mode(request), access)
 
 
-def reads(request: Request) -> None:
+async def reads(request: Request) -> None:
     check_access(request, "read")
 
 
-def writes(request: Request) -> None:
+async def writes(request: Request) -> None:
     check_access(request, "write")
 
 
-def opens(request: Request) -> None:
+async def opens(request: Request) -> None:
     check_access(request, "open")
 
 
-def controls(request: Request) -> None:
+async def controls(request: Request) -> None:
     check_access(request, "control")

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
 from sse_starlette import EventSourceResponse, ServerSentEvent
+from starlette.concurrency import run_in_threadpool
 
 from memcastle.api.access import controls, opens, reads, writes
 from memcastle.api.openapi import DeclaredRoute
@@ -220,14 +221,18 @@ def list_rooms(wing: str, request: Request) -> dict[str, Any]:
     }
 
 
+# The two search routes are coroutines that run the search on a worker thread themselves: for a plain function
+# route, FastAPI also validates the response on a worker thread, a second hop for the requests that matter most.
 @router.post("/search", response_model=SearchOut, tags=["search"], dependencies=[Depends(reads)])
-def search(body: SearchBody, request: Request) -> dict[str, Any]:
-    return services(request).search.search(_search_request(body)).to_json()
+async def search(body: SearchBody, request: Request) -> dict[str, Any]:
+    query = _search_request(body)
+    return await run_in_threadpool(lambda: services(request).search.search(query).to_json())
 
 
 @router.post("/recall", response_model=SearchOut, tags=["search"], dependencies=[Depends(reads)])
-def recall(body: SearchBody, request: Request) -> dict[str, Any]:
-    return services(request).search.recall(_search_request(body)).to_json()
+async def recall(body: SearchBody, request: Request) -> dict[str, Any]:
+    query = _search_request(body)
+    return await run_in_threadpool(lambda: services(request).search.recall(query).to_json())
 
 
 @router.post("/embed", status_code=202, response_model=SweepOut, tags=["search"], dependencies=[Depends(writes)])

@@ -328,8 +328,7 @@ class SearchEngine:
         matcher = TermMatcher(text)
         if not matcher or not (found or some):
             return found, some
-        drawers = self._store.get_drawers([c.drawer_id for c in (*found, *some)])
-        long = {i: d.content for i, d in drawers.items() if len(d.content) > self._passages[0]}
+        long = self._store.long_contents([c.drawer_id for c in (*found, *some)], self._passages[0])
         if not long:
             return found, some
         stats = self._store.term_statistics(matcher.words)

@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 
 _FIRST_ROUND = 8
 _WIDEN = 16
+_ELIGIBLE_FIRST = 32  # candidates whose eligibility is asked of the store first (see `_eligible_best`)
 ANN_MIN_ROWS = 20_000  # below this many vectors an exact scan takes a few milliseconds: no graph (ADR 0015)
 ANN_MAX_K = 4096  # passages asked of the graph before falling back to the exact scan
 ANN_ADD_BATCH = 1024
@@ -345,8 +346,7 @@ class SemanticIndex:
             rows = np.concatenate([rows[keep], tail_rows[tail]])
             scores = np.concatenate([exact[keep], tail_scores[tail]])
             best = _best_of(rows, scores, snapshot.ids)
-            eligible = self._store.eligible_ids(list(best), scope, window, include_historical)
-            found = [(drawer_id, score) for drawer_id, score in best.items() if drawer_id in eligible]
+            found = self._eligible_best(best, need, scope, window, include_historical)
             if len(found) >= need or take >= len(ann):
                 return ranked(found, need)
             if take >= ANN_MAX_K:
@@ -377,14 +377,42 @@ class SemanticIndex:
         take = min(count, max(need * _FIRST_ROUND, 64))
         for _ in range(2):
             best = _best_per_drawer(scores, ids, take)
-            eligible = self._store.eligible_ids(list(best), scope, window, include_historical)
-            found = [(drawer_id, score) for drawer_id, score in best.items() if drawer_id in eligible]
+            found = self._eligible_best(best, need, scope, window, include_historical)
             if len(found) >= need or take == count:
                 return ranked(found, need)
             take = min(count, take * _WIDEN)
         scores[~self._rows_of(snapshot, self._store.all_eligible_ids(scope, window, include_historical))] = -np.inf
         best = _best_per_drawer(scores, ids, int(np.isfinite(scores).sum()))
         return ranked(list(best.items()), need)
+
+    def _eligible_best(
+        self,
+        best: dict[str, float],
+        need: int,
+        scope: Scope,
+        window: TimeWindow | None,
+        include_historical: bool,
+    ) -> list[tuple[str, float]]:
+        """The eligible among `best` (drawers, best first), asked of the store a prefix at a time: the `need` best
+        eligible drawers are found among the first ones whenever few are out of scope or time, and each drawer asked
+        costs the store a lookup (a hybrid search asks for 20 drawers of ~150 candidates). The prefix grows past
+        `need` eligible drawers while the next one ties with the last kept (`ranked` breaks such ties by id), and
+        takes all of them when fewer than `need` are eligible."""
+        ranked_ids = list(best)
+        found: list[tuple[str, float]] = []
+        start, size = 0, max(2 * need, _ELIGIBLE_FIRST)
+
+        def more() -> bool:
+            if len(found) < need:
+                return True
+            return round(best[ranked_ids[start]], TIE_DIGITS) >= round(found[need - 1][1], TIE_DIGITS)
+
+        while start < len(ranked_ids) and more():
+            batch = ranked_ids[start : start + size]
+            eligible = self._store.eligible_ids(batch, scope, window, include_historical)
+            found.extend((drawer_id, best[drawer_id]) for drawer_id in batch if drawer_id in eligible)
+            start, size = start + size, 4 * size
+        return found
 
     def _rows_of(self, snapshot: _Snapshot, drawer_ids: set[str]) -> npt.NDArray[np.bool_]:
         """A mask of the snapshot's rows that belong to these drawers."""

@@ -93,6 +93,10 @@ class SearchStore(Protocol):
         BM25 weighs a word with, as the lexical leg does."""
         ...
 
+    def long_contents(self, drawer_ids: Sequence[str], longer_than: int) -> dict[str, str]:
+        """The text of those of the drawers longer than `longer_than` characters (what passage scoring reads)."""
+        ...
+
     def eligible_ids(
         self, drawer_ids: Sequence[str], scope: Scope, window: TimeWindow | None, include_historical: bool
     ) -> set[str]: ...

@@ -229,6 +229,18 @@ class DrawerTables(SqlStore):
                     found[row["id"]] = drawer_from_row(row)
         return found
 
+    def long_contents(self, drawer_ids: Sequence[str], longer_than: int) -> dict[str, str]:
+        """The text of those of the drawers longer than `longer_than` characters, and nothing else of them."""
+        found: dict[str, str] = {}
+        with self._read() as tx:
+            for batch in batches(drawer_ids):
+                rows = tx.all(
+                    f"SELECT id, content FROM drawer WHERE id IN ({marks(batch)}) AND length(content) > ?",
+                    (*batch, longer_than),
+                )
+                found.update((r["id"], r["content"]) for r in rows)
+        return found
+
     def drawer_history(self, drawer_id: str) -> list[Drawer]:
         """Every version of the drawer, oldest first: `supersedes` back, `superseded_by` forward."""
         start = self.get_drawer(drawer_id)
