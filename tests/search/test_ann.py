@@ -143,7 +143,7 @@ def test_eligibility_is_asked_for_the_best_first_and_ties_past_them_still_break_
     """The store is asked about the best candidates a prefix at a time, not all ~8 × `need` of them; the answer is
     the one asking about all of them gives: drawers tied with the last one kept are asked too (ties break by id),
     and when the best candidates are closed, the prefix widens."""
-    ids = fill(store, 600)
+    fill(store, 600)
     same = np.ones((1, DIM), dtype=np.float32) / np.sqrt(DIM)
     tied = [store.add_drawer(NewDrawer(wing="big", room="r", content=f"tied {i}")).id for i in range(50)]
     store.put_embeddings("m", [(d, same) for d in tied])
