@@ -40,6 +40,8 @@ def browser() -> Iterator[Any]:
         options.add_argument(flag)
     driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=DRIVER))
     driver.set_page_load_timeout(CEILING)
+    # A command chromedriver never answers fails after the ceiling instead of holding the run until pytest's timeout.
+    driver.command_executor.client_config.timeout = CEILING
     yield driver
     driver.quit()
 
