@@ -168,7 +168,8 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
     `now` is the clock every timestamp of this palace comes from (a test hands in its own)."""
     miners = load_miners(settings.tables.get("miners"))
     policy = load_policy(layers_from_settings(settings))
-    connectors = load_registry(builtin_connectors(max_file_bytes=settings["mining.max_file_bytes"]))
+    roots = MiningRoots(settings["mining.roots"])
+    connectors = load_registry(builtin_connectors(max_file_bytes=settings["mining.max_file_bytes"]), access=roots)
     for miner in miners.values():
         if miner.connector not in connectors.names:
             raise ConfigError(
@@ -196,6 +197,7 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
     mine_pipeline = MinePipeline(
         store,
         connectors,
+        roots=roots,
         chunk_chars=settings["mining.chunk_chars"],
         duplicates=duplicates,
         now=now,
@@ -277,7 +279,7 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
         policy=policy,
         extraction=extraction,
         duplicates=duplicates,
-        roots=MiningRoots(settings["mining.roots"]),
+        roots=roots,
         now=now,
         events=events,
         reread_policy=lambda: load_policy(layers_from_settings(settings)),

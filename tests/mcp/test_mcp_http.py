@@ -277,6 +277,23 @@ def test_service_errors_become_tool_errors_with_message_and_help(module_daemon: 
     run(scenario)
 
 
+def test_mine_checks_the_path_it_would_read_not_the_locators_syntax(module_daemon: Any) -> None:
+    """`<home>/.ssh/x://..` is `~/.ssh`; an empty locator is the daemon's working folder: both used to be mined."""
+    keys = Path(module_daemon.env["HOME"]) / ".ssh"
+    keys.mkdir(exist_ok=True)
+
+    async def scenario() -> None:
+        async with connect(module_daemon.address) as client:
+            before = (await call(client, "memcastle_job_list", kind="mine"))["jobs"]
+            scheme = await refused(client, "memcastle_mine", connector="directory", locator=f"{keys}/x://..")
+            assert scheme.structured_content is not None and scheme.structured_content["code"] == "forbidden"
+            empty = await refused(client, "memcastle_mine", connector="directory", locator="")
+            assert empty.structured_content is not None and empty.structured_content["field"] == "locator"
+            assert (await call(client, "memcastle_job_list", kind="mine"))["jobs"] == before
+
+    run(scenario)
+
+
 def test_a_retried_write_with_its_idempotency_key_is_answered_without_a_second_copy(module_daemon: Any) -> None:
     async def scenario() -> None:
         async with connect(module_daemon.address) as client:

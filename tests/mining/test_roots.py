@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import os
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
+from memcastle.connectors.builtin import builtin_connectors
+from memcastle.connectors.registry import load_registry
 from memcastle.errors import AccessDenied, NotFound
+from memcastle.jobs.context import JobContext
+from memcastle.mining.pipeline import MinePipeline
 from memcastle.mining.roots import MiningRoots
 
 
@@ -84,3 +91,128 @@ def test_the_home_folder_of_an_unknown_user_is_a_400_not_a_crash() -> None:
     with pytest.raises(InvalidRequest) as refused:
         MiningRoots().check("~nosuchuser\u0090/notes")
     assert refused.value.field == "locator" and "unknown user" in refused.value.message
+
+
+# --- the holes an attack found: the check is on what is read, never on the locator's syntax ---------------------
+
+
+def test_a_scheme_in_the_locator_does_not_skip_the_check(client: TestClient) -> None:
+    """`<home>/.ssh/x://..` resolves to `~/.ssh`: it used to pass as "not a local path" and mine the keys."""
+    home = Path(os.environ["HOME"])
+    (home / ".ssh").mkdir(exist_ok=True)
+    (home / ".ssh" / "config").write_text("Host prod\n  IdentityFile ~/.ssh/prod\n")
+    for connector in ("directory", "notes", "git", "chatgpt", "claude", "codex"):
+        answer = client.post("/api/mine", json={"connector": connector, "locator": f"{home}/.ssh/x://.."})
+        assert answer.status_code == 403, (connector, answer.json())
+        assert ".ssh" in answer.json()["error"]
+    miner = {"name": "keys", "connector": "directory", "locator": f"{home}/.ssh/x://.."}
+    assert client.post("/api/miners", json=miner).status_code == 403
+    assert client.get("/api/jobs").json()["jobs"] == []
+
+
+@pytest.mark.parametrize(
+    "locator", ["", "   ", ".", "notes", "./notes", "x://..", "file:///etc", "https://example.com"]
+)
+def test_empty_and_relative_locators_are_refused_naming_the_locator(client: TestClient, locator: str) -> None:
+    """An empty locator used to mine the daemon's working folder."""
+    for connector in ("directory", "notes", "git", "chatgpt"):
+        answer = client.post("/api/mine", json={"connector": connector, "locator": locator})
+        assert answer.status_code == 400, (connector, locator, answer.json())
+        assert answer.json()["field"] == "locator"
+    assert client.get("/api/jobs").json()["jobs"] == []
+
+
+@pytest.fixture
+def elsewhere() -> Iterator[Path]:
+    """A folder outside the suite's home, so outside the default `mining.roots`."""
+    with tempfile.TemporaryDirectory(prefix="memcastle-outside-") as folder:
+        yield Path(folder).resolve()
+
+
+def _git(cwd: Path, *args: str) -> None:
+    import subprocess
+
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t"}
+    env["GIT_COMMITTER_EMAIL"] = "t@e"
+    subprocess.run(["git", "-C", str(cwd), *args], check=True, capture_output=True, env=env)
+
+
+def _repository(path: Path, message: str) -> Path:
+    path.mkdir(parents=True)
+    _git(path, "init", "-q", "-b", "main")
+    (path / "f.txt").write_text(message + "\n")
+    _git(path, "add", "f.txt")
+    _git(path, "commit", "-q", "-m", message)
+    return path
+
+
+def test_a_git_file_pointing_outside_the_roots_is_not_followed(client: TestClient, elsewhere: Path) -> None:
+    """A work tree inside the roots whose `.git` file names a git folder outside them: its commits were mined."""
+    home = Path(os.environ["HOME"])
+    outside = _repository(elsewhere / "repo", "outside-commit-marker")
+    tree = home / "worktree-probe"
+    tree.mkdir(exist_ok=True)
+    (tree / ".git").write_text(f"gitdir: {outside / '.git'}\n")
+    answer = client.post("/api/mine", json={"connector": "git", "locator": str(tree)})
+    assert answer.status_code == 403 and str(outside) in answer.json()["error"]
+
+    # The directory connector reads the branch and remote from it: it does not follow it either.
+    (tree / "readme.txt").write_text("a readme\n")
+    job = client.post("/api/mine", json={"connector": "directory", "locator": str(tree), "wing": "wt"}).json()["job"]
+    done = _finished(client, job["id"])
+    assert done["status"] == "completed" and done["result"]["created"] == 1
+    drawers = client.get("/api/drawers", params={"wing": "wt"}).json()["drawers"]
+    assert "git" not in drawers[0]["source"]["origin"]["metadata"]
+
+
+def test_a_repository_borrowing_objects_from_outside_the_roots_is_refused(client: TestClient, elsewhere: Path) -> None:
+    home = Path(os.environ["HOME"])
+    outside = _repository(elsewhere / "shared", "borrowed-commit-marker")
+    borrower = home / "borrower-probe"
+    _git(home, "clone", "-q", "--shared", str(outside), str(borrower))
+    assert (borrower / ".git" / "objects" / "info" / "alternates").is_file()
+    answer = client.post("/api/mine", json={"connector": "git", "locator": str(borrower)})
+    assert answer.status_code == 403 and "outside the folders mining may read" in answer.json()["error"]
+
+
+def test_a_folder_swapped_for_a_link_outside_after_the_request_is_refused_when_the_job_runs(
+    palace: Any, elsewhere: Path
+) -> None:
+    """The check runs again as the job starts: what was inside when asked for may be a link elsewhere by then."""
+    home = Path(os.environ["HOME"])
+    outside = elsewhere / "notes"
+    outside.mkdir()
+    (outside / "secret.md").write_text("# Secret\nswapped-folder-marker\n")
+    folder = home / "swap-probe"
+    folder.mkdir()
+    (folder / "a.md").write_text("# A\nordinary\n")
+    palace.pool.drain(5.0)  # no worker takes the job: it is run below, once the folder is swapped
+    job, _ = palace.services.mining.submit_mine("notes", str(folder), {}, wing="swap")
+    (folder / "a.md").unlink()
+    folder.rmdir()
+    folder.symlink_to(outside)
+
+    claimed = palace.store.claim_next_job("probe", 60.0, ["mine"])
+    assert claimed is not None and claimed.id == job.id
+    roots = MiningRoots()
+    pipeline = MinePipeline(
+        palace.store,
+        load_registry(builtin_connectors(max_file_bytes=1 << 20), access=roots),
+        roots=roots,
+        chunk_chars=6000,
+    )
+    with pytest.raises(AccessDenied) as refused:
+        pipeline.run(JobContext(palace.store, claimed, "probe", 60.0, lambda: False))
+    assert str(outside) in refused.value.message
+    assert not palace.services.drawers.list_drawers("swap", None, 10, None).items
+
+
+def _finished(client: TestClient, job_id: str) -> dict[str, Any]:
+    from waiting import wait_until
+
+    return dict(
+        wait_until(
+            lambda: (job := client.get(f"/api/jobs/{job_id}").json())["status"] in ("completed", "failed") and job,
+            what=f"job {job_id}",
+        )
+    )

@@ -12,7 +12,7 @@ import json
 import re
 import zipfile
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -75,7 +75,7 @@ class ChatGPTConnector:
         """Every conversation of the export, by id; an unreadable export raises `SkipDocument`."""
         since = since_instant(source)
         candidates = []
-        for external_id, conversation in sorted(_load_conversations(_export_path(source)).items()):
+        for external_id, conversation in sorted(_load_conversations(_export_path(source), source.may_read).items()):
             if isinstance(conversation, dict) and since is not None:
                 last = instant(conversation.get("update_time")) or instant(conversation.get("create_time"))
                 if not is_active_since(last, since):
@@ -87,7 +87,7 @@ class ChatGPTConnector:
         """One conversation's current branch rendered as turns; a malformed one raises `SkipDocument`."""
         conversation = candidate.hint
         if conversation is None:
-            conversation = _load_conversations(_export_path(source)).get(candidate.external_id)
+            conversation = _load_conversations(_export_path(source), source.may_read).get(candidate.external_id)
             if conversation is None:
                 raise SkipDocument(f"conversation {candidate.external_id} is not in the export")
         if not isinstance(conversation, dict):
@@ -141,13 +141,13 @@ def _export_path(source: SourceSpec) -> Path:
             "the chatgpt connector needs the path of an export (conversations.json, the .zip, or their folder)",
             field="locator",
         )
-    return Path(source.locator.strip()).expanduser().resolve()
+    return source.path
 
 
-def _load_conversations(path: Path) -> dict[str, Any]:
+def _load_conversations(path: Path, may_read: Callable[[Path], bool]) -> dict[str, Any]:
     """The export's conversations by id; an entry without an id is kept under `invalid-<n>` for `read` to refuse."""
     entries: list[Any] = []
-    for name, data in _export_files(path):
+    for name, data in _export_files(path, may_read):
         try:
             value = json.loads(data.decode("utf-8-sig"))
         except UnicodeDecodeError as exc:
@@ -168,24 +168,32 @@ def _load_conversations(path: Path) -> dict[str, Any]:
     return conversations
 
 
-def _export_files(path: Path) -> list[tuple[str, bytes]]:
-    """The conversation files of an export, named for messages, in order."""
+def _export_files(path: Path, may_read: Callable[[Path], bool]) -> list[tuple[str, bytes]]:
+    """The conversation files of an export, named for messages, in order (a symbolic link out of what the mine may
+    read is left out)."""
     if path.is_dir():
         # An unpacked export holds its files at the top, or one folder down when unpacked into a folder.
         found = sorted(
             child
-            for child in (*path.glob("*.json"), *path.glob("*/*.json"))
-            if _is_export_file(child.relative_to(path).as_posix())
+            for child in (
+                *path.glob("*.json"),
+                *(nested for folder in _folders(path, may_read) for nested in folder.glob("*.json")),
+            )
+            if _is_export_file(child.relative_to(path).as_posix()) and may_read(child)
         )
         if found:
             return [(str(child), _read_bytes(child)) for child in found]
-        archives = sorted(path.glob("*.zip"))
+        archives = sorted(child for child in path.glob("*.zip") if may_read(child))
         if len(archives) != 1:
             raise SkipDocument(f"no conversations.json and not exactly one export .zip in {path}")
         path = archives[0]
     if path.suffix.lower() == ".zip":
         return _archive_files(path)
     return [(str(path), _read_bytes(path))]
+
+
+def _folders(path: Path, may_read: Callable[[Path], bool]) -> list[Path]:
+    return [child for child in path.iterdir() if child.is_dir() and may_read(child)]
 
 
 def _archive_files(path: Path) -> list[tuple[str, bytes]]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from memcastle.connectors.contract import (
@@ -36,7 +37,9 @@ from memcastle.connectors.transcript import (
     read_jsonl,
     render_turns,
     room_for,
+    session_file,
     session_only,
+    session_paths,
     since_instant,
     split_segments,
     summarize_arguments,
@@ -83,6 +86,10 @@ class ClaudeConnector:
         """Discovery lists every session, unless `since` or `session` narrows the listing."""
         return since_instant(source) is None and not source.options.get("session")
 
+    def local_paths(self, source: SourceSpec) -> tuple[Path, ...]:
+        """The sessions folder (the default one when the locator is empty)."""
+        return (locator_root(source, DEFAULT_LOCATOR),)
+
     def check(self, source: SourceSpec) -> None:
         """A `session` outside the folder is refused when the mine is asked for (a 400 naming the option)."""
         session_only(source, locator_root(source, DEFAULT_LOCATOR))
@@ -97,7 +104,8 @@ class ClaudeConnector:
             return [Candidate(external_id=only)] if (root / only).is_file() else []
         since = since_instant(source)
         candidates = []
-        for path in sorted(root.glob("*/*.jsonl"), key=lambda found: found.relative_to(root).as_posix()):
+        projects = (folder for folder in root.iterdir() if folder.is_dir() and source.may_read(folder))
+        for path in session_paths(source, root, (path for folder in projects for path in folder.glob("*.jsonl"))):
             # agent-<id>.jsonl holds one sub-agent's side chain; its result already shows in the main session.
             if not path.is_file() or path.name.startswith("agent-"):
                 continue
@@ -108,7 +116,7 @@ class ClaudeConnector:
 
     def read(self, source: SourceSpec, candidate: Candidate) -> RawDocument:
         """One session rendered as turns, with its metadata snapshot."""
-        path = locator_root(source, DEFAULT_LOCATOR) / candidate.external_id
+        path = session_file(source, locator_root(source, DEFAULT_LOCATOR), candidate.external_id)
         lines = read_jsonl(path)
         session = _Session(project=path.parent.name, fallback_id=path.stem)
         for number, entry in lines.records:

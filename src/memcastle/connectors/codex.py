@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from memcastle.connectors.contract import (
@@ -37,7 +38,9 @@ from memcastle.connectors.transcript import (
     read_jsonl,
     render_turns,
     room_for,
+    session_file,
     session_only,
+    session_paths,
     since_instant,
     split_segments,
     summarize_arguments,
@@ -75,6 +78,10 @@ class CodexConnector:
         """Discovery lists every session, unless `since` or `session` narrows the listing."""
         return since_instant(source) is None and not source.options.get("session")
 
+    def local_paths(self, source: SourceSpec) -> tuple[Path, ...]:
+        """The sessions folder (the default one when the locator is empty)."""
+        return (locator_root(source, DEFAULT_LOCATOR),)
+
     def check(self, source: SourceSpec) -> None:
         """A `session` outside the folder is refused when the mine is asked for (a 400 naming the option)."""
         session_only(source, locator_root(source, DEFAULT_LOCATOR))
@@ -89,7 +96,7 @@ class CodexConnector:
             return [Candidate(external_id=only)] if (root / only).is_file() else []
         since = since_instant(source)
         candidates = []
-        for path in sorted(root.rglob("rollout-*.jsonl"), key=lambda found: found.relative_to(root).as_posix()):
+        for path in session_paths(source, root, root.rglob("rollout-*.jsonl")):
             if not path.is_file():
                 continue
             if since is not None and not is_file_active_since(path, since):
@@ -99,7 +106,7 @@ class CodexConnector:
 
     def read(self, source: SourceSpec, candidate: Candidate) -> RawDocument:
         """One rollout rendered as turns, with its metadata snapshot."""
-        path = locator_root(source, DEFAULT_LOCATOR) / candidate.external_id
+        path = session_file(source, locator_root(source, DEFAULT_LOCATOR), candidate.external_id)
         lines = read_jsonl(path)
         session = _Session()
         for index, (number, record) in enumerate(lines.records):

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from memcastle.errors import InvalidRequest
+
 OptionType = Literal["string", "path", "date"]
 
 
@@ -26,16 +28,32 @@ class OptionSpec:
     identity: bool = True
 
 
+class PathAccess(Protocol):
+    """Which local paths a mine may read (`memcastle.mining.roots.MiningRoots`: inside `mining.roots`, outside the
+    stores of credentials)."""
+
+    def allows(self, path: Path) -> bool:
+        """Whether `path` (absolute, resolved) may be read."""
+        ...
+
+
 @dataclass(frozen=True)
 class SourceSpec:
-    """A locator plus validated options: what one mine reads."""
+    """A locator plus validated options: what one mine reads. `access` is the boundary of what it may read on this
+    machine (None: no boundary, for a connector used on its own); a connector that follows a link it finds (a
+    `.git` file, a parent folder's repository) follows it only where `may_read` says so."""
 
     locator: str
     options: Mapping[str, str] = field(default_factory=dict)
+    access: PathAccess | None = field(default=None, compare=False)
 
     @property
     def path(self) -> Path:
-        return Path(self.locator).expanduser()
+        """The locator as an absolute, resolved local path; a 400 naming `locator` when it is empty or relative."""
+        return local_path(self)
+
+    def may_read(self, path: Path) -> bool:
+        return self.access is None or self.access.allows(path.resolve())
 
 
 @dataclass(frozen=True)
@@ -93,6 +111,10 @@ class Connector(Protocol):
     (naming `locator` or the option) to refuse a source it could never read, so the request is answered with a 400
     instead of a job that completes with one skip.
 
+    It may define `local_paths(source) -> Sequence[Path]`: every local file or folder the source reads (resolved),
+    checked against `mining.roots` before a mine is queued and again when it runs; `()` for a source that is not on
+    this machine. A connector without it reads the locator as one local path (`SourceSpec.path`).
+
     And it may define `lists_everything(source) -> bool`: whether `discover` lists every document the source holds
     now (so a document it no longer lists was removed at source), with `notices_removal: bool`, whether a mine
     notices removals unless asked otherwise. A connector without them never closes a document it does not list."""
@@ -120,6 +142,25 @@ class Connector(Protocol):
     def normalize(self, raw: RawDocument) -> CanonicalDocument:
         """Pure: turn a raw document into segments, title, room, name, kind, uri and tags."""
         ...
+
+
+def local_path(source: SourceSpec, default: str | None = None) -> Path:
+    """The absolute, resolved path a locator names (`~` expanded; `default` when it is empty). An empty locator
+    without a default, or a relative one, is refused: the daemon's working folder is nobody's source."""
+    text = source.locator.strip() or (default or "")
+    if not text:
+        raise InvalidRequest("locator is empty: name the folder or file to mine", field="locator")
+    try:
+        path = Path(text).expanduser()
+    except RuntimeError:  # `~name` for a user this machine does not have
+        raise InvalidRequest(f"{text!r} names the home folder of an unknown user", field="locator") from None
+    if not path.is_absolute():
+        raise InvalidRequest(
+            f"locator {text!r} is not an absolute path",
+            field="locator",
+            help="send an absolute path (the CLI makes a relative one absolute where it was typed)",
+        )
+    return path.resolve()
 
 
 def canonical_json(value: Any) -> str:

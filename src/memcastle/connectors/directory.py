@@ -52,9 +52,9 @@ class DirectoryConnector:
         root = source.path.resolve()
         if not root.is_dir():
             raise SkipDocument(f"not a folder: {root}")
-        repo = repository_info(root)
+        repo = repository_info(root, source.may_read)
         hint = {"root": str(root), "git": repo.to_json() if repo else None}
-        return [Candidate(external_id=relative, hint=hint) for relative in walk_files(root)]
+        return [Candidate(external_id=relative, hint=hint) for relative in walk_files(root, may_read=source.may_read)]
 
     def read(self, source: SourceSpec, candidate: Candidate) -> RawDocument:
         hint = candidate.hint or {}

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import configparser
+import errno
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from stat import S_ISREG
 from typing import Any
 
 from memcastle.clock import from_epoch
@@ -34,11 +36,14 @@ SKIPPED_DIRS = frozenset(
 BINARY_SNIFF_BYTES = 8192
 
 
-def walk_files(root: Path, suffixes: tuple[str, ...] | None = None) -> Iterator[str]:
+def walk_files(
+    root: Path, suffixes: tuple[str, ...] | None = None, may_read: Callable[[Path], bool] | None = None
+) -> Iterator[str]:
     """Relative POSIX paths of regular files under `root`, sorted; skips dot-dirs, build outputs, symlinks and
-    whatever `.gitignore` / `.memcastleignore` files exclude (see `memcastle.connectors.ignore`)."""
+    whatever `.gitignore` / `.memcastleignore` files exclude (see `memcastle.connectors.ignore`; above `root` only
+    what `may_read` allows is looked at)."""
     entries: list[str] = []
-    rules = IgnoreRules(root)
+    rules = IgnoreRules(root, may_read)
     for folder, dirs, files in os.walk(root, followlinks=False):
         here = Path(folder)
         if here != root:
@@ -70,14 +75,24 @@ def read_text_file(path: Path, max_bytes: int) -> tuple[str, os.stat_result]:
     if secret:
         raise SkipDocument(secret)
     try:
-        stat = path.lstat()
-        if path.is_symlink():
-            raise SkipDocument("symbolic link")
-        if stat.st_size == 0:
-            raise SkipDocument("empty file")
-        if stat.st_size > max_bytes:
-            raise SkipDocument(f"larger than mining.max_file_bytes ({stat.st_size} > {max_bytes} bytes)")
-        data = path.read_bytes()
+        # O_NOFOLLOW: a file swapped for a symbolic link after the walk listed it is refused, not followed.
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise SkipDocument("symbolic link") from None
+        if isinstance(exc, PermissionError):
+            raise SkipDocument("permission denied") from None
+        raise SkipDocument(f"cannot read: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(descriptor, "rb") as handle:
+            stat = os.fstat(handle.fileno())
+            if not S_ISREG(stat.st_mode):
+                raise SkipDocument("not a regular file")
+            if stat.st_size == 0:
+                raise SkipDocument("empty file")
+            if stat.st_size > max_bytes:
+                raise SkipDocument(f"larger than mining.max_file_bytes ({stat.st_size} > {max_bytes} bytes)")
+            data = handle.read(max_bytes + 1)
     except SkipDocument:
         raise
     except PermissionError:
@@ -123,9 +138,14 @@ class RepositoryInfo:
 _CREDENTIALS = re.compile(r"^(\w+://)[^/@]+@")
 
 
-def repository_info(start: Path) -> RepositoryInfo | None:
-    """Branch and origin remote of the git repository around `start`, read from `.git` without running git."""
+def repository_info(start: Path, may_read: Callable[[Path], bool] | None = None) -> RepositoryInfo | None:
+    """Branch and origin remote of the git repository around `start`, read from `.git` without running git. Only
+    folders `may_read` allows are looked at: the walk up stops at the first that is not, and a `.git` file (a
+    worktree or submodule) is followed only to a git folder it allows."""
+    allowed = may_read or (lambda path: True)
     for folder in (start, *start.parents):
+        if folder != start and not allowed(folder):
+            return None
         dot_git = folder / ".git"
         if dot_git.is_file():  # a worktree or submodule: "gitdir: <path>"
             try:
@@ -133,8 +153,10 @@ def repository_info(start: Path) -> RepositoryInfo | None:
             except OSError:
                 return None
             dot_git = (folder / target).resolve()
+            if not allowed(dot_git):
+                return None
         if dot_git.is_dir():
-            return RepositoryInfo(branch=_branch(dot_git), remote=_remote(dot_git))
+            return RepositoryInfo(branch=_branch(dot_git), remote=_remote(dot_git, allowed))
     return None
 
 
@@ -146,12 +168,17 @@ def _branch(git_dir: Path) -> str | None:
     return head.removeprefix("ref: refs/heads/") if head.startswith("ref: refs/heads/") else None
 
 
-def _remote(git_dir: Path) -> str | None:
+def _remote(git_dir: Path, may_read: Callable[[Path], bool]) -> str | None:
     config_file = git_dir / "config"
     if not config_file.is_file():
         common = git_dir / "commondir"
         if common.is_file():
-            config_file = (git_dir / common.read_text(encoding="utf-8").strip() / "config").resolve()
+            try:
+                config_file = (git_dir / common.read_text(encoding="utf-8").strip() / "config").resolve()
+            except OSError:
+                return None
+            if not may_read(config_file):
+                return None
     parser = configparser.ConfigParser(strict=False, interpolation=None)
     try:
         parser.read(config_file, encoding="utf-8")

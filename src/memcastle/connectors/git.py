@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -92,6 +92,20 @@ class GitConnector:
             key: value for key, value in source.options.items() if key in self.options and self.options[key].identity
         }
         return identify_source(self.name, str(root), present)
+
+    def local_paths(self, source: SourceSpec) -> Iterator[Path]:
+        """The locator, then (once it is known to be allowed) everything git will read for it: the work tree, the
+        git folder a `.git` file points to, the common folder of a worktree and the object stores its `alternates`
+        borrow from."""
+        yield source.path
+        try:
+            root = _repository_root(source.path)
+            git_dir = _git_path(source.path, ["rev-parse", "--absolute-git-dir"])
+            common = _git_path(source.path, ["rev-parse", "--path-format=absolute", "--git-common-dir"])
+        except (SkipDocument, _GitFailed):
+            return  # not a repository: `check` says so
+        yield from (root, git_dir, common)
+        yield from _alternates(common / "objects")
 
     def check(self, source: SourceSpec) -> None:
         """Refuse a locator that is not inside a git repository, when the mine is asked for."""
@@ -227,6 +241,21 @@ def _repository_root(path: Path) -> Path:
         return _git_path(path, ["rev-parse", "--show-toplevel"])
     except _GitFailed:
         return git_dir  # inside the .git folder itself there is no work tree to name
+
+
+def _alternates(objects: Path, depth: int = 0) -> Iterator[Path]:
+    """The object folders `objects/info/alternates` borrows from, recursively (git follows five levels)."""
+    try:
+        lines = (objects / "info" / "alternates").read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return
+    for line in lines:
+        line = line.strip()
+        if not line or line.startswith("#") or depth >= 5:
+            continue
+        found = (objects / line).resolve()
+        yield found
+        yield from _alternates(found, depth + 1)
 
 
 def _current_branch(root: Path) -> str | None:
@@ -369,4 +398,5 @@ def _environment() -> dict[str, str]:
     env["GIT_ALLOW_PROTOCOL"] = "none"
     env["GIT_NO_LAZY_FETCH"] = "1"
     env["GIT_OPTIONAL_LOCKS"] = "0"
+    env["GIT_CONFIG_NOSYSTEM"] = "1"  # the machine's /etc/gitconfig is no part of a source
     return env

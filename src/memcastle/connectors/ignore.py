@@ -9,6 +9,7 @@ subfolder of a repository still honours the `.gitignore` files above it, up to t
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,12 +20,13 @@ IGNORE_FILES = (".gitignore", ".memcastleignore")
 
 
 class IgnoreRules:
-    """The ignore files met while walking down from `root`; ask `ignored(path, is_dir)` for any path below it."""
+    """The ignore files met while walking down from `root`; ask `ignored(path, is_dir)` for any path below it.
+    Above `root`, only folders `may_read` allows are looked at (the repository around it, inside `mining.roots`)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, may_read: Callable[[Path], bool] | None = None) -> None:
         self.root = root
         self._specs: dict[Path, GitIgnoreSpec] = {}
-        top = _repository_root(root)
+        top = _repository_root(root, may_read or _anywhere)
         if top is not None:
             chain = [top, *reversed([p for p in root.parents if p.is_relative_to(top) and p != top])]
             for index, folder in enumerate(chain):
@@ -72,8 +74,14 @@ def _lines(path: Path) -> list[str]:
         return []
 
 
-def _repository_root(start: Path) -> Path | None:
+def _anywhere(path: Path) -> bool:
+    return True
+
+
+def _repository_root(start: Path, may_read: Callable[[Path], bool]) -> Path | None:
     for folder in (start, *start.parents):
+        if folder != start and not may_read(folder):
+            return None
         if (folder / ".git").exists():
             return folder
     return None

@@ -55,7 +55,7 @@ class NotesConnector:
         if not root.is_dir():
             raise SkipDocument(f"not a folder: {root}")
         hint = {"root": str(root)}
-        return [Candidate(external_id=relative, hint=hint) for relative in walk_files(root, SUFFIXES)]
+        return [Candidate(external_id=relative, hint=hint) for relative in walk_files(root, SUFFIXES, source.may_read)]
 
     def read(self, source: SourceSpec, candidate: Candidate) -> RawDocument:
         hint = candidate.hint or {}

@@ -8,7 +8,7 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from memcastle.clock import parse_instant
-from memcastle.connectors.contract import Connector, SourceSpec
+from memcastle.connectors.contract import Connector, PathAccess, SourceSpec
 from memcastle.errors import InvalidRequest, UnknownOption
 
 log = logging.getLogger(__name__)
@@ -17,10 +17,12 @@ ENTRY_POINT_GROUP = "memcastle.connectors"
 
 
 class ConnectorRegistry:
-    """Name → connector; validates a mine request's options against what the connector declares."""
+    """Name → connector; validates a mine request's options against what the connector declares, and hands every
+    source the boundary of what it may read (`access`)."""
 
-    def __init__(self, connectors: Mapping[str, Connector]) -> None:
+    def __init__(self, connectors: Mapping[str, Connector], *, access: PathAccess | None = None) -> None:
         self._connectors = dict(connectors)
+        self._access = access
 
     @property
     def names(self) -> list[str]:
@@ -52,7 +54,7 @@ class ConnectorRegistry:
                 clean[key] = value.strip()
         if not isinstance(locator, str):
             raise InvalidRequest("locator must be a string", field="locator")
-        return SourceSpec(locator=locator.strip(), options=clean)
+        return SourceSpec(locator=locator.strip(), options=clean, access=self._access)
 
     def describe(self) -> list[dict[str, Any]]:
         return [
@@ -68,7 +70,7 @@ class ConnectorRegistry:
         ]
 
 
-def load_registry(builtins: Mapping[str, Connector]) -> ConnectorRegistry:
+def load_registry(builtins: Mapping[str, Connector], *, access: PathAccess | None = None) -> ConnectorRegistry:
     """Built-ins first; an installed connector may add a new name but never replace a built-in one."""
     connectors: dict[str, Connector] = dict(builtins)
     for entry in entry_points(group=ENTRY_POINT_GROUP):
@@ -90,4 +92,4 @@ def load_registry(builtins: Mapping[str, Connector]) -> ConnectorRegistry:
             )
             continue
         connectors[connector.name] = connector
-    return ConnectorRegistry(connectors)
+    return ConnectorRegistry(connectors, access=access)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from memcastle.clock import from_epoch, parse_instant
-from memcastle.connectors.contract import OptionSpec, SkipDocument, SourceSpec
+from memcastle.connectors.contract import OptionSpec, SkipDocument, SourceSpec, local_path
 from memcastle.connectors.secrets import Redactor
 from memcastle.errors import InvalidRequest
 
@@ -194,7 +194,22 @@ def is_file_active_since(path: Path, since: str) -> bool:
 
 def locator_root(source: SourceSpec, default: str) -> Path:
     """The absolute folder a session-log source reads, `default` when the locator is empty."""
-    return Path(source.locator.strip() or default).expanduser().resolve()
+    return local_path(source, default)
+
+
+def session_paths(source: SourceSpec, root: Path, found: Iterable[Path]) -> list[Path]:
+    """The session files among `found` that may be read: regular files whose real path stays inside what the mine
+    may read (a symlinked project folder or file pointing elsewhere is left out), sorted by relative path."""
+    kept = [path for path in found if path.is_file() and source.may_read(path)]
+    return sorted(kept, key=lambda path: path.relative_to(root).as_posix())
+
+
+def session_file(source: SourceSpec, root: Path, external_id: str) -> Path:
+    """A session's file, or `SkipDocument` when it has become a link to somewhere the mine may not read."""
+    path = root / external_id
+    if not source.may_read(path):
+        raise SkipDocument("outside mining.roots (a symbolic link points there)")
+    return path
 
 
 def identity_options(declared: Mapping[str, OptionSpec], given: Mapping[str, str]) -> dict[str, str]:

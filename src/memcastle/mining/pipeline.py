@@ -31,6 +31,7 @@ from memcastle.errors import Conflict, InvalidRequest
 from memcastle.jobs.context import JobContext
 from memcastle.knowledge.dedup import DuplicateFinder
 from memcastle.mining.chunking import chunk_spans, document_text, line_ranges
+from memcastle.mining.roots import MiningRoots
 from memcastle.model import (
     DocumentChanges,
     DocumentRecord,
@@ -120,6 +121,7 @@ class MinePipeline:
         store: PipelineStore,
         registry: ConnectorRegistry,
         *,
+        roots: MiningRoots | None = None,
         chunk_chars: int,
         duplicates: DuplicateFinder | None = None,
         now: Clock = utc_now,
@@ -129,6 +131,7 @@ class MinePipeline:
         self._now = now
         self._on_filed = on_filed  # told of each document's new drawers (the live event stream)
         self._registry = registry
+        self._roots = roots
         self._chunk_chars = chunk_chars
         self._duplicates = duplicates
         self._redactor = Redactor()
@@ -137,6 +140,9 @@ class MinePipeline:
         params = ctx.params
         connector = self._registry.get(params["connector"])
         spec = self._registry.source_spec(params["connector"], params.get("locator", ""), params.get("options", {}))
+        if self._roots is not None:
+            # Checked again as the job starts: a symlink or `.git` file may point elsewhere than when it was asked.
+            self._roots.check_source(connector, spec)
         source_id = connector.identify(spec)
         known = self._store.get_source(source_id)
         source = self._store.upsert_source(

@@ -2,8 +2,10 @@
 
 The default root is the user's home directory: their projects, notes and agent logs can be mined with no
 configuration at all (the README's first session does exactly that), while the system (`/etc`, `/proc`, …) and the
-places that hold credentials (`~/.ssh`, `~/.aws`, …) stay out, even when a symlink points into them. A locator is
-checked when it is asked for, so a refused one is an answer to the request, not a job that "completes" empty.
+places that hold credentials (`~/.ssh`, `~/.aws`, …) stay out, even when a symlink points into them. Every source is
+checked when it is asked for, so a refused one is an answer to the request, not a job that "completes" empty, and
+again when its job runs (a symlink may have changed meanwhile); the check is on the resolved paths the connector will
+read, never on the locator's syntax.
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from memcastle.errors import AccessDenied, InvalidRequest, NotFound
+from memcastle.connectors.contract import Connector, SourceSpec, local_path
+from memcastle.errors import AccessDenied, NotFound
 
 # Refused unless a root lies inside one of them (so naming one explicitly is the only way in).
 SECRET_STORES = (
@@ -46,32 +49,48 @@ def _inside(path: Path, folder: Path) -> bool:
 
 
 class MiningRoots:
-    """The folders mining may read, checked against every locator that names a local path."""
+    """The folders mining may read: every path a source reads is checked, after it is resolved, against them."""
 
     def __init__(self, roots: Sequence[str | Path] = DEFAULT_ROOTS) -> None:
         self.roots = tuple(_resolved(root) for root in roots)
         self._secrets = tuple(_resolved(store) for store in SECRET_STORES)
 
+    def allows(self, path: Path) -> bool:
+        """Whether a resolved path lies inside a root and outside every secret store no root names."""
+        return self._refusal(path) is None
+
+    def check_source(self, connector: Connector, source: SourceSpec) -> None:
+        """Refuse a source that would read anything outside the roots: the paths the connector says it reads, else
+        its locator as one path — resolved, so `..`, symlinks and odd syntax (`x://..`) change nothing."""
+        declared = getattr(connector, "local_paths", None)  # optional in the connector contract
+        paths = declared(source) if callable(declared) else (source.path,)
+        for path in paths:
+            self.check_path(Path(path))
+
     def check(self, locator: str) -> None:
-        """Refuse a locator outside every root, inside a secret store no root names, or naming nothing."""
-        if not locator.strip() or "://" in locator:
-            return  # a connector's default location, or not a local path
-        try:
-            path = _resolved(locator)
-        except RuntimeError:  # `~name` for a user this machine does not have
-            raise InvalidRequest(f"{locator!r} names the home folder of an unknown user", field="locator") from None
+        """Refuse a locator (an absolute path) outside every root, inside a secret store no root names, or missing."""
+        self.check_path(local_path(SourceSpec(locator)))
+
+    def check_path(self, path: Path) -> None:
+        path = path.resolve()
+        refusal = self._refusal(path)
+        if refusal is not None:
+            raise refusal
+        if not path.exists():
+            raise NotFound(f"{path} does not exist", help="check the path")
+
+    def _refusal(self, path: Path) -> AccessDenied | None:
         for store in self._secrets:
             if _inside(path, store) and not any(_inside(root, store) for root in self.roots):
-                raise AccessDenied(
+                return AccessDenied(
                     f"{path} is inside {store}, a store of credentials or system files; it is never mined unless "
                     "mining.roots names it",
                     help=f'add "{store}" to mining.roots in config.toml if you really mean it',
                 )
         if not any(_inside(path, root) for root in self.roots):
             listed = ", ".join(str(root) for root in self.roots) or "(none)"
-            raise AccessDenied(
+            return AccessDenied(
                 f"{path} is outside the folders mining may read ({listed})",
                 help="add a folder to mining.roots in config.toml (the default is your home directory)",
             )
-        if not path.exists():
-            raise NotFound(f"{locator} does not exist ({path})", help="check the path")
+        return None

@@ -9,7 +9,7 @@ from typing import Any
 
 from memcastle.connectors.contract import Connector, SourceSpec
 from memcastle.connectors.registry import ConnectorRegistry
-from memcastle.errors import InvalidRequest, NotFound
+from memcastle.errors import InvalidRequest, MemCastleError
 from memcastle.mining.pipeline import KIND as MINE
 from memcastle.mining.pipeline import notices_removal
 from memcastle.mining.roots import MiningRoots
@@ -77,9 +77,9 @@ class MiningService:
             )
         check_text(locator, "locator")
         check_text(dict(options or {}), "options")
-        self._roots.check(locator)
         spec = self._connectors.source_spec(connector, locator, options or {})
         adapter = self._connectors.get(connector)
+        self._roots.check_source(adapter, spec)
         check = getattr(adapter, "check", None)  # optional in the connector contract
         if callable(check):
             check(spec)
@@ -95,7 +95,7 @@ class MiningService:
                     adapter = self._connectors.get(params["connector"])
                     spec = self._connectors.source_spec(params["connector"], params["locator"], params["options"])
                     found.append((job, adapter.identify(spec), params.get("wing") or adapter.default_wing(spec)))
-                except (KeyError, InvalidRequest, NotFound):
+                except (KeyError, MemCastleError):
                     continue  # a connector no longer installed: that job cannot write anything
         return found
 
