@@ -12,13 +12,15 @@ from __future__ import annotations
 import fnmatch
 import functools
 import re
+import time
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 from typing import Any
 
 from memcastle.connectors.contract import CanonicalDocument, RawDocument
+from memcastle.errors import InvalidRequest
 
 MARKER = "[redacted:{}]"
 
@@ -47,12 +49,14 @@ _SECRET_NAMES: tuple[tuple[str, str], ...] = (
     (".htpasswd", "credentials file"),
     ("*.gpg", "encrypted file"),
     ("*.asc", "armored key"),
+    ("*.ppk", "PuTTY private key"),
 )
 _PRIVATE_KEY = re.compile(
     r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----.*?"
     r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)",
     re.DOTALL,
 )
+_PUTTY_KEY = re.compile(r"PuTTY-User-Key-File-\d+: .*?(?:Private-MAC: [0-9a-fA-F]+|\Z)", re.DOTALL)
 _CONFIG_SUFFIXES = frozenset(
     {
         ".ini",
@@ -69,17 +73,27 @@ _CONFIG_SUFFIXES = frozenset(
         ".env",
         ".xml",
         ".plist",
+        ".npmrc",
+        ".pypirc",
+        ".kubeconfig",
     }
 )
-# A key that names a secret ends with one of these words: `db_password`, `client_secret`, `api_key`, `auth_token`
-# (but not `max_tokens` or `tokenizer`).
+# Files that are configuration whatever their suffix: `env.production`, a kubeconfig, an `.npmrc`.
+_CONFIG_NAMES = re.compile(r"^(?:\.?env(?:\..*)?|.*\.env\..*|kubeconfig.*|config|\.?npmrc|\.?pypirc|\.?netrc)$")
+# A key that names a secret ends with one of these words: `db_password`, `client_secret`, `api_key`, `auth_token`,
+# `client-key-data` (but not `max_tokens` or `tokenizer`).
 _SECRET_KEY_WORDS = (
     r"[\w.-]*?(?:password|passwd|passphrase|secret|secret[_-]?key|api[_-]?key|apikey|access[_-]?key|"
-    r"private[_-]?key|token)"
+    r"private[_-]?key|master[_-]?key|key[_-]?data|token)"
 )
 _PLACEHOLDER = re.compile(
     r"^(?:\$\{?[\w.]+\}?|<[^>]*>|\{\{.*\}\}|%\(?\w+\)?s?|\*+|x+|-?\d+(?:\.\d+)?|null|none|nil|true|false|\[redacted:[\w-]+\])$",
     re.IGNORECASE,
+)
+# The name of an upper-case variable holding a secret: `DB_PASSWORD`, `GITHUB_TOKEN`, `RAILS_MASTER_KEY`.
+_SECRET_NAME = re.compile(
+    r"PASSWORD|PASSWD|PASSPHRASE|SECRET|TOKEN|API_?KEY|ACCESS_KEY|PRIVATE_KEY|MASTER_KEY|SIGNING_KEY|"
+    r"ENCRYPTION_KEY|AUTH_KEY|CLIENT_KEY|ACCOUNT_KEY"
 )
 
 
@@ -93,9 +107,11 @@ def secret_file_reason(relative: str) -> str | None:
 
 
 def secret_content_reason(text: str) -> str | None:
-    """Why a file is a secret by what it holds (a private-key block), or None."""
+    """Why a file is a secret by what it holds (a private-key block, a PuTTY key), or None."""
     if "PRIVATE KEY" in text and _PRIVATE_KEY.search(text):
         return "secret file (holds a private-key block)"
+    if "PuTTY-User-Key-File-" in text:
+        return "secret file (a PuTTY private key)"
     return None
 
 
@@ -103,27 +119,60 @@ def secret_content_reason(text: str) -> str | None:
 class Rule:
     """A credential shape. The pattern runs only on text holding one of `needles` (compared case-folded when
     `fold`), a cheap substring test that keeps redaction at tens of MB/s. When the pattern has a `value` group
-    (or `dq`/`sq`), only that part is replaced, so the key of an assignment stays readable."""
+    (or `dq`/`sq`), only that part is replaced, so the key of an assignment stays readable. `accept`, when given,
+    decides on the whole match whether it is a credential (a token shape needing a digit and a capital; a variable
+    whose name says secret).
+
+    Every pattern runs in time linear in its input (tested up to the size limit, `tests/mining/test_redaction_cost.py`):
+    a token is matched only where a run of token characters starts (a look-behind, so a run is tried once, not from
+    every position inside it), repetitions that a later part cannot give back to are possessive (`*+`, `{n,}+`), and
+    what would need a look-ahead over the whole run is checked on the match instead (`accept`)."""
 
     kind: str
     pattern: re.Pattern[str]
     needles: tuple[str, ...] = ()
     fold: bool = False
     config_only: bool = False
+    accept: Callable[[re.Match[str]], bool] | None = None
 
     def may_match(self, text: str, folded: str) -> bool:
         haystack = folded if self.fold else text
         return not self.needles or any(needle in haystack for needle in self.needles)
 
 
-_ENV_WORDS = ("PASSWORD", "PASSWD", "SECRET", "TOKEN", "API_KEY", "APIKEY", "ACCESS_KEY")
+def _has_digit_and_capital(match: re.Match[str]) -> bool:
+    text = match.group(0)
+    return any(c.isdigit() for c in text) and any(c.isupper() for c in text)
+
+
+def _secret_key(match: re.Match[str]) -> bool:
+    return _SECRET_KEY.fullmatch(match.group("key")) is not None
+
+
+def _named_secret(match: re.Match[str]) -> bool:
+    return _SECRET_NAME.search(match.group("name")) is not None
+
+
+def _ends_in_a_secret_name(match: re.Match[str]) -> bool:
+    """`DB_PASSWORD`, `API_TOKEN2`, but not `TOKEN_TYPE` or `PASSWORD_RESET_URL`: in code, a constant whose name
+    only mentions a secret usually holds something else."""
+    name = match.group("name").rstrip("0123456789_")
+    found = _SECRET_NAME.search(name)
+    while found is not None and found.end() != len(name):
+        found = _SECRET_NAME.search(name, found.start() + 1)
+    return found is not None
+
+
+_START = r"(?<![A-Za-z0-9_\-])"  # where a run of token characters starts
+_ENV_WORDS = ("PASSWORD", "PASSWD", "PASSPHRASE", "SECRET", "TOKEN", "_KEY", "APIKEY")
 RULES: tuple[Rule, ...] = (
     Rule("private-key", _PRIVATE_KEY, ("PRIVATE KEY",)),
+    Rule("private-key", _PUTTY_KEY, ("PuTTY-User-Key-File-",)),
     Rule("aws-access-key", re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b"), ("AKIA", "ASIA", "ABIA", "ACCA")),
     Rule(
         "aws-secret-key",
         re.compile(
-            r"(?i)aws_?secret_?(?:access_?)?key[\"']?\s*[:=]\s*[\"']?(?P<value>[A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])"
+            r"(?i)aws_?secret_?(?:access_?)?key[\"']?\s*+[:=]\s*+[\"']?(?P<value>[A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])"
         ),
         ("secret",),
         fold=True,
@@ -132,44 +181,81 @@ RULES: tuple[Rule, ...] = (
     Rule("github-token", re.compile(r"\bgithub_pat_[A-Za-z0-9_]{22,255}\b"), ("github_pat_",)),
     Rule(
         "gitlab-token",
-        re.compile(r"\bgl(?:pat|dt|ptt|rt)-[A-Za-z0-9_\-]{20,}\b"),
+        re.compile(_START + r"gl(?:pat|dt|ptt|rt)-[A-Za-z0-9_\-]{20,}+"),
         ("glpat-", "gldt-", "glptt-", "glrt-"),
     ),
-    Rule("slack-token", re.compile(r"\bxox[abposre]-[A-Za-z0-9-]{10,}\b"), ("xox",)),
+    Rule("slack-token", re.compile(_START + r"xox[abposre]-[A-Za-z0-9-]{10,}+"), ("xox",)),
     Rule(
         "slack-webhook",
-        re.compile(r"https://hooks\.slack\.com/services/T[A-Za-z0-9]+/B[A-Za-z0-9]+/[A-Za-z0-9]+"),
+        re.compile(r"https://hooks\.slack\.com/services/T[A-Za-z0-9]++/B[A-Za-z0-9]++/[A-Za-z0-9]++"),
         ("hooks.slack.com",),
     ),
-    Rule("anthropic-key", re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{20,}"), ("sk-ant-",)),
+    Rule("anthropic-key", re.compile(_START + r"sk-ant-[A-Za-z0-9_\-]{20,}+"), ("sk-ant-",)),
     Rule(
         "openai-key",
-        re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?(?=[\w-]*\d)(?=[\w-]*[A-Z])[A-Za-z0-9_\-]{20,}"),
+        re.compile(_START + r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}+"),
         ("sk-",),
+        accept=_has_digit_and_capital,
     ),
     Rule("google-api-key", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}\b"), ("AIza",)),
-    Rule("stripe-key", re.compile(r"\b[sr]k_live_[0-9a-zA-Z]{20,}\b"), ("k_live_",)),
-    Rule("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), ("eyJ",)),
-    # `scheme://user:password@host`: the pattern starts at the literal `://`, which the regex engine finds fast.
-    Rule("url-password", re.compile(r"://[^\s/:@\"'<>]+:(?P<value>[^\s/@\"'<>]{3,})@"), ("://",)),
+    Rule("stripe-key", re.compile(_START + r"[sr]k_(?:live|test)_[0-9a-zA-Z]{20,}+"), ("k_live_", "k_test_")),
+    Rule("stripe-key", re.compile(_START + r"whsec_[A-Za-z0-9+/=]{20,}+"), ("whsec_",)),
+    Rule("huggingface-token", re.compile(_START + r"hf_[A-Za-z0-9]{30,}+"), ("hf_",)),
+    Rule("npm-token", re.compile(_START + r"npm_[A-Za-z0-9]{36,}+"), ("npm_",)),
+    Rule("sendgrid-key", re.compile(_START + r"SG\.[A-Za-z0-9_\-]{16,}+\.[A-Za-z0-9_\-]{16,}+"), ("SG.",)),
+    Rule(
+        "jwt",
+        re.compile(_START + r"eyJ[A-Za-z0-9_-]{8,}+\.eyJ[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]{8,}+"),
+        ("eyJ",),
+    ),
+    Rule(
+        "azure-key",
+        # A storage or service-bus connection string: `AccountKey=…;`, `SharedAccessKey=…`.
+        re.compile(r"(?i)\b(?:Account|SharedAccess)Key=(?P<value>[A-Za-z0-9+/=]{20,}+)"),
+        ("accountkey=", "sharedaccesskey="),
+        fold=True,
+    ),
+    Rule(
+        "docker-auth",
+        # `~/.docker/config.json`: `"auth": "<base64 of user:password>"`.
+        re.compile(r"\"auth\"\s*+:\s*+\"(?P<value>[A-Za-z0-9+/]{12,}+={0,2})\""),
+        ('"auth"',),
+    ),
+    # `scheme://user:password@host` and `scheme://:password@host` (redis): the pattern starts at the literal `://`,
+    # which the regex engine finds fast; the user and the password cannot hold `/`, so a try ends at the next `://`.
+    Rule("url-password", re.compile(r"://[^\s/:@\"'<>]*+:(?P<value>[^\s/@\"'<>]+)@"), ("://",)),
     Rule(
         "env-secret",
-        # `export API_TOKEN=…` / `DB_PASSWORD=…` in shells, transcripts and notes: an upper-case name, no spaces.
+        # `export API_TOKEN=…` / `RAILS_MASTER_KEY=…` in shells, transcripts and notes: an upper-case name, no
+        # spaces; the name is taken whole and then asked whether it says secret.
         re.compile(
-            r"\b[A-Z][A-Z0-9_]*(?:PASSWORD|PASSWD|SECRET|TOKEN|API_KEY|APIKEY|ACCESS_KEY)[A-Z0-9_]*="
+            r"\b(?P<name>[A-Z][A-Z0-9_]*+)="
             r"(?P<value>[\"']?[^\s\"'$`(){}\[\]<>;|&]{6,}[\"']?)(?![\w(\[])"
         ),
         _ENV_WORDS,
+        accept=_named_secret,
+    ),
+    Rule(
+        "code-secret",
+        # `DB_PASSWORD = "…"` in code: an upper-case constant named like a secret, given a quoted literal.
+        re.compile(
+            r"\b(?P<name>[A-Z][A-Z0-9_]*+)[ \t]*+(?::[ \t]*+\w++[ \t]*+)?=[ \t]*+"
+            r"(?:\"(?P<dq>[^\"\n]{4,}+)\"|'(?P<sq>[^'\n]{4,}+)')"
+        ),
+        _ENV_WORDS,
+        accept=_ends_in_a_secret_name,
     ),
     Rule(
         "password",
+        # A line `key: value` / `key = value` whose key names a secret: the key is taken whole, then asked.
         re.compile(
-            rf"(?im)^[ \t]*[\"']?{_SECRET_KEY_WORDS}[\"']?[ \t]*[:=][ \t]*"
-            r"(?:\"(?P<dq>[^\"\n]+)\"|'(?P<sq>[^'\n]+)'|(?P<value>[^\s#;,\"'][^\s#;,]*))"
+            r"(?m)^[ \t]*+[\"']?(?P<key>[\w.-]++)[\"']?[ \t]*+[:=][ \t]*+"
+            r"(?:\"(?P<dq>[^\"\n]+)\"|'(?P<sq>[^'\n]+)'|(?P<value>[^\s#;,\"'][^\s#;,]*+))"
         ),
         ("pass", "secret", "key", "token"),
         fold=True,
         config_only=True,
+        accept=_secret_key,
     ),
 )
 
@@ -188,27 +274,51 @@ class Redaction:
 
 
 def is_config_name(name: str | None) -> bool:
+    """Whether a file is configuration, where `key = value` assigns a value (not code, where it is an expression)."""
     if not name:
         return False
     path = PurePosixPath(name.lower())
-    return path.suffix in _CONFIG_SUFFIXES or path.name.startswith(".env")
+    return path.suffix in _CONFIG_SUFFIXES or _CONFIG_NAMES.match(path.name) is not None
+
+
+class RedactionTooCostly(InvalidRequest):
+    """A text took longer than its budget to be checked for credentials: it is refused (a note) or skipped (a mined
+    document), never stored unchecked."""
+
+    def __init__(self, seconds: float, chars: int) -> None:
+        super().__init__(
+            f"checking {chars} characters for credentials took more than {seconds:g} s of CPU; nothing was stored",
+            field="content",
+            help="split the text into smaller pieces",
+        )
+        self.reason = f"checking it for credentials took more than {seconds:g} s of CPU"
+
+
+# CPU seconds one text may take to redact. Every rule is linear (about 0.3 s for the worst 1 MB found), so only a
+# text far past the size limits — or a machine that is not running this thread — meets it.
+REDACTION_BUDGET_SECONDS = 2.0
 
 
 class Redactor:
-    """Replaces credentials with `[redacted:<kind>]`, collecting what it replaced in `replaced` when given."""
+    """Replaces credentials with `[redacted:<kind>]`, collecting what it replaced in `replaced` when given; a text
+    whose rules take more than `budget` seconds of this thread's CPU raises `RedactionTooCostly`."""
 
-    def __init__(self, rules: tuple[Rule, ...] = RULES) -> None:
+    def __init__(self, rules: tuple[Rule, ...] = RULES, *, budget: float = REDACTION_BUDGET_SECONDS) -> None:
         self.rules = rules
+        self.budget = budget
 
     def text(self, text: str, *, config: bool = False, replaced: set[tuple[str, str]] | None = None) -> Redaction:
         replaced = set() if replaced is None else replaced
+        started = time.thread_time()
         folded = text.lower()
         for rule in self.rules:
             if rule.config_only and not config:
                 continue
             if not rule.may_match(text, folded):
                 continue
-            text = rule.pattern.sub(functools.partial(_replace, kind=rule.kind, replaced=replaced), text)
+            text = rule.pattern.sub(functools.partial(_replace, rule=rule, replaced=replaced), text)
+            if time.thread_time() - started > self.budget:
+                raise RedactionTooCostly(self.budget, len(text))
         return Redaction(text, replaced)
 
     def value(self, value: Any, replaced: set[tuple[str, str]], *, key: str = "") -> Any:
@@ -228,7 +338,10 @@ class Redactor:
 _SECRET_KEY = re.compile(rf"(?i){_SECRET_KEY_WORDS}")
 
 
-def _replace(match: re.Match[str], kind: str, replaced: set[tuple[str, str]]) -> str:
+def _replace(match: re.Match[str], rule: Rule, replaced: set[tuple[str, str]]) -> str:
+    if rule.accept is not None and not rule.accept(match):
+        return match.group(0)
+    kind = rule.kind
     groups = match.groupdict()
     for group in ("value", "dq", "sq"):
         if groups.get(group) is not None:
@@ -253,17 +366,21 @@ def _marker(kind: str, secret: str) -> str:
 def redact_document(
     redactor: Redactor, raw: RawDocument, document: CanonicalDocument
 ) -> tuple[RawDocument, CanonicalDocument, Counter[str]]:
-    """The document with credentials redacted in its text, title and metadata snapshot, and what was replaced."""
+    """The document with credentials redacted in its text, title, name, tags, uri and metadata snapshot, and what
+    was replaced."""
     config = is_config_name(document.name or raw.external_id)
     replaced: set[tuple[str, str]] = set()
     segments = tuple(redactor.text(segment, config=config, replaced=replaced).text for segment in document.segments)
     title = redactor.text(document.title, replaced=replaced).text if document.title else document.title
     name = redactor.text(document.name, replaced=replaced).text if document.name else document.name
+    tags = tuple(dict.fromkeys(redactor.text(tag, replaced=replaced).text for tag in document.tags))
+    uri = redactor.text(document.uri, replaced=replaced).text if document.uri else document.uri
+    raw_uri = redactor.text(raw.uri, replaced=replaced).text if raw.uri else raw.uri
     metadata = redactor.value(dict(raw.metadata), replaced)
     if not replaced:
         return raw, document, Counter()
     return (
-        replace(raw, metadata=metadata, title=title),
-        replace(document, segments=segments, title=title, name=name),
+        replace(raw, metadata=metadata, title=title, uri=raw_uri),
+        replace(document, segments=segments, title=title, name=name, tags=tags, uri=uri),
         Redaction("", replaced).found,
     )

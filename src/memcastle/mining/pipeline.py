@@ -7,10 +7,11 @@ document and the chunk.
 
 from __future__ import annotations
 
+import hashlib
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ from memcastle.connectors.contract import (
 )
 from memcastle.connectors.project import find_project_settings
 from memcastle.connectors.registry import ConnectorRegistry
-from memcastle.connectors.secrets import Redactor, redact_document
+from memcastle.connectors.secrets import RedactionTooCostly, Redactor, redact_document
 from memcastle.errors import Conflict, InvalidRequest
 from memcastle.jobs.context import JobContext
 from memcastle.knowledge.dedup import DuplicateFinder
@@ -124,6 +125,7 @@ class MinePipeline:
         roots: MiningRoots | None = None,
         chunk_chars: int,
         duplicates: DuplicateFinder | None = None,
+        redactor: Redactor | None = None,
         now: Clock = utc_now,
         on_filed: Callable[[str, Sequence[NewDrawer]], object] | None = None,
     ) -> None:
@@ -134,7 +136,7 @@ class MinePipeline:
         self._roots = roots
         self._chunk_chars = chunk_chars
         self._duplicates = duplicates
-        self._redactor = Redactor()
+        self._redactor = redactor or Redactor()
 
     def run(self, ctx: JobContext) -> Mapping[str, Any]:
         params = ctx.params
@@ -165,13 +167,16 @@ class MinePipeline:
             return {**tally.to_json(), "source_id": source_id}
         wing = params.get("wing") or connector.default_wing(spec)
         default_room = _default_room(connector, spec)
-        position = _resume_position(state, candidates)
+        # A document is known by its external id in the palace; one holding a credential (a file named after a
+        # token) is known by the redacted id, kept distinct by a digest of the original.
+        keys = [self._document_key(candidate.external_id) for candidate in candidates]
+        position = _resume_position(state, keys)
         if position == 0:
             tally = MineTally()  # discovery changed under a resumed job: count again from the start
         last_save = time.monotonic()
         for index in range(position, len(candidates)):
             candidate = candidates[index]
-            self._mine_one(ctx, connector, spec, source, candidate, wing, default_room, tally)
+            self._mine_one(ctx, connector, spec, source, candidate, keys[index], wing, default_room, tally)
             if candidate.cursor_after is not None:
                 source = SourceRecord(
                     id=source.id,
@@ -185,23 +190,29 @@ class MinePipeline:
                 ctx.checkpoint(
                     {
                         "position": index + 1,
-                        "last": candidate.external_id,
+                        "last": keys[index],
                         "tally": tally.to_json(),
                         "start_cursor": start_cursor,
                     },
                     current=index + 1,
                     total=len(candidates),
-                    message=candidate.external_id,
+                    message=keys[index],
                 )
                 last_save = time.monotonic()
         if notices_removal(connector, spec, params.get("notice_removed")):
             # Everything the source holds was listed: a document with current drawers that is not there was removed.
-            listed = {candidate.external_id for candidate in candidates}
+            listed = set(keys)
             for document in sorted(self._store.current_documents(source_id) - listed):
                 closed = self._store.close_removed(source_id, document, REMOVED_AT_SOURCE)
                 tally.counts["removed"] += closed
                 tally.counts["removed_documents"] += 1
         return {**tally.to_json(), "source_id": source_id, "wing": wing}
+
+    def _document_key(self, external_id: str) -> str:
+        redacted = self._redactor.text(external_id).text
+        if redacted == external_id:
+            return external_id
+        return f"{redacted}#{hashlib.sha256(external_id.encode('utf-8', 'surrogatepass')).hexdigest()[:16]}"
 
     def _mine_one(
         self,
@@ -210,6 +221,7 @@ class MinePipeline:
         spec: SourceSpec,
         source: SourceRecord,
         candidate: Candidate,
+        key: str,
         wing: str,
         default_room: str,
         tally: MineTally,
@@ -218,8 +230,10 @@ class MinePipeline:
         try:
             raw = connector.read(spec, candidate)
         except SkipDocument as exc:
-            tally.skip(candidate.external_id, exc.reason)
+            tally.skip(key, exc.reason)
             return
+        if raw.external_id != key:
+            raw = replace(raw, external_id=key)
         for warning in raw.warnings:
             tally.warn(raw.external_id, warning)
         revision = revision_of(raw)
@@ -233,7 +247,11 @@ class MinePipeline:
             tally.skip(raw.external_id, f"could not be normalized: {type(exc).__name__}: {exc}")
             return
         # Credentials never reach the store, the full-text index or the embedder.
-        raw, document, found = redact_document(self._redactor, raw, document)
+        try:
+            raw, document, found = redact_document(self._redactor, raw, document)
+        except RedactionTooCostly as exc:
+            tally.skip(raw.external_id, exc.reason)
+            return
         tally.redacted(found)
         changes = self._changes(ctx.job_id, connector, source, raw, revision, document, record, wing, default_room)
         try:
@@ -399,9 +417,9 @@ def _default_room(connector: Connector, spec: SourceSpec) -> str:
     return str(getattr(connector, "default_room", None) or connector.name)
 
 
-def _resume_position(state: Mapping[str, Any], candidates: list[Candidate]) -> int:
+def _resume_position(state: Mapping[str, Any], keys: list[str]) -> int:
     """Skip what a previous run of this job already filed, when discovery still lists it in the same place."""
     position = int(state.get("position", 0))
-    if 0 < position <= len(candidates) and candidates[position - 1].external_id == state.get("last"):
+    if 0 < position <= len(keys) and keys[position - 1] == state.get("last"):
         return position
     return 0

@@ -72,7 +72,10 @@ class DrawerService:
         content = self._redactor.text(content).text
         wing = check_name(wing, "wing") or DEFAULT_WING
         room = check_name(room, "room") or NOTES_ROOM
-        tags = check_tags(tags)
+        # A name and tags are stored and shown like the text: a token pasted there is redacted too.
+        tags = tuple(dict.fromkeys(self._redactor.text(tag).text for tag in check_tags(tags)))
+        named = check_name(name, "name")
+        name = self._redactor.text(named).text if named is not None else None
         if name is None:
             # A diary is one agent's: the same words from another agent are that agent's own entry.
             existing = self._store.find_current_copy(
@@ -85,7 +88,7 @@ class DrawerService:
                 wing=wing,
                 room=room,
                 content=content,
-                name=check_name(name, "name"),
+                name=name,
                 tags=tags,
                 source=Source(kind=kind, agent=agent),
                 provenance=Provenance(requested_by=requested_by),

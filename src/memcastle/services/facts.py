@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memcastle.clock import Clock, parse_instant, utc_now
+from memcastle.connectors.secrets import Redactor
 from memcastle.errors import Conflict, InvalidRequest
 from memcastle.knowledge.entities import EntityResolver
 from memcastle.knowledge.facts import LINK_FANOUT, infer_links, make_link, present
@@ -28,6 +29,7 @@ class FactService:
         self._store = store
         self._now = now
         self._policy = policy
+        self._redactor = Redactor()  # a stated fact is text like a note: credentials never reach the graph
 
     # --- reading --------------------------------------------------------------------------------
 
@@ -145,7 +147,7 @@ class FactService:
         at = self._now()
         merged["valid_from"] = at
         fact, write = self._new_fact(merged, evidence_drawer=spec.get("evidence_drawer"), requested_by=requested_by)
-        reason = _reason(spec.get("reason"), default="superseded explicitly")
+        reason = self._redacted(_reason(spec.get("reason"), default="superseded explicitly"))
         link = make_link(fact.id, old.id, "supersedes", EXPLICIT, reason, at, fact.drawer_id)
         self._store.apply_graph(
             GraphWrite(
@@ -159,7 +161,7 @@ class FactService:
         """Close the fact without a replacement; the reason is recorded on an `invalidates` link."""
         self._store.get_assertion(fact_id)
         at = self._now()
-        link = make_link(fact_id, fact_id, "invalidates", EXPLICIT, _reason(reason, field="reason"), at)
+        link = make_link(fact_id, fact_id, "invalidates", EXPLICIT, self._redacted(_reason(reason)), at)
         self._store.record_decision(close=(fact_id, at), links=[link])
         return self.get_fact(fact_id)
 
@@ -170,7 +172,7 @@ class FactService:
             raise InvalidRequest("a fact cannot be linked to itself", field="to")
         self._store.get_assertion(from_id)
         self._store.get_assertion(to_id)
-        link = make_link(from_id, to_id, kind, EXPLICIT, _reason(reason, field="reason"), self._now())
+        link = make_link(from_id, to_id, kind, EXPLICIT, self._redacted(_reason(reason)), self._now())
         self._store.record_decision(links=[link])
         stored = next(lk for lk in self._store.links_of([from_id]) if lk.id == link.id)
         return {"link": stored.to_json(), "from": self.get_fact(from_id), "to": self.get_fact(to_id)}
@@ -180,8 +182,8 @@ class FactService:
         self._validated(spec)
 
     def _validated(self, spec: Mapping[str, Any]) -> tuple[str, str, str, float, dict[str, str], str]:
-        subject = require_name(spec.get("subject"), "subject")
-        object_ = require_name(spec.get("object"), "object")
+        subject = self._redacted(require_name(spec.get("subject"), "subject"))
+        object_ = self._redacted(require_name(spec.get("object"), "object"))
         predicate = spec.get("predicate")
         if predicate not in PREDICATES:
             raise InvalidRequest(f"predicate must be one of {', '.join(PREDICATES)}", field="predicate")
@@ -198,6 +200,9 @@ class FactService:
             raise InvalidRequest("subject and object must differ", field="object")
         valid_from = parse_instant(spec["valid_from"], field="valid_from") if spec.get("valid_from") else self._now()
         return subject, predicate, object_, float(confidence), kinds, valid_from
+
+    def _redacted(self, text: str) -> str:
+        return self._redactor.text(text).text
 
     def _new_fact(
         self, spec: Mapping[str, Any], *, evidence_drawer: str | None, requested_by: str
