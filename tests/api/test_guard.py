@@ -73,10 +73,31 @@ def test_loopback_names_and_the_own_origin_are_answered(client: TestClient) -> N
     for host in ("127.0.0.1:8420", "localhost", "[::1]:9000", "127.5.6.7"):
         assert client.get("/api/health", headers={"Host": host}).status_code == 200, host
     answer = client.post(
-        "/api/notes", json={"content": "from the daemon's own page"}, headers={"Origin": "http://127.0.0.1:8420"}
+        "/api/notes",
+        json={"content": "from the daemon's own page"},
+        headers={"Origin": "http://127.0.0.1:8420", "Host": "127.0.0.1:8420"},
     )
     assert answer.status_code == 201
     assert "access-control-allow-origin" not in {k.lower() for k in answer.headers}
+    default_port = client.post("/api/notes", json={"content": "port 80"}, headers={"Origin": "http://127.0.0.1"})
+    assert default_port.status_code == 201
+
+
+@pytest.mark.parametrize(
+    "origin",
+    [
+        "http://127.0.0.1:9999",  # another program's page on this machine
+        "http://127.0.0.1:8421",
+        "http://localhost:8420",  # another name is another origin
+        "https://127.0.0.1:8420",  # another scheme
+        "http://[::1]:8420",
+    ],
+)
+def test_another_loopback_origin_is_refused_however_close(client: TestClient, origin: str) -> None:
+    """Cookies and SameSite do not tell ports apart; the Origin does, and it must be the daemon's own exactly."""
+    for method, path, body in (("POST", "/api/notes", {"content": "x"}), ("GET", "/api/status", None)):
+        answer = client.request(method, path, json=body, headers={"Origin": origin, "Host": "127.0.0.1:8420"})
+        assert answer.status_code == 403 and answer.json()["code"] == "forbidden_origin", (origin, method)
 
 
 @pytest.mark.parametrize(

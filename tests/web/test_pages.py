@@ -5,45 +5,18 @@ job through a CSRF-protected form. Outside CI a machine without Chromium skips t
 
 from __future__ import annotations
 
-import os
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
 from waiting import CEILING, wait_until
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
-DRIVER = shutil.which("chromedriver")
-
-if not (CHROMIUM and DRIVER):
-    if os.environ.get("CI") == "true":
-        pytest.fail("the web page's tests need chromium and chromedriver (apt-get install chromium chromium-driver)")
-    pytest.skip(
-        "no chromium + chromedriver on this machine (apt-get install chromium chromium-driver)", allow_module_level=True
-    )
-
-from selenium import webdriver  # noqa: E402 - only once the browser is known to be there
-from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException  # noqa: E402
-from selenium.webdriver.common.by import By  # noqa: E402
-from selenium.webdriver.common.keys import Keys  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM or ""
-    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1440,1000"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=DRIVER))
-    driver.set_page_load_timeout(CEILING)
-    # A command chromedriver never answers fails after the ceiling instead of holding the run until pytest's timeout.
-    driver.command_executor.client_config.timeout = CEILING
-    yield driver
-    driver.quit()
+pytestmark = pytest.mark.usefixtures("browser_available")
 
 
 def visible_text(browser: Any, css: str) -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import secrets
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
@@ -64,6 +65,8 @@ def create_app(
     app.state.services = services
     app.state.mcp = mcp_endpoint
     app.state.tokens = tokens
+    # The web page's CSRF tokens are HMACs under this key: held by this process only, new at every start.
+    app.state.csrf_key = secrets.token_bytes(32)
     app.state.request_shutdown = request_shutdown or (lambda: None)
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
     if tokens is not None:

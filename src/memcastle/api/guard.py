@@ -5,8 +5,10 @@ the answers. Three checks stop it, before anything else reads the request:
 
 - `Host` must name this machine's loopback (any `127.x` address, `localhost`, `::1`) or a configured host: a
   rebound name (`evil.example.com`) is refused.
-- `Origin`, when present, must be an `http(s)://` origin on such a host: a foreign page's request is refused (clients
-  that are not browsers send no `Origin`, and are unaffected).
+- `Origin`, when present, must be this daemon's own origin exactly — the scheme, host and port the request came to:
+  a foreign page's request is refused, and so is a page served by any other program on this machine (another port
+  of 127.0.0.1 is another origin, though cookies and "same-site" do not tell them apart). Clients that are not
+  browsers send no `Origin`, and are unaffected.
 - A request that may change state (POST, DELETE) on `/api` must declare a JSON body: a
   browser can send `text/plain` or a form across origins without asking first, but never `application/json`.
 
@@ -72,11 +74,27 @@ class HostPolicy:
             return False
         return is_loopback(name) or name in self._any_port or (name, port or "") in self._exact
 
-    def allows_origin(self, origin: str) -> bool:
+    def allows_origin(self, origin: str, *, scheme: str | None = None, host: str | None = None) -> bool:
+        """Whether a browser `Origin` may talk to this daemon: on an answered host, and — when the request's own
+        scheme and `Host` are known — exactly the origin the request was sent to (scheme, host and port)."""
         parts = urlsplit(origin.strip())
         if parts.scheme not in ("http", "https") or not parts.netloc or parts.path not in ("", "/"):
             return False
-        return self.allows(parts.netloc)
+        if not self.allows(parts.netloc):
+            return False
+        if scheme is None or host is None:
+            return True
+        return _origin_of(parts.scheme, parts.netloc) == _origin_of(scheme, host)
+
+
+_DEFAULT_PORTS = {"http": "80", "https": "443", "ws": "80", "wss": "443"}
+
+
+def _origin_of(scheme: str, netloc: str) -> tuple[str, str, str]:
+    """(scheme, host, port) with the scheme's default port filled in, as browsers compare origins."""
+    scheme = {"ws": "http", "wss": "https"}.get(scheme.lower(), scheme.lower())
+    name, port = split_host(netloc)
+    return scheme, name, port or _DEFAULT_PORTS.get(scheme, "")
 
 
 class BrowserGuard:
@@ -105,13 +123,13 @@ class BrowserGuard:
                 "only loopback hosts are answered; list another in server.allowed_hosts",
             )
             return
-        if origin is not None and not self.policy.allows_origin(origin):
+        if origin is not None and not self.policy.allows_origin(origin, scheme=scope.get("scheme"), host=host):
             await _refuse(
                 send,
                 403,
                 f"requests from origin {origin!r} are refused",
                 "forbidden_origin",
-                "the daemon answers browsers only on its own loopback origin",
+                "the daemon answers browsers only from its own origin (the same scheme, host and port)",
             )
             return
         method = scope.get("method", "GET").upper()

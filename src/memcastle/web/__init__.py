@@ -3,13 +3,17 @@
 Jinja2 renders each page; htmx (vendored under `static/`, with its licence) swaps in search results and job rows
 without a build step; the job page follows `GET /api/events`. Pages read through the services exactly as the REST
 routes do, under the same guard (host, origin), authentication and memory mode. Every state-changing form carries a
-CSRF token that must match the `memcastle_csrf` cookie (SameSite=Strict, so another site can neither read nor send
-it); the origin guard refuses a foreign `Origin` before any of this runs.
+CSRF token: an HMAC, under a key only this daemon holds, of the browser's `memcastle_csrf` cookie. A page on another
+port of this machine can set that cookie (cookies are not kept apart by port, and such a page is "same-site"), but it
+can neither read this daemon's pages nor compute the token for the cookie it set. The origin guard refuses any
+`Origin` but the daemon's own before any of this runs.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
+import hmac
 import secrets
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,18 +52,24 @@ def _templates() -> Jinja2Templates:
     return Jinja2Templates(directory=str(HERE / "templates"))
 
 
+def _csrf_token(request: Request, cookie: str) -> str:
+    key: bytes = request.app.state.csrf_key
+    return hmac.new(key, cookie.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
+
+
 def _page(request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
-    token = request.cookies.get(CSRF_COOKIE) or secrets.token_urlsafe(24)
-    shared = {"csrf": token, "htmx": HTMX, "logged_in": bool(request.cookies.get("memcastle_token"))}
+    cookie = request.cookies.get(CSRF_COOKIE) or secrets.token_urlsafe(24)
+    logged_in = bool(request.cookies.get("memcastle_token"))
+    shared = {"csrf": _csrf_token(request, cookie), "htmx": HTMX, "logged_in": logged_in}
     answer = _templates().TemplateResponse(request, template, {**shared, **context}, status_code=status)
-    if request.cookies.get(CSRF_COOKIE) != token:
-        answer.set_cookie(CSRF_COOKIE, token, httponly=True, samesite="strict", path="/")
+    if request.cookies.get(CSRF_COOKIE) != cookie:
+        answer.set_cookie(CSRF_COOKIE, cookie, httponly=True, samesite="strict", path="/")
     return answer
 
 
 def _check_csrf(request: Request, token: str) -> None:
     cookie = request.cookies.get(CSRF_COOKIE)
-    if not cookie or not token or not secrets.compare_digest(cookie, token):
+    if not cookie or not token or not secrets.compare_digest(_csrf_token(request, cookie), token):
         raise AccessDenied("the form's CSRF token does not match; reload the page and try again")
 
 
