@@ -43,6 +43,7 @@ from memcastle.services import Services
 from memcastle.store import NearestStore, Store
 from memcastle.store.copy import CopyProgress, CopyReport, copy_palace
 from memcastle.store.sqlite import DB_FILE, SQLiteStore
+from memcastle.store.sqlite.failures import free_bytes
 from memcastle.triggers import TriggerManager
 
 if TYPE_CHECKING:
@@ -258,6 +259,8 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
         passages=(settings["embeddings.passage_chars"], settings["embeddings.passage_overlap"]),
         fill_rows=settings["search.fill_rows"],
     )
+    # The room left on the palace's disk, to resume jobs a full disk paused (a PostgreSQL server's is not ours).
+    room = (lambda: free_bytes(settings.palace)) if store.backend == "sqlite" else None
     pool = WorkerPool(
         store,
         handlers,
@@ -266,6 +269,7 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
         shared=store.backend != "sqlite",
         now=now,
         on_change=lambda job: events.publish("job", job.to_json()),
+        room=room,
     )
     queue = JobQueue(store, pool, now=now, on_change=lambda job: events.publish("job", job.to_json()))
     services = Services(
@@ -283,6 +287,7 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
         now=now,
         events=events,
         reread_policy=lambda: load_policy(layers_from_settings(settings)),
+        room=room,
     )
     pool.on_finished = services.jobs.after_job
     maintainer = IndexMaintainer(memory) if memory is not None else None

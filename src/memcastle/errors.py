@@ -11,6 +11,9 @@
     ├── ProviderError              an external provider (embeddings, extraction) failed (HTTP 502)
     ├── ConfigError                a configuration file or value is wrong (names file, line, key)
     ├── MigrationError             the palace schema could not be brought up to date; the daemon stops
+    ├── StorageError               the palace's storage failed to read or write (HTTP 503); retry later
+    │   ├── StorageFull            the disk holding the palace is full (HTTP 507); free some space
+    │   └── PalaceDamaged          the palace file is damaged or missing; restore it (the daemon stops)
     └── DaemonNotRunning           no live daemon serves this palace (CLI exit code 3)
 
 Errors become responses at each edge, in one shape (`error_shape`): `api.errors` for HTTP, `mcp.server` for tool
@@ -157,6 +160,34 @@ class MigrationError(MemCastleError):
     code = "migration_failed"
 
 
+class StorageError(MemCastleError):
+    """The palace's storage failed to read or write (an I/O error); nothing half-written was kept."""
+
+    code = "storage_error"
+    help = "the write was rolled back; check the disk and the system log, then try again"
+
+
+class StorageFull(StorageError):
+    """The disk holding the palace is full; the write was refused and nothing acknowledged was lost."""
+
+    code = "storage_full"
+
+    def __init__(self, path: str, free_bytes: int | None) -> None:
+        free = f"{free_bytes:,} bytes free" if free_bytes is not None else "no space left"
+        super().__init__(
+            f"the palace's disk is full: {path} ({free}); nothing was written",
+            help="free some space on that disk; paused jobs resume by themselves once there is room",
+        )
+        self.path = path
+        self.free_bytes = free_bytes
+
+
+class PalaceDamaged(StorageError):
+    """The palace file is damaged, or missing from a palace that was in use; the daemon will not serve it."""
+
+    code = "palace_damaged"
+
+
 class DaemonNotRunning(MemCastleError):
     """No live daemon serves this palace."""
 
@@ -177,6 +208,25 @@ def error_shape(exc: MemCastleError) -> dict[str, Any]:
     if isinstance(exc, Conflict) and exc.existing_id:
         data["existing_id"] = exc.existing_id
     return data
+
+
+def http_status(exc: MemCastleError) -> int:
+    """The HTTP status an error answers with, the same on every interface that speaks HTTP (REST, the web page)."""
+    if isinstance(exc, InvalidRequest):
+        return 400
+    if isinstance(exc, NotFound):
+        return 404
+    if isinstance(exc, Conflict):
+        return 409
+    if isinstance(exc, AccessDenied):
+        return 401 if exc.unauthenticated else 403
+    if isinstance(exc, ProviderError):
+        return 502
+    if isinstance(exc, StorageFull):
+        return 507
+    if isinstance(exc, StorageError):
+        return 503
+    return 500
 
 
 def field_path(loc: Sequence[Any]) -> str:

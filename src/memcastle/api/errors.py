@@ -13,13 +13,10 @@ from starlette.routing import Match
 
 from memcastle.errors import (
     AccessDenied,
-    Conflict,
-    InvalidRequest,
     MemCastleError,
-    NotFound,
-    ProviderError,
     error_shape,
     field_path,
+    http_status,
     invalid_arguments,
 )
 
@@ -28,20 +25,6 @@ log = logging.getLogger(__name__)
 
 def error_body(message: str, code: str, help: str = "", **extra: Any) -> dict[str, Any]:
     return {"error": message, "code": code, "help": help, **{k: v for k, v in extra.items() if v is not None}}
-
-
-def status_of(exc: MemCastleError) -> int:
-    if isinstance(exc, InvalidRequest):
-        return 400
-    if isinstance(exc, NotFound):
-        return 404
-    if isinstance(exc, Conflict):
-        return 409
-    if isinstance(exc, AccessDenied):
-        return 401 if exc.unauthenticated else 403
-    if isinstance(exc, ProviderError):
-        return 502
-    return 500
 
 
 METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
@@ -62,7 +45,7 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(MemCastleError)
     async def on_memcastle_error(request: Request, exc: MemCastleError) -> JSONResponse:
         headers = {"WWW-Authenticate": "Bearer"} if isinstance(exc, AccessDenied) and exc.unauthenticated else None
-        return JSONResponse(error_shape(exc), status_code=status_of(exc), headers=headers)
+        return JSONResponse(error_shape(exc), status_code=http_status(exc), headers=headers)
 
     @app.exception_handler(RequestValidationError)
     async def on_validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:

@@ -26,6 +26,8 @@ WHY: dict[int, str] = {
     413: "the body is larger than server.max_body_bytes",
     415: "a state change must send a JSON body (Content-Type: application/json)",
     502: "an embedding or extraction provider failed",
+    503: "the palace's storage failed to read or write (an I/O error, a damaged file); nothing half-written is kept",
+    507: "the disk holding the palace is full: the write was refused, nothing acknowledged was lost",
 }
 # Routes that can answer 404 although their path names nothing: a request field names a thing that may be missing.
 NOT_FOUND_WITHOUT_PATH_PARAMETERS = frozenset(
@@ -50,9 +52,10 @@ def error_statuses(path: str, methods: set[str]) -> list[int]:
     if _PARAMETER.search(path) or path in NOT_FOUND_WITHOUT_PATH_PARAMETERS:
         statuses.append(404)
     if methods - {"GET", "HEAD", "OPTIONS"}:
-        statuses += [409, 413, 415]
+        statuses += [409, 413, 415, 507]
     if path in PROVIDER_ROUTES:
         statuses.append(502)
+    statuses.append(503)
     return sorted(statuses)
 
 

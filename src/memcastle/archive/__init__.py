@@ -19,7 +19,7 @@ from typing import IO, Any
 
 from memcastle import __version__
 from memcastle.clock import utc_now
-from memcastle.errors import Conflict, InvalidRequest
+from memcastle.errors import Conflict, InvalidRequest, StorageError
 from memcastle.jobs.context import JobContext
 from memcastle.store import Store
 from memcastle.store.sql.archive import ARCHIVE_KINDS
@@ -229,7 +229,7 @@ class ArchiveJobs:
         ones with their reason."""
         try:
             return self._store.load_records(kind, batch)
-        except Conflict:
+        except (Conflict, StorageError):  # a full disk is no malformed record: the job pauses, nothing is skipped
             raise
         except Exception as first:  # noqa: BLE001 - a malformed record or a missing parent: find which
             if len(batch) == 1:
@@ -239,7 +239,7 @@ class ArchiveJobs:
         for record in batch:
             try:
                 new, old = self._store.load_records(kind, [record])
-            except Conflict:
+            except (Conflict, StorageError):
                 raise
             except Exception as exc:  # noqa: BLE001 - one bad record must not abort the import
                 skipped.append({"member": member(kind), "line": record["_line"], "reason": _reason(exc)})

@@ -19,6 +19,7 @@ from memcastle.errors import (
     MemCastleError,
     NotFound,
     ProviderError,
+    StorageError,
 )
 from memcastle.runtime.daemons import find_daemon, state_dir
 
@@ -119,6 +120,8 @@ def _error_from(status: int, reason: str, text: str) -> MemCastleError:
         error = AccessDenied(message, unauthenticated=status == 401)
     elif status == 502:
         error = ProviderError(message)
+    elif status in (503, 507):
+        error = StorageError(message)
     else:
         error = MemCastleError(message)
     if help_text:

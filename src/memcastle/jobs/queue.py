@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from memcastle.clock import Clock, utc_now
 from memcastle.errors import IllegalTransition
 from memcastle.jobs.context import JobListener, ignore_change
@@ -26,6 +28,14 @@ class JobQueue:
         self._pool = pool
         self._on_change = on_change or ignore_change
 
+    def as_known(self, job: Job) -> Job:
+        """The job as it is: a running one whose worker stopped it for a storage failure, but could not yet write
+        the pause down (the disk is full), is paused with that reason, whatever the store still says."""
+        reason = self._pool.unrecorded_pause(job.id) if self._pool is not None else None
+        if reason is None or job.status is not JobStatus.RUNNING:
+            return job
+        return replace(job, status=JobStatus.PAUSED, error=reason, lease_owner=None, lease_expires_at=None)
+
     def submit(self, new: NewJob) -> tuple[Job, bool]:
         """Queue a job (or join a queued one with the same coalesce key); returns (job, created)."""
         job, created = self._store.create_job(new)
@@ -43,7 +53,8 @@ class JobQueue:
 
     def resume(self, job_id: str) -> Job:
         self._require(job_id, JobStatus.PAUSED, JobStatus.QUEUED)
-        job = self._told(self._store.transition_job(job_id, JobStatus.QUEUED, pause_requested=0))
+        # A job paused by a storage failure carried it as its error: resumed, it is no longer true.
+        job = self._told(self._store.transition_job(job_id, JobStatus.QUEUED, pause_requested=0, error=None))
         if self._pool is not None:
             self._pool.wake()
         return job

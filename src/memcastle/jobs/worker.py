@@ -10,12 +10,13 @@ import time
 import traceback
 import uuid
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 
 from memcastle.clock import Clock, utc_now
-from memcastle.errors import Conflict, IllegalTransition, LeaseLost
+from memcastle.errors import Conflict, IllegalTransition, LeaseLost, StorageError
 from memcastle.jobs.context import JobContext, JobHandler, JobListener, JobStopped
 from memcastle.jobs.context import ignore_change as _ignore
-from memcastle.model import RECOVERY_BUDGET, Job, JobStatus, recovery_spent
+from memcastle.model import RECOVERY_BUDGET, STORAGE_PAUSE, Job, JobStatus, paused_by_storage, recovery_spent
 from memcastle.store import JobStore
 
 log = logging.getLogger(__name__)
@@ -23,6 +24,12 @@ log = logging.getLogger(__name__)
 
 # Owners of the pools of this process that are running (started, not yet drained).
 _LIVE_OWNERS: set[str] = set()
+
+# After a storage failure (a full disk, an I/O error), paused jobs are resumed after this many seconds, doubling
+# while failures go on, up to the most; and only once the palace's disk has this much room, when it can be measured.
+STORAGE_RETRY_FIRST = 2.0
+STORAGE_RETRY_MOST = 60.0
+STORAGE_ROOM_BYTES = 1 << 20
 
 
 def owner_is_dead(owner: str | None) -> bool:
@@ -60,6 +67,7 @@ class WorkerPool:
         shared: bool = False,
         now: Clock = utc_now,
         on_change: JobListener | None = None,
+        room: Callable[[], int | None] | None = None,
     ) -> None:
         self._store = store
         self._now = now
@@ -77,6 +85,16 @@ class WorkerPool:
         self._threads: list[threading.Thread] = []
         self._active: dict[str, threading.Thread] = {}
         self._active_lock = threading.Lock()
+        # Storage failures: free bytes on the palace's disk (None: not measurable, a PostgreSQL palace), the jobs
+        # whose pause could not be recorded yet (still `running` in the store, under this pool's lease), and when
+        # the paused ones may be tried again.
+        self._room = room or (lambda: None)
+        self._stalled: dict[str, str] = {}
+        self._storage_lock = threading.Lock()
+        self._storage_trouble = threading.Event()
+        self._storage_trouble.set()  # look once at start: jobs a previous run paused for the disk
+        self._storage_backoff = STORAGE_RETRY_FIRST
+        self._storage_retry_at = 0.0
 
     @property
     def kinds(self) -> tuple[str, ...]:
@@ -127,6 +145,11 @@ class WorkerPool:
                 log.info("job %s changed hands while it was being recovered; left to its new owner", job.id)
         return recovered
 
+    def unrecorded_pause(self, job_id: str) -> str | None:
+        """The reason a job was paused for a storage failure, while the pause itself could not be written yet."""
+        with self._storage_lock:
+            return self._stalled.get(job_id)
+
     def running_here(self) -> list[str]:
         """Ids of the jobs this pool's workers are running now."""
         with self._active_lock:
@@ -143,6 +166,8 @@ class WorkerPool:
             # running jobs fresh even through a unit of work longer than the lease (a slow provider call).
             heartbeat = threading.Thread(target=self._renew_leases, name="memcastle-leases", daemon=True)
             heartbeat.start()
+        storage = threading.Thread(target=self._watch_storage, name="memcastle-storage", daemon=True)
+        storage.start()
 
     def wake(self) -> None:
         self._wakeup.set()
@@ -158,7 +183,12 @@ class WorkerPool:
         for thread in self._threads:
             thread.join(max(0.0, deadline - time.monotonic()))
         requeued = []
-        for job in self._store.running_jobs():
+        try:
+            running = self._store.running_jobs()
+        except StorageError as exc:
+            log.warning("the running jobs could not be read (%s); the next start recovers them", exc.message)
+            running = []
+        for job in running:
             if job.lease_owner != self.owner:
                 continue
             try:
@@ -167,6 +197,8 @@ class WorkerPool:
                 requeued.append(job.id)
             except Conflict:
                 pass
+            except StorageError as exc:  # left running: the next start recovers it
+                log.warning("job %s could not be requeued (%s); the next start recovers it", job.id, exc.message)
         self._halted.set()
         _LIVE_OWNERS.discard(self.owner)
         return requeued
@@ -202,9 +234,20 @@ class WorkerPool:
                         log.warning("job %s lost its lease; another worker owns it now", job_id)
 
     def _loop(self) -> None:
+        """Claim and run jobs until the pool drains. Nothing a job or the store raises ends the thread."""
+        claim_failed = False
         while not self._stopping.is_set():
             try:
                 job = self._store.claim_next_job(self.owner, self._lease_seconds, self._handlers)
+                claim_failed = False
+            except StorageError as exc:
+                if not claim_failed:  # said once per episode: the next claims fail the same way
+                    log.warning("jobs cannot be claimed: %s", exc.message)
+                claim_failed = True
+                self._note_storage_failure()
+                self._wakeup.wait(STORAGE_RETRY_FIRST)
+                self._wakeup.clear()
+                continue
             except Exception:
                 log.exception("claiming a job failed")
                 job = None
@@ -212,8 +255,11 @@ class WorkerPool:
                 self._wakeup.wait(0.5)
                 self._wakeup.clear()
                 continue
-            self._on_change(job)
-            self._run(job)
+            try:
+                self._on_change(job)
+                self._run(job)
+            except Exception:
+                log.exception("job %s (%s): its outcome could not be handled; the worker goes on", job.id, job.kind)
 
     def _run(self, job: Job) -> None:
         with self._active_lock:
@@ -225,6 +271,14 @@ class WorkerPool:
                 self._active.pop(job.id, None)
 
     def _run_handler(self, job: Job) -> None:
+        try:
+            self._run_and_record(job)
+        except StorageError as exc:
+            # The handler's own writes, or the recording of its outcome: run again from the last checkpoint once
+            # writes work.
+            self._pause_for_storage(job, exc)
+
+    def _run_and_record(self, job: Job) -> None:
         ctx = JobContext(
             self._store, job, self.owner, self._lease_seconds, self._stopping.is_set, on_progress=self._on_change
         )
@@ -243,10 +297,13 @@ class WorkerPool:
                 return
             self._fail(job, exc)
             return
+        except StorageError:
+            raise
         except Exception as exc:  # noqa: BLE001 - the worker is the one place that records any failure
             self._fail(job, exc)
             return
-        self._finish(job, JobStatus.COMPLETED, result=dict(result))
+        self._finish(job, JobStatus.COMPLETED, result=dict(result), error=None)
+        self._storage_recovered()
 
     def _stop(self, job: Job, reason: str) -> None:
         if reason == "cancel":
@@ -255,6 +312,82 @@ class WorkerPool:
             self._finish(job, JobStatus.PAUSED, finished=False)
         else:  # a shutdown, or a yield to waiting work of higher priority: back to the queue
             self._finish(job, JobStatus.QUEUED, finished=False)
+
+    def _pause_for_storage(self, job: Job, exc: StorageError) -> None:
+        """Pause a job the palace's storage failed under (a full disk, an I/O error); `_watch_storage` resumes it
+        once writes work again. When even the pause cannot be written, the job is kept here until it can."""
+        message = STORAGE_PAUSE + exc.message
+        log.warning("job %s (%s) paused: %s", job.id, job.kind, exc.message)
+        self._note_storage_failure()
+        try:
+            self._finish(job, JobStatus.PAUSED, finished=False, error=message)
+        except StorageError:
+            with self._storage_lock:
+                self._stalled[job.id] = message
+            self._on_change(replace(job, status=JobStatus.PAUSED, error=message, lease_owner=None))
+
+    def _note_storage_failure(self) -> None:
+        with self._storage_lock:
+            now = time.monotonic()
+            if now >= self._storage_retry_at:
+                self._storage_retry_at = now + self._storage_backoff
+                self._storage_backoff = min(self._storage_backoff * 2, STORAGE_RETRY_MOST)
+        self._storage_trouble.set()
+
+    def _storage_recovered(self) -> None:
+        with self._storage_lock:
+            self._storage_backoff = STORAGE_RETRY_FIRST
+
+    def _watch_storage(self) -> None:
+        """While storage has failed: once the retry time has come and the disk has room, record the pauses that
+        could not be written, then resume the jobs paused by the failure."""
+        while not self._halted.is_set():
+            self._storage_trouble.wait(1.0)
+            if self._halted.is_set() or not self._storage_trouble.is_set():
+                continue
+            with self._storage_lock:
+                wait = self._storage_retry_at - time.monotonic()
+            room = self._room()
+            if wait > 0 or (room is not None and room < STORAGE_ROOM_BYTES):
+                self._halted.wait(max(0.2, min(wait, 1.0)))
+                continue
+            try:
+                self._resume_after_storage()
+            except StorageError as exc:
+                log.info("writes still fail (%s); trying again later", exc.message)
+                self._note_storage_failure()
+            except Exception:
+                log.exception("resuming the jobs paused by a storage failure failed")
+                self._note_storage_failure()
+
+    def _resume_after_storage(self) -> None:
+        with self._storage_lock:
+            stalled = dict(self._stalled)
+        for job_id, message in stalled.items():
+            try:
+                self._store.transition_job(
+                    job_id, JobStatus.PAUSED, owner=self.owner, lease_owner=None, lease_expires_at=None, error=message
+                )
+            except Conflict:
+                pass  # no longer ours (taken over on a shared palace, or requeued by a drain)
+            with self._storage_lock:
+                self._stalled.pop(job_id, None)
+        resumed = 0
+        for job in self._store.list_jobs(JobStatus.PAUSED.value, None, 500):
+            if not paused_by_storage(job):
+                continue
+            try:
+                changed = self._store.transition_job(job.id, JobStatus.QUEUED, pause_requested=0, error=None)
+            except Conflict:
+                continue
+            self._on_change(changed)
+            resumed += 1
+        with self._storage_lock:
+            if not self._stalled:
+                self._storage_trouble.clear()
+        if resumed:
+            log.info("resumed %d job(s) paused by a storage failure", resumed)
+            self._wakeup.set()
 
     def _fail(self, job: Job, exc: BaseException) -> None:
         log.error("job %s (%s) failed: %s", job.id, job.kind, "".join(traceback.format_exception(exc)))

@@ -47,12 +47,14 @@ from memcastle.model.jobs import (
     JOB_TRANSITIONS,
     PRIORITY_NAMES,
     RECOVERY_BUDGET,
+    STORAGE_PAUSE,
     Job,
     JobStatus,
     NewJob,
     Priority,
     Progress,
     is_legal_transition,
+    paused_by_storage,
     recovery_spent,
 )
 from memcastle.model.mining import DocumentChanges, DocumentRecord, MinerSpec, MinerState, SourceRecord
@@ -108,6 +110,7 @@ __all__ = [
     "Provenance",
     "RANKINGS",
     "RECOVERY_BUDGET",
+    "STORAGE_PAUSE",
     "REQUESTERS",
     "Room",
     "SINGLE_VALUED_PREDICATES",
@@ -130,4 +133,5 @@ __all__ = [
     "key_variants",
     "EDIT_MIN_CHARS",
     "recovery_spent",
+    "paused_by_storage",
 ]

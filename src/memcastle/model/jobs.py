@@ -131,6 +131,15 @@ def is_legal_transition(current: JobStatus, target: JobStatus) -> bool:
     return (current, target) in JOB_TRANSITIONS
 
 
+# The error a job paused by a storage failure carries: the worker pool resumes such jobs by itself once writes work
+# again (a user's pause carries no error and waits for the user).
+STORAGE_PAUSE = "paused while the palace's storage failed; it resumes by itself once writes work again: "
+
+
+def paused_by_storage(job: Job) -> bool:
+    return job.status is JobStatus.PAUSED and (job.error or "").startswith(STORAGE_PAUSE)
+
+
 RECOVERY_BUDGET = 3
 """How many times a job interrupted by a crash (or taken over from a dead daemon) is requeued before it fails."""
 

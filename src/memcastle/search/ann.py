@@ -142,7 +142,11 @@ class AnnIndex:
         path.parent.mkdir(parents=True, exist_ok=True)
         with self._changing:  # saving only reads the graph: no search lock
             graph_tmp = path.with_suffix(".usearch.tmp")
-            self._graph.save(str(graph_tmp))
+            try:
+                self._graph.save(str(graph_tmp))
+            except BaseException:
+                graph_tmp.unlink(missing_ok=True)  # a save cut short (a full disk) leaves no half file behind
+                raise
             meta = {**asdict(self.shape), "covered": self.covered, "size": len(self._graph)}
             size = len(self._graph)
         meta_path = _meta_path(path)

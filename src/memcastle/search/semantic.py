@@ -516,7 +516,7 @@ class SemanticIndex:
             return
         try:
             self._ann.save(self._ann_path)
-        except OSError as exc:
+        except (OSError, RuntimeError) as exc:  # a full disk: the graph is a cache, rebuilt when its file is absent
             log.warning("could not save the vector index to %s: %s", self._ann_path, exc)
         self._ann_saved_at = time.monotonic()
 

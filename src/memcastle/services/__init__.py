@@ -29,7 +29,7 @@ from memcastle.jobs.queue import JobQueue
 from memcastle.knowledge.dedup import DuplicateFinder
 from memcastle.knowledge.extraction import ExtractionProvider
 from memcastle.mining.roots import MiningRoots
-from memcastle.model import MinerSpec
+from memcastle.model import JobStatus, MinerSpec
 from memcastle.preferences import Policy
 from memcastle.search.embeddings import EmbeddingProvider
 from memcastle.search.engine import SearchEngine
@@ -70,6 +70,7 @@ class Services:
         now: Clock = utc_now,
         events: EventBus | None = None,
         reread_policy: Callable[[], Policy] | None = None,
+        room: Callable[[], int | None] | None = None,
     ) -> None:
         self.store = store
         self.policy = policy
@@ -87,7 +88,15 @@ class Services:
         self.forgetting = ForgetService(store, search, self.mining.active_mines, publish, self.events.purge)
         self.places = PlaceService(store, self.forgetting, self.mining.active_mines)
         self.archives = ArchiveService(self.jobs, roots)
-        self.status = StatusService(store, palace, embeddings=embeddings, extraction=extraction, search=search)
+        self.status = StatusService(
+            store,
+            palace,
+            embeddings=embeddings,
+            extraction=extraction,
+            search=search,
+            room=room,
+            paused=lambda: self.jobs.list_jobs(JobStatus.PAUSED.value, None, 200),
+        )
 
     def check_preferences(self) -> dict[str, Any]:
         """The preference files read again now: whether they are valid, and whether they still say what the daemon

@@ -63,7 +63,7 @@ class JobService:
         return job
 
     def get_job(self, job_id: str) -> Job:
-        return self._store.get_job(job_id)
+        return self.queue.as_known(self._store.get_job(job_id))
 
     def why_waiting(self, job: Job) -> str | None:
         """For a queued job, what it waits for and behind what; None for any other status."""
@@ -94,7 +94,16 @@ class JobService:
             raise InvalidRequest(
                 f"unknown job status {status!r}; one of {', '.join(s.value for s in JobStatus)}", field="status"
             )
-        return self._store.list_jobs(status, kind, check_limit(limit))
+        limit = check_limit(limit)
+        found = self._store.list_jobs(status, kind, limit)
+        if status == JobStatus.PAUSED.value:  # and those paused while the pause could not be written yet
+            found = sorted(
+                [*found, *self._store.list_jobs(JobStatus.RUNNING.value, kind, limit)],
+                key=lambda job: job.created_at,
+                reverse=True,
+            )
+        jobs = [self.queue.as_known(job) for job in found]
+        return [job for job in jobs if status is None or job.status.value == status][:limit]
 
     def control_job(self, job_id: str, action: str) -> Job:
         actions = {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -9,12 +10,15 @@ from memcastle import __version__
 from memcastle.knowledge.extraction import ExtractionProvider
 from memcastle.knowledge.sweep import KIND as EXTRACT
 from memcastle.knowledge.sweep import extractor_key
-from memcastle.model import JobStatus
+from memcastle.model import STORAGE_PAUSE, Job, JobStatus, paused_by_storage
 from memcastle.search.backfill import KIND as EMBED
 from memcastle.search.backfill import model_key
 from memcastle.search.embeddings import EmbeddingProvider
 from memcastle.search.engine import SearchEngine
 from memcastle.store import Store
+
+# Below this much room on the palace's disk, status warns.
+LOW_ROOM_BYTES = 64 << 20
 
 
 class StatusService:
@@ -28,8 +32,13 @@ class StatusService:
         embeddings: EmbeddingProvider,
         extraction: ExtractionProvider,
         search: SearchEngine,
+        room: Callable[[], int | None] | None = None,
+        paused: Callable[[], list[Job]] | None = None,
     ) -> None:
         self._store = store
+        self._room = room or (lambda: None)
+        # The paused jobs, as the job service knows them (a pause a full disk kept from being written included).
+        self._paused = paused or (lambda: store.list_jobs(JobStatus.PAUSED.value, None, 200))
         self._palace = palace
         self._embeddings = embeddings
         self._extraction = extraction
@@ -98,6 +107,18 @@ class StatusService:
 
     def _warnings(self) -> list[str]:
         warnings = []
+        room = self._room()
+        if room is not None and room < LOW_ROOM_BYTES:
+            warnings.append(
+                f"the palace's disk has only {room:,} bytes free ({self._palace}); writes are refused once it is full"
+            )
+        stuck = [job for job in self._paused() if paused_by_storage(job)]
+        if stuck:
+            cause = (stuck[0].error or "").removeprefix(STORAGE_PAUSE)
+            warnings.append(
+                f"{len(stuck)} job(s) paused because the palace's storage failed ({cause}); they resume by themselves "
+                "once writes work again"
+            )
         if self._embeddings.is_enabled:
             latest = self._store.list_jobs(None, EMBED, 1)
             if latest and latest[0].status is JobStatus.FAILED:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from memcastle.errors import AccessDenied, InvalidRequest, MemCastleError
+from memcastle.errors import AccessDenied, InvalidRequest, MemCastleError, http_status
 from memcastle.modes import HEADER, enforce_mode, parse_mode
 from memcastle.services import ForgetRequest, SearchRequest, Services
 
@@ -74,8 +74,7 @@ def _check_csrf(request: Request, token: str) -> None:
 
 
 def _error(request: Request, exc: MemCastleError) -> HTMLResponse:
-    status = 400 if isinstance(exc, InvalidRequest) else 403 if isinstance(exc, AccessDenied) else 404
-    return _page(request, "error.html", status=status, error=exc)
+    return _page(request, "error.html", status=http_status(exc), error=exc)
 
 
 # --- search ---------------------------------------------------------------------------------------------------

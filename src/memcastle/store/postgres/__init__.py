@@ -24,7 +24,7 @@ from psycopg.types.string import TextLoader
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from memcastle.clock import utc_now
-from memcastle.errors import InvalidRequest, MigrationError
+from memcastle.errors import InvalidRequest, MigrationError, StorageError, StorageFull
 from memcastle.model import (
     RECOVERY_BUDGET,
     Job,
@@ -676,7 +676,8 @@ def _imported(table: str, columns: Sequence[Row], row: Mapping[str, Any], dimens
 
 @contextmanager
 def _text_errors() -> Iterator[None]:
-    """PostgreSQL text cannot hold NUL: say so as a bad request, as no other value would be refused."""
+    """PostgreSQL text cannot hold NUL: say so as a bad request, as no other value would be refused. A server whose
+    disk is full (SQLSTATE 53100) or that failed an I/O (58030) says so as the storage error it is."""
     try:
         yield
     except psycopg.DataError as exc:
@@ -686,6 +687,10 @@ def _text_errors() -> Iterator[None]:
                 help="remove the NUL characters",
             ) from None
         raise
+    except pg_errors.DiskFull as exc:
+        raise StorageFull(f"the PostgreSQL server's storage ({str(exc).strip()})", None) from exc
+    except pg_errors.IoError as exc:
+        raise StorageError(f"the PostgreSQL server's storage failed: {str(exc).strip()}") from exc
 
 
 def _storable(content: str) -> tuple[str, bytes | None]:

@@ -18,7 +18,7 @@ from typing import Any, cast
 import numpy as np
 
 from memcastle.clock import format_instant, to_datetime, utc_now
-from memcastle.errors import InvalidRequest, MigrationError
+from memcastle.errors import MigrationError
 from memcastle.model import Job, LexicalQuery, Scope, ScoredDrawer, TermStatistics, TimeWindow
 from memcastle.store import VectorChunk
 from memcastle.store.copy import check_columns, copied_table, ensure_empty
@@ -35,6 +35,8 @@ from memcastle.store.sql.mining import MiningTables
 from memcastle.store.sql.requests import RequestKeyTables
 from memcastle.store.sql.rows import job_from_row
 from memcastle.store.sql.vectors import VectorWrite, vector_chunk
+from memcastle.store.sqlite.failures import sqlite_errors, storage_failure
+from memcastle.store.sqlite.files import mark_in_use, refuse_a_lost_database
 from memcastle.store.sqlite.fulltext import fts5_match, quote_term
 
 log = logging.getLogger(__name__)
@@ -75,7 +77,6 @@ class SQLiteStore(ArchiveTables, ForgetTables, GraphTables, MiningTables, JobTab
     backend = "sqlite"
 
     def __init__(self, palace: Path, *, now: Callable[[], str] = utc_now) -> None:
-        palace.mkdir(parents=True, exist_ok=True)
         self.path = palace / DB_FILE
         self.location = str(self.path)
         self._now = now
@@ -83,18 +84,24 @@ class SQLiteStore(ArchiveTables, ForgetTables, GraphTables, MiningTables, JobTab
         self._local = threading.local()
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
-        try:
-            self._writer = self._connect()
-            self._writer.execute("PRAGMA journal_mode=WAL")
-            # What is deleted is overwritten with zeros, so a forgotten drawer leaves no bytes in free pages.
-            self._writer.execute("PRAGMA secure_delete=ON")
-        except sqlite3.DatabaseError as exc:
-            raise MigrationError(
-                f"{self.path} is not a MemCastle palace database: {exc}",
-                help="point --palace at a palace directory, or move the file away",
-            ) from None
-        self._migrate()
-        self._empty_log()  # a forget that committed before a crash leaves its old pages in the log until now
+        with sqlite_errors(self.path):
+            palace.mkdir(parents=True, exist_ok=True)
+            refuse_a_lost_database(palace, self.path)
+            try:
+                self._writer = self._connect()
+                self._writer.execute("PRAGMA journal_mode=WAL")
+                # What is deleted is overwritten with zeros, so a forgotten drawer leaves no bytes in free pages.
+                self._writer.execute("PRAGMA secure_delete=ON")
+            except sqlite3.DatabaseError as exc:
+                if getattr(exc, "sqlite_errorcode", None) != sqlite3.SQLITE_NOTADB:
+                    raise
+                raise MigrationError(
+                    f"{self.path} is not a MemCastle palace database: {exc}",
+                    help="point --palace at a palace directory, or move the file away",
+                ) from None
+            self._migrate()
+            self._empty_log()  # a forget that committed before a crash leaves its old pages in the log until now
+            mark_in_use(palace, self._now())
 
     # --- connections ----------------------------------------------------------------------------
 
@@ -119,20 +126,22 @@ class SQLiteStore(ArchiveTables, ForgetTables, GraphTables, MiningTables, JobTab
 
     @contextmanager
     def _read(self) -> Iterator[SQLiteTx]:
-        with _text_errors():
+        with sqlite_errors(self.path):
             yield SQLiteTx(self._reader())
 
     @contextmanager
     def _write(self) -> Iterator[SQLiteTx]:
-        with _text_errors(), self._lock:
+        with sqlite_errors(self.path), self._lock:
             conn = self._writer
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield SQLiteTx(conn)
+                conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                # A COMMIT refused (a full disk) leaves the transaction open; SQLite may have rolled it back already.
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
                 raise
-            conn.execute("COMMIT")
 
     def close(self) -> None:
         with self._readers_lock:
@@ -149,6 +158,8 @@ class SQLiteStore(ArchiveTables, ForgetTables, GraphTables, MiningTables, JobTab
                 conn.execute(MIGRATIONS_TABLE)
                 applied = {row[0] for row in conn.execute("SELECT version FROM schema_migration")}
             except sqlite3.DatabaseError as exc:
+                if getattr(exc, "sqlite_errorcode", None) != sqlite3.SQLITE_NOTADB:
+                    raise
                 raise MigrationError(f"{self.path} is not a MemCastle palace database: {exc}") from None
             for migration in pending(applied, "sqlite", str(self.path)):
                 record = (
@@ -160,7 +171,7 @@ class SQLiteStore(ArchiveTables, ForgetTables, GraphTables, MiningTables, JobTab
                 except sqlite3.Error as exc:
                     if conn.in_transaction:
                         conn.execute("ROLLBACK")
-                    raise failed(migration, str(self.path), str(exc)) from exc
+                    raise (storage_failure(exc, self.path) or failed(migration, str(self.path), str(exc))) from exc
 
     # --- what is SQLite's own -------------------------------------------------------------------
 
@@ -275,7 +286,7 @@ class SQLiteStore(ArchiveTables, ForgetTables, GraphTables, MiningTables, JobTab
         conn = self._connect()
         conn.execute("PRAGMA query_only=ON")
         try:
-            with _text_errors():
+            with sqlite_errors(self.path):
                 conn.execute("BEGIN")
                 yield SQLiteTx(conn)
                 conn.execute("COMMIT")
@@ -430,18 +441,6 @@ def _imported(table: str, names: Sequence[str], row: Mapping[str, Any]) -> tuple
             value = int(value)
         values.append(value)
     return tuple(values)
-
-
-@contextmanager
-def _text_errors() -> Iterator[None]:
-    """SQLite text is UTF-8: a lone surrogate cannot be bound. Say so as a bad request, as no other value is refused."""
-    try:
-        yield
-    except UnicodeEncodeError:
-        raise InvalidRequest(
-            "text values may not contain lone surrogates (not valid Unicode)",
-            help="send valid UTF-8; a surrogate must come in a pair",
-        ) from None
 
 
 def _varints(block: bytes) -> list[int]:
