@@ -47,7 +47,7 @@ ALLOWED: dict[str, set[str]] = {
     "services": VALUES
     | {"store", "jobs", "integrity", "preferences", "connectors", "knowledge", "mining", "search", "archive", "events"},
     # this machine's footprint of a daemon, for interfaces and roots only
-    "runtime": VALUES,
+    "runtime": VALUES | {"modes"},
     # reading settings (TOML files, environment) into values
     "config": VALUES | {"modes", "preferences"},
     # composition roots

@@ -15,6 +15,7 @@ from memcastle.clock import Clock, utc_now
 from memcastle.config import Settings
 from memcastle.config.layers import layers_from_settings
 from memcastle.config.miners import load_miners
+from memcastle.config.toml import line_for
 from memcastle.connectors.builtin import builtin_connectors
 from memcastle.connectors.registry import load_registry
 from memcastle.errors import ConfigError, Conflict, NotFound
@@ -126,7 +127,7 @@ def open_store(settings: Settings, *, now: Clock = utc_now) -> Store:
     if not url:
         return SQLiteStore(settings.palace, now=now)
     if not url.startswith(("postgresql://", "postgres://")):
-        raise ConfigError("must be empty (SQLite in the palace directory) or a postgresql:// URL", key="store.url")
+        raise settings.error("store.url", "must be empty (SQLite in the palace directory) or a postgresql:// URL")
     PostgresStore = postgres_store("store.url")
 
     # The palace directory still holds the palace-local files (preferences.toml, tokens.json).
@@ -171,12 +172,13 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
     policy = load_policy(layers_from_settings(settings))
     roots = MiningRoots(settings["mining.roots"])
     connectors = load_registry(builtin_connectors(max_file_bytes=settings["mining.max_file_bytes"]), access=roots)
-    for miner in miners.values():
+    for position, miner in enumerate(miners.values()):  # in the file's order
         if miner.connector not in connectors.names:
             raise ConfigError(
                 f"unknown connector {miner.connector!r}; available: {', '.join(connectors.names)}",
                 file=str(settings.config_file),
-                key=f"miners.{miner.name}.connector",
+                line=line_for(settings.text, f"miners[{position}].connector"),
+                key=f"miners[{position}].connector",
             )
     provider = build_provider(
         {

@@ -122,4 +122,5 @@ def http_app(palace: Palace, *, request_shutdown: Callable[[], None] | None = No
         allowed_hosts=[*settings["server.allowed_hosts"], *settings["mcp.allowed_hosts"]],
         tokens=TokenStore(settings.palace, secret=settings["auth.token"] or None) if settings["auth.enabled"] else None,
         request_shutdown=request_shutdown,
+        mode=settings["mode"],
     )

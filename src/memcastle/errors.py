@@ -149,6 +149,7 @@ class ConfigError(MemCastleError):
             where.append(f"key {key!r}")
         prefix = f"{' '.join(where)}: " if where else ""
         super().__init__(prefix + message, help=help)
+        self.reason = message  # the message without where it happened
         self.file = file
         self.line = line
         self.key = key

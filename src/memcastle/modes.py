@@ -1,8 +1,10 @@
 """Memory modes per client: full, read_only, disabled — the gate follows data access, and a mode is a ceiling.
 
-The mode a client is given (the `X-MemCastle-Mode` header, which the CLI's and the stdio bridge's `--mode` send; the
-default is full) is the most it can have: an MCP session may narrow its own mode (`memcastle_set_mode`), never widen
-it, and no refusal suggests widening. Stopping the daemon and controlling jobs need `full`.
+The mode a client is given is the narrowest of three: the `X-MemCastle-Mode` header it sends (the CLI's and the stdio
+bridge's `--mode`; none means full), the mode of the bearer token it authenticated with, and the daemon's own
+configured `mode`, which is a ceiling for every client. That is the most it can have: an MCP session may narrow its
+own mode (`memcastle_set_mode`), never widen it, and no refusal suggests widening. Stopping the daemon and controlling
+jobs need `full`.
 """
 
 from __future__ import annotations
@@ -29,6 +31,11 @@ def parse_mode(value: str | None, *, field: str) -> str:
             help=f"{field} must be one of {', '.join(MODES)}",
         )
     return mode
+
+
+def narrowest(*modes: str) -> str:
+    """The mode that allows the least of `modes` (the client's, its token's, the daemon's configured one)."""
+    return min(modes, key=_RANK.__getitem__)
 
 
 def narrows(current: str, wanted: str) -> bool:

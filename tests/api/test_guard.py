@@ -64,9 +64,22 @@ def test_a_state_changing_api_request_without_json_is_refused(
             ({}, None),
             ({"Content-Type": "application/x-www-form-urlencoded"}, "a=b"),
         ):
+            if method == "DELETE" and content is None:
+                continue  # below: a DELETE without a body needs no type
             answer = client.request(method, path, headers=headers, content=content)
             assert answer.status_code == 415, (method, path, headers, answer.status_code)
             assert answer.json()["code"] == "unsupported_media_type"
+
+
+def test_a_delete_without_a_body_needs_no_content_type(client: TestClient, every_route: list[tuple[str, str]]) -> None:
+    """Routes declared without a body answer a schema-generated client that sends none (it used to get a 415); a
+    browser never sends a DELETE across origins without a preflight, which gets no CORS answer."""
+    deletes = [p for m, p in every_route if m == "DELETE" and p.startswith("/api/")]
+    assert deletes
+    for path in deletes:
+        answer = client.request("DELETE", path)
+        assert answer.status_code != 415, (path, answer.json())
+        assert answer.json()["code"] != "unsupported_media_type"
 
 
 def test_loopback_names_and_the_own_origin_are_answered(client: TestClient) -> None:

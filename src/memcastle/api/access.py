@@ -1,13 +1,49 @@
 """The HTTP side of memory modes: the client's mode from `X-MemCastle-Mode`, as route dependencies.
 
+Before any route runs, the header is narrowed to what the client was granted (`narrow_mode`): by the daemon's own
+configured mode (`ModeCeiling`) and by its bearer token's mode (`memcastle.api.auth`). So REST, MCP and the web page
+all read one header that already holds the client's ceiling.
+
 The dependencies are coroutines: they only read a header, and FastAPI runs a plain function dependency on a worker
 thread — a hop to a thread and back on every request."""
 
 from __future__ import annotations
 
 from fastapi import Request
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-from memcastle.modes import HEADER, Access, enforce_mode, parse_mode
+from memcastle.errors import InvalidRequest
+from memcastle.modes import HEADER, Access, enforce_mode, narrowest, parse_mode
+
+_HEADER = HEADER.encode("latin-1")
+
+
+def narrow_mode(scope: Scope, ceiling: str) -> None:
+    """Lower the request's `X-MemCastle-Mode` to `ceiling` when it asks for more (no header asks for full). An
+    unknown mode is left as it is, for the route to refuse naming the header."""
+    headers = list(scope.get("headers") or [])
+    sent = next((value.decode("latin-1") for key, value in headers if key.lower() == _HEADER), None)
+    try:
+        asked = parse_mode(sent, field="X-MemCastle-Mode")
+    except InvalidRequest:
+        return
+    granted = narrowest(asked, ceiling)
+    if granted == asked and sent is not None:
+        return
+    scope["headers"] = [(k, v) for k, v in headers if k.lower() != _HEADER] + [(_HEADER, granted.encode("latin-1"))]
+
+
+class ModeCeiling:
+    """The daemon's configured `mode` as the ceiling of every client's mode."""
+
+    def __init__(self, app: ASGIApp, *, ceiling: str) -> None:
+        self.app = app
+        self.ceiling = parse_mode(ceiling, field="mode")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and self.ceiling != "full":
+            narrow_mode(scope, self.ceiling)
+        await self.app(scope, receive, send)
 
 
 def client_mode(request: Request) -> str:

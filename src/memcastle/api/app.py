@@ -13,6 +13,7 @@ from starlette.routing import Route
 from starlette.staticfiles import StaticFiles
 
 from memcastle import __version__
+from memcastle.api.access import ModeCeiling
 from memcastle.api.auth import BearerAuth
 from memcastle.api.errors import answers, install_error_handlers
 from memcastle.api.guard import BrowserGuard, HostPolicy
@@ -37,9 +38,11 @@ def create_app(
     allowed_hosts: Sequence[str],
     tokens: TokenStore | None = None,
     request_shutdown: Callable[[], None] | None = None,
+    mode: str = "full",
 ) -> FastAPI:
     """The daemon's HTTP surface over `services`; `tokens` switches bearer authentication on; `request_shutdown` is
-    what `POST /api/shutdown` calls. The composition root (`memcastle.daemon.http_app`) reads the settings.
+    what `POST /api/shutdown` calls; `mode` (the daemon's configured one) is the ceiling of every client's mode. The
+    composition root (`memcastle.daemon.http_app`) reads the settings.
 
     The MCP endpoint answers only while the app's lifespan runs (uvicorn with lifespan on; TestClient as a context
     manager)."""
@@ -69,6 +72,7 @@ def create_app(
     app.state.csrf_key = secrets.token_bytes(32)
     app.state.request_shutdown = request_shutdown or (lambda: None)
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+    app.add_middleware(ModeCeiling, ceiling=mode)
     if tokens is not None:
         # Added after the body limit, so it runs before it: nothing of an unauthenticated request is read.
         app.add_middleware(BearerAuth, tokens=tokens)

@@ -10,6 +10,7 @@ import urllib.parse
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from memcastle.api.access import narrow_mode
 from memcastle.api.errors import error_body
 from memcastle.runtime.tokens import TokenStore
 
@@ -33,11 +34,13 @@ class BearerAuth:
         headers = dict(scope.get("headers") or [])
         header = headers.get(b"authorization", b"").decode("latin-1")
         scheme, _, token = header.partition(" ")
-        if scheme.lower() == "bearer" and token.strip() and self.tokens.verify(token.strip()) is not None:
-            await self.app(scope, receive, send)
-            return
-        cookie = _cookie(headers.get(b"cookie", b"").decode("latin-1"), COOKIE)
-        if not header and cookie and self.tokens.verify(cookie) is not None:
+        record = self.tokens.verify(token.strip()) if scheme.lower() == "bearer" and token.strip() else None
+        if record is None and not header:
+            cookie = _cookie(headers.get(b"cookie", b"").decode("latin-1"), COOKIE)
+            record = self.tokens.verify(cookie) if cookie else None
+        if record is not None:
+            if record.mode != "full":
+                narrow_mode(scope, record.mode)  # a token's mode is a ceiling, as the daemon's is
             await self.app(scope, receive, send)
             return
         if scope["method"] == "GET" and not path.startswith(("/api/", "/mcp")):

@@ -13,6 +13,7 @@ from starlette.routing import Match
 
 from memcastle.errors import (
     AccessDenied,
+    InvalidRequest,
     MemCastleError,
     error_shape,
     field_path,
@@ -41,6 +42,17 @@ def allowed_methods(app: FastAPI, path: str) -> list[str]:
     return [method for method in METHODS if answers(app, method, path)]
 
 
+def unreadable_body(cause: BaseException | None) -> InvalidRequest:
+    """The body that could not be read as JSON, and why: not UTF-8, or nested past what a decoder takes."""
+    if isinstance(cause, UnicodeDecodeError):
+        why = f"it is not valid UTF-8 (byte {cause.start})"
+    elif isinstance(cause, RecursionError):
+        why = "it is nested too deeply"
+    else:
+        why = "it is not valid JSON"
+    return InvalidRequest(f"the body could not be read: {why}", field="body", help="send a JSON object in UTF-8")
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(MemCastleError)
     async def on_memcastle_error(request: Request, exc: MemCastleError) -> JSONResponse:
@@ -56,6 +68,9 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def on_http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 400 and exc.detail == "There was an error parsing the body":
+            # FastAPI's answer to a body it could not decode at all: said as the invalid request it is, naming it.
+            return JSONResponse(error_shape(unreadable_body(exc.__cause__)), status_code=400)
         code = {404: "not_found", 405: "method_not_allowed", 413: "too_large"}.get(exc.status_code, "http_error")
         headers = dict(getattr(exc, "headers", None) or {})
         if exc.status_code == 405:

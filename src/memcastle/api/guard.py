@@ -10,7 +10,9 @@ the answers. Three checks stop it, before anything else reads the request:
   of 127.0.0.1 is another origin, though cookies and "same-site" do not tell them apart). Clients that are not
   browsers send no `Origin`, and are unaffected.
 - A request that may change state (POST, DELETE) on `/api` must declare a JSON body: a
-  browser can send `text/plain` or a form across origins without asking first, but never `application/json`.
+  browser can send `text/plain` or a form across origins without asking first, but never `application/json`. A
+  DELETE without any body is let through: a browser never sends a DELETE across origins without a preflight, which
+  gets no CORS answer.
 
 No CORS headers are ever sent, so no other origin may read an answer either.
 """
@@ -136,7 +138,13 @@ class BrowserGuard:
         path = scope.get("path", "")
         if method in STATE_CHANGING and path.startswith("/api/") and (self.routed is None or self.routed(method, path)):
             media = headers.get(b"content-type", "").split(";")[0].strip().lower()
-            if media != "application/json":
+            # A DELETE with no body needs no type: no browser sends one across origins without a preflight.
+            bodiless = (
+                method == "DELETE"
+                and headers.get(b"content-length", "0").strip() == "0"
+                and (b"transfer-encoding" not in headers)
+            )
+            if media != "application/json" and not bodiless:
                 await _refuse(
                     send,
                     415,

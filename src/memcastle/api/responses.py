@@ -485,6 +485,7 @@ class ShutdownOut(Shape):
 class TokenOut(Shape):
     name: str
     created_at: str
+    mode: str = Field(description="the most a client holding it may do")
 
 
 class TokensOut(Shape):
@@ -495,6 +496,7 @@ class TokensOut(Shape):
 class CreatedTokenOut(Shape):
     name: str
     token: str = Field(description="shown only in this answer; the palace keeps its digest")
+    mode: str
 
 
 class RevokedOut(Shape):

@@ -573,7 +573,7 @@ def disable_miner(name: str, request: Request, body: EmptyBody) -> dict[str, Any
     return {"miner": services(request).miners.set_enabled(name, False)}
 
 
-@router.post("/verify", status_code=202, response_model=JobAnswer, tags=["jobs"], dependencies=[Depends(reads)])
+@router.post("/verify", status_code=202, response_model=JobAnswer, tags=["jobs"], dependencies=[Depends(controls)])
 def verify(body: VerifyBody, request: Request) -> dict[str, Any]:
     job = services(request).jobs.submit_verify(
         batch=body.batch, pace_ms=body.pace_ms, priority=body.priority, requested_by=requester(request)

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from memcastle.model.vocabulary import EntityKind, ExplicitLink, Predicate, Ranking, SourceKind, Switch
+from memcastle.modes import Mode
 from memcastle.services.validation import (
     MAX_CHECKPOINT_ITEMS,
     MAX_CONTENT_CHARS,
@@ -245,6 +246,7 @@ class TokenBody(Body):
     name: Annotated[str, Field(min_length=1, max_length=100, pattern=_TEXT)] = Field(
         description="what the token is for (a client, a machine)"
     )
+    mode: Mode = Field("full", description="the most a client holding the token may do (a ceiling on its mode)")
 
 
 class EmptyBody(Body):

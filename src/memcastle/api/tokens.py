@@ -33,18 +33,18 @@ def token_store(request: Request) -> TokenStore:
 def list_tokens(request: Request) -> dict[str, Any]:
     tokens = token_store(request)
     return {
-        "tokens": [{"name": r.name, "created_at": r.created_at} for r in tokens.records()],
+        "tokens": [{"name": r.name, "created_at": r.created_at, "mode": r.mode} for r in tokens.records()],
         "configured_secret": tokens.has_secret,
     }
 
 
 @router.post("/tokens", status_code=201, response_model=CreatedTokenOut, dependencies=[Depends(controls)])
 def create_token(body: TokenBody, request: Request) -> dict[str, Any]:
-    token = token_store(request).create(body.name)
-    return {"name": body.name.strip(), "token": token}
+    token = token_store(request).create(body.name, mode=body.mode)
+    return {"name": body.name.strip(), "token": token, "mode": body.mode}
 
 
 @router.delete("/tokens/{name}", response_model=RevokedOut, dependencies=[Depends(controls)])
-def revoke_token(name: str, request: Request, body: EmptyBody) -> dict[str, Any]:
+def revoke_token(name: str, request: Request, body: EmptyBody | None = None) -> dict[str, Any]:
     record = token_store(request).revoke(name)
     return {"revoked": record.name}

@@ -16,7 +16,7 @@ from typing import Any
 
 import platformdirs
 
-from memcastle.config.toml import line_from_message, line_of_key
+from memcastle.config.toml import line_for, line_from_message, line_of_byte
 from memcastle.errors import ConfigError
 from memcastle.modes import MODES
 
@@ -48,7 +48,13 @@ def _default_palace() -> str:
 
 SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec("palace.path", str, _default_palace, "the palace directory this daemon serves", env="MEMCASTLE_PALACE"),
-    SettingSpec("mode", str, "full", "this client's memory mode", choices=MODES),
+    SettingSpec(
+        "mode",
+        str,
+        "full",
+        "this client's memory mode; for the daemon (serve), the ceiling of every client's mode",
+        choices=MODES,
+    ),
     SettingSpec("server.host", str, "127.0.0.1", "address the daemon binds"),
     SettingSpec("server.port", int, 8420, "port the daemon binds (0 picks a free one)", minimum=0, maximum=65535),
     SettingSpec("server.max_body_bytes", int, 8 * 1024 * 1024, "largest request body accepted", minimum=1024),
@@ -194,9 +200,17 @@ class Settings:
     origins: dict[str, str]
     config_file: Path
     tables: dict[str, RawTable] = field(default_factory=dict)
+    text: str = ""  # the config file's text, to find a key's line in
 
     def __getitem__(self, key: str) -> Any:
         return self.values[key]
+
+    def error(self, key: str, message: str, *, help: str | None = None) -> ConfigError:
+        """An error about a setting's value, naming where it came from: the file and line, or the variable."""
+        origin = self.origins.get(key, "")
+        if origin.startswith("file "):
+            return ConfigError(message, file=str(self.config_file), line=line_for(self.text, key), key=key, help=help)
+        return ConfigError(message, key=origin.removeprefix("env ") if origin.startswith("env ") else key, help=help)
 
     def origin(self, key: str) -> str:
         return self.origins[FLAG_ALIASES.get(key, key)]
@@ -239,8 +253,9 @@ def load_settings(
 
     path = config_file or (Path(env["MEMCASTLE_CONFIG"]) if env.get("MEMCASTLE_CONFIG") else default_config_file())
     tables: dict[str, RawTable] = {}
+    text = ""
     if path.exists():
-        _apply_file(path, values, origins, tables)
+        text = _apply_file(path, values, origins, tables)
     elif config_file is not None or env.get("MEMCASTLE_CONFIG"):
         raise ConfigError("config file does not exist", file=str(path))
 
@@ -251,14 +266,29 @@ def load_settings(
             raise ConfigError("unknown setting", key=key)
         values[key] = _coerce(flag_spec, value, where=f"flag for {key}")
         origins[key] = "flag"
-    return Settings(values=values, origins=origins, config_file=path, tables=tables)
+    return Settings(values=values, origins=origins, config_file=path, tables=tables, text=text)
 
 
-def _apply_file(path: Path, values: dict[str, Any], origins: dict[str, str], tables: dict[str, RawTable]) -> None:
+def read_toml_text(path: Path) -> str:
+    """A TOML file's text; one that cannot be read or is not UTF-8 is a `ConfigError` naming the file (and the line
+    of the first byte that is not UTF-8)."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read: {exc}", file=str(path)) from None
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"cannot read: {exc.strerror or exc}", file=str(path)) from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"not valid UTF-8 (byte {exc.start}: 0x{data[exc.start]:02x})",
+            file=str(path),
+            line=line_of_byte(data, exc.start),
+            help="TOML files are UTF-8 text",
+        ) from None
+
+
+def _apply_file(path: Path, values: dict[str, Any], origins: dict[str, str], tables: dict[str, RawTable]) -> str:
+    text = read_toml_text(path)
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -267,13 +297,13 @@ def _apply_file(path: Path, values: dict[str, Any], origins: dict[str, str], tab
     origin = f"file {path}"
     for key, value in _flatten(data):
         spec = SPEC_BY_KEY.get(key)
-        line = line_of_key(text, key)
+        line = line_for(text, key)
         if spec is None:
             raise ConfigError(_unknown_message(key), file=str(path), line=line, key=key)
         try:
             values[key] = _coerce(spec, value, where=key)
         except ConfigError as exc:
-            raise ConfigError(exc.message, file=str(path), line=line, key=key) from None
+            raise ConfigError(exc.reason, file=str(path), line=line, key=key) from None
         origins[key] = origin
     for name in STRUCTURED_TABLES:
         node: Any = data
@@ -281,6 +311,7 @@ def _apply_file(path: Path, values: dict[str, Any], origins: dict[str, str], tab
             node = node.get(part) if isinstance(node, dict) else None
         if node is not None:
             tables[name] = RawTable(value=node, file=str(path), text=text)
+    return text
 
 
 def _apply_env(env: Mapping[str, str], values: dict[str, Any], origins: dict[str, str]) -> None:

@@ -12,8 +12,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from memcastle.config import Settings
-from memcastle.config.toml import header_line, line_for, line_from_message, line_of_key
+from memcastle.config import Settings, read_toml_text
+from memcastle.config.toml import line_for, line_from_message
 from memcastle.errors import ConfigError
 from memcastle.preferences import LEVELS, Criterion, Layer, Scalar, scalar_kind
 
@@ -125,20 +125,18 @@ def palace_layer(palace: Path) -> Layer | None:
     path = palace / PALACE_FILE
     if not path.exists():
         return None
+    text = read_toml_text(path)
     try:
-        text = path.read_text(encoding="utf-8")
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         line = line_from_message(str(exc))
         raise ConfigError(str(exc), file=str(path), line=line) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read: {exc}", file=str(path)) from None
     for key in data:
         if key != "preferences":
             raise ConfigError(
                 "only a [preferences] table is allowed in a palace's preferences.toml",
                 file=str(path),
-                line=line_of_key(text, key) or header_line(text, key),
+                line=line_for(text, key),
                 key=key,
             )
     return parse_layer(f"palace file {path}", data.get("preferences", {}), file=str(path), text=text)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from memcastle.config import RawTable
-from memcastle.config.toml import line_of_key
+from memcastle.config.toml import line_for
 from memcastle.errors import ConfigError
 from memcastle.model.mining import DEFAULT_DEBOUNCE, MAX_DEBOUNCE, MIN_EVERY, MinerSpec, parse_duration
 
@@ -15,41 +15,42 @@ def load_miners(table: RawTable | None) -> dict[str, MinerSpec]:
     if table is None:
         return {}
     if not isinstance(table.value, list):
-        raise ConfigError("must be an array of tables: [[miners]]", file=table.file, key="miners")
+        line = line_for(table.text, "miners")
+        raise ConfigError("must be an array of tables: [[miners]]", file=table.file, line=line, key="miners")
     miners: dict[str, MinerSpec] = {}
     for index, entry in enumerate(table.value):
         where = f"miners[{index}]"
         if not isinstance(entry, dict):
-            raise ConfigError("must be a table", file=table.file, key=where)
+            raise ConfigError("must be a table", file=table.file, line=line_for(table.text, where), key=where)
 
-        def fail(key: str, message: str, entry_key: str) -> ConfigError:
-            return ConfigError(message, file=table.file, line=line_of_key(table.text, f"miners.{entry_key}"), key=key)
+        def fail(key: str, message: str) -> ConfigError:
+            return ConfigError(message, file=table.file, line=line_for(table.text, key), key=key)
 
         for key in entry:
             if key not in _KEYS:
-                raise fail(f"{where}.{key}", f"unknown key; allowed: {', '.join(sorted(_KEYS))}", key)
+                raise fail(f"{where}.{key}", f"unknown key; allowed: {', '.join(sorted(_KEYS))}")
         for key in ("name", "connector", "locator"):
             value = entry.get(key)
             if not isinstance(value, str) or (key != "locator" and not value.strip()):
-                raise fail(f"{where}.{key}", "required, a non-empty string", key)
+                raise fail(f"{where}.{key}", "required, a non-empty string")
         options = entry.get("options", {})
         if not isinstance(options, dict) or not all(isinstance(v, str) for v in options.values()):
-            raise fail(f"{where}.options", "must be a table of strings", "options")
+            raise fail(f"{where}.options", "must be a table of strings")
         wing = entry.get("wing")
         if wing is not None and (not isinstance(wing, str) or not wing.strip()):
-            raise fail(f"{where}.wing", "must be a non-empty string", "wing")
+            raise fail(f"{where}.wing", "must be a non-empty string")
         full = entry.get("full", False)
         if not isinstance(full, bool):
-            raise fail(f"{where}.full", "must be true or false", "full")
+            raise fail(f"{where}.full", "must be true or false")
         watch = entry.get("watch", False)
         if not isinstance(watch, bool):
-            raise fail(f"{where}.watch", "must be true or false", "watch")
+            raise fail(f"{where}.watch", "must be true or false")
         try:
             debounce = parse_duration(entry.get("debounce", DEFAULT_DEBOUNCE))
             if debounce > MAX_DEBOUNCE:
                 raise ValueError(f"at most {MAX_DEBOUNCE:.0f} s")
         except ValueError as exc:
-            raise fail(f"{where}.debounce", str(exc), "debounce") from None
+            raise fail(f"{where}.debounce", str(exc)) from None
         every = entry.get("every")
         if every is not None:
             try:
@@ -57,10 +58,10 @@ def load_miners(table: RawTable | None) -> dict[str, MinerSpec]:
                 if every < MIN_EVERY:
                     raise ValueError(f"at least {MIN_EVERY:.0f} s (use watch = true to mine on every change)")
             except ValueError as exc:
-                raise fail(f"{where}.every", str(exc), "every") from None
+                raise fail(f"{where}.every", str(exc)) from None
         name = entry["name"].strip()
         if name in miners:
-            raise fail(f"{where}.name", f"duplicate miner name {name!r}", "name")
+            raise fail(f"{where}.name", f"duplicate miner name {name!r}")
         miners[name] = MinerSpec(
             name=name,
             connector=entry["connector"].strip(),

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from memcastle.clock import utc_now
 from memcastle.errors import ConfigError, InvalidRequest, NotFound
+from memcastle.modes import parse_mode
 
 TOKENS_FILE = "tokens.json"
 PREFIX = "mc_"
@@ -25,6 +26,7 @@ class TokenRecord:
     name: str
     digest: str
     created_at: str
+    mode: str = "full"  # the most a client holding it may do: a ceiling, as the daemon's own mode is
 
 
 def digest_of(token: str) -> str:
@@ -83,16 +85,18 @@ class TokenStore:
             self._stamp = None
         return next(r for r in records if r.name == name)
 
-    def create(self, name: str) -> str:
-        """A new random token; only its digest is kept. Returns the token (shown once)."""
+    def create(self, name: str, *, mode: str = "full") -> str:
+        """A new random token for a client of at most `mode`; only its digest is kept. Returns the token (shown
+        once)."""
         name = name.strip()
         if not name:
             raise InvalidRequest("a token needs a name", field="name")
+        mode = parse_mode(mode, field="mode")
         records = self.records()
         if any(r.name == name for r in records):
             raise InvalidRequest(f"a token named {name!r} exists already", field="name")
         token = PREFIX + secrets.token_urlsafe(32)
-        records.append(TokenRecord(name=name, digest=digest_of(token), created_at=utc_now()))
+        records.append(TokenRecord(name=name, digest=digest_of(token), created_at=utc_now(), mode=mode))
         with self._lock:
             self._save(records)
             self._stamp = None
@@ -110,7 +114,13 @@ def _load(path: Path) -> list[TokenRecord]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         return [
-            TokenRecord(name=str(d["name"]), digest=str(d["digest"]), created_at=str(d["created_at"])) for d in data
+            TokenRecord(
+                name=str(d["name"]),
+                digest=str(d["digest"]),
+                created_at=str(d["created_at"]),
+                mode=parse_mode(d.get("mode"), field=f"{d['name']}.mode"),
+            )
+            for d in data
         ]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, InvalidRequest) as exc:
         raise ConfigError(f"unreadable token file: {exc}", file=str(path)) from None

@@ -58,6 +58,7 @@ class AgentService:
         self, items: Sequence[Mapping[str, Any]], *, agent: str | None = None, requested_by: str = "http"
     ) -> list[Drawer]:
         """Save decisions and state as checkpoint drawers (tag `checkpoint`), all or nothing validated first."""
+        agent = check_name(agent, "agent")
         if not items:
             raise InvalidRequest("items must not be empty", field="items")
         if len(items) > MAX_CHECKPOINT_ITEMS:

@@ -74,6 +74,7 @@ class DrawerService:
         room = check_name(room, "room") or NOTES_ROOM
         # A name and tags are stored and shown like the text: a token pasted there is redacted too.
         tags = tuple(dict.fromkeys(self._redactor.text(tag).text for tag in check_tags(tags)))
+        agent = check_name(agent, "agent")
         named = check_name(name, "name")
         name = self._redactor.text(named).text if named is not None else None
         if name is None:

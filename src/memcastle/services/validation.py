@@ -85,7 +85,7 @@ def check_name(value: str | None, field: str) -> str | None:
         or "\x00" in value
         or has_lone_surrogate(value)
     ):
-        raise InvalidRequest(f"{field} must be a non-empty name of at most 200 characters", field=field)
+        raise InvalidRequest(f"{field} must be a non-empty name of at most 200 characters, without NUL", field=field)
     return value.strip()
 
 
@@ -101,9 +101,16 @@ def check_tags(tags: Sequence[str]) -> tuple[str, ...]:
         raise InvalidRequest(f"at most {MAX_TAGS} tags per drawer, not {len(tags)}", field="tags")
     out = []
     for tag in tags:
-        if not isinstance(tag, str) or not tag.strip() or len(tag) > MAX_TAG_CHARS or has_lone_surrogate(tag):
+        if (
+            not isinstance(tag, str)
+            or not tag.strip()
+            or len(tag) > MAX_TAG_CHARS
+            or "\x00" in tag
+            or has_lone_surrogate(tag)
+        ):
             raise InvalidRequest(
-                f"each tag must be a non-empty string of at most {MAX_TAG_CHARS} characters", field="tags"
+                f"each tag must be a non-empty string of at most {MAX_TAG_CHARS} characters, without NUL",
+                field="tags",
             )
         out.append(tag.strip())
     return tuple(dict.fromkeys(out))

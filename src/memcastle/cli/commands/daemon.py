@@ -9,6 +9,7 @@ import click
 
 from memcastle.cli import render
 from memcastle.cli.app import EXIT_ERROR, Invocation, app, group, pass_invocation
+from memcastle.modes import MODES
 
 auth_app = group("auth", app, "Authentication: bearer tokens of the palace.")
 token_app = group("token", auth_app, "Create, list and revoke bearer tokens (stored only as digests).")
@@ -122,22 +123,31 @@ def mcp_bridge(inv: Invocation, start: bool) -> None:
 
 @token_app.command("create")
 @click.argument("name")
+@click.option(
+    "--mode",
+    "token_mode",
+    type=click.Choice(MODES),
+    default="full",
+    show_default=True,
+    help="the most a client holding the token may do: a ceiling, whatever mode it asks for",
+)
 @pass_invocation
-def token_create(inv: Invocation, name: str) -> None:
+def token_create(inv: Invocation, name: str, token_mode: str) -> None:
     """Create a bearer token for this palace, NAME saying what it is for; it is printed once and stored only as a
     digest."""
     from memcastle.runtime.tokens import TokenStore
 
-    token = TokenStore(inv.settings().palace).create(name)
+    token = TokenStore(inv.settings().palace).create(name, mode=token_mode)
 
     def show(data: Any) -> None:
-        render.console.print(f"token {name!r} created; it is shown only this once:\n\n  {token}\n")
+        limited = "" if token_mode == "full" else f" (mode {token_mode})"
+        render.console.print(f"token {name!r}{limited} created; it is shown only this once:\n\n  {token}\n")
         render.console.print(
             "[dim]clients send it as Authorization: Bearer TOKEN; the CLI reads MEMCASTLE_AUTH_TOKEN. "
             "Enable checking with auth.enabled = true and restart the daemon.[/dim]"
         )
 
-    inv.emit({"name": name, "token": token}, show)
+    inv.emit({"name": name, "token": token, "mode": token_mode}, show)
 
 
 @token_app.command("list")
@@ -147,13 +157,13 @@ def token_list(inv: Invocation) -> None:
     from memcastle.runtime.tokens import TokenStore
 
     records = TokenStore(inv.settings().palace).records()
-    data = {"tokens": [{"name": r.name, "created_at": r.created_at} for r in records]}
+    data = {"tokens": [{"name": r.name, "created_at": r.created_at, "mode": r.mode} for r in records]}
 
     def show(_: Any) -> None:
         if not records:
             render.console.print("no tokens; create one with: memcastle auth token create NAME")
         for record in records:
-            render.console.print(f"{record.name}  [dim]created {record.created_at}[/dim]")
+            render.console.print(f"{record.name}  {record.mode}  [dim]created {record.created_at}[/dim]")
 
     inv.emit(data, show)
 
