@@ -91,3 +91,30 @@ def test_a_claim_abandoned_by_a_stopped_daemon_is_taken_over(client: TestClient,
         is None
     )
     assert checkpoint(client, "c-5").status_code == 201
+
+
+def test_a_claim_left_by_a_killed_daemon_is_taken_over_at_once_by_the_next(settings: Any) -> None:
+    """A daemon killed while a note was being written left its key pending; the retry after the restart used to be
+    told "still being written" for ten minutes. One daemon serves a SQLite palace, so a claim from before it started
+    is nobody's."""
+    from clocks import DistinctClock
+    from fastapi.testclient import TestClient as Client
+
+    from memcastle.app import build
+    from memcastle.daemon import http_app
+
+    first = build(settings, now=DistinctClock())
+    first.start()
+    now = first.now()
+    assert first.store.claim_request_key("n-1", "note", "d", now=now, stale_before=now, expire_before=now) is None
+    first.stop()  # as if killed: the claim stays pending
+    second = build(settings, now=DistinctClock())
+    second.start()
+    try:
+        with Client(http_app(second), base_url="http://127.0.0.1") as client:
+            answer = client.post("/api/notes", json={"content": "kept once"}, headers={"Idempotency-Key": "n-1"})
+            assert answer.status_code == 201, answer.json()
+            again = client.post("/api/notes", json={"content": "kept once"}, headers={"Idempotency-Key": "n-1"})
+            assert again.status_code == 200 and again.json()["replayed"] is True
+    finally:
+        second.stop()

@@ -77,7 +77,7 @@ class Services:
         self._reread_policy = reread_policy
         self.jobs = JobService(store, queue, embeddings=embeddings, extraction=extraction)
         self.facts = FactService(store, policy, now=now)
-        keys = RequestKeys(store, now)
+        keys = RequestKeys(store, now, sole_writer=store.backend == "sqlite")
         self.events = events or EventBus()
         publish = self.events.publish
         self.drawers = DrawerService(store, self.jobs, duplicates, policy, keys, publish)

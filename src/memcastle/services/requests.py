@@ -40,11 +40,15 @@ def check_key(key: str | None) -> str | None:
 
 
 class RequestKeys:
-    """Runs a write once per key: `once(key, operation, request, write)` returns (result, replayed)."""
+    """Runs a write once per key: `once(key, operation, request, write)` returns (result, replayed).
 
-    def __init__(self, store: RequestKeyStore, now: Clock) -> None:
+    With `sole_writer` (one daemon per palace: SQLite), a claim still pending from before this daemon started was
+    left by a daemon that died under its request: a retry takes it over at once, not after `ABANDONED`."""
+
+    def __init__(self, store: RequestKeyStore, now: Clock, *, sole_writer: bool = False) -> None:
         self._store = store
         self._now = now
+        self._started = now() if sole_writer else None
 
     def once(
         self,
@@ -60,12 +64,15 @@ class RequestKeys:
         digest = hashlib.sha256(text.encode("ascii")).hexdigest()
         now = self._now()
         moment = to_datetime(now)
+        stale_before = format_instant(moment - ABANDONED)
+        if self._started is not None:
+            stale_before = max(stale_before, self._started)
         earlier = self._store.claim_request_key(
             key,
             operation,
             digest,
             now=now,
-            stale_before=format_instant(moment - ABANDONED),
+            stale_before=stale_before,
             expire_before=format_instant(moment - KEEP),
         )
         if earlier is not None:
