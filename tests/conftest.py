@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ import httpx
 import pytest
 from addresses import LOCAL
 from clocks import DistinctClock
+from daemon_use import ENTRY
 from fastapi.testclient import TestClient
 from postgres_support import PostgresServer, session_server
 from waiting import CEILING, wait_until
@@ -26,8 +26,6 @@ from memcastle.config import Settings, load_settings
 from memcastle.daemon import http_app
 from memcastle.runtime.daemons import DaemonEntry, find_daemon, registry_file
 
-# `python -c` is the console entry without needing the installed script on PATH.
-ENTRY = [sys.executable, "-c", "from memcastle.cli.main import run; run()"]
 DAEMON_START_TIMEOUT = CEILING
 
 

@@ -293,7 +293,7 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
     )
     pool.on_finished = services.jobs.after_job
     maintainer = IndexMaintainer(memory) if memory is not None else None
-    triggers = TriggerManager(services.miners.effective, services.miners.run)
+    triggers = TriggerManager(services.miners.effective, services.miners.run, refusal=services.miners.refusal)
     services.miners.on_change = triggers.reconcile
     return Palace(
         settings=settings,

@@ -61,6 +61,13 @@ def notes_written(palace: Path) -> list[str]:
     return sorted(content for (content,) in rows)
 
 
+def start_mines(http: httpx.Client, code: Path, notes: Path) -> list[str]:
+    return [
+        http.post("/api/mine", json={"connector": source, "locator": str(path)}).json()["job"]["id"]
+        for source, path in (("directory", code), ("notes", notes))
+    ]
+
+
 def finish(http: httpx.Client, job_ids: list[str]) -> None:
     """Wait for the mines; one that a crash budget failed is retried, as its user would."""
 
@@ -87,21 +94,14 @@ def test_random_kills_end_exactly_where_an_undisturbed_run_does(daemon: Callable
     reference = tmp_path / "reference"
     quiet = daemon(palace=reference)
     with quiet.http(timeout=CEILING) as http:
-        jobs = [
-            http.post("/api/mine", json={"connector": source, "locator": str(path)}).json()["job"]["id"]
-            for source, path in (("directory", code), ("notes", notes))
-        ]
-        finish(http, jobs)
+        finish(http, start_mines(http, code, notes))
     quiet.close()
     quiet.proc.wait(timeout=CEILING)
 
     palace = tmp_path / "under-fire"
     current = daemon(palace=palace)
     with current.http(timeout=CEILING) as http:
-        jobs = [
-            http.post("/api/mine", json={"connector": source, "locator": str(path)}).json()["job"]["id"]
-            for source, path in (("directory", code), ("notes", notes))
-        ]
+        jobs = start_mines(http, code, notes)
     address: list[str] = [current.address]
     stop = threading.Event()
     written: list[str] = []

@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from repositories import one_commit_repository, run_git
+from waiting import wait_until
 
 from memcastle.connectors.builtin import builtin_connectors
 from memcastle.connectors.registry import load_registry
@@ -129,27 +131,10 @@ def elsewhere() -> Iterator[Path]:
         yield Path(folder).resolve()
 
 
-def _git(cwd: Path, *args: str) -> None:
-    import subprocess
-
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t"}
-    env["GIT_COMMITTER_EMAIL"] = "t@e"
-    subprocess.run(["git", "-C", str(cwd), *args], check=True, capture_output=True, env=env)
-
-
-def _repository(path: Path, message: str) -> Path:
-    path.mkdir(parents=True)
-    _git(path, "init", "-q", "-b", "main")
-    (path / "f.txt").write_text(message + "\n")
-    _git(path, "add", "f.txt")
-    _git(path, "commit", "-q", "-m", message)
-    return path
-
-
 def test_a_git_file_pointing_outside_the_roots_is_not_followed(client: TestClient, elsewhere: Path) -> None:
     """A work tree inside the roots whose `.git` file names a git folder outside them: its commits were mined."""
     home = Path(os.environ["HOME"])
-    outside = _repository(elsewhere / "repo", "outside-commit-marker")
+    outside = one_commit_repository(elsewhere / "repo", "outside-commit-marker")
     tree = home / "worktree-probe"
     tree.mkdir(exist_ok=True)
     (tree / ".git").write_text(f"gitdir: {outside / '.git'}\n")
@@ -167,9 +152,9 @@ def test_a_git_file_pointing_outside_the_roots_is_not_followed(client: TestClien
 
 def test_a_repository_borrowing_objects_from_outside_the_roots_is_refused(client: TestClient, elsewhere: Path) -> None:
     home = Path(os.environ["HOME"])
-    outside = _repository(elsewhere / "shared", "borrowed-commit-marker")
+    outside = one_commit_repository(elsewhere / "shared", "borrowed-commit-marker")
     borrower = home / "borrower-probe"
-    _git(home, "clone", "-q", "--shared", str(outside), str(borrower))
+    run_git(home, "clone", "-q", "--shared", str(outside), str(borrower))
     assert (borrower / ".git" / "objects" / "info" / "alternates").is_file()
     answer = client.post("/api/mine", json={"connector": "git", "locator": str(borrower)})
     assert answer.status_code == 403 and "outside the folders mining may read" in answer.json()["error"]
@@ -208,8 +193,6 @@ def test_a_folder_swapped_for_a_link_outside_after_the_request_is_refused_when_t
 
 
 def _finished(client: TestClient, job_id: str) -> dict[str, Any]:
-    from waiting import wait_until
-
     return dict(
         wait_until(
             lambda: (job := client.get(f"/api/jobs/{job_id}").json())["status"] in ("completed", "failed") and job,

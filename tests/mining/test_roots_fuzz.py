@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -22,6 +21,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from repositories import one_commit_repository, run_git
 
 from memcastle.connectors.builtin import builtin_connectors
 from memcastle.connectors.contract import SkipDocument
@@ -55,20 +55,6 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
 sys.addaudithook(_audit)
 
 
-def _git(cwd: Path, *args: str) -> None:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t"}
-    env["GIT_COMMITTER_EMAIL"] = "t@e"
-    subprocess.run(["git", "-C", str(cwd), *args], check=True, capture_output=True, env=env)
-
-
-def _repository(path: Path, message: str) -> None:
-    path.mkdir(parents=True)
-    _git(path, "init", "-q", "-b", "main")
-    (path / "f.md").write_text("# F\nthe file of a repository\n")  # its clone's checkout is inside, and may be read
-    _git(path, "add", "f.md")
-    _git(path, "commit", "-q", "-m", message)
-
-
 def _session(text: str) -> str:
     entry = {"type": "user", "sessionId": "s", "cwd": "/w", "uuid": "u", "timestamp": "2026-01-01T00:00:00Z"}
     return json.dumps({**entry, "message": {"role": "user", "content": text}}) + "\n"
@@ -100,7 +86,7 @@ def tree() -> Iterator[Tree]:
         (outside / "claude" / "proj" / "s.jsonl").write_text(_session(MARKER))
         (outside / "codex" / "2026" / "01" / "01" / "rollout-1.jsonl").write_text(_session(MARKER))
         (outside / "conversations.json").write_text(_conversations(MARKER))
-        _repository(outside / "repo", MARKER)
+        one_commit_repository(outside / "repo", MARKER)
 
         (inside / "notes" / "a.md").write_text("# A\nordinary inside text\n")
         (inside / "notes" / "leak.md").symlink_to(outside / "notes" / "secret.md")
@@ -118,8 +104,8 @@ def tree() -> Iterator[Tree]:
         (inside / "wt").mkdir()
         (inside / "wt" / ".git").write_text(f"gitdir: {outside / 'repo' / '.git'}\n")
         (inside / "wt" / "note.md").write_text("# Worktree\ninside\n")
-        _repository(inside / "repo", "inside commit")
-        _git(base, "clone", "-q", "--shared", str(outside / "repo"), str(inside / "borrowed"))
+        one_commit_repository(inside / "repo", "inside commit")
+        run_git(base, "clone", "-q", "--shared", str(outside / "repo"), str(inside / "borrowed"))
         (inside / "ünï").mkdir()
         (inside / "ünï" / "b.md").write_text("# B\nunicode folder\n")
         yield Tree(base, inside, outside)

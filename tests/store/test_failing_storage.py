@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Daemon, XdgHome
-from served import count_drawers, jobs, notes_folder, serve_once
+from daemon_use import count_drawers, jobs, notes_folder, serve_once
 from waiting import CEILING, wait_until
 
 from memcastle.errors import PalaceDamaged, http_status
@@ -32,7 +31,7 @@ def limit_file_size(pid: int, most: int | None) -> None:
 
 
 def test_failing_writes_are_named_nothing_acknowledged_is_lost_and_jobs_resume(daemon: Any) -> None:
-    served: Daemon = daemon()
+    served = daemon()
     folder = notes_folder(served.home.root, 400)
     acknowledged = []
     with served.http(timeout=CEILING) as http:
@@ -85,7 +84,7 @@ def _stopped(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("damage", ["deleted", "emptied"])
-def test_a_palace_in_use_whose_file_is_gone_refuses_to_start(tmp_path: Path, xdg_home: XdgHome, damage: str) -> None:
+def test_a_palace_in_use_whose_file_is_gone_refuses_to_start(tmp_path: Path, xdg_home: Any, damage: str) -> None:
     """A missing or empty database used to become a new, empty palace: every drawer gone from view, writes taken."""
     palace = _stopped(tmp_path)
     database = palace / DB_FILE
@@ -105,7 +104,7 @@ def test_a_new_palace_folder_still_starts_empty(tmp_path: Path) -> None:
     assert (palace / DB_FILE).stat().st_size > 0 and (palace / "palace.json").is_file()
 
 
-def test_a_palace_made_before_the_marker_is_recognised_by_its_other_files(tmp_path: Path, xdg_home: XdgHome) -> None:
+def test_a_palace_made_before_the_marker_is_recognised_by_its_other_files(tmp_path: Path, xdg_home: Any) -> None:
     palace = _stopped(tmp_path)
     (palace / "palace.json").unlink()
     (palace / "vectors").mkdir()
@@ -115,7 +114,7 @@ def test_a_palace_made_before_the_marker_is_recognised_by_its_other_files(tmp_pa
     assert "vectors" in done.stderr
 
 
-def test_page_damage_is_reported_as_a_damaged_palace_with_what_to_do(tmp_path: Path, xdg_home: XdgHome) -> None:
+def test_page_damage_is_reported_as_a_damaged_palace_with_what_to_do(tmp_path: Path, xdg_home: Any) -> None:
     palace = _stopped(tmp_path)
     database = palace / DB_FILE
     data = bytearray(database.read_bytes())
@@ -129,7 +128,7 @@ def test_page_damage_is_reported_as_a_damaged_palace_with_what_to_do(tmp_path: P
     assert "integrity_check" in done.stderr and "export" in done.stderr
 
 
-def test_a_damaged_header_is_not_a_palace_database(tmp_path: Path, xdg_home: XdgHome) -> None:
+def test_a_damaged_header_is_not_a_palace_database(tmp_path: Path, xdg_home: Any) -> None:
     palace = _stopped(tmp_path)
     database = palace / DB_FILE
     data = bytearray(database.read_bytes())

@@ -13,8 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import launch_daemon
-from served import count_drawers, jobs, notes_folder, serve_once
+from daemon_use import count_drawers, jobs, notes_folder, serve_once
 from waiting import CEILING, wait_until
 
 pytestmark = pytest.mark.slow
@@ -51,10 +50,10 @@ def fill(disk: Path) -> Path:
 
 
 def test_a_full_disk_is_said_plainly_and_work_resumes_when_room_returns(
-    small_disk: Path, xdg_home: Any, tmp_path: Path
+    small_disk: Path, xdg_home: Any, daemon: Any
 ) -> None:
     palace = small_disk / "palace"
-    served = launch_daemon(palace, xdg_home)
+    served = daemon(palace)
     try:
         folder = notes_folder(served.home.root, 1500)
         with served.http(timeout=CEILING) as http:
@@ -100,7 +99,7 @@ def test_a_full_disk_is_said_plainly_and_work_resumes_when_room_returns(
         assert "the palace's disk is full" in done.stderr and str(palace) in done.stderr
     finally:
         filler.unlink()
-    restarted = launch_daemon(palace, xdg_home)  # and with room again, it starts with everything in place
+    restarted = daemon(palace)  # and with room again, it starts with everything in place
     try:
         with restarted.http(timeout=CEILING) as http:
             assert count_drawers(http, "storage-notes") == 1500

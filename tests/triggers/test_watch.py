@@ -145,3 +145,20 @@ def test_a_miner_added_through_the_api_watches_and_a_disabled_one_stops(tmp_path
         wait_until(lambda: again.triggers.describe().get("api-vault") == "watching", what="the watch to resume")
     finally:
         again.stop()
+
+
+def test_a_configured_miner_outside_the_roots_is_not_watched(tmp_path: Path) -> None:
+    """The roots bound what a watch looks at too: a watch lists every folder under what it watches."""
+    outside = tmp_path.parent / f"{tmp_path.name}-outside"
+    outside.mkdir()
+    palace = open_palace(
+        tmp_path, f'[[miners]]\nname = "away"\nconnector = "notes"\nlocator = "{outside}"\nwatch = true\n'
+    )
+    try:
+        assert palace.triggers is not None
+        state = palace.triggers.describe()["away"]
+        assert state.startswith("not watched:") and "outside the folders mining may read" in state
+        assert palace.services.jobs.list_jobs(None, "mine", 10) == []  # no first run either
+    finally:
+        palace.stop()
+        shutil.rmtree(outside)

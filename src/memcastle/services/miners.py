@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from memcastle.clock import Clock, parse_instant, utc_now
-from memcastle.errors import Conflict, InvalidRequest, NotFound
+from memcastle.errors import AccessDenied, Conflict, InvalidRequest, MemCastleError, NotFound
 from memcastle.model import Job, MinerSpec, MinerState
 from memcastle.model.mining import DEFAULT_DEBOUNCE, MAX_DEBOUNCE, MIN_EVERY, parse_duration
 from memcastle.services.events import Publish, ignore_event
@@ -42,6 +42,17 @@ class MinerService:
         self.on_change: Callable[[], None] | None = None  # the triggers follow what is enabled (set by the app)
 
     # --- what there is -------------------------------------------------------------------------------
+
+    def refusal(self, spec: MinerSpec) -> str | None:
+        """Why a miner's source may never be read (outside mining.roots, or a locator naming nothing), else None; a
+        folder that does not exist yet is no refusal (a watch waits for it)."""
+        try:
+            self._mining.check_source(spec.connector, spec.locator, spec.options)
+        except (AccessDenied, InvalidRequest) as exc:
+            return exc.message
+        except MemCastleError:
+            return None
+        return None
 
     def effective(self) -> dict[str, tuple[MinerSpec, MinerState]]:
         """Every miner by name: the config file's first, then the palace's that no config miner shadows."""

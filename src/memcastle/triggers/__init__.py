@@ -22,12 +22,18 @@ log = logging.getLogger(__name__)
 
 Miners = Callable[[], Mapping[str, tuple[MinerSpec, MinerState]]]
 RunRequest = Callable[..., object]  # run(name, trigger=..., requested_by=..., **details)
+Refusal = Callable[[MinerSpec], str | None]  # why a miner's source may not be read (outside mining.roots), or None
 
 
 class TriggerManager:
-    def __init__(self, miners: Miners, run: RunRequest, *, schedule: Schedule | None = None) -> None:
+    def __init__(
+        self, miners: Miners, run: RunRequest, *, schedule: Schedule | None = None, refusal: Refusal | None = None
+    ) -> None:
         self._miners = miners
         self._run = run
+        # A folder outside mining.roots is not watched either: a watch lists the folders it watches.
+        self._refusal = refusal or (lambda spec: None)
+        self.refused: dict[str, str] = {}
         self._lock = threading.Lock()
         self._watches: dict[str, tuple[MinerSpec, SourceWatch]] = {}
         self.schedule = schedule or Schedule(self._request, clock=utc_clock)
@@ -57,10 +63,18 @@ class TriggerManager:
     def reconcile(self) -> None:
         """Start the watches of enabled watching miners, stop the others; give the schedule the current miners."""
         miners = {name: pair for name, pair in self._miners().items() if pair[1].enabled}
+        refused = {
+            name: reason
+            for name, (spec, _) in miners.items()
+            if spec.watch and (reason := self._refusal(spec)) is not None
+        }
+        for name, reason in refused.items():
+            log.warning("miner %s is not watched: %s", name, reason)
         with self._lock:
             if not self._started:
                 return
-            wanted = {name: spec for name, (spec, _) in miners.items() if spec.watch}
+            self.refused = refused
+            wanted = {name: spec for name, (spec, _) in miners.items() if spec.watch and name not in refused}
             never_ran = {name for name, (_, state) in miners.items() if state.last_run_at is None}
             stale = [name for name, (spec, _) in self._watches.items() if wanted.get(name) != spec]
             stopping = [self._watches.pop(name)[1] for name in stale]
@@ -78,6 +92,8 @@ class TriggerManager:
         self.schedule.follow({name: (spec, state) for name, (spec, state) in miners.items() if spec.every})
 
     def describe(self) -> dict[str, str]:
-        """Each watched miner's state: `watching`, or `waiting for <path>` while its folder does not exist."""
+        """Each watched miner's state: `watching`, `waiting for <path>` while its folder does not exist, or why it
+        is not watched."""
         with self._lock:
-            return {name: watch.state for name, (_, watch) in self._watches.items()}
+            states = {name: watch.state for name, (_, watch) in self._watches.items()}
+            return {**states, **{name: f"not watched: {reason}" for name, reason in self.refused.items()}}

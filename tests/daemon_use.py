@@ -4,12 +4,15 @@ must refuse."""
 from __future__ import annotations
 
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import httpx
-from conftest import ENTRY, XdgHome
 from waiting import CEILING
+
+# `python -c` is the console entry without needing the installed script on PATH.
+ENTRY = [sys.executable, "-c", "from memcastle.cli.main import run; run()"]
 
 
 def notes_folder(root: Path, count: int) -> Path:
@@ -35,7 +38,7 @@ def count_drawers(http: httpx.Client, wing: str) -> int:
             return total
 
 
-def serve_once(palace: Path, home: XdgHome) -> subprocess.CompletedProcess[str]:
+def serve_once(palace: Path, home: Any) -> subprocess.CompletedProcess[str]:
     """`memcastle serve` on a palace it must refuse: it exits by itself, with a message and no traceback."""
     done = subprocess.run(
         [*ENTRY, "--palace", str(palace), "serve", "--port", "0"],
