@@ -68,4 +68,5 @@ def test_a_miner_with_an_unknown_connector_stops_the_build(tmp_path: Path) -> No
     config = write_config(tmp_path / "config.toml", '[[miners]]\nname = "a"\nconnector = "evernote"\nlocator = "/x"\n')
     with pytest.raises(ConfigError) as caught:
         build(load_settings(flags={"palace": str(tmp_path / "p")}, env={}, config_file=config))
-    assert "evernote" in caught.value.message and caught.value.key == "miners[0].connector" and caught.value.line is not None
+    assert "evernote" in caught.value.message and caught.value.key == "miners[0].connector"
+    assert caught.value.line is not None
