@@ -105,6 +105,13 @@ def test_a_megabyte_of_ordinary_text_with_secrets_in_it_is_redacted_in_under_a_s
     assert not [secret.value for secret in PLANTED if secret.value in kept]
 
 
+@pytest.mark.parametrize("unit", ["%s", "{}", "%s:", "{a}:", "%(x)s/"])
+def test_a_value_that_looks_like_a_format_template_is_checked_in_linear_time(unit: str) -> None:
+    """Whether a secret-looking value is only a template ("%s:%s") is asked of every match: it must not backtrack."""
+    text = f"DB_PASSWORD = '{unit * (200_000 // len(unit))}x'"
+    assert _cpu(Redactor().text, text) < 0.5
+
+
 def test_a_text_over_the_budget_is_refused_naming_the_field() -> None:
     with pytest.raises(RedactionTooCostly) as refused:
         Redactor(budget=0.0).text("TOKEN" * 200_000, config=True)

@@ -332,6 +332,7 @@ def test_each_credential_shape_is_replaced_by_its_marker(text: str, kind: str) -
         'TOKEN_TYPE = "Bearer"\nPASSWORD_RESET_URL = "https://example.com/reset"\nMAX_TOKENS = "1000"\n',
         "see sk-learn and xoxo-gossip; hf_hub; npm_config; SG.example",
         'const auth = {"auth": "basic"};',
+        'USER_PASSWD = "%s:%s" % (USER, PASSWD)\nAPI_TOKEN = "{token}"\n',
     ],
 )
 def test_ordinary_code_and_prose_pass_through_untouched(text: str) -> None:

@@ -90,6 +90,15 @@ _PLACEHOLDER = re.compile(
     r"^(?:\$\{?[\w.]+\}?|<[^>]*>|\{\{.*\}\}|%\(?\w+\)?s?|\*+|x+|-?\d+(?:\.\d+)?|null|none|nil|true|false|\[redacted:[\w-]+\])$",
     re.IGNORECASE,
 )
+# A format template with nothing of its own ("%s:%s", "{user}:{password}"): each part starts with its own character,
+# so the possessive repetition never backtracks.
+_TEMPLATE = re.compile(r"(?=[^%{]*+[%{])(?:%(?:\(\w+\))?[sdr]|\{\w*\}|[:@/_.,;| -])*+")
+
+
+def _is_placeholder(value: str) -> bool:
+    return _PLACEHOLDER.match(value) is not None or _TEMPLATE.fullmatch(value) is not None
+
+
 # The name of an upper-case variable holding a secret: `DB_PASSWORD`, `GITHUB_TOKEN`, `RAILS_MASTER_KEY`.
 _SECRET_NAME = re.compile(
     r"PASSWORD|PASSWD|PASSPHRASE|SECRET|TOKEN|API_?KEY|ACCESS_KEY|PRIVATE_KEY|MASTER_KEY|SIGNING_KEY|"
@@ -134,10 +143,6 @@ class Rule:
     fold: bool = False
     config_only: bool = False
     accept: Callable[[re.Match[str]], bool] | None = None
-
-    def may_match(self, text: str, folded: str) -> bool:
-        haystack = folded if self.fold else text
-        return not self.needles or any(needle in haystack for needle in self.needles)
 
 
 def _has_digit_and_capital(match: re.Match[str]) -> bool:
@@ -306,15 +311,22 @@ class Redactor:
     def __init__(self, rules: tuple[Rule, ...] = RULES, *, budget: float = REDACTION_BUDGET_SECONDS) -> None:
         self.rules = rules
         self.budget = budget
+        # Every needle is looked for once per text, not once per rule that names it.
+        self._needles = tuple({n for rule in rules if not rule.fold for n in rule.needles})
+        self._folded_needles = tuple({n for rule in rules if rule.fold for n in rule.needles})
+        self._all_need_needles = all(rule.needles for rule in rules)
 
     def text(self, text: str, *, config: bool = False, replaced: set[tuple[str, str]] | None = None) -> Redaction:
         replaced = set() if replaced is None else replaced
         started = time.thread_time()
-        folded = text.lower()
+        present = {needle for needle in self._needles if needle in text}
+        if self._folded_needles:
+            folded = text.lower()
+            present.update(needle for needle in self._folded_needles if needle in folded)
+        if not present and self._all_need_needles:
+            return Redaction(text, replaced)  # most metadata values, and much ordinary text: no rule can match
         for rule in self.rules:
-            if rule.config_only and not config:
-                continue
-            if not rule.may_match(text, folded):
+            if (rule.config_only and not config) or (rule.needles and present.isdisjoint(rule.needles)):
                 continue
             text = rule.pattern.sub(functools.partial(_replace, rule=rule, replaced=replaced), text)
             if time.thread_time() - started > self.budget:
@@ -324,7 +336,7 @@ class Redactor:
     def value(self, value: Any, replaced: set[tuple[str, str]], *, key: str = "") -> Any:
         """A metadata value with credentials redacted; a string under a secret-looking key is replaced whole."""
         if isinstance(value, str):
-            if key and _SECRET_KEY.fullmatch(key) and value.strip() and not _PLACEHOLDER.match(value.strip()):
+            if key and _SECRET_KEY.fullmatch(key) and value.strip() and not _is_placeholder(value.strip()):
                 replaced.add(("password", value))
                 return MARKER.format("password")
             return self.text(value, replaced=replaced).text
@@ -346,7 +358,7 @@ def _replace(match: re.Match[str], rule: Rule, replaced: set[tuple[str, str]]) -
     for group in ("value", "dq", "sq"):
         if groups.get(group) is not None:
             secret = groups[group]
-            if _PLACEHOLDER.match(secret.strip("\"'")) or secret.startswith("[redacted:"):
+            if _is_placeholder(secret.strip("\"'")) or secret.startswith("[redacted:"):
                 return match.group(0)
             replaced.add((kind, secret))
             start, end = match.span(group)

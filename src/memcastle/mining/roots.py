@@ -82,9 +82,9 @@ class MiningRoots:
     def _refusal(self, path: Path) -> AccessDenied | None:
         for store in self._secrets:
             if _inside(path, store) and not any(_inside(root, store) for root in self.roots):
+                where = f"{path} is" if path == store else f"{path} is inside {store},"
                 return AccessDenied(
-                    f"{path} is inside {store}, a store of credentials or system files; it is never mined unless "
-                    "mining.roots names it",
+                    f"{where} a store of credentials or system files; it is never mined unless mining.roots names it",
                     help=f'add "{store}" to mining.roots in config.toml if you really mean it',
                 )
         if not any(_inside(path, root) for root in self.roots):
