@@ -29,6 +29,8 @@ from memcastle.jobs.context import JobContext
 from memcastle.mining.pipeline import MinePipeline
 
 SIZE = 32 * 1024
+LIMIT = 1_000_000  # the most one note, diary entry or checkpoint item may hold
+PER_RULE_AT_LIMIT_CPU = 0.5
 # A linear rule scans 32 KB in well under a millisecond; the quadratic ones took 0.1–1.4 s at half this size.
 PER_INPUT_CPU = 0.25
 SEPARATORS = ("a", "A1", "-", "_", ".", ":", "=", "@", "/", " ", "\n", '"', "'", "$")
@@ -50,13 +52,13 @@ def _starts(rule: Rule) -> set[str]:
     return starts
 
 
-def _attacks(rule: Rule) -> Iterator[tuple[str, str]]:
+def _attacks(rule: Rule, size: int = SIZE) -> Iterator[tuple[str, str]]:
     for start in sorted(_starts(rule)):
         for separator in SEPARATORS:
             unit = start + separator
-            yield f"({start!r}+{separator!r})*k", unit * (SIZE // len(unit))
-            yield f"{start!r}+{separator!r}*k", start + separator * ((SIZE - len(start)) // len(separator))
-        yield f"{start!r}*k", start * (SIZE // len(start))
+            yield f"({start!r}+{separator!r})*k", unit * (size // len(unit))
+            yield f"{start!r}+{separator!r}*k", start + separator * ((size - len(start)) // len(separator))
+        yield f"{start!r}*k", start * (size // len(start))
 
 
 def _cpu(work: Any, *args: Any, **kwargs: Any) -> float:
@@ -67,12 +69,16 @@ def _cpu(work: Any, *args: Any, **kwargs: Any) -> float:
 
 @pytest.mark.parametrize("rule", RULES, ids=[f"{i}-{rule.kind}" for i, rule in enumerate(RULES)])
 def test_every_rule_is_linear_on_adversarial_input(rule: Rule) -> None:
-    slow = []
+    """Every attack at 32 KB within a bound; then the one that cost most, again at the 1,000,000-character limit."""
+    slow, worst = [], ("", 0.0)
     for name, text in _attacks(rule):
         spent = _cpu(rule.pattern.sub, "x", text)
         if spent > PER_INPUT_CPU:
             slow.append((name[:60], round(spent, 3)))
+        worst = max(worst, (name, spent), key=lambda pair: pair[1])
     assert not slow, slow
+    at_the_limit = next(text for name, text in _attacks(rule, LIMIT) if name == worst[0])
+    assert _cpu(rule.pattern.sub, "x", at_the_limit) < PER_RULE_AT_LIMIT_CPU, worst[0]
 
 
 def test_the_cost_grows_linearly_with_the_input() -> None:
