@@ -211,23 +211,23 @@ def error_shape(exc: MemCastleError) -> dict[str, Any]:
     return data
 
 
+# Most specific first: the first class an error is an instance of gives its status.
+_STATUSES: tuple[tuple[type[MemCastleError], int], ...] = (
+    (InvalidRequest, 400),
+    (NotFound, 404),
+    (Conflict, 409),
+    (AccessDenied, 403),
+    (ProviderError, 502),
+    (StorageFull, 507),
+    (StorageError, 503),
+)
+
+
 def http_status(exc: MemCastleError) -> int:
     """The HTTP status an error answers with, the same on every interface that speaks HTTP (REST, the web page)."""
-    if isinstance(exc, InvalidRequest):
-        return 400
-    if isinstance(exc, NotFound):
-        return 404
-    if isinstance(exc, Conflict):
-        return 409
-    if isinstance(exc, AccessDenied):
-        return 401 if exc.unauthenticated else 403
-    if isinstance(exc, ProviderError):
-        return 502
-    if isinstance(exc, StorageFull):
-        return 507
-    if isinstance(exc, StorageError):
-        return 503
-    return 500
+    if isinstance(exc, AccessDenied) and exc.unauthenticated:
+        return 401
+    return next((status for kind, status in _STATUSES if isinstance(exc, kind)), 500)
 
 
 def field_path(loc: Sequence[Any]) -> str:
