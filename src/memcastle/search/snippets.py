@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
 import unicodedata
 from collections.abc import Sequence
 from typing import Any
@@ -24,12 +25,19 @@ _CONTEXT_CHARS = 60  # how far before its first match a snippet may start, to be
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 
-@functools.cache
-def _stemmers() -> tuple[Any, Any]:
-    """Porter (SQLite's FTS5) and English Snowball (PostgreSQL's), loaded by the first snippet, not at start-up."""
-    import snowballstemmer
+_LOCAL = threading.local()
 
-    return snowballstemmer.stemmer("porter"), snowballstemmer.stemmer("english")
+
+def _stemmers() -> tuple[Any, Any]:
+    """Porter (SQLite's FTS5) and English Snowball (PostgreSQL's), one pair per thread: a Snowball stemmer keeps the
+    word it works on in itself, so two searches sharing one stem each other's words (or crash with an IndexError).
+    Loaded by the first snippet of a thread, not at start-up."""
+    found: tuple[Any, Any] | None = getattr(_LOCAL, "stemmers", None)
+    if found is None:
+        import snowballstemmer
+
+        found = _LOCAL.stemmers = (snowballstemmer.stemmer("porter"), snowballstemmer.stemmer("english"))
+    return found
 
 
 @functools.lru_cache(maxsize=65_536)
