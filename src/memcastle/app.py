@@ -51,9 +51,10 @@ if TYPE_CHECKING:
     from memcastle.store.postgres import PostgresStore as PostgresStoreType
 
 log = logging.getLogger(__name__)
-# After the drain, how long a requeued job's thread may take to finish the unit of work it is in (a provider call
-# on a loaded machine) before the store is closed under it.
-STOP_GRACE_SECONDS = 60.0
+# After the drain, a requeued job's thread finishes the unit of work it is in (a provider call on a loaded machine)
+# before the store is closed: waited for in steps of the grace, up to the most (a provider stuck past its timeout).
+STOP_GRACE_SECONDS = 30.0
+STOP_WAIT_SECONDS = 600.0
 
 
 @dataclass
@@ -97,12 +98,17 @@ class Palace:
         requeued = self.pool.drain(self.settings["jobs.drain_seconds"]) if self.started else []
         if self.started and self.maintainer is not None:
             self.maintainer.stop()
-        if self.started and not self.pool.join(STOP_GRACE_SECONDS):
-            # A unit of work (one provider call) outlived the grace: its thread is fenced (its lease is gone) and a
-            # daemon thread, so closing under it can only fail that thread, never the requeued job.
-            log.warning(
-                "a worker is still inside a unit of work after %.0f s; closing the store anyway", STOP_GRACE_SECONDS
-            )
+        if self.started:
+            # The store is closed only once no worker uses it: a unit of work (a batch of embeddings on a loaded
+            # machine) finishes, finds its lease gone at its checkpoint and ends. Only a worker stuck past every
+            # provider timeout is left behind, fenced (its lease is gone), after `STOP_WAIT_SECONDS`.
+            waited = 0.0
+            while not self.pool.join(STOP_GRACE_SECONDS):
+                waited += STOP_GRACE_SECONDS
+                if waited >= STOP_WAIT_SECONDS:
+                    log.warning("a worker is still inside a unit of work after %.0f s; closing the store", waited)
+                    break
+                log.info("waiting for a worker to finish its unit of work (%.0f s so far)", waited)
         self.services.search.close()
         self.store.close()
         return requeued

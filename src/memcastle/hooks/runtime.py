@@ -7,8 +7,12 @@
   every turn costs the new turns only; while one mine of the session waits, another request joins it. With
   `--checkpoint`, a `last_assistant_message` in the payload (Codex sends one) is saved as a checkpoint too.
 
-A hook never blocks or fails the agent: without a daemon, with a malformed payload or a daemon that is slow to
-answer, it prints nothing and exits 0, and it gives up after `DEADLINE` seconds in all.
+Both are scoped to the agent and, when the payload names its working folder (`cwd`), to that project's wing: the
+checkpoints a hook saves go there, and the bundle holds that agent's own for that project.
+
+A hook never blocks or fails the agent: it gives up after `DEADLINE` seconds in all and exits 0. When it could not
+do its work (no daemon, a daemon too slow to answer, a refusal) it says so in one line on standard error, so that a
+hook that did nothing is never mistaken for one that had nothing to do.
 """
 
 from __future__ import annotations
@@ -18,8 +22,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-DEADLINE = 0.9  # seconds a hook may take, end to end
-CALL_TIMEOUT = 0.6  # seconds one call to the daemon may take
+# Agents allow a hook 10 s or more; a session start should not wait that long. A wake-up reads only what it answers
+# with (an index per agent), so these leave room for a daemon busy mining and embedding on a loaded machine.
+DEADLINE = 3.0  # seconds a hook may take, end to end
+CALL_TIMEOUT = 2.5  # seconds one call to the daemon may take
 MAX_CONTEXT_BYTES = 8192
 EVENTS = ("session-start", "stop", "pre-compact")
 
@@ -29,10 +35,19 @@ class Daemon(Protocol):
     def post(self, path: str, body: Any = None) -> Any: ...
 
 
-def handle(agent: str, event: str, payload: Mapping[str, Any], daemon: Daemon, *, checkpoint: bool = False) -> str:
-    """The hook's standard output for this event (empty when there is nothing to say)."""
+def handle(
+    agent: str,
+    event: str,
+    payload: Mapping[str, Any],
+    daemon: Daemon,
+    *,
+    checkpoint: bool = False,
+    project: str | None = None,
+) -> str:
+    """The hook's standard output for this event (empty when there is nothing to say). `project` is the wing of the
+    folder the agent works in, when the payload said."""
     if event == "session-start":
-        return _wake_up(agent, daemon)
+        return _wake_up(agent, daemon, project)
     transcript = payload.get("transcript_path")
     if agent in ("claude", "codex") and isinstance(transcript, str) and transcript:
         where = session_source(agent, Path(transcript))
@@ -43,7 +58,8 @@ def handle(agent: str, event: str, payload: Mapping[str, Any], daemon: Daemon, *
     if checkpoint and isinstance(message, str) and message.strip():
         session_id = str(payload.get("session_id") or "")
         name = f"{agent}-{session_id}-{event}" if session_id else None
-        daemon.post("/checkpoint", {"agent": agent, "items": [{"content": message, "name": name}]})
+        item = {"content": message, "name": name, **({"wing": project} if project else {})}
+        daemon.post("/checkpoint", {"agent": agent, "items": [item]})
     return ""
 
 
@@ -60,8 +76,9 @@ def session_source(agent: str, transcript: Path) -> tuple[Path, str] | None:
     return root, path.relative_to(root).as_posix()
 
 
-def _wake_up(agent: str, daemon: Daemon) -> str:
-    bundle = daemon.get("/wake-up", agent=agent, max_bytes=MAX_CONTEXT_BYTES)
+def _wake_up(agent: str, daemon: Daemon, project: str | None) -> str:
+    scope = {"wing": project} if project else {}
+    bundle = daemon.get("/wake-up", agent=agent, max_bytes=MAX_CONTEXT_BYTES, **scope)
     drawers = [*bundle.get("diary", []), *bundle.get("checkpoints", [])]
     if not drawers:
         return ""

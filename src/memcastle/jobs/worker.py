@@ -83,6 +83,7 @@ class WorkerPool:
         self._stopping = threading.Event()
         self._halted = threading.Event()
         self._threads: list[threading.Thread] = []
+        self._helpers: list[threading.Thread] = []  # the lease heartbeat and the storage watch: they use the store too
         self._active: dict[str, threading.Thread] = {}
         self._active_lock = threading.Lock()
         # Storage failures: free bytes on the palace's disk (None: not measurable, a PostgreSQL palace), the jobs
@@ -166,8 +167,10 @@ class WorkerPool:
             # running jobs fresh even through a unit of work longer than the lease (a slow provider call).
             heartbeat = threading.Thread(target=self._renew_leases, name="memcastle-leases", daemon=True)
             heartbeat.start()
+            self._helpers.append(heartbeat)
         storage = threading.Thread(target=self._watch_storage, name="memcastle-storage", daemon=True)
         storage.start()
+        self._helpers.append(storage)
 
     def wake(self) -> None:
         self._wakeup.set()
@@ -207,9 +210,10 @@ class WorkerPool:
         """Wait up to `timeout` seconds for every worker thread to end (a drained job finishes the unit of work it
         is in, then finds its lease gone at the next checkpoint); True when none is left."""
         deadline = time.monotonic() + timeout
-        for thread in self._threads:
+        threads = [*self._threads, *self._helpers]
+        for thread in threads:
             thread.join(max(0.0, deadline - time.monotonic()))
-        return not any(thread.is_alive() for thread in self._threads)
+        return not any(thread.is_alive() for thread in threads)
 
     def _renew_leases(self) -> None:
         """Renew the lease of every job this pool runs, a few times per lease, until the pool has drained.

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from memcastle.errors import InvalidRequest
 from memcastle.model import Drawer, Scope
-from memcastle.services.drawers import DIARY_ROOM, DrawerService
+from memcastle.services.drawers import DEFAULT_WING, DIARY_ROOM, DrawerService
 from memcastle.services.facts import FactService
 from memcastle.services.requests import RequestKeys
 from memcastle.services.validation import (
@@ -117,19 +117,33 @@ class AgentService:
         found = self._store.get_drawers(result["drawer_ids"])
         return CheckpointWrite([found[i] for i in result["drawer_ids"] if i in found], replayed)
 
+    def _latest(self, scope: Scope, wing: str | None, limit: int) -> list[Drawer]:
+        """The newest drawers of `scope` in the project `wing` and in no project (the default wing), when a wing is
+        given; else in any wing. Each read follows an index and stops at `limit`."""
+        if wing is None:
+            return self._store.latest_drawers(scope, limit)
+        found = [
+            drawer
+            for place in dict.fromkeys((wing, DEFAULT_WING))
+            for drawer in self._store.latest_drawers(replace(scope, wing=place), limit)
+        ]
+        return sorted(found, key=lambda drawer: drawer.created_at, reverse=True)[:limit]
+
     def wake_up(
         self, agent: str, *, wing: str | None = None, max_items: int = 10, max_bytes: int = 8192
     ) -> dict[str, Any]:
-        """What an agent needs at the start of a session: its latest diary entry and the most recent checkpoints,
-        trimmed by whole drawers to the budget."""
+        """What an agent needs at the start of a session: its latest diary entry and its most recent checkpoints —
+        with `wing` (its project), those of that project and those in no project — trimmed by whole drawers to the
+        budget."""
         agent = require_name(agent, "agent")
         if not 1 <= max_items <= MAX_LIMIT:
             raise InvalidRequest(f"max_items must be from 1 to {MAX_LIMIT}", field="max_items")
         if not 256 <= max_bytes <= 1_048_576:
             raise InvalidRequest("max_bytes must be from 256 to 1048576", field="max_bytes")
         wing = check_name(wing, "wing")
-        diary = self._store.latest_drawers(Scope(wing=wing, room=DIARY_ROOM, agent=agent), 1)
-        checkpoints = self._store.latest_drawers(Scope(wing=wing, tags=(CHECKPOINT_TAG,)), max_items)
+        diary = self._latest(Scope(room=DIARY_ROOM, agent=agent), wing, 1)
+        # The agent's own checkpoints only: one agent's saved state is not another's (nor a person's, who has none).
+        checkpoints = self._latest(Scope(tags=(CHECKPOINT_TAG,), agent=agent), wing, max_items)
         chosen: list[Drawer] = []
         used = 0
         omitted = 0

@@ -11,6 +11,7 @@ import click
 
 from memcastle.cli import render
 from memcastle.cli.app import Invocation, app, group, pass_invocation
+from memcastle.errors import MemCastleError
 
 hooks_app = group("hooks", app, "Agent hooks: MemCastle in Claude Code's or Codex CLI's session lifecycle.")
 
@@ -104,6 +105,30 @@ def hooks_status(inv: Invocation, project: Path) -> None:
     )
 
 
+def _project(cwd: object) -> str | None:
+    """The wing of the folder an agent works in (its `.config/memcastle.toml` wing, else its name), when known."""
+    if not isinstance(cwd, str) or not cwd.startswith("/"):
+        return None
+    from memcastle.connectors.project import project_wing
+
+    folder = Path(cwd)
+    if not folder.is_dir():
+        return None  # a folder of another machine (a payload replayed elsewhere): no project to scope to
+    try:
+        return project_wing(folder)
+    except MemCastleError:
+        return None
+
+
+def _why(exc: BaseException, deadline: float) -> str:
+    """One line on why a hook did nothing."""
+    if isinstance(exc, TimeoutError):
+        return f"the daemon did not answer within {deadline:g} s; nothing was done this time"
+    if isinstance(exc, MemCastleError):
+        return " ".join(exc.message.split())
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:300]
+
+
 @app.command("hook")
 @click.argument("event", type=click.Choice(("session-start", "stop", "pre-compact")))
 @click.option("--agent", required=True, help="the agent running the hook: claude or codex (any name at session start)")
@@ -124,12 +149,17 @@ def hook(inv: Invocation, event: str, agent: str, checkpoint: bool) -> None:
         from memcastle.cli.client import DaemonClient
 
         output = handle(
-            agent, event, payload, DaemonClient(inv.settings(), timeout=CALL_TIMEOUT), checkpoint=checkpoint
+            agent,
+            event,
+            payload,
+            DaemonClient(inv.settings(), timeout=CALL_TIMEOUT),
+            checkpoint=checkpoint,
+            project=_project(payload.get("cwd")),
         )
         if output:
             sys.stdout.write(output + "\n")
-    except Exception:  # noqa: BLE001 - no daemon, a slow one, a refusal, a payload it cannot use: the agent goes on
-        pass
+    except Exception as exc:  # noqa: BLE001 - no daemon, a slow one, a refusal, a payload it cannot use: the agent goes on
+        sys.stderr.write(f"memcastle hook {event}: {_why(exc, DEADLINE)}\n")
     finally:
         if hasattr(signal, "setitimer"):
             signal.setitimer(signal.ITIMER_REAL, 0)

@@ -311,9 +311,12 @@ class DrawerTables(SqlStore):
         return [drawer_from_row(r) for r in rows]
 
     def latest_drawers(self, scope: Scope, limit: int) -> list[Drawer]:
+        """The current drawers in `scope`, most recently filed first. Read newest first through an index and stopped
+        at `limit`: an agent's (`drawer_agent`), or a tag's (`drawer_tag`), so the cost follows the answer, not the
+        palace."""
         where, params = scope_sql(scope)
         rows = self._all(
-            f"{DRAWER_SELECT} WHERE d.valid_to IS NULL{where} ORDER BY d.created_at DESC, d.seq DESC LIMIT ?",
+            f"{DRAWER_SELECT} WHERE d.valid_to IS NULL{where} ORDER BY d.seq DESC LIMIT ?",
             (*params, limit),
         )
         return [drawer_from_row(r) for r in rows]
