@@ -401,10 +401,10 @@ def build_mcp_server(
         max_items: Annotated[int, Field(ge=1, le=200, description="at most this many drawers")] = 10,
         max_bytes: Annotated[int, Field(ge=256, le=1_048_576, description="at most this many bytes of content")] = 8192,
     ) -> dict[str, Any]:
-        """Call once at the start of every session: returns your latest `diary` entry and the most recent
-        `checkpoints` (decisions and state, from any agent), trimmed by whole drawers to the budget (`omitted`
-        says how many did not fit), so you resume where work left off. Each drawer carries its source and
-        provenance. Refused when memory is disabled."""
+        """Call once at the start of every session: returns your latest `diary` entry and your most recent
+        `checkpoints` (decisions and state you saved under this agent name; with `wing`, your project's and those
+        in no project), trimmed by whole drawers to the budget (`omitted` says how many did not fit), so you resume
+        where work left off. Each drawer carries its source and provenance. Refused when memory is disabled."""
         return services.agents.wake_up(agent, wing=wing, max_items=max_items, max_bytes=max_bytes)
 
     @tool("memcastle_diary_read")
