@@ -212,6 +212,24 @@ def time_http(client: httpx.Client, texts: list[str], ranking: str) -> list[floa
     return out
 
 
+def time_wake_up(client: httpx.Client, calls: int = 100) -> list[float]:
+    """The wake-up bundle an agent's session start asks for, per call (after its diary entries and checkpoints are
+    written): it reads only that agent's drawers, so its cost does not grow with the palace."""
+    for index in range(5):
+        client.post("/api/diary", json={"agent": "bench-agent", "content": f"diary entry {index} of the bench agent"})
+    items = [{"content": f"checkpoint {index}: the state of the bench", "wing": "bench-project"} for index in range(20)]
+    client.post("/api/checkpoint", json={"agent": "bench-agent", "items": items})
+    params = {"agent": "bench-agent", "wing": "bench-project"}
+    client.get("/api/wake-up", params=params)  # warm
+    times = []
+    for _ in range(calls):
+        started = time.perf_counter()
+        answer = client.get("/api/wake-up", params=params)
+        times.append((time.perf_counter() - started) * 1000)
+        assert answer.status_code == 200 and answer.json()["checkpoints"], answer.text
+    return times
+
+
 def time_page(client: httpx.Client, texts: list[str]) -> list[float]:
     """The web page's search: `GET /?q=…` (auto ranking), the whole page rendered, per query."""
     out = []
@@ -311,6 +329,7 @@ class Measured:
     busy_errors: int
     page: list[float] = field(default_factory=list)  # the web page's search, whole page, per query
     restart_seconds: float | None = None  # a daemon started again on the graph the first one built: until served
+    wake_up: list[float] = field(default_factory=list)  # an agent's wake-up bundle, per call
 
 
 def measure_daemon(
@@ -351,6 +370,7 @@ def measure_daemon(
             time_page(client, texts[:20])
             auto = time_http(client, texts, "auto")
             page = time_page(client, texts)
+            wake_up = time_wake_up(client)
         rss = rss_mb(proc.pid)
         if while_idle is not None:
             while_idle()
@@ -377,6 +397,7 @@ def measure_daemon(
         busy_errors,
         page,
         restart_seconds,
+        wake_up,
     )
 
 
@@ -551,6 +572,9 @@ def main() -> None:
         f"The web page's search (`GET /?q=…`, auto ranking, the whole page rendered): p50 "
         f"**{median(sqlite.page):.1f} ms**, p95 {percentile(sqlite.page, 95):.1f} ms (target: under 100 ms), against "
         f"p50 {median(sqlite.times['auto']):.1f} ms for the same searches through `POST /api/search` in this run.",
+        "",
+        f"An agent's wake-up bundle (`GET /api/wake-up`, its diary and 20 checkpoints written, 100 calls): p50 "
+        f"**{median(sqlite.wake_up):.1f} ms**, p95 {percentile(sqlite.wake_up, 95):.1f} ms (target ≤ 20 ms).",
         "",
         f"Daemon resident memory after the run: **{sqlite.rss:.0f} MB** (target ≤ {1500 if large else 550} MB).",
         "",
