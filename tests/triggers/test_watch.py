@@ -84,6 +84,23 @@ def test_fifty_rapid_writes_cause_at_most_two_runs(watched: Palace, vault: Path)
     assert 1 <= len(runs(watched)) - before <= 2, runs(watched)
 
 
+def test_a_burst_longer_than_the_debounce_is_one_run_once_the_folder_is_quiet(watched: Palace, vault: Path) -> None:
+    """30 saves 0.1 s apart (3 s, ten times the 300 ms debounce) used to give 4 runs and 4 versions of the note."""
+    before = len(runs(watched))
+    for i in range(30):
+        (vault / "ledger.md").write_text(f"# Ledger\n\nThe silo count, revision {i}.\n")
+        time.sleep(0.1)  # the saves themselves are the subject: an editor saving as someone types
+    wait_until(lambda: found(watched, "revision 29"), what="the last save mined")
+    wait_until(lambda: settled(watched), what="the runs to finish")
+    assert len(runs(watched)) - before == 1, runs(watched)
+    history = watched.services.drawers.drawer_history(
+        watched.services.search.search(SearchRequest(query="silo count", wing="vault", ranking="lexical"))
+        .hits[0]
+        .drawer.id
+    )
+    assert len(history) == 1, [d.content for d in history]
+
+
 def test_editor_vcs_and_ignored_files_never_count(vault: Path) -> None:
     (vault / ".gitignore").write_text("drafts/\n*.tmp\n")
     keep = MineableFilter(vault)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -105,22 +106,33 @@ class SourceWatch:
                 self._stop.wait(RECHECK)
 
     def _watch(self, identity: tuple[int, int]) -> None:
-        """Until the folder goes or is replaced, or the watch is stopped."""
+        """Until the folder goes or is replaced, or the watch is stopped. Changes are gathered until the folder has
+        been quiet for `debounce` seconds, then ask for one run: a burst of saves is one run, however long it lasts
+        (watchfiles' own debounce caps how long it gathers, so a long burst would come out as several batches)."""
+        quiet = self.spec.debounce
+        tick = max(0.05, min(RECHECK, quiet / 4))  # how often the quiet time is looked at
         changes = watch(
             self._root,
             watch_filter=MineableFilter(self._root),
-            debounce=max(1, int(self.spec.debounce * 1000)),
+            debounce=max(1, int(min(quiet, tick) * 1000)),
             stop_event=self._stop,
-            rust_timeout=int(RECHECK * 1000),
+            rust_timeout=max(1, int(tick * 1000)),
             yield_on_timeout=True,
             raise_interrupt=False,
             ignore_permission_denied=True,
         )
+        pending, last = 0, 0.0
         for batch in changes:
             if _identity(self._root) != identity:
+                if pending:
+                    self._ask(changes=pending)
                 return  # gone or replaced: the loop waits for it and watches the new one
+            now = time.monotonic()
             if batch:
-                self._ask(changes=len(batch))
+                pending, last = pending + len(batch), now
+            if pending and now - last >= quiet:
+                self._ask(changes=pending)
+                pending = 0
 
     def _ask(self, **details: object) -> None:
         self._request(self.spec.name, "watch", **details)
