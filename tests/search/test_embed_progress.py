@@ -14,6 +14,7 @@ from memcastle.app import Palace, build
 from memcastle.cli.render import backlog_text, index_text
 from memcastle.clock import eta_text
 from memcastle.config import load_settings
+from memcastle.model import Progress
 from memcastle.search.backfill import Backlog, EmbeddingBackfill, model_key
 from memcastle.search.embeddings import BuiltinProvider
 from memcastle.search.semantic import SemanticIndex
@@ -169,3 +170,62 @@ def test_a_unit_of_work_is_bounded_by_passages_not_drawers(unstarted: Palace) ->
     assert result["embedded"] == 4 and sum(steps) == result["passages"]
     assert max(steps) <= 5 and len(steps) > 2, steps
     assert unstarted.store.count_missing_embeddings(model_key(BuiltinProvider())) == 0
+
+
+def test_the_rate_is_the_latest_minutes_so_the_eta_follows_a_machine_that_slowed_down() -> None:
+    """An ETA from the rate since the sweep began lagged a machine that got busy (it said 18 minutes for ~3 hours)."""
+    backlog = Backlog(started=0.0)
+    backlog.drawers_seen = backlog.passages_seen = 1
+    for second in range(1, 121):  # 100 passages a second for two minutes
+        backlog.note(100, float(second))
+    for second in range(121, 241):  # then 10 a second: a mine started beside it
+        backlog.note(10, float(second))
+    estimate = backlog.estimate(owed=6000, unreached=0, now=240.0)
+    assert estimate["passages_per_second"] == pytest.approx(10, rel=0.05)
+    assert estimate["eta_seconds"] == pytest.approx(600, rel=0.05)  # the since-start rate would say ~109 s
+
+
+def test_drawers_filed_while_the_sweep_runs_are_counted_in_what_is_left(unstarted: Palace) -> None:
+    for i in range(4):
+        unstarted.services.drawers.save_note(f"Note {i} about the cellar inventory.", wing="w")
+    clock = Ticks()
+    sweep = EmbeddingBackfill(unstarted.store, BuiltinProvider(), batch_size=1, monotonic=clock)
+
+    class FilingMeanwhile(Recording):
+        """A mine files ten more drawers after the sweep's first unit of work."""
+
+        def checkpoint(
+            self, state: Mapping[str, Any], current: int, total: int | None = None, message: str | None = None
+        ) -> None:
+            if not self.checkpoints:
+                for i in range(10):
+                    unstarted.services.drawers.save_note(f"Later note {i} about the well.", wing="w")
+                clock.now += 60  # past the recount
+            super().checkpoint(state, current, total, message)
+
+    ctx = FilingMeanwhile()
+    result = sweep.run(ctx)  # type: ignore[arg-type]
+    assert result["embedded"] == 14
+    totals = [total for _, _, total, _ in ctx.checkpoints]
+    # From the first unit after the recount on, the later drawers are in what is left (they used to be missing
+    # until the sweep reached them).
+    assert totals[0] == 4 and totals[1:] == [14] * (len(totals) - 1), totals
+
+
+def test_status_follows_the_running_sweep_not_a_request_queued_behind_it(unstarted: Palace) -> None:
+    store = unstarted.store
+    running, _ = unstarted.services.jobs.submit_job("embed", {}, priority="background", coalesce_key="embed")
+    claimed = store.claim_next_job("probe", 60.0, ["embed"])
+    assert claimed is not None and claimed.id == running.id
+    store.save_job_checkpoint(
+        running.id,
+        "probe",
+        {"passages": 10, "passages_pending": 90, "passages_per_second": 5.0, "eta_seconds": 18},
+        Progress(current=1, total=10),
+        60.0,
+    )
+    queued, created = unstarted.services.jobs.submit_job("embed", {}, priority="background", coalesce_key="embed")
+    assert created and queued.id != running.id
+    unstarted.services.drawers.save_note("A note that waits for its vector.", wing="w")
+    status = unstarted.services.status.embedding_status()
+    assert (status["passages_pending"], status["eta_seconds"]) == (90, 18)

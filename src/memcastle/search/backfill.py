@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -32,24 +33,45 @@ def model_key(provider: EmbeddingProvider) -> str:
     return f"{provider.name}:{provider.model}"
 
 
+# The rate an ETA divides by: passages per second over about this much of the latest work (the machine's load
+# changes as mines start and end; the rate since the sweep's start would lag behind it).
+RATE_WINDOW_SECONDS = 60.0
+# How often the sweep counts again the drawers still waiting (drawers mined meanwhile included): a pass over the
+# palace, ~80 ms at a million drawers.
+RECOUNT_SECONDS = 30.0
+
+
 @dataclass
 class Backlog:
-    """How far the sweep is and how long the rest should take, from the rate of this run (not of earlier ones: the
-    machine may have been busier or idler then). Passages still owed by drawers whose first passage is in are known
-    exactly; for drawers not reached yet they are estimated from the passages per drawer seen so far, since counting
-    them would mean splitting every waiting drawer."""
+    """How far the sweep is and how long the rest should take, from the rate of this run over its latest minute (not
+    of earlier runs: the machine may have been busier or idler then). Passages still owed by drawers whose first
+    passage is in are known exactly; for drawers not reached yet they are estimated from the passages per drawer
+    seen so far, since counting them would mean splitting every waiting drawer."""
 
     started: float
     embedded: int = 0  # passages embedded in this run
     drawers_seen: int = 0
     passages_seen: int = 0  # all passages of the drawers seen, embedded or not
+    marks: deque[tuple[float, int]] = field(default_factory=deque)  # (when, embedded by then), the latest minute
+
+    def note(self, passages: int, now: float) -> None:
+        """`passages` more embedded at `now`."""
+        self.embedded += passages
+        self.marks.append((now, self.embedded))
+        while len(self.marks) > 2 and now - self.marks[1][0] >= RATE_WINDOW_SECONDS:
+            self.marks.popleft()
+
+    def rate(self, now: float) -> float:
+        if len(self.marks) >= 2 and self.marks[-1][0] - self.marks[0][0] >= 1.0:
+            (first, before), (last, after) = self.marks[0], self.marks[-1]
+            return (after - before) / (last - first)
+        return self.embedded / max(now - self.started, 1e-6)
 
     def estimate(self, owed: int, unreached: int, now: float) -> dict[str, Any]:
-        elapsed = max(now - self.started, 1e-6)
         if not self.embedded or not self.drawers_seen:
             return {"passages_pending": None, "passages_per_second": None, "eta_seconds": None}
         pending = owed + round(unreached * self.passages_seen / self.drawers_seen)
-        rate = self.embedded / elapsed
+        rate = max(self.rate(now), 1e-6)
         return {
             "passages_pending": pending,
             "passages_per_second": round(rate, 1),
@@ -101,6 +123,7 @@ class EmbeddingBackfill:
         pending = self._store.count_missing_embeddings(model)
         started = done
         backlog = Backlog(started=self._monotonic())
+        counted = backlog.started
         while True:
             mode = "head" if phase == "current" and stage == "head" else "all"
             batch = self._store.next_to_embed(model, self._batch_size, after=top, stage=mode)
@@ -146,10 +169,14 @@ class EmbeddingBackfill:
             if mode != "rest":
                 backlog.drawers_seen += len(drawers)
                 backlog.passages_seen += sum(len(p) for p in pieces)
-            backlog.embedded += len(flat)
+            now = self._monotonic()
+            backlog.note(len(flat), now)
             passages_done += len(flat)
+            if now - counted >= RECOUNT_SECONDS:
+                # Drawers mined since the sweep began wait too: counted again now and then, not only at its start.
+                pending, started, counted = self._store.count_missing_embeddings(model), done, now
             left = max(0, pending - (done - started))
-            estimate = backlog.estimate(owed, max(0, left - headed), self._monotonic())
+            estimate = backlog.estimate(owed, max(0, left - headed), now)
             to_go = f", ~{estimate['passages_pending']} to go, {eta_text(estimate['eta_seconds'])}" if left else ""
             ctx.checkpoint(
                 {

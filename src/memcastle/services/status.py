@@ -84,9 +84,11 @@ class StatusService:
         if not pending:
             return {**unknown, "passages_pending": 0, "eta_seconds": 0}
         active = [j for j in self._store.list_jobs(None, EMBED, 5) if not j.is_finished]
-        if not active:
+        # The sweep at work tells how far it is: a request queued behind it has measured nothing yet.
+        measured = [j for j in active if j.status is JobStatus.RUNNING] + [j for j in active if j.checkpoint]
+        if not measured:
             return unknown
-        state = active[0].checkpoint
+        state = measured[0].checkpoint
         return {
             "passages_done": state.get("passages"),
             "passages_pending": state.get("passages_pending"),
