@@ -365,3 +365,18 @@ def test_a_palace_starts_tells_its_status_and_searches_while_its_vectors_are_sti
         assert ids(result) == [note.id] and result.warnings == ()
     finally:
         palace.stop()
+
+
+def test_coverage_says_in_absolute_terms_how_much_of_the_query_a_hit_holds(palace: Palace) -> None:
+    """Relevance is relative to the pool: a query nothing matches still gets a first hit at 1.0. Coverage is not."""
+    palace.services.drawers.save_note("The granary stores barley and oats for the winter.", wing="c")
+    palace.services.drawers.save_note("Oats are cheaper than barley this year.", wing="c")
+    palace.services.drawers.save_note("The moat freezes in January.", wing="c")
+    settle(palace)
+    exact = palace.services.search.search(SearchRequest(query="granary barley winter", wing="c")).hits
+    assert exact[0].signals["coverage"] == 1.0 and "granary" in exact[0].drawer.content
+    partial = [h for h in exact if "cheaper" in h.drawer.content]
+    assert partial and partial[0].signals["coverage"] == pytest.approx(1 / 3, abs=0.001)
+    nonsense = palace.services.search.search(SearchRequest(query="quantum banana teleportation", wing="c")).hits
+    assert nonsense, "the semantic leg always has a nearest drawer"
+    assert nonsense[0].signals["relevance"] == 1.0 and all(h.signals["coverage"] == 0.0 for h in nonsense)

@@ -123,6 +123,7 @@ class Snippet:
     matches: tuple[tuple[int, int], ...] = ()
     passage: int = 0
     lines: tuple[int, int] | None = None
+    terms_found: int = 0  # how many of the query's distinct terms the whole drawer holds (not part of the answer)
 
     def to_json(self) -> JSON:
         return {

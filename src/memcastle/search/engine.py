@@ -221,7 +221,10 @@ class SearchEngine:
                 first_line=origin.lines[0] if origin is not None and origin.lines else None,
                 passages=self._passages,
             )
-            out.append(dataclasses.replace(hit, snippet=found))
+            # How much of the query the drawer holds, in absolute terms: relevance is relative to the pool (its best
+            # hit is 1.0 even for a query nothing matches), the cosine says how near by meaning, this says by words.
+            coverage = round(found.terms_found / len(matcher.words), 3) if matcher.words else None
+            out.append(dataclasses.replace(hit, snippet=found, signals={**hit.signals, "coverage": coverage}))
         return out
 
     def _explained(self, query: SearchQuery, related: list[Hit]) -> list[Hit]:

@@ -135,6 +135,7 @@ def snippet(
         matches=tuple((a - start, b - start) for a, b, _ in matches if start <= a and b <= end),
         passage=passage,
         lines=lines,
+        terms_found=len({term for _, _, term in matches}),
     )
 
 
