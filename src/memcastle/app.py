@@ -197,7 +197,7 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
         {
             key.removeprefix("extraction."): value
             for key, value in settings.values.items()
-            if key.startswith("extraction.") and key != "extraction.batch_size"
+            if key.startswith("extraction.") and key not in ("extraction.batch_size", "extraction.code")
         }
     )
     store = open_store(settings, now=now)
@@ -226,6 +226,7 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
             policy,
             min_confidence=settings["extraction.min_confidence"],
             batch_size=settings["extraction.batch_size"],
+            code=settings["extraction.code"],
             now=now,
         )
         handlers[sweep.KIND] = extract_sweep.run

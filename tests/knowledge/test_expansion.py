@@ -48,6 +48,8 @@ def test_expanded_drawers_come_after_the_direct_hit_best_first_with_via(
     hits = search(client, "zebra", expand=True)
 
     assert hits[0]["drawer"]["id"] == graph["hit"] and "via" not in hits[0] and "graph" not in hits[0]["signals"]
+    # (coverage, the share of the query's words a drawer holds, is on every hit; none of these holds "zebra")
+    assert all(h["signals"].pop("coverage") == 0.0 for h in hits[1:])
     related = [(h["drawer"]["id"], h["score"], h["signals"], h["via"]) for h in hits[1:]]
     assert related == [
         # relevance: the graph score normalized within the expanded hits, as a direct hit has its own

@@ -380,3 +380,23 @@ def test_the_floor_ignores_preference_and_confidence_is_kept_as_given(palaces: P
     kept = facts["Ana Lopez", "works_on", "Atlas"]
     assert kept["confidence"] == 0.8123 and kept["provenance"]["drawer"] == drawers["draft.md"].id
     assert facts["Ana Lopez", "member_of", "Platform Guild"]["confidence"] == 0.3  # the floor itself is kept
+
+
+@pytest.mark.parametrize("code", [False, True])
+def test_source_code_is_read_for_facts_only_when_configured(palaces: Palaces, code: bool) -> None:
+    """Over code the heuristic finds identifiers and keywords ('Return True member_of TypeError'): a third of a real
+    palace in entities and mentions. Code and data files are marked read but not extracted, unless configured."""
+    palace = palaces.open(flags={"extraction.code": code})
+    project = palaces.root / "project"
+    project.mkdir()
+    (project / "handlers.py").write_text(
+        "class RequestHandler(BaseHandler):\n    def handle(self):\n        return True  # Ana Lopez works on Atlas\n"
+    )
+    (project / "settings.yaml").write_text("owner: Kim Park\nservice: Orion\n")
+    (project / "README.md").write_text("# Shop\n\nBen Hart works on Checkout. Checkout uses Postgres.\n")
+    mine(palace, "directory", project, wing="project")
+    extracted(palace)
+    names = {e.name for e in palace.store.all_entities()}
+    assert {"Ben Hart", "Checkout", "Postgres"} <= names
+    assert ("RequestHandler" in names or "Ana Lopez" in names) is code
+    assert palace.services.status.extraction_status()["pending"] == 0  # every drawer was read, code or not

@@ -207,7 +207,10 @@ def test_wake_up_returns_the_latest_diary_entry_and_checkpoints_within_the_budge
     palace.services.agents.write_diary("agent-a", "old entry")
     latest = palace.services.agents.write_diary("agent-a", "latest entry: refactored the store")
     palace.services.agents.write_diary("agent-b", "someone else's entry")
-    saved = palace.services.agents.checkpoint([{"content": "decided: use Postgres"}, {"content": "x" * 600}])
+    saved = palace.services.agents.checkpoint(
+        [{"content": "decided: use Postgres"}, {"content": "x" * 600}], agent="agent-a"
+    )
+    palace.services.agents.checkpoint([{"content": "agent-b's own state"}], agent="agent-b")
     bundle = palace.services.agents.wake_up("agent-a", max_bytes=300)
     assert [d["id"] for d in bundle["diary"]] == [latest.id]
     assert [d["id"] for d in bundle["checkpoints"]] == [saved[0].id]  # the 600-byte one does not fit

@@ -144,6 +144,12 @@ SETTINGS: tuple[SettingSpec, ...] = (
         maximum=1,
     ),
     SettingSpec("extraction.batch_size", int, 16, "drawers per extraction batch (one transaction)", minimum=1),
+    SettingSpec(
+        "extraction.code",
+        bool,
+        False,
+        "also read source code and data files for entities and facts (off: the names in code are mostly noise)",
+    ),
     SettingSpec("auth.enabled", bool, False, "require a bearer token on every request but GET /api/health"),
     SettingSpec("auth.allow_remote", bool, False, "allow binding a non-loopback address without auth"),
     SettingSpec(

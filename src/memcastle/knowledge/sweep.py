@@ -13,7 +13,7 @@ from typing import Any
 from memcastle.clock import Clock, utc_now
 from memcastle.jobs.context import JobContext
 from memcastle.knowledge.entities import EntityResolver
-from memcastle.knowledge.extraction import ExtractionInput, ExtractionProvider
+from memcastle.knowledge.extraction import EMPTY, ExtractionInput, ExtractionProvider
 from memcastle.knowledge.facts import LINK_FANOUT, infer_links
 from memcastle.model import SINGLE_VALUED_PREDICATES, Assertion, Drawer, EntityHint, FactLink, GraphWrite, Mention
 from memcastle.preferences import Policy, resolve
@@ -64,8 +64,10 @@ class ExtractionSweep:
         *,
         min_confidence: float,
         batch_size: int = 16,
+        code: bool = False,
         now: Clock = utc_now,
     ) -> None:
+        self._code = code
         self._store = store
         self._now = now
         self._provider = provider
@@ -109,8 +111,13 @@ class ExtractionSweep:
         self, drawers: list[Drawer], extractor: str, job_id: str | None
     ) -> tuple[GraphWrite, dict[str, int]]:
         """Extract a batch and turn it into one graph write (nothing is written here)."""
-        inputs = [extraction_input(d, self._policy) for d in drawers]
-        results = self._provider.extract(inputs)
+        # Source code and data files are read (so they are not asked again) but not extracted, unless configured:
+        # over code the names found are identifiers and keywords ("Return True member_of TypeError"), a third of a
+        # palace in entities and mentions for nothing a question asks about.
+        prose = [d for d in drawers if self._code or not is_code(d)]
+        found = self._provider.extract([extraction_input(d, self._policy) for d in prose]) if prose else []
+        extracted = dict(zip((d.id for d in prose), found, strict=True))
+        results = [extracted.get(d.id, EMPTY) for d in drawers]
         resolver = EntityResolver(self._store, now=self._now)
         mentions: dict[tuple[str, str, str], Mention] = {}
         hints: list[EntityHint] = []
@@ -188,6 +195,23 @@ class ExtractionSweep:
             links.extend(infer_links(new, existing, predecessor_drawer=before, explicit_pairs=explicit_pairs, at=at))
             seen.append(new)
         return links
+
+
+# Files whose text is code or data, not prose (Markdown, plain text, reStructuredText and the like stay prose).
+CODE_EXTENSIONS = frozenset(
+    "py pyi pyx js mjs cjs jsx ts tsx java kt kts scala go rs c h cc cpp cxx hh hpp m mm cs fs swift rb php pl pm "
+    "lua r jl hs ml mli ex exs erl clj cljs dart sh bash zsh fish ps1 bat sql vue svelte css scss sass less html htm "
+    "xml json jsonl yaml yml toml ini cfg conf lock gradle cmake mk proto graphql tf ipynb".split()
+)
+
+
+def is_code(drawer: Drawer) -> bool:
+    """Whether a mined drawer is a source code or data file's (by its extension in the metadata snapshot)."""
+    origin = drawer.source.origin
+    if drawer.source.kind != "file" or origin is None:
+        return False
+    extension = origin.metadata.get("extension") if isinstance(origin.metadata, Mapping) else None
+    return isinstance(extension, str) and extension.lower() in CODE_EXTENSIONS
 
 
 def _bounded(candidates: list[Assertion], new: Assertion, before: str | None) -> list[Assertion]:
