@@ -268,7 +268,7 @@ def test_search_hits_over_http_carry_the_preference_and_off_leaves_it_out(
     assert by_id[ids["plan.md"]]["origin"]["metadata"]["status"] == "draft"
     off = client.post("/api/search", json={"query": "harbor", "wing": "w", "preferences": "off"}).json()["hits"]
     assert {hit["drawer"]["id"] for hit in off} == set(by_id)
-    assert all(set(hit["signals"]) == {"lexical", "relevance"} for hit in off)
+    assert all(set(hit["signals"]) == {"lexical", "coverage", "relevance"} for hit in off)
 
 
 @pytest.mark.parametrize("value", ["maybe", "OFF", "", False, None])

@@ -172,7 +172,7 @@ def test_each_hit_shows_its_base_signal_relevance_and_preference(bench: Bench, t
     palace.services.drawers.save_note("harbor crane note typed by hand", wing="w")
     hits = {hit.drawer.name: hit for hit in bench.search(palace, "harbor", wing="w", limit=10).hits}
     draft = hits["b.md"]
-    assert set(draft.signals) == {"lexical", "relevance", "preference"}
+    assert set(draft.signals) == {"lexical", "coverage", "relevance", "preference"}
     assert draft.signals["preference"] == {
         "level": "high",
         "connector": "notes",

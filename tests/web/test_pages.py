@@ -112,6 +112,36 @@ def test_the_jobs_page_follows_a_job_live_and_controls_it(browser: Any, module_d
     assert "created 2000" in visible_text(browser, f"{row} .why")[0]
 
 
+def test_a_job_row_ends_on_the_latest_state_when_an_event_arrives_during_its_fetch(
+    browser: Any, module_daemon: Any
+) -> None:
+    """A row's fetch that read the job before its last change must not swallow the event of that change: the row is
+    fetched once more after it (a slow fetch is simulated by holding every answer back for three seconds)."""
+    folder = module_daemon.home.root / "web-race"
+    folder.mkdir()
+    for i in range(2000):
+        (folder / f"page-{i}.md").write_text(f"# Page {i}\n\n" + f"The north gate log, line {i}. " * 30 + "\n")
+    browser.get(module_daemon.address + "/jobs")
+    wait_until(lambda: "Live:" in " ".join(visible_text(browser, "#live")), what="the event stream")
+    with module_daemon.http() as http:
+        job_id = http.post("/api/mine", json={"connector": "notes", "locator": str(folder), "wing": "web-race"}).json()[
+            "job"
+        ]["id"]
+        row = f"#job-{job_id}"
+        wait_until(lambda: visible_text(browser, f"{row} .status") == ["running"], what="the running job's row")
+        browser.execute_script(
+            "var real = window.fetch;"
+            "window.fetch = function (url, options) {"
+            "  return real(url, options).then(function (answer) { return answer.text().then(function (body) {"
+            "    return new Promise(function (done) { setTimeout(function () {"
+            "      done(new Response(body, {status: answer.status})); }, 3000); }); }); }); };"
+        )
+        http.post(f"/api/jobs/{job_id}/pause", json={}).raise_for_status()
+        wait_until(lambda: http.get(f"/api/jobs/{job_id}").json()["status"] == "paused", what="the pause")
+        wait_until(lambda: visible_text(browser, f"{row} .status") == ["paused"], what="the row to show the pause")
+        http.post(f"/api/jobs/{job_id}/cancel", json={}).raise_for_status()
+
+
 def test_a_form_without_the_csrf_token_is_refused(module_daemon: Any) -> None:
     with httpx.Client(base_url=module_daemon.address, trust_env=False, timeout=CEILING) as http:
         page = http.get("/jobs")
