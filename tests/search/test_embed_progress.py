@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from memcastle.search.backfill import Backlog, EmbeddingBackfill, model_key
 from memcastle.search.embeddings import BuiltinProvider
 from memcastle.search.semantic import SemanticIndex
 from memcastle.services import SearchRequest
+from memcastle.store.sqlite import DB_FILE
 
 
 class Recording:
@@ -155,6 +157,54 @@ def test_every_drawers_first_passage_is_embedded_before_any_drawers_others(unsta
     assert index.size == 3 + (9 - 3) and seen[-1][1:] == (0, [True, True, True])
     hits = unstarted.services.search.search(SearchRequest(query="who tags the release branch", ranking="semantic"))
     assert {hit.drawer.id for hit in hits.hits} == {d.id for d in drawers}
+
+
+def test_a_mine_during_the_later_passages_gets_its_first_passages_before_any_more_later_ones(unstarted: Palace) -> None:
+    """Drawers filed while the sweep is in its later passages are findable by meaning first: their first passages
+    come before any drawer's later passage, then their own later passages before the older backlog's."""
+    paragraph = "The harbour master logs every ship that enters, its cargo, its crew and the berth it was given. "
+    old = [unstarted.services.drawers.save_note(f"Old log {i}. " + paragraph * 20, wing="w")[0] for i in range(3)]
+    store = unstarted.store
+    model = model_key(BuiltinProvider())
+    fresh: list[Any] = []
+    order: list[set[tuple[str, int]]] = []  # the passages in after each unit of work
+    arrival: list[int] = []  # where in `order` the fresh drawers were filed
+
+    def passages_in() -> set[tuple[str, int]]:
+        with sqlite3.connect(unstarted.settings.palace / DB_FILE) as conn:
+            rows = conn.execute(
+                "SELECT d.id, e.passage FROM embedding e JOIN drawer d ON d.seq = e.drawer_seq WHERE e.model = ?",
+                (model,),
+            ).fetchall()
+        return {(drawer_id, passage) for drawer_id, passage in rows}
+
+    class MiningMeanwhile(Recording):
+        def checkpoint(
+            self, state: Mapping[str, Any], current: int, total: int | None = None, message: str | None = None
+        ) -> None:
+            super().checkpoint(state, current, total, message)
+            order.append(passages_in())
+            if state["stage"] == "rest" and not fresh:
+                fresh.extend(
+                    unstarted.services.drawers.save_note(f"New log {i}. " + paragraph * 20, wing="w")[0]
+                    for i in range(3)
+                )
+                arrival.append(len(order) - 1)
+
+    sweep = EmbeddingBackfill(store, BuiltinProvider(), batch_size=1, monotonic=Ticks())
+    result = sweep.run(MiningMeanwhile())  # type: ignore[arg-type]
+    assert result["embedded"] == 6 and store.count_missing_embeddings(model) == 0
+    fresh_ids, old_ids = {d.id for d in fresh}, {d.id for d in old}
+    assert arrival and any(p > 0 for _, p in order[arrival[0]]), "the fresh drawers came during the later passages"
+    added = [after - before for before, after in zip(order[arrival[0] :], order[arrival[0] + 1 :], strict=False)]
+    steps = [(d in fresh_ids, p) for step in added for d, p in sorted(step)]
+    heads = [i for i, (is_fresh, p) in enumerate(steps) if is_fresh and p == 0]
+    later = [i for i, (is_fresh, p) in enumerate(steps) if p > 0]
+    assert len(heads) == 3 and max(heads) < min(later), f"every fresh first passage before any later one: {steps}"
+    fresh_later = [i for i, (is_fresh, p) in enumerate(steps) if is_fresh and p > 0]
+    old_later = [i for i, (is_fresh, p) in enumerate(steps) if not is_fresh and p > 0]
+    assert fresh_later and max(fresh_later) < min(old_later), f"the fresh mine completes before older later ones: {steps}"
+    assert all(d in old_ids | fresh_ids for step in added for d, _ in step)
 
 
 def test_a_unit_of_work_is_bounded_by_passages_not_drawers(unstarted: Palace) -> None:

@@ -203,6 +203,7 @@ class WorkerPool:
             except StorageError as exc:  # left running: the next start recovers it
                 log.warning("job %s could not be requeued (%s); the next start recovers it", job.id, exc.message)
         self._halted.set()
+        self._storage_trouble.set()  # wakes the storage watch, which then sees the halt (a stop must not wait on it)
         _LIVE_OWNERS.discard(self.owner)
         return requeued
 

@@ -107,10 +107,11 @@ class EmbeddingBackfill:
 
     def run(self, ctx: JobContext) -> Mapping[str, Any]:
         """Every current drawer's first passage before any drawer's others, so search by meaning reaches the whole
-        palace early and completes later; then closed drawers, whole. Within a stage, newest first: drawers filed
-        while the sweep runs (above `top`), then current drawers walking down from `top`. Each batch follows the
-        primary key from a cursor kept in the checkpoint, and the pending count is taken once, so no batch costs a
-        pass over the palace."""
+        palace early and completes later; then closed drawers, whole. Drawers filed while the sweep runs (above
+        `top`) come first at any stage, their first passages and then (when filed after the later passages' walk
+        began, above `rest_top`) their others; then the walk goes on down from its cursor. Each batch follows the
+        primary key, from `top`, `rest_top` or a cursor kept in the checkpoint, and the pending count is taken now
+        and then, so no batch costs a pass over the palace."""
         model = model_key(self._provider)
         state = dict(ctx.state)
         done = int(state.get("embedded", 0))
@@ -124,18 +125,25 @@ class EmbeddingBackfill:
         started = done
         backlog = Backlog(started=self._monotonic())
         counted = backlog.started
+        rest_top = int(state.get("rest_top", top))
         while True:
-            mode = "head" if phase == "current" and stage == "head" else "all"
-            batch = self._store.next_to_embed(model, self._batch_size, after=top, stage=mode)
-            ascending = bool(batch)
+            # Drawers filed while the sweep runs come first, their first passages before anything else: a fresh mine
+            # is findable by meaning before any drawer's later passages, whatever stage the sweep is in.
+            mode, move = "head", "top"
+            batch = self._store.next_to_embed(model, self._batch_size, after=top, stage="head")
+            if not batch and (phase != "current" or stage != "head"):
+                # Then the later passages of those filed after the walk of later passages began (it walks down
+                # from where it began and would never reach them).
+                mode, move = "rest", None
+                batch = self._store.next_to_embed(model, self._batch_size, after=rest_top, stage="rest")
             if not batch:
-                mode = stage if phase == "current" else "all"
+                mode, move = (stage if phase == "current" else "all"), "cursor"
                 batch = self._store.next_to_embed(
                     model, self._batch_size, before=cursor, current=phase == "current", stage=mode
                 )
                 if not batch:
                     if phase == "current" and stage == "head":
-                        stage, cursor = "rest", top + 1
+                        stage, cursor, rest_top = "rest", top + 1, top
                         continue
                     if phase == "current":
                         phase, cursor = "historical", top + 1
@@ -143,9 +151,9 @@ class EmbeddingBackfill:
                     break
             first = 1 if mode == "rest" else 0
             batch, pieces, chosen = self._bounded(batch, mode, first)
-            if ascending:
+            if move == "top":
                 top = max(seq for seq, _ in batch)
-            else:
+            elif move == "cursor":
                 cursor = min(seq for seq, _ in batch)
             drawers = [drawer for _, drawer in batch]
             flat = [p for passages in chosen for p in passages]
@@ -187,6 +195,7 @@ class EmbeddingBackfill:
                     "owed": owed,
                     "headed": headed,
                     "top": top,
+                    "rest_top": rest_top,
                     "cursor": cursor,
                     "phase": phase,
                 },
