@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
 import sqlite3
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -203,7 +203,7 @@ def test_a_mine_during_the_later_passages_gets_its_first_passages_before_any_mor
     assert len(heads) == 3 and max(heads) < min(later), f"every fresh first passage before any later one: {steps}"
     fresh_later = [i for i, (is_fresh, p) in enumerate(steps) if is_fresh and p > 0]
     old_later = [i for i, (is_fresh, p) in enumerate(steps) if not is_fresh and p > 0]
-    assert fresh_later and max(fresh_later) < min(old_later), f"the fresh mine completes before older later ones: {steps}"
+    assert fresh_later and max(fresh_later) < min(old_later), steps
     assert all(d in old_ids | fresh_ids for step in added for d, _ in step)
 
 
