@@ -248,9 +248,10 @@ def explain(policy: Policy, origin: Origin | None) -> dict[str, Any]:
 # --- search ---------------------------------------------------------------------------------------
 
 
-def pool_size(limit: int) -> int:
-    """The candidate pool a non-neutral policy reranks: clamp(4·limit, 20, 200)."""
-    return max(20, min(200, 4 * limit))
+# The candidate pool every search ranks, whatever its limit up to this many and whatever the policy: a pool that grew
+# with the limit made the top 5 at `limit 5` differ from the first 5 at `limit 50` (docs/adr/0024). A larger limit
+# ranks a pool of its own size.
+POOL = 50
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ import numpy.typing as npt
 from memcastle.clock import Clock, utc_now
 from memcastle.errors import InvalidRequest, ProviderError
 from memcastle.model import Hit, LexicalQuery, Scope, ScoredDrawer, SearchQuery, SearchResult, TimeWindow
-from memcastle.preferences import NEUTRAL, Policy, PoolEntry, pool_size, rerank
+from memcastle.preferences import NEUTRAL, POOL, Policy, PoolEntry, rerank
 from memcastle.search.embeddings import PASSAGE_OVERLAP_CHARS, PASSAGE_WINDOW_CHARS, EmbeddingProvider
 from memcastle.search.expansion import expand
 from memcastle.search.fusion import FusionWeights, Ranked, fuse, pool_relevance
@@ -158,8 +158,9 @@ class SearchEngine:
 
     def _search(self, query: SearchQuery) -> SearchResult:
         warnings: list[str] = []
-        # A neutral policy leaves the pool at the limit, so results equal a palace without preferences.
-        pool = pool_size(query.limit) if self._adjusts(query) else query.limit
+        # One pool whatever the limit (up to `POOL`) and the policy: the top k is the same at any limit from k to
+        # `POOL`, and a neutral policy equals a palace without preferences.
+        pool = max(POOL, query.limit)
         leg = max(2 * pool, MIN_LEG)
         early: Future[list[ScoredDrawer]] | None = None
         if query.ranking in ("auto", "hybrid") and self.has_embeddings:
@@ -187,18 +188,26 @@ class SearchEngine:
                 f"the stored vectors are still being read after the start ({self._index.describe()['vectors']:,} so "
                 "far); the semantic leg searched those"
             )
-        drawers = self._store.get_drawers([r.drawer_id for r in pooled])
-        pooled = [r for r in pooled if r.drawer_id in drawers]
-        relevance = pool_relevance([r.base for r in pooled])
         if self._adjusts(query):
+            # The policy reads every pooled drawer's origin.
+            drawers = self._store.get_drawers([r.drawer_id for r in pooled])
+            pooled = [r for r in pooled if r.drawer_id in drawers]
+            relevance = pool_relevance([r.base for r in pooled])
             entries = [PoolEntry(r.drawer_id, r.base, r.signals, rel) for r, rel in zip(pooled, relevance, strict=True)]
-            hits = rerank(self.policy, entries, drawers)
+            direct = rerank(self.policy, entries, drawers)[: query.limit]
         else:
-            hits = [
-                Hit(drawer=drawers[r.drawer_id], score=r.base, signals={**r.signals, "relevance": rel})
-                for r, rel in zip(pooled, relevance, strict=True)
-            ]
-        direct = hits[: query.limit]
+            # The order is the base signal's: only the drawers shown are read.
+            relevance = pool_relevance([r.base for r in pooled])
+            direct = []
+            ranked = list(zip(pooled, relevance, strict=True))
+            while ranked and len(direct) < query.limit:
+                wanted, ranked = ranked[: query.limit - len(direct)], ranked[query.limit - len(direct) :]
+                drawers = self._store.get_drawers([r.drawer_id for r, _ in wanted])
+                direct += [
+                    Hit(drawer=drawers[r.drawer_id], score=r.base, signals={**r.signals, "relevance": rel})
+                    for r, rel in wanted
+                    if r.drawer_id in drawers
+                ]
         # Expanded hits come after the direct ones, never interleaved.
         related = self._explained(query, expand(self._store, query, direct, self._now())) if query.expand else []
         return SearchResult(
