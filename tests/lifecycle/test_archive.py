@@ -161,3 +161,20 @@ def test_a_conflicting_record_refuses_the_archive_and_a_corrupt_line_is_skipped(
         assert refused.status.value == "failed" and "not a MemCastle archive" in (refused.error or "")
     finally:
         palace.stop()
+
+
+def test_an_import_into_a_palace_that_has_searched_ranks_as_the_source_at_once(tmp_path: Path) -> None:
+    """Nothing a running palace holds in memory (the vectors by meaning, counts, statistics) is left stale by an
+    import: every ranking equals the source palace's without a restart."""
+    first = open_palace(tmp_path / "first")
+    second = open_palace(tmp_path / "second")
+    try:
+        seed(first, tmp_path)
+        before = state(first)
+        export(first, tmp_path / "one.zip")
+        state(second)  # every leg searched once, on the empty palace: whatever is kept in memory is loaded
+        import_(second, tmp_path / "one.zip")
+        same(before, state(second))
+    finally:
+        first.stop()
+        second.stop()
