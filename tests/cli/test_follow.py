@@ -5,8 +5,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
+
+from waiting import CEILING
 
 from memcastle.cli.client import DaemonClient
 from memcastle.cli.follow import follow_job
@@ -68,3 +73,54 @@ def test_job_watch_and_mine_wait_end_with_the_finished_job(daemon: Any, tmp_path
     watched = served.cli("--json", "job", "watch", job["id"])
     assert watched.returncode == 0, watched.stderr
     assert json.loads(watched.stdout)["status"] == "completed"
+
+
+# Standard output taken for a terminal: what a person sees.
+ON_A_TERMINAL = (
+    "import io, sys\n"
+    "class Terminal(io.TextIOWrapper):\n"
+    "    def isatty(self):\n"
+    "        return True\n"
+    "sys.stdout = Terminal(sys.stdout.buffer, encoding='utf-8', line_buffering=True)\n"
+    "from memcastle.cli.main import run\n"
+    "sys.argv = ['memcastle', *sys.argv[1:]]\n"
+    "run()\n"
+)
+
+SLOW_EMBEDDER = """
+import json, sys, time
+texts = json.load(sys.stdin)["texts"]
+time.sleep(0.5)
+json.dump({"embeddings": [[1.0, float(len(t) % 7), 0.5] for t in texts]}, sys.stdout)
+"""
+
+
+def test_mine_wait_prints_the_counts_then_what_is_left_to_embed(daemon: Any, tmp_path: Path) -> None:
+    """What docs/cli.md promises: the counts, then the drawers still waiting for vectors, with passages to go and
+    an ETA once the sweep has measured its rate."""
+    embedder = tmp_path / "slow_embedder.py"
+    embedder.write_text(SLOW_EMBEDDER)
+    served = daemon(
+        extra_env={
+            "MEMCASTLE_EMBEDDINGS_PROVIDER": "command",
+            "MEMCASTLE_EMBEDDINGS_MODEL": "slow-3d",
+            "MEMCASTLE_EMBEDDINGS_COMMAND": json.dumps([sys.executable, str(embedder)]),
+            "MEMCASTLE_EMBEDDINGS_BATCH_SIZE": "1",
+        }
+    )
+    folder = notes(tmp_path / "vault", 40, "rampart")
+    waited = subprocess.run(
+        [sys.executable, "-c", ON_A_TERMINAL, "--palace", str(served.palace), "mine", "notes", str(folder)]
+        + ["--wing", "wait", "--wait"],
+        env={**served.env, "COLUMNS": "400"},
+        capture_output=True,
+        text=True,
+        timeout=CEILING,
+    )
+    assert waited.returncode == 0, waited.stderr
+    plain = re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", waited.stdout)
+    lines = [line.strip() for line in plain.replace("\r", "\n").splitlines() if line.strip()]
+    assert any(line.startswith("mined wait") and "created 40" in line for line in lines), waited.stdout
+    [backlog] = [line for line in lines if line.startswith("embedding in the background:")]
+    assert "drawer(s) waiting" in backlog and "lexical search finds them already" in backlog
+    assert "to go" in backlog or "once the first batch is in" in backlog, backlog

@@ -114,9 +114,12 @@ def print_mine_result(inv: Invocation, job: dict[str, Any]) -> None:
         for item in result.get("warnings", [])[:20]:
             render.console.print(f"[yellow]warning[/yellow] {item['document']}: {item['reason']}")
         if embeddings and embeddings.get("pending"):
+            # Passages to go and the ETA come from the sweep's measured rate: until its first unit of work is in,
+            # say when they will be known rather than guess.
+            backlog = render.backlog_text(embeddings) or " (passages to go and an ETA once the first batch is in)"
             render.console.print(
                 f"[dim]embedding in the background: {embeddings['pending']:,} drawer(s) waiting"
-                f"{render.backlog_text(embeddings)}; lexical search finds them already[/dim]"
+                f"{backlog}; lexical search finds them already; `memcastle status` follows it[/dim]"
             )
 
     # What is left to embed after the mine, so a user knows when search by meaning covers it.

@@ -1,0 +1,172 @@
+"""Real questions over this machine's standard library: does each ranking find the file that implements the answer?
+
+Mines the running interpreter's standard library (its `.py` files and docs, through the `directory` connector, the
+way a user mines a project), embeds it with the builtin model, then asks the questions below — the kind a developer
+asks an agent's memory about code, written for this benchmark — and records hit@1, hit@5 and hit@10 per ranking:
+a question is a hit at k when one of its first k hits is a drawer of the file that implements the answer (a test,
+a doc or another module that merely mentions it does not count).
+
+    python -m bench.code_questions [--rankings lexical,semantic,hybrid] [--keep DIR | --reuse DIR] [--write]
+
+`--keep DIR` keeps the mined, embedded palace; `--reuse DIR` asks a kept one (the mine and the embedding take most of
+the run). `--write` replaces the section of bench/RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sysconfig
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench.common import command_line, machine, median, open_palace, wait_for, wait_for_embeddings, write_section
+from memcastle.app import Palace
+from memcastle.services import SearchRequest
+
+# (question, the file under the standard library that implements the answer)
+QUESTIONS: tuple[tuple[str, str], ...] = (
+    ("parse a date and time string in ISO 8601 format", "datetime.py"),
+    ("compare two lists of lines and produce a unified diff", "difflib.py"),
+    ("how are infinity and NaN floats written when encoding JSON", "json/encoder.py"),
+    ("read rows from a CSV file with a custom delimiter and quote character", "csv.py"),
+    ("send an email through an SMTP server using STARTTLS", "smtplib.py"),
+    ("find the closest matching words to a misspelled word", "difflib.py"),
+    ("wrap a paragraph of text to a given line width", "textwrap.py"),
+    ("command line option parser with subcommands and help messages", "argparse.py"),
+    ("compress data into a gzip file", "gzip.py"),
+    ("walk a directory tree top down yielding directories and files", "os.py"),
+    ("copy a whole directory tree recursively while ignoring some patterns", "shutil.py"),
+    ("percent-encode a query string for a URL", "urllib/parse.py"),
+    ("priority queue implemented with a binary heap", "heapq.py"),
+    ("least recently used cache decorator for a function", "functools.py"),
+    ("factory for tuple subclasses with named fields", "collections/__init__.py"),
+    ("generate a random UUID version 4", "uuid.py"),
+    ("match file names against shell-style wildcard patterns", "fnmatch.py"),
+    ("pretty-print nested dictionaries and lists", "pprint.py"),
+    ("insert an item into a sorted list keeping it sorted", "bisect.py"),
+    ("read an INI configuration file with sections and keys", "configparser.py"),
+    ("serialize Python objects to bytes with a protocol version", "pickle.py"),
+    ("simple HTTP server that serves files from the current directory", "http/server.py"),
+    ("temporary file that is deleted when it is closed", "tempfile.py"),
+    ("median and standard deviation of a list of numbers", "statistics.py"),
+    ("encode bytes as base64 text", "base64.py"),
+    ("run a child process and capture its output with a timeout", "subprocess.py"),
+    ("split a shell command line into tokens respecting quotes", "shlex.py"),
+    ("format a number of seconds since the epoch as a struct_time in UTC", "time.py"),
+)
+RANKINGS = ("lexical", "semantic", "hybrid")
+KS = (1, 5, 10)
+
+
+def stdlib() -> Path:
+    return Path(sysconfig.get_paths()["stdlib"])
+
+
+def file_of(uri: str | None, root: Path) -> str | None:
+    """The drawer's file relative to the standard library (`json/encoder.py`), or None."""
+    if not uri:
+        return None
+    path = uri.removeprefix("file://")
+    try:
+        return Path(path).resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return None
+
+
+@dataclass
+class Run:
+    ranking: str
+    ranks: list[int | None] = field(default_factory=list)  # 1-based rank of the first right hit, None when missed
+    seconds: list[float] = field(default_factory=list)
+
+    def hit_at(self, k: int) -> float:
+        return sum(1 for r in self.ranks if r is not None and r <= k) / len(self.ranks)
+
+
+def ask(palace: Palace, ranking: str, root: Path) -> Run:
+    run = Run(ranking)
+    for question, expected in QUESTIONS:
+        started = time.perf_counter()
+        result = palace.services.search.search(SearchRequest(query=question, ranking=ranking, limit=10, wing="stdlib"))
+        run.seconds.append(time.perf_counter() - started)
+        files = [file_of(hit.drawer.source.uri, root) for hit in result.hits]
+        run.ranks.append(next((i + 1 for i, f in enumerate(files) if f == expected), None))
+    return run
+
+
+def mine(palace: Palace, root: Path) -> str:
+    started = time.monotonic()
+    job, _ = palace.services.mining.submit_mine("directory", str(root), {}, wing="stdlib")
+    done = wait_for(palace, job)
+    assert done.status.value == "completed", done.error
+    mined = time.monotonic() - started
+    waited = wait_for_embeddings(palace)
+    result = done.result or {}
+    return (
+        f"{result.get('documents', 0):,} documents → {result.get('created', 0):,} drawers, mined in {mined:.0f} s, "
+        f"embedded in {waited:.0f} s more"
+    )
+
+
+def markdown(runs: Sequence[Run], ingest: str) -> str:
+    lines = [
+        "## Code questions over the standard library",
+        "",
+        f"Command: `{command_line()}`  ",
+        f"Data: this interpreter's standard library (`{stdlib()}`), mined with the `directory` connector; {ingest}. "
+        f"{len(QUESTIONS)} questions written for this benchmark (`bench/code_questions.py`); a hit is a drawer of the "
+        "file that implements the answer.",
+        "",
+        "| ranking | hit@1 | hit@5 | hit@10 | missed | median ms |",
+        "|---|---|---|---|---|---|",
+    ]
+    for run in runs:
+        missed = sum(1 for r in run.ranks if r is None)
+        lines.append(
+            f"| {run.ranking} | {run.hit_at(1):.3f} | {run.hit_at(5):.3f} | {run.hit_at(10):.3f} | {missed} | "
+            f"{median(run.seconds) * 1000:.1f} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rankings", default=",".join(RANKINGS))
+    parser.add_argument("--keep", type=Path)
+    parser.add_argument("--reuse", type=Path)
+    parser.add_argument("--write", action="store_true")
+    args = parser.parse_args(argv)
+    root = stdlib()
+    work = Path(tempfile.mkdtemp(prefix="memcastle-code-questions-"))
+    try:
+        if args.reuse:
+            shutil.copytree(args.reuse, work / "palace")
+        palace = open_palace(work / "palace", **{"mining.roots": [str(root)], "embeddings.provider": "builtin"})
+        try:
+            ingest = "a kept palace" if args.reuse else mine(palace, root)
+            runs = [ask(palace, ranking, root) for ranking in args.rankings.split(",")]
+        finally:
+            palace.stop()
+        if args.keep:
+            shutil.copytree(work / "palace", args.keep, dirs_exist_ok=True)
+        for run in runs:
+            print(
+                f"{run.ranking:9s} hit@1 {run.hit_at(1):.3f}  hit@5 {run.hit_at(5):.3f}  hit@10 {run.hit_at(10):.3f}"
+                f"  median {median(run.seconds) * 1000:.1f} ms"
+            )
+            for (question, expected), rank in zip(QUESTIONS, run.ranks, strict=True):
+                if rank != 1:
+                    print(f"    {'missed' if rank is None else f'at {rank}':7s} {expected:24s} {question}")
+        print(f"{ingest}; {machine()}")
+        if args.write:
+            write_section("code-questions", markdown(runs, ingest))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
