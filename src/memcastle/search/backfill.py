@@ -129,7 +129,8 @@ class EmbeddingBackfill:
         while True:
             # Drawers filed while the sweep runs come first, their first passages before anything else: a fresh mine
             # is findable by meaning before any drawer's later passages, whatever stage the sweep is in.
-            mode, move = "head", "top"
+            mode = "head"
+            move: str | None = "top"
             batch = self._store.next_to_embed(model, self._batch_size, after=top, stage="head")
             if not batch and (phase != "current" or stage != "head"):
                 # Then the later passages of those filed after the walk of later passages began (it walks down
