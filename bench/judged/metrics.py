@@ -18,6 +18,7 @@ from bench.judged.data import (
 )
 from bench.judged.palace import MinedPalace
 from memcastle.model import Drawer, ScoredDrawer, SearchResult
+from memcastle.preferences import POOL
 from memcastle.search.engine import MIN_LEG
 from memcastle.search.fusion import FusionWeights, fuse
 
@@ -131,7 +132,7 @@ def fused_entries(mined: MinedPalace, query: Query, limit: int = LIMIT) -> list[
     """The whole fused pool of a hybrid search with `limit`: both legs fetched through the service at the depth
     the hybrid search uses, fused with the palace's own fusion. Unlike the response, it shows which candidates below
     the cut tie with the last hits."""
-    depth = max(2 * limit, MIN_LEG)
+    depth = max(2 * max(POOL, limit), MIN_LEG)
     legs = [
         mined.search(mined.request(query.text, query.filters, ranking, limit=depth))
         for ranking in ("lexical", "semantic")

@@ -4,9 +4,11 @@ keeps only ranks; both treat a drawer waiting for its vectors as if the semantic
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memcastle.model import ScoredDrawer
-from memcastle.search.fusion import FusionWeights, fuse
+from memcastle.search.fusion import ANCHOR_RANK, FusionWeights, fuse
 
 CALIBRATED = FusionWeights(method="calibrated", lexical=1.0, semantic=1.0)
 RRF = FusionWeights(method="rrf", lexical=1.0, semantic=1.0)
@@ -71,3 +73,25 @@ def test_the_any_term_fill_stays_below_the_all_term_drawers() -> None:
     assert [c.signal for c in weak[2:]] == [1.5, 0.5], "a weak match keeps its own score, far below"
     assert fill_below([], more, 2) == more[:2], "nothing holds every word: the any-term drawers as they are"
     assert fill_below(first, more, 2) == first
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    lexical=st.lists(st.floats(0.1, 30.0), min_size=0, max_size=120),
+    semantic=st.lists(st.floats(-1.0, 1.0), min_size=0, max_size=120),
+    shallow=st.integers(ANCHOR_RANK, 60),
+    extra=st.integers(0, 60),
+)
+def test_calibrated_fusion_of_the_best_candidates_does_not_depend_on_how_deep_the_legs_go(
+    lexical: list[float], semantic: list[float], shallow: int, extra: int
+) -> None:
+    """Each leg is scaled between its best and its ANCHOR_RANK-th best score, so fetching the legs deeper adds
+    candidates below; it never moves the ones a shallower fetch ranked first."""
+    lex = sorted((ScoredDrawer(f"l{i}", s) for i, s in enumerate(lexical)), key=lambda c: -c.signal)
+    sem = sorted((ScoredDrawer(f"s{i % 40}", s) for i, s in enumerate(semantic)), key=lambda c: -c.signal)
+    sem = list({c.drawer_id: c for c in reversed(sem)}.values())[::-1]  # one candidate per drawer
+    deep = shallow + extra
+    few = fuse(lex[:shallow], sem[:shallow], FusionWeights())
+    many = fuse(lex[:deep], sem[:deep], FusionWeights())
+    scored = [r for r in few if r.base > 0]
+    assert [(r.drawer_id, r.base) for r in many[: len(scored)]] == [(r.drawer_id, r.base) for r in scored]

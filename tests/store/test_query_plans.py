@@ -178,6 +178,14 @@ def test_every_batch_query_of_the_background_jobs_walks_an_index(filled: tuple[S
             claim, predecessor_drawer=ids[3], rivals=True, limit=8
         ),
         "extract: decisions among those facts": lambda: store.explicit_links_of(["f-1", "f-2"]),
+        # A session-start hook calls wake-up: its reads must cost what they answer, at 100 drawers as at a million.
+        "wake-up: an agent's latest checkpoints": lambda: store.latest_drawers(
+            Scope(agent="claude", tags=("checkpoint",)), 20
+        ),
+        "wake-up: in its project's wing": lambda: store.latest_drawers(
+            Scope(wing="w", agent="claude", tags=("checkpoint",)), 20
+        ),
+        "wake-up: its diary": lambda: store.latest_drawers(Scope(agent="claude", tags=("diary",)), 1),
     }
     failures: dict[str, list[tuple[str, list[str]]]] = {}
     for name, work in batches.items():

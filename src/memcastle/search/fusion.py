@@ -45,9 +45,22 @@ def fuse(
     return fuse_scores(lexical, semantic, weights, waiting=waiting)
 
 
+# Calibrated fusion scales each leg between its best score and its `ANCHOR_RANK`-th best (or its last, when shorter):
+# however deep a leg is fetched, the candidates it ranks highest fuse to the same scores, and the ones below the
+# anchor add nothing from that leg (docs/adr/0024-one-pool-whatever-the-limit.md).
+ANCHOR_RANK = 20
+
+
 def _normalized(candidates: Sequence[ScoredDrawer]) -> list[float]:
-    """A leg's scores min-max normalized within the leg: its best 1, its worst 0 (all equal: 1)."""
-    return pool_relevance([c.signal for c in candidates])
+    """A leg's scores scaled between its best (1) and its `ANCHOR_RANK`-th best or last (0), unclipped: below the
+    anchor they are negative (all equal: 1)."""
+    if not candidates:
+        return []
+    ordered = sorted((c.signal for c in candidates), reverse=True)
+    high, low = ordered[0], ordered[min(ANCHOR_RANK, len(ordered)) - 1]
+    if high == low:
+        return [1.0 if c.signal >= low else 0.0 for c in candidates]
+    return [(c.signal - low) / (high - low) for c in candidates]
 
 
 def fuse_scores(
@@ -57,31 +70,34 @@ def fuse_scores(
     *,
     waiting: Callable[[str], bool] | None = None,
 ) -> list[Ranked]:
-    """Calibrated fusion: Σ weight × (the leg's score min-max normalized within the leg) / Σ weights; a drawer a leg
-    did not find gets 0 from it. Unlike rank fusion it keeps how far apart the legs' scores are, so a strong match
+    """Calibrated fusion: Σ weight × (the leg's score scaled between its best and its anchor, `_normalized`, at
+    least 0) / Σ weights; a drawer a leg did not find, or ranks below its anchor, gets 0 from it (drawers that fuse
+    to the same score are ordered by how far below the anchors they are, then by id). Unlike rank fusion it keeps how far apart the legs' scores are, so a strong match
     in one leg is not flattened to the rank of a weak one. Ties by drawer id.
 
     A drawer `waiting` for its vectors cannot be in the semantic leg; its semantic part is taken to be its lexical
     part, as if the legs agreed (`semantic_pending`), so it is not pushed down by drawers embedded first."""
     total = (weights.lexical + weights.semantic) or 1.0
     signals: dict[str, dict[str, float]] = {}
+    below: dict[str, float] = {}  # what the parts under the anchors add up to: orders the drawers fused to 0
     for leg, candidates, weight in (("lexical", lexical, weights.lexical), ("semantic", semantic, weights.semantic)):
         for candidate, part in zip(candidates, _normalized(candidates), strict=True):
             entry = signals.setdefault(candidate.drawer_id, {"fusion": 0.0})
             entry[leg] = candidate.signal
-            entry["fusion"] += weight * part / total
+            entry["fusion"] += weight * max(part, 0.0) / total
+            below[candidate.drawer_id] = below.get(candidate.drawer_id, 0.0) + weight * min(part, 0.0) / total
     if waiting is not None:
         for candidate, part in zip(lexical, _normalized(lexical), strict=True):
             entry = signals[candidate.drawer_id]
             if "semantic" not in entry and waiting(candidate.drawer_id):
-                entry["fusion"] += weights.semantic * part / total
+                entry["fusion"] += weights.semantic * max(part, 0.0) / total
                 entry["semantic_pending"] = 1.0
     for entry in signals.values():
         # The semantic part comes from float32 cosines: closer than that carries, two drawers are tied (and then
         # ordered by id, the same way on every backend).
         entry["fusion"] = round(entry["fusion"], TIE_DIGITS)
     ranked = [Ranked(drawer_id, entry["fusion"], entry) for drawer_id, entry in signals.items()]
-    ranked.sort(key=lambda r: (-r.base, r.drawer_id))
+    ranked.sort(key=lambda r: (-r.base, -round(below[r.drawer_id], TIE_DIGITS), r.drawer_id))
     return ranked
 
 
