@@ -72,8 +72,8 @@ def fuse_scores(
 ) -> list[Ranked]:
     """Calibrated fusion: Σ weight × (the leg's score scaled between its best and its anchor, `_normalized`, at
     least 0) / Σ weights; a drawer a leg did not find, or ranks below its anchor, gets 0 from it (drawers that fuse
-    to the same score are ordered by how far below the anchors they are, then by id). Unlike rank fusion it keeps how far apart the legs' scores are, so a strong match
-    in one leg is not flattened to the rank of a weak one. Ties by drawer id.
+    to the same score are ordered by how far below the anchors they are, then by id). Unlike rank fusion it keeps
+    how far apart the legs' scores are, so a strong match in one leg is not flattened to the rank of a weak one.
 
     A drawer `waiting` for its vectors cannot be in the semantic leg; its semantic part is taken to be its lexical
     part, as if the legs agreed (`semantic_pending`), so it is not pushed down by drawers embedded first."""
