@@ -56,7 +56,7 @@ QUESTIONS: tuple[tuple[str, str], ...] = (
     ("encode bytes as base64 text", "base64.py"),
     ("run a child process and capture its output with a timeout", "subprocess.py"),
     ("split a shell command line into tokens respecting quotes", "shlex.py"),
-    ("format a number of seconds since the epoch as a struct_time in UTC", "time.py"),
+    ("seconds since the epoch from a UTC time tuple", "calendar.py"),
 )
 RANKINGS = ("lexical", "semantic", "hybrid")
 KS = (1, 5, 10)

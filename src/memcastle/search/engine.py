@@ -64,6 +64,9 @@ class SemanticLeg(Protocol):
 
 MIN_LEG = 20
 PASSAGE_DEPTH = 2  # lexical candidates fetched per one kept, to be ranked again by their best passages
+# How many of the lexical leg's best BM25 candidates are ranked again by their best passage, whatever its depth: what
+# the hybrid leg of a default search (limit 10) rescored before every search ranked a pool of 50 (docs/adr/0024).
+RESCORE_DEPTH = 40
 FILL_SHARE = 0.999  # an any-term drawer scores at most this share of the worst drawer holding every term
 DEFAULT_WEIGHTS = FusionWeights()
 PENDING_TTL = 2.0  # seconds a count of the drawers waiting for vectors is used before it is taken again
@@ -336,17 +339,25 @@ class SearchEngine:
     def _by_passage(
         self, text: str, found: list[ScoredDrawer], some: list[ScoredDrawer]
     ) -> tuple[list[ScoredDrawer], list[ScoredDrawer]]:
-        """Both groups ranked again, the drawers longer than one passage scored by their best passage."""
+        """Both groups ranked again, the drawers longer than one passage scored by their best passage: the first
+        `RESCORE_DEPTH` of each group, whatever the depth fetched (reading and scoring long drawers is what a lexical
+        search spends most on); the rest follow them in BM25 order (`fill_below`)."""
         matcher = TermMatcher(text)
         if not matcher or not (found or some):
             return found, some
-        long = self._store.long_contents([c.drawer_id for c in (*found, *some)], self._passages[0])
+        head = [c.drawer_id for c in (*found[:RESCORE_DEPTH], *some[:RESCORE_DEPTH])]
+        long = self._store.long_contents(head, self._passages[0])
         if not long:
             return found, some
         stats = self._store.term_statistics(matcher.words)
         weights = idf(stats.drawers, stats.frequencies)
         scores = best_passage_scores(long, matcher, weights, stats.average_length, self._passages)
-        return rescored(found, scores), rescored(some, scores)
+
+        def again(group: list[ScoredDrawer]) -> list[ScoredDrawer]:
+            first = rescored(group[:RESCORE_DEPTH], scores)
+            return fill_below(first, group[RESCORE_DEPTH:], len(group))
+
+        return again(found), again(some)
 
 
 def fill_below(first: list[ScoredDrawer], more: list[ScoredDrawer], limit: int) -> list[ScoredDrawer]:
