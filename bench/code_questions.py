@@ -61,6 +61,7 @@ QUESTIONS: tuple[tuple[str, str], ...] = (
     ("seconds since the epoch from a UTC time tuple", "calendar.py"),
 )
 RANKINGS = ("lexical", "semantic", "hybrid")
+BUILT = "code-questions-built.txt"  # how a kept palace was built, read back by --reuse
 KS = (1, 5, 10)
 
 
@@ -134,6 +135,13 @@ def markdown(runs: Sequence[Run], ingest: str, excluded: Sequence[str]) -> str:
             f"| {run.ranking} | {run.hit_at(1):.3f} | {run.hit_at(5):.3f} | {run.hit_at(10):.3f} | {missed} | "
             f"{median(run.seconds) * 1000:.1f} |"
         )
+    for run in runs:
+        below = [
+            f"{expected} {'missed' if rank is None else f'at {rank}'}"
+            for (_, expected), rank in zip(QUESTIONS, run.ranks, strict=True)
+            if rank != 1
+        ]
+        lines += ["", f"Not first in {run.ranking}: " + ("; ".join(below) or "none") + "."]
     return "\n".join(lines)
 
 
@@ -156,12 +164,17 @@ def main(argv: Sequence[str] | None = None) -> None:
             shutil.copytree(args.reuse, work / "palace")
         palace = open_palace(work / "palace", **{"mining.roots": [str(root)], "embeddings.provider": "builtin"})
         try:
-            ingest = "a kept palace" if args.reuse else mine(palace, root)
+            if args.reuse:
+                built = args.reuse / BUILT
+                ingest = built.read_text(encoding="utf-8").strip() if built.exists() else "a kept palace"
+            else:
+                ingest = f"{mine(palace, root)} (`{command_line()}`)"
             runs = [ask(palace, ranking, root) for ranking in args.rankings.split(",")]
         finally:
             palace.stop()
         if args.keep:
             shutil.copytree(work / "palace", args.keep, dirs_exist_ok=True)
+            (args.keep / BUILT).write_text(ingest + "\n", encoding="utf-8")
         for run in runs:
             print(
                 f"{run.ranking:9s} hit@1 {run.hit_at(1):.3f}  hit@5 {run.hit_at(5):.3f}  hit@10 {run.hit_at(10):.3f}"
