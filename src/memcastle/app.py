@@ -18,7 +18,7 @@ from memcastle.config.miners import load_miners
 from memcastle.config.toml import line_for
 from memcastle.connectors.builtin import builtin_connectors
 from memcastle.connectors.registry import load_registry
-from memcastle.errors import ConfigError, Conflict, NotFound
+from memcastle.errors import ConfigError, Conflict, NotFound, StorageFull
 from memcastle.events import EventBus
 from memcastle.jobs.context import JobHandler
 from memcastle.jobs.queue import JobQueue
@@ -44,7 +44,7 @@ from memcastle.services import Services
 from memcastle.store import NearestStore, Store
 from memcastle.store.copy import CopyProgress, CopyReport, copy_palace
 from memcastle.store.sqlite import DB_FILE, SQLiteStore
-from memcastle.store.sqlite.failures import free_bytes
+from memcastle.store.sqlite.failures import NEARLY_FULL_BYTES, free_bytes
 from memcastle.triggers import TriggerManager
 
 if TYPE_CHECKING:
@@ -201,6 +201,13 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
         }
     )
     store = open_store(settings, now=now)
+    if store.backend == "sqlite":
+        # A start writes (jobs a dead daemon left are requeued, the log grows): on a full disk whether that fits
+        # in the log's old frames is luck, so the start is refused plainly instead of serving until the first write.
+        free = free_bytes(settings.palace)
+        if free is not None and free < NEARLY_FULL_BYTES:
+            store.close()
+            raise StorageFull(str(settings.palace), free)
     events = EventBus()
     duplicates = DuplicateFinder(store, settings["dedup.near_threshold"], now=now)
     mine_pipeline = MinePipeline(
