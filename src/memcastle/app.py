@@ -200,14 +200,14 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
             if key.startswith("extraction.") and key not in ("extraction.batch_size", "extraction.code")
         }
     )
-    store = open_store(settings, now=now)
-    if store.backend == "sqlite":
-        # A start writes (jobs a dead daemon left are requeued, the log grows): on a full disk whether that fits
-        # in the log's old frames is luck, so the start is refused plainly instead of serving until the first write.
+    if not settings["store.url"]:
+        # A start writes (jobs a dead daemon left are requeued, the log grows), and opening the palace may first
+        # free room by folding its log back in: whether the start then fits is luck. On a full disk it is refused
+        # plainly, before anything is opened, instead of serving until the first write fails.
         free = free_bytes(settings.palace)
         if free is not None and free < NEARLY_FULL_BYTES:
-            store.close()
             raise StorageFull(str(settings.palace), free)
+    store = open_store(settings, now=now)
     events = EventBus()
     duplicates = DuplicateFinder(store, settings["dedup.near_threshold"], now=now)
     mine_pipeline = MinePipeline(

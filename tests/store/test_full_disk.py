@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slow
 def small_disk(tmp_path: Path) -> Iterator[Path]:
     disk = tmp_path / "disk"
     disk.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24m", "tmpfs", str(disk)], capture_output=True)
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(disk)], capture_output=True)
     if mounted.returncode != 0:
         reason = f"cannot mount a small tmpfs here: {mounted.stderr.decode().strip()}"
         if os.environ.get("CI") == "true":
@@ -36,10 +36,11 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
 
 
 def fill(disk: Path) -> Path:
-    """Write until the disk has no room left."""
+    """Write until the disk has no room left (into a file made beforehand: on a full tmpfs even an empty new file
+    may not fit)."""
     filler = disk / "filler"
     chunk = b"\0" * (64 * 1024)
-    with filler.open("wb") as out:
+    with filler.open("ab") as out:
         try:
             while True:
                 out.write(chunk)
@@ -53,6 +54,7 @@ def test_a_full_disk_is_said_plainly_and_work_resumes_when_room_returns(
     small_disk: Path, xdg_home: Any, daemon: Any
 ) -> None:
     palace = small_disk / "palace"
+    (small_disk / "filler").touch()
     served = daemon(palace)
     try:
         folder = notes_folder(served.home.root, 1500)
