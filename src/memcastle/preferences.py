@@ -248,10 +248,24 @@ def explain(policy: Policy, origin: Origin | None) -> dict[str, Any]:
 # --- search ---------------------------------------------------------------------------------------
 
 
-# The candidate pool every search ranks, whatever its limit up to this many and whatever the policy: a pool that grew
-# with the limit made the top 5 at `limit 5` differ from the first 5 at `limit 50` (docs/adr/0024). A larger limit
-# ranks a pool of its own size.
-POOL = 50
+# The candidate pools a search ranks, whatever its policy: a pool that grew with the limit made the top 5 at `limit 5`
+# differ from the first 5 at `limit 50` (docs/adr/0024). Every search ranks the first pool for its first 50 hits; a
+# larger limit takes its next hits from the next pool's ranking (the ones not shown yet), and so on, so the first k
+# hits are the same at every limit from k up.
+POOLS = (50, 100, 200)
+POOL = POOLS[0]
+
+
+def pools_for(limit: int) -> list[int]:
+    """The pools ranked for `limit` hits: each one's ranking gives the hits up to its size (the last one, or `limit`
+    when that is larger still, the rest)."""
+    pools = []
+    for size in POOLS:
+        pools.append(size)
+        if size >= limit:
+            return pools
+    pools[-1] = max(pools[-1], limit)
+    return pools
 
 
 @dataclass(frozen=True)

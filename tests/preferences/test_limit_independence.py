@@ -1,5 +1,6 @@
-"""The top k of a search is the same at any limit from k to the pool (50): the limit cuts the ranking, it does not
-change it — lexical and hybrid, with a preference policy and without (docs/adr/0024-one-pool-whatever-the-limit.md).
+"""The top k of a search is the same at any limit from k up to the largest allowed (200): the limit cuts the ranking,
+it does not change it — lexical and hybrid, with a preference policy and without, across the fixed pools a large
+limit ranks one after the other (docs/adr/0024-one-pool-whatever-the-limit.md).
 
 A pool that grew with the limit (clamp(4·limit, 20, 200) with a policy, the limit itself without) ranked different
 candidates at different limits: min-max relevance, fusion ranks and the preference's lift all moved with it."""
@@ -15,8 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memcastle.preferences import POOL
 from memcastle.services import SearchRequest
+from memcastle.services.validation import MAX_LIMIT
 
 if TYPE_CHECKING:
     from preferences.conftest import Bench
@@ -70,13 +71,13 @@ def palaces(bench: Bench, tmp_path: Path, poll: Any) -> dict[str, Any]:
     words=st.lists(st.sampled_from(WORDS), min_size=1, max_size=3),
     ranking=st.sampled_from(["lexical", "hybrid"]),
     which=st.sampled_from(["plain", "preferring"]),
-    k=st.integers(1, 20),
-    more=st.integers(0, POOL),
+    k=st.one_of(st.integers(1, 20), st.integers(21, 150)),
+    more=st.integers(0, MAX_LIMIT),
 )
-def test_the_top_k_is_the_same_at_any_limit_up_to_the_pool(
+def test_the_top_k_is_the_same_at_any_limit_above_it(
     palaces: dict[str, Any], words: list[str], ranking: str, which: str, k: int, more: int
 ) -> None:
-    limit = min(POOL, k + more)
+    limit = min(MAX_LIMIT, k + more)
     search = palaces[which].services.search.search
 
     def top(n: int) -> list[tuple[str, float]]:

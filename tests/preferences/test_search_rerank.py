@@ -201,9 +201,10 @@ def test_all_equal_base_signals_give_relevance_1_and_ties_go_by_id(bench: Bench)
     assert [hit.drawer.id for hit in result.hits] == sorted(hit.drawer.id for hit in result.hits)
 
 
-def test_search_reranks_exactly_a_pool_of_max_50_limit_candidates(bench: Bench) -> None:
-    """Every candidate has the same base signal, so a high preference lifts any drawer inside the pool to the top,
-    while one just outside the pool never appears at all."""
+def test_search_reranks_exactly_its_fixed_pools(bench: Bench) -> None:
+    """Every candidate has the same base signal, so a high preference lifts any drawer inside a pool to the top of
+    the hits that pool gives (the first 50 come from a pool of 50, the next 50 from one of 100, the rest from one of
+    200), while one just outside the pool never appears at all."""
     palace = bench.open()
     bench.mine(
         palace,
@@ -225,10 +226,11 @@ def test_search_reranks_exactly_a_pool_of_max_50_limit_candidates(bench: Bench) 
         key = drawer.source.origin.metadata["key"]  # type: ignore[union-attr]
         return f'[[preferences.sources.notes.criteria]]\npath = "key"\nequals = "{key}"\nlevel = "high"\n'
 
-    for limit, pool in ((1, POOL), (5, POOL), (50, POOL), (60, 60), (200, 200)):
+    for limit, pool, first in ((1, POOL, 0), (5, POOL, 0), (50, POOL, 0), (60, 100, 50), (200, 200, 100)):
         palace = bench.restart(palace, preferences=favour(by_id[pool - 1]))
         hits = bench.search(palace, "zebra", wing="w", limit=limit).hits
-        assert hits[0].drawer.id == by_id[pool - 1].id, f"limit {limit}: the last drawer of the pool is lifted"
+        assert [h.drawer.id for h in hits[:first]] == [d.id for d in by_id[:first]], f"limit {limit}: earlier pools"
+        assert hits[first].drawer.id == by_id[pool - 1].id, f"limit {limit}: the last drawer of the pool is lifted"
         assert [h.signals["relevance"] for h in hits] == [1.0] * limit
         palace = bench.restart(palace, preferences=favour(by_id[pool]))
         hits = bench.search(palace, "zebra", wing="w", limit=limit).hits

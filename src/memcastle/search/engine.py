@@ -21,7 +21,7 @@ import numpy.typing as npt
 from memcastle.clock import Clock, utc_now
 from memcastle.errors import InvalidRequest, ProviderError
 from memcastle.model import Hit, LexicalQuery, Scope, ScoredDrawer, SearchQuery, SearchResult, TimeWindow
-from memcastle.preferences import NEUTRAL, POOL, Policy, PoolEntry, rerank
+from memcastle.preferences import NEUTRAL, Policy, PoolEntry, pools_for, rerank
 from memcastle.search.embeddings import PASSAGE_OVERLAP_CHARS, PASSAGE_WINDOW_CHARS, EmbeddingProvider
 from memcastle.search.expansion import expand
 from memcastle.search.fusion import FusionWeights, Ranked, fuse, pool_relevance
@@ -161,61 +161,88 @@ class SearchEngine:
 
     def _search(self, query: SearchQuery) -> SearchResult:
         warnings: list[str] = []
-        # One pool whatever the limit (up to `POOL`) and the policy: the top k is the same at any limit from k to
-        # `POOL`, and a neutral policy equals a palace without preferences.
-        pool = max(POOL, query.limit)
-        leg = max(2 * pool, MIN_LEG)
+        # Fixed pools whatever the limit and the policy: the first k hits are the same at any limit from k up, and a
+        # neutral policy equals a palace without preferences (docs/adr/0024).
+        pools = pools_for(query.limit)
         early: Future[list[ScoredDrawer]] | None = None
         if query.ranking in ("auto", "hybrid") and self.has_embeddings:
             # The lexical leg runs beside the query's embedding and the semantic leg: both release the interpreter
             # while they compute (SQLite, onnxruntime), so one hybrid search takes about as long as its slower leg.
-            early = self._legs.submit(self.lexical_leg, query, leg, self._fill_rows)
+            early = self._legs.submit(self.lexical_leg, query, self._leg_depth(pools[0]), self._fill_rows)
         ranking, vector = self._choose_ranking(query, warnings)
-        if ranking == "lexical":
-            if early is not None:
-                early.cancel()
-            pooled = [Ranked(c.drawer_id, c.signal, {"lexical": c.signal}) for c in self.lexical_leg(query, pool)]
-        elif ranking == "semantic":
-            assert vector is not None and self._index is not None
-            found = self._index.candidates(vector, pool, query.scope, query.window, query.include_historical)
-            pooled = [Ranked(c.drawer_id, c.signal, {"semantic": c.signal}) for c in found]
-        else:
-            assert vector is not None and self._index is not None
-            semantic = self._index.candidates(vector, leg, query.scope, query.window, query.include_historical)
-            lexical = early.result() if early is not None else self.lexical_leg(query, leg, self._fill_rows)
-            by_meaning = {c.drawer_id for c in semantic}
-            waiting = self._index.waiting_among([c.drawer_id for c in lexical if c.drawer_id not in by_meaning])
-            pooled = fuse(lexical, semantic, self._weights, waiting=waiting.__contains__)[:pool]
+        if ranking == "lexical" and early is not None:
+            early.cancel()
+            early = None
+        direct: list[Hit] = []
+        for size in pools:
+            pooled = self._pool(query, ranking, vector, size, early)
+            early = None
+            shown = {hit.drawer.id for hit in direct}
+            direct += self._ranked(query, pooled, shown, min(size, query.limit) - len(direct))
+            if len(pooled) < size:
+                break  # every candidate there is was in this pool: a larger one holds no more
         if ranking != "lexical" and self._index is not None and self._index.loading:
             warnings.append(
                 f"the stored vectors are still being read after the start ({self._index.describe()['vectors']:,} so "
                 "far); the semantic leg searched those"
             )
+        # Expanded hits come after the direct ones, never interleaved.
+        related = self._explained(query, expand(self._store, query, direct, self._now())) if query.expand else []
+        return SearchResult(
+            hits=tuple(self._with_snippets(query, direct + related, vector)), ranking=ranking, warnings=tuple(warnings)
+        )
+
+    @staticmethod
+    def _leg_depth(pool: int) -> int:
+        return max(2 * pool, MIN_LEG)
+
+    def _pool(
+        self,
+        query: SearchQuery,
+        ranking: str,
+        vector: npt.NDArray[np.float32] | None,
+        size: int,
+        early: Future[list[ScoredDrawer]] | None,
+    ) -> list[Ranked]:
+        """The `size` best candidates by the ranking's base signal (a hybrid one fuses legs twice that deep)."""
+        if ranking == "lexical":
+            return [Ranked(c.drawer_id, c.signal, {"lexical": c.signal}) for c in self.lexical_leg(query, size)]
+        assert vector is not None and self._index is not None
+        if ranking == "semantic":
+            found = self._index.candidates(vector, size, query.scope, query.window, query.include_historical)
+            return [Ranked(c.drawer_id, c.signal, {"semantic": c.signal}) for c in found]
+        leg = self._leg_depth(size)
+        semantic = self._index.candidates(vector, leg, query.scope, query.window, query.include_historical)
+        lexical = early.result() if early is not None else self.lexical_leg(query, leg, self._fill_rows)
+        by_meaning = {c.drawer_id for c in semantic}
+        waiting = self._index.waiting_among([c.drawer_id for c in lexical if c.drawer_id not in by_meaning])
+        return fuse(lexical, semantic, self._weights, waiting=waiting.__contains__)[:size]
+
+    def _ranked(self, query: SearchQuery, pooled: list[Ranked], shown: set[str], wanted: int) -> list[Hit]:
+        """The pool ranked (relevance normalized over all of it, a policy's bounded adjustment), then its first
+        `wanted` hits not `shown` already."""
+        if wanted <= 0:
+            return []
         if self._adjusts(query):
             # The policy reads every pooled drawer's origin.
             drawers = self._store.get_drawers([r.drawer_id for r in pooled])
             pooled = [r for r in pooled if r.drawer_id in drawers]
             relevance = pool_relevance([r.base for r in pooled])
             entries = [PoolEntry(r.drawer_id, r.base, r.signals, rel) for r, rel in zip(pooled, relevance, strict=True)]
-            direct = rerank(self.policy, entries, drawers)[: query.limit]
-        else:
-            # The order is the base signal's: only the drawers shown are read.
-            relevance = pool_relevance([r.base for r in pooled])
-            direct = []
-            ranked = list(zip(pooled, relevance, strict=True))
-            while ranked and len(direct) < query.limit:
-                wanted, ranked = ranked[: query.limit - len(direct)], ranked[query.limit - len(direct) :]
-                drawers = self._store.get_drawers([r.drawer_id for r, _ in wanted])
-                direct += [
-                    Hit(drawer=drawers[r.drawer_id], score=r.base, signals={**r.signals, "relevance": rel})
-                    for r, rel in wanted
-                    if r.drawer_id in drawers
-                ]
-        # Expanded hits come after the direct ones, never interleaved.
-        related = self._explained(query, expand(self._store, query, direct, self._now())) if query.expand else []
-        return SearchResult(
-            hits=tuple(self._with_snippets(query, direct + related, vector)), ranking=ranking, warnings=tuple(warnings)
-        )
+            return [hit for hit in rerank(self.policy, entries, drawers) if hit.drawer.id not in shown][:wanted]
+        # The order is the base signal's: only the drawers shown are read.
+        relevance = pool_relevance([r.base for r in pooled])
+        hits: list[Hit] = []
+        ranked = [(r, rel) for r, rel in zip(pooled, relevance, strict=True) if r.drawer_id not in shown]
+        while ranked and len(hits) < wanted:
+            batch, ranked = ranked[: wanted - len(hits)], ranked[wanted - len(hits) :]
+            drawers = self._store.get_drawers([r.drawer_id for r, _ in batch])
+            hits += [
+                Hit(drawer=drawers[r.drawer_id], score=r.base, signals={**r.signals, "relevance": rel})
+                for r, rel in batch
+                if r.drawer_id in drawers
+            ]
+        return hits
 
     def _with_snippets(self, query: SearchQuery, hits: list[Hit], vector: npt.NDArray[np.float32] | None) -> list[Hit]:
         """Each hit with its snippet (`memcastle.search.snippets`): for a drawer longer than one passage, the semantic
