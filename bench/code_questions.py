@@ -20,14 +20,12 @@ import argparse
 import shutil
 import sysconfig
 import tempfile
-import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from bench.common import command_line, machine, median, open_palace, wait_for, wait_for_embeddings, write_section
-from memcastle.app import Palace
-from memcastle.services import SearchRequest
+from bench.common import command_line, machine, open_palace, write_section
+from bench.questions import RANKINGS, Run, ask, mine, show, table
+from memcastle.model.search import Hit
 
 # (question, the file under the standard library that implements the answer)
 QUESTIONS: tuple[tuple[str, str], ...] = (
@@ -60,9 +58,7 @@ QUESTIONS: tuple[tuple[str, str], ...] = (
     ("split a shell command line into tokens respecting quotes", "shlex.py"),
     ("seconds since the epoch from a UTC time tuple", "calendar.py"),
 )
-RANKINGS = ("lexical", "semantic", "hybrid")
 BUILT = "code-questions-built.txt"  # how a kept palace was built, read back by --reuse
-KS = (1, 5, 10)
 
 
 def stdlib() -> Path:
@@ -80,39 +76,8 @@ def file_of(uri: str | None, root: Path) -> str | None:
         return None
 
 
-@dataclass
-class Run:
-    ranking: str
-    ranks: list[int | None] = field(default_factory=list)  # 1-based rank of the first right hit, None when missed
-    seconds: list[float] = field(default_factory=list)
-
-    def hit_at(self, k: int) -> float:
-        return sum(1 for r in self.ranks if r is not None and r <= k) / len(self.ranks)
-
-
-def ask(palace: Palace, ranking: str, root: Path) -> Run:
-    run = Run(ranking)
-    for question, expected in QUESTIONS:
-        started = time.perf_counter()
-        result = palace.services.search.search(SearchRequest(query=question, ranking=ranking, limit=10, wing="stdlib"))
-        run.seconds.append(time.perf_counter() - started)
-        files = [file_of(hit.drawer.source.uri, root) for hit in result.hits]
-        run.ranks.append(next((i + 1 for i, f in enumerate(files) if f == expected), None))
-    return run
-
-
-def mine(palace: Palace, root: Path) -> str:
-    started = time.monotonic()
-    job, _ = palace.services.mining.submit_mine("directory", str(root), {}, wing="stdlib")
-    done = wait_for(palace, job)
-    assert done.status.value == "completed", done.error
-    mined = time.monotonic() - started
-    waited = wait_for_embeddings(palace)
-    result = done.result or {}
-    return (
-        f"{result.get('documents', 0):,} documents → {result.get('created', 0):,} drawers, mined in {mined:.0f} s, "
-        f"embedded in {waited:.0f} s more"
-    )
+def of_file(root: Path) -> Callable[[Hit, str], bool]:
+    return lambda hit, expected: file_of(hit.drawer.source.uri, root) == expected
 
 
 def markdown(runs: Sequence[Run], ingest: str, excluded: Sequence[str]) -> str:
@@ -126,22 +91,8 @@ def markdown(runs: Sequence[Run], ingest: str, excluded: Sequence[str]) -> str:
         f"{len(QUESTIONS)} questions written for this benchmark (`bench/code_questions.py`); a hit is a drawer of the "
         "file that implements the answer.",
         "",
-        "| ranking | hit@1 | hit@5 | hit@10 | missed | median ms |",
-        "|---|---|---|---|---|---|",
     ]
-    for run in runs:
-        missed = sum(1 for r in run.ranks if r is None)
-        lines.append(
-            f"| {run.ranking} | {run.hit_at(1):.3f} | {run.hit_at(5):.3f} | {run.hit_at(10):.3f} | {missed} | "
-            f"{median(run.seconds) * 1000:.1f} |"
-        )
-    for run in runs:
-        below = [
-            f"{expected} {'missed' if rank is None else f'at {rank}'}"
-            for (_, expected), rank in zip(QUESTIONS, run.ranks, strict=True)
-            if rank != 1
-        ]
-        lines += ["", f"Not first in {run.ranking}: " + ("; ".join(below) or "none") + "."]
+    lines += table(runs, QUESTIONS)
     return "\n".join(lines)
 
 
@@ -168,21 +119,14 @@ def main(argv: Sequence[str] | None = None) -> None:
                 built = args.reuse / BUILT
                 ingest = built.read_text(encoding="utf-8").strip() if built.exists() else "a kept palace"
             else:
-                ingest = f"{mine(palace, root)} (`{command_line()}`)"
-            runs = [ask(palace, ranking, root) for ranking in args.rankings.split(",")]
+                ingest = f"{mine(palace, 'directory', str(root), 'stdlib')} (`{command_line()}`)"
+            runs = [ask(palace, ranking, QUESTIONS, "stdlib", of_file(root)) for ranking in args.rankings.split(",")]
         finally:
             palace.stop()
         if args.keep:
             shutil.copytree(work / "palace", args.keep, dirs_exist_ok=True)
             (args.keep / BUILT).write_text(ingest + "\n", encoding="utf-8")
-        for run in runs:
-            print(
-                f"{run.ranking:9s} hit@1 {run.hit_at(1):.3f}  hit@5 {run.hit_at(5):.3f}  hit@10 {run.hit_at(10):.3f}"
-                f"  median {median(run.seconds) * 1000:.1f} ms"
-            )
-            for (question, expected), rank in zip(QUESTIONS, run.ranks, strict=True):
-                if rank != 1:
-                    print(f"    {'missed' if rank is None else f'at {rank}':7s} {expected:24s} {question}")
+        show(runs, QUESTIONS)
         print(f"{ingest}; {machine()}")
         if args.write:
             write_section("code-questions", markdown(runs, ingest, excluded))
