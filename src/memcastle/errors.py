@@ -5,6 +5,7 @@
     │   └── UnknownOption          an option the connector does not declare (lists the accepted ones)
     ├── NotFound                   the thing named does not exist (HTTP 404)
     ├── Conflict                   the request clashes with current state (HTTP 409)
+    │   ├── AmbiguousId            a shortened id starts several ids (lists them)
     │   ├── IllegalTransition      a job cannot move from its status to the one asked for
     │   └── LeaseLost              this worker no longer holds the job's lease (another took it over)
     ├── AccessDenied               the client's memory mode or token forbids this (HTTP 403 / 401)
@@ -79,6 +80,21 @@ class Conflict(MemCastleError):
     def __init__(self, message: str, *, existing_id: str | None = None, help: str | None = None) -> None:
         super().__init__(message, help=help)
         self.existing_id = existing_id
+
+
+class AmbiguousId(Conflict):
+    """A shortened id that starts more than one id of its kind."""
+
+    code = "ambiguous_id"
+
+    def __init__(self, kind: str, prefix: str, candidates: Sequence[str], *, field: str | None = None) -> None:
+        shown = ", ".join(candidates)
+        super().__init__(
+            f"{prefix!r} starts more than one {kind} id: {shown}",
+            help="give more characters of the id (or the whole id)",
+        )
+        self.field = field
+        self.candidates = tuple(candidates)
 
 
 class IllegalTransition(Conflict):
@@ -208,6 +224,10 @@ def error_shape(exc: MemCastleError) -> dict[str, Any]:
         data["field"] = exc.field
     if isinstance(exc, Conflict) and exc.existing_id:
         data["existing_id"] = exc.existing_id
+    if isinstance(exc, AmbiguousId):
+        data["candidates"] = list(exc.candidates)
+        if exc.field:
+            data["field"] = exc.field
     return data
 
 

@@ -166,6 +166,7 @@ def test_drawer_show_history_supersede_and_list(module_daemon: Any) -> None:
     v1 = note(module_daemon, "plan: build the moat", wing="cli-drawers")
     shown = as_json(module_daemon.cli("drawer", "show", v1["id"]))
     assert shown == v1
+    assert as_json(module_daemon.cli("drawer", "show", v1["id"][:8])) == v1, "the 8 characters a table shows"
 
     v2 = as_json(module_daemon.cli("drawer", "supersede", v1["id"], "plan: build the moat and the keep"))
     assert v2["supersedes"] == v1["id"] and v2["wing"] == "cli-drawers"

@@ -1125,3 +1125,16 @@ def test_nearest_passage_of_each_drawer_is_its_best_scoring_one(store: Store) ->
         index = SemanticIndex(store, "m")  # type: ignore[arg-type]
         index.refresh()
         assert index.nearest_passages(query, [first, second, "absent"]) == {first: 2, second: 0}
+
+
+def test_ids_with_a_prefix_come_from_the_id_index_in_order(store: Store) -> None:
+    ids = ["abcdef01-aaaa", "abcdef01-bbbb", "abcdef02-cccc", "abcdef0"]
+    for drawer_id in ids:
+        store.add_drawer(NewDrawer(wing="w", room="r", content=f"text {drawer_id}", id=drawer_id))
+    assert store.ids_with_prefix("drawer", "abcdef01", 10) == ["abcdef01-aaaa", "abcdef01-bbbb"]
+    assert store.ids_with_prefix("drawer", "abcdef0", 2) == ["abcdef0", "abcdef01-aaaa"]
+    assert store.ids_with_prefix("drawer", "abcdef02-cccc", 10) == ["abcdef02-cccc"]
+    assert store.ids_with_prefix("drawer", "abcdef03", 10) == []
+    assert store.ids_with_prefix("job", "abcdef01", 10) == [], "each kind looks in its own table"
+    job, _ = store.create_job(NewJob(kind="probe"))
+    assert store.ids_with_prefix("job", job.id[:8], 10) == [job.id]

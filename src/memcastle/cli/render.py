@@ -84,7 +84,7 @@ def drawer_panel(drawer: Mapping[str, Any], *, title_extra: str = "") -> Panel:
     title = f"[bold]{drawer['wing']}/{drawer['room']}[/bold]"
     if drawer.get("name"):
         title += f" · {drawer['name']}"
-    subtitle = f"{drawer['id']} · {state}"
+    subtitle = f"{short_id(drawer['id'])} · {state}"
     body = Text()
     body.append(_origin_line(drawer) + "\n", style="dim")
     if drawer.get("tags"):
@@ -118,7 +118,7 @@ def show_hits(result: Mapping[str, Any], *, full: bool = False) -> None:
         drawer = hit["drawer"]
         title = f"#{rank}  {drawer['wing']}/{drawer['room']}" + (f" · {drawer['name']}" if drawer.get("name") else "")
         state = "current" if drawer.get("valid_to") is None else f"closed {_short(drawer['valid_to'])}"
-        right = f"{drawer['id']} · {state}"
+        right = f"{short_id(drawer['id'])} · {state}"
         rule = "─" * max(3, width - len(title) - len(right) - 6)
         click.echo()
         head = click.style("── " + title, bold=True)
@@ -135,7 +135,7 @@ def show_hits(result: Mapping[str, Any], *, full: bool = False) -> None:
         content = drawer["content"]
         if content[: shown["start"]].strip() or content[shown["end"] :].strip():
             part = f"lines {shown['lines'][0]}-{shown['lines'][1]} of" if shown.get("lines") else "part of"
-            more = f"{part} {len(content)} characters · memcastle drawer show {drawer['id']}"
+            more = f"{part} {len(content)} characters · memcastle drawer show {short_id(drawer['id'])}"
             click.echo(click.style(f"[{more}]", dim=True))
 
 
@@ -168,6 +168,15 @@ def explain_signals(hit: Mapping[str, Any]) -> str:
     return " · ".join(parts)
 
 
+# Ids in tables and panels are shown by their first 8 characters, which every command accepts in their place (the
+# daemon resolves a unique prefix that long: memcastle.services.ids.MIN_PREFIX); `--json` gives them whole.
+SHORT_ID = 8
+
+
+def short_id(value: str | None) -> str:
+    return (value or "")[:SHORT_ID]
+
+
 def table(title: str, columns: Iterable[str], rows: Iterable[Iterable[Any]]) -> None:
     from rich.table import Table
 
@@ -185,7 +194,7 @@ def show_jobs(jobs: list[Mapping[str, Any]]) -> None:
         ["id", "kind", "status", "priority", "progress", "created", "error / waiting for"],
         [
             (
-                j["id"],
+                short_id(j["id"]),
                 j["kind"],
                 j["status"],
                 j["priority"],
@@ -320,24 +329,24 @@ def show_facts(facts: list[Mapping[str, Any]], *, links: bool = False) -> None:
             state += " (preferred)" if life.get("preferred") else " (not preferred)"
         rows.append(
             (
-                fact["id"],
+                short_id(fact["id"]),
                 fact.get("subject_name"),
                 fact["predicate"],
                 fact.get("object_name"),
                 f"{fact['confidence']:.2f}",
                 _short(fact["valid_from"]),
                 state,
-                "explicit" if fact["explicit"] else (fact["provenance"]["drawer"] or "")[:8],
+                "explicit" if fact["explicit"] else short_id(fact["provenance"]["drawer"]),
             )
         )
     table("facts", ["id", "subject", "predicate", "object", "conf", "valid from", "state", "evidence"], rows)
     for fact in facts:
         life = fact["lifecycle"]
         if life.get("basis"):
-            _console().print(f"[dim]{fact['id'][:8]}: {life['basis']}[/dim]")
+            _console().print(f"[dim]{short_id(fact['id'])}: {life['basis']}[/dim]")
         if links:
             for link in life["links"]:
                 _console().print(
-                    f"[dim]  {link['from'][:8]} {link['kind']} {link['to'][:8]} "
+                    f"[dim]  {short_id(link['from'])} {link['kind']} {short_id(link['to'])} "
                     f"({link['origin']}: {link['reason']})[/dim]"
                 )

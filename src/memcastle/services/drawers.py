@@ -12,6 +12,7 @@ from memcastle.knowledge.dedup import DuplicateFinder
 from memcastle.model import Drawer, NewDrawer, Page, Provenance, Room, Source, Wing, content_hash
 from memcastle.preferences import Policy, explain
 from memcastle.services.events import Publish, filed_event, ignore_event
+from memcastle.services.ids import resolve_id
 from memcastle.services.jobs import JobService
 from memcastle.services.requests import RequestKeys
 from memcastle.services.validation import check_content, check_limit, check_name, check_tags
@@ -122,11 +123,15 @@ class DrawerService:
         result, replayed = self._keys.once(idempotency_key, "note", request, write)
         return NoteWrite(self._store.get_drawer(result["drawer_ids"][0]), bool(result["created"]), replayed)
 
+    def resolve(self, drawer_id: str, *, field: str = "drawer_id") -> str:
+        """The whole id a drawer id or unique prefix of it stands for (`memcastle.services.ids`)."""
+        return resolve_id(self._store, "drawer", drawer_id, field=field)
+
     def get_drawer(self, drawer_id: str) -> Drawer:
-        return self._store.get_drawer(drawer_id)
+        return self._store.get_drawer(self.resolve(drawer_id))
 
     def drawer_history(self, drawer_id: str) -> list[Drawer]:
-        return self._store.drawer_history(drawer_id)
+        return self._store.drawer_history(self.resolve(drawer_id))
 
     def supersede_drawer(
         self, drawer_id: str, content: str, *, reason: str | None = None, requested_by: str = "http"
@@ -135,6 +140,7 @@ class DrawerService:
         content = self._redactor.text(content).text
         if reason is not None and not reason.strip():
             raise InvalidRequest("reason must not be blank when given", field="reason")
+        drawer_id = self.resolve(drawer_id)
         old = self._store.get_drawer(drawer_id)
         replacement = self._store.supersede_drawer(
             drawer_id,
@@ -153,7 +159,7 @@ class DrawerService:
 
     def preference_trace(self, drawer_id: str) -> dict[str, Any]:
         """How the effective policy resolves this drawer, from its frozen origin snapshot."""
-        drawer = self._store.get_drawer(drawer_id)
+        drawer = self._store.get_drawer(self.resolve(drawer_id))
         return {"drawer_id": drawer.id, **explain(self._policy, drawer.source.origin)}
 
     def list_wings(self) -> list[Wing]:
@@ -170,6 +176,7 @@ class DrawerService:
 
     def duplicates(self, drawer_id: str) -> list[dict[str, Any]]:
         """Drawers linked to this one as exact, normalized or near copies (linked, never merged)."""
+        drawer_id = self.resolve(drawer_id)
         self._store.get_drawer(drawer_id)
         links = self._store.drawer_links(drawer_id)
         others = self._store.get_drawers([lk.to_id if lk.from_id == drawer_id else lk.from_id for lk in links])

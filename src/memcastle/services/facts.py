@@ -13,6 +13,7 @@ from memcastle.knowledge.entities import EntityResolver
 from memcastle.knowledge.facts import LINK_FANOUT, infer_links, make_link, present
 from memcastle.model import FACT_STATES, SINGLE_VALUED_PREDICATES, Assertion, Entity, GraphWrite
 from memcastle.preferences import Policy
+from memcastle.services.ids import resolve_id
 from memcastle.services.validation import check_limit, require_name
 from memcastle.store import KnowledgeStore
 
@@ -63,12 +64,17 @@ class FactService:
             described = [d for d in described if d["lifecycle"]["state"] == state]
         return described[: check_limit(limit)]
 
+    def resolve(self, fact_id: str, *, field: str = "fact_id") -> str:
+        """The whole id a fact id or unique prefix of it stands for (`memcastle.services.ids`)."""
+        return resolve_id(self._store, "fact", fact_id, field=field)
+
     def get_fact(self, fact_id: str, *, as_of: str | None = None) -> dict[str, Any]:
         at = parse_instant(as_of, field="as_of") if as_of else self._now()
-        return self._describe([self._store.get_assertion(fact_id)], at)[0]
+        return self._describe([self._store.get_assertion(self.resolve(fact_id))], at)[0]
 
     def fact_history(self, fact_id: str) -> list[dict[str, Any]]:
         """The fact and everything transitively linked to it, ordered by valid_from."""
+        fact_id = self.resolve(fact_id)
         seen = {fact_id: self._store.get_assertion(fact_id)}
         frontier = [fact_id]
         while frontier:
@@ -112,7 +118,7 @@ class FactService:
         return self._store.list_entities(name, kind, check_limit(limit))
 
     def get_entity(self, entity_id: str) -> dict[str, Any]:
-        entity = self._store.get_entity(entity_id)
+        entity = self._store.get_entity(resolve_id(self._store, "entity", entity_id, field="entity_id"))
         mentions = self._store.entity_mentions(entity_id, 200)
         hints = self._store.entity_hints(entity_id)
         return {
@@ -133,6 +139,7 @@ class FactService:
 
     def supersede(self, fact_id: str, spec: Mapping[str, Any], *, requested_by: str = "http") -> dict[str, Any]:
         """Close the fact and open its replacement in one transaction, linked `supersedes`."""
+        fact_id = self.resolve(fact_id)
         old = self._store.get_assertion(fact_id)
         if old.valid_to is not None:
             raise Conflict(f"fact {fact_id} was already closed at {old.valid_to}", existing_id=fact_id)
@@ -159,6 +166,7 @@ class FactService:
 
     def invalidate(self, fact_id: str, reason: str | None) -> dict[str, Any]:
         """Close the fact without a replacement; the reason is recorded on an `invalidates` link."""
+        fact_id = self.resolve(fact_id)
         self._store.get_assertion(fact_id)
         at = self._now()
         link = make_link(fact_id, fact_id, "invalidates", EXPLICIT, self._redacted(_reason(reason)), at)
@@ -168,6 +176,7 @@ class FactService:
     def link(self, from_id: str, to_id: str, kind: str, reason: str | None) -> dict[str, Any]:
         if kind not in EXPLICIT_LINKS:
             raise InvalidRequest(f"kind must be one of {', '.join(EXPLICIT_LINKS)}", field="kind")
+        from_id, to_id = self.resolve(from_id, field="from"), self.resolve(to_id, field="to")
         if from_id == to_id:
             raise InvalidRequest("a fact cannot be linked to itself", field="to")
         self._store.get_assertion(from_id)

@@ -11,6 +11,7 @@ from memcastle.model import FORGET_SCOPES, ForgetReport, ForgetScope, Job, Lexic
 from memcastle.search.engine import SearchEngine
 from memcastle.search.lexical import query_terms
 from memcastle.services.events import Publish, ignore_event
+from memcastle.services.ids import resolve_id
 from memcastle.services.search import SearchRequest, build_query
 from memcastle.services.validation import check_limit, check_name, check_text
 from memcastle.store import Store
@@ -55,6 +56,8 @@ class ForgetService:
         """Forget the scope; `dry_run` None means the scope's default (a dry run for source, room, wing and search:
         they reach drawers the caller may not have looked at)."""
         scope = scope_of(request)
+        if scope.drawer_id is not None:
+            scope = replace(scope, drawer_id=resolve_id(self._store, "drawer", scope.drawer_id, field="drawer_id"))
         if dry_run is None:
             dry_run = scope.broad
         if not dry_run:

@@ -17,6 +17,7 @@ from memcastle.model import PRIORITY_NAMES, Job, JobStatus, NewJob
 from memcastle.search.backfill import COALESCE_KEY as EMBED_KEY
 from memcastle.search.backfill import KIND as EMBED
 from memcastle.search.embeddings import EmbeddingProvider
+from memcastle.services.ids import resolve_id
 from memcastle.services.validation import check_limit
 from memcastle.store import JobStore
 
@@ -62,8 +63,12 @@ class JobService:
         )
         return job
 
+    def resolve(self, job_id: str) -> str:
+        """The whole id a job id or unique prefix of it stands for (`memcastle.services.ids`)."""
+        return resolve_id(self._store, "job", job_id, field="job_id")
+
     def get_job(self, job_id: str) -> Job:
-        return self.queue.as_known(self._store.get_job(job_id))
+        return self.queue.as_known(self._store.get_job(self.resolve(job_id)))
 
     def why_waiting(self, job: Job) -> str | None:
         """For a queued job, what it waits for and behind what; None for any other status."""
@@ -114,7 +119,7 @@ class JobService:
         }
         if action not in actions:
             raise InvalidRequest(f"unknown job action {action!r}; one of {', '.join(actions)}", field="action")
-        return actions[action](job_id)
+        return actions[action](self.resolve(job_id))
 
     # --- the background sweeps ------------------------------------------------------------------
 

@@ -104,7 +104,12 @@ def drawer_list(inv: Invocation, wing: str | None, room: str | None, limit: int,
             "drawers",
             ["id", "wing/room", "name", "text"],
             [
-                (d["id"], f"{d['wing']}/{d['room']}", d.get("name"), d["content"][:60].replace("\n", " "))
+                (
+                    render.short_id(d["id"]),
+                    f"{d['wing']}/{d['room']}",
+                    d.get("name"),
+                    d["content"][:60].replace("\n", " "),
+                )
                 for d in data["drawers"]
             ],
         )

@@ -36,7 +36,7 @@ def show_report(data: dict[str, Any]) -> None:
             "drawers" + (" (would go)" if data["dry_run"] else ""),
             ["id", "wing/room", "document", "text"],
             [
-                (d["id"][:8], f"{d['wing']}/{d['room']}", d["document"] or "", d["preview"][:60])
+                (render.short_id(d["id"]), f"{d['wing']}/{d['room']}", d["document"] or "", d["preview"][:60])
                 for d in data["drawers"]
             ],
         )

@@ -143,7 +143,7 @@ def entity_list(inv: Invocation, name: str | None, kind: str | None, limit: int)
         render.table(
             "entities",
             ["id", "name", "kind", "aliases"],
-            [(e["id"], e["name"], e["kind"], ", ".join(e["aliases"])) for e in data["entities"]],
+            [(render.short_id(e["id"]), e["name"], e["kind"], ", ".join(e["aliases"])) for e in data["entities"]],
         )
 
     inv.emit(data, show)

@@ -9,6 +9,7 @@ from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 Row = Mapping[str, Any]
+ID_TABLES = {"drawer": "drawer", "job": "job", "fact": "assertion", "entity": "entity"}  # what an id names → table
 BATCH = 500  # ids bound into one `IN (…)`: well under SQLite's variable limit, small enough for any planner
 
 
@@ -40,6 +41,16 @@ class SqlStore(ABC):
     @abstractmethod
     def _write(self) -> AbstractContextManager[Tx]:
         """A write transaction: committed when the block ends, rolled back when it raises."""
+
+    def ids_with_prefix(self, kind: str, prefix: str, limit: int) -> list[str]:
+        """Up to `limit` ids of `kind` (drawer, job, fact, entity) that start with `prefix`, in order: a range scan
+        of the id's unique index, the same on both backends (ids are ASCII; PostgreSQL's columns collate as "C")."""
+        table = ID_TABLES[kind]
+        if not prefix:
+            return []
+        upper = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+        rows = self._all(f"SELECT id FROM {table} WHERE id >= ? AND id < ? ORDER BY id LIMIT ?", (prefix, upper, limit))
+        return [row["id"] for row in rows]
 
     def schema_version(self) -> int:
         return self._count("SELECT MAX(version) AS n FROM schema_migration")
