@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -16,15 +17,15 @@ from addresses import LOCAL
 from fastapi.testclient import TestClient
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from mcp_types import CallToolResult
+from mcp_types import CallToolResult, TextContent
 from waiting import CEILING
 
 from memcastle.app import build
 from memcastle.config import load_settings
 from memcastle.daemon import http_app
 from memcastle.mcp import server as mcp_server
-from memcastle.mcp.server import TOOLS
-from memcastle.model import FACT_STATES, RANKINGS, SOURCE_KINDS, JobStatus
+from memcastle.mcp.tools import TOOLS
+from memcastle.model import FACT_STATES, RANKINGS, SOURCE_KINDS, JobStatus, vocabulary
 from memcastle.modes import MODES
 from memcastle.services.facts import ENTITY_KINDS, PREDICATES
 
@@ -45,7 +46,19 @@ REQUIRED = {
     "memcastle_job_get",
     "memcastle_set_mode",
 }
-WRITES = {"memcastle_note", "memcastle_checkpoint", "memcastle_diary_write", "memcastle_mine", "memcastle_forget"}
+WRITES = {
+    "memcastle_note",
+    "memcastle_checkpoint",
+    "memcastle_diary_write",
+    "memcastle_mine",
+    "memcastle_forget",
+    "memcastle_drawer_supersede",
+    "memcastle_fact_supersede",
+    "memcastle_fact_invalidate",
+    "memcastle_fact_link",
+    "memcastle_job_control",
+    "memcastle_miner_run",
+}
 DESTRUCTIVE = {"memcastle_forget"}
 INITIALIZE = {
     "jsonrpc": "2.0",
@@ -81,16 +94,19 @@ def run(scenario: Callable[[], Awaitable[None]]) -> None:
 
 
 async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
-    """The structured answer of a tool call that must succeed."""
+    """The answer of a tool call that must succeed: one text block of compact JSON, nothing else."""
     result = await client.call_tool(tool, arguments)
     assert not result.is_error, f"{tool} failed: {result.content}"
-    assert result.structured_content is not None
-    return result.structured_content
+    assert result.structured_content is None, "the answer is sent once"
+    [block] = result.content
+    assert isinstance(block, TextContent) and ": " not in block.text[:200].replace('": "', "")
+    answer: dict[str, Any] = json.loads(block.text)
+    return answer
 
 
 async def refused(client: Client, tool: str, **arguments: Any) -> CallToolResult:
     result = await client.call_tool(tool, arguments)
-    assert result.is_error, f"{tool} was not refused: {result.structured_content}"
+    assert result.is_error, f"{tool} was not refused: {result.content}"
     return result
 
 
@@ -104,33 +120,37 @@ def test_tools_are_listed_with_hints_and_agent_descriptions(module_daemon: Any) 
         assert REQUIRED <= set(tools)
         assert set(tools) == set(TOOLS)
         for name, tool in tools.items():
+            # Hints are sent where they differ from MCP's defaults (read-only false, destructive true, idempotent
+            # false): what a client reads is the hint or its default.
             hints = tool.annotations
             assert hints is not None, name
-            assert hints.read_only_hint is (name not in WRITES | {"memcastle_set_mode"}), name
-            assert hints.destructive_hint is (name in DESTRUCTIVE), name
-            assert hints.open_world_hint is False, name
-            assert hints.idempotent_hint is not None, name
-            assert tool.description and len(tool.description) > 80, name
-            assert tool.output_schema is not None, name
-        assert tools["memcastle_checkpoint"].annotations.idempotent_hint is False  # type: ignore[union-attr]
+            read_only = bool(hints.read_only_hint)
+            assert read_only is (name not in WRITES | {"memcastle_set_mode"}), name
+            if not read_only:
+                assert hints.destructive_hint is (name in DESTRUCTIVE), name
+            assert tool.description and len(tool.description) > 20, name
+            assert tool.output_schema is None, name  # one text answer, not a second structured copy
+        assert tools["memcastle_checkpoint"].annotations.idempotent_hint is None  # type: ignore[union-attr]
         assert tools["memcastle_note"].annotations.idempotent_hint is True  # type: ignore[union-attr]
         assert "before answering" in (tools["memcastle_search"].description or "")
-        assert "start of every session" in (tools["memcastle_wake_up"].description or "")
-        assert "directory" in (tools["memcastle_mine"].description or "")  # the connectors are listed
+        assert "session's start" in (tools["memcastle_wake_up"].description or "")
+        connector = tools["memcastle_mine"].input_schema["properties"]["connector"]
+        assert "directory" in connector["description"]  # the connectors are listed
         schema = tools["memcastle_search"].input_schema["properties"]
-        assert schema["limit"]["maximum"] == 200 and "ranking" in schema and "since" in schema
+        assert schema["limit"]["maximum"] == 200 and schema["limit"]["default"] == 5
+        assert "ranking" in schema and "from" in schema and "since" not in schema
         assert tools["memcastle_set_mode"].input_schema["properties"]["mode"]["enum"] == list(MODES)
 
     run(scenario)
 
 
 def test_tool_vocabularies_match_the_domain() -> None:
-    assert get_args(mcp_server.SourceKind) == SOURCE_KINDS
-    assert get_args(mcp_server.Ranking) == RANKINGS
-    assert get_args(mcp_server.Predicate) == PREDICATES
-    assert get_args(mcp_server.EntityKind) == ENTITY_KINDS
-    assert get_args(mcp_server.FactState) == FACT_STATES
-    assert get_args(mcp_server.JobState) == tuple(s.value for s in JobStatus)
+    assert get_args(vocabulary.SourceKind) == SOURCE_KINDS
+    assert get_args(vocabulary.Ranking) == RANKINGS
+    assert get_args(vocabulary.Predicate) == PREDICATES
+    assert get_args(vocabulary.EntityKind) == ENTITY_KINDS
+    assert get_args(vocabulary.FactState) == FACT_STATES
+    assert get_args(vocabulary.JobState) == tuple(s.value for s in JobStatus)
 
 
 # --- reading and writing --------------------------------------------------------------------------
@@ -159,25 +179,24 @@ def test_mined_evidence_is_found_with_origin_and_preference_signals(daemon: Call
 
             found = await call(client, "memcastle_search", query="zeppelin-storage power loss", wing="mcp-mine")
             hit = found["hits"][0]
-            assert "zeppelin-storage" in hit["drawer"]["content"]
             assert hit["origin"]["connector"] == "directory"
             assert hit["origin"]["document"].endswith("decisions.md")
             first, last = hit["origin"]["lines"]
-            snippet = hit["snippet"]  # the best passage, beside the verbatim drawer
-            assert hit["drawer"]["content"][snippet["start"] : snippet["end"]] == snippet["text"]
-            assert "zeppelin" in [snippet["text"][a:b] for a, b in snippet["matches"]]
+            snippet = hit["snippet"]  # the best passage, instead of the verbatim drawer
+            assert "content" not in hit and "zeppelin" in snippet["terms"]
             assert first <= snippet["lines"][0] <= snippet["lines"][1] <= last
-            assert hit["drawer"]["provenance"] == {"requested_by": "job", "job_id": job_id}
-            preference = hit["signals"]["preference"]
-            assert (preference["level"], preference["connector"], preference["adjustment"]) == (
-                "high",
-                "directory",
-                0.08,
+            assert hit["preference"] == "high +0.080 (directory)"
+            whole = await call(client, "memcastle_get_drawer", drawer_id=hit["id"][:8])
+            assert snippet["text"] in whole["content"] and whole["lines"] == [first, last]
+            assert whole["chars"] == hit["chars"] == len(whole["content"])
+            full = await call(
+                client, "memcastle_search", query="zeppelin-storage power loss", wing="mcp-mine", full=True
             )
+            assert full["hits"][0]["content"] == whole["content"] and "snippet" not in full["hits"][0]
             recalled = await call(client, "memcastle_recall", query="zeppelin-storage", wing="mcp-mine")
-            assert recalled["hits"][0]["drawer"]["id"] == hit["drawer"]["id"]
-            trace = await call(client, "memcastle_explain_preference", drawer_id=hit["drawer"]["id"])
-            assert trace["drawer_id"] == hit["drawer"]["id"] and trace["result"]["level"] == "high"
+            assert recalled["hits"][0]["id"] == hit["id"]
+            trace = await call(client, "memcastle_explain_preference", drawer_id=hit["id"])
+            assert trace["drawer_id"] == hit["id"] and trace["result"]["level"] == "high"
 
     run(scenario)
 
@@ -195,7 +214,7 @@ def test_note_search_checkpoint_history_wake_up_and_diary(module_daemon: Any) ->
             )
             assert saved["created"] is True
             drawer = saved["drawer"]
-            assert drawer["source"]["agent"] == "tester" and drawer["provenance"]["requested_by"] == "mcp"
+            assert drawer["origin"]["agent"] == "tester" and drawer["origin"]["kind"] == "note"
             again = await call(
                 client,
                 "memcastle_note",
@@ -206,7 +225,7 @@ def test_note_search_checkpoint_history_wake_up_and_diary(module_daemon: Any) ->
             assert again["created"] is False and again["drawer"]["id"] == drawer["id"]
 
             found = await call(client, "memcastle_search", query="heron-7", wing="mcp-flow", tags=["infra"])
-            assert [h["drawer"]["id"] for h in found["hits"]] == [drawer["id"]]
+            assert [h["id"] for h in found["hits"]] == [drawer["id"]]
             assert "origin" in found["hits"][0] and found["hits"][0]["signals"]
 
             checkpoint = await call(
@@ -227,7 +246,7 @@ def test_note_search_checkpoint_history_wake_up_and_diary(module_daemon: Any) ->
             assert [v["id"] for v in history["versions"]] == [kept["id"]]
             facts = await call(client, "memcastle_fact_list", subject="heron-7")
             [fact] = facts["facts"]
-            assert fact["lifecycle"]["state"] == "current"
+            assert fact["state"] == "current" and fact["fact"] == "heron-7 part_of staging"
             assert (await call(client, "memcastle_fact_history", fact_id=fact["id"]))["facts"][0]["id"] == fact["id"]
 
             await call(
@@ -497,7 +516,7 @@ def test_forget_is_a_destructive_tool_that_previews_broad_scopes(module_daemon: 
         async with connect(module_daemon.address) as client:
             tools = {t.name: t for t in (await client.list_tools()).tools}
             hints = tools["memcastle_forget"].annotations
-            assert hints is not None and hints.destructive_hint is True and hints.read_only_hint is False
+            assert hints is not None and hints.destructive_hint is True and not hints.read_only_hint
             saved = await call(client, "memcastle_note", content="the quartermaster's keys are in the cellar",
                                wing="mcp-forget")  # fmt: skip
             preview = await call(client, "memcastle_forget", scope="search", query="quartermaster keys")

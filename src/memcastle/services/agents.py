@@ -32,6 +32,28 @@ class CheckpointWrite:
     replayed: bool  # answered from an earlier request with the same idempotency key; nothing was written
 
 
+@dataclass(frozen=True)
+class WakeUp:
+    """The wake-up bundle: an agent's latest diary entry and recent checkpoints, and what the budget left out."""
+
+    agent: str
+    wing: str | None
+    diary: tuple[Drawer, ...]
+    checkpoints: tuple[Drawer, ...]
+    bytes: int
+    omitted: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "agent": self.agent,
+            "wing": self.wing,
+            "diary": [d.to_json() for d in self.diary],
+            "checkpoints": [d.to_json() for d in self.checkpoints],
+            "bytes": self.bytes,
+            "omitted": self.omitted,
+        }
+
+
 class AgentService:
     """What an agent keeps between sessions."""
 
@@ -132,6 +154,12 @@ class AgentService:
     def wake_up(
         self, agent: str, *, wing: str | None = None, max_items: int = 10, max_bytes: int = 8192
     ) -> dict[str, Any]:
+        """`wake_up_bundle` as the REST API answers it."""
+        return self.wake_up_bundle(agent, wing=wing, max_items=max_items, max_bytes=max_bytes).to_json()
+
+    def wake_up_bundle(
+        self, agent: str, *, wing: str | None = None, max_items: int = 10, max_bytes: int = 8192
+    ) -> WakeUp:
         """What an agent needs at the start of a session: its latest diary entry and its most recent checkpoints —
         with `wing` (its project), those of that project and those in no project — trimmed by whole drawers to the
         budget."""
@@ -154,11 +182,11 @@ class AgentService:
                 continue
             chosen.append(drawer)
             used += size
-        return {
-            "agent": agent,
-            "wing": wing,
-            "diary": [d.to_json() for d in chosen if d.room == DIARY_ROOM and d.source.agent == agent],
-            "checkpoints": [d.to_json() for d in chosen if CHECKPOINT_TAG in d.tags],
-            "bytes": used,
-            "omitted": omitted,
-        }
+        return WakeUp(
+            agent=agent,
+            wing=wing,
+            diary=tuple(d for d in chosen if d.room == DIARY_ROOM and d.source.agent == agent),
+            checkpoints=tuple(d for d in chosen if CHECKPOINT_TAG in d.tags),
+            bytes=used,
+            omitted=omitted,
+        )

@@ -72,6 +72,11 @@ class MinerService:
                 listed.append({**self._describe(state.spec, state), "shadowed": True})
         return listed
 
+    def get_miner(self, name: str) -> dict[str, Any]:
+        """One miner as `list_miners` describes it."""
+        spec, state = self._find(name)
+        return self._describe(spec, state)
+
     def _describe(self, spec: MinerSpec, state: MinerState) -> dict[str, Any]:
         last: dict[str, Any] | None = None
         if state.last_job_id is not None:

@@ -1,0 +1,58 @@
+"""Which memory mode each MCP session runs in: chosen with `memcastle_set_mode`, else the client's
+`X-MemCastle-Mode` header, else full."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
+
+from mcp.server.mcpserver import Context
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
+
+from memcastle.modes import HEADER as MODE_HEADER
+from memcastle.modes import parse_mode
+
+
+class SessionModes:
+    """Memory modes chosen with `memcastle_set_mode`, one per MCP session id.
+
+    Bounded: past `capacity` sessions the least recently set is forgotten (ended sessions are never told to us)."""
+
+    def __init__(self, capacity: int = 4096) -> None:
+        self._capacity = capacity
+        self._modes: OrderedDict[str, str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, session_id: str) -> str | None:
+        with self._lock:
+            return self._modes.get(session_id)
+
+    def set(self, session_id: str, mode: str) -> None:
+        with self._lock:
+            self._modes[session_id] = mode
+            self._modes.move_to_end(session_id)
+            while len(self._modes) > self._capacity:
+                self._modes.popitem(last=False)
+
+
+def _headers(ctx: Context) -> Mapping[str, str]:
+    return ctx.headers or {}
+
+
+def session_of(ctx: Context) -> str | None:
+    """The MCP session id of the calling connection; None on sessionless transports (2026-07-28, stateless)."""
+    # The session manager routes on this header and answers 404 for an unknown id, so it names a live session.
+    return _headers(ctx).get(MCP_SESSION_ID_HEADER) or None
+
+
+def mode_of(ctx: Context, modes: SessionModes) -> tuple[str, str]:
+    """(mode, where it came from): the session's choice, else the X-MemCastle-Mode header, else full."""
+    session = session_of(ctx)
+    chosen = modes.get(session) if session else None
+    if chosen is not None:
+        return chosen, "session"
+    header = _headers(ctx).get(MODE_HEADER)
+    if header is not None:
+        return parse_mode(header, field="X-MemCastle-Mode"), "header"
+    return "full", "default"

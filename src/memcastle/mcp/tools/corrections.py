@@ -1,0 +1,55 @@
+"""Correcting memory: a drawer replaced by a better version (its history kept), or forgotten for good."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from memcastle.errors import InvalidRequest
+from memcastle.mcp.tools.base import REQUESTER, DrawerId, Env, Reason, tool
+from memcastle.services import ForgetRequest, SearchRequest
+from memcastle.services.views import drawer_view
+
+
+@tool("memcastle_drawer_supersede", "Correct a drawer", "write", read_only=False, idempotent=False,
+      aliases={"id": "drawer_id", "payload": "content"})  # fmt: skip
+def drawer_supersede(
+    env: Env,
+    drawer_id: DrawerId,
+    content: Annotated[str, Field(min_length=1, description="the corrected text, whole")],
+    reason: Reason = None,
+) -> dict[str, Any]:
+    """Correct a wrong or outdated drawer; the old version stays in its history."""
+    replacement = env.services.drawers.supersede_drawer(drawer_id, content, reason=reason, requested_by=REQUESTER)
+    return {"drawer": drawer_view(replacement, content=False)}
+
+
+@tool("memcastle_forget", "Forget for good", "write", read_only=False, destructive=True, idempotent=False)
+def forget(
+    env: Env,
+    scope: Annotated[
+        Literal["drawer", "document", "source", "room", "wing", "search"],
+        Field(),
+    ],
+    drawer_id: Annotated[str | None, Field()] = None,
+    source_id: Annotated[str | None, Field(description="document, source")] = None,
+    document: Annotated[str | None, Field()] = None,
+    wing: Annotated[str | None, Field(description="room, wing; search filter")] = None,
+    room: Annotated[str | None, Field(description="room; search filter")] = None,
+    query: Annotated[str | None, Field(description="search: every word")] = None,
+    dry_run: Annotated[bool | None, Field(description="only count (broad scopes' default)")] = None,
+) -> dict[str, Any]:
+    """Erase for good what the user asks to forget (secrets, private data); never to correct. Dry-run first and
+    show the user what it lists."""
+    search = None
+    if scope == "search":
+        if query is None:
+            raise InvalidRequest("scope search needs query", field="query")
+        search, wing, room = SearchRequest(query=query, wing=wing, room=room), None, None
+    elif query is not None:
+        raise InvalidRequest("query is only for scope search", field="query")
+    request = ForgetRequest(
+        kind=scope, drawer_id=drawer_id, source_id=source_id, document=document, wing=wing, room=room, search=search
+    )
+    return env.services.forgetting.forget(request, dry_run=dry_run, requested_by=REQUESTER).to_json()

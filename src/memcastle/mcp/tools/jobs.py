@@ -1,0 +1,48 @@
+"""Background jobs: what runs, and controlling it."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from memcastle.mcp.tools.base import Env, JobId, Limit, tool
+from memcastle.model.vocabulary import JobState
+from memcastle.services.views import job_view
+
+JOB_ALIASES = {"id": "job_id"}
+
+
+@tool("memcastle_job_list", "List jobs", "read", read_only=True)
+def job_list(
+    env: Env,
+    status: JobState | None = None,
+    kind: Annotated[str | None, Field(description="mine, embed, extract, …")] = None,
+    limit: Limit = 20,
+) -> dict[str, Any]:
+    """Background jobs, newest first: status, progress, error."""
+    return {"jobs": [job_view(j) for j in env.services.jobs.list_jobs(status, kind, limit)]}
+
+
+@tool("memcastle_job_get", "Get a job", "read", read_only=True, aliases=JOB_ALIASES)
+def job_get(env: Env, job_id: JobId) -> dict[str, Any]:
+    """A job whole: parameters, result or error, what a queued one waits for."""
+    job = env.services.jobs.get_job(job_id)
+    waiting = env.services.jobs.why_waiting(job)
+    return {**job.to_json(), **({"waiting": waiting} if waiting else {})}
+
+
+# The original MemCastle's four tools, one each action, are names of this one.
+ORIGINAL_NAMES = {f"memcastle_job_{action}": {"action": action} for action in ("pause", "resume", "cancel", "retry")}
+
+
+@tool(
+    "memcastle_job_control", "Control a job", "write", read_only=False, aliases=JOB_ALIASES, other_names=ORIGINAL_NAMES
+)
+def job_control(
+    env: Env,
+    job_id: JobId,
+    action: Literal["pause", "resume", "cancel", "retry"],
+) -> dict[str, Any]:
+    """Pause, resume, cancel or retry (a failed one) a job."""
+    return {"job": job_view(env.services.jobs.control_job(job_id, action))}

@@ -1,0 +1,62 @@
+"""Mining sources into memory: one mine, and the miners the palace keeps (config or API)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from memcastle.errors import InvalidRequest
+from memcastle.mcp.tools.base import REQUESTER, Env, tool
+from memcastle.services.views import job_view, miner_view
+
+MinerName = Annotated[str, Field(min_length=1)]
+
+
+def from_path(arguments: dict[str, Any]) -> dict[str, Any]:
+    """The original MemCastle's `path` (a directory) or `source` (a connector, with `locator`)."""
+    if "path" not in arguments:
+        return arguments
+    arguments = dict(arguments)
+    if "source" in arguments or "connector" in arguments or "locator" in arguments:
+        raise InvalidRequest("give path (a directory) or connector and locator, not both", field="path")
+    arguments["connector"], arguments["locator"] = "directory", arguments.pop("path")
+    return arguments
+
+
+@tool("memcastle_mine", "Mine a source", "write", read_only=False, idempotent=False,
+      aliases={"source": "connector"}, adapt=from_path)  # fmt: skip
+def mine(
+    env: Env,
+    connector: Annotated[str, Field(min_length=1, description="{connectors}")],
+    locator: Annotated[str, Field(description="path, repository or export file")] = "",
+    options: Annotated[dict[str, str] | None, Field()] = None,
+    wing: Annotated[str | None, Field()] = None,
+    full: Annotated[bool, Field(description="re-read unchanged documents too")] = False,
+    notice_removed: Annotated[bool | None, Field(description="close drawers of removed documents")] = None,
+) -> dict[str, Any]:
+    """Queue a mine of a project, repository, notes or chat export (unchanged documents are skipped); returns its
+    job."""
+    job, created = env.services.mining.submit_mine(
+        connector, locator, options, wing=wing, full=full, notice_removed=notice_removed, requested_by=REQUESTER
+    )
+    return {"job": job_view(job), "joined": not created}
+
+
+@tool("memcastle_miner_list", "List miners", "read", read_only=True)
+def miner_list(env: Env) -> dict[str, Any]:
+    """Miners: sources mined on a watch or a schedule."""
+    return {"miners": [miner_view(m) for m in env.services.miners.list_miners()]}
+
+
+@tool("memcastle_miner_get", "Get a miner", "read", read_only=True, aliases={"id": "name"})
+def miner_get(env: Env, name: MinerName) -> dict[str, Any]:
+    """A miner whole: options, triggers, last run and its result."""
+    return env.services.miners.get_miner(name)
+
+
+@tool("memcastle_miner_run", "Run a miner", "write", read_only=False, idempotent=False, aliases={"id": "name"})
+def miner_run(env: Env, name: MinerName) -> dict[str, Any]:
+    """Mine a miner's source now; returns the job."""
+    job, created = env.services.miners.run(name, requested_by=REQUESTER)
+    return {"job": job_view(job), "joined": not created}

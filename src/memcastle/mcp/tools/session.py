@@ -1,0 +1,47 @@
+"""The server and this session: status, and the session's memory mode."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from memcastle.errors import AccessDenied, Conflict, InvalidRequest
+from memcastle.mcp.sessions import session_of
+from memcastle.mcp.tools.base import Env, tool
+from memcastle.modes import MODES, narrows, parse_mode
+
+
+@tool("memcastle_status", "Memory server status", "open", read_only=True)
+def status(env: Env) -> dict[str, Any]:
+    """Is memory up, what it holds, warnings, this session's memory mode."""
+    mode, source = env.mode()
+    return {**env.services.status.status(), "mode": mode, "mode_source": source}
+
+
+@tool("memcastle_set_mode", "Set this session's memory mode", "open", read_only=False)
+def set_mode(
+    env: Env,
+    mode: Annotated[str, Field(json_schema_extra={"enum": list(MODES)})],
+) -> dict[str, Any]:
+    """Narrow this session's memory mode (read_only refuses writes, disabled reads too); never widen it."""
+    chosen = parse_mode(mode, field="mode")
+    session = session_of(env.ctx)
+    if session is None:
+        raise Conflict(
+            "this connection has no MCP session to keep a memory mode for",
+            help="send the X-MemCastle-Mode header with each request instead, or connect with a "
+            "session (streamable HTTP with an initialize handshake)",
+        )
+    try:
+        previous: str | None = env.mode()[0]
+    except InvalidRequest:
+        previous = "disabled"  # an unknown X-MemCastle-Mode header: nothing can be assumed about the ceiling
+    assert previous is not None
+    if not narrows(previous, chosen):
+        raise AccessDenied(
+            f"memcastle_set_mode can only narrow this session's mode ({previous}), never widen it to {chosen}",
+            help="the mode a client is given is a ceiling: only whoever starts or configures the client can change it",
+        )
+    env.modes.set(session, chosen)
+    return {"mode": chosen, "previous": previous, "scope": "session"}

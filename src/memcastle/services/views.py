@@ -1,0 +1,241 @@
+"""Compact views for a small context: what an agent needs to judge a hit, a job, a fact or a miner, once each, with
+no hashes — and a budget (`fit`) no answer exceeds. MCP answers with them by default; REST gives them on request
+(`full: false`), keeping its complete shape by default (docs/adr/0026-compact-answers-for-agents.md).
+
+A compact hit carries its evidence: the snippet (the best passage's text, its lines and the query's words it holds),
+where it came from (connector, document, lines, event time), the ranking signals and the preference in one line, and
+how long the whole drawer is (`chars`), read with `full` or the one-drawer read."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from memcastle.errors import InvalidRequest
+from memcastle.model import Drawer, Hit, Job, SearchResult
+
+SIGNALS = ("lexical", "semantic", "fusion", "graph", "relevance", "coverage")
+MIN_BUDGET = 200  # the smallest max_chars: room for an empty answer that says what it left out
+
+
+def _rounded(value: Any) -> Any:
+    return round(value, 4) if isinstance(value, float) else value
+
+
+def _present(data: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in data.items() if value is not None and value != [] and value != {}}
+
+
+def preference_line(preference: Mapping[str, Any] | None) -> str | None:
+    """`high +0.050 (notes: team = a)`: the level, the adjustment it made and what decided it."""
+    if not preference:
+        return None
+    criterion = preference.get("criterion")
+    because = preference.get("connector") or "default"
+    if criterion:
+        because += f": {criterion['path']} = {criterion['equals']}"
+    return f"{preference.get('level')} {float(preference.get('adjustment') or 0.0):+.3f} ({because})"
+
+
+def origin_view(drawer: Drawer) -> dict[str, Any]:
+    """Where a drawer came from: a mined one's connector, document, lines and event time; a written one's kind,
+    writer and time."""
+    origin = drawer.source.origin
+    if origin is None:
+        source = drawer.source
+        return _present({"kind": source.kind, "agent": source.agent, "uri": source.uri, "at": drawer.valid_from})
+    return _present(
+        {
+            "connector": origin.connector,
+            "document": origin.document,
+            "lines": list(origin.lines) if origin.lines else None,
+            "at": origin.occurred_at,
+        }
+    )
+
+
+def drawer_view(drawer: Drawer, *, content: bool) -> dict[str, Any]:
+    """A drawer's place, name, origin and state; its text when `content`."""
+    out = _present(
+        {
+            "id": drawer.id,
+            "wing": drawer.wing,
+            "room": drawer.room,
+            "name": drawer.name,
+            "tags": list(drawer.tags),
+            "origin": origin_view(drawer),
+            "closed": drawer.valid_to,
+            "superseded_by": drawer.superseded_by,
+            "supersedes": drawer.supersedes,
+            "chars": len(drawer.content),
+        }
+    )
+    if content:
+        out["content"] = drawer.content
+    return out
+
+
+def hit_view(hit: Hit, *, full: bool = False) -> dict[str, Any]:
+    out = drawer_view(hit.drawer, content=full)
+    snippet = hit.snippet
+    if snippet is not None and not full:
+        words = sorted({snippet.text[start:end].lower() for start, end in snippet.matches})
+        out["snippet"] = _present(
+            {"text": snippet.text, "lines": list(snippet.lines) if snippet.lines else None, "terms": words}
+        )
+    out["score"] = _rounded(hit.score)
+    out["signals"] = {key: _rounded(hit.signals[key]) for key in SIGNALS if hit.signals.get(key) is not None}
+    line = preference_line(hit.signals.get("preference"))
+    if line is not None:
+        out["preference"] = line
+    if hit.via is not None:
+        out["via"] = list(hit.via)
+    return out
+
+
+def search_view(result: SearchResult, *, full: bool = False) -> dict[str, Any]:
+    out: dict[str, Any] = {"hits": [hit_view(hit, full=full) for hit in result.hits], "ranking": result.ranking}
+    if result.warnings:
+        out["warnings"] = list(result.warnings)
+    return out
+
+
+def job_view(job: Job | Mapping[str, Any]) -> dict[str, Any]:
+    """A job in a line's worth: what it works on, where it is, how it ended."""
+    data = job.to_json() if isinstance(job, Job) else dict(job)
+    params = data.get("params") or {}
+    progress = data.get("progress") or {}
+    done = progress.get("current")
+    total = progress.get("total")
+    error = (data.get("error") or "").splitlines()
+    return _present(
+        {
+            "id": data["id"],
+            "kind": data["kind"],
+            "status": data["status"],
+            "source": " ".join(str(params[k]) for k in ("connector", "locator") if params.get(k)) or None,
+            "progress": f"{done}/{total}" if total else (str(done) if done else None),
+            "note": progress.get("message") or None,
+            "created_at": data.get("created_at"),
+            "finished_at": data.get("finished_at"),
+            "error": error[0][:200] if error else None,
+            "waiting": data.get("waiting"),
+        }
+    )
+
+
+def fact_view(fact: Mapping[str, Any]) -> dict[str, Any]:
+    """A fact as a sentence with its state, evidence and links (ids only: memcastle_fact_get has the rest)."""
+    life = fact.get("lifecycle") or {}
+    links = [
+        f"{link['kind']} {link['to'] if link['from'] == fact['id'] else link['from']}"
+        if link["from"] != link["to"]
+        else link["kind"]
+        for link in life.get("links") or []
+    ]
+    preferred = life.get("preferred")
+    return _present(
+        {
+            "id": fact["id"],
+            "fact": f"{fact.get('subject')} {fact.get('predicate')} {fact.get('object')}",
+            "state": life.get("state"),
+            "preferred": preferred,
+            "basis": life.get("basis") if preferred is not None else None,
+            "confidence": _rounded(fact.get("confidence")),
+            "valid_from": fact.get("valid_from"),
+            "valid_to": fact.get("valid_to"),
+            "evidence": (fact.get("provenance") or {}).get("drawer"),
+            "explicit": fact.get("explicit") or None,
+            "links": links,
+        }
+    )
+
+
+def miner_view(miner: Mapping[str, Any]) -> dict[str, Any]:
+    last = miner.get("last_run") or {}
+    return _present(
+        {
+            "name": miner["name"],
+            "source": f"{miner['connector']} {miner['locator']}".strip(),
+            "wing": miner.get("wing"),
+            "triggers": miner.get("triggers"),
+            "state": miner.get("state"),
+            "last_run": f"{last['status']} at {last['at']} ({last['job_id']})" if last else None,
+            "next_run": miner.get("next_run"),
+        }
+    )
+
+
+# --- the budget ----------------------------------------------------------------------------------------------------
+
+
+def size(data: Any) -> int:
+    """Characters of `data` as the interfaces answer it: compact JSON, Unicode kept."""
+    return len(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
+
+
+def check_budget(max_chars: int | None, field: str = "max_chars") -> None:
+    if max_chars is not None and (isinstance(max_chars, bool) or max_chars < MIN_BUDGET):
+        raise InvalidRequest(f"{field} must be at least {MIN_BUDGET}", field=field)
+
+
+def fit(
+    answer: dict[str, Any],
+    key: str,
+    max_chars: int | None,
+    *,
+    shrink: Callable[[dict[str, Any], int], dict[str, Any] | None] | None = None,
+) -> dict[str, Any]:
+    """`answer` with as many of its `key` items (in order) as fit in `max_chars` characters, whole items only; the
+    ones left out are counted in `omitted` and `note` says how to get them. `shrink(item, room)` may offer a shorter
+    form of the first item that does not fit whole (a hit cut to its snippet), so an answer is never empty for want
+    of room when a shorter form fits."""
+    items: Sequence[dict[str, Any]] = answer.get(key) or []
+    if max_chars is None or size(answer) <= max_chars:
+        return answer
+    reserve = 160  # what `omitted` and `note` add
+    used = size({**answer, key: []}) + reserve
+    kept: list[dict[str, Any]] = []
+    for item in items:
+        cost = size(item) + (1 if kept else 0)  # its characters and the comma before it
+        if used + cost <= max_chars:
+            kept.append(item)
+            used += cost
+            continue
+        if shrink is not None:
+            smaller = shrink(item, max_chars - used - (1 if kept else 0))
+            if smaller is not None and used + size(smaller) + (1 if kept else 0) <= max_chars:
+                kept.append(smaller)
+        break
+
+    def left_out(shown: list[dict[str, Any]]) -> dict[str, Any]:
+        omitted = len(items) - len(shown)
+        note = f"{omitted} of {len(items)} {key} left out to stay within max_chars {max_chars}: raise it or ask fewer"
+        return {**answer, key: shown, "omitted": omitted, "note": note}
+
+    out = left_out(kept)
+    while size(out) > max_chars and out[key]:  # a long warning: drop more rather than overflow
+        out = left_out(out[key][:-1])
+    return out
+
+
+def shorter_hit(hit: dict[str, Any], room: int) -> dict[str, Any] | None:
+    """A hit cut down to fit `room` characters: its text (whole content or snippet) cut at a line, marked `cut`."""
+    field = "content" if "content" in hit else "snippet"
+    if field == "snippet" and "snippet" in hit:
+        text = hit["snippet"]["text"]
+    elif field == "content":
+        text = hit["content"]
+    else:
+        return None
+    overhead = size({**hit, field: ""} if field == "content" else {**hit, "snippet": {**hit["snippet"], "text": ""}})
+    allowed = room - overhead - 20
+    if allowed < 80:
+        return None
+    cut = text[:allowed]
+    if "\n" in cut:
+        cut = cut[: cut.rindex("\n")]
+    if field == "content":
+        return {**hit, "content": cut, "cut": True}
+    return {**hit, "snippet": {**hit["snippet"], "text": cut}, "cut": True}
