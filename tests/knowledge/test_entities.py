@@ -104,6 +104,14 @@ def test_a_single_one_edit_candidate_resolves_a_name_of_six_or_more_characters(
     assert (found.entity.id, found.created, found.how, found.hints) == (k8s.id, False, "one edit", [])
 
 
+@pytest.mark.parametrize(("known", "other"), [("port-5432", "port-5433"), ("Python 3.11", "Python 3.12"),
+                                             ("RFC 9110", "RFC 911"), ("release 2024", "release 2025")])  # fmt: skip
+def test_names_one_number_apart_are_different_things(store: SQLiteStore, known: str, other: str) -> None:
+    (first,) = seed(store, (known, "concept"))
+    found = resolve(store, other, "concept")
+    assert found.created and found.entity.id != first.id and found.hints == []
+
+
 def test_six_characters_is_long_enough_for_one_edit(store: SQLiteStore) -> None:
     (rustic,) = seed(store, ("Rustic", "project"))
     assert resolve(store, "Rustik", "project").entity.id == rustic.id

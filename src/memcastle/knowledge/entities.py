@@ -1,4 +1,5 @@
-"""Entity resolution (SPEC §4): exact name, normalized key, recorded alias, one 1-edit candidate; else a new entity.
+"""Entity resolution (SPEC §4): exact name, normalized key, recorded alias, one 1-edit candidate (an edit of a
+number is no typo: `same_numbers`); else a new entity.
 
 Entities are never merged or deleted automatically. When resolution is unsure, a new entity is created with a
 `possibly_same` hint pointing at the candidates, for a person to decide.
@@ -6,6 +7,7 @@ Entities are never merged or deleted automatically. When resolution is unsure, a
 
 from __future__ import annotations
 
+import re
 import uuid
 from dataclasses import dataclass, field
 
@@ -33,6 +35,15 @@ def within_one_edit(a: str, b: str) -> bool:
     if len(a) == len(b):
         return a[i + 1 :] == b[i + 1 :]
     return a[i:] == b[i + 1 :]
+
+
+def same_numbers(a: str, b: str) -> bool:
+    """Whether two names hold the same numbers: one edit apart is a typo in words, but another thing in numbers
+    (port 5432 and port 5433, Python 3.11 and 3.12, RFC 9110 and 9111)."""
+    return _NUMBERS.findall(a) == _NUMBERS.findall(b)
+
+
+_NUMBERS = re.compile(r"\d+")
 
 
 @dataclass
@@ -82,7 +93,11 @@ class EntityResolver:
             return []
         found = {e.id: e for e in self._store.entities_sharing_variants(sorted(variants))}
         found.update({e.id: e for e in self.created if key_variants(e.key) & variants})
-        return [e for e in found.values() if len(e.key) >= EDIT_MIN_CHARS and within_one_edit(e.key, key)]
+        return [
+            e
+            for e in found.values()
+            if len(e.key) >= EDIT_MIN_CHARS and within_one_edit(e.key, key) and same_numbers(e.key, key)
+        ]
 
     def resolve(self, name: str, kind: str) -> Resolution:
         name = " ".join(name.split())

@@ -92,11 +92,13 @@ def recall(
     from_: Annotated[str | None, Field(alias="from")] = None,
     until: str | None = None,
     include_historical: bool = False,
+    ranking: Ranking = "auto",
+    expand: bool = False,
     full: bool = False,
     max_chars: Annotated[int | None, Field(ge=MIN_BUDGET)] = None,
 ) -> dict[str, Any]:
-    """ "What do I know about X?" across a wing: memcastle_search's hits and arguments, without room, connector,
-    ranking or record time."""
+    """Recall across a wing ("what do I know about X?"): memcastle_search's hits and arguments, without room,
+    connector or record time."""
     result = env.services.search.recall(
         SearchRequest(
             query=query,
@@ -108,6 +110,8 @@ def recall(
             from_=from_,
             until=until,
             include_historical=include_historical,
+            ranking=ranking,
+            expand=expand,
         )
     )
     return fit(search_view(result, full=full), "hits", max_chars, shrink=shorter_hit)
