@@ -437,3 +437,29 @@ def test_request_caps_are_400s_naming_the_field_and_store_nothing(
     before = client.get("/api/status").json()["drawers"]
     assert assert_error(client.post(path, json=body), 400, "invalid_request")["field"] == field
     assert client.get("/api/status").json()["drawers"] == before
+
+
+def test_search_answers_compact_hits_on_request_and_keeps_to_a_budget(client: TestClient) -> None:
+    for n in range(6):
+        client.post("/api/notes", json={"content": f"the portcullis winch {n} needs oil " + "x" * 300, "wing": "comp"})
+    whole = client.post("/api/search", json={"query": "portcullis winch", "wing": "comp"}).json()
+    assert "content_hash" in whole["hits"][0]["drawer"], "the complete shape by default"
+    compact = client.post("/api/search", json={"query": "portcullis winch", "wing": "comp", "full": False})
+    assert compact.status_code == 200, compact.text
+    hit = compact.json()["hits"][0]
+    assert {"id", "origin", "snippet", "chars", "signals"} <= set(hit) and "drawer" not in hit
+    capped = client.post("/api/search", json={"query": "portcullis winch", "wing": "comp", "max_chars": 2000})
+    body = capped.json()
+    assert len(capped.content) <= 2000 and body["omitted"] >= 1 and "max_chars" in body["note"]
+    too_small = client.post("/api/search", json={"query": "x", "max_chars": 0})
+    assert too_small.status_code == 400 and too_small.json()["field"] == "max_chars"
+
+
+def test_the_web_page_names_the_window_from_and_until_as_every_interface_does(client: TestClient) -> None:
+    client.post("/api/notes", json={"content": "the keep's well is forty feet deep", "wing": "web-words"})
+    page = client.get("/", params={"q": "well deep", "time": "window", "from": "2000-01-01", "until": "2100-01-01",
+                                   "source_kind": "note"})  # fmt: skip
+    assert page.status_code == 200 and "forty feet" in page.text
+    assert 'name="from"' in page.text and 'name="since"' not in page.text and 'name="source_kind"' in page.text
+    bad = client.get("/", params={"q": "well", "time": "window", "from": "soon", "until": "2100-01-01"})
+    assert "from" in bad.text and "forty feet" not in bad.text

@@ -207,6 +207,17 @@ class SearchOut(Shape):
     warnings: list[str]
 
 
+class CompactSearchOut(Shape):
+    """A search answered with `full: false` (the compact hits of `memcastle.services.views`), or cut by
+    `max_chars`."""
+
+    hits: list[Open] = Field(description="compact hits: id, place, origin, snippet, chars, score, signals, preference")
+    ranking: str
+    warnings: list[str] = []
+    omitted: int = Field(0, description="hits left out to keep within max_chars")
+    note: str = Field("", description="what was left out and how to get it")
+
+
 class WingOut(Shape):
     name: str
     drawers: int

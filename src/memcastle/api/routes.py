@@ -14,6 +14,7 @@ from memcastle.api.access import controls, opens, reads, writes
 from memcastle.api.openapi import DeclaredRoute
 from memcastle.api.responses import (
     CheckpointOut,
+    CompactSearchOut,
     ConnectorsOut,
     DiaryEntryOut,
     DiaryOut,
@@ -71,8 +72,10 @@ from memcastle.api.schemas import (
 )
 from memcastle.errors import InvalidRequest
 from memcastle.events import KINDS as ALL_EVENT_KINDS
+from memcastle.model import SearchResult
 from memcastle.model.vocabulary import EntityKind, FactState, JobState, Predicate
 from memcastle.services import ForgetRequest, SearchRequest, Services
+from memcastle.services.views import fit, search_view, shorter_hit
 
 router = APIRouter(prefix="/api", route_class=DeclaredRoute)
 
@@ -223,16 +226,23 @@ def list_rooms(wing: str, request: Request) -> dict[str, Any]:
 
 # The two search routes are coroutines that run the search on a worker thread themselves: for a plain function
 # route, FastAPI also validates the response on a worker thread, a second hop for the requests that matter most.
-@router.post("/search", response_model=SearchOut, tags=["search"], dependencies=[Depends(reads)])
+@router.post("/search", response_model=SearchOut | CompactSearchOut, tags=["search"], dependencies=[Depends(reads)])
 async def search(body: SearchBody, request: Request) -> dict[str, Any]:
     query = _search_request(body)
-    return await run_in_threadpool(lambda: services(request).search.search(query).to_json())
+    return await run_in_threadpool(lambda: _answer(services(request).search.search(query), body))
 
 
-@router.post("/recall", response_model=SearchOut, tags=["search"], dependencies=[Depends(reads)])
+@router.post("/recall", response_model=SearchOut | CompactSearchOut, tags=["search"], dependencies=[Depends(reads)])
 async def recall(body: SearchBody, request: Request) -> dict[str, Any]:
     query = _search_request(body)
-    return await run_in_threadpool(lambda: services(request).search.recall(query).to_json())
+    return await run_in_threadpool(lambda: _answer(services(request).search.recall(query), body))
+
+
+def _answer(result: SearchResult, body: SearchBody) -> dict[str, Any]:
+    """The complete shape, or with `full: false` the compact one MCP answers with; `max_chars` keeps either within
+    its budget."""
+    answer = result.to_json() if body.full else search_view(result)
+    return fit(answer, "hits", body.max_chars, shrink=shorter_hit)
 
 
 @router.post("/embed", status_code=202, response_model=SweepOut, tags=["search"], dependencies=[Depends(writes)])

@@ -104,6 +104,11 @@ class SearchBody(Body):
     known_until: Instant | None = Field(None, description="… until this one (with known_from)")
     expand: bool = False
     preferences: Switch = "on"
+    full: bool = Field(True, description="false: the compact hits MCP answers with (snippet, origin, signals, a "
+                       "preference line; no drawer text, no hashes)")  # fmt: skip
+    max_chars: Integer(200, 10_000_000) | None = Field(  # type: ignore[valid-type]
+        None, description="the answer never exceeds this many characters: whole hits, `omitted` and `note` say the rest"
+    )
 
 
 class ForgetSearchBody(Body):

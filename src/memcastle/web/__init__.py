@@ -16,9 +16,9 @@ import hashlib
 import hmac
 import secrets
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-from fastapi import APIRouter, Form, Request
+from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from memcastle.errors import AccessDenied, InvalidRequest, MemCastleError, http_status
@@ -87,12 +87,12 @@ def search_page(
     wing: str = "",
     room: str = "",
     tags: str = "",
-    kind: str = "",
+    source_kind: str = "",
     connector: str = "",
     ranking: str = "auto",
     time: str = "current",
     as_of: str = "",
-    since: str = "",
+    from_: Annotated[str, Query(alias="from")] = "",
     until: str = "",
     known_at: str = "",
     known_from: str = "",
@@ -103,8 +103,8 @@ def search_page(
 ) -> HTMLResponse:
     """The search page; with `q`, its hits (only the hits for an htmx request)."""
     services = _services(request)
-    form = {"q": q, "wing": wing, "room": room, "tags": tags, "kind": kind, "connector": connector,
-            "ranking": ranking, "time": time, "as_of": as_of, "since": since, "until": until, "known_at": known_at,
+    form = {"q": q, "wing": wing, "room": room, "tags": tags, "source_kind": source_kind, "connector": connector,
+            "ranking": ranking, "time": time, "as_of": as_of, "from": from_, "until": until, "known_at": known_at,
             "known_from": known_from, "known_until": known_until, "expand": expand, "preferences": preferences,
             "limit": limit}  # fmt: skip
     result = None
@@ -119,11 +119,11 @@ def search_page(
                     wing=wing or None,
                     room=room or None,
                     tags=tuple(t.strip() for t in tags.split(",") if t.strip()),
-                    source_kind=kind or None,
+                    source_kind=source_kind or None,
                     connector=connector or None,
                     ranking=ranking,
                     as_of=(as_of or None) if time == "as_of" else None,
-                    from_=(since or None) if time == "window" else None,
+                    from_=(from_ or None) if time == "window" else None,
                     until=(until or None) if time == "window" else None,
                     include_historical=time == "historical",
                     known_at=(known_at or None) if time == "known_at" else None,

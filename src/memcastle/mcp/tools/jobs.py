@@ -37,7 +37,13 @@ ORIGINAL_NAMES = {f"memcastle_job_{action}": {"action": action} for action in ("
 
 
 @tool(
-    "memcastle_job_control", "Control a job", "write", read_only=False, aliases=JOB_ALIASES, other_names=ORIGINAL_NAMES
+    "memcastle_job_control",
+    "Control a job",
+    "write",
+    read_only=False,
+    idempotent=False,
+    aliases=JOB_ALIASES,
+    other_names=ORIGINAL_NAMES,
 )
 def job_control(
     env: Env,
