@@ -448,6 +448,9 @@ def test_search_answers_compact_hits_on_request_and_keeps_to_a_budget(client: Te
     assert compact.status_code == 200, compact.text
     hit = compact.json()["hits"][0]
     assert {"id", "origin", "snippet", "chars", "signals"} <= set(hit) and "drawer" not in hit
+    assert [h["id"] for h in compact.json()["hits"]] == [h["drawer"]["id"] for h in whole["hits"]], (
+        "a view, not a search"
+    )
     capped = client.post("/api/search", json={"query": "portcullis winch", "wing": "comp", "max_chars": 2000})
     body = capped.json()
     assert len(capped.content) <= 2000 and body["omitted"] >= 1 and "max_chars" in body["note"]
@@ -463,3 +466,12 @@ def test_the_web_page_names_the_window_from_and_until_as_every_interface_does(cl
     assert 'name="from"' in page.text and 'name="since"' not in page.text and 'name="source_kind"' in page.text
     bad = client.get("/", params={"q": "well", "time": "window", "from": "soon", "until": "2100-01-01"})
     assert "from" in bad.text and "forty feet" not in bad.text
+
+
+def test_an_unknown_field_is_refused_by_name_with_the_accepted_ones(client: TestClient) -> None:
+    answer = client.post("/api/search", json={"query": "x", "since": "2025-01-01"})
+    body = answer.json()
+    assert answer.status_code == 400 and body["field"] == "since"
+    assert "unknown field" in body["error"] and "from" in body["error"] and "max_chars" in body["error"]
+    nested = client.post("/api/checkpoint", json={"items": [{"content": "c", "destination": "x"}]})
+    assert nested.json()["field"] == "items[0].destination" and "room" in nested.json()["error"]

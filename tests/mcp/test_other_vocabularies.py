@@ -139,3 +139,30 @@ def test_arguments_no_name_covers_are_refused_by_name_never_dropped(module_daemo
             assert both["field"] == "path"
 
     run(scenario)
+
+
+def test_an_agent_lists_reads_and_runs_miners(module_daemon: Any, tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "a.md").write_text("# A\n\nThe armoury holds forty spears.\n")
+    with module_daemon.http() as http:
+        defined = http.post("/api/miners", json={"name": "mcp-vault", "connector": "notes", "locator": str(vault)})
+        assert defined.status_code == 201, defined.text
+
+    async def scenario() -> None:
+        async with over_http(module_daemon.address) as client:
+            listed = await call(client, "memcastle_miner_list")
+            mine = next(m for m in listed["miners"] if m["name"] == "mcp-vault")
+            assert mine["source"] == f"notes {vault}" and mine["state"] == "enabled" and "locator" not in mine
+            whole = await call(client, "memcastle_miner_get", name="mcp-vault")
+            assert whole["locator"] == str(vault) and whole["last_run"] is None
+            ran = await call(client, "memcastle_miner_run", id="mcp-vault")
+            with anyio.fail_after(30):
+                while (await call(client, "memcastle_job_get", job_id=ran["job"]["id"]))["status"] != "completed":
+                    await anyio.sleep(0.05)
+            again = await call(client, "memcastle_miner_get", name="mcp-vault")
+            assert again["last_run"]["job_id"] == ran["job"]["id"]
+            missing = await refused(client, "memcastle_miner_get", name="nope")
+            assert missing["code"] == "not_found"
+
+    run(scenario)

@@ -71,6 +71,10 @@ def test_rest_and_cli_manage_miners(daemon: Any, tmp_path: Path) -> None:
     by_hand = served.cli("--json", "miner", "run", "vault", "--wait")
     assert by_hand.returncode == 0, by_hand.stderr
     assert served.cli("--json", "miner", "enable", "vault").returncode == 0
+    shown = served.cli("--json", "miner", "show", "vault")
+    assert shown.returncode == 0 and json.loads(shown.stdout)["miner"]["name"] == "vault"
+    missing = served.cli("miner", "show", "nope")
+    assert missing.returncode == 1 and "no miner named 'nope'" in missing.stderr
     from memcastle.cli.commands.mining import _last_run, _triggers
 
     miner = json.loads(served.cli("--json", "miner", "list").stdout)["miners"][0]

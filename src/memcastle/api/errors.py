@@ -53,6 +53,24 @@ def unreadable_body(cause: BaseException | None) -> InvalidRequest:
     return InvalidRequest(f"the body could not be read: {why}", field="body", help="send a JSON object in UTF-8")
 
 
+def accepted_fields(request: Request, loc: tuple[Any, ...]) -> list[str]:
+    """The fields the object holding an unknown one takes (a body's top level, or a nested object's), by the names a
+    client sends; empty when that cannot be told."""
+    route = request.scope.get("route")
+    body = getattr(route, "body_field", None)
+    model: Any = getattr(getattr(body, "field_info", None), "annotation", None) if loc[:1] == ("body",) else None
+    for part in loc[1:-1]:
+        if isinstance(part, int):
+            continue
+        field = getattr(model, "model_fields", {}).get(part)
+        annotation = getattr(field, "annotation", None)
+        model = next((a for a in getattr(annotation, "__args__", (annotation,)) if hasattr(a, "model_fields")), None)
+    fields = getattr(model, "model_fields", None)
+    if not fields:
+        return []
+    return sorted(field.alias or name for name, field in fields.items())
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(MemCastleError)
     async def on_memcastle_error(request: Request, exc: MemCastleError) -> JSONResponse:
@@ -63,8 +81,15 @@ def install_error_handlers(app: FastAPI) -> None:
     async def on_validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
         errors = exc.errors()
         details = [{"field": field_path(tuple(e.get("loc", ()))), "message": e.get("msg")} for e in errors]
-        body = error_shape(invalid_arguments(errors, "see the OpenAPI schema at /openapi.json"))
-        return JSONResponse({**body, "details": details}, status_code=400)
+        refusal = invalid_arguments(errors, "see the OpenAPI schema at /openapi.json")
+        first = errors[0] if errors else {}
+        if first.get("type") == "extra_forbidden":
+            accepted = accepted_fields(request, tuple(first.get("loc", ())))
+            if accepted:
+                refusal = InvalidRequest(
+                    f"{refusal.message}; accepted: {', '.join(accepted)}", field=refusal.field, help=refusal.help
+                )
+        return JSONResponse({**error_shape(refusal), "details": details}, status_code=400)
 
     @app.exception_handler(StarletteHTTPException)
     async def on_http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:

@@ -559,6 +559,11 @@ def define_miner(body: MinerBody, request: Request) -> dict[str, Any]:
     return {"miner": services(request).miners.define(body.model_dump())}
 
 
+@router.get("/miners/{name}", response_model=MinerAnswer, tags=["mining"], dependencies=[Depends(reads)])
+def get_miner(name: str, request: Request) -> dict[str, Any]:
+    return {"miner": services(request).miners.get_miner(name)}
+
+
 @router.delete("/miners/{name}", response_model=Ok, tags=["mining"], dependencies=[Depends(writes)])
 def remove_miner(name: str, request: Request) -> dict[str, Any]:
     services(request).miners.remove(name)

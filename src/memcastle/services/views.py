@@ -14,6 +14,7 @@ from typing import Any
 
 from memcastle.errors import InvalidRequest
 from memcastle.model import Drawer, Hit, Job, SearchResult
+from memcastle.services.ids import MIN_PREFIX
 
 SIGNALS = ("lexical", "semantic", "fusion", "graph", "relevance", "coverage")
 MIN_BUDGET = 200  # the smallest max_chars: room for an empty answer that says what it left out
@@ -126,23 +127,27 @@ def job_view(job: Job | Mapping[str, Any]) -> dict[str, Any]:
 
 
 def fact_view(fact: Mapping[str, Any]) -> dict[str, Any]:
-    """A fact as a sentence with its state, evidence and links (ids only: memcastle_fact_get has the rest)."""
+    """A fact as a sentence with its state, evidence and links, other facts named by the 8 characters that stand for
+    their ids (memcastle_fact_get has the whole record). In a conflict the preferred fact carries `preferred: true`
+    and the basis of the choice; the others name it (`outranked_by`)."""
     life = fact.get("lifecycle") or {}
     links = [
-        f"{link['kind']} {link['to'] if link['from'] == fact['id'] else link['from']}"
+        f"{link['kind']} {short(link['to'] if link['from'] == fact['id'] else link['from'])}"
         if link["from"] != link["to"]
         else link["kind"]
         for link in life.get("links") or []
     ]
     preferred = life.get("preferred")
+    confidence = fact.get("confidence")
     return _present(
         {
             "id": fact["id"],
             "fact": f"{fact.get('subject')} {fact.get('predicate')} {fact.get('object')}",
             "state": life.get("state"),
-            "preferred": preferred,
-            "basis": life.get("basis") if preferred is not None else None,
-            "confidence": _rounded(fact.get("confidence")),
+            "preferred": True if preferred else None,
+            "basis": life.get("basis") if preferred else None,
+            "outranked_by": short(life.get("preferred_id")) if preferred is False else None,
+            "confidence": _rounded(confidence) if confidence != 1.0 else None,
             "valid_from": fact.get("valid_from"),
             "valid_to": fact.get("valid_to"),
             "evidence": (fact.get("provenance") or {}).get("drawer"),
@@ -150,6 +155,11 @@ def fact_view(fact: Mapping[str, Any]) -> dict[str, Any]:
             "links": links,
         }
     )
+
+
+def short(value: str | None) -> str | None:
+    """An id by the 8 characters that stand for it wherever an id is taken (`memcastle.services.ids`)."""
+    return value[:MIN_PREFIX] if value else None
 
 
 def miner_view(miner: Mapping[str, Any]) -> dict[str, Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import click
 
@@ -152,6 +153,28 @@ def miner_list(inv: Invocation) -> None:
                 for m in data["miners"]
             ],
         )
+
+    inv.emit(data, show)
+
+
+@miner_app.command("show")
+@click.argument("name")
+@pass_invocation
+def miner_show(inv: Invocation, name: str) -> None:
+    """One miner: its source, options, triggers, state, last run and its result, next run."""
+    data = inv.client().get(f"/miners/{quote(name, safe='')}")
+
+    def show(data: Any) -> None:
+        miner = data["miner"]
+        render.console.print(f"[bold]{miner['name']}[/bold] ({miner['state']}, from {miner['origin']})")
+        render.console.print(
+            f"  mines {miner['connector']} {miner['locator']}" + (f" into {miner['wing']}" if miner.get("wing") else "")
+        )
+        if miner.get("options"):
+            render.console.print("  options " + ", ".join(f"{k}={v}" for k, v in miner["options"].items()))
+        render.console.print(f"  triggers {_triggers(miner)}; last run {_last_run(miner.get('last_run'))}")
+        if miner.get("next_run"):
+            render.console.print(f"  next run {render.short_time(miner['next_run'])}")
 
     inv.emit(data, show)
 

@@ -22,8 +22,7 @@ def wake_up(
     max_bytes: Annotated[int, Field(ge=256, le=1_048_576)] = 8192,
     max_chars: MaxChars = None,
 ) -> dict[str, Any]:
-    """Call at every session's start: your latest diary entry and checkpoints (with wing: that project's and
-    unfiled ones)."""
+    """At every session's start: your latest diary entry and checkpoints."""
     bundle = env.services.agents.wake_up_bundle(agent, wing=wing, max_items=max_items, max_bytes=max_bytes)
     out = {
         "agent": bundle.agent,

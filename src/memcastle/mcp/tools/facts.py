@@ -24,8 +24,7 @@ def fact_list(
     as_of: Annotated[str | None, Field(description="what held then (RFC 3339)")] = None,
     limit: Limit = 20,
 ) -> dict[str, Any]:
-    """Facts (subject predicate object), their state, evidence and links; in a conflict, which is preferred and
-    why."""
+    """Facts (subject predicate object): state, evidence, links; in a conflict, the preferred one and why."""
     facts = env.services.facts.list_facts(
         subject=subject, predicate=predicate, object=object, state=state, as_of=as_of, limit=limit
     )

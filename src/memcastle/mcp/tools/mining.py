@@ -51,7 +51,7 @@ def miner_list(env: Env) -> dict[str, Any]:
 
 @tool("memcastle_miner_get", "Get a miner", "read", read_only=True, aliases={"id": "name"})
 def miner_get(env: Env, name: MinerName) -> dict[str, Any]:
-    """A miner whole: options, triggers, last run and its result."""
+    """A miner whole, with its last run."""
     return env.services.miners.get_miner(name)
 
 

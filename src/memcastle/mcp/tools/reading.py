@@ -53,9 +53,8 @@ def search(
     full: Full = False,
     max_chars: MaxChars = None,
 ) -> dict[str, Any]:
-    """Search memory before answering about past work, decisions, code or talks. A hit: origin, snippet (best
-    passage, lines, terms found), chars (read all with memcastle_get_drawer), signals (coverage: share of query
-    words held; semantic: cosine), preference (source trust)."""
+    """Search memory before answering about past work, decisions, code or talks. Hits: origin, snippet (best
+    passage), chars (read all: memcastle_get_drawer), signals (coverage: share of query words held), preference."""
     result = env.services.search.search(
         SearchRequest(
             query=query,
