@@ -116,7 +116,11 @@ async def refused(client: Client, tool: str, **arguments: Any) -> CallToolResult
 def test_tools_are_listed_with_hints_and_agent_descriptions(module_daemon: Any) -> None:
     async def scenario() -> None:
         async with connect(module_daemon.address) as client:
-            tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+            listed = await client.list_tools()
+            tools = {tool.name: tool for tool in listed.tools}
+        # Every agent reads the whole list at every start: it stays within what a small context affords.
+        dumped = json.dumps(listed.model_dump(mode="json", by_alias=True, exclude_none=True), separators=(",", ":"))
+        assert len(dumped) <= 14_000, len(dumped)
         assert REQUIRED <= set(tools)
         assert set(tools) == set(TOOLS)
         for name, tool in tools.items():

@@ -134,7 +134,7 @@ def forget_wing(inv: Invocation, wing: str, dry_run: bool, yes: bool) -> None:
 @click.option("--wing", help="only this wing")
 @click.option("--room", help="only this room")
 @click.option("--tag", "tags", multiple=True, help="required tag; repeat for more")
-@click.option("--kind", help="source kind: file, note, transcript, commit, …")
+@click.option("--source-kind", "--kind", "kind", help="source kind: file, note, transcript, commit, …")
 @click.option("--connector", help="only drawers mined by this connector")
 @click.option("--as-of", help="only the versions current at this instant")
 @click.option("--from", "from_", help="window start (with --until)")
