@@ -460,7 +460,7 @@ def test_search_answers_compact_hits_on_request_and_keeps_to_a_budget(client: Te
 
 def test_the_web_page_names_the_window_from_and_until_as_every_interface_does(client: TestClient) -> None:
     client.post("/api/notes", json={"content": "the keep's well is forty feet deep", "wing": "web-words"})
-    page = client.get("/", params={"q": "well deep", "time": "window", "from": "2000-01-01", "until": "2100-01-01",
+    page = client.get("/", params={"query": "well deep", "time": "window", "from": "2000-01-01", "until": "2100-01-01",
                                    "source_kind": "note"})  # fmt: skip
     assert page.status_code == 200 and "forty feet" in page.text
     assert 'name="from"' in page.text and 'name="since"' not in page.text and 'name="source_kind"' in page.text

@@ -44,7 +44,7 @@ def test_a_query_typed_in_the_page_shows_hits_with_their_evidence(browser: Any, 
         http.post("/api/notes", json={"content": "The moat pump fails when the float valve sticks.", "wing": "web"})
         http.post("/api/notes", json={"content": "Bread is baked on Fridays.", "wing": "web"})
     browser.get(module_daemon.address + "/")
-    box = browser.find_element(By.ID, "q")
+    box = browser.find_element(By.ID, "query")
     assert browser.switch_to.active_element == box, "the query box has the focus"
     box.send_keys("float valve", Keys.ENTER)
     wait_until(lambda: browser.find_elements(By.CSS_SELECTOR, "#results .hit"), what="hits")
@@ -54,7 +54,7 @@ def test_a_query_typed_in_the_page_shows_hits_with_their_evidence(browser: Any, 
     assert "web/notes" in hits[0].find_element(By.CSS_SELECTOR, "h3").text
     assert "score" in hits[0].find_element(By.CSS_SELECTOR, ".signals").text
     kept = parse_qs(urlsplit(browser.current_url).query)
-    assert kept["q"] == ["float valve"], "the search is a link one can keep"
+    assert kept["query"] == ["float valve"], "the search is a link one can keep"
 
 
 def test_a_drawer_page_shows_the_verbatim_text_and_what_it_said_before(browser: Any, module_daemon: Any) -> None:

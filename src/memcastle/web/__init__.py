@@ -83,6 +83,7 @@ def _error(request: Request, exc: MemCastleError) -> HTMLResponse:
 @router.get("/", response_class=HTMLResponse)
 def search_page(
     request: Request,
+    query: str = "",
     q: str = "",
     wing: str = "",
     room: str = "",
@@ -101,20 +102,21 @@ def search_page(
     preferences: str = "on",
     limit: int = 10,
 ) -> HTMLResponse:
-    """The search page; with `q`, its hits (only the hits for an htmx request)."""
+    """The search page; with `query` (`q` is its earlier name), its hits (only the hits for an htmx request)."""
+    query = query or q
     services = _services(request)
-    form = {"q": q, "wing": wing, "room": room, "tags": tags, "source_kind": source_kind, "connector": connector,
-            "ranking": ranking, "time": time, "as_of": as_of, "from": from_, "until": until, "known_at": known_at,
-            "known_from": known_from, "known_until": known_until, "expand": expand, "preferences": preferences,
+    form = {"query": query, "wing": wing, "room": room, "tags": tags, "source_kind": source_kind,
+            "connector": connector, "ranking": ranking, "time": time, "as_of": as_of, "from": from_, "until": until,
+            "known_at": known_at, "known_from": known_from, "known_until": known_until, "expand": expand, "preferences": preferences,
             "limit": limit}  # fmt: skip
     result = None
     error = None
-    if q.strip():
+    if query.strip():
         try:
             enforce_mode(_mode(request), "read")
             result = services.search.search(
                 SearchRequest(
-                    query=q,
+                    query=query,
                     limit=limit,
                     wing=wing or None,
                     room=room or None,
@@ -136,7 +138,7 @@ def search_page(
         except MemCastleError as exc:
             error = exc
     wings = services.drawers.wing_names()
-    template = "_hits.html" if request.headers.get("hx-request") and q else "search.html"
+    template = "_hits.html" if request.headers.get("hx-request") and query else "search.html"
     return _page(request, template, form=form, result=result, error=error, wings=wings, title="Search")
 
 
@@ -263,36 +265,43 @@ def logout(request: Request, csrf: str = Form("")) -> Response:
 # --- forget ---------------------------------------------------------------------------------------------------
 
 
-def _forget_request(drawer: str, q: str, wing: str) -> ForgetRequest:
+def _forget_request(drawer: str, query: str, wing: str) -> ForgetRequest:
     if drawer:
         return ForgetRequest(kind="drawer", drawer_id=drawer)
-    if q.strip():
-        return ForgetRequest(kind="search", search=SearchRequest(query=q, wing=wing or None, include_historical=True))
+    if query.strip():
+        return ForgetRequest(
+            kind="search", search=SearchRequest(query=query, wing=wing or None, include_historical=True)
+        )
     raise InvalidRequest("say what to forget: a drawer, or a search", field="drawer")
 
 
 @router.get("/forget", response_class=HTMLResponse)
-def forget_preview(request: Request, drawer: str = "", q: str = "", wing: str = "") -> HTMLResponse:
+def forget_preview(request: Request, drawer: str = "", query: str = "", q: str = "", wing: str = "") -> HTMLResponse:
+    query = query or q  # `q`: the earlier name
     """What a forget would erase (the same transaction, rolled back), with the button that erases it."""
     try:
         enforce_mode(_mode(request), "write")
-        preview = _services(request).forgetting.forget(_forget_request(drawer, q, wing), dry_run=True)
+        preview = _services(request).forgetting.forget(_forget_request(drawer, query, wing), dry_run=True)
     except MemCastleError as exc:
         return _error(request, exc)
-    return _page(request, "forget.html", preview=preview, drawer=drawer, q=q, wing=wing, done=None, title="Forget")
+    return _page(
+        request, "forget.html", preview=preview, drawer=drawer, query=query, wing=wing, done=None, title="Forget"
+    )
 
 
 @router.post("/forget", response_class=HTMLResponse)
 def forget(
-    request: Request, csrf: str = Form(""), drawer: str = Form(""), q: str = Form(""), wing: str = Form("")
+    request: Request, csrf: str = Form(""), drawer: str = Form(""), query: str = Form(""), wing: str = Form("")
 ) -> HTMLResponse:
     try:
         _check_csrf(request, csrf)
         enforce_mode(_mode(request), "write")
-        done = _services(request).forgetting.forget(_forget_request(drawer, q, wing), dry_run=False, requested_by="web")
+        done = _services(request).forgetting.forget(
+            _forget_request(drawer, query, wing), dry_run=False, requested_by="web"
+        )
     except MemCastleError as exc:
         return _error(request, exc)
-    return _page(request, "forget.html", preview=None, drawer=drawer, q=q, wing=wing, done=done, title="Forget")
+    return _page(request, "forget.html", preview=None, drawer=drawer, query=query, wing=wing, done=done, title="Forget")
 
 
 # --- preferences and facts ------------------------------------------------------------------------------------
