@@ -107,8 +107,8 @@ def search_page(
     services = _services(request)
     form = {"query": query, "wing": wing, "room": room, "tags": tags, "source_kind": source_kind,
             "connector": connector, "ranking": ranking, "time": time, "as_of": as_of, "from": from_, "until": until,
-            "known_at": known_at, "known_from": known_from, "known_until": known_until, "expand": expand, "preferences": preferences,
-            "limit": limit}  # fmt: skip
+            "known_at": known_at, "known_from": known_from, "known_until": known_until, "expand": expand,
+            "preferences": preferences, "limit": limit}  # fmt: skip
     result = None
     error = None
     if query.strip():
