@@ -51,6 +51,7 @@ import numpy as np
 from bench.common import (
     BENCH_ROOTS,
     command_line,
+    machine,
     median,
     open_palace,
     percentile,
@@ -434,6 +435,37 @@ def copy_to_postgres(palace_dir: Path, url: str) -> float:
         target.close()
 
 
+def wake_up_only(palace_dir: Path, home: Path, args: argparse.Namespace) -> None:
+    """An agent's wake-up bundle on a daemon started on the palace a moment before: it reads only that agent's
+    drawers through an index, so neither the palace's size nor the vectors being read beside it should show."""
+    proc, address = start_daemon(palace_dir, home)
+    try:
+        with httpx.Client(base_url=address, timeout=60, trust_env=False) as client:
+            drawers = client.get("/api/status").json()["drawers"]
+            times = time_wake_up(client)
+            index = client.get("/api/status").json()["embeddings"].get("index") or {}
+    finally:
+        proc.terminate()
+        proc.wait(timeout=600)
+    text = "\n".join(
+        [
+            f"## An agent's wake-up at {args.drawers:,} drawers",
+            "",
+            f"Command: `{command_line()}`",
+            "",
+            f"Palace: {drawers:,} drawers (a copy of one this bench built and kept). `GET /api/wake-up` after the "
+            "agent wrote 5 diary entries and 20 checkpoints, 100 calls on a daemon started moments before, while it "
+            f"reads its vectors ({describe_index(index)} when the calls ended): p50 **{median(times):.1f} ms**, p95 "
+            f"{percentile(times, 95):.1f} ms, max {max(times):.1f} ms (target ≤ 20 ms).",
+            "",
+            f"_Run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {machine()}._",
+        ]
+    )
+    print(text)
+    if args.write:
+        write_section(f"wake-up-{args.drawers}", text)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--drawers", type=int, default=100_000)
@@ -452,6 +484,11 @@ def main() -> None:
         "--reuse-graph",
         action="store_true",
         help="with --reuse: also copy the HNSW graph a daemon saved in that palace's vectors/ (no cold build timed)",
+    )
+    parser.add_argument(
+        "--wake-up-only",
+        action="store_true",
+        help="only time an agent's wake-up bundle on a daemon just started on the palace (busy reading its vectors)",
     )
     parser.add_argument("--write", action="store_true")
     args = parser.parse_args()
@@ -485,6 +522,9 @@ def main() -> None:
                 embed_seconds = time.perf_counter() - started
                 if args.keep is not None:
                     copy_palace_files(palace_dir, args.keep)
+            if args.wake_up_only:
+                wake_up_only(palace_dir, home, args)
+                return
             store_url, copy_seconds = "", 0.0
             if args.store:
                 if pg_root is not None:
