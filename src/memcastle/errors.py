@@ -17,8 +17,10 @@
     │   └── PalaceDamaged          the palace file is damaged or missing; restore it (the daemon stops)
     └── DaemonNotRunning           no live daemon serves this palace (CLI exit code 3)
 
-Errors become responses at each edge, in one shape (`error_shape`): `api.errors` for HTTP, `mcp.server` for tool
-results, `cli.main` for the terminal.
+Each class carries its meaning: `code`, the HTTP `status` (REST and the web page answer it) and the CLI's
+`exit_code`. Errors become responses at each edge, in one shape (`error_shape`): `api.errors` for HTTP, `mcp.server`
+for tool results, `cli.app` for the terminal, which raises a daemon's error answer as its class again
+(`from_answer`). `tests/mcp/test_one_meaning.py` drives one failure through all four.
 """
 
 from __future__ import annotations
@@ -28,10 +30,14 @@ from typing import Any
 
 
 class MemCastleError(Exception):
-    """Base of every error MemCastle raises on purpose."""
+    """Base of every error MemCastle raises on purpose. Its meaning travels with its class: `code` (every interface
+    names it), `status` (what HTTP answers: the REST API and the web page) and `exit_code` (what the CLI exits with);
+    the CLI turns a daemon's answer back into the class by its code (`from_answer`)."""
 
     code = "error"
     help = ""
+    status = 500
+    exit_code = 1
 
     def __init__(self, message: str, *, help: str | None = None) -> None:
         super().__init__(message)
@@ -44,6 +50,7 @@ class InvalidRequest(MemCastleError):
     """A request field is missing, malformed or out of range."""
 
     code = "invalid_request"
+    status = 400
 
     def __init__(self, message: str, *, field: str | None = None, help: str | None = None) -> None:
         super().__init__(message, help=help)
@@ -70,12 +77,14 @@ class NotFound(MemCastleError):
     """The thing named does not exist."""
 
     code = "not_found"
+    status = 404
 
 
 class Conflict(MemCastleError):
     """The request clashes with the current state of the palace."""
 
     code = "conflict"
+    status = 409
 
     def __init__(self, message: str, *, existing_id: str | None = None, help: str | None = None) -> None:
         super().__init__(message, help=help)
@@ -130,18 +139,21 @@ class AccessDenied(MemCastleError):
     """The client's memory mode or credentials forbid this request."""
 
     code = "forbidden"
+    status = 403
 
     def __init__(self, message: str, *, unauthenticated: bool = False, help: str | None = None) -> None:
         super().__init__(message, help=help)
         self.unauthenticated = unauthenticated
         if unauthenticated:
             self.code = "unauthorized"
+            self.status = 401
 
 
 class ProviderError(MemCastleError):
     """An external provider (embeddings, extraction) failed or answered badly."""
 
     code = "provider_error"
+    status = 502
 
 
 class ConfigError(MemCastleError):
@@ -181,6 +193,7 @@ class StorageError(MemCastleError):
     """The palace's storage failed to read or write (an I/O error); nothing half-written was kept."""
 
     code = "storage_error"
+    status = 503
     help = "the write was rolled back; check the disk and the system log, then try again"
 
 
@@ -188,6 +201,7 @@ class StorageFull(StorageError):
     """The disk holding the palace is full; the write was refused and nothing acknowledged was lost."""
 
     code = "storage_full"
+    status = 507
 
     def __init__(self, path: str, free_bytes: int | None) -> None:
         free = f"{free_bytes:,} bytes free" if free_bytes is not None else "no space left"
@@ -209,6 +223,7 @@ class DaemonNotRunning(MemCastleError):
     """No live daemon serves this palace."""
 
     code = "daemon_not_running"
+    exit_code = 3
 
 
 # --- the error shape every interface answers with ---------------------------------------------------------------
@@ -231,23 +246,35 @@ def error_shape(exc: MemCastleError) -> dict[str, Any]:
     return data
 
 
-# Most specific first: the first class an error is an instance of gives its status.
-_STATUSES: tuple[tuple[type[MemCastleError], int], ...] = (
-    (InvalidRequest, 400),
-    (NotFound, 404),
-    (Conflict, 409),
-    (AccessDenied, 403),
-    (ProviderError, 502),
-    (StorageFull, 507),
-    (StorageError, 503),
-)
-
-
 def http_status(exc: MemCastleError) -> int:
     """The HTTP status an error answers with, the same on every interface that speaks HTTP (REST, the web page)."""
-    if isinstance(exc, AccessDenied) and exc.unauthenticated:
-        return 401
-    return next((status for kind, status in _STATUSES if isinstance(exc, kind)), 500)
+    return exc.status
+
+
+def _classes(base: type[MemCastleError]) -> list[type[MemCastleError]]:
+    found = [base]
+    for sub in base.__subclasses__():
+        found += _classes(sub)
+    return found
+
+
+def from_answer(status: int, body: Mapping[str, Any]) -> MemCastleError:
+    """The error an HTTP answer carries, as its class (by its `code`, else the most general class with its status):
+    the CLI raises what the daemon raised, and exits as it would have."""
+    message = str(body.get("error") or f"HTTP {status}")
+    code = str(body.get("code") or "")
+    kinds = _classes(MemCastleError)
+    kind = next((k for k in kinds if k.code == code), None) or next(
+        (k for k in kinds if k.status == status or (status == 401 and k is AccessDenied)), MemCastleError
+    )
+    error = MemCastleError.__new__(kind)
+    MemCastleError.__init__(error, message, help=str(body.get("help") or "") or None)
+    error.field = body.get("field")  # type: ignore[attr-defined]
+    error.existing_id = body.get("existing_id")  # type: ignore[attr-defined]
+    error.candidates = tuple(body.get("candidates") or ())  # type: ignore[attr-defined]
+    error.unauthenticated = status == 401  # type: ignore[attr-defined]
+    error.code, error.status = code or kind.code, status
+    return error
 
 
 def field_path(loc: Sequence[Any]) -> str:

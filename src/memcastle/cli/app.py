@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from memcastle.config import Settings
 
 EXIT_ERROR = 1
-EXIT_NO_DAEMON = 3
+EXIT_NO_DAEMON = DaemonNotRunning.exit_code  # status's 'not running'
 
 
 @dataclass
@@ -170,12 +170,9 @@ def run() -> None:
     try:
         # Standalone mode lets click handle usage errors (exit 2) and `ctx.exit` codes; our errors pass through.
         app.main(args=hoist_json_flag(sys.argv[1:]), prog_name="memcastle")
-    except DaemonNotRunning as exc:
-        _report(exc)
-        sys.exit(EXIT_NO_DAEMON)
     except MemCastleError as exc:
         _report(exc)
-        sys.exit(EXIT_ERROR)
+        sys.exit(exc.exit_code)  # 1, or 3 when no daemon serves the palace (the error's class says)
 
 
 def hoist_json_flag(args: list[str]) -> list[str]:

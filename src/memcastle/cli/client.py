@@ -11,16 +11,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode, urlsplit
 
 from memcastle.config import Settings
-from memcastle.errors import (
-    AccessDenied,
-    Conflict,
-    DaemonNotRunning,
-    InvalidRequest,
-    MemCastleError,
-    NotFound,
-    ProviderError,
-    StorageError,
-)
+from memcastle.errors import DaemonNotRunning, MemCastleError, from_answer
 from memcastle.runtime.daemons import find_daemon, state_dir
 
 if TYPE_CHECKING:
@@ -103,29 +94,11 @@ def _param(value: Any) -> str:
 
 
 def _error_from(status: int, reason: str, text: str) -> MemCastleError:
-    body: Any = None
+    """The daemon's error answer as the error it raised (`memcastle.errors.from_answer`)."""
     try:
         body = jsonlib.loads(text)
-        message, code, help_text = body.get("error", text), body.get("code", ""), body.get("help", "")
-    except (ValueError, AttributeError):
-        message, code, help_text = text or reason, "", ""
-    error: MemCastleError
-    if status == 400:
-        error = InvalidRequest(message, field=body.get("field") if isinstance(body, dict) else None)
-    elif status == 404:
-        error = NotFound(message)
-    elif status == 409:
-        error = Conflict(message)
-    elif status in (401, 403):
-        error = AccessDenied(message, unauthenticated=status == 401)
-    elif status == 502:
-        error = ProviderError(message)
-    elif status in (503, 507):
-        error = StorageError(message)
-    else:
-        error = MemCastleError(message)
-    if help_text:
-        error.help = help_text
-    if code:
-        error.code = code
-    return error
+    except ValueError:
+        body = None
+    if not isinstance(body, dict):
+        body = {"error": text or reason}
+    return from_answer(status, body)
