@@ -8,12 +8,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from memcastle.model.vocabulary import RANKINGS as RANKINGS  # re-exported where they were
+from memcastle.model.vocabulary import SOURCE_KINDS as SOURCE_KINDS
+
 T = TypeVar("T")
 
 JSON = dict[str, Any]
 
-SOURCE_KINDS = ("file", "note", "transcript", "commit", "manual", "other")
-RANKINGS = ("auto", "lexical", "semantic", "hybrid")
+
 REQUESTERS = ("cli", "http", "mcp", "job", "web")
 
 

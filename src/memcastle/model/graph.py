@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from memcastle.model.drawers import JSON
+from memcastle.model.vocabulary import FACT_STATES as FACT_STATES  # re-exported where it was
 
-FACT_STATES = ("current", "conflicting", "superseded", "invalidated", "historical")
 LINK_KINDS = ("confirms", "contradicts", "supersedes", "refines", "invalidates")
 SINGLE_VALUED_PREDICATES = frozenset({"located_in"})
 

@@ -12,14 +12,14 @@ from memcastle.errors import Conflict, InvalidRequest
 from memcastle.knowledge.entities import EntityResolver
 from memcastle.knowledge.facts import LINK_FANOUT, infer_links, make_link, present
 from memcastle.model import FACT_STATES, SINGLE_VALUED_PREDICATES, Assertion, Entity, GraphWrite
+from memcastle.model.vocabulary import ENTITY_KINDS as ENTITY_KINDS
+from memcastle.model.vocabulary import EXPLICIT_LINKS
+from memcastle.model.vocabulary import PREDICATES as PREDICATES
 from memcastle.preferences import Policy
 from memcastle.services.ids import resolve_id
 from memcastle.services.validation import check_limit, require_name
 from memcastle.store import KnowledgeStore
 
-ENTITY_KINDS = ("person", "organization", "project", "tool", "place", "concept", "other")
-PREDICATES = ("works_on", "member_of", "depends_on", "uses", "owns", "part_of", "located_in", "related_to")
-EXPLICIT_LINKS = ("confirms", "contradicts", "refines")
 EXPLICIT = "explicit"
 
 

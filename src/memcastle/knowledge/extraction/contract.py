@@ -7,9 +7,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from memcastle.errors import ProviderError
-
-ENTITY_KINDS = ("person", "organization", "project", "tool", "place", "concept", "other")
-PREDICATES = ("works_on", "member_of", "depends_on", "uses", "owns", "part_of", "located_in", "related_to")
+from memcastle.model.vocabulary import ENTITY_KINDS as ENTITY_KINDS  # the contract's vocabulary: the domain's
+from memcastle.model.vocabulary import PREDICATES as PREDICATES
 
 DEFAULT_MIN_CONFIDENCE = 0.3
 HEURISTIC_CONFIDENCE = 0.6
