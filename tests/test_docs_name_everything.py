@@ -1,0 +1,48 @@
+"""Docs that cannot drift: `docs/architecture.md` names every unit of the package, `docs/connectors.md` every
+connector, `docs/cli.md` every command (MCP tools: tests/mcp/test_docs.py; routes: tests/api/test_route_docs.py)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import click
+
+import memcastle
+from memcastle.cli.main import app
+from memcastle.connectors.builtin import builtin_connectors
+
+DOCS = Path(__file__).parents[1] / "docs"
+
+
+def test_architecture_names_every_unit_of_the_package() -> None:
+    text = (DOCS / "architecture.md").read_text(encoding="utf-8")
+    tree = text[text.index("## The tree and its arrows") : text.index("Arrows point down only")]
+    package = Path(memcastle.__file__).parent
+    units = [p.stem if p.suffix == ".py" else p.name for p in package.iterdir() if not p.name.startswith(("_", "."))]
+    units = [u for u in units if u != "py.typed"]  # the typing marker
+    missing = [u for u in units if not re.search(rf"\b{re.escape(u)}(\.py|/)", tree)]
+    assert not missing, f"docs/architecture.md's tree does not name: {missing}"
+
+
+def test_connectors_md_names_every_connector() -> None:
+    text = (DOCS / "connectors.md").read_text(encoding="utf-8")
+    names = sorted(builtin_connectors(max_file_bytes=1))
+    assert names
+    missing = [name for name in names if f"`{name}`" not in text]
+    assert not missing, f"docs/connectors.md does not name: {missing}"
+
+
+def commands(group: click.Group, prefix: str = "memcastle") -> list[str]:
+    found = []
+    for name, command in group.commands.items():
+        found.append(f"{prefix} {name}")
+        if isinstance(command, click.Group):
+            found += commands(command, f"{prefix} {name}")
+    return found
+
+
+def test_cli_md_names_every_command() -> None:
+    text = (DOCS / "cli.md").read_text(encoding="utf-8")
+    missing = [command for command in commands(app) if f"`{command}" not in text]
+    assert not missing, f"docs/cli.md does not name: {missing}"
