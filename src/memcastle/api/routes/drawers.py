@@ -1,0 +1,144 @@
+"""Notes and drawers: writing, reading, history, copies, supersession; wings and rooms."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request, Response
+
+from memcastle.api.access import reads, writes
+from memcastle.api.openapi import DeclaredRoute
+from memcastle.api.responses import (
+    DrawerOut,
+    DrawerPage,
+    DrawerVersions,
+    DuplicatesOut,
+    NoteOut,
+    PreferenceTraceOut,
+    RenamedOut,
+    RoomsOut,
+    WingsOut,
+)
+from memcastle.api.routes.common import (
+    IdempotencyKey,
+    Limit,
+    QName,
+    idempotency_key,
+    requester,
+    services,
+)
+from memcastle.api.schemas import (
+    NoteBody,
+    RenameBody,
+    SupersedeBody,
+)
+
+router = APIRouter(prefix="/api", route_class=DeclaredRoute)
+
+
+@router.post(
+    "/notes",
+    status_code=201,
+    response_model=NoteOut,
+    responses={200: {"model": NoteOut, "description": "an exact unnamed copy already filed, or a replayed retry"}},
+    tags=["drawers"],
+    dependencies=[Depends(writes)],
+)
+def save_note(body: NoteBody, request: Request, response: Response, key: IdempotencyKey = None) -> dict[str, Any]:
+    written = services(request).drawers.write_note(
+        body.content,
+        idempotency_key=idempotency_key(key, body.idempotency_key),
+        wing=body.wing,
+        room=body.room,
+        tags=body.tags,
+        agent=body.agent,
+        name=body.name,
+        requested_by=requester(request),
+    )
+    if not written.created or written.replayed:
+        response.status_code = 200
+    if written.replayed:
+        response.headers["Idempotent-Replayed"] = "true"
+    return {"drawer": written.drawer.to_json(), "created": written.created, "replayed": written.replayed}
+
+
+@router.get("/drawers", response_model=DrawerPage, tags=["drawers"], dependencies=[Depends(reads)])
+def list_drawers(
+    request: Request, wing: QName = None, room: QName = None, limit: Limit = 50, after: str | None = None
+) -> dict[str, Any]:
+    page = services(request).drawers.list_drawers(wing, room, limit, after)
+    return {"drawers": [d.to_json() for d in page.items], "next_after": page.next_after}
+
+
+@router.get("/drawers/{drawer_id}", response_model=DrawerOut, tags=["drawers"], dependencies=[Depends(reads)])
+def get_drawer(drawer_id: str, request: Request) -> dict[str, Any]:
+    return services(request).drawers.get_drawer(drawer_id).to_json()
+
+
+@router.get(
+    "/drawers/{drawer_id}/history", response_model=DrawerVersions, tags=["drawers"], dependencies=[Depends(reads)]
+)
+def drawer_history(drawer_id: str, request: Request) -> dict[str, Any]:
+    return {"versions": [d.to_json() for d in services(request).drawers.drawer_history(drawer_id)]}
+
+
+@router.get(
+    "/drawers/{drawer_id}/preference",
+    response_model=PreferenceTraceOut,
+    tags=["preferences"],
+    dependencies=[Depends(reads)],
+)
+def drawer_preference(drawer_id: str, request: Request) -> dict[str, Any]:
+    return services(request).drawers.preference_trace(drawer_id)
+
+
+@router.get(
+    "/drawers/{drawer_id}/duplicates", response_model=DuplicatesOut, tags=["drawers"], dependencies=[Depends(reads)]
+)
+def drawer_duplicates(drawer_id: str, request: Request) -> dict[str, Any]:
+    return {"duplicates": services(request).drawers.duplicates(drawer_id)}
+
+
+@router.post(
+    "/drawers/{drawer_id}/supersede",
+    status_code=201,
+    response_model=DrawerOut,
+    tags=["drawers"],
+    dependencies=[Depends(writes)],
+)
+def supersede_drawer(drawer_id: str, body: SupersedeBody, request: Request) -> dict[str, Any]:
+    drawers = services(request).drawers
+    replacement = drawers.supersede_drawer(drawer_id, body.content, reason=body.reason, requested_by=requester(request))
+    return replacement.to_json()
+
+
+@router.get("/wings", response_model=WingsOut, tags=["drawers"], dependencies=[Depends(reads)])
+def list_wings(request: Request) -> dict[str, Any]:
+    return {
+        "wings": [
+            {"name": w.name, "drawers": w.drawers, "created_at": w.created_at}
+            for w in services(request).drawers.list_wings()
+        ]
+    }
+
+
+@router.get("/wings/{wing}/rooms", response_model=RoomsOut, tags=["drawers"], dependencies=[Depends(reads)])
+def list_rooms(wing: str, request: Request) -> dict[str, Any]:
+    return {
+        "rooms": [
+            {"wing": r.wing, "name": r.name, "drawers": r.drawers, "created_at": r.created_at}
+            for r in services(request).drawers.list_rooms(wing)
+        ]
+    }
+
+
+@router.post("/wings/{wing}/rename", response_model=RenamedOut, tags=["drawers"], dependencies=[Depends(writes)])
+def rename_wing(wing: str, body: RenameBody, request: Request) -> dict[str, Any]:
+    return services(request).places.rename(wing, body.name)
+
+
+@router.post(
+    "/wings/{wing}/rooms/{room}/rename", response_model=RenamedOut, tags=["drawers"], dependencies=[Depends(writes)]
+)
+def rename_room(wing: str, room: str, body: RenameBody, request: Request) -> dict[str, Any]:
+    return services(request).places.rename(wing, body.name, room=room)

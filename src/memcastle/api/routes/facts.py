@@ -1,0 +1,119 @@
+"""The knowledge graph: facts, their corrections and links, entities, and the extract sweep."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Request
+
+from memcastle.api.access import reads, writes
+from memcastle.api.openapi import DeclaredRoute
+from memcastle.api.responses import (
+    EntitiesOut,
+    EntityDetailOut,
+    FactOut,
+    FactsOut,
+    LinkedFactOut,
+    SupersededFactOut,
+    SweepOut,
+)
+from memcastle.api.routes.common import (
+    Limit,
+    QInstant,
+    QName,
+    requester,
+    services,
+)
+from memcastle.api.schemas import (
+    EmptyBody,
+    FactBody,
+    InvalidateFactBody,
+    LinkFactBody,
+    SupersedeFactBody,
+)
+from memcastle.model.vocabulary import EntityKind, FactState, Predicate
+
+router = APIRouter(prefix="/api", route_class=DeclaredRoute)
+
+
+@router.post("/extract", status_code=202, response_model=SweepOut, tags=["facts"], dependencies=[Depends(writes)])
+def extract(request: Request, body: EmptyBody) -> dict[str, Any]:
+    job = services(request).jobs.request_extraction(requested_by=requester(request))
+    if job is None:
+        return {"job": None, "message": "extraction is disabled (extraction.provider = none)"}
+    return {"job": job.to_json()}
+
+
+@router.get("/facts", response_model=FactsOut, tags=["facts"], dependencies=[Depends(reads)])
+def list_facts(
+    request: Request,
+    subject: QName = None,
+    predicate: Annotated[Predicate | None, Query()] = None,
+    object: QName = None,
+    state: Annotated[FactState | None, Query()] = None,
+    as_of: QInstant = None,
+    limit: Limit = 50,
+) -> dict[str, Any]:
+    return {
+        "facts": services(request).facts.list_facts(
+            subject=subject, predicate=predicate, object=object, state=state, as_of=as_of, limit=limit
+        )
+    }
+
+
+@router.get("/facts/{fact_id}", response_model=FactOut, tags=["facts"], dependencies=[Depends(reads)])
+def get_fact(fact_id: str, request: Request, as_of: QInstant = None) -> dict[str, Any]:
+    return services(request).facts.get_fact(fact_id, as_of=as_of)
+
+
+@router.get("/facts/{fact_id}/history", response_model=FactsOut, tags=["facts"], dependencies=[Depends(reads)])
+def fact_history(fact_id: str, request: Request) -> dict[str, Any]:
+    return {"facts": services(request).facts.fact_history(fact_id)}
+
+
+@router.post("/facts", status_code=201, response_model=FactOut, tags=["facts"], dependencies=[Depends(writes)])
+def add_fact(body: FactBody, request: Request) -> dict[str, Any]:
+    return services(request).facts.add(
+        body.model_dump(exclude={"evidence_drawer"}),
+        evidence_drawer=body.evidence_drawer,
+        requested_by=requester(request),
+    )
+
+
+@router.post(
+    "/facts/{fact_id}/supersede",
+    status_code=201,
+    response_model=SupersededFactOut,
+    tags=["facts"],
+    dependencies=[Depends(writes)],
+)
+def supersede_fact(fact_id: str, body: SupersedeFactBody, request: Request) -> dict[str, Any]:
+    return services(request).facts.supersede(fact_id, body.model_dump(), requested_by=requester(request))
+
+
+@router.post("/facts/{fact_id}/invalidate", response_model=FactOut, tags=["facts"], dependencies=[Depends(writes)])
+def invalidate_fact(fact_id: str, body: InvalidateFactBody, request: Request) -> dict[str, Any]:
+    return services(request).facts.invalidate(fact_id, body.reason)
+
+
+@router.post(
+    "/facts/{fact_id}/link",
+    status_code=201,
+    response_model=LinkedFactOut,
+    tags=["facts"],
+    dependencies=[Depends(writes)],
+)
+def link_fact(fact_id: str, body: LinkFactBody, request: Request) -> dict[str, Any]:
+    return services(request).facts.link(fact_id, body.to, body.kind, body.reason)
+
+
+@router.get("/entities", response_model=EntitiesOut, tags=["facts"], dependencies=[Depends(reads)])
+def list_entities(
+    request: Request, name: str | None = None, kind: Annotated[EntityKind | None, Query()] = None, limit: Limit = 50
+) -> dict[str, Any]:
+    return {"entities": [e.to_json() for e in services(request).facts.list_entities(name, kind, limit)]}
+
+
+@router.get("/entities/{entity_id}", response_model=EntityDetailOut, tags=["facts"], dependencies=[Depends(reads)])
+def get_entity(entity_id: str, request: Request) -> dict[str, Any]:
+    return services(request).facts.get_entity(entity_id)

@@ -1,0 +1,114 @@
+"""Forgetting for good (a drawer, a source, a room, a wing, a search's drawers), tombstones, export and import."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Request
+
+from memcastle.api.access import reads, writes
+from memcastle.api.openapi import DeclaredRoute
+from memcastle.api.responses import (
+    ForgetOut,
+    JobAnswer,
+    TombstonesOut,
+)
+from memcastle.api.routes.common import (
+    Limit,
+    requester,
+    services,
+)
+from memcastle.api.schemas import (
+    ExportBody,
+    ForgetBody,
+    ForgetSearchBody,
+    ImportBody,
+)
+from memcastle.services import ForgetRequest, SearchRequest
+
+router = APIRouter(prefix="/api", route_class=DeclaredRoute)
+
+
+DryRun = Annotated[bool | None, Query(description="count what would go and change nothing")]
+
+
+@router.post("/forget", response_model=ForgetOut, tags=["forgetting"], dependencies=[Depends(writes)])
+def forget(body: ForgetBody, request: Request) -> dict[str, Any]:
+    """Erase a scope's drawers and everything derived from them (a dry run by default for source, room, wing and
+    search); a tombstone stays."""
+    scope = ForgetRequest(
+        kind=body.scope,
+        drawer_id=body.drawer_id,
+        source_id=body.source_id,
+        document=body.document,
+        wing=body.wing,
+        room=body.room,
+        search=_forget_search(body.search) if body.search is not None else None,
+    )
+    return services(request).forgetting.forget(scope, dry_run=body.dry_run, requested_by=requester(request)).to_json()
+
+
+@router.delete("/drawers/{drawer_id}", response_model=ForgetOut, tags=["forgetting"], dependencies=[Depends(writes)])
+def forget_drawer(drawer_id: str, request: Request, dry_run: DryRun = None) -> dict[str, Any]:
+    """Forget one drawer with its whole version history."""
+    scope = ForgetRequest(kind="drawer", drawer_id=drawer_id)
+    return services(request).forgetting.forget(scope, dry_run=dry_run, requested_by=requester(request)).to_json()
+
+
+@router.delete("/sources/{source_id}", response_model=ForgetOut, tags=["forgetting"], dependencies=[Depends(writes)])
+def forget_source(source_id: str, request: Request, dry_run: DryRun = None) -> dict[str, Any]:
+    """Forget every drawer mined from a source (a dry run unless dry_run=false)."""
+    scope = ForgetRequest(kind="source", source_id=source_id)
+    return services(request).forgetting.forget(scope, dry_run=dry_run, requested_by=requester(request)).to_json()
+
+
+Force = Annotated[bool, Query(description="forget the drawers it holds with it")]
+
+
+@router.delete("/wings/{wing}", response_model=ForgetOut, tags=["drawers"], dependencies=[Depends(writes)])
+def delete_wing(wing: str, request: Request, force: Force = False, dry_run: bool = False) -> dict[str, Any]:
+    """Delete a wing: an empty one, or with force one that holds drawers (a forget of them)."""
+    return (
+        services(request).places.delete(wing, force=force, dry_run=dry_run, requested_by=requester(request)).to_json()
+    )
+
+
+@router.delete("/wings/{wing}/rooms/{room}", response_model=ForgetOut, tags=["drawers"], dependencies=[Depends(writes)])
+def delete_room(wing: str, room: str, request: Request, force: Force = False, dry_run: bool = False) -> dict[str, Any]:
+    """Delete a room: an empty one, or with force one that holds drawers (a forget of them)."""
+    places = services(request).places
+    return places.delete(wing, room, force=force, dry_run=dry_run, requested_by=requester(request)).to_json()
+
+
+@router.get("/tombstones", response_model=TombstonesOut, tags=["forgetting"], dependencies=[Depends(reads)])
+def tombstones(request: Request, limit: Limit = 50) -> dict[str, Any]:
+    return {"tombstones": [t.to_json() for t in services(request).forgetting.tombstones(limit)]}
+
+
+@router.post("/export", status_code=202, response_model=JobAnswer, tags=["lifecycle"], dependencies=[Depends(writes)])
+def export(body: ExportBody, request: Request) -> dict[str, Any]:
+    """Write the palace to a portable archive at `path` (a new file), in the background."""
+    job = services(request).archives.export(body.path, vectors=body.vectors, requested_by=requester(request))
+    return {"job": job.to_json()}
+
+
+@router.post("/import", status_code=202, response_model=JobAnswer, tags=["lifecycle"], dependencies=[Depends(writes)])
+def import_archive(body: ImportBody, request: Request) -> dict[str, Any]:
+    """Load the archive at `path` into this palace, in the background (idempotent: what is here is skipped)."""
+    job = services(request).archives.import_archive(body.path, requested_by=requester(request))
+    return {"job": job.to_json()}
+
+
+def _forget_search(body: ForgetSearchBody) -> SearchRequest:
+    return SearchRequest(
+        query=body.query,
+        wing=body.wing,
+        room=body.room,
+        tags=tuple(body.tags),
+        source_kind=body.source_kind,
+        connector=body.connector,
+        as_of=body.as_of,
+        from_=body.from_,
+        until=body.until,
+        include_historical=body.include_historical,
+    )

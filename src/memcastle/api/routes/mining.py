@@ -1,0 +1,86 @@
+"""Mining: sources, one mine, and the miners the palace keeps."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+
+from memcastle.api.access import reads, writes
+from memcastle.api.openapi import DeclaredRoute
+from memcastle.api.responses import (
+    MineOut,
+    MinerAnswer,
+    MinersOut,
+    Ok,
+    SourcesOut,
+)
+from memcastle.api.routes.common import (
+    requester,
+    services,
+)
+from memcastle.api.schemas import (
+    EmptyBody,
+    MineBody,
+    MinerBody,
+)
+
+router = APIRouter(prefix="/api", route_class=DeclaredRoute)
+
+
+@router.get("/sources", response_model=SourcesOut, tags=["mining"], dependencies=[Depends(reads)])
+def sources(request: Request) -> dict[str, Any]:
+    return {"sources": services(request).places.list_sources()}
+
+
+@router.post("/mine", status_code=202, response_model=MineOut, tags=["mining"], dependencies=[Depends(writes)])
+def mine(body: MineBody, request: Request) -> dict[str, Any]:
+    job, created = services(request).mining.submit_mine(
+        body.connector,
+        body.locator,
+        body.options,
+        wing=body.wing,
+        full=body.full,
+        notice_removed=body.notice_removed,
+        requested_by=requester(request),
+    )
+    return {"job": job.to_json(), "joined": not created}
+
+
+@router.get("/miners", response_model=MinersOut, tags=["mining"], dependencies=[Depends(reads)])
+def miners(request: Request) -> dict[str, Any]:
+    return {"miners": services(request).miners.list_miners()}
+
+
+@router.post("/miners", status_code=201, response_model=MinerAnswer, tags=["mining"], dependencies=[Depends(writes)])
+def define_miner(body: MinerBody, request: Request) -> dict[str, Any]:
+    return {"miner": services(request).miners.define(body.model_dump())}
+
+
+@router.get("/miners/{name}", response_model=MinerAnswer, tags=["mining"], dependencies=[Depends(reads)])
+def get_miner(name: str, request: Request) -> dict[str, Any]:
+    return {"miner": services(request).miners.get_miner(name)}
+
+
+@router.delete("/miners/{name}", response_model=Ok, tags=["mining"], dependencies=[Depends(writes)])
+def remove_miner(name: str, request: Request) -> dict[str, Any]:
+    services(request).miners.remove(name)
+    return {"ok": True}
+
+
+@router.post(
+    "/miners/{name}/run", status_code=202, response_model=MineOut, tags=["mining"], dependencies=[Depends(writes)]
+)
+def run_miner(name: str, request: Request, body: EmptyBody) -> dict[str, Any]:
+    job, created = services(request).miners.run(name, requested_by=requester(request))
+    return {"job": job.to_json(), "joined": not created}
+
+
+@router.post("/miners/{name}/enable", response_model=MinerAnswer, tags=["mining"], dependencies=[Depends(writes)])
+def enable_miner(name: str, request: Request, body: EmptyBody) -> dict[str, Any]:
+    return {"miner": services(request).miners.set_enabled(name, True)}
+
+
+@router.post("/miners/{name}/disable", response_model=MinerAnswer, tags=["mining"], dependencies=[Depends(writes)])
+def disable_miner(name: str, request: Request, body: EmptyBody) -> dict[str, Any]:
+    return {"miner": services(request).miners.set_enabled(name, False)}

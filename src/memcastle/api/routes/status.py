@@ -1,0 +1,53 @@
+"""Health, status, the effective preference policy, the connectors, and shutting the daemon down."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+
+from memcastle.api.access import controls, opens
+from memcastle.api.openapi import DeclaredRoute
+from memcastle.api.responses import (
+    ConnectorsOut,
+    Ok,
+    PreferencesOut,
+    ShutdownOut,
+    StatusOut,
+)
+from memcastle.api.routes.common import (
+    services,
+)
+from memcastle.api.schemas import (
+    EmptyBody,
+)
+
+router = APIRouter(prefix="/api", route_class=DeclaredRoute)
+
+
+@router.get("/health", response_model=Ok, tags=["status"], dependencies=[Depends(opens)])
+def health() -> dict[str, Any]:
+    return {"ok": True}
+
+
+@router.get("/status", response_model=StatusOut, tags=["status"], dependencies=[Depends(opens)])
+def status(request: Request) -> dict[str, Any]:
+    return services(request).status.status()
+
+
+@router.get("/preferences", response_model=PreferencesOut, tags=["preferences"], dependencies=[Depends(opens)])
+def preferences(request: Request) -> dict[str, Any]:
+    return services(request).policy.to_json()
+
+
+@router.get("/connectors", response_model=ConnectorsOut, tags=["mining"], dependencies=[Depends(opens)])
+def connectors(request: Request) -> dict[str, Any]:
+    return {"connectors": services(request).mining.list_connectors()}
+
+
+@router.post(
+    "/shutdown", status_code=202, response_model=ShutdownOut, tags=["status"], dependencies=[Depends(controls)]
+)
+def shutdown(request: Request, body: EmptyBody) -> dict[str, Any]:
+    request.app.state.request_shutdown()
+    return {"ok": True, "message": "draining jobs, then exiting"}
