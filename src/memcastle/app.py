@@ -38,7 +38,8 @@ from memcastle.search.backfill import EmbeddingBackfill, model_key
 from memcastle.search.embeddings import build_provider
 from memcastle.search.engine import SearchEngine, SemanticLeg
 from memcastle.search.fusion import FusionWeights
-from memcastle.search.semantic import IndexMaintainer, SemanticIndex
+from memcastle.search.maintainer import IndexMaintainer
+from memcastle.search.semantic import SemanticIndex
 from memcastle.search.stored import StoredVectorIndex
 from memcastle.services import Services
 from memcastle.store import NearestStore, Store

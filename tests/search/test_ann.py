@@ -14,7 +14,8 @@ from waiting import wait_until
 
 from memcastle.model import ForgetScope, NewDrawer, Scope
 from memcastle.search import semantic
-from memcastle.search.semantic import IndexMaintainer, SemanticIndex
+from memcastle.search.maintainer import IndexMaintainer
+from memcastle.search.semantic import SemanticIndex
 from memcastle.store.sqlite import SQLiteStore
 
 DIM = 32
