@@ -192,3 +192,14 @@ def test_a_cycle_between_units_is_found() -> None:
 
 def test_a_stale_name_in_the_table_is_reported(tmp_path: Path) -> None:
     assert "the table names 'ghost', which does not exist" in violations(ROOT, {**ALLOWED, "ghost": set()})
+
+
+def test_no_module_is_over_600_lines() -> None:
+    """A module past 600 lines holds more than one concept: split it by concern (as api/routes/ and services/ are)."""
+    package = Path(memcastle.__file__).parent
+    long = {
+        str(path.relative_to(package)): lines
+        for path in package.rglob("*.py")
+        if (lines := len(path.read_text(encoding="utf-8").splitlines())) > 600
+    }
+    assert not long, f"modules over 600 lines: {long}"
