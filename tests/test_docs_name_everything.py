@@ -1,5 +1,6 @@
 """Docs that cannot drift: `docs/architecture.md` names every unit of the package, `docs/connectors.md` every
-connector, `docs/cli.md` every command (MCP tools: tests/mcp/test_docs.py; routes: tests/api/test_route_docs.py)."""
+connector, `docs/cli.md` every command and option (MCP tools: tests/mcp/test_docs.py; routes:
+tests/api/test_route_docs.py)."""
 
 from __future__ import annotations
 
@@ -33,16 +34,25 @@ def test_connectors_md_names_every_connector() -> None:
     assert not missing, f"docs/connectors.md does not name: {missing}"
 
 
-def commands(group: click.Group, prefix: str = "memcastle") -> list[str]:
+def commands(group: click.Group, prefix: str = "memcastle") -> list[tuple[str, click.Command]]:
     found = []
     for name, command in group.commands.items():
-        found.append(f"{prefix} {name}")
+        found.append((f"{prefix} {name}", command))
         if isinstance(command, click.Group):
             found += commands(command, f"{prefix} {name}")
     return found
 
 
-def test_cli_md_names_every_command() -> None:
+def test_cli_md_names_every_command_and_its_options() -> None:
     text = (DOCS / "cli.md").read_text(encoding="utf-8")
-    missing = [command for command in commands(app) if f"`{command}" not in text]
+    missing = []
+    for name, command in commands(app):
+        rows = " ".join(line for line in text.splitlines() if f"`{name}" in line)
+        if not rows:
+            missing.append(name)
+            continue
+        for option in (p for p in command.params if isinstance(p, click.Option)):
+            names = [o for o in option.opts if o.startswith("--")]
+            if names and not any(o in rows for o in names):
+                missing.append(f"{name} {names[0]}")
     assert not missing, f"docs/cli.md does not name: {missing}"
