@@ -19,6 +19,7 @@ from typing import Any
 from memcastle.connectors.contract import (
     Candidate,
     CanonicalDocument,
+    ConnectorBase,
     OptionSpec,
     RawDocument,
     SkipDocument,
@@ -50,7 +51,7 @@ _EXPORT_FILE = re.compile(r"conversations(-\d+)?\.json")
 _HIDDEN_CONTENT = {"thoughts", "reasoning_recap", "user_editable_context", "model_editable_context"}
 
 
-class ChatGPTConnector:
+class ChatGPTConnector(ConnectorBase):
     """Mines a ChatGPT export: the visible branch of each conversation, tool use as one-line markers."""
 
     name = "chatgpt"

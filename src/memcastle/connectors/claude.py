@@ -16,6 +16,7 @@ from typing import Any
 from memcastle.connectors.contract import (
     Candidate,
     CanonicalDocument,
+    ConnectorBase,
     OptionSpec,
     RawDocument,
     SkipDocument,
@@ -64,7 +65,7 @@ _HARNESS_TEXT = (
 _SKIPPED_ENTRY_FLAGS = ("isSidechain", "isMeta", "isCompactSummary", "isApiErrorMessage")
 
 
-class ClaudeConnector:
+class ClaudeConnector(ConnectorBase):
     """Mines Claude Code sessions: user and assistant text, tool calls as one-line markers."""
 
     name = "claude"

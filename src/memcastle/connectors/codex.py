@@ -17,6 +17,7 @@ from typing import Any
 from memcastle.connectors.contract import (
     Candidate,
     CanonicalDocument,
+    ConnectorBase,
     OptionSpec,
     RawDocument,
     SkipDocument,
@@ -56,7 +57,7 @@ _ENVIRONMENT_CWD = re.compile(r"<cwd>(.*?)</cwd>", re.DOTALL)
 _PATCHED_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", re.MULTILINE)
 
 
-class CodexConnector:
+class CodexConnector(ConnectorBase):
     """Mines Codex CLI sessions: user and assistant text, tool calls as one-line markers."""
 
     name = "codex"

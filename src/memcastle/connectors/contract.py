@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, cast, runtime_checkable
 
 from memcastle.errors import InvalidRequest
 
@@ -104,20 +104,8 @@ class SkipDocument(Exception):
 
 
 @runtime_checkable
-class Connector(Protocol):
-    """A source adapter. `name` is the adapter name that source preferences refer to.
-
-    A connector may also define `check(source) -> None`, called when a mine is requested: raise `InvalidRequest`
-    (naming `locator` or the option) to refuse a source it could never read, so the request is answered with a 400
-    instead of a job that completes with one skip.
-
-    It may define `local_paths(source) -> Sequence[Path]`: every local file or folder the source reads (resolved),
-    checked against `mining.roots` before a mine is queued and again when it runs; `()` for a source that is not on
-    this machine. A connector without it reads the locator as one local path (`SourceSpec.path`).
-
-    And it may define `lists_everything(source) -> bool`: whether `discover` lists every document the source holds
-    now (so a document it no longer lists was removed at source), with `notices_removal: bool`, whether a mine
-    notices removals unless asked otherwise. A connector without them never closes a document it does not list."""
+class ConnectorCore(Protocol):
+    """What every connector defines. `name` is the adapter name that source preferences refer to."""
 
     name: str
     options: Mapping[str, OptionSpec]
@@ -142,6 +130,75 @@ class Connector(Protocol):
     def normalize(self, raw: RawDocument) -> CanonicalDocument:
         """Pure: turn a raw document into segments, title, room, name, kind, uri and tags."""
         ...
+
+
+class Connector(ConnectorCore, Protocol):
+    """A connector with its optional capabilities declared (`ConnectorBase` gives each its default, so callers use
+    them directly instead of probing for them)."""
+
+    @property
+    def default_room(self) -> str | None:
+        """The room drawers go to (none: the connector's name)."""
+        ...
+
+    @property
+    def notices_removal(self) -> bool:
+        """Whether a mine closes the drawers of documents gone at source, unless asked otherwise."""
+        ...
+
+    def check(self, source: SourceSpec) -> None:
+        """Refuse, when a mine is requested, a source this connector could never read (`InvalidRequest` naming
+        `locator` or the option), so the request is a 400 rather than a job that completes with one skip."""
+        ...
+
+    def local_paths(self, source: SourceSpec) -> Iterable[Path]:
+        """Every local file or folder the source reads (resolved), checked against `mining.roots` before a mine is
+        queued and again when it runs; none for a source that is not on this machine."""
+        ...
+
+    def lists_everything(self, source: SourceSpec) -> bool:
+        """Whether `discover` lists every document the source holds now, so a document no longer listed was removed
+        at source (only then may a mine notice removals)."""
+        ...
+
+
+class ConnectorBase:
+    """The defaults of a connector's optional capabilities: the built-in connectors derive from it and override what
+    they have; an installed one that does not is given them by `with_defaults`."""
+
+    default_room: str | None = None
+    notices_removal: bool = False
+
+    def check(self, source: SourceSpec) -> None:
+        return None
+
+    def local_paths(self, source: SourceSpec) -> Iterable[Path]:
+        return (source.path,)  # the locator, as one local path
+
+    def lists_everything(self, source: SourceSpec) -> bool:
+        return False  # never close a document it does not list
+
+
+CAPABILITIES = ("default_room", "notices_removal", "check", "local_paths", "lists_everything")
+
+
+class _WithDefaults(ConnectorBase):
+    """An installed connector that does not derive from `ConnectorBase`: its own members, and the defaults of the
+    capabilities it does not define."""
+
+    def __init__(self, core: ConnectorCore) -> None:
+        self._core = core
+        for capability in CAPABILITIES:  # the one place a capability is looked for rather than declared
+            if hasattr(core, capability):
+                setattr(self, capability, getattr(core, capability))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._core, name)
+
+
+def with_defaults(core: ConnectorCore) -> Connector:
+    """`core` with every optional capability: itself when it derives from `ConnectorBase`."""
+    return cast(Connector, core if isinstance(core, ConnectorBase) else _WithDefaults(core))
 
 
 def local_path(source: SourceSpec, default: str | None = None) -> Path:

@@ -8,6 +8,7 @@ from pathlib import Path
 from memcastle.connectors.contract import (
     Candidate,
     CanonicalDocument,
+    ConnectorBase,
     OptionSpec,
     RawDocument,
     SkipDocument,
@@ -25,7 +26,7 @@ from memcastle.connectors.project import project_wing
 DEFAULT_MAX_FILE_BYTES = 2 * 1024 * 1024
 
 
-class DirectoryConnector:
+class DirectoryConnector(ConnectorBase):
     """Project files: skips `.git`, `node_modules`, virtualenvs, build outputs, dot-dirs, symlinks, binaries."""
 
     name = "directory"

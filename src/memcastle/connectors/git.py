@@ -19,6 +19,7 @@ from memcastle.clock import from_epoch, parse_instant
 from memcastle.connectors.contract import (
     Candidate,
     CanonicalDocument,
+    ConnectorBase,
     OptionSpec,
     RawDocument,
     SkipDocument,
@@ -72,7 +73,7 @@ class _GitFailed(Exception):
         self.message = message
 
 
-class GitConnector:
+class GitConnector(ConnectorBase):
     """Mines a repository's commits (oldest first) on one branch."""
 
     name = "git"

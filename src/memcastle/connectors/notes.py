@@ -12,6 +12,7 @@ from memcastle.clock import parse_instant
 from memcastle.connectors.contract import (
     Candidate,
     CanonicalDocument,
+    ConnectorBase,
     OptionSpec,
     RawDocument,
     SkipDocument,
@@ -27,7 +28,7 @@ _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n(?:---|\.\.\.)[ \t]*(?:\r
 _HEADING = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
 
 
-class NotesConnector:
+class NotesConnector(ConnectorBase):
     """Markdown notes; YAML front matter (nested keys kept) becomes the metadata snapshot."""
 
     name = "notes"

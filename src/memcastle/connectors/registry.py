@@ -8,7 +8,7 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from memcastle.clock import parse_instant
-from memcastle.connectors.contract import Connector, PathAccess, SourceSpec
+from memcastle.connectors.contract import Connector, ConnectorCore, PathAccess, SourceSpec, with_defaults
 from memcastle.errors import InvalidRequest, UnknownOption
 
 log = logging.getLogger(__name__)
@@ -80,7 +80,7 @@ def load_registry(builtins: Mapping[str, Connector], *, access: PathAccess | Non
         except Exception as exc:  # noqa: BLE001 - a broken plug-in must not stop the daemon
             log.error("connector entry point %s could not be loaded: %s", entry.value, exc)
             continue
-        if not isinstance(connector, Connector):
+        if not isinstance(connector, ConnectorCore):
             log.error(
                 "entry point %s does not provide a connector (name, options, identify, discover, read, normalize)",
                 entry.value,
@@ -91,5 +91,5 @@ def load_registry(builtins: Mapping[str, Connector], *, access: PathAccess | Non
                 "entry point %s tried to replace the built-in connector %r; ignored", entry.value, connector.name
             )
             continue
-        connectors[connector.name] = connector
+        connectors[connector.name] = with_defaults(connector)
     return ConnectorRegistry(connectors, access=access)

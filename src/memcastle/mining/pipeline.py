@@ -374,8 +374,7 @@ class MinePipeline:
 def notices_removal(connector: Connector, spec: SourceSpec, asked: bool | None) -> bool:
     """Whether a mine closes the drawers of documents the source no longer holds: as asked, else the connector's
     default; never when its discovery does not list everything (`InvalidRequest` when asked for then)."""
-    lists = getattr(connector, "lists_everything", None)
-    complete = bool(lists(spec)) if callable(lists) else False
+    complete = connector.lists_everything(spec)
     if asked and not complete:
         raise InvalidRequest(
             f"the {connector.name} connector does not list every document of this source, so it cannot tell one "
@@ -383,7 +382,7 @@ def notices_removal(connector: Connector, spec: SourceSpec, asked: bool | None) 
             field="notice_removed",
             help="drop notice_removed (or the option that narrows the listing, such as since)",
         )
-    wanted = bool(getattr(connector, "notices_removal", False)) if asked is None else asked
+    wanted = connector.notices_removal if asked is None else asked
     return wanted and complete
 
 
@@ -414,7 +413,7 @@ def _default_room(connector: Connector, spec: SourceSpec) -> str:
     project = find_project_settings(Path(spec.locator)) if spec.locator else None
     if project and project.room:
         return project.room
-    return str(getattr(connector, "default_room", None) or connector.name)
+    return connector.default_room or connector.name
 
 
 def _resume_position(state: Mapping[str, Any], keys: list[str]) -> int:

@@ -62,9 +62,7 @@ class MiningRoots:
     def check_source(self, connector: Connector, source: SourceSpec) -> None:
         """Refuse a source that would read anything outside the roots: the paths the connector says it reads, else
         its locator as one path — resolved, so `..`, symlinks and odd syntax (`x://..`) change nothing."""
-        declared = getattr(connector, "local_paths", None)  # optional in the connector contract
-        paths = declared(source) if callable(declared) else (source.path,)
-        for path in paths:
+        for path in connector.local_paths(source):
             self.check_path(Path(path))
 
     def check(self, locator: str) -> None:

@@ -80,9 +80,7 @@ class MiningService:
         spec = self._connectors.source_spec(connector, locator, options or {})
         adapter = self._connectors.get(connector)
         self._roots.check_source(adapter, spec)
-        check = getattr(adapter, "check", None)  # optional in the connector contract
-        if callable(check):
-            check(spec)
+        adapter.check(spec)
         return adapter, spec
 
     def active_mines(self) -> list[tuple[Job, str, str]]:
