@@ -35,8 +35,12 @@ def test_connectors_md_names_every_connector() -> None:
 
 
 def commands(group: click.Group, prefix: str = "memcastle") -> list[tuple[str, click.Command]]:
+    """Every command under `group`, loaded (a lazy group's `commands` holds only those loaded so far)."""
+    context = click.Context(group)
     found = []
-    for name, command in group.commands.items():
+    for name in group.list_commands(context):
+        command = group.get_command(context, name)
+        assert command is not None, name
         found.append((f"{prefix} {name}", command))
         if isinstance(command, click.Group):
             found += commands(command, f"{prefix} {name}")
@@ -52,7 +56,7 @@ def test_cli_md_names_every_command_and_its_options() -> None:
             missing.append(name)
             continue
         for option in (p for p in command.params if isinstance(p, click.Option)):
-            names = [o for o in option.opts if o.startswith("--")]
+            names = [o for o in (*option.opts, *option.secondary_opts) if o.startswith("--")]
             if names and not any(o in rows for o in names):
                 missing.append(f"{name} {names[0]}")
     assert not missing, f"docs/cli.md does not name: {missing}"
