@@ -115,7 +115,10 @@ class MineTally:
 
 
 class MinePipeline:
-    """Runs `mine` jobs: params {connector, locator, options, wing?, full?, source_id}."""
+    """Runs `mine` jobs: params {connector, locator, options, wing, full, notice_removed} (as `MiningService`
+    queues them; the source's id is derived from connector, locator and options), the source checked
+    against `mining.roots` again when the job starts; the job's checkpoint keeps where it was, so a crash resumes
+    without duplicates."""
 
     def __init__(
         self,

@@ -7,7 +7,13 @@
     mining.py   sources, documents and the order in which a document's changes are applied
     jobs.py     job records: coalescing, the transition table with lease fencing, checkpoints, stop requests
     graph.py    entities, mentions, facts and their links, extraction markers, drawer similarity
+    vectors.py  what a write of passage vectors means (which rows, whether the drawer is then embedded)
+    forgetting.py  a scope's drawers and everything derived from them, erased in one transaction, and tombstones
+    archive.py  the palace as portable records (export and import), read from one snapshot, loaded idempotently
+    miners.py   miners defined through the API, every miner's enabled state and last run
+    requests.py idempotency keys: claim, record what the request wrote, release
 
 What stays in each backend: connections and migrations, full-text search (FTS5 vs tsvector + BM25), vector storage,
-job claims (one writer vs SKIP LOCKED and lease takeover), locks, and the whole-palace copy.
+job claims (one writer vs SKIP LOCKED and lease takeover), locks, and the whole-palace copy
+(`store/postgres/copying.py` on PostgreSQL).
 """
