@@ -62,7 +62,7 @@ def pgvector_rows(copy: Path, root: Path, queries: np.ndarray, truth: list[set[s
                 recall, took = [], []
                 for q, want in zip(queries, truth, strict=True):
                     started = time.perf_counter()
-                    got = {c.drawer_id for c in index.candidates(q, 10, Scope(), None, False)}
+                    got = {c.drawer_id for c in index.candidates(q, 10, Scope())}
                     took.append((time.perf_counter() - started) * 1000)
                     recall.append(len(got & want) / max(len(want), 1))
                 line = f"| {expansion} | {np.mean(recall):.3f} | {median(took):.2f} |"
@@ -118,7 +118,7 @@ def main() -> None:
             truth_drawers, exact_ms = [], []
             for q in queries:
                 started = time.perf_counter()
-                truth_drawers.append({c.drawer_id for c in exact.candidates(q, 10, Scope(), None, False)})
+                truth_drawers.append({c.drawer_id for c in exact.candidates(q, 10, Scope())})
                 exact_ms.append((time.perf_counter() - started) * 1000)
             print(f"{rows} vectors of {drawers} drawers, {len(queries)} held-out queries", flush=True)
             for connectivity, expansion_add, storage in SHAPES:
@@ -145,7 +145,7 @@ def main() -> None:
                         best = wide_rows[np.argsort(-(matrix[wide_rows] @ q), kind="stable")[:10]]
                         rescored_recall.append(len(set(best.tolist()) & set(passages.tolist())) / 10)
                         started = time.perf_counter()
-                        got = {c.drawer_id for c in index.candidates(q, 10, Scope(), None, False)}
+                        got = {c.drawer_id for c in index.candidates(q, 10, Scope())}
                         graph_ms.append((time.perf_counter() - started) * 1000)
                         drawer_recall.append(len(got & want) / max(len(want), 1))
                     line = (

@@ -74,3 +74,21 @@ def test_a_wing_is_not_forgotten_or_renamed_while_a_mine_files_into_it(palaces: 
     deleted = client.request("DELETE", "/api/wings/calm", params={"force": "true"}, json={})
     assert deleted.status_code == 200 and deleted.json()["counts"]["wings"] == 1
     assert client.get("/api/wings").json()["wings"] == []
+
+
+def test_a_search_forget_takes_every_time_form_and_every_version_without_one(client: TestClient) -> None:
+    saved = client.post("/api/notes", json={"content": "the moat key is under the mat"}).json()["drawer"]
+    edited = client.post(f"/api/drawers/{saved['id']}/supersede", json={"content": "the moat key is in the tower"})
+    assert edited.status_code == 201, edited.text
+
+    def reached(**time: object) -> int:
+        body = {"scope": "search", "search": {"query": "moat key", **time}}
+        answer = client.post("/api/forget", json=body)
+        assert answer.status_code == 200, answer.text
+        return int(answer.json()["counts"]["versions"])
+
+    assert reached() == 2, "without a time, the text's whole history"
+    assert reached(include_historical=True) == 2
+    assert reached(as_of="2999-01-01") == 1, "what holds then: the edit"
+    assert reached(known_at="2001-01-01") == 0, "the palace knew nothing then"
+    assert reached(known_from="2001-01-01", known_until="2999-01-01") == 2

@@ -70,8 +70,8 @@ def test_the_graph_finds_what_the_exact_scan_finds(store: SQLiteStore, tmp_path:
     queries = clustered(60, seed=9)
     overlap = []
     for query in queries:
-        got = graph.candidates(query, 10, Scope(), None, False)
-        want = scan.candidates(query, 10, Scope(), None, False)
+        got = graph.candidates(query, 10, Scope())
+        want = scan.candidates(query, 10, Scope())
         overlap.append(len({c.drawer_id for c in got} & {c.drawer_id for c in want}) / len(want))
         # The graph only finds the rows; their cosines are taken again from the stored float32 vectors: exact.
         scores = {c.drawer_id: c.signal for c in want}
@@ -108,9 +108,9 @@ def test_a_time_or_scope_the_graph_misses_is_scanned_over_what_is_eligible(
     graph, scan = built(store, tmp_path / "g.usearch"), exact(store)
     assert graph._ann is not None and graph._snapshot.base == 1500
     for query in clustered(10, seed=6):
-        assert graph._approximate(graph._snapshot, graph._ann, query, 10, Scope(), None, False) is None
-        got = graph.candidates(query, 10, Scope(), None, False)
-        want = scan.candidates(query, 10, Scope(), None, False)
+        assert graph._approximate(graph._snapshot, graph._ann, query, 10, Scope()) is None
+        got = graph.candidates(query, 10, Scope())
+        want = scan.candidates(query, 10, Scope())
         assert [c.drawer_id for c in got] == [c.drawer_id for c in want]
         assert {c.drawer_id for c in got} <= kept
         assert [c.signal for c in got] == pytest.approx([c.signal for c in want], abs=1e-6)
@@ -123,17 +123,17 @@ def test_filters_apply_before_the_limit_and_narrow_scopes_scan_exactly(store: SQ
     graph, scan = built(store, tmp_path / "g.usearch"), exact(store)
     for query in clustered(20, seed=4):
         for scope in (Scope(wing="small"), Scope()):
-            got = graph.candidates(query, 10, scope, None, False)
+            got = graph.candidates(query, 10, scope)
             assert len(got) == 10
-            eligible = store.eligible_ids([c.drawer_id for c in got], scope, None, False)
+            eligible = store.eligible_ids([c.drawer_id for c in got], scope)
             assert eligible == {c.drawer_id for c in got}, "closed or out-of-scope drawers never come back"
-            want = scan.candidates(query, 10, scope, None, False)
+            want = scan.candidates(query, 10, scope)
             assert len({c.drawer_id for c in got} & {c.drawer_id for c in want}) >= 8
     graph.ann_min_rows = 500  # now the wing "small" (400 rows) is narrower than the graph pays for
     assert graph._narrow(Scope(wing="small")) and not graph._narrow(Scope(wing="big"))
     query = clustered(1, seed=5)[0]
-    got = graph.candidates(query, 10, Scope(wing="small"), None, False)
-    want = scan.candidates(query, 10, Scope(wing="small"), None, False)
+    got = graph.candidates(query, 10, Scope(wing="small"))
+    want = scan.candidates(query, 10, Scope(wing="small"))
     assert [c.drawer_id for c in got] == [c.drawer_id for c in want]
     assert [c.signal for c in got] == pytest.approx([c.signal for c in want], abs=1e-6)
 
@@ -159,27 +159,27 @@ def test_eligibility_is_asked_for_the_best_first_and_ties_past_them_still_break_
     store.eligible_ids = counted  # type: ignore[method-assign]
     for index in (graph, scan):
         asked.clear()
-        got = index.candidates(same[0], 5, Scope(), None, False)
+        got = index.candidates(same[0], 5, Scope())
         assert [c.drawer_id for c in got] == sorted(tied)[:5], "a tie is broken by id over every tied drawer"
         assert asked[0] == 32 and sum(asked) >= 50
         query = clustered(1, seed=3)[0]
         asked.clear()
-        got = index.candidates(query, 5, Scope(), None, False)
+        got = index.candidates(query, 5, Scope())
         assert asked[0] == 32 and sum(asked) < 64, "the best are asked about first, not every candidate"
     query = clustered(1, seed=3)[0]
-    for drawer in scan.candidates(query, 40, Scope(), None, False):
+    for drawer in scan.candidates(query, 40, Scope()):
         store.invalidate_drawer(drawer.drawer_id)  # the index cannot tell: only the store knows a drawer is closed
     for index in (graph, scan):
         asked.clear()
-        got = index.candidates(query, 5, Scope(), None, False)
+        got = index.candidates(query, 5, Scope())
         assert len(got) == 5 and len(asked) >= 2, "when the first ones are closed, more are asked about"
     store.eligible_ids = eligible_ids  # type: ignore[method-assign]
-    assert [c.drawer_id for c in got] == [c.drawer_id for c in graph.candidates(query, 5, Scope(), None, False)]
+    assert [c.drawer_id for c in got] == [c.drawer_id for c in graph.candidates(query, 5, Scope())]
     for query in clustered(10, seed=8):
         for index, need in ((graph, 20), (scan, 20), (graph, 3), (scan, 3)):
-            got = index.candidates(query, need, Scope(), None, False)
+            got = index.candidates(query, need, Scope())
             monkeypatch.setattr(semantic, "_ELIGIBLE_FIRST", 10**6)  # every candidate asked about at once
-            assert index.candidates(query, need, Scope(), None, False) == got
+            assert index.candidates(query, need, Scope()) == got
             monkeypatch.undo()
 
 
@@ -190,13 +190,13 @@ def test_rows_the_graph_lacks_are_scanned_and_replaced_rows_never_return(store: 
     target = np.zeros(DIM, dtype=np.float32)
     target[0] = 1.0
     store.put_embeddings("m", [(late, target[None, :])])
-    found = graph.candidates(target, 3, Scope(), None, False)
+    found = graph.candidates(target, 3, Scope())
     assert found[0].drawer_id == late and found[0].signal == pytest.approx(1.0), "not in the graph yet, still found"
     # Re-embedding a drawer from its first passage replaces its rows: its old vector must not bring it in.
     old_vector = graph._vectors(graph._snapshot, np.array([0]))[0]
-    assert graph.candidates(old_vector, 1, Scope(), None, False)[0].drawer_id == ids[0]
+    assert graph.candidates(old_vector, 1, Scope())[0].drawer_id == ids[0]
     store.put_embeddings("m", [(ids[0], -old_vector[None, :])])
-    assert ids[0] not in {c.drawer_id for c in graph.candidates(old_vector, 10, Scope(), None, False)}
+    assert ids[0] not in {c.drawer_id for c in graph.candidates(old_vector, 10, Scope())}
 
 
 def test_the_saved_graph_is_reused_and_a_stale_or_damaged_one_rebuilt(
@@ -331,11 +331,9 @@ def test_forgotten_rows_leave_the_graph_and_its_file_at_once(store: SQLiteStore,
     assert not any(v in data for v in planted), "no forgotten vector survives in the file"
     assert sum(graph_copy(vectors[i]) in data for i in range(30, 60)) == 30, "the others stay"
     query = vectors[7]
-    found = index.candidates(query, 10, Scope(), None, False)
+    found = index.candidates(query, 10, Scope())
     assert not {h.drawer_id for h in found} & set(gone)
-    assert [h.drawer_id for h in found] == [
-        h.drawer_id for h in exact(store).candidates(query, 10, Scope(), None, False)
-    ]
+    assert [h.drawer_id for h in found] == [h.drawer_id for h in exact(store).candidates(query, 10, Scope())]
     again = built(store, path)
     assert len(again._ann or []) == 380, "the saved file is reused without the forgotten rows"
 
@@ -350,10 +348,8 @@ def test_forgetting_a_large_share_starts_the_index_afresh(store: SQLiteStore, tm
     index.forget(ids[:150])
     assert not path.exists(), "the file went at once; the graph is built again"
     query = clustered(400, 1)[300]
-    found = index.candidates(query, 10, Scope(), None, False)
-    assert [h.drawer_id for h in found] == [
-        h.drawer_id for h in exact(store).candidates(query, 10, Scope(), None, False)
-    ]
+    found = index.candidates(query, 10, Scope())
+    assert [h.drawer_id for h in found] == [h.drawer_id for h in exact(store).candidates(query, 10, Scope())]
     assert index.size == 250
     while index.maintain():
         pass

@@ -36,11 +36,11 @@ def test_a_drawer_embedded_again_is_scored_by_its_new_vectors_only(store: SQLite
     drawer = add(store, "first text")
     store.put_embeddings("m", [(drawer, np.stack([unit(1, 0, 0), unit(0, 1, 0)]))])
     index = SemanticIndex(store, "m")
-    found = index.candidates(unit(1, 0, 0), 5, Scope(), None, False)
+    found = index.candidates(unit(1, 0, 0), 5, Scope())
     assert [(c.drawer_id, round(c.signal, 3)) for c in found] == [(drawer, 1.0)]
     store.put_embeddings("m", [(drawer, np.stack([unit(0, 0, 1)]))])  # from passage 0: replaces both rows
-    assert index.candidates(unit(1, 0, 0), 5, Scope(), None, False) == [], "the replaced rows no longer score"
-    assert [c.drawer_id for c in index.candidates(unit(0, 0, 1), 5, Scope(), None, False)] == [drawer]
+    assert index.candidates(unit(1, 0, 0), 5, Scope()) == [], "the replaced rows no longer score"
+    assert [c.drawer_id for c in index.candidates(unit(0, 0, 1), 5, Scope())] == [drawer]
     assert index.has_vector(drawer)
 
 
@@ -67,7 +67,7 @@ def test_refresh_loads_in_chunks_and_only_what_is_new(store: SQLiteStore, monkey
     index.refresh()
     assert calls == [0], "nothing new: one probe past the last row"
     for i, drawer in enumerate(drawers):
-        best = index.candidates(vectors[i], 1, Scope(), None, False)
+        best = index.candidates(vectors[i], 1, Scope())
         assert best[0].drawer_id == drawer
 
 
@@ -98,11 +98,9 @@ def test_a_search_scans_its_snapshot_while_a_refresh_appends(store: SQLiteStore)
     thread.start()
     try:
         for _ in range(200):
-            found = index.candidates(unit(1, 1, 0, 0), 3, Scope(), None, False)
+            found = index.candidates(unit(1, 1, 0, 0), 3, Scope())
             assert found and found[0].drawer_id == target
-            assert [c.drawer_id for c in index.candidates(unit(1, 1, 0, 0), 3, Scope(wing="a"), None, False)] == [
-                target
-            ]
+            assert [c.drawer_id for c in index.candidates(unit(1, 1, 0, 0), 3, Scope(wing="a"))] == [target]
     finally:
         stop.set()
         thread.join()

@@ -19,6 +19,10 @@ from hypothesis import strategies as st
 from memcastle.clock import utc_now
 from memcastle.errors import Conflict, IllegalTransition, InvalidRequest, NotFound
 from memcastle.model import (
+    ANY_TIME,
+    CURRENT,
+    AsOf,
+    Between,
     DocumentChanges,
     DocumentRecord,
     Job,
@@ -32,7 +36,7 @@ from memcastle.model import (
     Scope,
     Source,
     SourceRecord,
-    TimeWindow,
+    When,
     fingerprint,
     normalize_text,
 )
@@ -381,7 +385,7 @@ def test_random_punctuation_never_errors(seeded_store: Store, query: str) -> Non
 @given(query=st.text(max_size=40))
 def test_quoted_terms_are_always_a_valid_match_expression(seeded_store: Store, query: str) -> None:
     # Whatever the text, the terms reach the engine as values: no query may error in either dialect.
-    seeded_store.lexical_candidates(LexicalQuery(tuple(query_terms(query)), require_all=False), Scope(), None, False, 5)
+    seeded_store.lexical_candidates(LexicalQuery(tuple(query_terms(query)), require_all=False), Scope(), 5)
 
 
 def test_all_terms_are_required_first_then_any_term_below(store: Store) -> None:
@@ -470,13 +474,15 @@ def test_store_temporal_rule_is_half_open(store: Store) -> None:
     assert closed.valid_to is not None
     expression = LexicalQuery(tuple(["edge"]), require_all=True)
 
-    def found(window: TimeWindow) -> bool:
-        return bool(store.lexical_candidates(expression, Scope(), window, False, 5))
+    def found(when: When) -> bool:
+        return bool(store.lexical_candidates(expression, Scope(when=when), 5))
 
-    assert found(TimeWindow(start=PAST, end=PAST, is_instant=True)), "valid_from is inclusive"
-    assert not found(TimeWindow(start=closed.valid_to, end=closed.valid_to, is_instant=True)), "valid_to is not"
-    assert not found(TimeWindow(start="2010-01-01T00:00:00.000000Z", end=PAST)), "a window ending at valid_from"
-    assert found(TimeWindow(start="2010-01-01T00:00:00.000000Z", end="2020-01-01T00:00:00.000001Z"))
+    assert found(AsOf(PAST)), "valid_from is inclusive"
+    assert not found(AsOf(closed.valid_to)), "valid_to is not"
+    assert not found(Between(start="2010-01-01T00:00:00.000000Z", end=PAST)), "a window ending at valid_from"
+    assert found(Between(start="2010-01-01T00:00:00.000000Z", end="2020-01-01T00:00:00.000001Z"))
+    assert not found(CURRENT), "closed now"
+    assert found(ANY_TIME)
 
 
 # --- more drawers ---------------------------------------------------------------------------------
@@ -524,14 +530,13 @@ def test_eligibility_applies_scope_and_time(store: Store) -> None:
     new = store.supersede_drawer(old.id, note("new"))
     other = store.add_drawer(note("elsewhere", wing="x", tags=("a",)))
     everything = [old.id, new.id, other.id, "unknown"]
-    assert store.eligible_ids(everything, Scope(), None, False) == {new.id, other.id}
-    assert store.eligible_ids(everything, Scope(wing="w"), None, True) == {old.id, new.id}
-    assert store.eligible_ids(everything, Scope(tags=("a",)), None, False) == {other.id}
-    as_of = TimeWindow(start="2021-01-01T00:00:00.000000Z", end="2021-01-01T00:00:00.000000Z", is_instant=True)
-    assert store.eligible_ids(everything, Scope(), as_of, False) == {old.id}
-    assert store.eligible_ids([], Scope(), None, False) == set()
-    assert store.all_eligible_ids(Scope(), None, False) == {new.id, other.id}
-    assert store.all_eligible_ids(Scope(wing="w"), None, True) == {old.id, new.id}
+    assert store.eligible_ids(everything, Scope()) == {new.id, other.id}
+    assert store.eligible_ids(everything, Scope(wing="w", when=ANY_TIME)) == {old.id, new.id}
+    assert store.eligible_ids(everything, Scope(tags=("a",))) == {other.id}
+    assert store.eligible_ids(everything, Scope(when=AsOf("2021-01-01T00:00:00.000000Z"))) == {old.id}
+    assert store.eligible_ids([], Scope()) == set()
+    assert store.all_eligible_ids(Scope()) == {new.id, other.id}
+    assert store.all_eligible_ids(Scope(wing="w", when=ANY_TIME)) == {old.id, new.id}
 
 
 def test_long_contents_reads_the_text_of_the_long_drawers_only(store: Store) -> None:
@@ -584,10 +589,10 @@ def test_lexical_signal_is_higher_for_better_matches(store: Store) -> None:
     weak = store.add_drawer(note("a harbour among a great many other words in a long sentence of text"))
     store.add_drawer(note("nothing to see"))
     expression = LexicalQuery(tuple(["harbour"]), require_all=True)
-    found = store.lexical_candidates(expression, Scope(), None, False, 10)
+    found = store.lexical_candidates(expression, Scope(), 10)
     assert [c.drawer_id for c in found] == [strong.id, weak.id]
     assert found[0].signal > found[1].signal > 0
-    assert store.lexical_candidates(expression, Scope(), None, False, 1) == found[:1]
+    assert store.lexical_candidates(expression, Scope(), 1) == found[:1]
 
 
 def test_rare_terms_outweigh_common_ones_when_any_term_may_match(store: Store) -> None:
@@ -596,7 +601,7 @@ def test_rare_terms_outweigh_common_ones_when_any_term_may_match(store: Store) -
     rare = store.add_drawer(note("the zeppelin"))
     common = store.add_drawer(note("the common"))
     expression = LexicalQuery(tuple(["zeppelin", "common"]), require_all=False)
-    found = [c.drawer_id for c in store.lexical_candidates(expression, Scope(), None, False, 20)]
+    found = [c.drawer_id for c in store.lexical_candidates(expression, Scope(), 20)]
     assert found.index(rare.id) < found.index(common.id)
     assert len(found) == 12
 
@@ -614,7 +619,7 @@ def test_a_bounded_any_term_query_matches_on_its_rarest_terms_only(store: Store)
 
     def found(max_rows: int | None) -> list[str]:
         query = LexicalQuery(terms, require_all=False, max_rows=max_rows)
-        return [c.drawer_id for c in store.lexical_candidates(query, Scope(), None, False, 20)]
+        return [c.drawer_id for c in store.lexical_candidates(query, Scope(), 20)]
 
     exact = found(None)
     assert len(exact) == 11, "unbounded: every drawer holding any term"

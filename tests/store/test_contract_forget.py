@@ -8,6 +8,8 @@ import pytest
 
 from memcastle.errors import NotFound
 from memcastle.model import (
+    ANY_TIME,
+    AsOf,
     DocumentChanges,
     DocumentRecord,
     FactLink,
@@ -20,7 +22,6 @@ from memcastle.model import (
     Scope,
     Source,
     SourceRecord,
-    TimeWindow,
 )
 from memcastle.store import Store
 
@@ -236,7 +237,10 @@ def test_a_search_scope_takes_every_matching_version_and_its_tombstone_keeps_no_
     partial = store.add_drawer(NewDrawer(wing="w", room="r", content="only tangerine here"))
     words = "tangerine falcon"
     scope = ForgetScope(
-        kind="search", query=LexicalQuery(("tangerine", "falcon")), query_text=words, filters=Scope(wing="w")
+        kind="search",
+        query=LexicalQuery(("tangerine", "falcon")),
+        query_text=words,
+        filters=Scope(wing="w", when=ANY_TIME),
     )
     preview = store.forget(scope, dry_run=True, requested_by="cli")
     assert {d.id for d in preview.drawers} == {old.id, new.id}, "every term required, the filters applied"
@@ -244,8 +248,7 @@ def test_a_search_scope_takes_every_matching_version_and_its_tombstone_keeps_no_
         kind="search",
         query=LexicalQuery(("tangerine", "falcon")),
         query_text=words,
-        window=TimeWindow(start="2999-01-01T00:00:00Z", end="2999-01-01T00:00:00Z", is_instant=True),
-        include_historical=False,
+        filters=Scope(when=AsOf("2999-01-01T00:00:00Z")),
     )
     assert {d.id for d in store.forget(now_only, dry_run=True, requested_by="cli").drawers} == {new.id, elsewhere.id}
     store.forget(scope, dry_run=False, requested_by="cli")

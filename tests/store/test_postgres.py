@@ -14,7 +14,7 @@ import pytest
 from memcastle.app import build, open_store
 from memcastle.config import load_settings
 from memcastle.errors import ConfigError, Conflict, InvalidRequest, MigrationError
-from memcastle.model import JobStatus, LexicalQuery, NewDrawer, NewJob, Progress, Scope, TimeWindow
+from memcastle.model import ANY_TIME, Between, JobStatus, LexicalQuery, NewDrawer, NewJob, Progress, Scope
 from memcastle.store.migrate import load_migrations
 from memcastle.store.postgres import PostgresStore, redact
 from memcastle.store.postgres.fulltext import search_text
@@ -262,9 +262,7 @@ def test_search_text_folds_like_the_fts5_tokenizer() -> None:
 # --- the lexical leg: statistics kept in memory, MaxScore for any-term queries ----------------------------
 
 
-def exhaustive_lexical(
-    store: PostgresStore, query: LexicalQuery, scope: Scope, historical: bool, limit: int
-) -> list[tuple[str, float]]:
+def exhaustive_lexical(store: PostgresStore, query: LexicalQuery, scope: Scope, limit: int) -> list[tuple[str, float]]:
     """The reference: statistics counted afresh, every matching drawer scored."""
     from memcastle.clock import utc_now
     from memcastle.store.postgres.corpus import Statistics
@@ -272,7 +270,7 @@ def exhaustive_lexical(
     from memcastle.store.sql.filters import filter_sql
 
     words = [search_text(t) for t in query.terms]
-    where, params = filter_sql(scope, None, historical, utc_now())
+    where, params = filter_sql(scope, utc_now())
     with store._read() as tx:
         corpus = tx.one("SELECT count(*) AS n, avg(token_count)::float8 AS avgdl FROM drawer")
         assert corpus is not None
@@ -302,20 +300,18 @@ def test_any_term_queries_rank_as_scoring_every_match_would(store_pg: PostgresSt
     for content in ("moat moat moat castle", "moat moat moat castle", "a lone zeppelin"):
         store_pg.add_drawer(NewDrawer(wing="common", room="r0", content=content))
     cases = [
-        (("moat", "banner", "castle"), Scope(), False),
-        (("zeppelin", "castle"), Scope(), False),
-        (("gate", "keep", "drawbridge"), Scope(room="r2"), True),
-        (("tower", "zeppelin", "moat"), Scope(wing="rare"), False),
-        (("moat", "tower"), Scope(), False),
+        (("moat", "banner", "castle"), Scope()),
+        (("zeppelin", "castle"), Scope()),
+        (("gate", "keep", "drawbridge"), Scope(room="r2", when=ANY_TIME)),
+        (("tower", "zeppelin", "moat"), Scope(wing="rare")),
+        (("moat", "tower"), Scope()),
     ]
-    for terms, scope, historical in cases:
+    for terms, scope in cases:
         for require_all in (False, True):
             query = LexicalQuery(terms, require_all=require_all)
             for limit in (1, 5, 40, 300):
-                got = [
-                    (c.drawer_id, c.signal) for c in store_pg.lexical_candidates(query, scope, None, historical, limit)
-                ]
-                want = exhaustive_lexical(store_pg, query, scope, historical, limit)
+                got = [(c.drawer_id, c.signal) for c in store_pg.lexical_candidates(query, scope, limit)]
+                want = exhaustive_lexical(store_pg, query, scope, limit)
                 assert same_ranking(got, want), (terms, require_all, limit, got, want)
 
 
@@ -391,18 +387,17 @@ def test_the_pgvector_leg_answers_as_the_exact_scan_with_every_filter(store_pg: 
         store_pg.invalidate_drawer(drawer_id)
     exact = SemanticIndex(store_pg, "m", ann_min_rows=10**9)
     stored = StoredVectorIndex(store_pg, "m")
-    window = TimeWindow("2021-01-01T00:00:00.000000Z", "2022-01-01T00:00:00.000000Z")
-    cases = [(Scope(), None, False), (Scope(wing="b"), None, False), (Scope(wing="a", room="r2"), None, True)]
-    cases.append((Scope(), window, False))
+    window = Between("2021-01-01T00:00:00.000000Z", "2022-01-01T00:00:00.000000Z")
+    cases = [Scope(), Scope(wing="b"), Scope(wing="a", room="r2", when=ANY_TIME), Scope(when=window)]
     agree = total = 0
     for query in unit_rows(12, seed=8):
-        for scope, when, historical in cases:
-            got = stored.candidates(query, 10, scope, when, historical)
-            want = exact.candidates(query, 10, scope, when, historical)
+        for scope in cases:
+            got = stored.candidates(query, 10, scope)
+            want = exact.candidates(query, 10, scope)
             assert got, "every case has eligible drawers"
-            assert store_pg.eligible_ids([c.drawer_id for c in got], scope, when, historical) == {
-                c.drawer_id for c in got
-            }, "filters apply inside the walk"
+            assert store_pg.eligible_ids([c.drawer_id for c in got], scope) == {c.drawer_id for c in got}, (
+                "filters apply inside the walk"
+            )
             scores = {c.drawer_id: c.signal for c in want}
             assert all(abs(c.signal - scores[c.drawer_id]) < 1e-5 for c in got if c.drawer_id in scores)
             assert all(c.signal >= SEMANTIC_FLOOR for c in got)
@@ -413,7 +408,7 @@ def test_the_pgvector_leg_answers_as_the_exact_scan_with_every_filter(store_pg: 
     described = {"search": "pgvector", "vectors": 840, "in_graph": 840, "graph_from": 0, "loading": False}
     assert stored.describe() == described
     opposite = -vectors[0]
-    assert all(c.signal >= SEMANTIC_FLOOR for c in stored.candidates(opposite, 50, Scope(), None, True))
+    assert all(c.signal >= SEMANTIC_FLOOR for c in stored.candidates(opposite, 50, Scope(when=ANY_TIME)))
 
 
 def test_the_nearest_passages_are_walked_through_the_hnsw_index(store_pg: PostgresStore) -> None:
@@ -423,7 +418,7 @@ def test_the_nearest_passages_are_walked_through_the_hnsw_index(store_pg: Postgr
 
     ids = [store_pg.add_drawer(NewDrawer(wing="w", room="r", content=f"d{i}")).id for i in range(50)]
     store_pg.put_embeddings("m", [(d, unit_rows(1, seed=i)) for i, d in enumerate(ids)])
-    where, params = filter_sql(Scope(wing="w"), None, False, utc_now())
+    where, params = filter_sql(Scope(wing="w"), utc_now())
     query = unit_rows(1, seed=99)[0]
     with store_pg._write() as tx:
         for setting in ("enable_seqscan", "enable_bitmapscan", "enable_sort"):  # 50 rows: price the rest out
@@ -462,10 +457,10 @@ def test_a_scope_the_graph_walk_gives_up_on_is_scored_exactly(
     large._iterative_scan = iterative
     try:
         monkeypatch.setattr(pg_module, "_HNSW_MAX_SCAN", 10)
-        found = large.nearest_passages("m", query, 8, Scope(wing="rare"), None, False)
+        found = large.nearest_passages("m", query, 8, Scope(wing="rare"))
         assert {d for d, _ in found} == set(ids[::200]), "all eight drawers of the wing, though the walk stopped early"
         assert [s for _, s in found] == sorted((s for _, s in found), reverse=True)
         monkeypatch.setattr(pg_module, "_HNSW_MAX_SCAN", 20_000)
-        assert large.nearest_passages("m", query, 8, Scope(wing="rare"), None, False) == found
+        assert large.nearest_passages("m", query, 8, Scope(wing="rare")) == found
     finally:
         large.close()

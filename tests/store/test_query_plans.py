@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from memcastle.model import Assertion, LexicalQuery, NewDrawer, Scope, TimeWindow, key_variants
+from memcastle.model import Assertion, Between, LexicalQuery, NewDrawer, Scope, key_variants
 from memcastle.store import Store
 
 from .conftest import BackendPalace
@@ -221,15 +221,15 @@ def test_every_query_on_the_search_path_walks_an_index(filled: tuple[Store, list
     store, ids = filled
     loaded = store.load_embeddings("m", 0, 8, limit=100)
     last = loaded.last_id
-    window = TimeWindow("2020-01-01T00:00:00.000000Z", "2030-01-01T00:00:00.000000Z")
+    window = Between("2020-01-01T00:00:00.000000Z", "2030-01-01T00:00:00.000000Z")
     lexical = LexicalQuery(("ducks", "drawer"), require_all=True)
     work: dict[str, Callable[[], object]] = {
         "semantic: refresh with nothing new": lambda: store.load_embeddings("m", last, 8, limit=8192),
         "semantic: places of new rows": lambda: store.drawer_places(ids[:16]),
         "semantic: exact vectors of the graph's rows": lambda: store.vectors_of_rows(loaded.row_ids[:64], 8),
-        "semantic: eligibility of the best": lambda: store.eligible_ids(ids[:64], Scope(), None, False),
+        "semantic: eligibility of the best": lambda: store.eligible_ids(ids[:64], Scope()),
         "semantic: eligibility in a wing and window": lambda: store.eligible_ids(
-            ids[:64], Scope(wing="w", room="r1"), window, False
+            ids[:64], Scope(wing="w", room="r1", when=window)
         ),
         "hydrate the hits": lambda: store.get_drawers(ids[:20]),
         "lexical: the text of long candidates": lambda: store.long_contents(ids[:40], 10),
@@ -238,14 +238,14 @@ def test_every_query_on_the_search_path_walks_an_index(filled: tuple[Store, list
         "expansion: their links": lambda: store.links_of(["f-1", "f-2"]),
         "expansion: drawers mentioning them": lambda: store.drawers_mentioning(["e-1", "e-2"], 200),
     }
-    work["lexical: every term, a wing"] = lambda: store.lexical_candidates(lexical, Scope(wing="w"), None, False, 10)
+    work["lexical: every term, a wing"] = lambda: store.lexical_candidates(lexical, Scope(wing="w"), 10)
     work["lexical: any term"] = lambda: store.lexical_candidates(
-        LexicalQuery(("ducks", "geese"), require_all=False), Scope(), None, False, 40
+        LexicalQuery(("ducks", "geese"), require_all=False), Scope(), 40
     )
     if store.backend == "postgres":
         # The BM25 statistics are read once, then only forward (store/postgres/corpus.py): warm them first. (The
         # nearest passages run in a transaction of their own: tests/store/test_postgres.py explains them.)
-        store.lexical_candidates(LexicalQuery(("ducks", "geese", "drawer"), require_all=False), Scope(), None, False, 1)
+        store.lexical_candidates(LexicalQuery(("ducks", "geese", "drawer"), require_all=False), Scope(), 1)
     failures = explained_failures(store, work)
     for name, found in failures.items():
         print("\n##", name)

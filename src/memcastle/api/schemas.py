@@ -84,15 +84,15 @@ class SupersedeBody(Body):
     reason: Reason | None = None
 
 
-class SearchBody(Body):
+class SearchScopeBody(Body):
+    """Where and when to search, shared by a search and a forget by search (`SearchRequest` names them alike)."""
+
     query: Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS, pattern=r"\S")]
-    limit: Integer(1, 200) = 10  # type: ignore[valid-type]
     wing: Name | None = None
     room: Name | None = None
     tags: Tags = Field(default_factory=list)
     source_kind: SourceKind | None = None
     connector: Name | None = None
-    ranking: Ranking = "auto"
     as_of: Instant | None = None
     from_: Instant | None = Field(default=None, alias="from")
     until: Instant | None = None
@@ -102,6 +102,11 @@ class SearchBody(Body):
     )
     known_from: Instant | None = Field(None, description="what the palace knew at some point from this instant")
     known_until: Instant | None = Field(None, description="… until this one (with known_from)")
+
+
+class SearchBody(SearchScopeBody):
+    limit: Integer(1, 200) = 10  # type: ignore[valid-type]
+    ranking: Ranking = "auto"
     expand: bool = False
     preferences: Switch = "on"
     full: bool = Field(True, description="false: the compact hits MCP answers with (snippet, origin, signals, a "
@@ -111,19 +116,8 @@ class SearchBody(Body):
     )
 
 
-class ForgetSearchBody(Body):
+class ForgetSearchBody(SearchScopeBody):
     """The drawers matching every word of `query` inside these filters; every version unless a time is given."""
-
-    query: Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS, pattern=r"\S")]
-    wing: Name | None = None
-    room: Name | None = None
-    tags: Tags = Field(default_factory=list)
-    source_kind: SourceKind | None = None
-    connector: Name | None = None
-    as_of: Instant | None = None
-    from_: Instant | None = Field(default=None, alias="from")
-    until: Instant | None = None
-    include_historical: bool = False
 
 
 Identifier = Annotated[str, Field(min_length=1, max_length=2000, pattern=_TEXT)]

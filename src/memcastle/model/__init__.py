@@ -2,7 +2,8 @@
 
 drawers   Drawer, NewDrawer, Origin, Source, Provenance, Wing, Room, Page; content hashing and fingerprints
 jobs      Job, NewJob, JobStatus, Priority, Progress; the transition table; the recovery budget
-search    SearchQuery, Scope, TimeWindow, LexicalQuery, ScoredDrawer, Hit, Snippet, SearchResult, DrawerPlace
+time      When = Current | AsOf | Between | AnyTime (carried by Scope)
+search    SearchQuery, Scope, LexicalQuery, ScoredDrawer, Hit, Snippet, SearchResult, DrawerPlace
 mining    SourceRecord, DocumentRecord, DocumentChanges, MinerSpec
 graph     Entity, Mention, EntityHint, Assertion, FactLink, DrawerLink, GraphWrite, SimilarDrawer
 forgetting ForgetScope, ForgetReport, ForgottenDrawer, Tombstone
@@ -69,8 +70,8 @@ from memcastle.model.search import (
     SimilarDrawer,
     Snippet,
     TermStatistics,
-    TimeWindow,
 )
+from memcastle.model.time import ANY_TIME, CURRENT, AnyTime, AsOf, Between, Current, When
 
 __all__ = [
     "RequestKey",
@@ -123,7 +124,13 @@ __all__ = [
     "Source",
     "SourceRecord",
     "TermStatistics",
-    "TimeWindow",
+    "ANY_TIME",
+    "CURRENT",
+    "AnyTime",
+    "AsOf",
+    "Between",
+    "Current",
+    "When",
     "Tombstone",
     "Wing",
     "content_hash",

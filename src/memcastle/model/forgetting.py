@@ -13,7 +13,8 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from memcastle.model.drawers import JSON
-from memcastle.model.search import LexicalQuery, Scope, TimeWindow
+from memcastle.model.search import LexicalQuery, Scope
+from memcastle.model.time import ANY_TIME
 
 FORGET_SCOPES = ("drawer", "document", "source", "room", "wing", "search")
 # Scopes that are dry runs unless confirmed: they reach drawers the caller may not have looked at one by one.
@@ -35,9 +36,7 @@ class ForgetScope:
     room: str | None = None
     query: LexicalQuery | None = None
     query_text: str | None = None
-    filters: Scope = field(default_factory=Scope)
-    window: TimeWindow | None = None
-    include_historical: bool = True
+    filters: Scope = field(default_factory=lambda: Scope(when=ANY_TIME))  # with the time a search asks for
 
     def __post_init__(self) -> None:
         if self.kind not in FORGET_SCOPES:
@@ -58,12 +57,10 @@ class ForgetScope:
             out["query_sha256"] = hashlib.sha256(text.encode("utf-8")).hexdigest()
             out["filters"] = {
                 k: (list(v) if isinstance(v, tuple) else v)
-                for k, v in ((f.name, getattr(self.filters, f.name)) for f in fields(self.filters))
+                for k, v in ((f.name, getattr(self.filters, f.name)) for f in fields(self.filters) if f.name != "when")
                 if v
             }
-            if self.window is not None:
-                out["window"] = {"from": self.window.start, "until": self.window.end, "instant": self.window.is_instant}
-            out["include_historical"] = self.include_historical
+            out.update(self.filters.when.to_json())
         return out
 
 

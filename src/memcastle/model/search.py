@@ -1,4 +1,4 @@
-"""Search requests and answers: time windows, scope, the lexical query, candidates, hits."""
+"""Search requests and answers: scope (with its time), the lexical query, candidates, hits."""
 
 from __future__ import annotations
 
@@ -7,19 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from memcastle.model.drawers import JSON, Drawer
-
-
-@dataclass(frozen=True)
-class TimeWindow:
-    """Half-open window [start, end); an instant is start == end (eligible iff valid at that instant).
-
-    `axis` "valid" asks when things held (event time: `valid_from`/`valid_to`); "record" asks what the palace knew
-    at an instant (record time: recorded by then, and not yet known to be closed)."""
-
-    start: str | None
-    end: str | None
-    is_instant: bool = False
-    axis: str = "valid"
+from memcastle.model.time import CURRENT, When
 
 
 @dataclass(frozen=True)
@@ -79,7 +67,8 @@ class DrawerPlace(NamedTuple):
 
 @dataclass(frozen=True)
 class Scope:
-    """Filters applied inside the query, before any limit."""
+    """Filters applied inside the query, before any limit: where a drawer lives, what it came from, and when it
+    must hold (`memcastle.model.time`)."""
 
     wing: str | None = None
     room: str | None = None
@@ -87,6 +76,7 @@ class Scope:
     source_kind: str | None = None
     connector: str | None = None
     agent: str | None = None
+    when: When = CURRENT
 
 
 @dataclass(frozen=True)
@@ -97,8 +87,6 @@ class SearchQuery:
     limit: int = 10
     scope: Scope = field(default_factory=Scope)
     ranking: str = "auto"
-    window: TimeWindow | None = None  # None = current
-    include_historical: bool = False
     expand: bool = False
     preferences: bool = True
 

@@ -20,7 +20,7 @@ import numpy.typing as npt
 
 from memcastle.clock import Clock, utc_now
 from memcastle.errors import InvalidRequest, ProviderError
-from memcastle.model import Hit, LexicalQuery, Scope, ScoredDrawer, SearchQuery, SearchResult, TimeWindow
+from memcastle.model import Hit, LexicalQuery, Scope, ScoredDrawer, SearchQuery, SearchResult
 from memcastle.preferences import NEUTRAL, Policy, PoolEntry, pools_for, rerank
 from memcastle.search.embeddings import PASSAGE_OVERLAP_CHARS, PASSAGE_WINDOW_CHARS, EmbeddingProvider
 from memcastle.search.expansion import expand
@@ -57,8 +57,6 @@ class SemanticLeg(Protocol):
         vector: npt.NDArray[np.float32],
         need: int,
         scope: Scope,
-        window: TimeWindow | None,
-        include_historical: bool,
     ) -> list[ScoredDrawer]: ...
 
 
@@ -209,10 +207,10 @@ class SearchEngine:
             return [Ranked(c.drawer_id, c.signal, {"lexical": c.signal}) for c in self.lexical_leg(query, size)]
         assert vector is not None and self._index is not None
         if ranking == "semantic":
-            found = self._index.candidates(vector, size, query.scope, query.window, query.include_historical)
+            found = self._index.candidates(vector, size, query.scope)
             return [Ranked(c.drawer_id, c.signal, {"semantic": c.signal}) for c in found]
         leg = self._leg_depth(size)
-        semantic = self._index.candidates(vector, leg, query.scope, query.window, query.include_historical)
+        semantic = self._index.candidates(vector, leg, query.scope)
         lexical = early.result() if early is not None else self.lexical_leg(query, leg, self._fill_rows)
         by_meaning = {c.drawer_id for c in semantic}
         waiting = self._index.waiting_among([c.drawer_id for c in lexical if c.drawer_id not in by_meaning])
@@ -341,9 +339,7 @@ class SearchEngine:
         if not terms:
             return []
         depth = limit * PASSAGE_DEPTH
-        found = self._store.lexical_candidates(
-            LexicalQuery(terms, require_all=True), query.scope, query.window, query.include_historical, depth
-        )
+        found = self._store.lexical_candidates(LexicalQuery(terms, require_all=True), query.scope, depth)
         some: list[ScoredDrawer] = []
         # The fill is read only when fewer than `limit` drawers hold every term: `fill_below` keeps `found[:limit]`,
         # whatever passage scoring does to their order, and adds the fill only below fewer than `limit` of them.
@@ -354,8 +350,6 @@ class SearchEngine:
                 for c in self._store.lexical_candidates(
                     LexicalQuery(terms, require_all=False, max_rows=fill_rows),
                     query.scope,
-                    query.window,
-                    query.include_historical,
                     depth,
                 )
                 if c.drawer_id not in held

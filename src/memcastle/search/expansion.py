@@ -7,7 +7,7 @@ it must pass the same scope and time filters, and says `via` which entities brou
 from __future__ import annotations
 
 from memcastle.knowledge.facts import state_of
-from memcastle.model import Hit, SearchQuery
+from memcastle.model import AsOf, Hit, SearchQuery
 from memcastle.store import KnowledgeStore
 
 SHARED = 1.0
@@ -22,8 +22,9 @@ def expand(store: KnowledgeStore, query: SearchQuery, direct: list[Hit], now: st
     seeds: set[str] = set().union(*mentioned.values()) if mentioned else set()
     if not seeds:
         return []
-    window = query.window
-    at = (window.start if window is not None and window.is_instant and window.axis == "valid" else None) or now
+    # The graph is read at the instant the search asks about, and now for any other time.
+    when = query.scope.when
+    at = when.at if isinstance(when, AsOf) and when.axis == "valid" else now
     facts = store.assertions_touching(list(seeds))
     links = store.links_of([f.id for f in facts])
     everything = {f.id: f for f in facts}
@@ -45,7 +46,7 @@ def expand(store: KnowledgeStore, query: SearchQuery, direct: list[Hit], now: st
             continue
         scores[drawer_id] = sum(SHARED if e in seeds else NEIGHBOUR for e in entity_ids)
         via[drawer_id] = set(entity_ids)
-    eligible = store.eligible_ids(list(scores), query.scope, query.window, query.include_historical)
+    eligible = store.eligible_ids(list(scores), query.scope)
     ranked = sorted((d for d in scores if d in eligible), key=lambda d: (-scores[d], d))[: query.limit]
     drawers = store.get_drawers(ranked)
     names = store.get_entities([e for d in ranked for e in via[d]])

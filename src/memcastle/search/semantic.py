@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memcastle.errors import ProviderError
-from memcastle.model import Scope, ScoredDrawer, TimeWindow
+from memcastle.model import Scope, ScoredDrawer
 from memcastle.search.ann import AnnIndex, AnnShape
 from memcastle.store import SemanticStore, VectorChunk
 
@@ -292,8 +292,6 @@ class SemanticIndex:
         vector: npt.NDArray[np.float32],
         need: int,
         scope: Scope,
-        window: TimeWindow | None,
-        include_historical: bool,
     ) -> list[ScoredDrawer]:
         """The `need` best eligible drawers by cosine of their best passage; ties by id. While the first load after a
         start is under way in another thread (most of a minute at a million vectors), the vectors read so far."""
@@ -306,10 +304,10 @@ class SemanticIndex:
         vector = vector.astype(np.float32)
         ann = self._ann
         if ann is not None and len(ann) >= self.ann_min_rows and not self._narrow(scope):
-            found = self._approximate(snapshot, ann, vector, need, scope, window, include_historical)
+            found = self._approximate(snapshot, ann, vector, need, scope)
             if found is not None:
                 return found
-        return self._exact(snapshot, vector, need, scope, window, include_historical)
+        return self._exact(snapshot, vector, need, scope)
 
     def _approximate(
         self,
@@ -318,8 +316,6 @@ class SemanticIndex:
         vector: npt.NDArray[np.float32],
         need: int,
         scope: Scope,
-        window: TimeWindow | None,
-        include_historical: bool,
     ) -> list[ScoredDrawer] | None:
         """The graph's nearest rows and, exactly, the rows it does not hold yet; None when widening up to
         `ANN_MAX_K` still finds too few eligible drawers."""
@@ -346,7 +342,7 @@ class SemanticIndex:
             rows = np.concatenate([rows[keep], tail_rows[tail]])
             scores = np.concatenate([exact[keep], tail_scores[tail]])
             best = _best_of(rows, scores, snapshot.ids)
-            found = self._eligible_best(best, need, scope, window, include_historical)
+            found = self._eligible_best(best, need, scope)
             if len(found) >= need or take >= len(ann):
                 return ranked(found, need)
             if take >= ANN_MAX_K:
@@ -359,14 +355,12 @@ class SemanticIndex:
         vector: npt.NDArray[np.float32],
         need: int,
         scope: Scope,
-        window: TimeWindow | None,
-        include_historical: bool,
     ) -> list[ScoredDrawer]:
         ids = snapshot.ids
         mask = self._in_scope(snapshot, scope, slice(0, snapshot.count))
         if snapshot.base:
             # Vectors only the graph holds are read for eligible rows alone: the eligible set comes first.
-            mask &= self._rows_of(snapshot, self._store.all_eligible_ids(scope, window, include_historical))
+            mask &= self._rows_of(snapshot, self._store.all_eligible_ids(scope))
             scores = self._scores(snapshot, vector, mask)
             best = _best_per_drawer(scores, ids, int(np.isfinite(scores).sum()))
             return ranked(list(best.items()), need)
@@ -377,11 +371,11 @@ class SemanticIndex:
         take = min(count, max(need * _FIRST_ROUND, 64))
         for _ in range(2):
             best = _best_per_drawer(scores, ids, take)
-            found = self._eligible_best(best, need, scope, window, include_historical)
+            found = self._eligible_best(best, need, scope)
             if len(found) >= need or take == count:
                 return ranked(found, need)
             take = min(count, take * _WIDEN)
-        scores[~self._rows_of(snapshot, self._store.all_eligible_ids(scope, window, include_historical))] = -np.inf
+        scores[~self._rows_of(snapshot, self._store.all_eligible_ids(scope))] = -np.inf
         best = _best_per_drawer(scores, ids, int(np.isfinite(scores).sum()))
         return ranked(list(best.items()), need)
 
@@ -390,8 +384,6 @@ class SemanticIndex:
         best: dict[str, float],
         need: int,
         scope: Scope,
-        window: TimeWindow | None,
-        include_historical: bool,
     ) -> list[tuple[str, float]]:
         """The eligible among `best` (drawers, best first), asked of the store a prefix at a time: the `need` best
         eligible drawers are found among the first ones whenever few are out of scope or time, and each drawer asked
@@ -409,7 +401,7 @@ class SemanticIndex:
 
         while start < len(ranked_ids) and more():
             batch = ranked_ids[start : start + size]
-            eligible = self._store.eligible_ids(batch, scope, window, include_historical)
+            eligible = self._store.eligible_ids(batch, scope)
             found.extend((drawer_id, best[drawer_id]) for drawer_id in batch if drawer_id in eligible)
             start, size = start + size, 4 * size
         return found

@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memcastle.errors import ProviderError
-from memcastle.model import Scope, ScoredDrawer, TimeWindow
+from memcastle.model import Scope, ScoredDrawer
 from memcastle.search.semantic import ANN_MAX_K, SEMANTIC_FLOOR, ranked
 from memcastle.store import NearestStore
 
@@ -66,8 +66,6 @@ class StoredVectorIndex:
         vector: npt.NDArray[np.float32],
         need: int,
         scope: Scope,
-        window: TimeWindow | None,
-        include_historical: bool,
     ) -> list[ScoredDrawer]:
         """The `need` best eligible drawers by cosine of their best passage; ties by id."""
         self.refresh()
@@ -77,9 +75,7 @@ class StoredVectorIndex:
             raise ProviderError(f"the query vector has dimension {vector.shape[0]}, the palace {self.dimension}")
         take = max(need * _FIRST_ROUND, 64)
         while True:
-            found = self._store.nearest_passages(
-                self.model, vector.astype(np.float32), take, scope, window, include_historical
-            )
+            found = self._store.nearest_passages(self.model, vector.astype(np.float32), take, scope)
             best: dict[str, float] = {}
             for drawer_id, score in found:
                 if score >= SEMANTIC_FLOOR:

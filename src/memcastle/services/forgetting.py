@@ -7,7 +7,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
 
 from memcastle.errors import Conflict, InvalidRequest
-from memcastle.model import FORGET_SCOPES, ForgetReport, ForgetScope, Job, LexicalQuery, Tombstone
+from memcastle.model import ANY_TIME, FORGET_SCOPES, ForgetReport, ForgetScope, Job, LexicalQuery, Tombstone
 from memcastle.search.engine import SearchEngine
 from memcastle.search.lexical import query_terms
 from memcastle.services.events import Publish, ignore_event
@@ -128,8 +128,8 @@ def scope_of(request: ForgetRequest) -> ForgetScope:
         )
     assert request.search is not None
     search = request.search
-    timeless = search.as_of is None and search.from_ is None and search.until is None
-    query = build_query(replace(search, include_historical=search.include_historical and not timeless))
+    # Without a time, every version that matches goes: forgetting text means its history too.
+    query = build_query(search, default_time=ANY_TIME)
     terms = query_terms(query.text)
     if not terms:
         raise InvalidRequest("the query has no word to match", field="query")
@@ -138,7 +138,4 @@ def scope_of(request: ForgetRequest) -> ForgetScope:
         query=LexicalQuery(tuple(terms), require_all=True),
         query_text=query.text,
         filters=query.scope,
-        window=query.window,
-        # Without a time, every version that matches goes: forgetting text means its history too.
-        include_historical=timeless or query.include_historical,
     )

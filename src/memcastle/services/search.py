@@ -7,7 +7,19 @@ from dataclasses import dataclass
 
 from memcastle.clock import parse_instant
 from memcastle.errors import InvalidRequest
-from memcastle.model import RANKINGS, SOURCE_KINDS, Scope, SearchQuery, SearchResult, TimeWindow
+from memcastle.model import (
+    ANY_TIME,
+    CURRENT,
+    RANKINGS,
+    SOURCE_KINDS,
+    AsOf,
+    Between,
+    Scope,
+    SearchQuery,
+    SearchResult,
+    When,
+)
+from memcastle.model.time import Axis
 from memcastle.search.engine import SearchEngine
 from memcastle.services.validation import MAX_QUERY_CHARS, check_limit, check_name, check_tags, check_text
 
@@ -57,17 +69,44 @@ class SearchService:
         return self._engine.search(build_query(request))
 
 
-def _window(start: str | None, end: str | None, names: tuple[str, str], axis: str) -> TimeWindow:
+def _between(start: str | None, end: str | None, names: tuple[str, str], axis: Axis) -> Between:
     """A half-open window from two request fields that go together."""
     if start is None or end is None:
         raise InvalidRequest(f"{names[0]} and {names[1]} go together", field=names[0] if start is None else names[1])
     first, last = parse_instant(start, field=names[0]), parse_instant(end, field=names[1])
     if last <= first:
         raise InvalidRequest(f"{names[1]} must be later than {names[0]}", field=names[1])
-    return TimeWindow(start=first, end=last, axis=axis)
+    return Between(start=first, end=last, axis=axis)
 
 
-def build_query(request: SearchRequest) -> SearchQuery:
+def when_of(request: SearchRequest, default: When = CURRENT) -> When:
+    """The one time a request's temporal fields ask for (`default` when none is given); two forms together are
+    refused, naming both."""
+    forms = [
+        name
+        for name, present in (
+            ("as_of", request.as_of is not None),
+            ("from/until", request.from_ is not None or request.until is not None),
+            ("include_historical", request.include_historical),
+            ("known_at", request.known_at is not None),
+            ("known_from/known_until", request.known_from is not None or request.known_until is not None),
+        )
+        if present
+    ]
+    if len(forms) > 1:
+        raise InvalidRequest(f"choose one temporal form, not {' and '.join(forms)}", field=",".join(forms))
+    if request.known_at is not None:
+        return AsOf(parse_instant(request.known_at, field="known_at"), axis="record")
+    if request.as_of is not None:
+        return AsOf(parse_instant(request.as_of, field="as_of"))
+    if request.from_ is not None or request.until is not None:
+        return _between(request.from_, request.until, ("from", "until"), "valid")
+    if request.known_from is not None or request.known_until is not None:
+        return _between(request.known_from, request.known_until, ("known_from", "known_until"), "record")
+    return ANY_TIME if request.include_historical else default
+
+
+def build_query(request: SearchRequest, default_time: When = CURRENT) -> SearchQuery:
     """Validate a search request into a `SearchQuery`; every refusal names the option."""
     if not isinstance(request.query, str) or not request.query.strip():
         raise InvalidRequest("query must not be empty", field="query")
@@ -82,30 +121,7 @@ def build_query(request: SearchRequest) -> SearchQuery:
         )
     if request.preferences not in ("on", "off"):
         raise InvalidRequest("preferences must be 'on' or 'off'", field="preferences")
-    forms = [
-        name
-        for name, present in (
-            ("as_of", request.as_of is not None),
-            ("from/until", request.from_ is not None or request.until is not None),
-            ("include_historical", request.include_historical),
-            ("known_at", request.known_at is not None),
-            ("known_from/known_until", request.known_from is not None or request.known_until is not None),
-        )
-        if present
-    ]
-    if len(forms) > 1:
-        raise InvalidRequest(f"choose one temporal form, not {' and '.join(forms)}", field=",".join(forms))
-    window: TimeWindow | None = None
-    if request.known_at is not None:
-        instant = parse_instant(request.known_at, field="known_at")
-        window = TimeWindow(start=instant, end=instant, is_instant=True, axis="record")
-    elif request.as_of is not None:
-        instant = parse_instant(request.as_of, field="as_of")
-        window = TimeWindow(start=instant, end=instant, is_instant=True)
-    elif request.from_ is not None or request.until is not None:
-        window = _window(request.from_, request.until, ("from", "until"), "valid")
-    elif request.known_from is not None or request.known_until is not None:
-        window = _window(request.known_from, request.known_until, ("known_from", "known_until"), "record")
+    when = when_of(request, default_time)
     return SearchQuery(
         text=request.query,
         limit=check_limit(request.limit),
@@ -115,10 +131,9 @@ def build_query(request: SearchRequest) -> SearchQuery:
             tags=check_tags(request.tags),
             source_kind=request.source_kind,
             connector=check_name(request.connector, "connector"),
+            when=when,
         ),
         ranking=request.ranking,
-        window=window,
-        include_historical=request.include_historical,
         expand=request.expand,
         preferences=request.preferences == "on",
     )

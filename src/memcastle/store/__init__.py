@@ -43,7 +43,6 @@ from memcastle.model import (
     SimilarDrawer,
     SourceRecord,
     TermStatistics,
-    TimeWindow,
     Tombstone,
     Wing,
 )
@@ -89,9 +88,7 @@ class DrawerStore(Protocol):
 class SearchStore(Protocol):
     """The lexical leg and the eligibility every leg filters by (scope and time, before any limit)."""
 
-    def lexical_candidates(
-        self, query: LexicalQuery, scope: Scope, window: TimeWindow | None, include_historical: bool, limit: int
-    ) -> list[ScoredDrawer]: ...
+    def lexical_candidates(self, query: LexicalQuery, scope: Scope, limit: int) -> list[ScoredDrawer]: ...
     def term_statistics(self, words: Sequence[str]) -> TermStatistics:
         """The full-text index's drawer count and mean length, and per word how many drawers it is found in: what
         BM25 weighs a word with, as the lexical leg does."""
@@ -101,10 +98,8 @@ class SearchStore(Protocol):
         """The text of those of the drawers longer than `longer_than` characters (what passage scoring reads)."""
         ...
 
-    def eligible_ids(
-        self, drawer_ids: Sequence[str], scope: Scope, window: TimeWindow | None, include_historical: bool
-    ) -> set[str]: ...
-    def all_eligible_ids(self, scope: Scope, window: TimeWindow | None, include_historical: bool) -> set[str]: ...
+    def eligible_ids(self, drawer_ids: Sequence[str], scope: Scope) -> set[str]: ...
+    def all_eligible_ids(self, scope: Scope) -> set[str]: ...
     def drawer_places(self, drawer_ids: Sequence[str]) -> dict[str, DrawerPlace]: ...
 
 
@@ -162,8 +157,6 @@ class NearestStore(Protocol):
         vector: np.ndarray,
         limit: int,
         scope: Scope,
-        window: TimeWindow | None,
-        include_historical: bool,
     ) -> list[tuple[str, float]]:
         """The `limit` passage vectors nearest `vector` among eligible drawers: (drawer id, cosine), best first, a
         drawer once per passage found."""

@@ -269,9 +269,7 @@ def _forget_request(drawer: str, query: str, wing: str) -> ForgetRequest:
     if drawer:
         return ForgetRequest(kind="drawer", drawer_id=drawer)
     if query.strip():
-        return ForgetRequest(
-            kind="search", search=SearchRequest(query=query, wing=wing or None, include_historical=True)
-        )
+        return ForgetRequest(kind="search", search=SearchRequest(query=query, wing=wing or None))
     raise InvalidRequest("say what to forget: a drawer, or a search", field="drawer")
 
 

@@ -25,6 +25,7 @@ from memcastle.api.schemas import (
     ImportBody,
 )
 from memcastle.services import ForgetRequest, SearchRequest
+from memcastle.services.wire import request_of
 
 router = APIRouter(prefix="/api", route_class=DeclaredRoute)
 
@@ -100,15 +101,4 @@ def import_archive(body: ImportBody, request: Request) -> dict[str, Any]:
 
 
 def _forget_search(body: ForgetSearchBody) -> SearchRequest:
-    return SearchRequest(
-        query=body.query,
-        wing=body.wing,
-        room=body.room,
-        tags=tuple(body.tags),
-        source_kind=body.source_kind,
-        connector=body.connector,
-        as_of=body.as_of,
-        from_=body.from_,
-        until=body.until,
-        include_historical=body.include_historical,
-    )
+    return request_of(SearchRequest, dict(body))

@@ -25,6 +25,7 @@ from memcastle.api.schemas import (
 from memcastle.model import SearchResult
 from memcastle.services import SearchRequest
 from memcastle.services.views import fit, search_view, shorter_hit
+from memcastle.services.wire import request_of
 
 router = APIRouter(prefix="/api", route_class=DeclaredRoute)
 
@@ -59,22 +60,4 @@ def embed(request: Request, body: EmptyBody) -> dict[str, Any]:
 
 
 def _search_request(body: SearchBody) -> SearchRequest:
-    return SearchRequest(
-        query=body.query,
-        limit=body.limit,
-        wing=body.wing,
-        room=body.room,
-        tags=tuple(body.tags),
-        source_kind=body.source_kind,
-        connector=body.connector,
-        ranking=body.ranking,
-        as_of=body.as_of,
-        from_=body.from_,
-        until=body.until,
-        include_historical=body.include_historical,
-        expand=body.expand,
-        preferences=body.preferences,
-        known_at=body.known_at,
-        known_from=body.known_from,
-        known_until=body.known_until,
-    )
+    return request_of(SearchRequest, dict(body))

@@ -3,7 +3,7 @@ palace's wings and rooms."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import Field
 
@@ -21,13 +21,17 @@ from memcastle.mcp.tools.base import (
     Wing,
     tool,
 )
-from memcastle.model.vocabulary import Ranking, SourceKind
+from memcastle.model.vocabulary import Ranking, SourceKind, Switch
 from memcastle.services import SearchRequest
 from memcastle.services.views import MIN_BUDGET, drawer_view, fit, search_view, shorter_hit, size
+from memcastle.services.wire import request_of
 
 SearchLimit = Annotated[int, Field(ge=1, le=200)]
 Kind = Annotated[SourceKind | None, Field()]
 Historical = Annotated[bool, Field(description="superseded versions too")]
+AsOf = Annotated[str | None, Field(description="RFC 3339: what held then")]
+Expand = Annotated[bool, Field(description="add graph neighbours")]
+Preferences = Annotated[Switch, Field(description="source trust")]
 
 
 @tool("memcastle_search", "Search memory", "read", read_only=True)
@@ -41,41 +45,21 @@ def search(
     source_kind: Kind = None,
     connector: Annotated[str | None, Field()] = None,
     ranking: Annotated[Ranking, Field()] = "auto",
-    as_of: Annotated[str | None, Field(description="RFC 3339: what held then")] = None,
+    as_of: AsOf = None,
     from_: From = None,
     until: Until = None,
     include_historical: Historical = False,
     known_at: Annotated[str | None, Field(description="what memory held then")] = None,
     known_from: Annotated[str | None, Field(description="with known_until")] = None,
     known_until: Annotated[str | None, Field()] = None,
-    expand: Annotated[bool, Field(description="add graph neighbours")] = False,
-    preferences: Annotated[Literal["on", "off"], Field(description="source trust")] = "on",
+    expand: Expand = False,
+    preferences: Preferences = "on",
     full: Full = False,
     max_chars: MaxChars = None,
 ) -> dict[str, Any]:
     """Search memory before answering about past work, decisions, code or talks. Hits: origin, snippet (best
     passage), chars (read all: memcastle_get_drawer), signals (coverage: share of query words held), preference."""
-    result = env.services.search.search(
-        SearchRequest(
-            query=query,
-            limit=limit,
-            wing=wing,
-            room=room,
-            tags=tags,
-            source_kind=source_kind,
-            connector=connector,
-            ranking=ranking,
-            as_of=as_of,
-            from_=from_,
-            until=until,
-            include_historical=include_historical,
-            expand=expand,
-            preferences=preferences,
-            known_at=known_at,
-            known_from=known_from,
-            known_until=known_until,
-        )
-    )
+    result = env.services.search.search(request_of(SearchRequest, locals()))
     return fit(search_view(result, full=full), "hits", max_chars, shrink=shorter_hit)
 
 
@@ -93,26 +77,13 @@ def recall(
     include_historical: bool = False,
     ranking: Ranking = "auto",
     expand: bool = False,
+    preferences: Switch = "on",
     full: bool = False,
     max_chars: Annotated[int | None, Field(ge=MIN_BUDGET)] = None,
 ) -> dict[str, Any]:
-    """Recall across a wing ("what do I know about X?"): memcastle_search's hits and arguments, without room,
-    connector or record time."""
-    result = env.services.search.recall(
-        SearchRequest(
-            query=query,
-            limit=limit,
-            wing=wing,
-            tags=tags,
-            source_kind=source_kind,
-            as_of=as_of,
-            from_=from_,
-            until=until,
-            include_historical=include_historical,
-            ranking=ranking,
-            expand=expand,
-        )
-    )
+    """Recall across a wing ("what do I know about X?"): memcastle_search's hits and arguments (described
+    there), without room, connector or record time."""
+    result = env.services.search.recall(request_of(SearchRequest, locals()))
     return fit(search_view(result, full=full), "hits", max_chars, shrink=shorter_hit)
 
 

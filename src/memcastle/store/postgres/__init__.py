@@ -33,7 +33,6 @@ from memcastle.model import (
     Scope,
     ScoredDrawer,
     TermStatistics,
-    TimeWindow,
     recovery_spent,
 )
 from memcastle.store import VectorChunk
@@ -277,9 +276,7 @@ class PostgresStore(
         # As SQLite's LIKE: ASCII case-insensitive, no escape character, matched against JSON text too.
         return f"{column}::text ILIKE ? ESCAPE ''"
 
-    def lexical_candidates(
-        self, query: LexicalQuery, scope: Scope, window: TimeWindow | None, include_historical: bool, limit: int
-    ) -> list[ScoredDrawer]:
+    def lexical_candidates(self, query: LexicalQuery, scope: Scope, limit: int) -> list[ScoredDrawer]:
         """BM25's best `limit` eligible drawers, ties by id, with FTS5's statistics (kept in memory: see
         `memcastle.store.postgres.corpus`).
 
@@ -295,7 +292,7 @@ class PostgresStore(
         words = [w for w in words if w]
         if not words or limit <= 0:
             return []
-        where, params = filter_sql(scope, window, include_historical, self._now())
+        where, params = filter_sql(scope, self._now())
         with self._read() as tx:
             stats = self._corpus.read(tx, words, recount=self._recount_corpus)
             idf = stats.idf()
@@ -397,13 +394,11 @@ class PostgresStore(
         vector: np.ndarray,
         limit: int,
         scope: Scope,
-        window: TimeWindow | None,
-        include_historical: bool,
     ) -> list[tuple[str, float]]:
         """The nearest passages through the HNSW index of the vector's dimension (see `NearestStore`). Scope and time
         filter inside the walk: pgvector's iterative scan goes on through the graph until `limit` rows pass them (or
         `hnsw.max_scan_tuples` were visited), instead of filtering a fixed number of neighbours afterwards."""
-        where, params = filter_sql(scope, window, include_historical, self._now())
+        where, params = filter_sql(scope, self._now())
         dimension = int(vector.shape[0])
         with self._write() as tx:  # a transaction, for SET LOCAL
             tx.run(f"SET LOCAL hnsw.ef_search = {min(max(_HNSW_EF_SEARCH, limit), 1000):d}")

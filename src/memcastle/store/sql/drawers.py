@@ -19,7 +19,6 @@ from memcastle.model import (
     Page,
     Room,
     Scope,
-    TimeWindow,
     Wing,
     content_hash,
     fingerprint,
@@ -323,11 +322,9 @@ class DrawerTables(SqlStore):
 
     # --- eligibility ----------------------------------------------------------------------------
 
-    def eligible_ids(
-        self, drawer_ids: Sequence[str], scope: Scope, window: TimeWindow | None, include_historical: bool
-    ) -> set[str]:
+    def eligible_ids(self, drawer_ids: Sequence[str], scope: Scope) -> set[str]:
         """The subset of `drawer_ids` inside the scope and the temporal window."""
-        where, params = filter_sql(scope, window, include_historical, self._now())
+        where, params = filter_sql(scope, self._now())
         found: set[str] = set()
         with self._read() as tx:
             for batch in batches(drawer_ids):
@@ -335,8 +332,8 @@ class DrawerTables(SqlStore):
                 found.update(r["id"] for r in rows)
         return found
 
-    def all_eligible_ids(self, scope: Scope, window: TimeWindow | None, include_historical: bool) -> set[str]:
-        where, params = filter_sql(scope, window, include_historical, self._now())
+    def all_eligible_ids(self, scope: Scope) -> set[str]:
+        where, params = filter_sql(scope, self._now())
         return {r["id"] for r in self._all(f"SELECT d.id {_PLACED} WHERE 1 = 1{where}", params)}
 
     def drawer_places(self, drawer_ids: Sequence[str]) -> dict[str, DrawerPlace]:

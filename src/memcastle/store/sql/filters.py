@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memcastle.model import Scope, TimeWindow
+from memcastle.model import AnyTime, AsOf, Between, Current, Scope, When
 from memcastle.store.sql.base import marks
 
 
@@ -32,26 +32,28 @@ def scope_sql(scope: Scope) -> tuple[str, list[Any]]:
     return sql, params
 
 
-def time_sql(window: TimeWindow | None, include_historical: bool, now: str) -> tuple[str, list[Any]]:
-    """Eligible for `[from, until)` iff valid_from < until and (valid_to is empty or valid_to > from); an instant t
-    is the window that holds just t; no window means the instant `now`. On the record axis, t is an instant of
-    record time instead."""
-    if include_historical:
-        return "", []
-    if window is not None and window.axis == "record":
-        # What the palace knew at that instant (recorded by then, not yet known to be closed), or at some point of the
-        # window.
-        if window.is_instant:
-            return " AND d.created_at <= ? AND (d.closed_at IS NULL OR d.closed_at > ?)", [window.start, window.start]
-        return " AND d.created_at < ? AND (d.closed_at IS NULL OR d.closed_at > ?)", [window.end, window.start]
-    if window is None or window.is_instant:
-        at = now if window is None else window.start
-        return " AND d.valid_from <= ? AND (d.valid_to IS NULL OR d.valid_to > ?)", [at, at]
-    return " AND d.valid_from < ? AND (d.valid_to IS NULL OR d.valid_to > ?)", [window.end, window.start]
+def time_sql(when: When, now: str) -> tuple[str, list[Any]]:
+    """Event time: eligible at an instant t iff valid_from <= t < valid_to (valid_to empty: still valid); for the
+    window [from, until) iff valid_from < until and (valid_to is empty or valid_to > from). Record time asks what the
+    palace knew: recorded by then (or within the window) and not yet known to be closed."""
+    match when:
+        case AnyTime():
+            return "", []
+        case Current():
+            return " AND d.valid_from <= ? AND (d.valid_to IS NULL OR d.valid_to > ?)", [now, now]
+        case AsOf(at=at, axis="valid"):
+            return " AND d.valid_from <= ? AND (d.valid_to IS NULL OR d.valid_to > ?)", [at, at]
+        case AsOf(at=at, axis="record"):
+            return " AND d.created_at <= ? AND (d.closed_at IS NULL OR d.closed_at > ?)", [at, at]
+        case Between(start=start, end=end, axis="valid"):
+            return " AND d.valid_from < ? AND (d.valid_to IS NULL OR d.valid_to > ?)", [end, start]
+        case Between(start=start, end=end, axis="record"):
+            return " AND d.created_at < ? AND (d.closed_at IS NULL OR d.closed_at > ?)", [end, start]
+    raise AssertionError(f"unknown time {when!r}")
 
 
-def filter_sql(scope: Scope, window: TimeWindow | None, include_historical: bool, now: str) -> tuple[str, list[Any]]:
+def filter_sql(scope: Scope, now: str) -> tuple[str, list[Any]]:
     """Scope then time, as one fragment."""
     where, params = scope_sql(scope)
-    when, times = time_sql(window, include_historical, now)
+    when, times = time_sql(scope.when, now)
     return where + when, params + times

@@ -19,7 +19,7 @@ import numpy as np
 
 from memcastle.clock import format_instant, to_datetime, utc_now
 from memcastle.errors import MigrationError
-from memcastle.model import Job, LexicalQuery, Scope, ScoredDrawer, TermStatistics, TimeWindow
+from memcastle.model import Job, LexicalQuery, Scope, ScoredDrawer, TermStatistics
 from memcastle.store import VectorChunk
 from memcastle.store.copy import check_columns, copied_table, ensure_empty
 from memcastle.store.migrate import MIGRATIONS_TABLE, failed, pending
@@ -187,9 +187,7 @@ class SQLiteStore(ArchiveTables, ForgetTables, GraphTables, MiningTables, JobTab
         assert cursor.lastrowid is not None
         return cursor.lastrowid
 
-    def lexical_candidates(
-        self, query: LexicalQuery, scope: Scope, window: TimeWindow | None, include_historical: bool, limit: int
-    ) -> list[ScoredDrawer]:
+    def lexical_candidates(self, query: LexicalQuery, scope: Scope, limit: int) -> list[ScoredDrawer]:
         """BM25's best `limit` eligible drawers, ties by id (bm25() is lower-is-better; the signal is flipped so that
         higher is better everywhere).
 
@@ -204,19 +202,17 @@ class SQLiteStore(ArchiveTables, ForgetTables, GraphTables, MiningTables, JobTab
         if not query.require_all and len(query.terms) > 1:
             reduced, bounded = self._any_term_reduced(query)
             if reduced.terms != query.terms:
-                enough = self._ranked(reduced, scope, window, include_historical, limit)
+                enough = self._ranked(reduced, scope, limit)
                 if bounded or len(enough) >= limit:
                     # Unbounded, a drawer holding only the terms left out scores ~1e-6: it would rank below these.
                     return enough
-        return self._ranked(query, scope, window, include_historical, limit)
+        return self._ranked(query, scope, limit)
 
-    def _ranked(
-        self, query: LexicalQuery, scope: Scope, window: TimeWindow | None, include_historical: bool, limit: int
-    ) -> list[ScoredDrawer]:
+    def _ranked(self, query: LexicalQuery, scope: Scope, limit: int) -> list[ScoredDrawer]:
         match = fts5_match(query)
         if match is None:
             return []
-        where, params = filter_sql(scope, window, include_historical, self._now())
+        where, params = filter_sql(scope, self._now())
         take = max(limit * LEXICAL_HEAD, LEXICAL_MIN_HEAD)
         for _ in range(2):
             top = self._all(
