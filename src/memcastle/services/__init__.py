@@ -30,6 +30,7 @@ from memcastle.knowledge.dedup import DuplicateFinder
 from memcastle.knowledge.extraction import ExtractionProvider
 from memcastle.mining.roots import MiningRoots
 from memcastle.model import JobStatus, MinerSpec
+from memcastle.model.requests import SearchRequest
 from memcastle.preferences import Policy
 from memcastle.search.embeddings import EmbeddingProvider
 from memcastle.search.engine import SearchEngine
@@ -43,7 +44,7 @@ from memcastle.services.miners import MinerService
 from memcastle.services.mining import MiningService
 from memcastle.services.places import PlaceService
 from memcastle.services.requests import RequestKeys
-from memcastle.services.search import SearchRequest, SearchService, build_query
+from memcastle.services.search import SearchService, build_query
 from memcastle.services.status import StatusService
 from memcastle.store import Store
 

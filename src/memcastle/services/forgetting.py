@@ -8,11 +8,12 @@ from dataclasses import dataclass, replace
 
 from memcastle.errors import Conflict, InvalidRequest
 from memcastle.model import ANY_TIME, FORGET_SCOPES, ForgetReport, ForgetScope, Job, LexicalQuery, Tombstone
+from memcastle.model.requests import SearchRequest
 from memcastle.search.engine import SearchEngine
 from memcastle.search.lexical import query_terms
 from memcastle.services.events import Publish, ignore_event
 from memcastle.services.ids import resolve_id
-from memcastle.services.search import SearchRequest, build_query
+from memcastle.services.search import build_query
 from memcastle.services.validation import check_limit, check_name, check_text
 from memcastle.store import Store
 

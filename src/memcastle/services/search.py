@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-
 from memcastle.clock import parse_instant
 from memcastle.errors import InvalidRequest
 from memcastle.model import (
@@ -19,32 +16,10 @@ from memcastle.model import (
     SearchResult,
     When,
 )
+from memcastle.model.requests import SearchRequest
 from memcastle.model.time import Axis
 from memcastle.search.engine import SearchEngine
 from memcastle.services.validation import MAX_QUERY_CHARS, check_limit, check_name, check_tags, check_text
-
-
-@dataclass(frozen=True)
-class SearchRequest:
-    """A search as the interfaces receive it, before validation."""
-
-    query: str
-    limit: int = 10
-    wing: str | None = None
-    room: str | None = None
-    tags: Sequence[str] = ()
-    source_kind: str | None = None
-    connector: str | None = None
-    ranking: str = "auto"
-    as_of: str | None = None
-    from_: str | None = None
-    until: str | None = None
-    include_historical: bool = False
-    expand: bool = False
-    preferences: str = "on"
-    known_at: str | None = None
-    known_from: str | None = None
-    known_until: str | None = None
 
 
 class SearchService:

@@ -24,8 +24,8 @@ from memcastle.api.schemas import (
     ForgetSearchBody,
     ImportBody,
 )
+from memcastle.model.requests import request_of
 from memcastle.services import ForgetRequest, SearchRequest
-from memcastle.services.wire import request_of
 
 router = APIRouter(prefix="/api", route_class=DeclaredRoute)
 

@@ -23,9 +23,9 @@ from memcastle.api.schemas import (
     SearchBody,
 )
 from memcastle.model import SearchResult
+from memcastle.model.requests import request_of
 from memcastle.services import SearchRequest
 from memcastle.services.views import fit, search_view, shorter_hit
-from memcastle.services.wire import request_of
 
 router = APIRouter(prefix="/api", route_class=DeclaredRoute)
 

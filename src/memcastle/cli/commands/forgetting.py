@@ -13,6 +13,7 @@ import click
 from memcastle.cli import render
 from memcastle.cli.app import Invocation, app, group, pass_invocation
 from memcastle.cli.commands.drawers import room_app, wing_app
+from memcastle.cli.search_options import SCOPE_OPTIONS, search_body, search_options
 
 forget_app = group("forget", app, "Erase memory for good: a drawer, document, source, room, wing or search's matches.")
 
@@ -131,44 +132,13 @@ def forget_wing(inv: Invocation, wing: str, dry_run: bool, yes: bool) -> None:
 
 @forget_app.command("search")
 @click.argument("query")
-@click.option("--wing", help="only this wing")
-@click.option("--room", help="only this room")
-@click.option("--tag", "tags", multiple=True, help="required tag; repeat for more")
-@click.option("--source-kind", "--kind", "kind", help="source kind: file, note, transcript, commit, …")
-@click.option("--connector", help="only drawers mined by this connector")
-@click.option("--as-of", help="only the versions current at this instant")
-@click.option("--from", "from_", help="window start (with --until)")
-@click.option("--until", help="window end (with --from)")
+@search_options(*SCOPE_OPTIONS)
 @_flags
 @pass_invocation
-def forget_search(
-    inv: Invocation,
-    query: str,
-    wing: str | None,
-    room: str | None,
-    tags: tuple[str, ...],
-    kind: str | None,
-    connector: str | None,
-    as_of: str | None,
-    from_: str | None,
-    until: str | None,
-    dry_run: bool,
-    yes: bool,
-) -> None:
+def forget_search(inv: Invocation, /, query: str, dry_run: bool, yes: bool, **options: Any) -> None:
     """Forget the drawers whose text matches every word of QUERY, inside the filters: every version of them unless
-    a time (--as-of, --from/--until) is given."""
-    search = {
-        "query": query,
-        "wing": wing,
-        "room": room,
-        "tags": list(tags),
-        "source_kind": kind,
-        "connector": connector,
-        "as_of": as_of,
-        "from": from_,
-        "until": until,
-    }
-    send = _sender(inv, {"scope": "search", "search": {k: v for k, v in search.items() if v not in (None, [])}})
+    a time (--as-of, --from/--until, --known-at, …) is given."""
+    send = _sender(inv, {"scope": "search", "search": search_body(query, options)})
     run_forget(inv, send, broad=True, dry_run=dry_run, yes=yes)
 
 

@@ -21,10 +21,10 @@ from memcastle.mcp.tools.base import (
     Wing,
     tool,
 )
+from memcastle.model.requests import request_of
 from memcastle.model.vocabulary import Ranking, SourceKind, Switch
 from memcastle.services import SearchRequest
 from memcastle.services.views import MIN_BUDGET, drawer_view, fit, search_view, shorter_hit, size
-from memcastle.services.wire import request_of
 
 SearchLimit = Annotated[int, Field(ge=1, le=200)]
 Kind = Annotated[SourceKind | None, Field()]

@@ -1,0 +1,68 @@
+"""One contract per operation: every interface that builds a request offers the request's fields under the request's
+names, or this test says why it does not. A new search option declared on `SearchRequest` and forgotten by one
+interface fails here, naming the interface."""
+
+from __future__ import annotations
+
+import inspect
+
+import click
+
+from memcastle.api.schemas import ForgetSearchBody, SearchBody
+from memcastle.cli.main import app
+from memcastle.mcp.tools import TOOLS
+from memcastle.model.requests import SearchRequest, field_names
+
+SEARCH = set(field_names(SearchRequest))
+# A forget by search picks drawers by where and when only: no ranking, so no limit, ranking, expansion or preference.
+FORGET = SEARCH - {"limit", "ranking", "expand", "preferences"}
+# A recall searches a whole wing: never a room (SearchService.recall refuses one).
+RECALL = SEARCH - {"room"}
+# MCP recall also leaves out the connector and record time, to keep the tool list every agent reads at start small:
+# an agent that needs them has memcastle_search.
+MCP_RECALL = RECALL - {"connector", "known_at", "known_from", "known_until"}
+# What an interface holds beyond the request: how the answer is shaped.
+ANSWER_SHAPE = {"full", "max_chars"}
+
+
+def python_names(names: set[str]) -> set[str]:
+    return {"from_" if name == "from" else name for name in names}
+
+
+def cli_params(path: str) -> set[str]:
+    command: click.Command = app
+    context = click.Context(app)
+    for word in path.split():
+        assert isinstance(command, click.Group)
+        found = command.get_command(context, word)
+        assert found is not None, path
+        command = found
+    return {p.name for p in command.params if p.name}
+
+
+def tool_params(name: str) -> set[str]:
+    return set(inspect.signature(TOOLS[name].fn).parameters) - {"env"}
+
+
+def test_rest_bodies_name_every_field_of_the_request_they_build() -> None:
+    assert set(SearchBody.model_fields) == SEARCH | ANSWER_SHAPE
+    assert set(ForgetSearchBody.model_fields) == FORGET
+
+
+def test_mcp_tools_name_every_field_of_the_request_they_build() -> None:
+    assert tool_params("memcastle_search") == SEARCH | ANSWER_SHAPE
+    assert tool_params("memcastle_recall") == MCP_RECALL | ANSWER_SHAPE
+
+
+def test_cli_commands_name_every_field_of_the_request_they_build() -> None:
+    assert cli_params("search") == SEARCH | {"full"}
+    assert cli_params("recall") == RECALL | {"full"}
+    assert cli_params("forget search") == FORGET | {"dry_run", "yes"}
+
+
+def test_the_search_form_names_every_field_of_the_search() -> None:
+    from memcastle.web.routes.search import search_page
+
+    form = set(inspect.signature(search_page).parameters) - {"request", "q", "time"}
+    # The form's `time` choice stands for include_historical (and picks which time fields count).
+    assert form | {"include_historical"} == SEARCH
