@@ -8,10 +8,12 @@ import inspect
 
 import click
 
-from memcastle.api.schemas import ForgetSearchBody, SearchBody
+from memcastle.api.schemas import CheckpointItem as CheckpointBodyItem
+from memcastle.api.schemas import FactBody, ForgetSearchBody, SearchBody, SupersedeFactBody
 from memcastle.cli.main import app
 from memcastle.mcp.tools import TOOLS
-from memcastle.model.requests import SearchRequest, field_names
+from memcastle.mcp.tools.agents import CheckpointArgument, FactArgument
+from memcastle.model.requests import CheckpointItem, FactCorrection, FactSpec, SearchRequest, field_names
 
 SEARCH = set(field_names(SearchRequest))
 # A forget by search picks drawers by where and when only: no ranking, so no limit, ranking, expansion or preference.
@@ -66,3 +68,20 @@ def test_the_search_form_names_every_field_of_the_search() -> None:
     form = set(inspect.signature(search_page).parameters) - {"request", "q", "time"}
     # The form's `time` choice stands for include_historical (and picks which time fields count).
     assert form | {"include_historical"} == SEARCH
+
+
+FACT = set(field_names(FactSpec))
+CORRECTION = set(field_names(FactCorrection))
+# MCP's correction leaves the entity kinds to the fact it replaces (tool-list budget); its checkpoint fact states
+# names, predicate, confidence and time (the drawer it is kept in is its evidence).
+MCP_CORRECTION = CORRECTION - {"subject_kind", "object_kind"}
+MCP_CHECKPOINT_FACT = FACT - {"subject_kind", "object_kind", "evidence_drawer"}
+
+
+def test_facts_and_checkpoints_are_named_alike_everywhere() -> None:
+    assert set(FactBody.model_fields) == FACT
+    assert set(SupersedeFactBody.model_fields) == CORRECTION
+    assert tool_params("memcastle_fact_supersede") == MCP_CORRECTION | {"fact_id"}
+    assert set(CheckpointBodyItem.model_fields) == set(field_names(CheckpointItem))
+    assert set(CheckpointArgument.model_fields) == set(field_names(CheckpointItem))
+    assert set(FactArgument.model_fields) == MCP_CHECKPOINT_FACT

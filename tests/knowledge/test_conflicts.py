@@ -24,6 +24,7 @@ from memcastle.knowledge.facts import (
     quality,
 )
 from memcastle.model import Assertion, Entity, Origin
+from memcastle.model.requests import FactSpec
 from memcastle.preferences import Policy, load_policy
 
 from .support import Palaces, client_of, extracted, mine, triple, write_notes
@@ -312,8 +313,8 @@ def test_two_stated_facts_on_a_single_valued_predicate_conflict_and_one_group_na
 ) -> None:
     palace = palaces.open(flags={"extraction.provider": "none"})
     facts = palace.services.facts
-    berlin = facts.add({"subject": "Mara Quist", "predicate": "located_in", "object": "Berlin"})
-    paris = facts.add({"subject": "Mara Quist", "predicate": "located_in", "object": "Paris"})
+    berlin = facts.add(FactSpec(subject="Mara Quist", predicate="located_in", object="Berlin"))
+    paris = facts.add(FactSpec(subject="Mara Quist", predicate="located_in", object="Paris"))
     listed = facts.list_facts(subject="Mara Quist")
     assert {(f["subject"], f["object"]) for f in listed} == {("Mara Quist", "Berlin"), ("Mara Quist", "Paris")}
     assert all(f["subject_id"] != f["subject"] and f["subject_id"] == berlin["subject_id"] for f in listed)
@@ -324,14 +325,14 @@ def test_two_stated_facts_on_a_single_valued_predicate_conflict_and_one_group_na
     assert {berlin["id"], paris["id"]} >= {states["Berlin"]["preferred_id"]}
     # Lisbon and Porto conflict; a third value joins the same group: every member names one preferred fact.
     for city in ("Lisbon", "Porto", "Madrid"):
-        facts.add({"subject": "Ines Okafor", "predicate": "located_in", "object": city})
+        facts.add(FactSpec(subject="Ines Okafor", predicate="located_in", object=city))
     group = facts.list_facts(subject="Ines Okafor")
     assert {f["lifecycle"]["state"] for f in group} == {"conflicting"}
     assert len({f["lifecycle"]["preferred_id"] for f in group}) == 1
     assert sum(f["lifecycle"]["preferred"] for f in group) == 1
     # The same claim stated twice confirms, and a fact outside any conflict still carries its evidence's preference.
-    facts.add({"subject": "Ada Lovelace", "predicate": "works_on", "object": "Engine"})
-    again = facts.add({"subject": "Ada Lovelace", "predicate": "works_on", "object": "Engine"})
+    facts.add(FactSpec(subject="Ada Lovelace", predicate="works_on", object="Engine"))
+    again = facts.add(FactSpec(subject="Ada Lovelace", predicate="works_on", object="Engine"))
     assert [link["kind"] for link in again["lifecycle"]["links"]] == ["confirms"]
     assert again["lifecycle"]["state"] == "current"
     assert again["lifecycle"]["preference"] == {"level": "normal", "adjustment": 0.0}

@@ -18,6 +18,7 @@ from memcastle.clock import utc_now
 from memcastle.config import load_settings
 from memcastle.errors import Conflict
 from memcastle.model import ANY_TIME, JobStatus, LexicalQuery, NewDrawer, NewJob, Scope
+from memcastle.model.requests import FactCorrection, FactSpec
 from memcastle.services import SearchRequest
 from memcastle.store import PALACE_TABLES, Store
 from memcastle.store.copy import copy_palace
@@ -217,9 +218,9 @@ def test_migrate_copies_a_palace_that_then_answers_every_search_and_fact_as_befo
         before = utc_now()
         time.sleep(0.01)
         summer = services.drawers.supersede_drawer(tides.id, "Tide tables for the harbour in summer.")
-        fact = services.facts.add({"subject": "Carol", "predicate": "works_on", "object": "Hermes"})
-        services.facts.supersede(fact["id"], {"object": "Athena", "reason": "moved teams"})
-        other = services.facts.add({"subject": "Dave", "predicate": "uses", "object": "Postgres"})
+        fact = services.facts.add(FactSpec(subject="Carol", predicate="works_on", object="Hermes"))
+        services.facts.supersede(fact["id"], FactCorrection(object="Athena", reason="moved teams"))
+        other = services.facts.add(FactSpec(subject="Dave", predicate="uses", object="Postgres"))
         services.facts.link(other["id"], fact["id"], "refines", "same project")
         settle(palace)
         assert services.jobs.get_job(mine.id).status is JobStatus.COMPLETED

@@ -10,9 +10,10 @@ says why not. The services validate a request once (`memcastle.services.search.b
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields, is_dataclass
-from typing import Any, TypeVar
+from dataclasses import asdict, dataclass, fields, is_dataclass
+from typing import Any, TypeVar, get_type_hints
 
 T = TypeVar("T")
 
@@ -23,13 +24,36 @@ def field_names(request_type: type[Any]) -> tuple[str, ...]:
     return tuple(f.name for f in fields(request_type))
 
 
-def request_of(request_type: type[T], values: Mapping[str, Any], **overrides: Any) -> T:
-    """`request_type` from the values an interface received (by field name; lists become tuples); the others are the
-    interface's own. `overrides` set fields the interface decides itself."""
-    names = set(field_names(request_type))
-    chosen = {name: tuple(v) if isinstance(v, list) else v for name, v in values.items() if name in names}
+def request_of(request_type: type[T], values: Mapping[str, Any] | Any, **overrides: Any) -> T:
+    """`request_type` from the values an interface received — a mapping, or a body or argument model — by field
+    name; the others are the interface's own. Lists become tuples, and a field whose type is itself a request is
+    built the same way from its value. `overrides` set fields the interface decides itself."""
+    given = values if isinstance(values, Mapping) else dict(values)
+    hints = _hints(request_type)  # type: ignore[arg-type]
+    chosen: dict[str, Any] = {}
+    for name in field_names(request_type):
+        if name not in given:
+            continue
+        value = given[name]
+        nested = _request_type(hints[name])
+        if nested is not None and value is not None and not isinstance(value, nested):
+            value = request_of(nested, value)
+        chosen[name] = tuple(value) if isinstance(value, list) else value
     chosen.update(overrides)
     return request_type(**chosen)
+
+
+@functools.cache
+def _hints(request_type: type[Any]) -> dict[str, Any]:
+    return get_type_hints(request_type)
+
+
+def _request_type(hint: Any) -> type[Any] | None:
+    """The request dataclass a field holds (alone or or-None), if any."""
+    for candidate in (hint, *getattr(hint, "__args__", ())):
+        if isinstance(candidate, type) and is_dataclass(candidate):
+            return candidate
+    return None
 
 
 @dataclass(frozen=True)
@@ -53,3 +77,52 @@ class SearchRequest:
     known_at: str | None = None
     known_from: str | None = None
     known_until: str | None = None
+
+
+@dataclass(frozen=True)
+class FactSpec:
+    """An explicit fact as an interface states it, before validation (`FactService.add`): entity names, the
+    predicate, and the drawer that shows it, if any."""
+
+    subject: str
+    predicate: str
+    object: str
+    confidence: float = 1.0
+    valid_from: str | None = None
+    subject_kind: str | None = None
+    object_kind: str | None = None
+    evidence_drawer: str | None = None
+
+
+@dataclass(frozen=True)
+class FactCorrection:
+    """What a superseded fact's replacement changes (`FactService.supersede`): each field given replaces the old
+    fact's, the others carry over; `reason` is recorded on the link between them."""
+
+    subject: str | None = None
+    predicate: str | None = None
+    object: str | None = None
+    confidence: float | None = None
+    subject_kind: str | None = None
+    object_kind: str | None = None
+    evidence_drawer: str | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class CheckpointItem:
+    """One decision or piece of state an agent keeps (`AgentService.checkpoint`), with the fact it states, if any."""
+
+    content: str
+    wing: str | None = None
+    room: str | None = None
+    name: str | None = None
+    tags: tuple[str, ...] = ()
+    fact: FactSpec | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The item as a retry must repeat it (what an idempotency key is checked against)."""
+        out: dict[str, Any] = {k: v for k, v in asdict(self).items() if v not in (None, ())}
+        if "tags" in out:
+            out["tags"] = list(out["tags"])
+        return out

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from memcastle.errors import InvalidRequest
 from memcastle.model import Drawer, Scope
+from memcastle.model.requests import CheckpointItem
 from memcastle.services.drawers import DEFAULT_WING, DIARY_ROOM, DrawerService
 from memcastle.services.facts import FactService
 from memcastle.services.requests import RequestKeys
@@ -77,7 +78,7 @@ class AgentService:
         return self._store.latest_drawers(scope, check_limit(limit))
 
     def checkpoint(
-        self, items: Sequence[Mapping[str, Any]], *, agent: str | None = None, requested_by: str = "http"
+        self, items: Sequence[CheckpointItem], *, agent: str | None = None, requested_by: str = "http"
     ) -> list[Drawer]:
         """Save decisions and state as checkpoint drawers (tag `checkpoint`), all or nothing validated first."""
         agent = check_name(agent, "agent")
@@ -89,47 +90,41 @@ class AgentService:
                 field="items",
                 help="send the rest in another checkpoint",
             )
-        prepared = []
         for index, item in enumerate(items):
-            content = item.get("content")
-            check_content(content, f"items[{index}].content")
-            fact = item.get("fact")
-            if fact is not None:
-                if not isinstance(fact, Mapping):
-                    raise InvalidRequest("fact must be an object", field=f"items[{index}].fact")
+            check_content(item.content, f"items[{index}].content")
+            if item.fact is not None:
                 try:
-                    self.facts.check_spec(fact)
+                    self.facts.check_spec(item.fact)
                 except InvalidRequest as exc:
                     raise InvalidRequest(exc.message, field=f"items[{index}].fact.{exc.field}") from None
-            prepared.append(item)
         saved = []
-        for item in prepared:
-            tags = tuple(dict.fromkeys((*check_tags(item.get("tags") or ()), CHECKPOINT_TAG)))
+        for item in items:
+            tags = tuple(dict.fromkeys((*check_tags(item.tags), CHECKPOINT_TAG)))
             drawer, _ = self._drawers.save_note(
-                item["content"],
-                wing=item.get("wing"),
-                room=item.get("room") or CHECKPOINT_ROOM,
+                item.content,
+                wing=item.wing,
+                room=item.room or CHECKPOINT_ROOM,
                 tags=tags,
                 agent=agent,
-                name=item.get("name"),
+                name=item.name,
                 requested_by=requested_by,
                 kind="manual",
             )
-            if item.get("fact"):
-                self.facts.add(item["fact"], evidence_drawer=drawer.id, requested_by=requested_by)
+            if item.fact is not None:
+                self.facts.add(replace(item.fact, evidence_drawer=drawer.id), requested_by=requested_by)
             saved.append(drawer)
         return saved
 
     def write_checkpoint(
         self,
-        items: Sequence[Mapping[str, Any]],
+        items: Sequence[CheckpointItem],
         *,
         agent: str | None = None,
         idempotency_key: str | None = None,
         requested_by: str = "http",
     ) -> CheckpointWrite:
         """`checkpoint` for an interface: with an idempotency key, a retry answers with the first write's drawers."""
-        request = {"items": [dict(item) for item in items], "agent": agent}
+        request = {"items": [item.to_json() for item in items], "agent": agent}
 
         def write() -> dict[str, Any]:
             saved = self.checkpoint(items, agent=agent, requested_by=requested_by)

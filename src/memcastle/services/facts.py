@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 from memcastle.clock import Clock, parse_instant, utc_now
 from memcastle.connectors.secrets import Redactor
@@ -12,6 +12,7 @@ from memcastle.errors import Conflict, InvalidRequest
 from memcastle.knowledge.entities import EntityResolver
 from memcastle.knowledge.facts import LINK_FANOUT, infer_links, make_link, present
 from memcastle.model import FACT_STATES, SINGLE_VALUED_PREDICATES, Assertion, Entity, GraphWrite
+from memcastle.model.requests import FactCorrection, FactSpec
 from memcastle.model.vocabulary import ENTITY_KINDS as ENTITY_KINDS
 from memcastle.model.vocabulary import EXPLICIT_LINKS
 from memcastle.model.vocabulary import PREDICATES as PREDICATES
@@ -21,6 +22,18 @@ from memcastle.services.validation import check_limit, require_name
 from memcastle.store import KnowledgeStore
 
 EXPLICIT = "explicit"
+
+
+class ValidFact(NamedTuple):
+    """A `FactSpec` once validated: names redacted, kinds defaulted, the instant it holds from."""
+
+    subject: str
+    predicate: str
+    object: str
+    confidence: float
+    subject_kind: str
+    object_kind: str
+    valid_from: str
 
 
 class FactService:
@@ -129,32 +142,31 @@ class FactService:
 
     # --- explicit operations --------------------------------------------------------------------
 
-    def add(
-        self, spec: Mapping[str, Any], *, evidence_drawer: str | None = None, requested_by: str = "http"
-    ) -> dict[str, Any]:
+    def add(self, spec: FactSpec, *, requested_by: str = "http") -> dict[str, Any]:
         """An explicit fact: entities are resolved (or created), the assertion is marked explicit."""
-        fact, write = self._new_fact(spec, evidence_drawer=evidence_drawer, requested_by=requested_by)
+        fact, write = self._new_fact(self._validated(spec), spec.evidence_drawer)
         self._store.apply_graph(write)
         return self.get_fact(fact.id)
 
-    def supersede(self, fact_id: str, spec: Mapping[str, Any], *, requested_by: str = "http") -> dict[str, Any]:
+    def supersede(self, fact_id: str, change: FactCorrection, *, requested_by: str = "http") -> dict[str, Any]:
         """Close the fact and open its replacement in one transaction, linked `supersedes`."""
         fact_id = self.resolve(fact_id)
         old = self._store.get_assertion(fact_id)
         if old.valid_to is not None:
             raise Conflict(f"fact {fact_id} was already closed at {old.valid_to}", existing_id=fact_id)
         names = self._store.get_entities([old.subject, old.object])
-        merged = {
-            "subject": names[old.subject].name,
-            "predicate": old.predicate,
-            "object": names[old.object].name,
-            "confidence": old.confidence,
-            **{k: v for k, v in spec.items() if v is not None and k != "reason"},
-        }
         at = self._now()
-        merged["valid_from"] = at
-        fact, write = self._new_fact(merged, evidence_drawer=spec.get("evidence_drawer"), requested_by=requested_by)
-        reason = self._redacted(_reason(spec.get("reason"), default="superseded explicitly"))
+        merged = FactSpec(
+            subject=change.subject if change.subject is not None else names[old.subject].name,
+            predicate=change.predicate if change.predicate is not None else old.predicate,
+            object=change.object if change.object is not None else names[old.object].name,
+            confidence=change.confidence if change.confidence is not None else old.confidence,
+            subject_kind=change.subject_kind,
+            object_kind=change.object_kind,
+            valid_from=at,
+        )
+        fact, write = self._new_fact(self._validated(merged), change.evidence_drawer)
+        reason = self._redacted(_reason(change.reason, default="superseded explicitly"))
         link = make_link(fact.id, old.id, "supersedes", EXPLICIT, reason, at, fact.drawer_id)
         self._store.apply_graph(
             GraphWrite(
@@ -186,51 +198,46 @@ class FactService:
         stored = next(lk for lk in self._store.links_of([from_id]) if lk.id == link.id)
         return {"link": stored.to_json(), "from": self.get_fact(from_id), "to": self.get_fact(to_id)}
 
-    def check_spec(self, spec: Mapping[str, Any]) -> None:
+    def check_spec(self, spec: FactSpec) -> None:
         """Validate an explicit fact without writing anything (for all-or-nothing batches)."""
         self._validated(spec)
 
-    def _validated(self, spec: Mapping[str, Any]) -> tuple[str, str, str, float, dict[str, str], str]:
-        subject = self._redacted(require_name(spec.get("subject"), "subject"))
-        object_ = self._redacted(require_name(spec.get("object"), "object"))
-        predicate = spec.get("predicate")
-        if predicate not in PREDICATES:
+    def _validated(self, spec: FactSpec) -> ValidFact:
+        subject = self._redacted(require_name(spec.subject, "subject"))
+        object_ = self._redacted(require_name(spec.object, "object"))
+        if spec.predicate not in PREDICATES:
             raise InvalidRequest(f"predicate must be one of {', '.join(PREDICATES)}", field="predicate")
-        confidence = spec.get("confidence", 1.0)
+        confidence = spec.confidence
         if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 <= confidence <= 1:
             raise InvalidRequest("confidence must be a number from 0 to 1", field="confidence")
-        kinds = {}
-        for side in ("subject_kind", "object_kind"):
-            kind = spec.get(side) or "other"
-            if kind not in ENTITY_KINDS:
+        for side, kind in (("subject_kind", spec.subject_kind), ("object_kind", spec.object_kind)):
+            if kind is not None and kind not in ENTITY_KINDS:
                 raise InvalidRequest(f"{side} must be one of {', '.join(ENTITY_KINDS)}", field=side)
-            kinds[side] = kind
         if subject.casefold() == object_.casefold():
             raise InvalidRequest("subject and object must differ", field="object")
-        valid_from = parse_instant(spec["valid_from"], field="valid_from") if spec.get("valid_from") else self._now()
-        return subject, predicate, object_, float(confidence), kinds, valid_from
+        valid_from = parse_instant(spec.valid_from, field="valid_from") if spec.valid_from else self._now()
+        return ValidFact(subject, spec.predicate, object_, float(confidence), spec.subject_kind or "other",
+                         spec.object_kind or "other", valid_from)  # fmt: skip
 
     def _redacted(self, text: str) -> str:
         return self._redactor.text(text).text
 
-    def _new_fact(
-        self, spec: Mapping[str, Any], *, evidence_drawer: str | None, requested_by: str
-    ) -> tuple[Assertion, GraphWrite]:
-        subject, predicate, object_, confidence, kinds, valid_from = self._validated(spec)
+    def _new_fact(self, valid: ValidFact, evidence_drawer: str | None) -> tuple[Assertion, GraphWrite]:
+        subject, predicate, object_, confidence = valid.subject, valid.predicate, valid.object, valid.confidence
         origin = None
         if evidence_drawer:
             drawer = self._store.get_drawer(evidence_drawer)
             origin = drawer.source.origin.to_json() if drawer.source.origin else None
         resolver = EntityResolver(self._store, now=self._now)
-        subject_entity = resolver.resolve(subject, kinds["subject_kind"])
-        object_entity = resolver.resolve(object_, kinds["object_kind"])
+        subject_entity = resolver.resolve(subject, valid.subject_kind)
+        object_entity = resolver.resolve(object_, valid.object_kind)
         fact = Assertion(
             id=str(uuid.uuid4()),
             subject=subject_entity.entity.id,
             predicate=predicate,
             object=object_entity.entity.id,
             confidence=float(confidence),
-            valid_from=valid_from,
+            valid_from=valid.valid_from,
             valid_to=None,
             drawer_id=evidence_drawer,
             extractor=EXPLICIT,

@@ -27,6 +27,7 @@ from memcastle.api.schemas import (
     CheckpointBody,
     DiaryBody,
 )
+from memcastle.model.requests import CheckpointItem, request_of
 
 router = APIRouter(prefix="/api", route_class=DeclaredRoute)
 
@@ -67,7 +68,7 @@ def checkpoint(
     body: CheckpointBody, request: Request, response: Response, key: IdempotencyKey = None
 ) -> dict[str, Any]:
     written = services(request).agents.write_checkpoint(
-        [item.model_dump(exclude_none=True) for item in body.items],
+        [request_of(CheckpointItem, item) for item in body.items],
         agent=body.agent,
         idempotency_key=idempotency_key(key, body.idempotency_key),
         requested_by=requester(request),

@@ -31,6 +31,7 @@ from memcastle.api.schemas import (
     LinkFactBody,
     SupersedeFactBody,
 )
+from memcastle.model.requests import FactCorrection, FactSpec, request_of
 from memcastle.model.vocabulary import EntityKind, FactState, Predicate
 
 router = APIRouter(prefix="/api", route_class=DeclaredRoute)
@@ -73,11 +74,7 @@ def fact_history(fact_id: str, request: Request) -> dict[str, Any]:
 
 @router.post("/facts", status_code=201, response_model=FactOut, tags=["facts"], dependencies=[Depends(writes)])
 def add_fact(body: FactBody, request: Request) -> dict[str, Any]:
-    return services(request).facts.add(
-        body.model_dump(exclude={"evidence_drawer"}),
-        evidence_drawer=body.evidence_drawer,
-        requested_by=requester(request),
-    )
+    return services(request).facts.add(request_of(FactSpec, body), requested_by=requester(request))
 
 
 @router.post(
@@ -88,7 +85,8 @@ def add_fact(body: FactBody, request: Request) -> dict[str, Any]:
     dependencies=[Depends(writes)],
 )
 def supersede_fact(fact_id: str, body: SupersedeFactBody, request: Request) -> dict[str, Any]:
-    return services(request).facts.supersede(fact_id, body.model_dump(), requested_by=requester(request))
+    change = request_of(FactCorrection, body)
+    return services(request).facts.supersede(fact_id, change, requested_by=requester(request))
 
 
 @router.post("/facts/{fact_id}/invalidate", response_model=FactOut, tags=["facts"], dependencies=[Depends(writes)])

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from memcastle.errors import InvalidRequest
 from memcastle.mcp.tools.base import REQUESTER, AgentName, Env, IdempotencyKey, Limit, MaxChars, Wing, tool
+from memcastle.model.requests import CheckpointItem, request_of
 from memcastle.model.vocabulary import Predicate
 from memcastle.services.views import drawer_view, fit
 
@@ -97,7 +98,7 @@ class FactArgument(BaseModel):
     valid_from: str | None = None
 
 
-class CheckpointItem(BaseModel):
+class CheckpointArgument(BaseModel):
     """One decision or piece of state to keep."""
 
     model_config = ConfigDict(extra="forbid")
@@ -162,13 +163,13 @@ def from_payload(arguments: dict[str, Any]) -> dict[str, Any]:
       adapt=from_payload)  # fmt: skip
 def checkpoint(
     env: Env,
-    items: Annotated[list[CheckpointItem], Field(min_length=1)],
+    items: Annotated[list[CheckpointArgument], Field(min_length=1)],
     agent: Annotated[str | None, Field()] = None,
     idempotency_key: IdempotencyKey = None,
 ) -> dict[str, Any]:
     """Keep decisions (X because Y) and state, or before a risky step: each item a drawer tagged checkpoint."""
     written = env.services.agents.write_checkpoint(
-        [item.model_dump(exclude_none=True) for item in items],
+        [request_of(CheckpointItem, item) for item in items],
         agent=agent,
         idempotency_key=idempotency_key,
         requested_by=REQUESTER,

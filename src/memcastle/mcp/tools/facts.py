@@ -7,6 +7,7 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from memcastle.mcp.tools.base import REQUESTER, Env, FactId, Limit, Reason, tool
+from memcastle.model.requests import FactCorrection, request_of
 from memcastle.model.vocabulary import ExplicitLink, FactState, Predicate
 from memcastle.services.views import fact_view
 
@@ -56,15 +57,7 @@ def fact_supersede(
     reason: Reason = None,
 ) -> dict[str, Any]:
     """Correct a fact: it closes, its replacement (with what you give changed) opens."""
-    spec = {
-        "subject": subject,
-        "predicate": predicate,
-        "object": object,
-        "confidence": confidence,
-        "evidence_drawer": evidence_drawer,
-        "reason": reason,
-    }
-    done = env.services.facts.supersede(fact_id, spec, requested_by=REQUESTER)
+    done = env.services.facts.supersede(fact_id, request_of(FactCorrection, locals()), requested_by=REQUESTER)
     return {"fact": fact_view(done["fact"]), "superseded": fact_view(done["superseded"])}
 
 
