@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.common import BENCH_ROOTS, command_line, machine, open_palace, wait_for, write_section
+from memcastle.model.requests import MineRequest
 from memcastle.search.embeddings import MAX_TOKENS, split_passages
 from memcastle.store.sqlite import DB_FILE
 
@@ -85,7 +86,7 @@ def whole_stdlib(write: bool, keep: Path | None = None) -> None:
         palace = open_palace(root / "palace")
         try:
             started = time.monotonic()
-            job, _ = palace.services.mining.submit_mine("directory", str(source), {}, wing="stdlib")
+            job, _ = palace.services.mining.submit_mine(MineRequest("directory", str(source), {}, wing="stdlib"))
             job = wait_for(palace, job)
             mined = time.monotonic() - started
             heads: float | None = None
@@ -148,7 +149,7 @@ def main() -> None:
         palace_dir = root / "palace"
         palace = open_palace(palace_dir, **{"embeddings.provider": "none", "extraction.provider": "none"})
         try:
-            job, _ = palace.services.mining.submit_mine("directory", str(source), {}, wing="stdlib")
+            job, _ = palace.services.mining.submit_mine(MineRequest("directory", str(source), {}, wing="stdlib"))
             wait_for(palace, job)
         finally:
             palace.stop()

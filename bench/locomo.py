@@ -40,6 +40,7 @@ from memcastle.app import Palace, build
 from memcastle.clock import to_datetime
 from memcastle.config import load_settings
 from memcastle.model import Drawer, Hit, JobStatus
+from memcastle.model.requests import MineRequest
 from memcastle.search.embeddings import split_passages
 from memcastle.services import SearchRequest
 
@@ -325,7 +326,7 @@ def ingest(
             folders.append((level, wing_of(conversation, level), folder))
     started = time.monotonic()
     jobs = [
-        (level, palace.services.mining.submit_mine("notes", str(folder), wing=wing)[0])
+        (level, palace.services.mining.submit_mine(MineRequest("notes", str(folder), wing=wing))[0])
         for level, wing, folder in folders
     ]
     wait_for_jobs(palace, [job.id for _, job in jobs], timeout=timeout)

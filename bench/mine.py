@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from bench.common import command_line, median, open_palace, wait_for, write_section
+from memcastle.model.requests import MineRequest
 
 
 def vocabulary(rng: random.Random, size: int = 5000) -> list[str]:
@@ -56,7 +57,7 @@ def mine_once(root: Path, palace_dir: Path) -> tuple[float, dict[str, int]]:
     palace = open_palace(palace_dir, **{"embeddings.provider": "none"})
     try:
         started = time.perf_counter()
-        job, _ = palace.services.mining.submit_mine("directory", str(root))
+        job, _ = palace.services.mining.submit_mine(MineRequest("directory", str(root)))
         done = wait_for(palace, job)
         elapsed = time.perf_counter() - started
         assert done.result is not None and done.status.value == "completed", done.error

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from bench.common import median, wait_for, wait_for_embeddings
 from memcastle.app import Palace
+from memcastle.model.requests import MineRequest
 from memcastle.model.search import Hit
 from memcastle.services import SearchRequest
 
@@ -43,7 +44,7 @@ def ask(palace: Palace, ranking: str, questions: Sequence[Question], wing: str, 
 def mine(palace: Palace, connector: str, locator: str, wing: str) -> str:
     """Mine one source and wait for every drawer's vectors; says what was made and how long it took."""
     started = time.monotonic()
-    job, _ = palace.services.mining.submit_mine(connector, locator, {}, wing=wing)
+    job, _ = palace.services.mining.submit_mine(MineRequest(connector, locator, {}, wing=wing))
     done = wait_for(palace, job)
     assert done.status.value == "completed", done.error
     mined = time.monotonic() - started

@@ -9,11 +9,19 @@ import inspect
 import click
 
 from memcastle.api.schemas import CheckpointItem as CheckpointBodyItem
-from memcastle.api.schemas import FactBody, ForgetSearchBody, SearchBody, SupersedeFactBody
+from memcastle.api.schemas import FactBody, ForgetSearchBody, MineBody, MinerBody, SearchBody, SupersedeFactBody
 from memcastle.cli.main import app
 from memcastle.mcp.tools import TOOLS
 from memcastle.mcp.tools.agents import CheckpointArgument, FactArgument
-from memcastle.model.requests import CheckpointItem, FactCorrection, FactSpec, SearchRequest, field_names
+from memcastle.model.requests import (
+    CheckpointItem,
+    FactCorrection,
+    FactSpec,
+    MineRequest,
+    MinerDefinition,
+    SearchRequest,
+    field_names,
+)
 
 SEARCH = set(field_names(SearchRequest))
 # A forget by search picks drawers by where and when only: no ranking, so no limit, ranking, expansion or preference.
@@ -85,3 +93,13 @@ def test_facts_and_checkpoints_are_named_alike_everywhere() -> None:
     assert set(CheckpointBodyItem.model_fields) == set(field_names(CheckpointItem))
     assert set(CheckpointArgument.model_fields) == set(field_names(CheckpointItem))
     assert set(FactArgument.model_fields) == MCP_CHECKPOINT_FACT
+
+
+def test_mining_is_asked_for_alike_everywhere() -> None:
+    mine = set(field_names(MineRequest))
+    assert set(MineBody.model_fields) == mine
+    assert tool_params("memcastle_mine") == mine
+    assert set(MinerBody.model_fields) == set(field_names(MinerDefinition))
+    # The CLI names the connector by its positional argument SOURCE (`memcastle mine notes ~/vault`), and may wait.
+    assert cli_params("mine") - {"wait"} == mine - {"connector"} | {"source"}
+    assert cli_params("miner add") == set(field_names(MinerDefinition))

@@ -15,6 +15,7 @@ from memcastle.app import Palace, build
 from memcastle.clock import utc_now
 from memcastle.config import Settings, load_settings
 from memcastle.model import Drawer, JobStatus, SearchResult
+from memcastle.model.requests import MineRequest
 from memcastle.services import SearchRequest
 
 
@@ -182,7 +183,7 @@ def _mine_all(palace: Palace, corpus: Corpus, sources_root: Path, timeout: float
     submitted = []
     for mine in corpus.mines:
         job, _ = palace.services.mining.submit_mine(
-            mine.connector, str(sources_root / mine.path), {}, wing=mine.wing, requested_by="cli"
+            MineRequest(mine.connector, str(sources_root / mine.path), {}, wing=mine.wing, requested_by="cli")
         )
         submitted.append((mine, job.id))
     sources: dict[str, str] = {}

@@ -19,6 +19,7 @@ from memcastle.config import Settings, load_settings
 from memcastle.config.layers import PALACE_FILE
 from memcastle.daemon import http_app
 from memcastle.model import Job
+from memcastle.model.requests import MineRequest
 from memcastle.store import Store
 
 EXTRACTOR = Path(__file__).with_name("extractor.py")
@@ -147,7 +148,7 @@ def failed_extraction(palace: Palace, timeout: float = 15.0) -> Job:
 
 def mine(palace: Palace, connector: str, locator: Path | str, *, wing: str) -> dict[str, Any]:
     """Run a real mine job to completion; return its result."""
-    job, _ = palace.services.mining.submit_mine(connector, str(locator), {}, wing=wing)
+    job, _ = palace.services.mining.submit_mine(MineRequest(connector, str(locator), {}, wing=wing))
     done = wait_for_job(palace, job.id)
     assert done.status.value == "completed", done.error
     assert done.result is not None

@@ -17,6 +17,7 @@ from store.test_palace_copy import hits, open_palace, settle
 from memcastle.app import Palace
 from memcastle.errors import Conflict, InvalidRequest
 from memcastle.model import content_hash
+from memcastle.model.requests import MineRequest
 from memcastle.services import ForgetRequest, SearchRequest
 
 QUERIES = ("moat eels", "drawbridge winch oil", "Ada Lovelace works on the Engine", "barley granary")
@@ -70,7 +71,7 @@ def seed(palace: Palace, tmp_path: Path) -> None:
         "engine.md": ({}, "Ada Lovelace works on the Engine, as the minutes say."),
     }
     write_notes(tmp_path / "notes", notes)
-    job, _ = palace.services.mining.submit_mine("notes", str(tmp_path / "notes"), {}, wing="castle")
+    job, _ = palace.services.mining.submit_mine(MineRequest("notes", str(tmp_path / "notes"), {}, wing="castle"))
     run(palace, job.id)
     note = palace.services.drawers.save_note("the first plan for the keep", wing="castle")[0]
     palace.services.drawers.supersede_drawer(note.id, "the second plan for the keep", reason="changed")

@@ -19,6 +19,7 @@ from memcastle.app import Palace, build
 from memcastle.clock import parse_instant, utc_now
 from memcastle.config import load_settings
 from memcastle.errors import InvalidRequest
+from memcastle.model.requests import MineRequest
 from memcastle.services import ForgetRequest, SearchRequest
 
 EMBEDDER = str(Path(__file__).parents[1] / "search" / "embedder.py")
@@ -45,7 +46,7 @@ def palace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Palace]:
 
 
 def mine(palace: Palace, connector: str, locator: Path, *, wing: str, **options: Any) -> dict[str, Any]:
-    job, _ = palace.services.mining.submit_mine(connector, str(locator), {}, wing=wing, **options)
+    job, _ = palace.services.mining.submit_mine(MineRequest(connector, str(locator), {}, wing=wing, **options))
     done = wait_for_job(palace, job.id, timeout=60)
     assert done.status.value == "completed", done.error
     return dict(done.result or {})
@@ -201,11 +202,11 @@ def test_a_file_deleted_at_the_source_closes_its_drawers_and_can_come_back(palac
 
 def test_removal_is_refused_where_the_listing_is_not_complete(palace: Palace, tmp_path: Path) -> None:
     with pytest.raises(InvalidRequest) as refused:
-        palace.services.mining.submit_mine("claude", str(CLAUDE / "projects"), {"since": "2025-01-01"},
-                                           notice_removed=True)  # fmt: skip
+        transcripts = MineRequest("claude", str(CLAUDE / "projects"), {"since": "2025-01-01"}, notice_removed=True)
+        palace.services.mining.submit_mine(transcripts)
     assert refused.value.field == "notice_removed"
     with pytest.raises(InvalidRequest):
-        palace.services.mining.submit_mine("git", str(tmp_path), {}, notice_removed=True)
+        palace.services.mining.submit_mine(MineRequest("git", str(tmp_path), {}, notice_removed=True))
 
 
 def test_a_record_time_window_is_what_the_palace_held_at_some_point_of_it(palace: Palace, tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from memcastle.app import Palace, build
 from memcastle.config import load_settings
 from memcastle.errors import UnknownOption
 from memcastle.model import Job
+from memcastle.model.requests import MineRequest
 from memcastle.services import SearchRequest
 
 
@@ -39,7 +40,9 @@ def wait(palace: Palace, job: Job, timeout: float = 30) -> Job:
 
 
 def mine(palace: Palace, connector: str, locator: Path | str, **kwargs: Any) -> dict[str, Any]:
-    job, _ = palace.services.mining.submit_mine(connector, str(locator), kwargs.pop("options", {}), **kwargs)
+    job, _ = palace.services.mining.submit_mine(
+        MineRequest(connector, str(locator), kwargs.pop("options", {}), **kwargs)
+    )
     done = wait(palace, job)
     assert done.status.value == "completed", done.error
     assert done.result is not None
@@ -186,7 +189,7 @@ def test_bad_input_is_skipped_with_a_reason_and_the_rest_is_mined(mined_palace: 
 
 def test_an_undeclared_option_is_refused_with_the_accepted_ones(mined_palace: Palace, tmp_path: Path) -> None:
     with pytest.raises(UnknownOption) as caught:
-        mined_palace.services.mining.submit_mine("git", str(tmp_path), {"colour": "blue"})
+        mined_palace.services.mining.submit_mine(MineRequest("git", str(tmp_path), {"colour": "blue"}))
     assert caught.value.accepted == ("branch", "since")
     assert "branch" in caught.value.message and caught.value.field == "options.colour"
 

@@ -27,6 +27,7 @@ from memcastle.connectors.registry import load_registry
 from memcastle.connectors.secrets import RULES, RedactionTooCostly, Redactor, Rule
 from memcastle.jobs.context import JobContext
 from memcastle.mining.pipeline import MinePipeline
+from memcastle.model.requests import MineRequest
 
 SIZE = 32 * 1024
 LIMIT = 1_000_000  # the most one note, diary entry or checkpoint item may hold
@@ -156,7 +157,7 @@ def test_a_document_over_the_budget_is_skipped_with_the_reason(palace: Palace, t
     folder.mkdir()
     (folder / "a.md").write_text("# A\nshort\n")
     palace.pool.drain(5.0)  # the job is run below, with a redactor that has no time at all
-    job, _ = palace.services.mining.submit_mine("notes", str(folder), {}, wing="budget")
+    job, _ = palace.services.mining.submit_mine(MineRequest("notes", str(folder), {}, wing="budget"))
     claimed = palace.store.claim_next_job("probe", 60.0, ["mine"])
     assert claimed is not None and claimed.id == job.id
     registry = load_registry(builtin_connectors(max_file_bytes=1 << 20))

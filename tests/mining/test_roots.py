@@ -19,6 +19,7 @@ from memcastle.errors import AccessDenied, NotFound
 from memcastle.jobs.context import JobContext
 from memcastle.mining.pipeline import MinePipeline
 from memcastle.mining.roots import MiningRoots
+from memcastle.model.requests import MineRequest
 
 
 @pytest.fixture
@@ -172,7 +173,7 @@ def test_a_folder_swapped_for_a_link_outside_after_the_request_is_refused_when_t
     folder.mkdir()
     (folder / "a.md").write_text("# A\nordinary\n")
     palace.pool.drain(5.0)  # no worker takes the job: it is run below, once the folder is swapped
-    job, _ = palace.services.mining.submit_mine("notes", str(folder), {}, wing="swap")
+    job, _ = palace.services.mining.submit_mine(MineRequest("notes", str(folder), {}, wing="swap"))
     (folder / "a.md").unlink()
     folder.rmdir()
     folder.symlink_to(outside)

@@ -25,6 +25,7 @@ from memcastle.config import Settings, load_settings
 from memcastle.connectors.files import walk_files
 from memcastle.connectors.secrets import RULES, Redactor, is_config_name, secret_content_reason, secret_file_reason
 from memcastle.daemon import http_app
+from memcastle.model.requests import MineRequest
 
 IGNORED_PASSWORD = "hunter2-" + "4815162342"
 IGNORED_TEXT = "ignored-" + "phrase-4815162342"
@@ -169,7 +170,7 @@ def embedding_palace(xdg_home: Any, palace_dir: Path) -> Iterator[Palace]:
 
 
 def mined(palace: Palace, connector: str, locator: Path) -> dict[str, Any]:
-    job, _ = palace.services.mining.submit_mine(connector, str(locator), {}, wing="secrets")
+    job, _ = palace.services.mining.submit_mine(MineRequest(connector, str(locator), {}, wing="secrets"))
     done = wait_until(lambda: (j := palace.services.jobs.get_job(job.id)).is_finished and j, what="the mine")
     assert done.status.value == "completed", done.error
     return dict(done.result)

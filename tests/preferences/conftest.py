@@ -17,6 +17,7 @@ from memcastle.app import Palace, build
 from memcastle.config import Settings, load_settings
 from memcastle.config.layers import PALACE_FILE
 from memcastle.model import Drawer, SearchResult
+from memcastle.model.requests import MineRequest
 from memcastle.services import SearchRequest
 
 
@@ -102,7 +103,7 @@ class Bench:
         palace: Palace, connector: str, locator: Path | str, *, wing: str, timeout: float = 20.0
     ) -> dict[str, Any]:
         """Run a real mine job to completion and return its result."""
-        job, _ = palace.services.mining.submit_mine(connector, str(locator), {}, wing=wing)
+        job, _ = palace.services.mining.submit_mine(MineRequest(connector, str(locator), {}, wing=wing))
         deadline = time.monotonic() + timeout
         while not (job := palace.services.jobs.get_job(job.id)).is_finished:
             if time.monotonic() > deadline:

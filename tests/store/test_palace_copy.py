@@ -18,7 +18,7 @@ from memcastle.clock import utc_now
 from memcastle.config import load_settings
 from memcastle.errors import Conflict
 from memcastle.model import ANY_TIME, JobStatus, LexicalQuery, NewDrawer, NewJob, Scope
-from memcastle.model.requests import FactCorrection, FactSpec
+from memcastle.model.requests import FactCorrection, FactSpec, MineRequest
 from memcastle.services import SearchRequest
 from memcastle.store import PALACE_TABLES, Store
 from memcastle.store.copy import copy_palace
@@ -213,7 +213,7 @@ def test_migrate_copies_a_palace_that_then_answers_every_search_and_fact_as_befo
         services.drawers.save_note("The lighthouse keeper logs every storm at night!", wing="coast", room="log")
         services.drawers.save_note("Alice works on Apollo with Bob.", wing="team")
         tides, _ = services.drawers.save_note("Tide tables for the harbour in spring.", wing="coast", room="tides")
-        mine, _ = services.mining.submit_mine("notes", str(folder), wing="work")
+        mine, _ = services.mining.submit_mine(MineRequest("notes", str(folder), wing="work"))
         settle(palace)
         before = utc_now()
         time.sleep(0.01)
@@ -281,7 +281,7 @@ def test_migrate_copies_a_palace_that_then_answers_every_search_and_fact_as_befo
         settle(moved)
         assert new.id in [d for d, _ in hits(moved, SearchRequest(query="lighthouse lamp", ranking="semantic"))]
         # Mining the same folder again on the copy changes nothing: the documents and cursors came along.
-        again, _ = services.mining.submit_mine("notes", str(folder), wing="work")
+        again, _ = services.mining.submit_mine(MineRequest("notes", str(folder), wing="work"))
         settle(moved)
         result = services.jobs.get_job(again.id).result or {}
         assert (result.get("documents"), result.get("unchanged"), result.get("created")) == (4, 4, 0)

@@ -23,6 +23,7 @@ from memcastle.config import load_settings
 from memcastle.jobs.context import JobContext
 from memcastle.jobs.worker import WorkerPool, owner_is_dead
 from memcastle.model import JobStatus, NewJob
+from memcastle.model.requests import MineRequest
 from memcastle.store import Store
 from memcastle.store.postgres import PostgresStore
 
@@ -399,7 +400,7 @@ def test_kill_9_of_one_daemon_mid_mine_the_other_takes_over_after_the_lease_with
         )
         clean.start()
         try:
-            run, _ = clean.services.mining.submit_mine("directory", str(tree))
+            run, _ = clean.services.mining.submit_mine(MineRequest("directory", str(tree)))
             deadline = time.monotonic() + 180
             while not clean.services.jobs.get_job(run.id).is_finished:
                 assert time.monotonic() < deadline, "the clean mine did not finish"

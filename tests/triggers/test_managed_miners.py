@@ -10,6 +10,7 @@ from typing import Any
 from test_watch import open_palace
 
 from memcastle.errors import Conflict
+from memcastle.model.requests import MinerDefinition
 
 
 def test_the_config_file_wins_a_name_clash(tmp_path: Path) -> None:
@@ -17,7 +18,7 @@ def test_the_config_file_wins_a_name_clash(tmp_path: Path) -> None:
     notes.mkdir()
     palace = open_palace(tmp_path)
     try:
-        palace.services.miners.define({"name": "notes", "connector": "notes", "locator": str(notes), "every": "1h"})
+        palace.services.miners.define(MinerDefinition(name="notes", connector="notes", locator=str(notes), every="1h"))
     finally:
         palace.stop()
     config = f'[[miners]]\nname = "notes"\nconnector = "notes"\nlocator = "{notes}"\nwing = "from-config"\n'
@@ -30,7 +31,7 @@ def test_the_config_file_wins_a_name_clash(tmp_path: Path) -> None:
         ]
         assert listed[0]["wing"] == "from-config" and listed[0]["next_run"] is None, "the config's, unscheduled"
         try:
-            palace.services.miners.define({"name": "notes", "connector": "notes", "locator": str(notes)})
+            palace.services.miners.define(MinerDefinition(name="notes", connector="notes", locator=str(notes)))
         except Conflict as refused:
             assert "config file" in refused.message
         else:

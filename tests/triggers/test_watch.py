@@ -16,6 +16,7 @@ from watchfiles import Change
 
 from memcastle.app import Palace, build
 from memcastle.config import load_settings
+from memcastle.model.requests import MinerDefinition
 from memcastle.services import SearchRequest
 from memcastle.triggers.watch import MineableFilter
 
@@ -136,14 +137,9 @@ def test_a_miner_added_through_the_api_watches_and_a_disabled_one_stops(tmp_path
     palace = open_palace(tmp_path)
     try:
         added = palace.services.miners.define(
-            {
-                "name": "api-vault",
-                "connector": "notes",
-                "locator": str(vault),
-                "wing": "vault",
-                "watch": True,
-                "debounce": "300ms",
-            }  # fmt: skip
+            MinerDefinition(
+                name="api-vault", connector="notes", locator=str(vault), wing="vault", watch=True, debounce="300ms"
+            )  # fmt: skip
         )
         assert added["origin"] == "api" and added["enabled"]
         wait_until(lambda: palace.triggers.describe().get("api-vault") == "watching", what="the new watch")

@@ -11,7 +11,7 @@ import hashlib
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ from memcastle.errors import Conflict, InvalidRequest
 from memcastle.jobs.context import JobContext
 from memcastle.knowledge.dedup import DuplicateFinder
 from memcastle.mining.chunking import chunk_spans, document_text, line_ranges
+from memcastle.mining.params import MineParams, MineTally
 from memcastle.mining.roots import MiningRoots
 from memcastle.model import (
     DocumentChanges,
@@ -48,21 +49,7 @@ from memcastle.store import PipelineStore
 
 KIND = "mine"
 _ID_NAMESPACE = uuid.UUID("5b0c6f0e-8a43-4c1e-9d8f-6f1d7a0d2c11")
-MAX_REASONS = 200
 CHECKPOINT_SECONDS = 0.5
-COUNTERS = (
-    "documents",
-    "created",
-    "superseded",
-    "invalidated",
-    "unchanged",
-    "skipped",
-    "similar",
-    "errors",
-    "redacted",
-    "removed",
-    "removed_documents",
-)
 REMOVED_AT_SOURCE = "removed at source"
 
 
@@ -71,52 +58,9 @@ def drawer_id_for(job_id: str, source_id: str, document: str, chunk: int) -> str
     return str(uuid.uuid5(_ID_NAMESPACE, f"{job_id}\x00{source_id}\x00{document}\x00{chunk}"))
 
 
-@dataclass
-class MineTally:
-    """The counts and reasons a mine job reports; saved in its checkpoint so a resumed job keeps counting."""
-
-    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNTERS, 0))
-    skipped: list[dict[str, str]] = field(default_factory=list)
-    warnings: list[dict[str, str]] = field(default_factory=list)
-    redacted_by_kind: dict[str, int] = field(default_factory=dict)
-
-    def redacted(self, found: Mapping[str, int]) -> None:
-        for kind, count in found.items():
-            self.counts["redacted"] += count
-            self.redacted_by_kind[kind] = self.redacted_by_kind.get(kind, 0) + count
-
-    def skip(self, document: str, reason: str) -> None:
-        self.counts["skipped"] += 1
-        if len(self.skipped) < MAX_REASONS:
-            self.skipped.append({"document": document, "reason": reason})
-
-    def warn(self, document: str, message: str) -> None:
-        self.counts["errors"] += 1
-        if len(self.warnings) < MAX_REASONS:
-            self.warnings.append({"document": document, "reason": message})
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            **self.counts,
-            "redacted_by_kind": dict(sorted(self.redacted_by_kind.items())),
-            "skipped_documents": self.skipped,
-            "warnings": self.warnings,
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> MineTally:
-        tally = cls()
-        for key in COUNTERS:
-            tally.counts[key] = int(data.get(key, 0))
-        tally.skipped = list(data.get("skipped_documents", []))
-        tally.warnings = list(data.get("warnings", []))
-        tally.redacted_by_kind = {str(k): int(v) for k, v in dict(data.get("redacted_by_kind", {})).items()}
-        return tally
-
-
 class MinePipeline:
-    """Runs `mine` jobs: params {connector, locator, options, wing, full, notice_removed} (as `MiningService`
-    queues them; the source's id is derived from connector, locator and options), the source checked
+    """Runs `mine` jobs on their `MineParams` (as `MiningService` queues them; the source's id is derived from
+    connector, locator and options), the source checked
     against `mining.roots` again when the job starts; the job's checkpoint keeps where it was, so a crash resumes
     without duplicates."""
 
@@ -142,9 +86,9 @@ class MinePipeline:
         self._redactor = redactor or Redactor()
 
     def run(self, ctx: JobContext) -> Mapping[str, Any]:
-        params = ctx.params
-        connector = self._registry.get(params["connector"])
-        spec = self._registry.source_spec(params["connector"], params.get("locator", ""), params.get("options", {}))
+        params = MineParams.from_json(ctx.params)
+        connector = self._registry.get(params.connector)
+        spec = self._registry.source_spec(params.connector, params.locator, params.options)
         if self._roots is not None:
             # Checked again as the job starts: a symlink or `.git` file may point elsewhere than when it was asked.
             self._roots.check_source(connector, spec)
@@ -162,13 +106,13 @@ class MinePipeline:
         )
         state = dict(ctx.state)
         tally = MineTally.from_json(state.get("tally", {}))
-        start_cursor = state.get("start_cursor", None if params.get("full") else source.cursor)
+        start_cursor = state.get("start_cursor", None if params.full else source.cursor)
         try:
             candidates = list(connector.discover(spec, start_cursor))
         except SkipDocument as exc:
             tally.skip(spec.locator or connector.name, exc.reason)
             return {**tally.to_json(), "source_id": source_id}
-        wing = params.get("wing") or connector.default_wing(spec)
+        wing = params.wing or connector.default_wing(spec)
         default_room = _default_room(connector, spec)
         # A document is known by its external id in the palace; one holding a credential (a file named after a
         # token) is known by the redacted id, kept distinct by a digest of the original.
@@ -202,7 +146,7 @@ class MinePipeline:
                     message=keys[index],
                 )
                 last_save = time.monotonic()
-        if notices_removal(connector, spec, params.get("notice_removed")):
+        if notices_removal(connector, spec, params.notice_removed):
             # Everything the source holds was listed: a document with current drawers that is not there was removed.
             listed = set(keys)
             for document in sorted(self._store.current_documents(source_id) - listed):

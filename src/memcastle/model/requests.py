@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields, is_dataclass
 from typing import Any, TypeVar, get_type_hints
 
+from memcastle.model.mining import DEFAULT_DEBOUNCE
+
 T = TypeVar("T")
 
 
@@ -126,3 +128,33 @@ class CheckpointItem:
         if "tags" in out:
             out["tags"] = list(out["tags"])
         return out
+
+
+@dataclass(frozen=True)
+class MineRequest:
+    """A mine as the interfaces ask for it (`MiningService.submit_mine`): which connector reads which source, with
+    its options, into which wing; `full` re-reads unchanged documents; `notice_removed` closes the drawers of
+    documents gone from the source (None: the connector's default)."""
+
+    connector: str
+    locator: str = ""
+    options: Mapping[str, str] | None = None
+    wing: str | None = None
+    full: bool = False
+    notice_removed: bool | None = None
+
+
+@dataclass(frozen=True)
+class MinerDefinition:
+    """A named miner defined through the API (`MinerService.define`): a mine request with a name, kept, and run on
+    a watch of its files (after `debounce` quiet) or `every` so long (durations as seconds or text such as 5m)."""
+
+    name: str
+    connector: str
+    locator: str = ""
+    options: Mapping[str, str] | None = None
+    wing: str | None = None
+    full: bool = False
+    watch: bool = False
+    debounce: str | float = DEFAULT_DEBOUNCE
+    every: str | float | None = None

@@ -15,10 +15,11 @@ from typing import Any
 from memcastle.clock import Clock, parse_instant, utc_now
 from memcastle.errors import AccessDenied, Conflict, InvalidRequest, MemCastleError, NotFound
 from memcastle.model import Job, MinerSpec, MinerState
-from memcastle.model.mining import DEFAULT_DEBOUNCE, MAX_DEBOUNCE, MIN_EVERY, parse_duration
+from memcastle.model.mining import MAX_DEBOUNCE, MIN_EVERY, parse_duration
+from memcastle.model.requests import MinerDefinition, MineRequest
 from memcastle.services.events import Publish, ignore_event
 from memcastle.services.mining import MiningService
-from memcastle.services.validation import check_name
+from memcastle.services.validation import check_name, require_name
 from memcastle.store import JobStore, MinerStore
 
 
@@ -121,26 +122,25 @@ class MinerService:
 
     # --- changes --------------------------------------------------------------------------------------
 
-    def define(self, body: Mapping[str, Any]) -> dict[str, Any]:
+    def define(self, definition: MinerDefinition) -> dict[str, Any]:
         """Keep a miner defined through the API (the source is checked as a mine request is)."""
-        name = check_name(body.get("name"), "name")
-        if name is None:
-            raise InvalidRequest("name is required", field="name")
+        name = require_name(definition.name, "name")
         if name in self._configured:
             raise Conflict(
                 f"miner {name!r} is defined in the config file, which wins; choose another name",
                 help="edit [[miners]] in config.toml to change it",
             )
+        every = definition.every
         spec = MinerSpec(
             name=name,
-            connector=str(body.get("connector") or ""),
-            locator=str(body.get("locator") or ""),
-            options=dict(body.get("options") or {}),
-            wing=check_name(body.get("wing"), "wing"),
-            full=bool(body.get("full", False)),
-            watch=bool(body.get("watch", False)),
-            debounce=_seconds(body.get("debounce", DEFAULT_DEBOUNCE), "debounce", most=MAX_DEBOUNCE),
-            every=_seconds(body["every"], "every", least=MIN_EVERY) if body.get("every") is not None else None,
+            connector=definition.connector,
+            locator=definition.locator,
+            options=dict(definition.options or {}),
+            wing=check_name(definition.wing, "wing"),
+            full=definition.full,
+            watch=definition.watch,
+            debounce=_seconds(definition.debounce, "debounce", most=MAX_DEBOUNCE),
+            every=_seconds(every, "every", least=MIN_EVERY) if every is not None else None,
             origin="api",
         )
         self._mining.check_source(spec.connector, spec.locator, spec.options)
@@ -177,9 +177,8 @@ class MinerService:
         spec, state = self._find(name)
         if trigger != "request" and not state.enabled:
             raise Conflict(f"miner {name!r} is disabled", help=f"memcastle miner enable {name}")
-        job, created = self._mining.submit_mine(
-            spec.connector, spec.locator, spec.options, wing=spec.wing, full=spec.full, requested_by=requested_by
-        )
+        request = MineRequest(spec.connector, spec.locator, spec.options, wing=spec.wing, full=spec.full)
+        job, created = self._mining.submit_mine(request, requested_by=requested_by)
         self._store.note_miner_run(name, job.id, trigger, at=self._now())
         if trigger != "request":
             self._publish("trigger", {"miner": name, "trigger": trigger, "job_id": job.id, "joined": not created,

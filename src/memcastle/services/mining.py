@@ -10,10 +10,12 @@ from typing import Any
 from memcastle.connectors.contract import Connector, SourceSpec
 from memcastle.connectors.registry import ConnectorRegistry
 from memcastle.errors import InvalidRequest, MemCastleError
+from memcastle.mining.params import MineParams
 from memcastle.mining.pipeline import KIND as MINE
 from memcastle.mining.pipeline import notices_removal
 from memcastle.mining.roots import MiningRoots
 from memcastle.model import Job
+from memcastle.model.requests import MineRequest
 from memcastle.services.jobs import JobService
 from memcastle.services.validation import MAX_LOCATOR_CHARS, check_name, check_text
 
@@ -31,39 +33,29 @@ class MiningService:
         self._roots = roots or MiningRoots()
         self._jobs = jobs
 
-    def submit_mine(
-        self,
-        connector: str,
-        locator: str,
-        options: Mapping[str, Any] | None = None,
-        *,
-        wing: str | None = None,
-        full: bool = False,
-        notice_removed: bool | None = None,
-        requested_by: str = "http",
-    ) -> tuple[Job, bool]:
+    def submit_mine(self, request: MineRequest, *, requested_by: str = "http") -> tuple[Job, bool]:
         """Queue a background mine; a request for the same source joins one that is still queued."""
-        adapter, spec = self.check_source(connector, locator, options)
+        adapter, spec = self.check_source(request.connector, request.locator, request.options)
         source_id = adapter.identify(spec)
-        notices_removal(adapter, spec, notice_removed)  # refused now, not when the job runs
-        wing = check_name(wing, "wing")
-        params = {
-            "connector": connector,
-            "locator": spec.locator,
-            "options": dict(spec.options),
-            "wing": wing,
-            "full": bool(full),
-            "notice_removed": notice_removed,
-        }
+        notices_removal(adapter, spec, request.notice_removed)  # refused now, not when the job runs
+        params = MineParams(
+            connector=request.connector,
+            locator=spec.locator,
+            options=dict(spec.options),
+            wing=check_name(request.wing, "wing"),
+            full=bool(request.full),
+            notice_removed=request.notice_removed,
+        )
         return self._jobs.submit_job(
             MINE,
-            params,
+            params.to_json(),
             # Asked for by someone waiting for it: above the background sweeps, which give way between batches.
             priority="normal",
             requested_by=requested_by,
             # Options that do not name the source (a session, a date) still make another mine: only the same
             # request joins a queued one.
-            coalesce_key=f"mine:{source_id}:{wing or ''}:{int(bool(full))}:{notice_removed}:{options_digest(spec)}",
+            coalesce_key=f"mine:{source_id}:{params.wing or ''}:{int(params.full)}:{params.notice_removed}:"
+            f"{options_digest(spec)}",
         )
 
     def check_source(
@@ -88,11 +80,11 @@ class MiningService:
         found = []
         for status in ("queued", "running", "paused"):
             for job in self._jobs.list_jobs(status, MINE, 200):
-                params = job.params
                 try:
-                    adapter = self._connectors.get(params["connector"])
-                    spec = self._connectors.source_spec(params["connector"], params["locator"], params["options"])
-                    found.append((job, adapter.identify(spec), params.get("wing") or adapter.default_wing(spec)))
+                    params = MineParams.from_json(job.params)
+                    adapter = self._connectors.get(params.connector)
+                    spec = self._connectors.source_spec(params.connector, params.locator, params.options)
+                    found.append((job, adapter.identify(spec), params.wing or adapter.default_wing(spec)))
                 except (KeyError, MemCastleError):
                     continue  # a connector no longer installed: that job cannot write anything
         return found

@@ -24,6 +24,7 @@ from memcastle.api.schemas import (
     MineBody,
     MinerBody,
 )
+from memcastle.model.requests import MinerDefinition, MineRequest, request_of
 
 router = APIRouter(prefix="/api", route_class=DeclaredRoute)
 
@@ -35,15 +36,7 @@ def sources(request: Request) -> dict[str, Any]:
 
 @router.post("/mine", status_code=202, response_model=MineOut, tags=["mining"], dependencies=[Depends(writes)])
 def mine(body: MineBody, request: Request) -> dict[str, Any]:
-    job, created = services(request).mining.submit_mine(
-        body.connector,
-        body.locator,
-        body.options,
-        wing=body.wing,
-        full=body.full,
-        notice_removed=body.notice_removed,
-        requested_by=requester(request),
-    )
+    job, created = services(request).mining.submit_mine(request_of(MineRequest, body), requested_by=requester(request))
     return {"job": job.to_json(), "joined": not created}
 
 
@@ -54,7 +47,7 @@ def miners(request: Request) -> dict[str, Any]:
 
 @router.post("/miners", status_code=201, response_model=MinerAnswer, tags=["mining"], dependencies=[Depends(writes)])
 def define_miner(body: MinerBody, request: Request) -> dict[str, Any]:
-    return {"miner": services(request).miners.define(body.model_dump())}
+    return {"miner": services(request).miners.define(request_of(MinerDefinition, body))}
 
 
 @router.get("/miners/{name}", response_model=MinerAnswer, tags=["mining"], dependencies=[Depends(reads)])

@@ -8,6 +8,7 @@ from pydantic import Field
 
 from memcastle.errors import InvalidRequest
 from memcastle.mcp.tools.base import REQUESTER, Env, tool
+from memcastle.model.requests import MineRequest, request_of
 from memcastle.services.views import job_view, miner_view
 
 MinerName = Annotated[str, Field(min_length=1)]
@@ -37,9 +38,7 @@ def mine(
 ) -> dict[str, Any]:
     """Queue a mine of a project, repository, notes or chat export (unchanged documents are skipped); returns its
     job."""
-    job, created = env.services.mining.submit_mine(
-        connector, locator, options, wing=wing, full=full, notice_removed=notice_removed, requested_by=REQUESTER
-    )
+    job, created = env.services.mining.submit_mine(request_of(MineRequest, locals()), requested_by=REQUESTER)
     return {"job": job_view(job), "joined": not created}
 
 
