@@ -10,42 +10,19 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from memcastle.connectors.contract import (
-    Candidate,
-    CanonicalDocument,
-    ConnectorBase,
-    OptionSpec,
-    RawDocument,
-    SkipDocument,
-    SourceSpec,
-    identify_source,
-)
+from memcastle.connectors.contract import SourceSpec
+from memcastle.connectors.session_logs import SessionLogConnector, SessionRead
 from memcastle.connectors.transcript import (
     SEGMENT_SEPARATOR,
-    SESSION_OPTION,
-    SINCE_OPTION,
+    JsonLines,
     Turn,
     as_dict,
-    as_text,
-    first_text,
-    identity_options,
     instant,
-    is_file_active_since,
-    locator_root,
-    read_jsonl,
-    render_turns,
-    room_for,
-    session_file,
-    session_only,
-    session_paths,
-    since_instant,
-    split_segments,
     summarize_arguments,
-    title_from,
     tool_marker,
 )
 
@@ -57,86 +34,21 @@ _ENVIRONMENT_CWD = re.compile(r"<cwd>(.*?)</cwd>", re.DOTALL)
 _PATCHED_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", re.MULTILINE)
 
 
-class CodexConnector(ConnectorBase):
+class CodexConnector(SessionLogConnector):
     """Mines Codex CLI sessions: user and assistant text, tool calls as one-line markers."""
 
     name = "codex"
-    source_kind = "transcript"
-    options: Mapping[str, OptionSpec] = {"since": SINCE_OPTION, "session": SESSION_OPTION}
+    default_locator = DEFAULT_LOCATOR
 
-    def identify(self, source: SourceSpec) -> str:
-        """The absolute sessions folder."""
-        root = locator_root(source, DEFAULT_LOCATOR)
-        return identify_source(self.name, str(root), identity_options(self.options, source.options))
+    def session_files(self, root: Path, source: SourceSpec) -> Iterable[Path]:
+        """Every `rollout-*.jsonl` below the folder (their relative paths sort by date)."""
+        return root.rglob("rollout-*.jsonl")
 
-    def default_wing(self, source: SourceSpec) -> str:
-        """Transcripts go to the connector's wing."""
-        return self.name
-
-    notices_removal = False
-
-    def lists_everything(self, source: SourceSpec) -> bool:
-        """Discovery lists every session, unless `since` or `session` narrows the listing."""
-        return since_instant(source) is None and not source.options.get("session")
-
-    def local_paths(self, source: SourceSpec) -> tuple[Path, ...]:
-        """The sessions folder (the default one when the locator is empty)."""
-        return (locator_root(source, DEFAULT_LOCATOR),)
-
-    def check(self, source: SourceSpec) -> None:
-        """A `session` outside the folder is refused when the mine is asked for (a 400 naming the option)."""
-        session_only(source, locator_root(source, DEFAULT_LOCATOR))
-
-    def discover(self, source: SourceSpec, cursor: str | None) -> list[Candidate]:
-        """Every `rollout-*.jsonl` below the folder, by relative path (which sorts by date)."""
-        root = locator_root(source, DEFAULT_LOCATOR)
-        if not root.is_dir():
-            raise SkipDocument(f"not a folder: {root}")
-        only = session_only(source, root)
-        if only is not None:
-            return [Candidate(external_id=only)] if (root / only).is_file() else []
-        since = since_instant(source)
-        candidates = []
-        for path in session_paths(source, root, root.rglob("rollout-*.jsonl")):
-            if not path.is_file():
-                continue
-            if since is not None and not is_file_active_since(path, since):
-                continue
-            candidates.append(Candidate(external_id=path.relative_to(root).as_posix()))
-        return candidates
-
-    def read(self, source: SourceSpec, candidate: Candidate) -> RawDocument:
-        """One rollout rendered as turns, with its metadata snapshot."""
-        path = session_file(source, locator_root(source, DEFAULT_LOCATOR), candidate.external_id)
-        lines = read_jsonl(path)
+    def read_session(self, path: Path, lines: JsonLines) -> SessionRead:
         session = _Session()
         for index, (number, record) in enumerate(lines.records):
             session.take(index, record, number, lines.warnings)
-        segments = render_turns(session.turns)
-        if not segments:
-            raise SkipDocument("no user or assistant messages")
-        return RawDocument(
-            external_id=candidate.external_id,
-            body=SEGMENT_SEPARATOR.join(segments),
-            metadata=session.metadata(),
-            occurred_at=session.started_at,
-            title=title_from(first_text(session.turns, "user")),
-            uri=str(path),
-            warnings=tuple(lines.warnings),
-        )
-
-    def normalize(self, raw: RawDocument) -> CanonicalDocument:
-        """One segment per turn; the room is the session's working folder."""
-        session_id = as_text(raw.metadata.get("session_id")) or raw.external_id
-        return CanonicalDocument(
-            kind="transcript",
-            segments=split_segments(raw.body),
-            title=raw.title,
-            room=room_for(raw.metadata.get("cwd")),
-            name=raw.title or session_id,
-            uri=raw.uri,
-            tags=(),
-        )
+        return SessionRead(session.turns, session.metadata(), session.started_at)
 
 
 class _Session:
