@@ -86,7 +86,7 @@ def whole_stdlib(write: bool, keep: Path | None = None) -> None:
         palace = open_palace(root / "palace")
         try:
             started = time.monotonic()
-            job, _ = palace.services.mining.submit_mine(MineRequest("directory", str(source), {}, wing="stdlib"))
+            job = palace.services.mining.submit_mine(MineRequest("directory", str(source), {}, wing="stdlib")).job
             job = wait_for(palace, job)
             mined = time.monotonic() - started
             heads: float | None = None
@@ -149,7 +149,7 @@ def main() -> None:
         palace_dir = root / "palace"
         palace = open_palace(palace_dir, **{"embeddings.provider": "none", "extraction.provider": "none"})
         try:
-            job, _ = palace.services.mining.submit_mine(MineRequest("directory", str(source), {}, wing="stdlib"))
+            job = palace.services.mining.submit_mine(MineRequest("directory", str(source), {}, wing="stdlib")).job
             wait_for(palace, job)
         finally:
             palace.stop()

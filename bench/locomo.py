@@ -326,7 +326,7 @@ def ingest(
             folders.append((level, wing_of(conversation, level), folder))
     started = time.monotonic()
     jobs = [
-        (level, palace.services.mining.submit_mine(MineRequest("notes", str(folder), wing=wing))[0])
+        (level, palace.services.mining.submit_mine(MineRequest("notes", str(folder), wing=wing)).job)
         for level, wing, folder in folders
     ]
     wait_for_jobs(palace, [job.id for _, job in jobs], timeout=timeout)

@@ -57,7 +57,7 @@ def mine_once(root: Path, palace_dir: Path) -> tuple[float, dict[str, int]]:
     palace = open_palace(palace_dir, **{"embeddings.provider": "none"})
     try:
         started = time.perf_counter()
-        job, _ = palace.services.mining.submit_mine(MineRequest("directory", str(root)))
+        job = palace.services.mining.submit_mine(MineRequest("directory", str(root))).job
         done = wait_for(palace, job)
         elapsed = time.perf_counter() - started
         assert done.result is not None and done.status.value == "completed", done.error

@@ -44,7 +44,7 @@ def ask(palace: Palace, ranking: str, questions: Sequence[Question], wing: str, 
 def mine(palace: Palace, connector: str, locator: str, wing: str) -> str:
     """Mine one source and wait for every drawer's vectors; says what was made and how long it took."""
     started = time.monotonic()
-    job, _ = palace.services.mining.submit_mine(MineRequest(connector, locator, {}, wing=wing))
+    job = palace.services.mining.submit_mine(MineRequest(connector, locator, {}, wing=wing)).job
     done = wait_for(palace, job)
     assert done.status.value == "completed", done.error
     mined = time.monotonic() - started

@@ -509,7 +509,7 @@ def main() -> None:
                 generate_notes(root, args.drawers)
                 palace = open_palace(palace_dir, **{"embeddings.provider": "none"})
                 started = time.perf_counter()
-                job, _ = palace.services.mining.submit_mine(MineRequest("notes", str(root), wing="bench"))
+                job = palace.services.mining.submit_mine(MineRequest("notes", str(root), wing="bench")).job
                 # A million notes take most of an hour on a quiet core, longer on a shared one.
                 assert wait_for(palace, job, timeout=max(3600, args.drawers / 50)).status.value == "completed"
                 mine_seconds = time.perf_counter() - started

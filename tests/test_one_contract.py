@@ -17,8 +17,8 @@ from memcastle.model.requests import (
     CheckpointItem,
     FactCorrection,
     FactSpec,
-    MineRequest,
     MinerDefinition,
+    MineRequest,
     SearchRequest,
     field_names,
 )

@@ -182,9 +182,9 @@ def wait_for_background(palace: Palace, timeout: float) -> None:
 def _mine_all(palace: Palace, corpus: Corpus, sources_root: Path, timeout: float) -> dict[str, str]:
     submitted = []
     for mine in corpus.mines:
-        job, _ = palace.services.mining.submit_mine(
-            MineRequest(mine.connector, str(sources_root / mine.path), {}, wing=mine.wing, requested_by="cli")
-        )
+        job = palace.services.mining.submit_mine(
+            MineRequest(mine.connector, str(sources_root / mine.path), {}, wing=mine.wing), requested_by="cli"
+        ).job
         submitted.append((mine, job.id))
     sources: dict[str, str] = {}
     for mine, job_id in submitted:

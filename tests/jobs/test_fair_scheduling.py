@@ -45,7 +45,7 @@ def test_a_requested_mine_runs_while_both_sweeps_still_have_work(busy: Palace, t
     folder = tmp_path / "project"
     folder.mkdir()
     (folder / "main.py").write_text("print('hello')\n", encoding="utf-8")
-    job, _ = busy.services.mining.submit_mine(MineRequest("directory", str(folder), {}, wing="p"))
+    job = busy.services.mining.submit_mine(MineRequest("directory", str(folder), {}, wing="p")).job
     done = wait_until(lambda: (j := busy.services.jobs.get_job(job.id)).is_finished and j, what="the mine")
     assert done.status is JobStatus.COMPLETED
     # It did not wait for a sweep to finish: the embed sweep still has drawers to go when the mine is done.

@@ -327,7 +327,7 @@ def test_retry_of_a_running_job_is_refused(harness: Harness, poll: Poll) -> None
 
 
 def submit_verify(palace: Palace, *, batch: int, pace_ms: int = 0, priority: str = "normal") -> Job:
-    job, _ = palace.services.jobs.submit_job(integrity.KIND, {"batch": batch, "pace_ms": pace_ms}, priority=priority)
+    job = palace.services.jobs.submit_job(integrity.KIND, {"batch": batch, "pace_ms": pace_ms}, priority=priority).job
     return job
 
 

@@ -148,7 +148,7 @@ def failed_extraction(palace: Palace, timeout: float = 15.0) -> Job:
 
 def mine(palace: Palace, connector: str, locator: Path | str, *, wing: str) -> dict[str, Any]:
     """Run a real mine job to completion; return its result."""
-    job, _ = palace.services.mining.submit_mine(MineRequest(connector, str(locator), {}, wing=wing))
+    job = palace.services.mining.submit_mine(MineRequest(connector, str(locator), {}, wing=wing)).job
     done = wait_for_job(palace, job.id)
     assert done.status.value == "completed", done.error
     assert done.result is not None

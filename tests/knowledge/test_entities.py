@@ -271,7 +271,7 @@ def test_extraction_never_merges_entities_and_each_mention_keeps_its_spelling(pa
         ("Dorothya", "person"),
         ("Dorothy", "person"),
     ]:
-        drawer, _ = palace.services.drawers.save_note(f"ENTITY {spelling}|{kind}", wing="w")
+        drawer = palace.services.drawers.save_note(f"ENTITY {spelling}|{kind}", wing="w").drawer
         drawers[spelling] = drawer.id
     extracted(palace)
     http = client_of(palace)

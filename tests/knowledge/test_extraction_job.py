@@ -125,7 +125,7 @@ def test_post_extract_answers_202_and_joins_the_queued_sweep(palaces: Palaces) -
 
 def test_the_sweep_reads_only_current_drawers(palaces: Palaces) -> None:
     palace = palaces.open(start=False)
-    old, _ = palace.services.drawers.save_note("Ana Lopez lives in Lisbon.", wing="w")
+    old = palace.services.drawers.save_note("Ana Lopez lives in Lisbon.", wing="w").drawer
     new = palace.services.drawers.supersede_drawer(old.id, "Ana Lopez lives in Porto.")
 
     palace.start()
@@ -329,7 +329,7 @@ def test_each_text_reaches_the_provider_with_its_provenance_and_effective_prefer
         },
     )
     mine(palace, "notes", folder, wing="w")
-    manual, _ = palace.services.drawers.save_note("ENTITY Kim Park|person", wing="w")
+    manual = palace.services.drawers.save_note("ENTITY Kim Park|person", wing="w").drawer
     extracted(palace)
 
     drawers = {d.name: d for d in palace.services.drawers.list_drawers("w", None, 50, None).items}

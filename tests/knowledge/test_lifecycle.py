@@ -594,9 +594,9 @@ def test_history_returns_everything_transitively_linked_ordered_by_valid_from(cl
 
 def test_a_batch_read_again_adds_no_inferred_link_where_an_explicit_decision_stands(palaces: Palaces) -> None:
     palace = palaces.open(flags={"extraction.provider": "none"})
-    lisbon, _ = palace.services.drawers.save_note("Ana Lopez lives in Lisbon.", wing="w")
-    porto, _ = palace.services.drawers.save_note("Ana Lopez lives in Porto.", wing="w")
-    faro, _ = palace.services.drawers.save_note("Ana Lopez lives in Faro.", wing="w")
+    lisbon = palace.services.drawers.save_note("Ana Lopez lives in Lisbon.", wing="w").drawer
+    porto = palace.services.drawers.save_note("Ana Lopez lives in Porto.", wing="w").drawer
+    faro = palace.services.drawers.save_note("Ana Lopez lives in Faro.", wing="w").drawer
     sweep = ExtractionSweep(palace.store, HeuristicProvider(), palace.services.policy, min_confidence=0.3)
     # Two sweeps read their batches before either wrote: neither saw the other's facts.
     batches = [sweep.read_batch([drawer], "heuristic", None)[0] for drawer in (lisbon, porto)]

@@ -71,11 +71,11 @@ def seed(palace: Palace, tmp_path: Path) -> None:
         "engine.md": ({}, "Ada Lovelace works on the Engine, as the minutes say."),
     }
     write_notes(tmp_path / "notes", notes)
-    job, _ = palace.services.mining.submit_mine(MineRequest("notes", str(tmp_path / "notes"), {}, wing="castle"))
+    job = palace.services.mining.submit_mine(MineRequest("notes", str(tmp_path / "notes"), {}, wing="castle")).job
     run(palace, job.id)
-    note = palace.services.drawers.save_note("the first plan for the keep", wing="castle")[0]
+    note = palace.services.drawers.save_note("the first plan for the keep", wing="castle").drawer
     palace.services.drawers.supersede_drawer(note.id, "the second plan for the keep", reason="changed")
-    secret = palace.services.drawers.save_note("a secret to forget", wing="castle")[0]
+    secret = palace.services.drawers.save_note("a secret to forget", wing="castle").drawer
     palace.services.forgetting.forget(ForgetRequest(kind="drawer", drawer_id=secret.id))
     settle(palace)
 

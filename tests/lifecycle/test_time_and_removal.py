@@ -46,7 +46,7 @@ def palace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Palace]:
 
 
 def mine(palace: Palace, connector: str, locator: Path, *, wing: str, **options: Any) -> dict[str, Any]:
-    job, _ = palace.services.mining.submit_mine(MineRequest(connector, str(locator), {}, wing=wing, **options))
+    job = palace.services.mining.submit_mine(MineRequest(connector, str(locator), {}, wing=wing, **options)).job
     done = wait_for_job(palace, job.id, timeout=60)
     assert done.status.value == "completed", done.error
     return dict(done.result or {})

@@ -40,9 +40,9 @@ def wait(palace: Palace, job: Job, timeout: float = 30) -> Job:
 
 
 def mine(palace: Palace, connector: str, locator: Path | str, **kwargs: Any) -> dict[str, Any]:
-    job, _ = palace.services.mining.submit_mine(
+    job = palace.services.mining.submit_mine(
         MineRequest(connector, str(locator), kwargs.pop("options", {}), **kwargs)
-    )
+    ).job
     done = wait(palace, job)
     assert done.status.value == "completed", done.error
     assert done.result is not None

@@ -157,7 +157,7 @@ def test_a_document_over_the_budget_is_skipped_with_the_reason(palace: Palace, t
     folder.mkdir()
     (folder / "a.md").write_text("# A\nshort\n")
     palace.pool.drain(5.0)  # the job is run below, with a redactor that has no time at all
-    job, _ = palace.services.mining.submit_mine(MineRequest("notes", str(folder), {}, wing="budget"))
+    job = palace.services.mining.submit_mine(MineRequest("notes", str(folder), {}, wing="budget")).job
     claimed = palace.store.claim_next_job("probe", 60.0, ["mine"])
     assert claimed is not None and claimed.id == job.id
     registry = load_registry(builtin_connectors(max_file_bytes=1 << 20))

@@ -173,7 +173,7 @@ def test_a_folder_swapped_for_a_link_outside_after_the_request_is_refused_when_t
     folder.mkdir()
     (folder / "a.md").write_text("# A\nordinary\n")
     palace.pool.drain(5.0)  # no worker takes the job: it is run below, once the folder is swapped
-    job, _ = palace.services.mining.submit_mine(MineRequest("notes", str(folder), {}, wing="swap"))
+    job = palace.services.mining.submit_mine(MineRequest("notes", str(folder), {}, wing="swap")).job
     (folder / "a.md").unlink()
     folder.rmdir()
     folder.symlink_to(outside)

@@ -170,7 +170,7 @@ def embedding_palace(xdg_home: Any, palace_dir: Path) -> Iterator[Palace]:
 
 
 def mined(palace: Palace, connector: str, locator: Path) -> dict[str, Any]:
-    job, _ = palace.services.mining.submit_mine(MineRequest(connector, str(locator), {}, wing="secrets"))
+    job = palace.services.mining.submit_mine(MineRequest(connector, str(locator), {}, wing="secrets")).job
     done = wait_until(lambda: (j := palace.services.jobs.get_job(job.id)).is_finished and j, what="the mine")
     assert done.status.value == "completed", done.error
     return dict(done.result)
@@ -383,7 +383,7 @@ def test_nested_ignore_files_follow_git_semantics(tmp_path: Path) -> None:
 
 
 def test_a_note_an_agent_writes_is_redacted_like_mined_text(palace: Palace) -> None:
-    drawer, _ = palace.services.drawers.save_note(f"deploy with {GITHUB}", wing="secrets")
+    drawer = palace.services.drawers.save_note(f"deploy with {GITHUB}", wing="secrets").drawer
     assert drawer.content == "deploy with [redacted:github-token]"
     replaced = palace.services.drawers.supersede_drawer(drawer.id, f"rotated; new one is {SLACK}")
     assert replaced.content == "rotated; new one is [redacted:slack-token]"

@@ -103,7 +103,7 @@ class Bench:
         palace: Palace, connector: str, locator: Path | str, *, wing: str, timeout: float = 20.0
     ) -> dict[str, Any]:
         """Run a real mine job to completion and return its result."""
-        job, _ = palace.services.mining.submit_mine(MineRequest(connector, str(locator), {}, wing=wing))
+        job = palace.services.mining.submit_mine(MineRequest(connector, str(locator), {}, wing=wing)).job
         deadline = time.monotonic() + timeout
         while not (job := palace.services.jobs.get_job(job.id)).is_finished:
             if time.monotonic() > deadline:

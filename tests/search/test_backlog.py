@@ -38,8 +38,8 @@ def embed_only(palace: Palace, drawer_id: str, text: str) -> None:
 
 
 def test_an_unrelated_embedded_drawer_never_outranks_a_relevant_one_still_waiting(unstarted: Palace) -> None:
-    cookies, _ = unstarted.services.drawers.save_note(COOKIES, wing="w")
-    garden, _ = unstarted.services.drawers.save_note(GARDEN, wing="w")
+    cookies = unstarted.services.drawers.save_note(COOKIES, wing="w").drawer
+    garden = unstarted.services.drawers.save_note(GARDEN, wing="w").drawer
     embed_only(unstarted, garden.id, GARDEN)  # only the unrelated note has a vector, as right after a mine
     result = unstarted.services.search.search(SearchRequest(query="HTTP cookie parsing", ranking="auto"))
     assert result.ranking == "hybrid"
@@ -54,7 +54,7 @@ def test_an_unrelated_embedded_drawer_never_outranks_a_relevant_one_still_waitin
 
 
 def test_a_near_zero_cosine_never_brings_a_drawer_into_the_semantic_leg(unstarted: Palace) -> None:
-    garden, _ = unstarted.services.drawers.save_note(GARDEN, wing="w")
+    garden = unstarted.services.drawers.save_note(GARDEN, wing="w").drawer
     embed_only(unstarted, garden.id, GARDEN)
     result = unstarted.services.search.search(SearchRequest(query="HTTP cookie parsing", ranking="semantic"))
     assert result.hits == ()

@@ -131,7 +131,7 @@ def test_every_drawers_first_passage_is_embedded_before_any_drawers_others(unsta
     rest is in."""
     paragraph = "The release train leaves every second Tuesday; whoever owns the branch tags it and writes the notes. "
     long_texts = [f"Runbook {i}. " + paragraph * 20 for i in range(3)]  # ~2,000 characters: three passages each
-    drawers = [unstarted.services.drawers.save_note(text, wing="w")[0] for text in long_texts]
+    drawers = [unstarted.services.drawers.save_note(text, wing="w").drawer for text in long_texts]
     store = unstarted.store
     index = SemanticIndex(store, model_key(BuiltinProvider()))
     seen: list[tuple[str, int, list[bool]]] = []
@@ -163,7 +163,7 @@ def test_a_mine_during_the_later_passages_gets_its_first_passages_before_any_mor
     """Drawers filed while the sweep is in its later passages are findable by meaning first: their first passages
     come before any drawer's later passage, then their own later passages before the older backlog's."""
     paragraph = "The harbour master logs every ship that enters, its cargo, its crew and the berth it was given. "
-    old = [unstarted.services.drawers.save_note(f"Old log {i}. " + paragraph * 20, wing="w")[0] for i in range(3)]
+    old = [unstarted.services.drawers.save_note(f"Old log {i}. " + paragraph * 20, wing="w").drawer for i in range(3)]
     store = unstarted.store
     model = model_key(BuiltinProvider())
     fresh: list[Any] = []
@@ -186,7 +186,7 @@ def test_a_mine_during_the_later_passages_gets_its_first_passages_before_any_mor
             order.append(passages_in())
             if state["stage"] == "rest" and not fresh:
                 fresh.extend(
-                    unstarted.services.drawers.save_note(f"New log {i}. " + paragraph * 20, wing="w")[0]
+                    unstarted.services.drawers.save_note(f"New log {i}. " + paragraph * 20, wing="w").drawer
                     for i in range(3)
                 )
                 arrival.append(len(order) - 1)
@@ -264,7 +264,7 @@ def test_drawers_filed_while_the_sweep_runs_are_counted_in_what_is_left(unstarte
 
 def test_status_follows_the_running_sweep_not_a_request_queued_behind_it(unstarted: Palace) -> None:
     store = unstarted.store
-    running, _ = unstarted.services.jobs.submit_job("embed", {}, priority="background", coalesce_key="embed")
+    running = unstarted.services.jobs.submit_job("embed", {}, priority="background", coalesce_key="embed").job
     claimed = store.claim_next_job("probe", 60.0, ["embed"])
     assert claimed is not None and claimed.id == running.id
     store.save_job_checkpoint(
@@ -274,7 +274,8 @@ def test_status_follows_the_running_sweep_not_a_request_queued_behind_it(unstart
         Progress(current=1, total=10),
         60.0,
     )
-    queued, created = unstarted.services.jobs.submit_job("embed", {}, priority="background", coalesce_key="embed")
+    submitted = unstarted.services.jobs.submit_job("embed", {}, priority="background", coalesce_key="embed")
+    queued, created = submitted.job, submitted.created
     assert created and queued.id != running.id
     unstarted.services.drawers.save_note("A note that waits for its vector.", wing="w")
     status = unstarted.services.status.embedding_status()

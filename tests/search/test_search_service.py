@@ -18,6 +18,7 @@ from waiting import CEILING
 from memcastle.app import Palace, build
 from memcastle.config import load_settings
 from memcastle.errors import InvalidRequest, ProviderError
+from memcastle.model.requests import CheckpointItem
 from memcastle.search.engine import SearchEngine
 from memcastle.search.semantic import SemanticIndex
 from memcastle.services import SearchRequest
@@ -67,7 +68,7 @@ def ids(result: Any) -> list[str]:
 
 
 def test_auto_is_hybrid_with_every_signal_once_embeddings_exist(palace: Palace) -> None:
-    car, _ = palace.services.drawers.save_note("The automobile needs new tyres before winter")
+    car = palace.services.drawers.save_note("The automobile needs new tyres before winter").drawer
     palace.services.drawers.save_note("Lunch menu: soup and bread")
     settle(palace)
     result = palace.services.search.search(SearchRequest(query="car tyres"))
@@ -78,7 +79,7 @@ def test_auto_is_hybrid_with_every_signal_once_embeddings_exist(palace: Palace) 
 
 
 def test_semantic_finds_a_paraphrase_that_shares_no_word(palace: Palace) -> None:
-    dog, _ = palace.services.drawers.save_note("Our puppy chews every shoe in the hall")
+    dog = palace.services.drawers.save_note("Our puppy chews every shoe in the hall").drawer
     palace.services.drawers.save_note("Quarterly report numbers are due Friday")
     settle(palace)
     assert palace.services.search.search(SearchRequest(query="canine", ranking="lexical")).hits == ()
@@ -102,7 +103,8 @@ def test_explicit_semantic_without_embeddings_is_a_400_never_a_downgrade(tmp_pat
 def test_a_failing_provider_never_blocks_a_write_and_auto_falls_back_with_a_warning(tmp_path: Path) -> None:
     palace = make_palace(tmp_path / "p", model="fail")
     try:
-        drawer, created = palace.services.drawers.save_note("the write must succeed while the provider is down")
+        saved = palace.services.drawers.save_note("the write must succeed while the provider is down")
+        drawer, created = saved.drawer, saved.created
         assert created
         deadline = time.monotonic() + CEILING
         while not palace.services.status.status()["warnings"] and time.monotonic() < deadline:
@@ -120,7 +122,7 @@ def test_a_failing_provider_never_blocks_a_write_and_auto_falls_back_with_a_warn
 def test_filters_apply_inside_every_leg_before_the_limit(palace: Palace) -> None:
     for index in range(30):
         palace.services.drawers.save_note(f"kitten photo number {index}", wing="noise")
-    wanted, _ = palace.services.drawers.save_note("a kitten sleeping", wing="home", tags=["pets"])
+    wanted = palace.services.drawers.save_note("a kitten sleeping", wing="home", tags=["pets"]).drawer
     palace.services.drawers.save_note("a kitten playing", wing="home")
     settle(palace)
     for ranking in ("lexical", "semantic", "hybrid"):
@@ -131,7 +133,7 @@ def test_filters_apply_inside_every_leg_before_the_limit(palace: Palace) -> None
 
 
 def test_every_temporal_form_follows_a_supersession_chain_in_every_leg(palace: Palace) -> None:
-    first, _ = palace.services.drawers.save_note("the database is MySQL", name="db")
+    first = palace.services.drawers.save_note("the database is MySQL", name="db").drawer
     settle(palace)
     between = palace.now()
     second = palace.services.drawers.supersede_drawer(first.id, "the database is Postgres now")
@@ -159,7 +161,7 @@ def test_two_temporal_forms_at_once_are_a_400_naming_both(palace: Palace) -> Non
 def test_a_long_drawer_is_found_by_its_end_semantically(palace: Palace) -> None:
     filler = " ".join(f"ledger entry {i} balanced" for i in range(400))
     ending = " finally the feline escaped through the window; the cat escaped the window again at dawn, a window cat"
-    long, _ = palace.services.drawers.save_note(filler + ending)
+    long = palace.services.drawers.save_note(filler + ending).drawer
     palace.services.drawers.save_note(" ".join(f"ledger entry {i} reconciled" for i in range(400)))
     settle(palace)
     result = palace.services.search.search(SearchRequest(query="cat escaped window", ranking="semantic", limit=1))
@@ -169,7 +171,7 @@ def test_a_long_drawer_is_found_by_its_end_semantically(palace: Palace) -> None:
 def test_a_model_change_re_embeds_in_the_background_and_drops_old_vectors(tmp_path: Path) -> None:
     path = tmp_path / "p"
     palace = make_palace(path, model="bow")
-    drawer, _ = palace.services.drawers.save_note("vectors for the first model")
+    drawer = palace.services.drawers.save_note("vectors for the first model").drawer
     settle(palace)
     palace.stop()
     palace = make_palace(path, model="dim8")
@@ -196,7 +198,7 @@ def test_a_model_change_re_embeds_in_the_background_and_drops_old_vectors(tmp_pa
 
 
 def test_recall_searches_a_wing_and_refuses_a_room(palace: Palace) -> None:
-    note, _ = palace.services.drawers.save_note("recall me by this phrase", wing="w", room="r1")
+    note = palace.services.drawers.save_note("recall me by this phrase", wing="w", room="r1").drawer
     assert ids(palace.services.search.recall(SearchRequest(query="phrase", wing="w"))) == [note.id]
     with pytest.raises(InvalidRequest) as caught:
         palace.services.search.recall(SearchRequest(query="phrase", room="r1"))
@@ -208,9 +210,9 @@ def test_wake_up_returns_the_latest_diary_entry_and_checkpoints_within_the_budge
     latest = palace.services.agents.write_diary("agent-a", "latest entry: refactored the store")
     palace.services.agents.write_diary("agent-b", "someone else's entry")
     saved = palace.services.agents.checkpoint(
-        [{"content": "decided: use Postgres"}, {"content": "x" * 600}], agent="agent-a"
+        [CheckpointItem("decided: use Postgres"), CheckpointItem("x" * 600)], agent="agent-a"
     )
-    palace.services.agents.checkpoint([{"content": "agent-b's own state"}], agent="agent-b")
+    palace.services.agents.checkpoint([CheckpointItem("agent-b's own state")], agent="agent-b")
     bundle = palace.services.agents.wake_up("agent-a", max_bytes=300)
     assert [d["id"] for d in bundle["diary"]] == [latest.id]
     assert [d["id"] for d in bundle["checkpoints"]] == [saved[0].id]  # the 600-byte one does not fit
@@ -221,7 +223,7 @@ def test_wake_up_returns_the_latest_diary_entry_and_checkpoints_within_the_budge
 def test_a_checkpoint_with_one_bad_item_writes_nothing(palace: Palace) -> None:
     before = palace.services.status.status()["drawers"]
     with pytest.raises(InvalidRequest) as caught:
-        palace.services.agents.checkpoint([{"content": "fine"}, {"content": "  "}])
+        palace.services.agents.checkpoint([CheckpointItem("fine"), CheckpointItem("  ")])
     assert caught.value.field == "items[1].content"
     assert palace.services.status.status()["drawers"] == before
 
@@ -275,8 +277,8 @@ def test_drawers_with_some_of_the_words_fill_the_lexical_leg_below_those_with_al
     palace = make_palace(tmp_path / "palace", model=None)
     try:
         save = palace.services.drawers.save_note
-        every = [save(f"The moat pump {i} failed in spring", wing="w")[0] for i in range(2)]
-        some = [save(f"moat moat moat note {i}", wing="w")[0] for i in range(3)]
+        every = [save(f"The moat pump {i} failed in spring", wing="w").drawer for i in range(2)]
+        some = [save(f"moat moat moat note {i}", wing="w").drawer for i in range(3)]
         save("Unrelated: bread and soup", wing="w")
         hits = palace.services.search.search(SearchRequest(query="moat pump failed", wing="w", limit=10)).hits
         order = [hit.drawer.id for hit in hits]
@@ -325,7 +327,7 @@ def test_a_palace_starts_tells_its_status_and_searches_while_its_vectors_are_sti
     it (the index's background thread loads them); status says the load is under way, and a search by meaning says
     it searched only the vectors read so far."""
     first = make_palace(tmp_path / "palace")
-    note, _ = first.services.drawers.save_note("The automobile needs new tyres before winter")
+    note = first.services.drawers.save_note("The automobile needs new tyres before winter").drawer
     settle(first)
     first.stop()
     palace = build(

@@ -141,7 +141,7 @@ def palace(tmp_path: Path) -> Iterator[Palace]:
 def test_a_hit_by_meaning_alone_shows_its_nearest_passage(palace: Palace) -> None:
     # The test embedder maps "automobile" to "car": the drawer never says "car", its third passage means it.
     content = "\n".join([FILLER * 8, FILLER * 4, "The automobile waits in the courtyard, fuelled. " * 3, FILLER * 4])
-    drawer, _ = palace.services.drawers.save_note(content, wing="w")
+    drawer = palace.services.drawers.save_note(content, wing="w").drawer
     settle(palace)
     (hit,) = palace.services.search.search(SearchRequest(query="car", ranking="semantic", limit=1)).hits
     assert hit.drawer.id == drawer.id and hit.snippet is not None

@@ -207,13 +207,13 @@ def test_migrate_copies_a_palace_that_then_answers_every_search_and_fact_as_befo
     palace = open_palace(source_dir)
     try:
         services = palace.services
-        lighthouse, _ = services.drawers.save_note(
+        lighthouse = services.drawers.save_note(
             "The lighthouse keeper logs every storm at night.", wing="coast", room="log", tags=("sea",)
-        )
+        ).drawer
         services.drawers.save_note("The lighthouse keeper logs every storm at night!", wing="coast", room="log")
         services.drawers.save_note("Alice works on Apollo with Bob.", wing="team")
-        tides, _ = services.drawers.save_note("Tide tables for the harbour in spring.", wing="coast", room="tides")
-        mine, _ = services.mining.submit_mine(MineRequest("notes", str(folder), wing="work"))
+        tides = services.drawers.save_note("Tide tables for the harbour in spring.", wing="coast", room="tides").drawer
+        mine = services.mining.submit_mine(MineRequest("notes", str(folder), wing="work")).job
         settle(palace)
         before = utc_now()
         time.sleep(0.01)
@@ -274,14 +274,13 @@ def test_migrate_copies_a_palace_that_then_answers_every_search_and_fact_as_befo
         assert services.facts.list_entities(None, None, limit=200) == entities
         assert services.drawers.duplicates(lighthouse.id) == duplicates
         # The copy is a working palace: a new note is filed, embedded and found.
-        new, created = services.drawers.save_note(
-            "A brand new note about the lighthouse lamp.", wing="coast", room="log"
-        )
-        assert created
+        saved = services.drawers.save_note("A brand new note about the lighthouse lamp.", wing="coast", room="log")
+        new = saved.drawer
+        assert saved.created
         settle(moved)
         assert new.id in [d for d, _ in hits(moved, SearchRequest(query="lighthouse lamp", ranking="semantic"))]
         # Mining the same folder again on the copy changes nothing: the documents and cursors came along.
-        again, _ = services.mining.submit_mine(MineRequest("notes", str(folder), wing="work"))
+        again = services.mining.submit_mine(MineRequest("notes", str(folder), wing="work")).job
         settle(moved)
         result = services.jobs.get_job(again.id).result or {}
         assert (result.get("documents"), result.get("unchanged"), result.get("created")) == (4, 4, 0)

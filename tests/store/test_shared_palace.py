@@ -400,7 +400,7 @@ def test_kill_9_of_one_daemon_mid_mine_the_other_takes_over_after_the_lease_with
         )
         clean.start()
         try:
-            run, _ = clean.services.mining.submit_mine(MineRequest("directory", str(tree)))
+            run = clean.services.mining.submit_mine(MineRequest("directory", str(tree))).job
             deadline = time.monotonic() + 180
             while not clean.services.jobs.get_job(run.id).is_finished:
                 assert time.monotonic() < deadline, "the clean mine did not finish"

@@ -110,6 +110,17 @@ class NewJob:
     joins_paused: bool = False
 
 
+@dataclass(frozen=True)
+class Submitted:
+    """A job asked for: the one queued, or the queued (or paused) one of the same key the request joined."""
+
+    job: Job
+    created: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {"job": self.job.to_json(), "joined": not self.created}
+
+
 JOB_TRANSITIONS: frozenset[tuple[JobStatus, JobStatus]] = frozenset(
     {
         (JobStatus.QUEUED, JobStatus.RUNNING),  # claim

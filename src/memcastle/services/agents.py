@@ -67,9 +67,9 @@ class AgentService:
     def write_diary(self, agent: str, content: str, *, wing: str | None = None, requested_by: str = "http") -> Drawer:
         """A diary entry: a drawer in room `diary`, keyed by the agent's identity."""
         agent = require_name(agent, "agent")
-        drawer, _ = self._drawers.save_note(
+        drawer = self._drawers.save_note(
             content, wing=wing, room=DIARY_ROOM, agent=agent, requested_by=requested_by, kind="manual"
-        )
+        ).drawer
         return drawer
 
     def read_diary(self, agent: str, *, wing: str | None = None, limit: int = 10) -> list[Drawer]:
@@ -100,7 +100,7 @@ class AgentService:
         saved = []
         for item in items:
             tags = tuple(dict.fromkeys((*check_tags(item.tags), CHECKPOINT_TAG)))
-            drawer, _ = self._drawers.save_note(
+            drawer = self._drawers.save_note(
                 item.content,
                 wing=item.wing,
                 room=item.room or CHECKPOINT_ROOM,
@@ -109,7 +109,7 @@ class AgentService:
                 name=item.name,
                 requested_by=requested_by,
                 kind="manual",
-            )
+            ).drawer
             if item.fact is not None:
                 self.facts.add(replace(item.fact, evidence_drawer=drawer.id), requested_by=requested_by)
             saved.append(drawer)

@@ -24,10 +24,10 @@ class ArchiveService:
         target = self._path(path, folder=True)
         if target.exists():
             raise Conflict(f"{target} already exists", help="choose a new file name; an export never overwrites")
-        job, _ = self._jobs.submit_job(
+        job = self._jobs.submit_job(
             EXPORT, {"path": str(target), "vectors": bool(vectors)}, requested_by=requested_by,
             coalesce_key=f"export:{target}",
-        )  # fmt: skip
+        ).job  # fmt: skip
         return job
 
     def import_archive(self, path: str, *, requested_by: str = "http") -> Job:
@@ -35,9 +35,9 @@ class ArchiveService:
         source = self._path(path)
         if not source.is_file():
             raise InvalidRequest(f"no archive at {source}", field="path")
-        job, _ = self._jobs.submit_job(
+        job = self._jobs.submit_job(
             IMPORT, {"path": str(source)}, requested_by=requested_by, coalesce_key=f"import:{source}"
-        )
+        ).job
         return job
 
     def _path(self, path: str, *, folder: bool = False) -> Path:

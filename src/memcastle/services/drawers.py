@@ -25,6 +25,8 @@ DIARY_ROOM = "diary"
 
 @dataclass(frozen=True)
 class NoteWrite:
+    """A note written, or the copy already filed (`created` false), or a replayed retry's drawer."""
+
     drawer: Drawer
     created: bool
     replayed: bool  # answered from an earlier request with the same idempotency key; nothing was written
@@ -66,7 +68,7 @@ class DrawerService:
         name: str | None = None,
         requested_by: str = "http",
         kind: str = "note",
-    ) -> tuple[Drawer, bool]:
+    ) -> NoteWrite:
         """File a manual note; an unnamed exact copy in the same room returns the existing drawer instead.
         Credentials in the text are redacted, as in mined text."""
         check_content(content)
@@ -84,7 +86,7 @@ class DrawerService:
                 wing, room, content_hash(content), agent if room == DIARY_ROOM else None
             )
             if existing is not None:
-                return existing, False
+                return NoteWrite(existing, created=False, replayed=False)
         drawer = self._store.add_drawer(
             NewDrawer(
                 wing=wing,
@@ -97,7 +99,7 @@ class DrawerService:
             )
         )
         self._after_write(drawer)
-        return drawer, True
+        return NoteWrite(drawer, created=True, replayed=False)
 
     def write_note(
         self,
@@ -115,10 +117,10 @@ class DrawerService:
         request = {"content": content, "wing": wing, "room": room, "tags": list(tags), "agent": agent, "name": name}
 
         def write() -> dict[str, Any]:
-            drawer, created = self.save_note(
+            saved = self.save_note(
                 content, wing=wing, room=room, tags=tags, agent=agent, name=name, requested_by=requested_by
             )
-            return {"drawer_ids": [drawer.id], "created": created}
+            return {"drawer_ids": [saved.drawer.id], "created": saved.created}
 
         result, replayed = self._keys.once(idempotency_key, "note", request, write)
         return NoteWrite(self._store.get_drawer(result["drawer_ids"][0]), bool(result["created"]), replayed)

@@ -13,7 +13,7 @@ from memcastle.knowledge.extraction import ExtractionProvider
 from memcastle.knowledge.sweep import COALESCE_KEY as EXTRACT_KEY
 from memcastle.knowledge.sweep import KIND as EXTRACT
 from memcastle.mining.pipeline import KIND as MINE
-from memcastle.model import PRIORITY_NAMES, Job, JobStatus, NewJob
+from memcastle.model import PRIORITY_NAMES, Job, JobStatus, NewJob, Submitted
 from memcastle.search.backfill import COALESCE_KEY as EMBED_KEY
 from memcastle.search.backfill import KIND as EMBED
 from memcastle.search.embeddings import EmbeddingProvider
@@ -42,10 +42,10 @@ class JobService:
         requested_by: str = "http",
         coalesce_key: str | None = None,
         joins_paused: bool = False,
-    ) -> tuple[Job, bool]:
+    ) -> Submitted:
         if priority not in PRIORITY_NAMES:
             raise InvalidRequest(f"unknown priority {priority!r}; one of {', '.join(PRIORITY_NAMES)}", field="priority")
-        return self.queue.submit(
+        job, created = self.queue.submit(
             NewJob(
                 kind=kind,
                 params=dict(params),
@@ -55,12 +55,13 @@ class JobService:
                 joins_paused=joins_paused,
             )
         )
+        return Submitted(job, created)
 
     def submit_verify(self, *, batch: int, pace_ms: int, priority: str = "normal", requested_by: str = "http") -> Job:
         """Re-hash every current drawer in the background (`integrity`)."""
-        job, _ = self.submit_job(
+        job = self.submit_job(
             integrity.KIND, {"batch": batch, "pace_ms": pace_ms}, priority=priority, requested_by=requested_by
-        )
+        ).job
         return job
 
     def resolve(self, job_id: str) -> str:
@@ -127,18 +128,18 @@ class JobService:
         """Queue the background embed sweep (joining a queued one); None when embeddings are off."""
         if not self._embeddings.is_enabled:
             return None
-        job, _ = self.submit_job(
+        job = self.submit_job(
             EMBED, {}, priority="background", requested_by=requested_by, coalesce_key=EMBED_KEY, joins_paused=True
-        )
+        ).job
         return job
 
     def request_extraction(self, *, requested_by: str = "job") -> Job | None:
         """Queue the background extraction sweep (joining a queued one); None when extraction is off."""
         if not self._extraction.is_enabled:
             return None
-        job, _ = self.submit_job(
+        job = self.submit_job(
             EXTRACT, {}, priority="background", requested_by=requested_by, coalesce_key=EXTRACT_KEY, joins_paused=True
-        )
+        ).job
         return job
 
     def request_sweeps(self) -> None:

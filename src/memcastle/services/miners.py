@@ -14,7 +14,7 @@ from typing import Any
 
 from memcastle.clock import Clock, parse_instant, utc_now
 from memcastle.errors import AccessDenied, Conflict, InvalidRequest, MemCastleError, NotFound
-from memcastle.model import Job, MinerSpec, MinerState
+from memcastle.model import MinerSpec, MinerState, Submitted
 from memcastle.model.mining import MAX_DEBOUNCE, MIN_EVERY, parse_duration
 from memcastle.model.requests import MinerDefinition, MineRequest
 from memcastle.services.events import Publish, ignore_event
@@ -169,21 +169,19 @@ class MinerService:
 
     # --- runs -----------------------------------------------------------------------------------------
 
-    def run(
-        self, name: str, *, trigger: str = "request", requested_by: str = "http", **details: Any
-    ) -> tuple[Job, bool]:
+    def run(self, name: str, *, trigger: str = "request", requested_by: str = "http", **details: Any) -> Submitted:
         """Queue a run of the miner (or join its queued one). A trigger runs only an enabled miner; a person may
         run a disabled one by hand."""
         spec, state = self._find(name)
         if trigger != "request" and not state.enabled:
             raise Conflict(f"miner {name!r} is disabled", help=f"memcastle miner enable {name}")
         request = MineRequest(spec.connector, spec.locator, spec.options, wing=spec.wing, full=spec.full)
-        job, created = self._mining.submit_mine(request, requested_by=requested_by)
-        self._store.note_miner_run(name, job.id, trigger, at=self._now())
+        submitted = self._mining.submit_mine(request, requested_by=requested_by)
+        self._store.note_miner_run(name, submitted.job.id, trigger, at=self._now())
         if trigger != "request":
-            self._publish("trigger", {"miner": name, "trigger": trigger, "job_id": job.id, "joined": not created,
-                                      **details})  # fmt: skip
-        return job, created
+            self._publish("trigger", {"miner": name, "trigger": trigger, "job_id": submitted.job.id,
+                                      "joined": not submitted.created, **details})  # fmt: skip
+        return submitted
 
 
 def _seconds(value: object, field: str, *, least: float = 0.0, most: float | None = None) -> float:

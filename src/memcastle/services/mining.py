@@ -14,7 +14,7 @@ from memcastle.mining.params import MineParams
 from memcastle.mining.pipeline import KIND as MINE
 from memcastle.mining.pipeline import notices_removal
 from memcastle.mining.roots import MiningRoots
-from memcastle.model import Job
+from memcastle.model import Job, Submitted
 from memcastle.model.requests import MineRequest
 from memcastle.services.jobs import JobService
 from memcastle.services.validation import MAX_LOCATOR_CHARS, check_name, check_text
@@ -33,7 +33,7 @@ class MiningService:
         self._roots = roots or MiningRoots()
         self._jobs = jobs
 
-    def submit_mine(self, request: MineRequest, *, requested_by: str = "http") -> tuple[Job, bool]:
+    def submit_mine(self, request: MineRequest, *, requested_by: str = "http") -> Submitted:
         """Queue a background mine; a request for the same source joins one that is still queued."""
         adapter, spec = self.check_source(request.connector, request.locator, request.options)
         source_id = adapter.identify(spec)

@@ -36,8 +36,8 @@ def sources(request: Request) -> dict[str, Any]:
 
 @router.post("/mine", status_code=202, response_model=MineOut, tags=["mining"], dependencies=[Depends(writes)])
 def mine(body: MineBody, request: Request) -> dict[str, Any]:
-    job, created = services(request).mining.submit_mine(request_of(MineRequest, body), requested_by=requester(request))
-    return {"job": job.to_json(), "joined": not created}
+    submitted = services(request).mining.submit_mine(request_of(MineRequest, body), requested_by=requester(request))
+    return submitted.to_json()
 
 
 @router.get("/miners", response_model=MinersOut, tags=["mining"], dependencies=[Depends(reads)])
@@ -65,8 +65,8 @@ def remove_miner(name: str, request: Request) -> dict[str, Any]:
     "/miners/{name}/run", status_code=202, response_model=MineOut, tags=["mining"], dependencies=[Depends(writes)]
 )
 def run_miner(name: str, request: Request, body: EmptyBody) -> dict[str, Any]:
-    job, created = services(request).miners.run(name, requested_by=requester(request))
-    return {"job": job.to_json(), "joined": not created}
+    submitted = services(request).miners.run(name, requested_by=requester(request))
+    return submitted.to_json()
 
 
 @router.post("/miners/{name}/enable", response_model=MinerAnswer, tags=["mining"], dependencies=[Depends(writes)])

@@ -38,8 +38,8 @@ def mine(
 ) -> dict[str, Any]:
     """Queue a mine of a project, repository, notes or chat export (unchanged documents are skipped); returns its
     job."""
-    job, created = env.services.mining.submit_mine(request_of(MineRequest, locals()), requested_by=REQUESTER)
-    return {"job": job_view(job), "joined": not created}
+    submitted = env.services.mining.submit_mine(request_of(MineRequest, locals()), requested_by=REQUESTER)
+    return {"job": job_view(submitted.job), "joined": not submitted.created}
 
 
 @tool("memcastle_miner_list", "List miners", "read", read_only=True)
@@ -57,5 +57,5 @@ def miner_get(env: Env, name: MinerName) -> dict[str, Any]:
 @tool("memcastle_miner_run", "Run a miner", "write", read_only=False, idempotent=False, aliases={"id": "name"})
 def miner_run(env: Env, name: MinerName) -> dict[str, Any]:
     """Mine a miner's source now; returns the job."""
-    job, created = env.services.miners.run(name, requested_by=REQUESTER)
-    return {"job": job_view(job), "joined": not created}
+    submitted = env.services.miners.run(name, requested_by=REQUESTER)
+    return {"job": job_view(submitted.job), "joined": not submitted.created}
