@@ -25,12 +25,16 @@ from memcastle.model.requests import (
 
 SEARCH = set(field_names(SearchRequest))
 # A forget by search picks drawers by where and when only: no ranking, so no limit, ranking, expansion or preference.
-FORGET = SEARCH - {"limit", "ranking", "expand", "preferences"}
+# A forget reaches hidden drawers too, so it has no include_hidden.
+FORGET = SEARCH - {"limit", "ranking", "expand", "preferences", "include_hidden"}
 # A recall searches a whole wing: never a room (SearchService.recall refuses one).
 RECALL = SEARCH - {"room"}
 # MCP recall also leaves out the connector and record time, to keep the tool list every agent reads at start small:
 # an agent that needs them has memcastle_search.
-MCP_RECALL = RECALL - {"connector", "known_at", "known_from", "known_until"}
+MCP_RECALL = RECALL - {"connector", "known_at", "known_from", "known_until", "include_hidden"}
+# Hidden drawers are the ones a person keeps out of what agents are handed: no MCP search reaches them (an agent
+# reads one only by its id).
+MCP_SEARCH = SEARCH - {"include_hidden"}
 # What an interface holds beyond the request: how the answer is shaped.
 ANSWER_SHAPE = {"full", "max_chars"}
 
@@ -60,7 +64,7 @@ def test_rest_bodies_name_every_field_of_the_request_they_build() -> None:
 
 
 def test_mcp_tools_name_every_field_of_the_request_they_build() -> None:
-    assert tool_params("memcastle_search") == SEARCH | ANSWER_SHAPE
+    assert tool_params("memcastle_search") == MCP_SEARCH | ANSWER_SHAPE
     assert tool_params("memcastle_recall") == MCP_RECALL | ANSWER_SHAPE
 
 

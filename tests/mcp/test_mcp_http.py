@@ -53,6 +53,7 @@ WRITES = {
     "memcastle_mine",
     "memcastle_forget",
     "memcastle_drawer_supersede",
+    "memcastle_drawer_mark",
     "memcastle_fact_supersede",
     "memcastle_fact_invalidate",
     "memcastle_fact_link",
@@ -536,5 +537,38 @@ def test_forget_is_a_destructive_tool_that_previews_broad_scopes(module_daemon: 
             assert done["dry_run"] is False and done["tombstone"]["requested_by"] == "mcp"
             missing = await refused(client, "memcastle_history", drawer_id=saved["drawer"]["id"])
             assert missing.structured_content is not None and missing.structured_content["code"] == "not_found"
+
+    run(scenario)
+
+
+def test_an_agent_and_a_person_pin_and_hide_drawers(module_daemon: Any) -> None:
+    async def scenario() -> None:
+        async with connect(module_daemon.address) as client:
+            secret = await call(client, "memcastle_note", content="the vault code is written on the mirror",
+                                wing="mcp-marks")  # fmt: skip
+            rule = await call(client, "memcastle_note", content="always sign the visitor book", wing="mcp-marks")
+            marked = await call(client, "memcastle_drawer_mark", drawer_id=secret["drawer"]["id"][:8], hidden=True)
+            assert marked["drawer"]["hidden"] is True
+            found = await call(client, "memcastle_search", query="vault code mirror", wing="mcp-marks")
+            assert found["hits"] == [], "no MCP search reaches a hidden drawer"
+            read = await call(client, "memcastle_get_drawer", drawer_id=secret["drawer"]["id"])
+            assert read["hidden"] is True, "read by its id, it says so"
+            await call(client, "memcastle_drawer_mark", id=rule["drawer"]["id"], pinned=True)
+            wake = await call(client, "memcastle_wake_up", agent="mcp-marker", wing="mcp-marks")
+            assert [d["id"] for d in wake["pinned"]] == [rule["drawer"]["id"]]
+            recall = await call(client, "memcastle_recall", query="vault code", wing="mcp-marks")
+            assert recall["hits"] == [] and [d["id"] for d in recall["pinned"]] == [rule["drawer"]["id"]]
+            bad = await refused(client, "memcastle_drawer_mark", drawer_id=rule["drawer"]["id"])
+            assert bad.structured_content is not None and bad.structured_content["field"] == "pinned"
+
+        # A person sees it again, from the command line.
+        shown = module_daemon.cli("search", "vault code mirror", "--wing", "mcp-marks", "--include-hidden", "--json")
+        assert shown.returncode == 0 and secret["drawer"]["id"] in shown.stdout, shown.stderr
+        unhidden = module_daemon.cli("drawer", "unhide", secret["drawer"]["id"][:8])
+        assert unhidden.returncode == 0 and "hidden" not in unhidden.stdout.split("\n")[0]
+        plain = module_daemon.cli("search", "vault code mirror", "--wing", "mcp-marks", "--json")
+        assert secret["drawer"]["id"] in plain.stdout
+        pinned = module_daemon.cli("drawer", "show", rule["drawer"]["id"])
+        assert "pinned" in pinned.stdout
 
     run(scenario)

@@ -74,6 +74,8 @@ class DrawerOut(Shape):
     created_at: str = Field(description="when the palace learnt it (record time)")
     closed_at: str | None = Field(None, description="when the palace learnt that it closed (record time)")
     closed_reason: str | None = Field(None, description="why it closed without a successor: removed at source")
+    pinned: bool = Field(False, description="always enters its wing's wake-up and recall")
+    hidden: bool = Field(False, description="left out of search, recall and wake-up unless asked for")
 
 
 class ProgressOut(Shape):
@@ -205,6 +207,7 @@ class SearchOut(Shape):
     hits: list[HitOut]
     ranking: str
     warnings: list[str]
+    pinned: list[DrawerOut] | None = Field(None, description="a recall's pinned drawers the search did not find")
 
 
 class CompactSearchOut(Shape):
@@ -214,6 +217,7 @@ class CompactSearchOut(Shape):
     hits: list[Open] = Field(description="compact hits: id, place, origin, snippet, chars, score, signals, preference")
     ranking: str
     warnings: list[str] = []
+    pinned: list[Open] | None = Field(None, description="a recall's pinned drawers the search did not find")
     omitted: int = Field(0, description="hits left out to keep within max_chars")
     note: str = Field("", description="what was left out and how to get it")
 
@@ -398,6 +402,7 @@ class DiaryOut(Shape):
 class WakeUpOut(Shape):
     agent: str
     wing: str | None
+    pinned: list[DrawerOut] = Field(description="pinned drawers of the wing (and of no project): first, always")
     diary: list[DrawerOut]
     checkpoints: list[DrawerOut]
     bytes: int

@@ -79,6 +79,13 @@ class NoteBody(Body):
     idempotency_key: IdempotencyKeyField = None
 
 
+class MarksBody(Body):
+    """What to change: either mark or both (a mark left out stays as it is)."""
+
+    pinned: bool | None = Field(None, description="always enter its wing's wake-up and recall")
+    hidden: bool | None = Field(None, description="left out of search, recall and wake-up unless asked for")
+
+
 class SupersedeBody(Body):
     content: Content
     reason: Reason | None = None
@@ -109,6 +116,7 @@ class SearchBody(SearchScopeBody):
     ranking: Ranking = "auto"
     expand: bool = False
     preferences: Switch = "on"
+    include_hidden: bool = Field(False, description="the drawers a person hid too")
     full: bool = Field(True, description="false: the compact hits MCP answers with (snippet, origin, signals, a "
                        "preference line; no drawer text, no hashes)")  # fmt: skip
     max_chars: Integer(200, 10_000_000) | None = Field(  # type: ignore[valid-type]

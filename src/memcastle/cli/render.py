@@ -81,6 +81,7 @@ def drawer_panel(drawer: Mapping[str, Any], *, title_extra: str = "") -> Panel:
     from rich.text import Text
 
     state = "current" if drawer.get("valid_to") is None else f"closed {_short(drawer['valid_to'])}"
+    state += "".join(f" · {mark}" for mark in ("pinned", "hidden") if drawer.get(mark))
     title = f"[bold]{drawer['wing']}/{drawer['room']}[/bold]"
     if drawer.get("name"):
         title += f" · {drawer['name']}"
@@ -109,8 +110,15 @@ def show_hits(result: Mapping[str, Any], *, full: bool = False) -> None:
     for warning in result.get("warnings", []):
         click.echo(f"{click.style('warning:', fg='yellow')} {warning}", err=True)
     hits = result.get("hits", [])
+    pinned = result.get("pinned") or []
     if not hits:
         click.echo(click.style("no matching drawers", dim=True))
+    for drawer in pinned:
+        first = (drawer["content"].splitlines() or [""])[0][:100]
+        click.echo(
+            click.style(f"pinned: {drawer['wing']}/{drawer['room']} {short_id(drawer['id'])} ", dim=True) + first
+        )
+    if not hits:
         return
     click.echo(click.style(f"{len(hits)} hit(s), ranking {result.get('ranking')}", dim=True))
     width = min(shutil.get_terminal_size((100, 24)).columns, 120)
@@ -118,6 +126,7 @@ def show_hits(result: Mapping[str, Any], *, full: bool = False) -> None:
         drawer = hit["drawer"]
         title = f"#{rank}  {drawer['wing']}/{drawer['room']}" + (f" · {drawer['name']}" if drawer.get("name") else "")
         state = "current" if drawer.get("valid_to") is None else f"closed {_short(drawer['valid_to'])}"
+        state += "".join(f" · {mark}" for mark in ("pinned", "hidden") if drawer.get(mark))
         right = f"{short_id(drawer['id'])} · {state}"
         rule = "─" * max(3, width - len(title) - len(right) - 6)
         click.echo()

@@ -37,6 +37,7 @@ OPTIONS: dict[str, Callable[[F], F]] = {
     "preferences": click.option(
         "--preferences", default="on", help="on, or off to see the ranking without source preferences"
     ),
+    "include_hidden": click.option("--include-hidden", is_flag=True, help="the drawers a person hid too"),
 }
 # What a forget by search takes: where and when, no ranking.
 SCOPE_OPTIONS = ("wing", "room", "tags", "source_kind", "connector", "as_of", "from_", "until", "include_historical",

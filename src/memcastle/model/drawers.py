@@ -151,6 +151,8 @@ class Drawer:
     created_at: str  # when the palace learnt it (record time; `valid_from` is when it held: event time)
     closed_at: str | None = None  # when the palace learnt that it closed
     closed_reason: str | None = None  # why it closed without a successor ("removed at source")
+    pinned: bool = False  # always enters its wing's wake-up and recall (a person's mark; versions keep it)
+    hidden: bool = False  # left out of search, recall and wake-up unless asked for
 
     @property
     def is_current(self) -> bool:
@@ -175,6 +177,8 @@ class Drawer:
             "created_at": self.created_at,
             "closed_at": self.closed_at,
             "closed_reason": self.closed_reason,
+            "pinned": self.pinned,
+            "hidden": self.hidden,
         }
 
 

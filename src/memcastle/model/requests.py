@@ -79,6 +79,7 @@ class SearchRequest:
     known_at: str | None = None
     known_from: str | None = None
     known_until: str | None = None
+    include_hidden: bool = False
 
 
 @dataclass(frozen=True)

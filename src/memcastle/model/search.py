@@ -77,6 +77,7 @@ class Scope:
     connector: str | None = None
     agent: str | None = None
     when: When = CURRENT
+    hidden: bool = False  # include the drawers a person hid
 
 
 @dataclass(frozen=True)
@@ -150,9 +151,14 @@ class SearchResult:
     hits: tuple[Hit, ...]
     ranking: str
     warnings: tuple[str, ...] = ()
+    pinned: tuple[Drawer, ...] = ()  # a recall's pinned drawers of its scope that are not among the hits
 
     def to_json(self) -> JSON:
-        return {"hits": [h.to_json() for h in self.hits], "ranking": self.ranking, "warnings": list(self.warnings)}
+        out: dict[str, Any] = {"hits": [h.to_json() for h in self.hits], "ranking": self.ranking,
+                               "warnings": list(self.warnings)}  # fmt: skip
+        if self.pinned:
+            out["pinned"] = [d.to_json() for d in self.pinned]
+        return out
 
 
 # The only ways a job's status may change (SPEC §1); anything else is refused.

@@ -82,7 +82,7 @@ class Services:
         self.events = events or EventBus()
         publish = self.events.publish
         self.drawers = DrawerService(store, self.jobs, duplicates, policy, keys, publish)
-        self.search = SearchService(search)
+        self.search = SearchService(search, store)
         self.agents = AgentService(store, self.drawers, self.facts, keys)
         self.mining = MiningService(connectors, self.jobs, roots)
         self.miners = MinerService(store, store, self.mining, miners, publish=publish, now=now)

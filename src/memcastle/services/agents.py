@@ -43,11 +43,13 @@ class WakeUp:
     checkpoints: tuple[Drawer, ...]
     bytes: int
     omitted: int
+    pinned: tuple[Drawer, ...] = ()  # pinned drawers of the wing (and of no project): they come first
 
     def to_json(self) -> dict[str, Any]:
         return {
             "agent": self.agent,
             "wing": self.wing,
+            "pinned": [d.to_json() for d in self.pinned],
             "diary": [d.to_json() for d in self.diary],
             "checkpoints": [d.to_json() for d in self.checkpoints],
             "bytes": self.bytes,
@@ -146,6 +148,17 @@ class AgentService:
         ]
         return sorted(found, key=lambda drawer: drawer.created_at, reverse=True)[:limit]
 
+    def _pinned(self, wing: str | None, limit: int) -> list[Drawer]:
+        """The pinned drawers of the project `wing` and of no project (the default wing), or of every wing."""
+        if wing is None:
+            return self._store.pinned_drawers(Scope(), limit)
+        found = [
+            d
+            for place in dict.fromkeys((wing, DEFAULT_WING))
+            for d in self._store.pinned_drawers(Scope(wing=place), limit)
+        ]
+        return sorted(found, key=lambda drawer: drawer.created_at, reverse=True)[:limit]
+
     def wake_up(
         self, agent: str, *, wing: str | None = None, max_items: int = 10, max_bytes: int = 8192
     ) -> dict[str, Any]:
@@ -164,13 +177,15 @@ class AgentService:
         if not 256 <= max_bytes <= 1_048_576:
             raise InvalidRequest("max_bytes must be from 256 to 1048576", field="max_bytes")
         wing = check_name(wing, "wing")
+        pinned = self._pinned(wing, max_items)
         diary = self._latest(Scope(room=DIARY_ROOM, agent=agent), wing, 1)
         # The agent's own checkpoints only: one agent's saved state is not another's (nor a person's, who has none).
         checkpoints = self._latest(Scope(tags=(CHECKPOINT_TAG,), agent=agent), wing, max_items)
         chosen: list[Drawer] = []
         used = 0
         omitted = 0
-        for drawer in [*diary, *checkpoints]:
+        # Pinned drawers first: they always enter, before the diary and checkpoints, within the same budget.
+        for drawer in {d.id: d for d in [*pinned, *diary, *checkpoints]}.values():
             size = len(drawer.content.encode("utf-8"))
             if len(chosen) >= max_items or used + size > max_bytes:
                 omitted += 1
@@ -180,8 +195,9 @@ class AgentService:
         return WakeUp(
             agent=agent,
             wing=wing,
-            diary=tuple(d for d in chosen if d.room == DIARY_ROOM and d.source.agent == agent),
-            checkpoints=tuple(d for d in chosen if CHECKPOINT_TAG in d.tags),
+            pinned=tuple(d for d in chosen if d.pinned),
+            diary=tuple(d for d in chosen if d.room == DIARY_ROOM and d.source.agent == agent and not d.pinned),
+            checkpoints=tuple(d for d in chosen if CHECKPOINT_TAG in d.tags and not d.pinned),
             bytes=used,
             omitted=omitted,
         )

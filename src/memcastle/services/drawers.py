@@ -11,7 +11,7 @@ from memcastle.errors import InvalidRequest
 from memcastle.knowledge.dedup import DuplicateFinder
 from memcastle.model import Drawer, NewDrawer, Page, Provenance, Room, Source, Wing, content_hash
 from memcastle.preferences import Policy, explain
-from memcastle.services.events import Publish, filed_event, ignore_event
+from memcastle.services.events import Publish, drawer_ref, filed_event, ignore_event
 from memcastle.services.ids import resolve_id
 from memcastle.services.jobs import JobService
 from memcastle.services.requests import RequestKeys
@@ -124,6 +124,15 @@ class DrawerService:
 
         result, replayed = self._keys.once(idempotency_key, "note", request, write)
         return NoteWrite(self._store.get_drawer(result["drawer_ids"][0]), bool(result["created"]), replayed)
+
+    def mark(self, drawer_id: str, *, pinned: bool | None = None, hidden: bool | None = None) -> Drawer:
+        """Pin or unpin, hide or show a drawer (by id or unique prefix); its later versions keep the marks."""
+        if pinned is None and hidden is None:
+            raise InvalidRequest("say what to change: pinned, hidden or both", field="pinned")
+        drawer = self._store.mark_drawer(self.resolve(drawer_id), pinned=pinned, hidden=hidden)
+        self._publish("drawers", {"action": "marked", "drawers": [drawer_ref(drawer)], "pinned": drawer.pinned,
+                                  "hidden": drawer.hidden})  # fmt: skip
+        return drawer
 
     def resolve(self, drawer_id: str, *, field: str = "drawer_id") -> str:
         """The whole id a drawer id or unique prefix of it stands for (`memcastle.services.ids`)."""

@@ -138,5 +138,5 @@ def scope_of(request: ForgetRequest) -> ForgetScope:
         kind="search",
         query=LexicalQuery(tuple(terms), require_all=True),
         query_text=query.text,
-        filters=query.scope,
+        filters=replace(query.scope, hidden=True),  # what a person hid is forgotten like the rest
     )

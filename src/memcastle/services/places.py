@@ -63,7 +63,7 @@ class PlaceService:
         else:
             self._store.rename_room(wing, room, new_name)
         target = new_name if room is None else wing
-        placed = Scope(wing=target, room=new_name if room is not None else None)
+        placed = Scope(wing=target, room=new_name if room is not None else None, hidden=True)
         warnings = []
         if any(d.source.origin is not None for d in self._store.latest_drawers(placed, 50)):
             warnings.append(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from memcastle.clock import parse_instant
 from memcastle.errors import InvalidRequest
 from memcastle.model import (
@@ -20,13 +22,17 @@ from memcastle.model.requests import SearchRequest
 from memcastle.model.time import Axis
 from memcastle.search.engine import SearchEngine
 from memcastle.services.validation import MAX_QUERY_CHARS, check_limit, check_name, check_tags, check_text
+from memcastle.store import DrawerStore
+
+PINNED_IN_RECALL = 10  # at most this many pinned drawers join a recall (docs/lifecycle.md, "Pin and hide")
 
 
 class SearchService:
     """`search` (any scope) and `recall` (the agent-facing search: a wing at most)."""
 
-    def __init__(self, engine: SearchEngine) -> None:
+    def __init__(self, engine: SearchEngine, store: DrawerStore) -> None:
         self._engine = engine
+        self._store = store
 
     def close(self) -> None:
         self._engine.close()
@@ -41,7 +47,12 @@ class SearchService:
         """The agent-facing search: a wing at most, never a room."""
         if request.room is not None:
             raise InvalidRequest("recall searches a whole wing; drop room or use search", field="room")
-        return self._engine.search(build_query(request))
+        query = build_query(request)
+        result = self._engine.search(query)
+        # A pinned drawer always enters the recall of its scope: those the search did not find come after the hits.
+        found = {hit.drawer.id for hit in result.hits}
+        pinned = [d for d in self._store.pinned_drawers(query.scope, PINNED_IN_RECALL) if d.id not in found]
+        return replace(result, pinned=tuple(pinned)) if pinned else result
 
 
 def _between(start: str | None, end: str | None, names: tuple[str, str], axis: Axis) -> Between:
@@ -107,6 +118,7 @@ def build_query(request: SearchRequest, default_time: When = CURRENT) -> SearchQ
             source_kind=request.source_kind,
             connector=check_name(request.connector, "connector"),
             when=when,
+            hidden=bool(request.include_hidden),
         ),
         ranking=request.ranking,
         expand=request.expand,

@@ -69,6 +69,8 @@ def drawer_view(drawer: Drawer, *, content: bool) -> dict[str, Any]:
             "closed": drawer.valid_to,
             "superseded_by": drawer.superseded_by,
             "supersedes": drawer.supersedes,
+            "pinned": drawer.pinned or None,
+            "hidden": drawer.hidden or None,
             "chars": len(drawer.content),
         }
     )
@@ -97,6 +99,8 @@ def hit_view(hit: Hit, *, full: bool = False) -> dict[str, Any]:
 
 def search_view(result: SearchResult, *, full: bool = False) -> dict[str, Any]:
     out: dict[str, Any] = {"hits": [hit_view(hit, full=full) for hit in result.hits], "ranking": result.ranking}
+    if result.pinned:
+        out["pinned"] = [drawer_view(drawer, content=full) for drawer in result.pinned]
     if result.warnings:
         out["warnings"] = list(result.warnings)
     return out

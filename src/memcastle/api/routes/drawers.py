@@ -28,6 +28,7 @@ from memcastle.api.routes.common import (
     services,
 )
 from memcastle.api.schemas import (
+    MarksBody,
     NoteBody,
     RenameBody,
     SupersedeBody,
@@ -110,6 +111,12 @@ def supersede_drawer(drawer_id: str, body: SupersedeBody, request: Request) -> d
     drawers = services(request).drawers
     replacement = drawers.supersede_drawer(drawer_id, body.content, reason=body.reason, requested_by=requester(request))
     return replacement.to_json()
+
+
+@router.post("/drawers/{drawer_id}/marks", response_model=DrawerOut, tags=["drawers"], dependencies=[Depends(writes)])
+def mark_drawer(drawer_id: str, body: MarksBody, request: Request) -> dict[str, Any]:
+    """Pin or unpin, hide or show a drawer (its later versions keep the marks)."""
+    return services(request).drawers.mark(drawer_id, pinned=body.pinned, hidden=body.hidden).to_json()
 
 
 @router.get("/wings", response_model=WingsOut, tags=["drawers"], dependencies=[Depends(reads)])

@@ -10,7 +10,7 @@ import click
 from memcastle.cli import render
 from memcastle.cli.app import Invocation, app, group, pass_invocation, read_content
 
-drawer_app = group("drawer", app, "Drawers: show, history, supersede, list.")
+drawer_app = group("drawer", app, "Drawers: show, history, supersede, pin, hide, list.")
 wing_app = group("wing", app, "Wings of the palace.")
 room_app = group("room", app, "Rooms of a wing.")
 
@@ -87,6 +87,44 @@ def drawer_supersede(inv: Invocation, drawer_id: str, content: str, reason: str 
     body = {"content": read_content(content), **({"reason": reason} if reason is not None else {})}
     data = inv.client().post(f"/drawers/{drawer_id}/supersede", body)
     inv.emit(data, lambda data: render.show_drawer(data))
+
+
+def _mark(inv: Invocation, drawer_id: str, **marks: bool) -> None:
+    data = inv.client().post(f"/drawers/{drawer_id}/marks", marks)
+    inv.emit(data, lambda data: render.show_drawer(data))
+
+
+@drawer_app.command("pin")
+@click.argument("drawer_id")
+@pass_invocation
+def drawer_pin(inv: Invocation, drawer_id: str) -> None:
+    """Pin a drawer: it always enters its wing's wake-up bundle and recall (its later versions stay pinned)."""
+    _mark(inv, drawer_id, pinned=True)
+
+
+@drawer_app.command("unpin")
+@click.argument("drawer_id")
+@pass_invocation
+def drawer_unpin(inv: Invocation, drawer_id: str) -> None:
+    """Unpin a drawer."""
+    _mark(inv, drawer_id, pinned=False)
+
+
+@drawer_app.command("hide")
+@click.argument("drawer_id")
+@pass_invocation
+def drawer_hide(inv: Invocation, drawer_id: str) -> None:
+    """Hide a drawer: search, recall and wake-up leave it out unless asked for (--include-hidden); it stays in the
+    palace, readable by its id."""
+    _mark(inv, drawer_id, hidden=True)
+
+
+@drawer_app.command("unhide")
+@click.argument("drawer_id")
+@pass_invocation
+def drawer_unhide(inv: Invocation, drawer_id: str) -> None:
+    """Show a hidden drawer again."""
+    _mark(inv, drawer_id, hidden=False)
 
 
 @drawer_app.command("list")

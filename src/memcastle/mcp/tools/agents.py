@@ -25,9 +25,10 @@ def wake_up(
 ) -> dict[str, Any]:
     """At every session's start: your latest diary entry and checkpoints."""
     bundle = env.services.agents.wake_up_bundle(agent, wing=wing, max_items=max_items, max_bytes=max_bytes)
-    out = {
-        "agent": bundle.agent,
-        "wing": bundle.wing,
+    out: dict[str, Any] = {"agent": bundle.agent, "wing": bundle.wing}
+    if bundle.pinned:
+        out["pinned"] = [drawer_view(d, content=True) for d in bundle.pinned]
+    out |= {
         "diary": [drawer_view(d, content=True) for d in bundle.diary],
         "checkpoints": [drawer_view(d, content=True) for d in bundle.checkpoints],
         "omitted": bundle.omitted,

@@ -1,4 +1,5 @@
-"""Correcting memory: a drawer replaced by a better version (its history kept), or forgotten for good."""
+"""Correcting memory: a drawer replaced by a better version (its history kept), pinned or hidden, or forgotten for
+good."""
 
 from __future__ import annotations
 
@@ -25,6 +26,15 @@ def drawer_supersede(
     return {"drawer": drawer_view(replacement, content=False)}
 
 
+@tool("memcastle_drawer_mark", "Pin or hide a drawer", "write", read_only=False, aliases={"id": "drawer_id"})
+def drawer_mark(
+    env: Env, drawer_id: DrawerId, pinned: bool | None = None, hidden: bool | None = None
+) -> dict[str, Any]:
+    """Pin (always in wake-up and recall) or hide (never searched) a drawer."""
+    marked = env.services.drawers.mark(drawer_id, pinned=pinned, hidden=hidden)
+    return {"drawer": drawer_view(marked, content=False)}
+
+
 @tool("memcastle_forget", "Forget for good", "write", read_only=False, destructive=True, idempotent=False)
 def forget(
     env: Env,
@@ -40,8 +50,8 @@ def forget(
     query: Annotated[str | None, Field(description="search: every word")] = None,
     dry_run: Annotated[bool | None, Field(description="only count (broad scopes' default)")] = None,
 ) -> dict[str, Any]:
-    """Erase for good what the user asks to forget (secrets, private data); never to correct. Dry-run first and
-    show the user what it lists."""
+    """Erase for good what the user asks to forget (secrets, private data), never to correct: dry-run first,
+    show the user the list."""
     search = None
     if scope == "search":
         if query is None:

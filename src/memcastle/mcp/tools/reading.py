@@ -81,8 +81,8 @@ def recall(
     full: bool = False,
     max_chars: Annotated[int | None, Field(ge=MIN_BUDGET)] = None,
 ) -> dict[str, Any]:
-    """Recall across a wing ("what do I know about X?"): memcastle_search's hits and arguments (described
-    there), without room, connector or record time."""
+    """Recall across a wing ("what do I know about X?"): memcastle_search without room, connector or record
+    time, plus the wing's pinned drawers."""
     result = env.services.search.recall(request_of(SearchRequest, locals()))
     return fit(search_view(result, full=full), "hits", max_chars, shrink=shorter_hit)
 

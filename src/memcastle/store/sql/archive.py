@@ -415,6 +415,8 @@ class ArchiveTables(DrawerTables):
             "created_at": r["created_at"],
             "closed_at": r.get("closed_at"),
             "closed_reason": r.get("closed_reason"),
+            "pinned": bool(r.get("pinned", False)),
+            "hidden": bool(r.get("hidden", False)),
         }
         try:
             seq = self._insert_drawer_row(tx, row)

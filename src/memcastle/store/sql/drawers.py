@@ -171,9 +171,33 @@ class DrawerTables(SqlStore):
     def _supersede(self, tx: Tx, old_id: str, replacement: NewDrawer, at: str, recorded: str | None = None) -> str:
         new_id = replacement.id or str(uuid.uuid4())
         self._close_current(tx, old_id, at, new_id, recorded=recorded)
-        return self._insert_drawer(
+        inserted = self._insert_drawer(
             tx, dataclasses.replace(replacement, id=new_id, valid_from=at), at, supersedes=old_id, recorded=recorded
         )
+        # A person's marks belong to the drawer whatever its version: a new version keeps them.
+        marks = tx.one("SELECT pinned, hidden FROM drawer WHERE id = ?", (old_id,))
+        if marks is not None and (marks["pinned"] or marks["hidden"]):
+            tx.run("UPDATE drawer SET pinned = ?, hidden = ? WHERE id = ?",
+                   (bool(marks["pinned"]), bool(marks["hidden"]), inserted))  # fmt: skip
+        return inserted
+
+    def mark_drawer(self, drawer_id: str, *, pinned: bool | None = None, hidden: bool | None = None) -> Drawer:
+        """Pin or unpin, hide or show a drawer (the version given; later versions inherit the marks)."""
+        with self._write() as tx:
+            found = tx.one(f"SELECT seq FROM drawer WHERE id = ?{self.FOR_UPDATE}", (drawer_id,))
+            if found is None:
+                raise NotFound(f"no drawer {drawer_id}")
+            for column, value in (("pinned", pinned), ("hidden", hidden)):
+                if value is not None:
+                    tx.run(f"UPDATE drawer SET {column} = ? WHERE seq = ?", (bool(value), found["seq"]))
+        return self.get_drawer(drawer_id)
+
+    def pinned_drawers(self, scope: Scope, limit: int) -> list[Drawer]:
+        """The current pinned drawers in `scope` (never hidden ones unless the scope includes them), newest first."""
+        where, params = filter_sql(scope, self._now())
+        with self._read() as tx:
+            rows = tx.all(f"{DRAWER_SELECT} WHERE d.pinned{where} ORDER BY d.seq DESC LIMIT ?", (*params, limit))
+        return [drawer_from_row(row) for row in rows]
 
     def add_drawer(self, new: NewDrawer) -> Drawer:
         with self._write() as tx:

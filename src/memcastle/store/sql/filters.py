@@ -13,7 +13,8 @@ from memcastle.store.sql.base import marks
 
 
 def scope_sql(scope: Scope) -> tuple[str, list[Any]]:
-    """Wing, room, source kind, connector, agent and every required tag."""
+    """Wing, room, source kind, connector, agent, hidden drawers (left out unless the scope includes them) and every
+    required tag."""
     sql, params = "", list[Any]()
     for column, value in (
         ("w.name", scope.wing),
@@ -25,6 +26,8 @@ def scope_sql(scope: Scope) -> tuple[str, list[Any]]:
         if value:
             sql += f" AND {column} = ?"
             params.append(value)
+    if not scope.hidden:
+        sql += " AND NOT d.hidden"
     tags = sorted(set(scope.tags))
     if tags:
         sql += f" AND (SELECT COUNT(*) FROM drawer_tag t WHERE t.drawer_seq = d.seq AND t.tag IN ({marks(tags)})) = ?"

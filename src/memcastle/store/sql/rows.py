@@ -56,6 +56,8 @@ def drawer_from_row(row: Row) -> Drawer:
         created_at=row["created_at"],
         closed_at=row["closed_at"],
         closed_reason=row["closed_reason"],
+        pinned=bool(row["pinned"]),
+        hidden=bool(row["hidden"]),
     )
 
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
-from fastapi.responses import HTMLResponse
+from fastapi import APIRouter, Form, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from memcastle.web.pages import PageRoute, allow, page, services_of
+from memcastle.web.pages import PageRoute, allow, check_csrf, page, services_of
 
 router = APIRouter(include_in_schema=False, route_class=PageRoute)
 
@@ -24,6 +24,18 @@ def drawer_page(request: Request, drawer_id: str) -> HTMLResponse:
         trace=drawers.preference_trace(drawer_id),
         title=drawer.name or f"Drawer {drawer.id[:8]}",
     )
+
+
+@router.post("/drawer/{drawer_id}/marks")
+def mark_drawer(
+    request: Request, drawer_id: str, csrf: str = Form(""), pinned: bool | None = Form(None),
+    hidden: bool | None = Form(None),
+) -> Response:  # fmt: skip
+    """Pin or unpin, hide or show the drawer, then back to its page."""
+    check_csrf(request, csrf)
+    allow(request, "write")
+    marked = services_of(request).drawers.mark(drawer_id, pinned=pinned, hidden=hidden)
+    return RedirectResponse(f"/drawer/{marked.id}", status_code=303)
 
 
 @router.get("/browse", response_class=HTMLResponse)

@@ -45,6 +45,7 @@ def search_page(
     known_until: str = "",
     expand: bool = False,
     preferences: str = "on",
+    include_hidden: bool = False,
     limit: int = 10,
 ) -> HTMLResponse:
     """The search page; with `query` (`q` is its earlier name), its hits. A refused search is shown beside the form
@@ -54,7 +55,7 @@ def search_page(
     form = {"query": query, "wing": wing, "room": room, "tags": tags, "source_kind": source_kind,
             "connector": connector, "ranking": ranking, "time": time, "as_of": as_of, "from": from_, "until": until,
             "known_at": known_at, "known_from": known_from, "known_until": known_until, "expand": expand,
-            "preferences": preferences, "limit": limit}  # fmt: skip
+            "preferences": preferences, "include_hidden": include_hidden, "limit": limit}  # fmt: skip
     result = None
     error = None
     if query.strip():
@@ -77,4 +78,5 @@ def search_request(form: dict[str, Any]) -> SearchRequest:
     values["include_historical"] = "include_historical" in chosen
     values["tags"] = tuple(t.strip() for t in form["tags"].split(",") if t.strip())
     return request_of(SearchRequest, values, limit=form["limit"], ranking=form["ranking"],
-                      preferences=form["preferences"], expand=form["expand"])  # fmt: skip
+                      preferences=form["preferences"], expand=form["expand"],
+                      include_hidden=form["include_hidden"])  # fmt: skip
