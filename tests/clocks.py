@@ -21,3 +21,21 @@ class DistinctClock:
         with self._lock:
             self._last = max(datetime.now(UTC), self._last + timedelta(microseconds=1))
             return format_instant(self._last)
+
+
+class ManualClock:
+    """A clock a test moves by hand (`advance`), never the same stamp twice: for what depends on time passing (an
+    expiry, a schedule) without waiting for it."""
+
+    def __init__(self, start: datetime | None = None) -> None:
+        self._at = start or datetime.now(UTC)
+        self._lock = threading.Lock()
+
+    def advance(self, **delta: float) -> None:
+        with self._lock:
+            self._at += timedelta(**delta)
+
+    def __call__(self) -> str:
+        with self._lock:
+            self._at += timedelta(microseconds=1)
+            return format_instant(self._at)

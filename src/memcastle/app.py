@@ -14,6 +14,7 @@ from memcastle.archive import ArchiveJobs
 from memcastle.clock import Clock, utc_now
 from memcastle.config import Settings
 from memcastle.config.layers import layers_from_settings
+from memcastle.config.lifecycle import load_lifecycle
 from memcastle.config.miners import load_miners
 from memcastle.config.toml import line_for
 from memcastle.connectors.builtin import builtin_connectors
@@ -176,6 +177,7 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
 
     `now` is the clock every timestamp of this palace comes from (a test hands in its own)."""
     miners = load_miners(settings.tables.get("miners"))
+    lifecycle = load_lifecycle(settings.tables.get("lifecycle"))
     policy = load_policy(layers_from_settings(settings))
     roots = MiningRoots(settings["mining.roots"])
     connectors = load_registry(builtin_connectors(max_file_bytes=settings["mining.max_file_bytes"]), access=roots)
@@ -209,6 +211,7 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
         if free is not None and free < NEARLY_FULL_BYTES:
             raise StorageFull(str(settings.palace), free)
     store = open_store(settings, now=now)
+    store.lifecycle = lifecycle
     events = EventBus()
     duplicates = DuplicateFinder(store, settings["dedup.near_threshold"], now=now)
     mine_pipeline = MinePipeline(

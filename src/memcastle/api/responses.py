@@ -76,6 +76,7 @@ class DrawerOut(Shape):
     closed_reason: str | None = Field(None, description="why it closed without a successor: removed at source")
     pinned: bool = Field(False, description="always enters its wing's wake-up and recall")
     hidden: bool = Field(False, description="left out of search, recall and wake-up unless asked for")
+    expires_at: str | None = Field(None, description="its own expiry; after it, the drawer reads as closed (expired)")
 
 
 class ProgressOut(Shape):

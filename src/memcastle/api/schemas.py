@@ -69,6 +69,12 @@ class Body(BaseModel):
         return data
 
 
+Expiry = Annotated[
+    str,
+    Field(max_length=64, description="when the drawer expires: an RFC 3339 instant, or a duration from now (7d, 12h)"),
+]
+
+
 class NoteBody(Body):
     content: Content
     wing: Name | None = None
@@ -76,6 +82,7 @@ class NoteBody(Body):
     tags: Tags = Field(default_factory=list)
     agent: Name | None = None
     name: Name | None = None
+    expires_at: Expiry | None = None
     idempotency_key: IdempotencyKeyField = None
 
 
@@ -219,6 +226,7 @@ class CheckpointItem(Body):
     room: Name | None = None
     name: Name | None = None
     tags: Tags = Field(default_factory=list)
+    expires_at: Expiry | None = None
     fact: FactBody | None = None
 
 

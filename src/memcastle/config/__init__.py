@@ -186,7 +186,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
 SPEC_BY_KEY = {spec.key: spec for spec in SETTINGS}
 FLAG_ALIASES = {"palace": "palace.path"}  # --palace sets palace.path
 # Tables that are validated by their own modules rather than key by key here.
-STRUCTURED_TABLES = ("miners", "preferences", "palace.preferences")
+STRUCTURED_TABLES = ("miners", "lifecycle", "preferences", "palace.preferences")
 
 
 @dataclass(frozen=True)

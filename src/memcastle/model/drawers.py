@@ -128,6 +128,7 @@ class NewDrawer:
     provenance: Provenance = field(default_factory=Provenance)
     id: str | None = None
     valid_from: str | None = None
+    expires_at: str | None = None  # its own expiry (a note or checkpoint kept for so long); canonical instant
 
 
 @dataclass(frozen=True)
@@ -153,6 +154,7 @@ class Drawer:
     closed_reason: str | None = None  # why it closed without a successor ("removed at source")
     pinned: bool = False  # always enters its wing's wake-up and recall (a person's mark; versions keep it)
     hidden: bool = False  # left out of search, recall and wake-up unless asked for
+    expires_at: str | None = None  # its own expiry; `[[lifecycle]]` rules may give it an earlier one
 
     @property
     def is_current(self) -> bool:
@@ -179,6 +181,7 @@ class Drawer:
             "closed_reason": self.closed_reason,
             "pinned": self.pinned,
             "hidden": self.hidden,
+            "expires_at": self.expires_at,
         }
 
 

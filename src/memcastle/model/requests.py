@@ -121,6 +121,7 @@ class CheckpointItem:
     room: str | None = None
     name: str | None = None
     tags: tuple[str, ...] = ()
+    expires_at: str | None = None  # an RFC 3339 instant, or a duration from now (7d)
     fact: FactSpec | None = None
 
     def to_json(self) -> dict[str, Any]:

@@ -81,7 +81,7 @@ class Services:
         keys = RequestKeys(store, now, sole_writer=store.backend == "sqlite")
         self.events = events or EventBus()
         publish = self.events.publish
-        self.drawers = DrawerService(store, self.jobs, duplicates, policy, keys, publish)
+        self.drawers = DrawerService(store, self.jobs, duplicates, policy, keys, publish, now=now)
         self.search = SearchService(search, store)
         self.agents = AgentService(store, self.drawers, self.facts, keys)
         self.mining = MiningService(connectors, self.jobs, roots)

@@ -94,6 +94,7 @@ class AgentService:
             )
         for index, item in enumerate(items):
             check_content(item.content, f"items[{index}].content")
+            self._drawers.expiry(item.expires_at, field=f"items[{index}].expires_at")
             if item.fact is not None:
                 try:
                     self.facts.check_spec(item.fact)
@@ -111,6 +112,7 @@ class AgentService:
                 name=item.name,
                 requested_by=requested_by,
                 kind="manual",
+                expires_at=item.expires_at,
             ).drawer
             if item.fact is not None:
                 self.facts.add(replace(item.fact, evidence_drawer=drawer.id), requested_by=requested_by)

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from memcastle.clock import Clock, utc_now
 from memcastle.connectors.secrets import Redactor
 from memcastle.errors import InvalidRequest
 from memcastle.knowledge.dedup import DuplicateFinder
@@ -15,7 +16,7 @@ from memcastle.services.events import Publish, drawer_ref, filed_event, ignore_e
 from memcastle.services.ids import resolve_id
 from memcastle.services.jobs import JobService
 from memcastle.services.requests import RequestKeys
-from memcastle.services.validation import check_content, check_limit, check_name, check_tags
+from memcastle.services.validation import check_content, check_expiry, check_limit, check_name, check_tags
 from memcastle.store import Store
 
 DEFAULT_WING = "default"
@@ -43,8 +44,11 @@ class DrawerService:
         policy: Policy,
         keys: RequestKeys,
         publish: Publish = ignore_event,
+        *,
+        now: Clock = utc_now,
     ) -> None:
         self._store = store
+        self._now = now
         self._publish = publish
         self._jobs = jobs
         self._duplicates = duplicates
@@ -68,6 +72,7 @@ class DrawerService:
         name: str | None = None,
         requested_by: str = "http",
         kind: str = "note",
+        expires_at: str | None = None,
     ) -> NoteWrite:
         """File a manual note; an unnamed exact copy in the same room returns the existing drawer instead.
         Credentials in the text are redacted, as in mined text."""
@@ -80,6 +85,7 @@ class DrawerService:
         agent = check_name(agent, "agent")
         named = check_name(name, "name")
         name = self._redactor.text(named).text if named is not None else None
+        expires_at = check_expiry(expires_at, self._now())
         if name is None:
             # A diary is one agent's: the same words from another agent are that agent's own entry.
             existing = self._store.find_current_copy(
@@ -96,6 +102,7 @@ class DrawerService:
                 tags=tags,
                 source=Source(kind=kind, agent=agent),
                 provenance=Provenance(requested_by=requested_by),
+                expires_at=expires_at,
             )
         )
         self._after_write(drawer)
@@ -112,18 +119,39 @@ class DrawerService:
         agent: str | None = None,
         name: str | None = None,
         requested_by: str = "http",
+        expires_at: str | None = None,
     ) -> NoteWrite:
         """`save_note` for an interface: with an idempotency key, a retry answers with the first write's drawer."""
-        request = {"content": content, "wing": wing, "room": room, "tags": list(tags), "agent": agent, "name": name}
+        request = {
+            "content": content,
+            "wing": wing,
+            "room": room,
+            "tags": list(tags),
+            "agent": agent,
+            "name": name,
+            "expires_at": expires_at,
+        }
 
         def write() -> dict[str, Any]:
             saved = self.save_note(
-                content, wing=wing, room=room, tags=tags, agent=agent, name=name, requested_by=requested_by
+                content,
+                wing=wing,
+                room=room,
+                tags=tags,
+                agent=agent,
+                name=name,
+                requested_by=requested_by,
+                expires_at=expires_at,
             )
             return {"drawer_ids": [saved.drawer.id], "created": saved.created}
 
         result, replayed = self._keys.once(idempotency_key, "note", request, write)
         return NoteWrite(self._store.get_drawer(result["drawer_ids"][0]), bool(result["created"]), replayed)
+
+    def expiry(self, value: str | None, *, field: str = "expires_at") -> str | None:
+        """`value` as the instant a drawer would expire (an instant, or a duration from now), or a 400 naming the
+        field."""
+        return check_expiry(value, self._now(), field)
 
     def mark(self, drawer_id: str, *, pinned: bool | None = None, hidden: bool | None = None) -> Drawer:
         """Pin or unpin, hide or show a drawer (by id or unique prefix); its later versions keep the marks."""
@@ -163,6 +191,7 @@ class DrawerService:
                 tags=old.tags,
                 source=Source(kind=old.source.kind, uri=old.source.uri, agent=old.source.agent),
                 provenance=Provenance(requested_by=requested_by, reason=reason),
+                expires_at=old.expires_at,
             ),
         )
         self._after_write(replacement, supersedes=drawer_id)

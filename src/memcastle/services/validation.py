@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import timedelta
 
+from memcastle.clock import format_instant, parse_instant, to_datetime
 from memcastle.errors import InvalidRequest
+from memcastle.model.mining import parse_duration
 
 MAX_LIMIT = 200
 # Caps on what one request may ask for (documented in docs/http-api.md, "Limits").
@@ -114,3 +117,20 @@ def check_tags(tags: Sequence[str]) -> tuple[str, ...]:
             )
         out.append(tag.strip())
     return tuple(dict.fromkeys(out))
+
+
+def check_expiry(value: str | None, now: str, field: str = "expires_at") -> str | None:
+    """When a drawer expires: an RFC 3339 instant, or a duration from now (`"7d"`, `"12h"`); later than now."""
+    if value is None:
+        return None
+    try:
+        seconds = parse_duration(value)
+    except ValueError:
+        at = parse_instant(value, field=field)
+    else:
+        at = format_instant(to_datetime(now) + timedelta(seconds=seconds))
+    if at <= now:
+        raise InvalidRequest(
+            f"{field} {at} is not in the future", field=field, help="a duration such as 7d is from now"
+        )
+    return at

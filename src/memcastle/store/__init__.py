@@ -46,6 +46,7 @@ from memcastle.model import (
     Tombstone,
     Wing,
 )
+from memcastle.model.lifecycle import Lifecycle
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,8 @@ class VectorChunk:
 
 class DrawerStore(Protocol):
     """Drawers, their places and versions."""
+
+    lifecycle: Lifecycle  # how long drawers live, applied when they are read (`memcastle.model.lifecycle`)
 
     def add_drawer(self, new: NewDrawer) -> Drawer: ...
     def get_drawer(self, drawer_id: str) -> Drawer: ...

@@ -55,6 +55,7 @@ def save_note(body: NoteBody, request: Request, response: Response, key: Idempot
         agent=body.agent,
         name=body.name,
         requested_by=requester(request),
+        expires_at=body.expires_at,
     )
     if not written.created or written.replayed:
         response.status_code = 200

@@ -23,7 +23,7 @@ def wake_up(inv: Invocation, agent: str, wing: str | None, max_items: int, max_b
     data = inv.client().get("/wake-up", agent=agent, wing=wing, max_items=max_items, max_bytes=max_bytes)
 
     def show(data: Any) -> None:
-        for drawer in data["diary"] + data["checkpoints"]:
+        for drawer in data.get("pinned", []) + data["diary"] + data["checkpoints"]:
             render.show_drawer(drawer)
         render.console.print(f"[dim]{data['bytes']} bytes; {data['omitted']} drawer(s) left out by the budget[/dim]")
 

@@ -22,6 +22,7 @@ room_app = group("room", app, "Rooms of a wing.")
 @click.option("--tag", "tags", multiple=True, help="a tag; repeat for more")
 @click.option("--agent", help="who is writing (an agent identity)")
 @click.option("--name", help="a name, unique among the room's current drawers")
+@click.option("--expires", "expires_at", help="when it expires: an RFC 3339 instant, or a duration from now (7d, 12h)")
 @pass_invocation
 def note(
     inv: Invocation,
@@ -31,6 +32,7 @@ def note(
     tags: tuple[str, ...],
     agent: str | None,
     name: str | None,
+    expires_at: str | None,
 ) -> None:
     """Save CONTENT as a note drawer (- reads standard input)."""
     from memcastle.connectors.project import find_project_settings
@@ -43,6 +45,7 @@ def note(
         "tags": list(tags),
         "agent": agent,
         "name": name,
+        **({"expires_at": expires_at} if expires_at is not None else {}),
     }
     data = inv.client().post("/notes", body)
 

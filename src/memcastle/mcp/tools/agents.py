@@ -67,9 +67,10 @@ def note(
     tags: Annotated[tuple[str, ...], Field()] = (),
     agent: Annotated[str | None, Field()] = None,
     name: Annotated[str | None, Field(description="unique in the room")] = None,
+    expires_at: Annotated[str | None, Field(description="instant, or 7d from now")] = None,
     idempotency_key: IdempotencyKey = None,
 ) -> dict[str, Any]:
-    """Remember something verbatim: a finding, a preference, context a later session needs."""
+    """Remember verbatim: a finding, a preference, context a later session needs."""
     written = env.services.drawers.write_note(
         content,
         idempotency_key=idempotency_key,
@@ -79,6 +80,7 @@ def note(
         agent=agent,
         name=name,
         requested_by=REQUESTER,
+        expires_at=expires_at,
     )
     return {
         "drawer": drawer_view(written.drawer, content=False),
@@ -109,6 +111,7 @@ class CheckpointArgument(BaseModel):
     room: str | None = None
     name: str | None = None
     tags: tuple[str, ...] = ()
+    expires_at: str | None = None
     fact: FactArgument | None = None
 
 
@@ -168,7 +171,7 @@ def checkpoint(
     agent: Annotated[str | None, Field()] = None,
     idempotency_key: IdempotencyKey = None,
 ) -> dict[str, Any]:
-    """Keep decisions (X because Y) and state, or before a risky step: each item a drawer tagged checkpoint."""
+    """Keep decisions (X because Y) and state, or before a risky step; each item is a checkpoint drawer."""
     written = env.services.agents.write_checkpoint(
         [request_of(CheckpointItem, item) for item in items],
         agent=agent,

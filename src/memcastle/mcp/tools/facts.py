@@ -75,6 +75,6 @@ def fact_link(
     kind: ExplicitLink,
     reason: Annotated[str, Field(min_length=1)],
 ) -> dict[str, Any]:
-    """Record that a fact confirms, contradicts or refines another (contradicts makes both conflicting)."""
+    """Record that a fact confirms, contradicts (both then conflict) or refines another."""
     done = env.services.facts.link(fact_id, to, kind, reason)
     return {"link": done["link"], "from": fact_view(done["from"]), "to": fact_view(done["to"])}

@@ -17,7 +17,7 @@ JOB_ALIASES = {"id": "job_id"}
 def job_list(
     env: Env,
     status: JobState | None = None,
-    kind: Annotated[str | None, Field(description="mine, embed, extract, …")] = None,
+    kind: Annotated[str | None, Field(description="mine, embed, extract, ...")] = None,
     limit: Limit = 20,
 ) -> dict[str, Any]:
     """Background jobs, newest first: status, progress, error."""

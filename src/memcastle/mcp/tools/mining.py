@@ -36,8 +36,7 @@ def mine(
     full: Annotated[bool, Field(description="re-read unchanged documents too")] = False,
     notice_removed: Annotated[bool | None, Field(description="close drawers of removed documents")] = None,
 ) -> dict[str, Any]:
-    """Queue a mine of a project, repository, notes or chat export (unchanged documents are skipped); returns its
-    job."""
+    """Queue a mine of a project, repository, notes or chat export (unchanged documents skipped); returns its job."""
     submitted = env.services.mining.submit_mine(request_of(MineRequest, locals()), requested_by=REQUESTER)
     return {"job": job_view(submitted.job), "joined": not submitted.created}
 

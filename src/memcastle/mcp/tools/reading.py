@@ -58,7 +58,7 @@ def search(
     max_chars: MaxChars = None,
 ) -> dict[str, Any]:
     """Search memory before answering about past work, decisions, code or talks. Hits: origin, snippet (best
-    passage), chars (read all: memcastle_get_drawer), signals (coverage: share of query words held), preference."""
+    passage), chars (read all: memcastle_get_drawer), signals (coverage: query words held), preference."""
     result = env.services.search.search(request_of(SearchRequest, locals()))
     return fit(search_view(result, full=full), "hits", max_chars, shrink=shorter_hit)
 
@@ -81,8 +81,8 @@ def recall(
     full: bool = False,
     max_chars: Annotated[int | None, Field(ge=MIN_BUDGET)] = None,
 ) -> dict[str, Any]:
-    """Recall across a wing ("what do I know about X?"): memcastle_search without room, connector or record
-    time, plus the wing's pinned drawers."""
+    """Recall across a wing: memcastle_search without room, connector or record time, plus the wing's pinned
+    drawers."""
     result = env.services.search.recall(request_of(SearchRequest, locals()))
     return fit(search_view(result, full=full), "hits", max_chars, shrink=shorter_hit)
 
@@ -91,7 +91,7 @@ def recall(
 def get_drawer(
     env: Env,
     drawer_id: DrawerId,
-    lines: Annotated[tuple[int, int] | None, Field(description="[first, last] as origin and snippet count")] = None,
+    lines: Annotated[tuple[int, int] | None, Field(description="[first, last], numbered as in origin")] = None,
     max_chars: MaxChars = None,
 ) -> dict[str, Any]:
     """A drawer verbatim: a hit in full, or the lines you need."""

@@ -417,6 +417,7 @@ class ArchiveTables(DrawerTables):
             "closed_reason": r.get("closed_reason"),
             "pinned": bool(r.get("pinned", False)),
             "hidden": bool(r.get("hidden", False)),
+            "expires_at": r.get("expires_at"),
         }
         try:
             seq = self._insert_drawer_row(tx, row)

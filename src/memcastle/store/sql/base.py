@@ -8,6 +8,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
+from memcastle.model.lifecycle import Lifecycle
+
 Row = Mapping[str, Any]
 ID_TABLES = {"drawer": "drawer", "job": "job", "fact": "assertion", "entity": "entity"}  # what an id names → table
 BATCH = 500  # ids bound into one `IN (…)`: well under SQLite's variable limit, small enough for any planner
@@ -33,6 +35,8 @@ class SqlStore(ABC):
     # Put before a column to keep the planner from choosing that column's index (SQLite's unary `+`); PostgreSQL's
     # planner needs no such hint and has no unary plus on text.
     NO_INDEX = ""
+    # How long drawers live (`[[lifecycle]]` rules), applied when the palace is read; set by the composition root.
+    lifecycle: Lifecycle = Lifecycle()
 
     @abstractmethod
     def _read(self) -> AbstractContextManager[Tx]:

@@ -23,8 +23,8 @@ from memcastle.model import (
     content_hash,
     fingerprint,
 )
-from memcastle.store.sql.base import SqlStore, Tx, batches, dumps, marks
-from memcastle.store.sql.filters import filter_sql, scope_sql
+from memcastle.store.sql.base import Row, SqlStore, Tx, batches, dumps, marks
+from memcastle.store.sql.filters import expiry_sql, filter_sql, scope_sql
 from memcastle.store.sql.rows import DRAWER_SELECT, drawer_from_row
 from memcastle.store.sql.vectors import VectorWrite, vector_writes, vectors_by_row
 
@@ -121,6 +121,7 @@ class DrawerTables(SqlStore):
             "supersedes": supersedes,
             "superseded_by": None,
             "created_at": recorded or at,
+            "expires_at": parse_instant(new.expires_at, field="expires_at") if new.expires_at else None,
         }
         try:
             seq = self._insert_drawer_row(tx, row)
@@ -181,6 +182,13 @@ class DrawerTables(SqlStore):
                    (bool(marks["pinned"]), bool(marks["hidden"]), inserted))  # fmt: skip
         return inserted
 
+    def _as_read(self, row: Row) -> Drawer:
+        """A drawer as the palace reads it now: past its expiry, it reads as closed then (`model.lifecycle`)."""
+        drawer = drawer_from_row(row)
+        if drawer.expires_at is None and not self.lifecycle.rules:
+            return drawer
+        return self.lifecycle.apply(drawer, self._now())
+
     def mark_drawer(self, drawer_id: str, *, pinned: bool | None = None, hidden: bool | None = None) -> Drawer:
         """Pin or unpin, hide or show a drawer (the version given; later versions inherit the marks)."""
         with self._write() as tx:
@@ -194,10 +202,10 @@ class DrawerTables(SqlStore):
 
     def pinned_drawers(self, scope: Scope, limit: int) -> list[Drawer]:
         """The current pinned drawers in `scope` (never hidden ones unless the scope includes them), newest first."""
-        where, params = filter_sql(scope, self._now())
+        where, params = filter_sql(scope, self._now(), self.lifecycle)
         with self._read() as tx:
             rows = tx.all(f"{DRAWER_SELECT} WHERE d.pinned{where} ORDER BY d.seq DESC LIMIT ?", (*params, limit))
-        return [drawer_from_row(row) for row in rows]
+        return [self._as_read(row) for row in rows]
 
     def add_drawer(self, new: NewDrawer) -> Drawer:
         with self._write() as tx:
@@ -242,14 +250,14 @@ class DrawerTables(SqlStore):
         row = self._one(f"{DRAWER_SELECT} WHERE d.id = ?", (drawer_id,))
         if row is None:
             raise NotFound(f"no drawer {drawer_id}")
-        return drawer_from_row(row)
+        return self._as_read(row)
 
     def get_drawers(self, drawer_ids: Sequence[str]) -> dict[str, Drawer]:
         found: dict[str, Drawer] = {}
         with self._read() as tx:
             for batch in batches(drawer_ids):
                 for row in tx.all(f"{DRAWER_SELECT} WHERE d.id IN ({marks(batch)})", batch):
-                    found[row["id"]] = drawer_from_row(row)
+                    found[row["id"]] = self._as_read(row)
         return found
 
     def long_contents(self, drawer_ids: Sequence[str], longer_than: int) -> dict[str, str]:
@@ -279,12 +287,13 @@ class DrawerTables(SqlStore):
     def find_current_copy(self, wing: str, room: str, content_hash: str, agent: str | None = None) -> Drawer | None:
         """An unnamed current drawer with this content in the room (written by `agent`, when one is given)."""
         agent_sql = " AND d.source_agent = ?" if agent is not None else ""
+        expired, times = expiry_sql(self.lifecycle, self._now())  # an expired copy is no copy: the note is new
         row = self._one(
             f"{DRAWER_SELECT} WHERE w.name = ? AND r.name = ? AND d.content_hash = ? AND d.valid_to IS NULL "
-            f"AND d.name IS NULL{agent_sql} ORDER BY d.seq LIMIT 1",
-            (wing, room, content_hash, *([agent] if agent is not None else [])),
+            f"AND d.name IS NULL{agent_sql}{expired} ORDER BY d.seq LIMIT 1",
+            (wing, room, content_hash, *([agent] if agent is not None else []), *times),
         )
-        return drawer_from_row(row) if row else None
+        return self._as_read(row) if row else None
 
     def count_drawers(self, *, current_only: bool = False) -> int:
         return self._count(f"SELECT COUNT(*) AS n FROM drawer{' WHERE valid_to IS NULL' if current_only else ''}")
@@ -326,29 +335,30 @@ class DrawerTables(SqlStore):
                 clauses.append("d.seq > ?")
                 params.append(seq["seq"])
             rows = tx.all(f"{DRAWER_SELECT} WHERE {' AND '.join(clauses)} ORDER BY d.seq LIMIT ?", (*params, limit + 1))
-        items = tuple(drawer_from_row(r) for r in rows[:limit])
+        items = tuple(self._as_read(r) for r in rows[:limit])
         return Page(items=items, next_after=items[-1].id if len(rows) > limit and items else None)
 
     def _drawers_where(self, where: str, params: Sequence[Any], limit: int) -> list[Drawer]:
         rows = self._all(f"{DRAWER_SELECT} WHERE {where} ORDER BY d.seq LIMIT ?", (*params, limit))
-        return [drawer_from_row(r) for r in rows]
+        return [self._as_read(r) for r in rows]
 
     def latest_drawers(self, scope: Scope, limit: int) -> list[Drawer]:
         """The current drawers in `scope`, most recently filed first. Read newest first through an index and stopped
         at `limit`: an agent's (`drawer_agent`), or a tag's (`drawer_tag`), so the cost follows the answer, not the
         palace."""
         where, params = scope_sql(scope)
+        expired, times = expiry_sql(self.lifecycle, self._now())
         rows = self._all(
-            f"{DRAWER_SELECT} WHERE d.valid_to IS NULL{where} ORDER BY d.seq DESC LIMIT ?",
-            (*params, limit),
+            f"{DRAWER_SELECT} WHERE d.valid_to IS NULL{where}{expired} ORDER BY d.seq DESC LIMIT ?",
+            (*params, *times, limit),
         )
-        return [drawer_from_row(r) for r in rows]
+        return [self._as_read(r) for r in rows]
 
     # --- eligibility ----------------------------------------------------------------------------
 
     def eligible_ids(self, drawer_ids: Sequence[str], scope: Scope) -> set[str]:
         """The subset of `drawer_ids` inside the scope and the temporal window."""
-        where, params = filter_sql(scope, self._now())
+        where, params = filter_sql(scope, self._now(), self.lifecycle)
         found: set[str] = set()
         with self._read() as tx:
             for batch in batches(drawer_ids):
@@ -357,7 +367,7 @@ class DrawerTables(SqlStore):
         return found
 
     def all_eligible_ids(self, scope: Scope) -> set[str]:
-        where, params = filter_sql(scope, self._now())
+        where, params = filter_sql(scope, self._now(), self.lifecycle)
         return {r["id"] for r in self._all(f"SELECT d.id {_PLACED} WHERE 1 = 1{where}", params)}
 
     def drawer_places(self, drawer_ids: Sequence[str]) -> dict[str, DrawerPlace]:

@@ -9,7 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 from memcastle.model import AnyTime, AsOf, Between, Current, Scope, When
+from memcastle.model.lifecycle import Lifecycle
 from memcastle.store.sql.base import marks
+
+NO_RULES = Lifecycle()
 
 
 def scope_sql(scope: Scope) -> tuple[str, list[Any]]:
@@ -35,28 +38,55 @@ def scope_sql(scope: Scope) -> tuple[str, list[Any]]:
     return sql, params
 
 
-def time_sql(when: When, now: str) -> tuple[str, list[Any]]:
-    """Event time: eligible at an instant t iff valid_from <= t < valid_to (valid_to empty: still valid); for the
-    window [from, until) iff valid_from < until and (valid_to is empty or valid_to > from). Record time asks what the
-    palace knew: recorded by then (or within the window) and not yet known to be closed."""
+def expiry_sql(lifecycle: Lifecycle, at: str) -> tuple[str, list[Any]]:
+    """Not expired at the instant `at`: its own `expires_at` later, and no rule matching it whose time since its
+    `valid_from` has run out."""
+    sql, params = " AND (d.expires_at IS NULL OR d.expires_at > ?)", list[Any]([at])
+    for rule in lifecycle.rules:
+        match, values = "1 = 1", list[Any]()
+        # COALESCE: a written drawer has no connector, and NOT (NULL AND …) would leave it out of every search.
+        for column, value in (
+            ("COALESCE(d.connector, '')", rule.connector),
+            ("w.name", rule.wing),
+            ("r.name", rule.room),
+        ):
+            if value is not None:
+                match += f" AND {column} = ?"
+                values.append(value)
+        if rule.tag is not None:
+            match += " AND EXISTS (SELECT 1 FROM drawer_tag t WHERE t.drawer_seq = d.seq AND t.tag = ?)"
+            values.append(rule.tag)
+        sql += f" AND NOT ({match} AND d.valid_from <= ?)"
+        params.extend([*values, rule.threshold(at)])
+    return sql, params
+
+
+def time_sql(when: When, now: str, lifecycle: Lifecycle = NO_RULES) -> tuple[str, list[Any]]:
+    """Event time: eligible at an instant t iff valid_from <= t < valid_to (valid_to empty: still valid) and not
+    expired at t; for the window [from, until) iff valid_from < until, (valid_to is empty or valid_to > from) and not
+    expired at from. Record time asks what the palace knew: recorded by then (or within the window), not yet known to
+    be closed, and not expired. Any time: every version, expired ones too."""
     match when:
         case AnyTime():
             return "", []
         case Current():
-            return " AND d.valid_from <= ? AND (d.valid_to IS NULL OR d.valid_to > ?)", [now, now]
+            sql, params, at = " AND d.valid_from <= ? AND (d.valid_to IS NULL OR d.valid_to > ?)", [now, now], now
         case AsOf(at=at, axis="valid"):
-            return " AND d.valid_from <= ? AND (d.valid_to IS NULL OR d.valid_to > ?)", [at, at]
+            sql, params = " AND d.valid_from <= ? AND (d.valid_to IS NULL OR d.valid_to > ?)", [at, at]
         case AsOf(at=at, axis="record"):
-            return " AND d.created_at <= ? AND (d.closed_at IS NULL OR d.closed_at > ?)", [at, at]
+            sql, params = " AND d.created_at <= ? AND (d.closed_at IS NULL OR d.closed_at > ?)", [at, at]
         case Between(start=start, end=end, axis="valid"):
-            return " AND d.valid_from < ? AND (d.valid_to IS NULL OR d.valid_to > ?)", [end, start]
+            sql, params, at = " AND d.valid_from < ? AND (d.valid_to IS NULL OR d.valid_to > ?)", [end, start], start
         case Between(start=start, end=end, axis="record"):
-            return " AND d.created_at < ? AND (d.closed_at IS NULL OR d.closed_at > ?)", [end, start]
-    raise AssertionError(f"unknown time {when!r}")
+            sql, params, at = " AND d.created_at < ? AND (d.closed_at IS NULL OR d.closed_at > ?)", [end, start], start
+        case _:
+            raise AssertionError(f"unknown time {when!r}")
+    expired, more = expiry_sql(lifecycle, at)
+    return sql + expired, params + more
 
 
-def filter_sql(scope: Scope, now: str) -> tuple[str, list[Any]]:
+def filter_sql(scope: Scope, now: str, lifecycle: Lifecycle = NO_RULES) -> tuple[str, list[Any]]:
     """Scope then time, as one fragment."""
     where, params = scope_sql(scope)
-    when, times = time_sql(scope.when, now)
+    when, times = time_sql(scope.when, now, lifecycle)
     return where + when, params + times

@@ -58,6 +58,7 @@ def drawer_from_row(row: Row) -> Drawer:
         closed_reason=row["closed_reason"],
         pinned=bool(row["pinned"]),
         hidden=bool(row["hidden"]),
+        expires_at=row["expires_at"],
     )
 
 

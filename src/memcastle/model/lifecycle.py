@@ -1,0 +1,64 @@
+"""How long drawers live (docs/lifecycle.md, "Expiry"): a drawer's own `expires_at`, and `[[lifecycle]]` rules that
+give the drawers they match an expiry some time after they began to hold.
+
+Expiry is evaluated when the palace is read, like source preferences: a rule changed in the configuration applies at
+the next start, to every drawer it matches, with nothing mined or written again. An expired drawer reads as a drawer
+closed at its expiry with the reason `expired` — no longer eligible for current searches, recall or wake-up, still
+there for a search at an earlier time, `include_historical`, its history and its id.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import timedelta
+
+from memcastle.clock import format_instant, to_datetime
+from memcastle.model.drawers import Drawer
+
+EXPIRED = "expired"
+
+
+@dataclass(frozen=True)
+class ExpiryRule:
+    """Drawers that match every given criterion expire `after` seconds after their `valid_from`."""
+
+    after: float
+    connector: str | None = None
+    wing: str | None = None
+    room: str | None = None
+    tag: str | None = None
+
+    def matches(self, drawer: Drawer) -> bool:
+        origin = drawer.source.origin
+        return (
+            (self.connector is None or (origin is not None and origin.connector == self.connector))
+            and (self.wing is None or drawer.wing == self.wing)
+            and (self.room is None or drawer.room == self.room)
+            and (self.tag is None or self.tag in drawer.tags)
+        )
+
+    def threshold(self, at: str) -> str:
+        """The latest `valid_from` of a drawer this rule has expired by the instant `at`."""
+        return format_instant(to_datetime(at) - timedelta(seconds=self.after))
+
+
+@dataclass(frozen=True)
+class Lifecycle:
+    """The expiry rules in force (none by default: drawers live until superseded, invalidated or forgotten)."""
+
+    rules: tuple[ExpiryRule, ...] = ()
+
+    def expiry_of(self, drawer: Drawer) -> str | None:
+        """When the drawer expires (its own `expires_at` or the earliest rule matching it), if ever."""
+        candidates = [drawer.expires_at] if drawer.expires_at else []
+        for rule in self.rules:
+            if rule.matches(drawer):
+                candidates.append(format_instant(to_datetime(drawer.valid_from) + timedelta(seconds=rule.after)))
+        return min(candidates) if candidates else None
+
+    def apply(self, drawer: Drawer, now: str) -> Drawer:
+        """The drawer as read at `now`: one that expired before it closed reads as closed at its expiry."""
+        expiry = self.expiry_of(drawer)
+        if expiry is None or expiry > now or (drawer.valid_to is not None and drawer.valid_to <= expiry):
+            return drawer
+        return replace(drawer, valid_to=expiry, closed_at=drawer.closed_at or expiry, closed_reason=EXPIRED)
