@@ -32,7 +32,8 @@ from memcastle.mining import pipeline
 from memcastle.mining.pipeline import MinePipeline
 from memcastle.mining.roots import MiningRoots
 from memcastle.model import NewDrawer
-from memcastle.preferences import load_policy
+from memcastle.model.mining import parse_duration
+from memcastle.preferences import NO_FRESHNESS, Freshness, load_policy
 from memcastle.runtime.daemons import find_daemon, state_dir
 from memcastle.search.backfill import KIND as backfill_kind
 from memcastle.search.backfill import EmbeddingBackfill, model_key
@@ -172,6 +173,17 @@ def migrate_palace(settings: Settings, url: str, *, progress: CopyProgress | Non
         source.close()
 
 
+def _freshness(settings: Settings) -> Freshness:
+    """`search.freshness` as a half-life (empty: off), or an error naming where the setting came from."""
+    value = settings["search.freshness"].strip()
+    if not value:
+        return NO_FRESHNESS
+    try:
+        return Freshness(half_life=parse_duration(value))
+    except ValueError as exc:
+        raise settings.error("search.freshness", str(exc)) from None
+
+
 def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
     """Build (not start) the palace the settings name; migrations run here, so a failure stops start-up.
 
@@ -274,6 +286,7 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
         ),
         pending=(lambda: store.count_missing_embeddings(model_key(provider))) if provider.is_enabled else None,
         policy=policy,
+        freshness=_freshness(settings),
         now=now,
         parallel=settings["search.parallel"],
         passages=(settings["embeddings.passage_chars"], settings["embeddings.passage_overlap"]),

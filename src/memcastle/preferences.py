@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from memcastle.clock import to_datetime
 from memcastle.model import Drawer, Hit, Origin
 
 LEVELS: Mapping[str, float] = {"low": -0.08, "normal": 0.0, "high": 0.08}
@@ -278,19 +279,49 @@ class PoolEntry:
     relevance: float
 
 
-def rerank(policy: Policy, pool: Sequence[PoolEntry], drawers: Mapping[str, Drawer]) -> list[Hit]:
-    """`score = relevance + adjustment`, sorted by score, then base signal, then id. Nothing is dropped."""
+@dataclass(frozen=True)
+class Freshness:
+    """An optional bounded boost for recent evidence (`search.freshness`, a half-life; off by default): a drawer
+    `half_life` seconds old (by `valid_from`, against the instant the search is about) gets half of `BOUND`, one just
+    written all of it, an old one nearly nothing. Like a preference it only moves a candidate already relevant and
+    eligible, by at most `BOUND`, and says so on the hit."""
+
+    half_life: float = 0.0
+
+    @property
+    def is_off(self) -> bool:
+        return self.half_life <= 0
+
+    def adjustment(self, valid_from: str, at: str) -> tuple[float, float]:
+        """(the boost, the drawer's age in days) at the instant `at`."""
+        age = max(0.0, (to_datetime(at) - to_datetime(valid_from)).total_seconds())
+        return BOUND * 0.5 ** (age / self.half_life), age / 86400
+
+
+NO_FRESHNESS = Freshness()
+
+
+def rerank(
+    policy: Policy,
+    pool: Sequence[PoolEntry],
+    drawers: Mapping[str, Drawer],
+    *,
+    freshness: Freshness = NO_FRESHNESS,
+    at: str = "",
+) -> list[Hit]:
+    """`score = relevance + preference adjustment + freshness boost`, sorted by score, then base signal, then id.
+    Nothing is dropped; each hit's signals say what each rule added."""
     hits = []
     for entry in pool:
         drawer = drawers[entry.drawer_id]
         match = resolve(policy, drawer.source.origin)
-        hits.append(
-            Hit(
-                drawer=drawer,
-                score=entry.relevance + match.adjustment,
-                signals={**entry.signals, "relevance": entry.relevance, "preference": match.to_json()},
-            )
-        )
+        signals = {**entry.signals, "relevance": entry.relevance, "preference": match.to_json()}
+        score = entry.relevance + match.adjustment
+        if not freshness.is_off:
+            boost, age = freshness.adjustment(drawer.valid_from, at)
+            signals["freshness"] = {"adjustment": round(boost, 6), "age_days": round(age, 2)}
+            score += boost
+        hits.append(Hit(drawer=drawer, score=score, signals=signals))
     base = {entry.drawer_id: entry.base for entry in pool}
     hits.sort(key=lambda h: (-h.score, -base[h.drawer.id], h.drawer.id))
     return hits

@@ -172,6 +172,11 @@ def explain_signals(hit: Mapping[str, Any]) -> str:
         criterion = preference.get("criterion")
         why = f" ({criterion['path']}={criterion['equals']!r})" if criterion else ""
         parts.append(f"preference {preference['level']}{why} {preference['adjustment']:+.2f}")
+    fresh = signals.get("freshness")
+    if fresh:
+        parts.append(f"freshness {fresh['adjustment']:+.3f} ({fresh['age_days']:g} days old)")
+    if hit["drawer"].get("pinned"):
+        parts.append("pinned")
     if hit.get("via"):
         parts.append("via " + ", ".join(hit["via"]))
     return " · ".join(parts)

@@ -108,6 +108,12 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "search.parallel", int, 0, "searches computed at once, the others wait (0: one per CPU core)", minimum=0
     ),
     SettingSpec(
+        "search.freshness",
+        str,
+        "",
+        "a half-life such as 30d: recent drawers get a bounded boost, shown on each hit (empty: off)",
+    ),
+    SettingSpec(
         "embeddings.provider", str, "builtin", "embedding provider", choices=("builtin", "command", "http", "none")
     ),
     SettingSpec("embeddings.model", str, "", "model name passed to command/http providers"),

@@ -11,7 +11,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Protocol
 
@@ -20,8 +20,8 @@ import numpy.typing as npt
 
 from memcastle.clock import Clock, utc_now
 from memcastle.errors import InvalidRequest, ProviderError
-from memcastle.model import Hit, LexicalQuery, Scope, ScoredDrawer, SearchQuery, SearchResult
-from memcastle.preferences import NEUTRAL, Policy, PoolEntry, pools_for, rerank
+from memcastle.model import AsOf, Drawer, Hit, LexicalQuery, Scope, ScoredDrawer, SearchQuery, SearchResult
+from memcastle.preferences import NEUTRAL, NO_FRESHNESS, Freshness, Policy, PoolEntry, pools_for, rerank
 from memcastle.search.embeddings import PASSAGE_OVERLAP_CHARS, PASSAGE_WINDOW_CHARS, EmbeddingProvider
 from memcastle.search.expansion import expand
 from memcastle.search.fusion import FusionWeights, Ranked, fuse, pool_relevance
@@ -87,6 +87,7 @@ class SearchEngine:
         weights: FusionWeights = DEFAULT_WEIGHTS,
         pending: Callable[[], int] | None = None,
         policy: Policy = NEUTRAL,
+        freshness: Freshness = NO_FRESHNESS,
         now: Clock = utc_now,
         parallel: int = 0,
         passages: tuple[int, int] = (PASSAGE_WINDOW_CHARS, PASSAGE_OVERLAP_CHARS),
@@ -113,6 +114,7 @@ class SearchEngine:
         self._passages = passages
         self._fill_rows = fill_rows or None
         self.policy = policy
+        self.freshness = freshness
 
     def close(self) -> None:
         """Let the threads of the lexical leg, of the pending count and of the model's runs go (before the store
@@ -129,7 +131,15 @@ class SearchEngine:
             self._index.forget(drawer_ids)
 
     def _adjusts(self, query: SearchQuery) -> bool:
-        return query.preferences and not self.policy.is_neutral
+        return (query.preferences and not self.policy.is_neutral) or not self.freshness.is_off
+
+    def _rerank(self, query: SearchQuery, entries: list[PoolEntry], drawers: Mapping[str, Drawer]) -> list[Hit]:
+        """The policy's adjustment (unless the search turned preferences off) and the freshness boost, which is
+        counted from the instant the search is about."""
+        policy = self.policy if query.preferences else NEUTRAL
+        when = query.scope.when
+        at = when.at if isinstance(when, AsOf) and when.axis == "valid" else self._now()
+        return rerank(policy, entries, drawers, freshness=self.freshness, at=at)
 
     @property
     def dimension(self) -> int | None:
@@ -227,7 +237,7 @@ class SearchEngine:
             pooled = [r for r in pooled if r.drawer_id in drawers]
             relevance = pool_relevance([r.base for r in pooled])
             entries = [PoolEntry(r.drawer_id, r.base, r.signals, rel) for r, rel in zip(pooled, relevance, strict=True)]
-            return [hit for hit in rerank(self.policy, entries, drawers) if hit.drawer.id not in shown][:wanted]
+            return [hit for hit in self._rerank(query, entries, drawers) if hit.drawer.id not in shown][:wanted]
         # The order is the base signal's: only the drawers shown are read.
         relevance = pool_relevance([r.base for r in pooled])
         hits: list[Hit] = []
@@ -280,7 +290,7 @@ class SearchEngine:
             PoolEntry(hit.drawer.id, hit.score, hit.signals, rel) for hit, rel in zip(related, relevance, strict=True)
         ]
         via = {hit.drawer.id: hit.via for hit in related}
-        reranked = rerank(self.policy, entries, {hit.drawer.id: hit.drawer for hit in related})
+        reranked = self._rerank(query, entries, {hit.drawer.id: hit.drawer for hit in related})
         return [dataclasses.replace(hit, via=via[hit.drawer.id]) for hit in reranked]
 
     def _choose_ranking(self, query: SearchQuery, warnings: list[str]) -> tuple[str, npt.NDArray[np.float32] | None]:

@@ -92,6 +92,9 @@ def hit_view(hit: Hit, *, full: bool = False) -> dict[str, Any]:
     line = preference_line(hit.signals.get("preference"))
     if line is not None:
         out["preference"] = line
+    fresh = hit.signals.get("freshness")
+    if fresh:
+        out["freshness"] = f"{float(fresh['adjustment']):+.3f} ({fresh['age_days']:g} days old)"
     if hit.via is not None:
         out["via"] = list(hit.via)
     return out
