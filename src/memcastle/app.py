@@ -44,11 +44,13 @@ from memcastle.search.maintainer import IndexMaintainer
 from memcastle.search.semantic import SemanticIndex
 from memcastle.search.stored import StoredVectorIndex
 from memcastle.services import Services
+from memcastle.services.lifecycle import KIND as LIFECYCLE
 from memcastle.store import NearestStore, Store
 from memcastle.store.copy import CopyProgress, CopyReport, copy_palace
 from memcastle.store.sqlite import DB_FILE, SQLiteStore
 from memcastle.store.sqlite.failures import NEARLY_FULL_BYTES, free_bytes
 from memcastle.triggers import TriggerManager
+from memcastle.triggers.expiry import ExpiryTimer
 
 if TYPE_CHECKING:
     from memcastle.store.postgres import PostgresStore as PostgresStoreType
@@ -71,6 +73,7 @@ class Palace:
     now: Clock = utc_now  # the clock every timestamp of this palace comes from
     maintainer: IndexMaintainer | None = None  # keeps the semantic leg's graph, when there are embeddings
     triggers: TriggerManager | None = None  # the miners' watch and schedule triggers
+    expiry: ExpiryTimer | None = None  # asks for the erase of what `[[lifecycle]]` rules expired long ago
     started: bool = field(default=False)
     stopped: bool = field(default=False)
 
@@ -88,6 +91,8 @@ class Palace:
             self.maintainer.start()
         if self.triggers is not None:
             self.triggers.start()
+        if self.expiry is not None:
+            self.expiry.start()
         self.started = True
 
     def stop(self) -> list[str]:
@@ -98,6 +103,8 @@ class Palace:
         self.stopped = True
         if self.started and self.triggers is not None:
             self.triggers.stop()  # no new runs are asked for while the jobs drain
+        if self.started and self.expiry is not None:
+            self.expiry.stop()
         requeued = self.pool.drain(self.settings["jobs.drain_seconds"]) if self.started else []
         if self.started and self.maintainer is not None:
             self.maintainer.stop()
@@ -236,7 +243,10 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
         on_filed=lambda job_id, filed: events.publish("drawers", mined_event(job_id, filed)),
     )
     archives = ArchiveJobs(store, settings.palace)
+    # The erase job forgets through the services, built after the pool: its handler finds them once they are.
+    built: list[Services] = []
     handlers: dict[str, JobHandler] = {
+        LIFECYCLE: lambda ctx: built[0].lifecycle.erase_expired(ctx),
         integrity.KIND: partial(integrity.verify_palace, store),
         pipeline.KIND: mine_pipeline.run,
         archive.EXPORT: archives.export,
@@ -322,6 +332,7 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
         reread_policy=lambda: load_policy(layers_from_settings(settings)),
         room=room,
     )
+    built.append(services)
     pool.on_finished = services.jobs.after_job
     maintainer = IndexMaintainer(memory) if memory is not None else None
     triggers = TriggerManager(services.miners.effective, services.miners.run, refusal=services.miners.refusal)
@@ -334,6 +345,7 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
         now=now,
         maintainer=maintainer,
         triggers=triggers,
+        expiry=ExpiryTimer(services.lifecycle.request_erase) if lifecycle.erases else None,
     )
 
 

@@ -12,6 +12,7 @@ import pytest
 from addresses import LOCAL
 from clocks import ManualClock
 from fastapi.testclient import TestClient
+from waiting import wait_until
 
 from memcastle.app import build
 from memcastle.config import load_settings
@@ -117,3 +118,32 @@ def test_a_malformed_rule_names_its_file_line_and_key(tmp_path: Path, config: st
     assert refused.value.file and refused.value.file.endswith("config.toml")
     if line is not None:
         assert refused.value.line == line
+
+
+def test_forget_after_erases_what_expired_long_enough_ago_for_good(tmp_path: Path) -> None:
+    clock = ManualClock()
+    config = '[[lifecycle]]\nwing = "scratch"\nexpire_after = "1d"\nforget_after = "7d"\n'
+    with palace_at(tmp_path, clock, config) as client:
+        old = client.post("/api/notes", json={"content": "scratch plan about the boathouse", "wing": "scratch"})
+        first = old.json()["drawer"]["id"]
+        newer = client.post(f"/api/drawers/{first}/supersede", json={"content": "scratch plan: the boathouse roof"})
+        second = newer.json()["id"]
+        kept = client.post("/api/notes", json={"content": "the boathouse key", "wing": "home"}).json()["drawer"]["id"]
+        clock.advance(days=3)
+        assert client.get(f"/api/drawers/{second}").json()["closed_reason"] == "expired", "expired, not erased yet"
+
+        def erase() -> dict[str, object]:
+            job = client.post("/api/lifecycle/erase", json={})
+            assert job.status_code == 202, job.text
+            job_id = job.json()["job"]["id"]
+            wait_until(lambda: client.get(f"/api/jobs/{job_id}").json()["status"] == "completed", what="the erase")
+            return client.get(f"/api/jobs/{job_id}").json()["result"]
+
+        assert erase() == {"drawers": 0, "versions": 0}
+        clock.advance(days=6)
+        assert erase() == {"drawers": 1, "versions": 2}, "the drawer with its history"
+        for gone in (first, second):
+            assert client.get(f"/api/drawers/{gone}").status_code == 404
+        assert client.get(f"/api/drawers/{kept}").status_code == 200
+        (tombstone,) = client.get("/api/tombstones").json()["tombstones"]
+        assert tombstone["requested_by"] == "lifecycle" and tombstone["scope"]["kind"] == "drawer"

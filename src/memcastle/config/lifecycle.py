@@ -10,7 +10,7 @@ from memcastle.model.lifecycle import ExpiryRule, Lifecycle
 from memcastle.model.mining import parse_duration
 
 _CRITERIA = ("connector", "wing", "room", "tag")
-_KEYS = {*_CRITERIA, "expire_after"}
+_KEYS = {*_CRITERIA, "expire_after", "forget_after"}
 
 
 def load_lifecycle(table: RawTable | None) -> Lifecycle:
@@ -46,5 +46,11 @@ def load_lifecycle(table: RawTable | None) -> Lifecycle:
                 raise ValueError("must be longer than 0 s")
         except ValueError as exc:
             raise fail(f"{where}.expire_after", str(exc)) from None
-        rules.append(ExpiryRule(after=after, **{key: entry.get(key) for key in _CRITERIA}))
+        forget_after = None
+        if "forget_after" in entry:
+            try:
+                forget_after = parse_duration(entry["forget_after"])
+            except ValueError as exc:
+                raise fail(f"{where}.forget_after", str(exc)) from None
+        rules.append(ExpiryRule(after=after, forget_after=forget_after, **{key: entry.get(key) for key in _CRITERIA}))
     return Lifecycle(tuple(rules))

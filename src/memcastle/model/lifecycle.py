@@ -27,6 +27,13 @@ class ExpiryRule:
     wing: str | None = None
     room: str | None = None
     tag: str | None = None
+    forget_after: float | None = None  # erased for good (the forget cascade) this long after it expired
+
+    def forget_threshold(self, at: str) -> str | None:
+        """The latest `valid_from` of a drawer this rule has erased by the instant `at`; None if it erases none."""
+        if self.forget_after is None:
+            return None
+        return format_instant(to_datetime(at) - timedelta(seconds=self.after + self.forget_after))
 
     def matches(self, drawer: Drawer) -> bool:
         origin = drawer.source.origin
@@ -47,6 +54,11 @@ class Lifecycle:
     """The expiry rules in force (none by default: drawers live until superseded, invalidated or forgotten)."""
 
     rules: tuple[ExpiryRule, ...] = ()
+
+    @property
+    def erases(self) -> bool:
+        """Whether any rule erases what it expired (`forget_after`)."""
+        return any(rule.forget_after is not None for rule in self.rules)
 
     def expiry_of(self, drawer: Drawer) -> str | None:
         """When the drawer expires (its own `expires_at` or the earliest rule matching it), if ever."""

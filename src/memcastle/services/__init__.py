@@ -11,6 +11,7 @@ Services             the aggregate an interface is handed; one service per conce
 ├── .facts           FactService      facts and entities, explicit decisions
 ├── .forgetting      ForgetService    forget a scope with everything derived from it; tombstones
 ├── .places          PlaceService     sources; rename and delete wings and rooms
+├── .lifecycle       LifecycleService erasing what `[[lifecycle]]` rules expired long enough ago
 ├── .archives        ArchiveService   export and import of portable archives
 └── .events          EventBus         the live events every write and job change is told to (GET /api/events)
 """
@@ -40,6 +41,7 @@ from memcastle.services.drawers import DrawerService
 from memcastle.services.facts import FactService
 from memcastle.services.forgetting import ForgetRequest, ForgetService
 from memcastle.services.jobs import JobService
+from memcastle.services.lifecycle import LifecycleService
 from memcastle.services.miners import MinerService
 from memcastle.services.mining import MiningService
 from memcastle.services.places import PlaceService
@@ -88,6 +90,7 @@ class Services:
         self.miners = MinerService(store, store, self.mining, miners, publish=publish, now=now)
         self.forgetting = ForgetService(store, search, self.mining.active_mines, publish, self.events.purge)
         self.places = PlaceService(store, self.forgetting, self.mining.active_mines)
+        self.lifecycle = LifecycleService(store, self.jobs, self.forgetting, now=now)
         self.archives = ArchiveService(self.jobs, roots)
         self.status = StatusService(
             store,

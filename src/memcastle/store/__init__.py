@@ -88,6 +88,10 @@ class DrawerStore(Protocol):
         """Pin or unpin, hide or show a drawer; its later versions inherit the marks."""
         ...
 
+    def erasable_drawers(self, at: str, limit: int) -> list[str]:
+        """The last versions a `[[lifecycle]]` rule with `forget_after` has erased by `at`."""
+        ...
+
     def pinned_drawers(self, scope: Scope, limit: int) -> list[Drawer]:
         """The pinned drawers eligible in `scope`, newest first."""
         ...

@@ -11,6 +11,7 @@ from memcastle.api.openapi import DeclaredRoute
 from memcastle.api.responses import (
     ForgetOut,
     JobAnswer,
+    SweepOut,
     TombstonesOut,
 )
 from memcastle.api.routes.common import (
@@ -19,6 +20,7 @@ from memcastle.api.routes.common import (
     services,
 )
 from memcastle.api.schemas import (
+    EmptyBody,
     ExportBody,
     ForgetBody,
     ForgetSearchBody,
@@ -84,6 +86,17 @@ def delete_room(wing: str, room: str, request: Request, force: Force = False, dr
 @router.get("/tombstones", response_model=TombstonesOut, tags=["forgetting"], dependencies=[Depends(reads)])
 def tombstones(request: Request, limit: Limit = 50) -> dict[str, Any]:
     return {"tombstones": [t.to_json() for t in services(request).forgetting.tombstones(limit)]}
+
+
+@router.post(
+    "/lifecycle/erase", status_code=202, response_model=SweepOut, tags=["lifecycle"], dependencies=[Depends(writes)]
+)
+def erase_expired(request: Request, body: EmptyBody) -> dict[str, Any]:
+    """Erase now what `[[lifecycle]]` rules with `forget_after` expired long ago (the daemon also asks hourly)."""
+    job = services(request).lifecycle.request_erase(requested_by=requester(request))
+    if job is None:
+        return {"job": None, "message": "no [[lifecycle]] rule has forget_after: nothing is erased by time"}
+    return {"job": job.to_json()}
 
 
 @router.post("/export", status_code=202, response_model=JobAnswer, tags=["lifecycle"], dependencies=[Depends(writes)])

@@ -24,7 +24,7 @@ from memcastle.model import (
     fingerprint,
 )
 from memcastle.store.sql.base import Row, SqlStore, Tx, batches, dumps, marks
-from memcastle.store.sql.filters import expiry_sql, filter_sql, scope_sql
+from memcastle.store.sql.filters import expiry_sql, filter_sql, rule_sql, scope_sql
 from memcastle.store.sql.rows import DRAWER_SELECT, drawer_from_row
 from memcastle.store.sql.vectors import VectorWrite, vector_writes, vectors_by_row
 
@@ -188,6 +188,23 @@ class DrawerTables(SqlStore):
         if drawer.expires_at is None and not self.lifecycle.rules:
             return drawer
         return self.lifecycle.apply(drawer, self._now())
+
+    def erasable_drawers(self, at: str, limit: int) -> list[str]:
+        """The last versions (superseded by nothing) that a `[[lifecycle]]` rule with `forget_after` has erased by
+        `at`: their whole history goes with them through the forget cascade."""
+        found: list[str] = []
+        for rule in self.lifecycle.rules:
+            threshold = rule.forget_threshold(at)
+            if threshold is None or len(found) >= limit:
+                continue
+            match, values = rule_sql(rule)
+            rows = self._all(
+                f"SELECT d.id FROM drawer d JOIN room r ON r.id = d.room_id JOIN wing w ON w.id = r.wing_id "
+                f"WHERE d.superseded_by IS NULL AND {match} AND d.valid_from <= ? ORDER BY d.seq LIMIT ?",
+                (*values, threshold, limit - len(found)),
+            )
+            found.extend(row["id"] for row in rows if row["id"] not in found)
+        return found
 
     def mark_drawer(self, drawer_id: str, *, pinned: bool | None = None, hidden: bool | None = None) -> Drawer:
         """Pin or unpin, hide or show a drawer (the version given; later versions inherit the marks)."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from memcastle.model import AnyTime, AsOf, Between, Current, Scope, When
-from memcastle.model.lifecycle import Lifecycle
+from memcastle.model.lifecycle import ExpiryRule, Lifecycle
 from memcastle.store.sql.base import marks
 
 NO_RULES = Lifecycle()
@@ -38,24 +38,26 @@ def scope_sql(scope: Scope) -> tuple[str, list[Any]]:
     return sql, params
 
 
+def rule_sql(rule: ExpiryRule) -> tuple[str, list[Any]]:
+    """The drawers a `[[lifecycle]]` rule matches: every criterion it gives."""
+    match, values = "1 = 1", list[Any]()
+    # COALESCE: a written drawer has no connector, and NOT (NULL AND …) would leave it out of every search.
+    for column, value in (("COALESCE(d.connector, '')", rule.connector), ("w.name", rule.wing), ("r.name", rule.room)):
+        if value is not None:
+            match += f" AND {column} = ?"
+            values.append(value)
+    if rule.tag is not None:
+        match += " AND EXISTS (SELECT 1 FROM drawer_tag t WHERE t.drawer_seq = d.seq AND t.tag = ?)"
+        values.append(rule.tag)
+    return match, values
+
+
 def expiry_sql(lifecycle: Lifecycle, at: str) -> tuple[str, list[Any]]:
     """Not expired at the instant `at`: its own `expires_at` later, and no rule matching it whose time since its
     `valid_from` has run out."""
     sql, params = " AND (d.expires_at IS NULL OR d.expires_at > ?)", list[Any]([at])
     for rule in lifecycle.rules:
-        match, values = "1 = 1", list[Any]()
-        # COALESCE: a written drawer has no connector, and NOT (NULL AND …) would leave it out of every search.
-        for column, value in (
-            ("COALESCE(d.connector, '')", rule.connector),
-            ("w.name", rule.wing),
-            ("r.name", rule.room),
-        ):
-            if value is not None:
-                match += f" AND {column} = ?"
-                values.append(value)
-        if rule.tag is not None:
-            match += " AND EXISTS (SELECT 1 FROM drawer_tag t WHERE t.drawer_seq = d.seq AND t.tag = ?)"
-            values.append(rule.tag)
+        match, values = rule_sql(rule)
         sql += f" AND NOT ({match} AND d.valid_from <= ?)"
         params.extend([*values, rule.threshold(at)])
     return sql, params
