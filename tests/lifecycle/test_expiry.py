@@ -109,6 +109,8 @@ def test_lifecycle_rules_expire_what_they_match(tmp_path: Path) -> None:
         ('[[lifecycle]]\nexpire_after = "1d"\n', "lifecycle[0]", None),
         ('[[lifecycle]]\nwing = "w"\nexpire_after = "1d"\nforget = true\n', "lifecycle[0].forget", 4),
         ('lifecycle = "always"\n', "lifecycle", 1),
+        ('[[lifecycle]]\npath = "status"\nexpire_after = "1d"\n', "lifecycle[0].equals", None),
+        ('[[lifecycle]]\npath = "a..b"\nequals = 1\nexpire_after = "1d"\n', "lifecycle[0].path", 2),
     ],
 )
 def test_a_malformed_rule_names_its_file_line_and_key(tmp_path: Path, config: str, key: str, line: int | None) -> None:

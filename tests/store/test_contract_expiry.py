@@ -72,3 +72,33 @@ def test_an_expired_copy_is_no_copy(store: Store) -> None:
         NewDrawer(wing="w", room="r", content="same words", valid_from=PAST, expires_at="2021-01-01T00:00:00Z")
     )
     assert store.find_current_copy("w", "r", content_hash("same words")) is None
+
+
+def test_a_rule_may_match_a_metadata_value_type_strictly(store: Store) -> None:
+    def mined(document: str, metadata: dict[str, object]) -> str:
+        origin = Origin(connector="notes", source_id="s", document=document, chunk=0, revision="r", metadata=metadata)
+        new = NewDrawer(wing="w", room="r", content=f"harbour {document}", valid_from=PAST,
+                        source=Source(kind="note", origin=origin))  # fmt: skip
+        return store.add_drawer(new).id
+
+    draft = mined("draft", {"status": "draft", "meta": {"rank": 2, "final": False}})
+    one = mined("one", {"status": "1", "meta": {"rank": 2.0, "final": True}})
+    other = mined("other", {"status": "final"})
+    written = store.add_drawer(NewDrawer(wing="w", room="r", content="harbour by hand", valid_from=PAST)).id
+    everything = {draft, one, other, written}
+
+    def expired_by(path: str, equals: object) -> set[str]:
+        store.lifecycle = Lifecycle((ExpiryRule(after=86400, path=tuple(path.split(".")), equals=equals),))  # type: ignore[arg-type]
+        try:
+            gone = everything - found(store, Scope())
+            assert gone == {d for d in everything if store.get_drawer(d).closed_reason == EXPIRED}, "read as in SQL"
+            return gone
+        finally:
+            store.lifecycle = Lifecycle()
+
+    assert expired_by("status", "draft") == {draft}
+    assert expired_by("status", 1) == set(), "the string 1 is not the number 1"
+    assert expired_by("meta.rank", 2) == {draft, one}, "2 == 2.0 as JSON numbers"
+    assert expired_by("meta.final", False) == {draft}
+    assert expired_by("meta.final", True) == {one}
+    assert expired_by("meta.missing", "x") == set()

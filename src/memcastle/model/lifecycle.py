@@ -18,6 +18,32 @@ from memcastle.model.drawers import Drawer
 EXPIRED = "expired"
 
 
+_MISSING = object()
+
+
+def _lookup(metadata: object, path: tuple[str, ...]) -> object:
+    node = metadata
+    for segment in path:
+        if not isinstance(node, dict) or segment not in node:
+            return _MISSING
+        node = node[segment]
+    return node
+
+
+def _kind(value: object) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    return "string" if isinstance(value, str) else "other"
+
+
+def _scalar_equals(found: object, expected: object) -> bool:
+    """Type-strict, as preference criteria compare: 1 ≠ "1" ≠ true; numbers as JSON numbers (1 == 1.0)."""
+    kind = _kind(found)
+    return kind != "other" and kind == _kind(expected) and found == expected
+
+
 @dataclass(frozen=True)
 class ExpiryRule:
     """Drawers that match every given criterion expire `after` seconds after their `valid_from`."""
@@ -28,6 +54,10 @@ class ExpiryRule:
     room: str | None = None
     tag: str | None = None
     forget_after: float | None = None  # erased for good (the forget cascade) this long after it expired
+    # A metadata criterion, as a preference's: the value at this dot path of the origin's metadata snapshot equals
+    # `equals`, type-strict (1 is not "1" is not true).
+    path: tuple[str, ...] = ()
+    equals: str | int | float | bool | None = None
 
     def forget_threshold(self, at: str) -> str | None:
         """The latest `valid_from` of a drawer this rule has erased by the instant `at`; None if it erases none."""
@@ -42,6 +72,10 @@ class ExpiryRule:
             and (self.wing is None or drawer.wing == self.wing)
             and (self.room is None or drawer.room == self.room)
             and (self.tag is None or self.tag in drawer.tags)
+            and (
+                not self.path
+                or (origin is not None and _scalar_equals(_lookup(origin.metadata, self.path), self.equals))
+            )
         )
 
     def threshold(self, at: str) -> str:

@@ -292,7 +292,7 @@ class PostgresStore(
         words = [w for w in words if w]
         if not words or limit <= 0:
             return []
-        where, params = filter_sql(scope, self._now(), self.lifecycle)
+        where, params = filter_sql(scope, self._now(), self.lifecycle, self.backend)
         with self._read() as tx:
             stats = self._corpus.read(tx, words, recount=self._recount_corpus)
             idf = stats.idf()
@@ -398,7 +398,7 @@ class PostgresStore(
         """The nearest passages through the HNSW index of the vector's dimension (see `NearestStore`). Scope and time
         filter inside the walk: pgvector's iterative scan goes on through the graph until `limit` rows pass them (or
         `hnsw.max_scan_tuples` were visited), instead of filtering a fixed number of neighbours afterwards."""
-        where, params = filter_sql(scope, self._now(), self.lifecycle)
+        where, params = filter_sql(scope, self._now(), self.lifecycle, self.backend)
         dimension = int(vector.shape[0])
         with self._write() as tx:  # a transaction, for SET LOCAL
             tx.run(f"SET LOCAL hnsw.ef_search = {min(max(_HNSW_EF_SEARCH, limit), 1000):d}")

@@ -197,7 +197,7 @@ class DrawerTables(SqlStore):
             threshold = rule.forget_threshold(at)
             if threshold is None or len(found) >= limit:
                 continue
-            match, values = rule_sql(rule)
+            match, values = rule_sql(rule, self.backend)
             rows = self._all(
                 f"SELECT d.id FROM drawer d JOIN room r ON r.id = d.room_id JOIN wing w ON w.id = r.wing_id "
                 f"WHERE d.superseded_by IS NULL AND {match} AND d.valid_from <= ? ORDER BY d.seq LIMIT ?",
@@ -219,7 +219,7 @@ class DrawerTables(SqlStore):
 
     def pinned_drawers(self, scope: Scope, limit: int) -> list[Drawer]:
         """The current pinned drawers in `scope` (never hidden ones unless the scope includes them), newest first."""
-        where, params = filter_sql(scope, self._now(), self.lifecycle)
+        where, params = filter_sql(scope, self._now(), self.lifecycle, self.backend)
         with self._read() as tx:
             rows = tx.all(f"{DRAWER_SELECT} WHERE d.pinned{where} ORDER BY d.seq DESC LIMIT ?", (*params, limit))
         return [self._as_read(row) for row in rows]
@@ -304,7 +304,9 @@ class DrawerTables(SqlStore):
     def find_current_copy(self, wing: str, room: str, content_hash: str, agent: str | None = None) -> Drawer | None:
         """An unnamed current drawer with this content in the room (written by `agent`, when one is given)."""
         agent_sql = " AND d.source_agent = ?" if agent is not None else ""
-        expired, times = expiry_sql(self.lifecycle, self._now())  # an expired copy is no copy: the note is new
+        expired, times = expiry_sql(
+            self.lifecycle, self._now(), self.backend
+        )  # an expired copy is no copy: the note is new
         row = self._one(
             f"{DRAWER_SELECT} WHERE w.name = ? AND r.name = ? AND d.content_hash = ? AND d.valid_to IS NULL "
             f"AND d.name IS NULL{agent_sql}{expired} ORDER BY d.seq LIMIT 1",
@@ -364,7 +366,7 @@ class DrawerTables(SqlStore):
         at `limit`: an agent's (`drawer_agent`), or a tag's (`drawer_tag`), so the cost follows the answer, not the
         palace."""
         where, params = scope_sql(scope)
-        expired, times = expiry_sql(self.lifecycle, self._now())
+        expired, times = expiry_sql(self.lifecycle, self._now(), self.backend)
         rows = self._all(
             f"{DRAWER_SELECT} WHERE d.valid_to IS NULL{where}{expired} ORDER BY d.seq DESC LIMIT ?",
             (*params, *times, limit),
@@ -375,7 +377,7 @@ class DrawerTables(SqlStore):
 
     def eligible_ids(self, drawer_ids: Sequence[str], scope: Scope) -> set[str]:
         """The subset of `drawer_ids` inside the scope and the temporal window."""
-        where, params = filter_sql(scope, self._now(), self.lifecycle)
+        where, params = filter_sql(scope, self._now(), self.lifecycle, self.backend)
         found: set[str] = set()
         with self._read() as tx:
             for batch in batches(drawer_ids):
@@ -384,7 +386,7 @@ class DrawerTables(SqlStore):
         return found
 
     def all_eligible_ids(self, scope: Scope) -> set[str]:
-        where, params = filter_sql(scope, self._now(), self.lifecycle)
+        where, params = filter_sql(scope, self._now(), self.lifecycle, self.backend)
         return {r["id"] for r in self._all(f"SELECT d.id {_PLACED} WHERE 1 = 1{where}", params)}
 
     def drawer_places(self, drawer_ids: Sequence[str]) -> dict[str, DrawerPlace]:

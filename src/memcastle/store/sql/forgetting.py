@@ -133,7 +133,7 @@ class ForgetTables(DrawerTables):
         else:
             assert scope.query is not None
             match, match_params = self._match_sql(scope.query)
-            where, params = filter_sql(scope.filters, self._now(), self.lifecycle)
+            where, params = filter_sql(scope.filters, self._now(), self.lifecycle, self.backend)
             tx.run(
                 f"{insert} JOIN room r ON r.id = d.room_id JOIN wing w ON w.id = r.wing_id WHERE {match}{where}",
                 (*match_params, *params),

@@ -212,7 +212,7 @@ class SQLiteStore(ArchiveTables, ForgetTables, GraphTables, MiningTables, JobTab
         match = fts5_match(query)
         if match is None:
             return []
-        where, params = filter_sql(scope, self._now(), self.lifecycle)
+        where, params = filter_sql(scope, self._now(), self.lifecycle, self.backend)
         take = max(limit * LEXICAL_HEAD, LEXICAL_MIN_HEAD)
         for _ in range(2):
             top = self._all(
