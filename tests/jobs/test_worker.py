@@ -86,6 +86,9 @@ class Harness:
         self.release.set()
         if self.pool is not None:
             self.pool.drain(60)
+            # Every thread of the pool, its storage watch and lease renewal too, ends before the store closes (as
+            # `Palace.stop` does): closing a SQLite connection another thread is reading crashes the process.
+            assert self.pool.join(60), "a pool thread outlived the drain"
         deadline = time.monotonic() + 60
         while not no_worker_threads() and time.monotonic() < deadline:
             time.sleep(0.01)

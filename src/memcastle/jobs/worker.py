@@ -356,6 +356,8 @@ class WorkerPool:
             if wait > 0 or (room is not None and room < STORAGE_ROOM_BYTES):
                 self._halted.wait(max(0.2, min(wait, 1.0)))
                 continue
+            if self._halted.is_set():
+                break  # a drain woke it: nothing is resumed on a pool that stops
             try:
                 self._resume_after_storage()
             except StorageError as exc:
