@@ -1,4 +1,5 @@
-"""Triggers that ask for miner runs by themselves (SPEC §2.3): a filesystem watch and a schedule.
+"""Triggers that ask for work by themselves (SPEC §2.3): a filesystem watch and a schedule for miners (here), and the
+expiry timer (`triggers.expiry`).
 
 `TriggerManager` follows the enabled miners: one `SourceWatch` thread per miner with `watch = true`, one
 `Schedule` thread for every miner with `every`. Both only *ask* for a run (`run(name, trigger, …)`, which queues an
