@@ -104,7 +104,10 @@ def write_section(name: str, body: str) -> None:
     """Replace the `<!-- name:start -->…<!-- name:end -->` section of bench/RESULTS.md (appending it if new)."""
     start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    block = f"{start}\n{body.rstrip()}\n\n_Run {stamp} on {machine()}._\n{end}"
+    body = body.rstrip()
+    if not body.splitlines()[-1].startswith("_Run "):  # a body that says when it ran keeps its own line
+        body += f"\n\n_Run {stamp} on {machine()}._"
+    block = f"{start}\n{body}\n{end}"
     text = RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else "# Benchmark results\n"
     pattern = re.compile(re.escape(start) + r".*?" + re.escape(end), re.DOTALL)
     text = pattern.sub(lambda _: block, text) if pattern.search(text) else text.rstrip() + "\n\n" + block + "\n"
