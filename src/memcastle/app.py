@@ -84,7 +84,7 @@ class Palace:
             log.warning("job %s (%s) was interrupted; now %s", job.id, job.kind, job.status.value)
         if self.services.status.embeddings_pending():
             self.services.jobs.request_embedding()
-        if self.services.status.extraction_status()["pending"]:
+        if self.services.status.extraction_status().pending:
             self.services.jobs.request_extraction()
         self.pool.start()
         if self.maintainer is not None:

@@ -49,7 +49,7 @@ def test_a_requested_mine_runs_while_both_sweeps_still_have_work(busy: Palace, t
     done = wait_until(lambda: (j := busy.services.jobs.get_job(job.id)).is_finished and j, what="the mine")
     assert done.status is JobStatus.COMPLETED
     # It did not wait for a sweep to finish: the embed sweep still has drawers to go when the mine is done.
-    assert busy.services.status.embedding_status()["pending"] > 0
+    assert busy.services.status.embedding_status().pending > 0
     # The sweep that gave its worker up is queued or running again, and resumes from its checkpoint.
     sweeps = [j for j in busy.services.jobs.list_jobs(None, "embed", 10) if not j.is_finished]
     assert sweeps and all(j.status in (JobStatus.QUEUED, JobStatus.RUNNING) for j in sweeps)

@@ -128,7 +128,7 @@ def extracted(palace: Palace, timeout: float = 15.0) -> Job:
     the latest extract job."""
 
     def done() -> Job | None:
-        if palace.services.status.extraction_status()["pending"] or _active(palace):
+        if palace.services.status.extraction_status().pending or _active(palace):
             return None
         jobs = palace.services.jobs.list_jobs(None, EXTRACT, 1)
         return jobs[0] if jobs else None
@@ -179,7 +179,7 @@ def graph_of(store: Store) -> GraphSnapshot:
 
 def facts_named(palace: Palace, **filters: Any) -> list[dict[str, Any]]:
     """The facts the service lists (the same JSON as `GET /api/facts`), ordered by valid_from."""
-    return palace.services.facts.list_facts(limit=200, **filters)
+    return [f.to_json() for f in palace.services.facts.list_facts(limit=200, **filters)]
 
 
 def triple(fact: Mapping[str, Any]) -> tuple[str, str, str]:

@@ -198,7 +198,8 @@ def test_present_marks_one_of_the_contradicting_pair_preferred_and_leaves_both_o
     links = [make_link("porto", "lisbon", "contradicts", "inferred", "located_in holds one value at a time", NOW)]
     facts = [lisbon, porto, alone]
 
-    shown = {entry["id"]: entry for entry in present(facts, links, {f.id: f for f in facts}, _entities(), POLICY, NOW)}
+    presented = present(facts, links, {f.id: f for f in facts}, _entities(), POLICY, NOW)
+    shown = {entry.id: entry.to_json() for entry in presented}
 
     for id_, is_preferred, level in (("lisbon", True, "high"), ("porto", False, "normal")):
         lifecycle = shown[id_]["lifecycle"]
@@ -313,9 +314,9 @@ def test_two_stated_facts_on_a_single_valued_predicate_conflict_and_one_group_na
 ) -> None:
     palace = palaces.open(flags={"extraction.provider": "none"})
     facts = palace.services.facts
-    berlin = facts.add(FactSpec(subject="Mara Quist", predicate="located_in", object="Berlin"))
-    paris = facts.add(FactSpec(subject="Mara Quist", predicate="located_in", object="Paris"))
-    listed = facts.list_facts(subject="Mara Quist")
+    berlin = facts.add(FactSpec(subject="Mara Quist", predicate="located_in", object="Berlin")).to_json()
+    paris = facts.add(FactSpec(subject="Mara Quist", predicate="located_in", object="Paris")).to_json()
+    listed = [f.to_json() for f in facts.list_facts(subject="Mara Quist")]
     assert {(f["subject"], f["object"]) for f in listed} == {("Mara Quist", "Berlin"), ("Mara Quist", "Paris")}
     assert all(f["subject_id"] != f["subject"] and f["subject_id"] == berlin["subject_id"] for f in listed)
     states = {f["object_name"]: f["lifecycle"] for f in listed}
@@ -326,13 +327,13 @@ def test_two_stated_facts_on_a_single_valued_predicate_conflict_and_one_group_na
     # Lisbon and Porto conflict; a third value joins the same group: every member names one preferred fact.
     for city in ("Lisbon", "Porto", "Madrid"):
         facts.add(FactSpec(subject="Ines Okafor", predicate="located_in", object=city))
-    group = facts.list_facts(subject="Ines Okafor")
+    group = [f.to_json() for f in facts.list_facts(subject="Ines Okafor")]
     assert {f["lifecycle"]["state"] for f in group} == {"conflicting"}
     assert len({f["lifecycle"]["preferred_id"] for f in group}) == 1
     assert sum(f["lifecycle"]["preferred"] for f in group) == 1
     # The same claim stated twice confirms, and a fact outside any conflict still carries its evidence's preference.
     facts.add(FactSpec(subject="Ada Lovelace", predicate="works_on", object="Engine"))
-    again = facts.add(FactSpec(subject="Ada Lovelace", predicate="works_on", object="Engine"))
+    again = facts.add(FactSpec(subject="Ada Lovelace", predicate="works_on", object="Engine")).to_json()
     assert [link["kind"] for link in again["lifecycle"]["links"]] == ["confirms"]
     assert again["lifecycle"]["state"] == "current"
     assert again["lifecycle"]["preference"] == {"level": "normal", "adjustment": 0.0}

@@ -290,7 +290,7 @@ def test_a_failed_batch_keeps_the_batches_before_it_and_is_read_again_later(pala
 
     assert failed.result is None
     assert [triple(f) for f in facts_named(palace)] == [("Ana Lopez", "works_on", "Atlas")]
-    assert palace.services.status.extraction_status()["pending"] == 2
+    assert palace.services.status.extraction_status().pending == 2
 
     # The same extractor, fixed: only the drawers the failed batch left unread are read.
     palace = palaces.reopen(palace, flags={**command_flags(), "extraction.batch_size": 1})
@@ -399,4 +399,4 @@ def test_source_code_is_read_for_facts_only_when_configured(palaces: Palaces, co
     names = {e.name for e in palace.store.all_entities()}
     assert {"Ben Hart", "Checkout", "Postgres"} <= names
     assert ("RequestHandler" in names or "Ana Lopez" in names) is code
-    assert palace.services.status.extraction_status()["pending"] == 0  # every drawer was read, code or not
+    assert palace.services.status.extraction_status().pending == 0  # every drawer was read, code or not

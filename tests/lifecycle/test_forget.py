@@ -30,7 +30,7 @@ def holding(files: dict[str, bytes], needles: tuple[bytes, ...]) -> dict[str, li
 
 def embedded(palace: Palace) -> None:
     wait_until(
-        lambda: palace.services.status.embedding_status()["pending"] == 0,
+        lambda: palace.services.status.embedding_status().pending == 0,
         timeout=120,
         what="every drawer embedded",
     )

@@ -53,7 +53,7 @@ def mine(palace: Palace, connector: str, locator: Path, *, wing: str, **options:
 
 
 def embedded(palace: Palace) -> None:
-    wait_until(lambda: palace.services.status.embedding_status()["pending"] == 0, timeout=60, what="embeddings")
+    wait_until(lambda: palace.services.status.embedding_status().pending == 0, timeout=60, what="embeddings")
 
 
 def found(palace: Palace, query: str, **when: Any) -> dict[str, set[str]]:

@@ -26,7 +26,7 @@ def test_a_declared_miner_runs_and_a_second_request_joins_the_queued_run(tmp_pat
     )
     palace = build(load_settings(flags={"palace": str(tmp_path / "p")}, env={}, config_file=config))
     try:
-        assert [m["name"] for m in palace.services.miners.list_miners()] == ["n"]
+        assert [m.name for m in palace.services.miners.list_miners()] == ["n"]
         first = palace.services.miners.run("n")
         second = palace.services.miners.run("n")  # workers not started: the first is still queued
         assert first.created and not second.created and second.job.id == first.job.id

@@ -178,7 +178,7 @@ def mined(palace: Palace, connector: str, locator: Path) -> dict[str, Any]:
 
 def settled(palace: Palace) -> bool:
     active = [j for j in palace.services.jobs.list_jobs(None, None, 200) if j.status.value in ("queued", "running")]
-    status = palace.services.status.status()
+    status = palace.services.status.status().to_json()
     assert status["embeddings"]["provider"] == "builtin"
     return not active and status["embeddings"]["pending"] == 0 and not status["extraction"].get("pending")
 

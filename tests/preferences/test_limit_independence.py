@@ -61,7 +61,7 @@ def palaces(bench: Bench, tmp_path: Path, poll: Any) -> dict[str, Any]:
     for name, preferences in (("plain", None), ("preferring", POLICY)):
         palace = bench.open(name, preferences=preferences, flags=flags)
         bench.mine(palace, "notes", folder, wing="w", timeout=60)
-        poll(lambda p=palace: p.services.status.embedding_status()["pending"] == 0, timeout=60, what="embeddings")
+        poll(lambda p=palace: p.services.status.embedding_status().pending == 0, timeout=60, what="embeddings")
         made[name] = palace
     return made
 

@@ -375,5 +375,5 @@ def test_an_old_revision_still_resolves_through_the_snapshot_it_was_mined_with(b
         old.id: ("low", "draft"),
         new.id: ("high", "final"),
     }
-    assert palace.services.drawers.preference_trace(old.id)["metadata"]["status"] == "draft"
+    assert palace.services.drawers.preference_trace(old.id).trace["metadata"]["status"] == "draft"
     assert resolve(palace.services.policy, palace.services.drawers.get_drawer(old.id).source.origin).level == "low"

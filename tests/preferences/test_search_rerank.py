@@ -265,7 +265,7 @@ def test_hybrid_and_semantic_hits_keep_their_own_base_signal_beside_relevance(
         },
     )
     bench.mine(palace, "notes", bench.notes("harbor", HARBOR), wing="w")
-    poll(lambda: palace.services.status.embedding_status()["pending"] == 0, timeout=20, what="embeddings")
+    poll(lambda: palace.services.status.embedding_status().pending == 0, timeout=20, what="embeddings")
     result = bench.search(palace, "harbor crane", wing="w", ranking=ranking)
     assert result.ranking == ranking and result.hits
     signals = [hit.signals[base] for hit in result.hits]
@@ -482,7 +482,7 @@ def test_numbers_in_front_matter_compare_as_json_numbers(bench: Bench) -> None:
     (folder / "float.md").write_text("---\nversion: 1.0\n---\nrelease notes\n", encoding="utf-8")  # YAML keeps 1.0
     bench.mine(palace, "notes", folder, wing="numbers")
     levels = {
-        hit.drawer.name: palace.services.drawers.preference_trace(hit.drawer.id)["result"]["level"]
+        hit.drawer.name: palace.services.drawers.preference_trace(hit.drawer.id).trace["result"]["level"]
         for hit in bench.search(palace, "release notes", wing="numbers", limit=10).hits
     }
     assert levels == {

@@ -286,7 +286,7 @@ def test_the_daemon_status_shows_the_graph_once_built(tmp_path: Path) -> None:
         palace.start()
 
         def graph() -> bool:
-            index = palace.services.status.embedding_status()["index"]
+            index = palace.services.status.embedding_status().index
             return index["search"] == "graph" and index["in_graph"] == 200
 
         wait_until(graph, what="the status to show a graph holding every vector")

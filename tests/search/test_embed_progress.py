@@ -100,10 +100,10 @@ def test_every_checkpoint_of_the_sweep_carries_the_backlog_and_the_last_says_not
 
 
 def test_status_reports_the_backlog_of_the_running_sweep(unstarted: Palace) -> None:
-    idle = unstarted.services.status.embedding_status()
+    idle = unstarted.services.status.embedding_status().to_json()
     assert (idle["pending"], idle["passages_pending"], idle["eta_seconds"]) == (0, 0, 0)
     unstarted.services.drawers.save_note("A note that waits for its vector.", wing="w")
-    waiting = unstarted.services.status.embedding_status()
+    waiting = unstarted.services.status.embedding_status().to_json()
     assert waiting["pending"] == 1
     assert waiting["passages_pending"] is None, "no sweep has measured anything yet: no invented estimate"
 
@@ -278,5 +278,5 @@ def test_status_follows_the_running_sweep_not_a_request_queued_behind_it(unstart
     queued, created = submitted.job, submitted.created
     assert created and queued.id != running.id
     unstarted.services.drawers.save_note("A note that waits for its vector.", wing="w")
-    status = unstarted.services.status.embedding_status()
+    status = unstarted.services.status.embedding_status().to_json()
     assert (status["passages_pending"], status["eta_seconds"]) == (90, 18)

@@ -57,7 +57,7 @@ def settle(palace: Palace, timeout: float = 20) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         busy = palace.services.jobs.list_jobs("queued", None) + palace.services.jobs.list_jobs("running", None)
-        if not busy and not palace.services.status.embedding_status()["pending"]:
+        if not busy and not palace.services.status.embedding_status().pending:
             return
         time.sleep(0.02)
     raise AssertionError("jobs did not settle")
@@ -107,9 +107,9 @@ def test_a_failing_provider_never_blocks_a_write_and_auto_falls_back_with_a_warn
         drawer, created = saved.drawer, saved.created
         assert created
         deadline = time.monotonic() + CEILING
-        while not palace.services.status.status()["warnings"] and time.monotonic() < deadline:
+        while not palace.services.status.status().warnings and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert "embedding provider failed" in palace.services.status.status()["warnings"][0]
+        assert "embedding provider failed" in palace.services.status.status().warnings[0]
         result = palace.services.search.search(SearchRequest(query="write succeed"))
         assert result.ranking == "lexical" and ids(result) == [drawer.id]
         assert any("embeddings unavailable" in w for w in result.warnings)
@@ -177,7 +177,7 @@ def test_a_model_change_re_embeds_in_the_background_and_drops_old_vectors(tmp_pa
     palace = make_palace(path, model="dim8")
     try:
         settle(palace)
-        status = palace.services.status.embedding_status()
+        status = palace.services.status.embedding_status().to_json()
         assert status == {
             "provider": "command",
             "model": "dim8",
@@ -221,11 +221,11 @@ def test_wake_up_returns_the_latest_diary_entry_and_checkpoints_within_the_budge
 
 
 def test_a_checkpoint_with_one_bad_item_writes_nothing(palace: Palace) -> None:
-    before = palace.services.status.status()["drawers"]
+    before = palace.services.status.status().drawers
     with pytest.raises(InvalidRequest) as caught:
         palace.services.agents.checkpoint([CheckpointItem("fine"), CheckpointItem("  ")])
     assert caught.value.field == "items[1].content"
-    assert palace.services.status.status()["drawers"] == before
+    assert palace.services.status.status().drawers == before
 
 
 class _HeldProvider:
@@ -348,7 +348,7 @@ def test_a_palace_starts_tells_its_status_and_searches_while_its_vectors_are_sti
     loader.acquire()  # a load under way, until the test ends it
     try:
         pool.submit(palace.start).result(timeout=CEILING)
-        status = pool.submit(palace.services.status.embedding_status).result(timeout=CEILING)
+        status = pool.submit(lambda: palace.services.status.embedding_status().to_json()).result(timeout=CEILING)
         hybrid = pool.submit(palace.services.search.search, SearchRequest(query="car tyres")).result(timeout=CEILING)
         meaning = pool.submit(
             palace.services.search.search, SearchRequest(query="car tyres", ranking="semantic")
@@ -362,10 +362,10 @@ def test_a_palace_starts_tells_its_status_and_searches_while_its_vectors_are_sti
         assert ids(hybrid) == [note.id] and any(loading in w for w in hybrid.warnings), "found by its words"
         assert meaning.hits == () and any(loading in w for w in meaning.warnings)
         deadline = time.monotonic() + CEILING
-        while palace.services.status.embedding_status()["index"]["loading"]:
+        while palace.services.status.embedding_status().index["loading"]:
             assert time.monotonic() < deadline, "the background load never finished"
             time.sleep(0.01)
-        assert palace.services.status.embedding_status()["index"]["vectors"] >= 1
+        assert palace.services.status.embedding_status().index["vectors"] >= 1
         result = palace.services.search.search(SearchRequest(query="car tyres", ranking="semantic"))
         assert ids(result) == [note.id] and result.warnings == ()
     finally:

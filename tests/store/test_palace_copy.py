@@ -59,8 +59,8 @@ def settle(palace: Palace, timeout: float = 60) -> None:
         counts = services.store.count_jobs()
         if (
             counts["queued"] == counts["running"] == 0
-            and services.status.embedding_status()["pending"] == 0
-            and services.status.extraction_status()["pending"] == 0
+            and services.status.embedding_status().pending == 0
+            and services.status.extraction_status().pending == 0
         ):
             return
         assert time.monotonic() < deadline, f"the palace did not settle: {counts}"
@@ -219,9 +219,9 @@ def test_migrate_copies_a_palace_that_then_answers_every_search_and_fact_as_befo
         time.sleep(0.01)
         summer = services.drawers.supersede_drawer(tides.id, "Tide tables for the harbour in summer.")
         fact = services.facts.add(FactSpec(subject="Carol", predicate="works_on", object="Hermes"))
-        services.facts.supersede(fact["id"], FactCorrection(object="Athena", reason="moved teams"))
+        services.facts.supersede(fact.id, FactCorrection(object="Athena", reason="moved teams"))
         other = services.facts.add(FactSpec(subject="Dave", predicate="uses", object="Postgres"))
-        services.facts.link(other["id"], fact["id"], "refines", "same project")
+        services.facts.link(other.id, fact.id, "refines", "same project")
         settle(palace)
         assert services.jobs.get_job(mine.id).status is JobStatus.COMPLETED
         requests = {
@@ -239,7 +239,7 @@ def test_migrate_copies_a_palace_that_then_answers_every_search_and_fact_as_befo
         history = services.drawers.drawer_history(summer.id)
         drawer_ids = [row["id"] for row in palace.store.export_rows("drawer")]
         drawers = palace.store.get_drawers(drawer_ids)
-        status = services.status.status()
+        status = services.status.status().to_json()
     finally:
         palace.stop()
     assert expected["as_of"][0][0] == tides.id and {d for d, _ in expected["historical"][:2]} == {tides.id, summer.id}
@@ -258,11 +258,9 @@ def test_migrate_copies_a_palace_that_then_answers_every_search_and_fact_as_befo
     moved = open_palace(tmp_path / "scaled", url)
     try:
         services = moved.services
-        assert services.status.status()["store"]["backend"] == "postgres"
+        assert services.status.status().backend == "postgres"
         # Nothing to redo: every drawer is embedded and read for facts, and no job was queued at start-up.
-        assert (
-            services.status.embedding_status()["pending"] == 0 and services.status.extraction_status()["pending"] == 0
-        )
+        assert services.status.embedding_status().pending == 0 and services.status.extraction_status().pending == 0
         assert sum(services.store.count_jobs().values()) == 0
         assert moved.store.get_drawers(drawer_ids) == drawers
         assert services.drawers.drawer_history(summer.id) == history

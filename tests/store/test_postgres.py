@@ -168,7 +168,7 @@ def test_a_palace_built_on_postgres_files_and_finds_drawers(postgres_server: Pos
         palace.store.add_drawer(NewDrawer(wing="w", room="r", content="the lighthouse keeper's log"))
         result = palace.services.search.search(SearchRequest(query="lighthouses", ranking="lexical"))
         assert [hit.drawer.content for hit in result.hits] == ["the lighthouse keeper's log"]
-        assert palace.services.status.status()["store"]["backend"] == "postgres"
+        assert palace.services.status.status().backend == "postgres"
     finally:
         palace.stop()
 

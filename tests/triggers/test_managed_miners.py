@@ -25,11 +25,11 @@ def test_the_config_file_wins_a_name_clash(tmp_path: Path) -> None:
     palace = open_palace(tmp_path, config)
     try:
         listed = palace.services.miners.list_miners()
-        assert [(m["name"], m["origin"], m["shadowed"]) for m in listed] == [
+        assert [(m.name, m.spec.origin, m.shadowed) for m in listed] == [
             ("notes", "config", False),
             ("notes", "api", True),
         ]
-        assert listed[0]["wing"] == "from-config" and listed[0]["next_run"] is None, "the config's, unscheduled"
+        assert listed[0].spec.wing == "from-config" and listed[0].next_run is None, "the config's, unscheduled"
         try:
             palace.services.miners.define(MinerDefinition(name="notes", connector="notes", locator=str(notes)))
         except Conflict as refused:

@@ -74,7 +74,7 @@ def test_a_file_written_into_a_watched_folder_is_searchable_without_any_command(
     took = time.monotonic() - started
     assert took < 60, took
     miner = watched.services.miners.list_miners()[0]
-    assert miner["last_run"]["trigger"] == "watch" and miner["triggers"] == ["watch"]
+    assert miner.last_run is not None and miner.last_run.trigger == "watch" and miner.triggers == ["watch"]
 
 
 def test_fifty_rapid_writes_cause_at_most_two_runs(watched: Palace, vault: Path) -> None:
@@ -141,7 +141,7 @@ def test_a_miner_added_through_the_api_watches_and_a_disabled_one_stops(tmp_path
                 name="api-vault", connector="notes", locator=str(vault), wing="vault", watch=True, debounce="300ms"
             )  # fmt: skip
         )
-        assert added["origin"] == "api" and added["enabled"]
+        assert added.spec.origin == "api" and added.enabled
         wait_until(lambda: palace.triggers.describe().get("api-vault") == "watching", what="the new watch")
         wait_until(lambda: settled(palace), what="the first run a watching miner that never ran makes")
         (vault / "tower.md").write_text("# Tower\n\nThe tower bell rings at noon.\n")
@@ -153,7 +153,7 @@ def test_a_miner_added_through_the_api_watches_and_a_disabled_one_stops(tmp_path
     again = open_palace(tmp_path)  # kept in the palace: back after a restart, still disabled
     try:
         (listed,) = again.services.miners.list_miners()
-        assert listed["name"] == "api-vault" and listed["state"] == "disabled" and listed["last_run"]["result"]
+        assert listed.name == "api-vault" and not listed.enabled and listed.last_run and listed.last_run.result
         again.services.miners.set_enabled("api-vault", True)
         wait_until(lambda: again.triggers.describe().get("api-vault") == "watching", what="the watch to resume")
     finally:

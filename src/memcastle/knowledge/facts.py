@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import timedelta
-from typing import Any
 
 from memcastle.clock import to_datetime
 from memcastle.model import (
@@ -22,6 +21,8 @@ from memcastle.model import (
     FactLink,
     Origin,
 )
+from memcastle.model.answers import ConflictChoice, FactView
+from memcastle.model.vocabulary import FactState
 from memcastle.preferences import Policy, resolve
 
 FRESHNESS_MAX = 0.12
@@ -73,7 +74,7 @@ def effective_at(link: FactLink, facts: Mapping[str, Assertion]) -> str:
     return max(ends) if ends else link.at
 
 
-def state_of(fact: Assertion, links: Sequence[FactLink], facts: Mapping[str, Assertion], at: str) -> str:
+def state_of(fact: Assertion, links: Sequence[FactLink], facts: Mapping[str, Assertion], at: str) -> FactState:
     """The fact's state at instant `at`; decisions recorded after `at` are ignored."""
     known = [link for link in links if effective_at(link, facts) <= at]
     if fact.valid_from > at:
@@ -230,36 +231,33 @@ def present(
     entities: Mapping[str, Entity],
     policy: Policy,
     at: str,
-) -> list[dict[str, Any]]:
-    """Facts as the API shows them: the assertion, entity names, state, links, and preferred/basis in a conflict."""
+) -> list[FactView]:
+    """Facts as they are read: the assertion, entity names, state, links, and preferred/basis in a conflict."""
     out = []
     chosen_in: dict[str, tuple[Assertion, str]] = {}  # a conflict group's preferred fact, for each of its members
     for fact in facts:
-        own = [link for link in links if fact.id in (link.from_id, link.to_id)]
         state = state_of(fact, links, everything, at)
-        subject_name = entities[fact.subject].name if fact.subject in entities else None
-        object_name = entities[fact.object].name if fact.object in entities else None
-        entry: dict[str, Any] = {
-            **fact.to_json(),
-            # Facts are read in words: subject and object are the entities' names, their ids beside them.
-            "subject": subject_name if subject_name is not None else fact.subject,
-            "object": object_name if object_name is not None else fact.object,
-            "subject_id": fact.subject,
-            "object_id": fact.object,
-            "subject_name": subject_name,
-            "object_name": object_name,
-            "lifecycle": {"state": state, "links": [link.to_json() for link in own]},
-        }
-        adjustment, level = adjustment_of(fact, policy)
-        entry["lifecycle"]["preference"] = {"level": level, "adjustment": adjustment}  # of its evidence, always
+        conflict = None
         if state == "conflicting":
             if fact.id not in chosen_in:
                 group = conflict_group(fact, links, everything, at)
                 decision = choose_preferred(group, policy, at)
                 chosen_in.update(dict.fromkeys((f.id for f in group), decision))
             chosen, basis = chosen_in[fact.id]
-            entry["lifecycle"].update({"preferred": chosen.id == fact.id, "preferred_id": chosen.id, "basis": basis})
-        out.append(entry)
+            conflict = ConflictChoice(chosen.id, basis)
+        adjustment, level = adjustment_of(fact, policy)  # of its evidence, always
+        out.append(
+            FactView(
+                fact=fact,
+                subject_name=entities[fact.subject].name if fact.subject in entities else None,
+                object_name=entities[fact.object].name if fact.object in entities else None,
+                state=state,
+                links=tuple(link for link in links if fact.id in (link.from_id, link.to_id)),
+                level=level,
+                adjustment=adjustment,
+                conflict=conflict,
+            )
+        )
     return out
 
 

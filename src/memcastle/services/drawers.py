@@ -11,6 +11,7 @@ from memcastle.connectors.secrets import Redactor
 from memcastle.errors import InvalidRequest
 from memcastle.knowledge.dedup import DuplicateFinder
 from memcastle.model import Drawer, NewDrawer, Page, Provenance, Room, Source, Wing, content_hash
+from memcastle.model.answers import Duplicate, PreferenceTrace
 from memcastle.preferences import Policy, explain
 from memcastle.services.events import Publish, drawer_ref, filed_event, ignore_event
 from memcastle.services.ids import resolve_id
@@ -197,10 +198,10 @@ class DrawerService:
         self._after_write(replacement, supersedes=drawer_id)
         return replacement
 
-    def preference_trace(self, drawer_id: str) -> dict[str, Any]:
+    def preference_trace(self, drawer_id: str) -> PreferenceTrace:
         """How the effective policy resolves this drawer, from its frozen origin snapshot."""
         drawer = self._store.get_drawer(self.resolve(drawer_id))
-        return {"drawer_id": drawer.id, **explain(self._policy, drawer.source.origin)}
+        return PreferenceTrace(drawer.id, explain(self._policy, drawer.source.origin))
 
     def list_wings(self) -> list[Wing]:
         return self._store.list_wings()
@@ -214,7 +215,7 @@ class DrawerService:
     def list_drawers(self, wing: str | None, room: str | None, limit: int, after: str | None) -> Page[Drawer]:
         return self._store.list_drawers(wing, room, check_limit(limit), after)
 
-    def duplicates(self, drawer_id: str) -> list[dict[str, Any]]:
+    def duplicates(self, drawer_id: str) -> list[Duplicate]:
         """Drawers linked to this one as exact, normalized or near copies (linked, never merged)."""
         drawer_id = self.resolve(drawer_id)
         self._store.get_drawer(drawer_id)
@@ -224,12 +225,5 @@ class DrawerService:
         for link in links:
             other = others.get(link.to_id if link.from_id == drawer_id else link.from_id)
             if other is not None:
-                out.append(
-                    {
-                        "drawer": other.to_json(),
-                        "verdict": link.verdict,
-                        "similarity": link.similarity,
-                        "linked_at": link.created_at,
-                    }
-                )
+                out.append(Duplicate(other, link.verdict, link.similarity, link.created_at))
         return out

@@ -12,6 +12,7 @@ from memcastle.errors import Conflict, InvalidRequest
 from memcastle.knowledge.entities import EntityResolver
 from memcastle.knowledge.facts import LINK_FANOUT, infer_links, make_link, present
 from memcastle.model import FACT_STATES, SINGLE_VALUED_PREDICATES, Assertion, Entity, GraphWrite
+from memcastle.model.answers import EntityView, FactView, Linked, Superseded
 from memcastle.model.requests import FactCorrection, FactSpec
 from memcastle.model.vocabulary import ENTITY_KINDS as ENTITY_KINDS
 from memcastle.model.vocabulary import EXPLICIT_LINKS
@@ -56,7 +57,7 @@ class FactService:
         state: str | None = None,
         as_of: str | None = None,
         limit: int = 50,
-    ) -> list[dict[str, Any]]:
+    ) -> list[FactView]:
         at = parse_instant(as_of, field="as_of") if as_of else self._now()
         if state is not None and state not in FACT_STATES:
             raise InvalidRequest(f"unknown state {state!r}; one of {', '.join(FACT_STATES)}", field="state")
@@ -74,18 +75,18 @@ class FactService:
                     facts[found.id] = found
         described = self._describe(list(facts.values()), at)
         if state is not None:
-            described = [d for d in described if d["lifecycle"]["state"] == state]
+            described = [d for d in described if d.state == state]
         return described[: check_limit(limit)]
 
     def resolve(self, fact_id: str, *, field: str = "fact_id") -> str:
         """The whole id a fact id or unique prefix of it stands for (`memcastle.services.ids`)."""
         return resolve_id(self._store, "fact", fact_id, field=field)
 
-    def get_fact(self, fact_id: str, *, as_of: str | None = None) -> dict[str, Any]:
+    def get_fact(self, fact_id: str, *, as_of: str | None = None) -> FactView:
         at = parse_instant(as_of, field="as_of") if as_of else self._now()
         return self._describe([self._store.get_assertion(self.resolve(fact_id))], at)[0]
 
-    def fact_history(self, fact_id: str) -> list[dict[str, Any]]:
+    def fact_history(self, fact_id: str) -> list[FactView]:
         """The fact and everything transitively linked to it, ordered by valid_from."""
         fact_id = self.resolve(fact_id)
         seen = {fact_id: self._store.get_assertion(fact_id)}
@@ -101,7 +102,7 @@ class FactService:
         ordered = sorted(seen.values(), key=lambda f: (f.valid_from, f.id))
         return self._describe(ordered, self._now())
 
-    def _describe(self, facts: Sequence[Assertion], at: str) -> list[dict[str, Any]]:
+    def _describe(self, facts: Sequence[Assertion], at: str) -> list[FactView]:
         links = self._store.links_of([f.id for f in facts])
         related = self._store.get_assertions([i for link in links for i in (link.from_id, link.to_id)])
         everything = {**related, **{f.id: f for f in facts}}
@@ -130,25 +131,21 @@ class FactService:
             raise InvalidRequest(f"unknown kind {kind!r}; one of {', '.join(ENTITY_KINDS)}", field="kind")
         return self._store.list_entities(name, kind, check_limit(limit))
 
-    def get_entity(self, entity_id: str) -> dict[str, Any]:
+    def get_entity(self, entity_id: str) -> EntityView:
         entity = self._store.get_entity(resolve_id(self._store, "entity", entity_id, field="entity_id"))
-        mentions = self._store.entity_mentions(entity_id, 200)
-        hints = self._store.entity_hints(entity_id)
-        return {
-            **entity.to_json(),
-            "mentions": [{"drawer": m.drawer_id, "spelling": m.spelling} for m in mentions],
-            "hints": [{"entity": h.entity_id, "other": h.other_id, "kind": h.kind, "reason": h.reason} for h in hints],
-        }
+        mentions = self._store.entity_mentions(entity.id, 200)
+        hints = self._store.entity_hints(entity.id)
+        return EntityView(entity, tuple(mentions), tuple(hints))
 
     # --- explicit operations --------------------------------------------------------------------
 
-    def add(self, spec: FactSpec, *, requested_by: str = "http") -> dict[str, Any]:
+    def add(self, spec: FactSpec, *, requested_by: str = "http") -> FactView:
         """An explicit fact: entities are resolved (or created), the assertion is marked explicit."""
         fact, write = self._new_fact(self._validated(spec), spec.evidence_drawer)
         self._store.apply_graph(write)
         return self.get_fact(fact.id)
 
-    def supersede(self, fact_id: str, change: FactCorrection, *, requested_by: str = "http") -> dict[str, Any]:
+    def supersede(self, fact_id: str, change: FactCorrection, *, requested_by: str = "http") -> Superseded:
         """Close the fact and open its replacement in one transaction, linked `supersedes`."""
         fact_id = self.resolve(fact_id)
         old = self._store.get_assertion(fact_id)
@@ -174,9 +171,9 @@ class FactService:
             )
         )
         self._store.record_decision(new=fact, close=(old.id, at), links=[link])
-        return {"fact": self.get_fact(fact.id), "superseded": self.get_fact(old.id)}
+        return Superseded(self.get_fact(fact.id), self.get_fact(old.id))
 
-    def invalidate(self, fact_id: str, reason: str | None) -> dict[str, Any]:
+    def invalidate(self, fact_id: str, reason: str | None) -> FactView:
         """Close the fact without a replacement; the reason is recorded on an `invalidates` link."""
         fact_id = self.resolve(fact_id)
         self._store.get_assertion(fact_id)
@@ -185,7 +182,7 @@ class FactService:
         self._store.record_decision(close=(fact_id, at), links=[link])
         return self.get_fact(fact_id)
 
-    def link(self, from_id: str, to_id: str, kind: str, reason: str | None) -> dict[str, Any]:
+    def link(self, from_id: str, to_id: str, kind: str, reason: str | None) -> Linked:
         if kind not in EXPLICIT_LINKS:
             raise InvalidRequest(f"kind must be one of {', '.join(EXPLICIT_LINKS)}", field="kind")
         from_id, to_id = self.resolve(from_id, field="from"), self.resolve(to_id, field="to")
@@ -196,7 +193,7 @@ class FactService:
         link = make_link(from_id, to_id, kind, EXPLICIT, self._redacted(_reason(reason)), self._now())
         self._store.record_decision(links=[link])
         stored = next(lk for lk in self._store.links_of([from_id]) if lk.id == link.id)
-        return {"link": stored.to_json(), "from": self.get_fact(from_id), "to": self.get_fact(to_id)}
+        return Linked(stored, self.get_fact(from_id), self.get_fact(to_id))
 
     def check_spec(self, spec: FactSpec) -> None:
         """Validate an explicit fact without writing anything (for all-or-nothing batches)."""

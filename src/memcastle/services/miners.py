@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from memcastle.clock import Clock, parse_instant, utc_now
 from memcastle.errors import AccessDenied, Conflict, InvalidRequest, MemCastleError, NotFound
 from memcastle.model import MinerSpec, MinerState, Submitted
+from memcastle.model.answers import LastRun, MinerView
 from memcastle.model.mining import MAX_DEBOUNCE, MIN_EVERY, parse_duration
 from memcastle.model.requests import MinerDefinition, MineRequest
 from memcastle.services.events import Publish, ignore_event
@@ -64,41 +66,30 @@ class MinerService:
                 out[name] = (state.spec, state)
         return out
 
-    def list_miners(self) -> list[dict[str, Any]]:
+    def list_miners(self) -> list[MinerView]:
         """Each miner with its triggers, whether it is enabled, its last run and its result, and its next run."""
         states = {s.name: s for s in self._store.list_miner_states()}
         listed = [self._describe(spec, state) for spec, state in self.effective().values()]
         for name, state in sorted(states.items()):
             if state.spec is not None and name in self._configured:
-                listed.append({**self._describe(state.spec, state), "shadowed": True})
+                listed.append(replace(self._describe(state.spec, state), shadowed=True))
         return listed
 
-    def get_miner(self, name: str) -> dict[str, Any]:
+    def get_miner(self, name: str) -> MinerView:
         """One miner as `list_miners` describes it."""
         spec, state = self._find(name)
         return self._describe(spec, state)
 
-    def _describe(self, spec: MinerSpec, state: MinerState) -> dict[str, Any]:
-        last: dict[str, Any] | None = None
+    def _describe(self, spec: MinerSpec, state: MinerState) -> MinerView:
+        last: LastRun | None = None
         if state.last_job_id is not None:
             try:
                 job = self._jobs.get_job(state.last_job_id)
-                last = {"job_id": job.id, "status": job.status.value, "at": state.last_run_at,
-                        "trigger": state.last_trigger, "result": dict(job.result) if job.result else None,
-                        "error": job.error}  # fmt: skip
+                last = LastRun(job.id, job.status.value, state.last_run_at, state.last_trigger, job.result, job.error)
             except NotFound:
-                last = {"job_id": state.last_job_id, "status": "gone", "at": state.last_run_at,
-                        "trigger": state.last_trigger, "result": None, "error": None}  # fmt: skip
-        triggers = (["watch"] if spec.watch else []) + (["schedule"] if spec.every else [])
-        return {
-            **spec.to_json(),
-            "triggers": triggers,
-            "enabled": state.enabled,
-            "state": ("enabled" if state.enabled else "disabled"),
-            "last_run": last,
-            "next_run": self.next_run(spec, state) if state.enabled else None,
-            "shadowed": False,
-        }
+                last = LastRun(state.last_job_id, "gone", state.last_run_at, state.last_trigger)
+        next_run = self.next_run(spec, state) if state.enabled else None
+        return MinerView(spec, state.enabled, last, next_run)
 
     def next_run(self, spec: MinerSpec, state: MinerState) -> str | None:
         """When the schedule asks next: a period after the last run, or now when it never ran; None unscheduled."""
@@ -122,7 +113,7 @@ class MinerService:
 
     # --- changes --------------------------------------------------------------------------------------
 
-    def define(self, definition: MinerDefinition) -> dict[str, Any]:
+    def define(self, definition: MinerDefinition) -> MinerView:
         """Keep a miner defined through the API (the source is checked as a mine request is)."""
         name = require_name(definition.name, "name")
         if name in self._configured:
@@ -157,7 +148,7 @@ class MinerService:
         self._store.remove_miner(name)
         self._changed()
 
-    def set_enabled(self, name: str, enabled: bool) -> dict[str, Any]:
+    def set_enabled(self, name: str, enabled: bool) -> MinerView:
         spec, _ = self._find(name)
         state = self._store.set_miner_enabled(name, enabled, at=self._now())
         self._changed()

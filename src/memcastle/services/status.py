@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from memcastle import __version__
 from memcastle.knowledge.extraction import ExtractionProvider
 from memcastle.knowledge.sweep import KIND as EXTRACT
 from memcastle.knowledge.sweep import extractor_key
 from memcastle.model import STORAGE_PAUSE, Job, JobStatus, paused_by_storage
+from memcastle.model.answers import Backlog, EmbeddingStatus, ExtractionStatus, PalaceStatus
 from memcastle.search.backfill import KIND as EMBED
 from memcastle.search.backfill import model_key
 from memcastle.search.embeddings import EmbeddingProvider
@@ -44,68 +44,66 @@ class StatusService:
         self._extraction = extraction
         self._search = search
 
-    def status(self) -> dict[str, Any]:
-        return {
-            "ok": True,
-            "version": __version__,
-            "palace": str(self._palace),
-            "store": {"backend": self._store.backend, "location": self._store.location},
-            "drawers": self._store.count_drawers(current_only=True),
-            "drawers_total": self._store.count_drawers(),
-            "jobs": self._store.count_jobs(),
-            "embeddings": self.embedding_status(),
-            "extraction": self.extraction_status(),
-            "warnings": self._warnings(),
-        }
+    def status(self) -> PalaceStatus:
+        return PalaceStatus(
+            version=__version__,
+            palace=str(self._palace),
+            backend=self._store.backend,
+            location=self._store.location,
+            drawers=self._store.count_drawers(current_only=True),
+            drawers_total=self._store.count_drawers(),
+            jobs=self._store.count_jobs(),
+            embeddings=self.embedding_status(),
+            extraction=self.extraction_status(),
+            warnings=tuple(self._warnings()),
+        )
 
     def embeddings_pending(self) -> int:
         """How many drawers wait for vectors, without touching the semantic index (which may be loading)."""
         provider = self._embeddings
         return self._store.count_missing_embeddings(model_key(provider)) if provider.is_enabled else 0
 
-    def embedding_status(self) -> dict[str, Any]:
+    def embedding_status(self) -> EmbeddingStatus:
         provider = self._embeddings
         if not provider.is_enabled:
-            return {"provider": provider.name, "model": None, "dimension": None, "pending": 0, **self._embed_backlog(0)}
+            return EmbeddingStatus(provider.name, None, None, 0, self._embed_backlog(0))
         pending = self._store.count_missing_embeddings(model_key(provider))
-        return {
-            "provider": provider.name,
-            "model": provider.model,
-            "dimension": self._search.dimension,
-            "pending": pending,
-            **self._embed_backlog(pending),
-            "index": self._search.index_status(),
-        }
+        return EmbeddingStatus(
+            provider.name,
+            provider.model,
+            self._search.dimension,
+            pending,
+            self._embed_backlog(pending),
+            enabled=True,
+            index=self._search.index_status(),
+        )
 
-    def _embed_backlog(self, pending: int) -> dict[str, Any]:
+    def _embed_backlog(self, pending: int) -> Backlog:
         """Passages embedded and still to embed, with the rate and ETA, as the running embed sweep last measured
-        them; nulls while no sweep has measured anything."""
-        unknown = {"passages_done": None, "passages_pending": None, "passages_per_second": None, "eta_seconds": None}
+        them; unknown while no sweep has measured anything."""
         if not pending:
-            return {**unknown, "passages_pending": 0, "eta_seconds": 0}
+            return Backlog(passages_pending=0, eta_seconds=0)
         active = [j for j in self._store.list_jobs(None, EMBED, 5) if not j.is_finished]
         # The sweep at work tells how far it is: a request queued behind it has measured nothing yet.
         measured = [j for j in active if j.status is JobStatus.RUNNING] + [j for j in active if j.checkpoint]
         if not measured:
-            return unknown
+            return Backlog()
         state = measured[0].checkpoint
-        return {
-            "passages_done": state.get("passages"),
-            "passages_pending": state.get("passages_pending"),
-            "passages_per_second": state.get("passages_per_second"),
-            "eta_seconds": state.get("eta_seconds"),
-        }
+        return Backlog(
+            passages_done=state.get("passages"),
+            passages_pending=state.get("passages_pending"),
+            passages_per_second=state.get("passages_per_second"),
+            eta_seconds=state.get("eta_seconds"),
+        )
 
-    def extraction_status(self) -> dict[str, Any]:
+    def extraction_status(self) -> ExtractionStatus:
         provider = self._extraction
+        facts = self._store.count_facts()
         if not provider.is_enabled:
-            return {"provider": provider.name, "model": None, "pending": 0, "facts": self._store.count_facts()}
-        return {
-            "provider": provider.name,
-            "model": provider.model or None,
-            "pending": self._store.count_to_extract(extractor_key(provider)),
-            "facts": self._store.count_facts(),
-        }
+            return ExtractionStatus(provider.name, None, 0, facts)
+        return ExtractionStatus(
+            provider.name, provider.model or None, self._store.count_to_extract(extractor_key(provider)), facts
+        )
 
     def _warnings(self) -> list[str]:
         warnings = []

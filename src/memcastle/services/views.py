@@ -14,6 +14,7 @@ from typing import Any
 
 from memcastle.errors import InvalidRequest
 from memcastle.model import Drawer, Hit, Job, SearchResult
+from memcastle.model.answers import FactView, MinerView
 from memcastle.services.ids import MIN_PREFIX
 
 SIGNALS = ("lexical", "semantic", "fusion", "graph", "relevance", "coverage")
@@ -133,32 +134,33 @@ def job_view(job: Job | Mapping[str, Any]) -> dict[str, Any]:
     )
 
 
-def fact_view(fact: Mapping[str, Any]) -> dict[str, Any]:
+def fact_view(view: FactView) -> dict[str, Any]:
     """A fact as a sentence with its state, evidence and links, other facts named by the 8 characters that stand for
     their ids (memcastle_fact_get has the whole record). In a conflict the preferred fact carries `preferred: true`
     and the basis of the choice; the others name it (`outranked_by`)."""
-    life = fact.get("lifecycle") or {}
+    fact, conflict = view.fact, view.conflict
     links = [
-        f"{link['kind']} {short(link['to'] if link['from'] == fact['id'] else link['from'])}"
-        if link["from"] != link["to"]
-        else link["kind"]
-        for link in life.get("links") or []
+        f"{link.kind} {short(link.to_id if link.from_id == fact.id else link.from_id)}"
+        if link.from_id != link.to_id
+        else link.kind
+        for link in view.links
     ]
-    preferred = life.get("preferred")
-    confidence = fact.get("confidence")
+    preferred = conflict.preferred_id == fact.id if conflict else None
+    subject = view.subject_name if view.subject_name is not None else fact.subject
+    object_ = view.object_name if view.object_name is not None else fact.object
     return _present(
         {
-            "id": fact["id"],
-            "fact": f"{fact.get('subject')} {fact.get('predicate')} {fact.get('object')}",
-            "state": life.get("state"),
+            "id": fact.id,
+            "fact": f"{subject} {fact.predicate} {object_}",
+            "state": view.state,
             "preferred": True if preferred else None,
-            "basis": life.get("basis") if preferred else None,
-            "outranked_by": short(life.get("preferred_id")) if preferred is False else None,
-            "confidence": _rounded(confidence) if confidence != 1.0 else None,
-            "valid_from": fact.get("valid_from"),
-            "valid_to": fact.get("valid_to"),
-            "evidence": (fact.get("provenance") or {}).get("drawer"),
-            "explicit": fact.get("explicit") or None,
+            "basis": conflict.basis if conflict and preferred else None,
+            "outranked_by": short(conflict.preferred_id) if conflict and not preferred else None,
+            "confidence": _rounded(fact.confidence) if fact.confidence != 1.0 else None,
+            "valid_from": fact.valid_from,
+            "valid_to": fact.valid_to,
+            "evidence": fact.drawer_id,
+            "explicit": fact.explicit or None,
             "links": links,
         }
     )
@@ -169,17 +171,17 @@ def short(value: str | None) -> str | None:
     return value[:MIN_PREFIX] if value else None
 
 
-def miner_view(miner: Mapping[str, Any]) -> dict[str, Any]:
-    last = miner.get("last_run") or {}
+def miner_view(miner: MinerView) -> dict[str, Any]:
+    spec, last = miner.spec, miner.last_run
     return _present(
         {
-            "name": miner["name"],
-            "source": f"{miner['connector']} {miner['locator']}".strip(),
-            "wing": miner.get("wing"),
-            "triggers": miner.get("triggers"),
-            "state": miner.get("state"),
-            "last_run": f"{last['status']} at {last['at']} ({last['job_id']})" if last else None,
-            "next_run": miner.get("next_run"),
+            "name": spec.name,
+            "source": f"{spec.connector} {spec.locator}".strip(),
+            "wing": spec.wing,
+            "triggers": miner.triggers,
+            "state": "enabled" if miner.enabled else "disabled",
+            "last_run": f"{last.status} at {last.at} ({last.job_id})" if last else None,
+            "next_run": miner.next_run,
         }
     )
 

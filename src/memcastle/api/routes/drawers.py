@@ -91,14 +91,14 @@ def drawer_history(drawer_id: str, request: Request) -> dict[str, Any]:
     dependencies=[Depends(reads)],
 )
 def drawer_preference(drawer_id: str, request: Request) -> dict[str, Any]:
-    return services(request).drawers.preference_trace(drawer_id)
+    return services(request).drawers.preference_trace(drawer_id).to_json()
 
 
 @router.get(
     "/drawers/{drawer_id}/duplicates", response_model=DuplicatesOut, tags=["drawers"], dependencies=[Depends(reads)]
 )
 def drawer_duplicates(drawer_id: str, request: Request) -> dict[str, Any]:
-    return {"duplicates": services(request).drawers.duplicates(drawer_id)}
+    return {"duplicates": [d.to_json() for d in services(request).drawers.duplicates(drawer_id)]}
 
 
 @router.post(

@@ -56,25 +56,28 @@ def list_facts(
     limit: Limit = 50,
 ) -> dict[str, Any]:
     return {
-        "facts": services(request).facts.list_facts(
-            subject=subject, predicate=predicate, object=object, state=state, as_of=as_of, limit=limit
-        )
+        "facts": [
+            f.to_json()
+            for f in services(request).facts.list_facts(
+                subject=subject, predicate=predicate, object=object, state=state, as_of=as_of, limit=limit
+            )
+        ]
     }
 
 
 @router.get("/facts/{fact_id}", response_model=FactOut, tags=["facts"], dependencies=[Depends(reads)])
 def get_fact(fact_id: str, request: Request, as_of: QInstant = None) -> dict[str, Any]:
-    return services(request).facts.get_fact(fact_id, as_of=as_of)
+    return services(request).facts.get_fact(fact_id, as_of=as_of).to_json()
 
 
 @router.get("/facts/{fact_id}/history", response_model=FactsOut, tags=["facts"], dependencies=[Depends(reads)])
 def fact_history(fact_id: str, request: Request) -> dict[str, Any]:
-    return {"facts": services(request).facts.fact_history(fact_id)}
+    return {"facts": [f.to_json() for f in services(request).facts.fact_history(fact_id)]}
 
 
 @router.post("/facts", status_code=201, response_model=FactOut, tags=["facts"], dependencies=[Depends(writes)])
 def add_fact(body: FactBody, request: Request) -> dict[str, Any]:
-    return services(request).facts.add(request_of(FactSpec, body), requested_by=requester(request))
+    return services(request).facts.add(request_of(FactSpec, body), requested_by=requester(request)).to_json()
 
 
 @router.post(
@@ -86,12 +89,12 @@ def add_fact(body: FactBody, request: Request) -> dict[str, Any]:
 )
 def supersede_fact(fact_id: str, body: SupersedeFactBody, request: Request) -> dict[str, Any]:
     change = request_of(FactCorrection, body)
-    return services(request).facts.supersede(fact_id, change, requested_by=requester(request))
+    return services(request).facts.supersede(fact_id, change, requested_by=requester(request)).to_json()
 
 
 @router.post("/facts/{fact_id}/invalidate", response_model=FactOut, tags=["facts"], dependencies=[Depends(writes)])
 def invalidate_fact(fact_id: str, body: InvalidateFactBody, request: Request) -> dict[str, Any]:
-    return services(request).facts.invalidate(fact_id, body.reason)
+    return services(request).facts.invalidate(fact_id, body.reason).to_json()
 
 
 @router.post(
@@ -102,7 +105,7 @@ def invalidate_fact(fact_id: str, body: InvalidateFactBody, request: Request) ->
     dependencies=[Depends(writes)],
 )
 def link_fact(fact_id: str, body: LinkFactBody, request: Request) -> dict[str, Any]:
-    return services(request).facts.link(fact_id, body.to, body.kind, body.reason)
+    return services(request).facts.link(fact_id, body.to, body.kind, body.reason).to_json()
 
 
 @router.get("/entities", response_model=EntitiesOut, tags=["facts"], dependencies=[Depends(reads)])
@@ -114,4 +117,4 @@ def list_entities(
 
 @router.get("/entities/{entity_id}", response_model=EntityDetailOut, tags=["facts"], dependencies=[Depends(reads)])
 def get_entity(entity_id: str, request: Request) -> dict[str, Any]:
-    return services(request).facts.get_entity(entity_id)
+    return services(request).facts.get_entity(entity_id).to_json()

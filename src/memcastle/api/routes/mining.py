@@ -42,17 +42,17 @@ def mine(body: MineBody, request: Request) -> dict[str, Any]:
 
 @router.get("/miners", response_model=MinersOut, tags=["mining"], dependencies=[Depends(reads)])
 def miners(request: Request) -> dict[str, Any]:
-    return {"miners": services(request).miners.list_miners()}
+    return {"miners": [m.to_json() for m in services(request).miners.list_miners()]}
 
 
 @router.post("/miners", status_code=201, response_model=MinerAnswer, tags=["mining"], dependencies=[Depends(writes)])
 def define_miner(body: MinerBody, request: Request) -> dict[str, Any]:
-    return {"miner": services(request).miners.define(request_of(MinerDefinition, body))}
+    return {"miner": services(request).miners.define(request_of(MinerDefinition, body)).to_json()}
 
 
 @router.get("/miners/{name}", response_model=MinerAnswer, tags=["mining"], dependencies=[Depends(reads)])
 def get_miner(name: str, request: Request) -> dict[str, Any]:
-    return {"miner": services(request).miners.get_miner(name)}
+    return {"miner": services(request).miners.get_miner(name).to_json()}
 
 
 @router.delete("/miners/{name}", response_model=Ok, tags=["mining"], dependencies=[Depends(writes)])
@@ -71,9 +71,9 @@ def run_miner(name: str, request: Request, body: EmptyBody) -> dict[str, Any]:
 
 @router.post("/miners/{name}/enable", response_model=MinerAnswer, tags=["mining"], dependencies=[Depends(writes)])
 def enable_miner(name: str, request: Request, body: EmptyBody) -> dict[str, Any]:
-    return {"miner": services(request).miners.set_enabled(name, True)}
+    return {"miner": services(request).miners.set_enabled(name, True).to_json()}
 
 
 @router.post("/miners/{name}/disable", response_model=MinerAnswer, tags=["mining"], dependencies=[Depends(writes)])
 def disable_miner(name: str, request: Request, body: EmptyBody) -> dict[str, Any]:
-    return {"miner": services(request).miners.set_enabled(name, False)}
+    return {"miner": services(request).miners.set_enabled(name, False).to_json()}

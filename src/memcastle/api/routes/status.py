@@ -32,7 +32,7 @@ def health() -> dict[str, Any]:
 
 @router.get("/status", response_model=StatusOut, tags=["status"], dependencies=[Depends(opens)])
 def status(request: Request) -> dict[str, Any]:
-    return services(request).status.status()
+    return services(request).status.status().to_json()
 
 
 @router.get("/preferences", response_model=PreferencesOut, tags=["preferences"], dependencies=[Depends(opens)])

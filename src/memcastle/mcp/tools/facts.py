@@ -35,7 +35,7 @@ def fact_list(
 @tool("memcastle_fact_get", "Get a fact", "read", read_only=True, aliases=FACT_ALIASES)
 def fact_get(env: Env, fact_id: FactId) -> dict[str, Any]:
     """A fact whole: entity ids, validity, provenance, links with reasons."""
-    return env.services.facts.get_fact(fact_id)
+    return env.services.facts.get_fact(fact_id).to_json()
 
 
 @tool("memcastle_fact_history", "Fact history", "read", read_only=True, aliases=FACT_ALIASES)
@@ -58,7 +58,7 @@ def fact_supersede(
 ) -> dict[str, Any]:
     """Correct a fact: it closes, its replacement (with what you give changed) opens."""
     done = env.services.facts.supersede(fact_id, request_of(FactCorrection, locals()), requested_by=REQUESTER)
-    return {"fact": fact_view(done["fact"]), "superseded": fact_view(done["superseded"])}
+    return {"fact": fact_view(done.fact), "superseded": fact_view(done.superseded)}
 
 
 @tool("memcastle_fact_invalidate", "Invalidate a fact", "write", read_only=False, aliases=FACT_ALIASES)
@@ -77,4 +77,4 @@ def fact_link(
 ) -> dict[str, Any]:
     """Record that a fact confirms, contradicts (both then conflict) or refines another."""
     done = env.services.facts.link(fact_id, to, kind, reason)
-    return {"link": done["link"], "from": fact_view(done["from"]), "to": fact_view(done["to"])}
+    return {"link": done.link.to_json(), "from": fact_view(done.source), "to": fact_view(done.target)}

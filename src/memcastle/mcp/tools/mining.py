@@ -50,7 +50,7 @@ def miner_list(env: Env) -> dict[str, Any]:
 @tool("memcastle_miner_get", "Get a miner", "read", read_only=True, aliases={"id": "name"})
 def miner_get(env: Env, name: MinerName) -> dict[str, Any]:
     """A miner whole, with its last run."""
-    return env.services.miners.get_miner(name)
+    return env.services.miners.get_miner(name).to_json()
 
 
 @tool("memcastle_miner_run", "Run a miner", "write", read_only=False, idempotent=False, aliases={"id": "name"})

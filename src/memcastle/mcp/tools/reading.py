@@ -139,12 +139,7 @@ def duplicates(env: Env, drawer_id: DrawerId) -> dict[str, Any]:
     found = env.services.drawers.duplicates(drawer_id)
     return {
         "duplicates": [
-            {
-                **drawer_view(env.services.drawers.get_drawer(d["drawer"]["id"]), content=False),
-                "verdict": d["verdict"],
-                "similarity": d["similarity"],
-            }  # fmt: skip
-            for d in found
+            {**drawer_view(d.drawer, content=False), "verdict": d.verdict, "similarity": d.similarity} for d in found
         ]
     }
 
@@ -153,7 +148,7 @@ def duplicates(env: Env, drawer_id: DrawerId) -> dict[str, Any]:
       aliases={"id": "drawer_id"})  # fmt: skip
 def explain_preference(env: Env, drawer_id: DrawerId) -> dict[str, Any]:
     """How source trust ranks a drawer, criterion by criterion."""
-    return env.services.drawers.preference_trace(drawer_id)
+    return env.services.drawers.preference_trace(drawer_id).to_json()
 
 
 @tool("memcastle_wing_list", "List wings and rooms", "read", read_only=True, other_names={"memcastle_room_list": {}})

@@ -16,7 +16,7 @@ from memcastle.modes import MODES, narrows, parse_mode
 def status(env: Env) -> dict[str, Any]:
     """Is memory up, what it holds, warnings, this session's memory mode."""
     mode, source = env.mode()
-    return {**env.services.status.status(), "mode": mode, "mode_source": source}
+    return {**env.services.status.status().to_json(), "mode": mode, "mode_source": source}
 
 
 @tool("memcastle_set_mode", "Set this session's memory mode", "open", read_only=False)

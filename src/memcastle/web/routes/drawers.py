@@ -20,8 +20,8 @@ def drawer_page(request: Request, drawer_id: str) -> HTMLResponse:
         "drawer.html",
         drawer=drawer,
         history=list(reversed(drawers.drawer_history(drawer_id))),
-        duplicates=drawers.duplicates(drawer_id),
-        trace=drawers.preference_trace(drawer_id),
+        duplicates=[d.to_json() for d in drawers.duplicates(drawer_id)],
+        trace=drawers.preference_trace(drawer_id).to_json(),
         title=drawer.name or f"Drawer {drawer.id[:8]}",
     )
 

@@ -23,7 +23,7 @@ def facts_page(request: Request, state: str = "conflicting", subject: str = "", 
     """Facts, by default where sources disagree: each conflict with its preferred fact and the basis for it."""
     allow(request, "read")
     facts = services_of(request).facts.list_facts(state=state or None, subject=subject or None, limit=limit)
-    return page(request, "facts.html", facts=facts, state=state, subject=subject, title="Facts")
+    return page(request, "facts.html", facts=[f.to_json() for f in facts], state=state, subject=subject, title="Facts")
 
 
 @router.get("/facts/{fact_id}", response_class=HTMLResponse)
@@ -31,4 +31,5 @@ def fact_page(request: Request, fact_id: str) -> HTMLResponse:
     facts = services_of(request).facts
     allow(request, "read")
     fact = facts.get_fact(fact_id)
-    return page(request, "fact.html", fact=fact, history=facts.fact_history(fact_id), title="Fact")
+    history = [f.to_json() for f in facts.fact_history(fact_id)]
+    return page(request, "fact.html", fact=fact.to_json(), history=history, title="Fact")

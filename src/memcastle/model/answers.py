@@ -1,0 +1,294 @@
+"""What read operations answer: typed values each interface renders with `to_json` (REST and MCP as JSON, the CLI
+through its output rule, the web page through its templates).
+
+The wire shapes are those the API has always had (docs/api.md); only their construction is typed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from memcastle.model.drawers import Drawer
+from memcastle.model.graph import Assertion, Entity, EntityHint, FactLink, Mention
+from memcastle.model.mining import MinerSpec
+from memcastle.model.vocabulary import FactState
+
+JSON = dict[str, Any]
+
+
+# --- facts --------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ConflictChoice:
+    """In a conflict, the fact the policy prefers among the group's members, and why (ADR 048)."""
+
+    preferred_id: str
+    basis: str
+
+
+@dataclass(frozen=True)
+class FactView:
+    """A fact as read at one instant: the assertion, its entities' names, its computed state and links, the
+    preference level of its evidence, and in a conflict the group's preferred member."""
+
+    fact: Assertion
+    subject_name: str | None
+    object_name: str | None
+    state: FactState
+    links: tuple[FactLink, ...]
+    level: str
+    adjustment: float
+    conflict: ConflictChoice | None = None
+
+    @property
+    def id(self) -> str:
+        return self.fact.id
+
+    def to_json(self) -> JSON:
+        fact = self.fact
+        lifecycle: JSON = {
+            "state": self.state,
+            "links": [link.to_json() for link in self.links],
+            "preference": {"level": self.level, "adjustment": self.adjustment},
+        }
+        if self.conflict is not None:
+            lifecycle.update(
+                {
+                    "preferred": self.conflict.preferred_id == fact.id,
+                    "preferred_id": self.conflict.preferred_id,
+                    "basis": self.conflict.basis,
+                }
+            )
+        return {
+            **fact.to_json(),
+            # Facts are read in words: subject and object are the entities' names, their ids beside them.
+            "subject": self.subject_name if self.subject_name is not None else fact.subject,
+            "object": self.object_name if self.object_name is not None else fact.object,
+            "subject_id": fact.subject,
+            "object_id": fact.object,
+            "subject_name": self.subject_name,
+            "object_name": self.object_name,
+            "lifecycle": lifecycle,
+        }
+
+
+@dataclass(frozen=True)
+class Superseded:
+    """A correction: the replacement opened and the fact it closed."""
+
+    fact: FactView
+    superseded: FactView
+
+    def to_json(self) -> JSON:
+        return {"fact": self.fact.to_json(), "superseded": self.superseded.to_json()}
+
+
+@dataclass(frozen=True)
+class Linked:
+    """An explicit link recorded between two facts, with both as they read now."""
+
+    link: FactLink
+    source: FactView
+    target: FactView
+
+    def to_json(self) -> JSON:
+        return {"link": self.link.to_json(), "from": self.source.to_json(), "to": self.target.to_json()}
+
+
+@dataclass(frozen=True)
+class EntityView:
+    """An entity with the drawers that mention it and the hints left for a person (possible duplicates)."""
+
+    entity: Entity
+    mentions: tuple[Mention, ...]
+    hints: tuple[EntityHint, ...]
+
+    def to_json(self) -> JSON:
+        return {
+            **self.entity.to_json(),
+            "mentions": [{"drawer": m.drawer_id, "spelling": m.spelling} for m in self.mentions],
+            "hints": [
+                {"entity": h.entity_id, "other": h.other_id, "kind": h.kind, "reason": h.reason} for h in self.hints
+            ],
+        }
+
+
+# --- drawers ------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Duplicate:
+    """Another drawer linked to one as an exact, normalized or near copy (linked, never merged)."""
+
+    drawer: Drawer
+    verdict: str
+    similarity: float | None
+    linked_at: str
+
+    def to_json(self) -> JSON:
+        return {
+            "drawer": self.drawer.to_json(),
+            "verdict": self.verdict,
+            "similarity": self.similarity,
+            "linked_at": self.linked_at,
+        }
+
+
+@dataclass(frozen=True)
+class PreferenceTrace:
+    """How the effective policy resolves one drawer's frozen origin, step by step (`preferences.explain`)."""
+
+    drawer_id: str
+    trace: Mapping[str, Any]
+
+    def to_json(self) -> JSON:
+        return {"drawer_id": self.drawer_id, **self.trace}
+
+
+# --- miners -------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LastRun:
+    """A miner's last run: its job (`gone` once the job record was pruned), when and what asked for it."""
+
+    job_id: str
+    status: str
+    at: str | None
+    trigger: str | None
+    result: Mapping[str, Any] | None = None
+    error: str | None = None
+
+    def to_json(self) -> JSON:
+        return {
+            "job_id": self.job_id,
+            "status": self.status,
+            "at": self.at,
+            "trigger": self.trigger,
+            "result": dict(self.result) if self.result else None,
+            "error": self.error,
+        }
+
+
+@dataclass(frozen=True)
+class MinerView:
+    """A miner with its triggers, whether it is enabled, its last and next run, and whether the config file's miner
+    of the same name shadows it."""
+
+    spec: MinerSpec
+    enabled: bool
+    last_run: LastRun | None
+    next_run: str | None
+    shadowed: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def triggers(self) -> list[str]:
+        return (["watch"] if self.spec.watch else []) + (["schedule"] if self.spec.every else [])
+
+    def to_json(self) -> JSON:
+        return {
+            **self.spec.to_json(),
+            "triggers": self.triggers,
+            "enabled": self.enabled,
+            "state": "enabled" if self.enabled else "disabled",
+            "last_run": self.last_run.to_json() if self.last_run else None,
+            "next_run": self.next_run,
+            "shadowed": self.shadowed,
+        }
+
+
+# --- status -------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Backlog:
+    """Passages embedded and still to embed, with the rate and ETA the running embed sweep last measured (None
+    while no sweep has measured anything)."""
+
+    passages_done: int | None = None
+    passages_pending: int | None = None
+    passages_per_second: float | None = None
+    eta_seconds: float | None = None
+
+    def to_json(self) -> JSON:
+        return {
+            "passages_done": self.passages_done,
+            "passages_pending": self.passages_pending,
+            "passages_per_second": self.passages_per_second,
+            "eta_seconds": self.eta_seconds,
+        }
+
+
+@dataclass(frozen=True)
+class EmbeddingStatus:
+    """The embedding provider, its model, and what it still has to do."""
+
+    provider: str
+    model: str | None
+    dimension: int | None
+    pending: int
+    backlog: Backlog
+    enabled: bool = False
+    index: Mapping[str, Any] | None = None  # the semantic index's own state (None while it has none), when enabled
+
+    def to_json(self) -> JSON:
+        out: JSON = {
+            "provider": self.provider,
+            "model": self.model,
+            "dimension": self.dimension,
+            "pending": self.pending,
+            **self.backlog.to_json(),
+        }
+        if self.enabled:
+            out["index"] = dict(self.index) if self.index is not None else None
+        return out
+
+
+@dataclass(frozen=True)
+class ExtractionStatus:
+    """The extraction provider, its model, the drawers it has still to read and the facts the palace holds."""
+
+    provider: str
+    model: str | None
+    pending: int
+    facts: int
+
+    def to_json(self) -> JSON:
+        return {"provider": self.provider, "model": self.model, "pending": self.pending, "facts": self.facts}
+
+
+@dataclass(frozen=True)
+class PalaceStatus:
+    """The palace's health at a glance (`GET /api/status`, `memcastle status`)."""
+
+    version: str
+    palace: str
+    backend: str
+    location: str
+    drawers: int
+    drawers_total: int
+    jobs: Mapping[str, int]
+    embeddings: EmbeddingStatus
+    extraction: ExtractionStatus
+    warnings: tuple[str, ...] = field(default=())
+
+    def to_json(self) -> JSON:
+        return {
+            "ok": True,
+            "version": self.version,
+            "palace": self.palace,
+            "store": {"backend": self.backend, "location": self.location},
+            "drawers": self.drawers,
+            "drawers_total": self.drawers_total,
+            "jobs": dict(self.jobs),
+            "embeddings": self.embeddings.to_json(),
+            "extraction": self.extraction.to_json(),
+            "warnings": list(self.warnings),
+        }
