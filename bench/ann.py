@@ -55,7 +55,7 @@ def pgvector_rows(copy: Path, root: Path, queries: np.ndarray, truth: list[set[s
         source, target = SQLiteStore(copy), pg_module.PostgresStore(url, max_connections=2)
         try:
             copy_palace(source, target)
-            index = StoredVectorIndex(target, model)
+            index = StoredVectorIndex(target.embeddings, model)
             lines = []
             for expansion in PG_EXPANSIONS:
                 pg_module._HNSW_EF_SEARCH = expansion

@@ -98,11 +98,11 @@ def whole_stdlib(write: bool, keep: Path | None = None) -> None:
                 time.sleep(0.2)
             searchable = time.monotonic() - started
             heads = searchable if heads is None else heads
-            drawers = palace.store.count_drawers(current_only=True)
+            drawers = palace.store.drawers.count_drawers(current_only=True)
             # The sweep that stored the last vector is still closing; its count is in its checkpoint either way.
             passages = sum(
                 int((j.result or j.checkpoint or {}).get("passages", 0))
-                for j in palace.store.list_jobs(None, "embed", 10_000)
+                for j in palace.store.jobs.list_jobs(None, "embed", 10_000)
             )
             settings = palace.settings
         finally:
@@ -160,7 +160,7 @@ def main() -> None:
             while palace.services.status.embedding_status()["pending"]:
                 time.sleep(0.05)
             job_seconds = time.monotonic() - started
-            drawers = palace.store.list_drawers(None, None, 1_000_000, None).items
+            drawers = palace.store.drawers.list_drawers(None, None, 1_000_000, None).items
         finally:
             palace.stop()
     passages = [p for d in drawers for p in split_passages(d.content)]

@@ -104,7 +104,9 @@ def main() -> None:
 
         whole = SQLiteStore(copy_of(args.palace, root / "whole"))
         forget_wing = timed(
-            lambda: whole.forget(ForgetScope(kind="wing", wing=wing.name), dry_run=False, requested_by="bench")
+            lambda: whole.forgetting.forget(
+                ForgetScope(kind="wing", wing=wing.name), dry_run=False, requested_by="bench"
+            )
         )
         whole.close()
         bare = SQLiteStore(copy_of(args.palace, root / "bare-wing"))
@@ -126,7 +128,7 @@ def main() -> None:
         importer = ArchiveJobs(empty, root / "imported")
         loaded: dict[str, Any] = {}
         import_seconds = timed(lambda: loaded.update(importer.import_(_Context(path=str(archives[0])))))
-        imported = empty.count_drawers()
+        imported = empty.drawers.count_drawers()
         empty.close()
         target = SQLiteStore(root / "copied")
         table_copy = timed(lambda: copy_palace(source, target))

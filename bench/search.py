@@ -125,13 +125,15 @@ def synthetic_vectors(palace_dir: Path, dimension: int = 384, seed: int = 3) -> 
         model = model_key(BuiltinProvider())
         after = 0  # walk forward by seq: each batch costs what it reads, not what the palace already holds
         while True:
-            batch = palace.store.next_to_embed(model, 2000, after=after)
+            batch = palace.store.embeddings.next_to_embed(model, 2000, after=after)
             if not batch:
                 break
             after = batch[-1][0]
             vectors = rng.standard_normal((len(batch), dimension)).astype(np.float32)
             vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-            palace.store.put_embeddings(model, [(d.id, vectors[i : i + 1]) for i, (_, d) in enumerate(batch)])
+            palace.store.embeddings.put_embeddings(
+                model, [(d.id, vectors[i : i + 1]) for i, (_, d) in enumerate(batch)]
+            )
     finally:
         palace.stop()
 

@@ -43,7 +43,7 @@ def fill(palace_dir: Path, count: int) -> None:
     palace = build(settings)
     try:
         for i in range(count):
-            palace.store.add_drawer(NewDrawer(wing="bench", room=f"r{i % 20}", content=note(i)))
+            palace.store.drawers.add_drawer(NewDrawer(wing="bench", room=f"r{i % 20}", content=note(i)))
     finally:
         palace.stop()
 

@@ -54,7 +54,7 @@ def fill_palace(palace: Path, count: int) -> list[str]:
     """Notes written straight through the store before any daemon serves the palace."""
     store = SQLiteStore(palace)
     try:
-        return [store.add_drawer(NewDrawer(wing="w", room="r", content=f"note {i}")).id for i in range(count)]
+        return [store.drawers.add_drawer(NewDrawer(wing="w", room="r", content=f"note {i}")).id for i in range(count)]
     finally:
         store.close()
 
@@ -274,7 +274,7 @@ def test_shutdown_mid_sweep_drains_requeues_and_exits_0(daemon: Callable[..., An
         # Enough for the extract sweep (~200 drawers/s) to outlast the embed sweep's first small batch.
         for i in range(2500):
             words = " ".join(f"Team{i % 7} works on Project{i % 11} and uses Tool{i % 5}." for _ in range(12))
-            store.add_drawer(NewDrawer(wing="w", room="r", content=f"note {i}: {words}"))
+            store.drawers.add_drawer(NewDrawer(wing="w", room="r", content=f"note {i}: {words}"))
     finally:
         store.close()
     served = daemon(

@@ -247,7 +247,7 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
     built: list[Services] = []
     handlers: dict[str, JobHandler] = {
         LIFECYCLE: lambda ctx: built[0].lifecycle.erase_expired(ctx),
-        integrity.KIND: partial(integrity.verify_palace, store),
+        integrity.KIND: partial(integrity.verify_palace, store.drawers),
         pipeline.KIND: mine_pipeline.run,
         archive.EXPORT: archives.export,
         archive.IMPORT: archives.import_,
@@ -267,7 +267,7 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
     memory: SemanticIndex | None = None
     if provider.is_enabled:
         backfill = EmbeddingBackfill(
-            store,
+            store.embeddings,
             provider,
             batch_size=settings["embeddings.batch_size"],
             passage_chars=settings["embeddings.passage_chars"],
@@ -276,7 +276,7 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
         handlers[backfill_kind] = backfill.run
         if store.backend == "postgres":
             # Vectors stay in the database, searched through pgvector's HNSW index (search/stored.py).
-            index = StoredVectorIndex(cast("NearestStore", store), model_key(provider))
+            index = StoredVectorIndex(cast("NearestStore", store.embeddings), model_key(provider))
         else:
             index = memory = SemanticIndex(
                 store,
@@ -294,7 +294,9 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
             lexical=settings["search.lexical_weight"],
             semantic=settings["search.semantic_weight"],
         ),
-        pending=(lambda: store.count_missing_embeddings(model_key(provider))) if provider.is_enabled else None,
+        pending=(lambda: store.embeddings.count_missing_embeddings(model_key(provider)))
+        if provider.is_enabled
+        else None,
         policy=policy,
         freshness=_freshness(settings),
         now=now,
@@ -305,7 +307,7 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
     # The room left on the palace's disk, to resume jobs a full disk paused (a PostgreSQL server's is not ours).
     room = (lambda: free_bytes(settings.palace)) if store.backend == "sqlite" else None
     pool = WorkerPool(
-        store,
+        store.jobs,
         handlers,
         workers=settings["jobs.workers"],
         lease_seconds=settings["jobs.lease_seconds"],
@@ -314,7 +316,7 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
         on_change=lambda job: events.publish("job", job.to_json()),
         room=room,
     )
-    queue = JobQueue(store, pool, now=now, on_change=lambda job: events.publish("job", job.to_json()))
+    queue = JobQueue(store.jobs, pool, now=now, on_change=lambda job: events.publish("job", job.to_json()))
     services = Services(
         store=store,
         queue=queue,

@@ -416,8 +416,8 @@ def test_a_lone_surrogate_below_the_interfaces_is_a_400_not_a_500(palace: Any) -
     from memcastle.model import NewDrawer
 
     with pytest.raises(InvalidRequest):
-        palace.store.add_drawer(NewDrawer(wing="w", room="r", content="x\ud800y"))
-    assert palace.store.count_drawers() == 0
+        palace.store.drawers.add_drawer(NewDrawer(wing="w", room="r", content="x\ud800y"))
+    assert palace.store.drawers.count_drawers() == 0
 
 
 @pytest.mark.parametrize(

@@ -23,7 +23,9 @@ def test_a_unique_prefix_of_eight_characters_stands_for_a_drawer(client: TestCli
 
 def test_an_ambiguous_prefix_is_a_409_listing_the_candidates(client: TestClient, palace: Palace) -> None:
     for suffix in ("aaaa", "bbbb"):
-        palace.store.add_drawer(NewDrawer(wing="ids", room="r", content=f"twin {suffix}", id=f"0badcafe-{suffix}"))
+        palace.store.drawers.add_drawer(
+            NewDrawer(wing="ids", room="r", content=f"twin {suffix}", id=f"0badcafe-{suffix}")
+        )
     answer = client.get("/api/drawers/0badcafe")
     assert answer.status_code == 409
     body = answer.json()

@@ -23,13 +23,13 @@ def checkpoint(client: TestClient, key: str | None = None, items: Any = None, **
 def test_a_retried_checkpoint_returns_the_first_drawers_and_writes_nothing(client: TestClient, palace: Palace) -> None:
     first = checkpoint(client, "c-1")
     assert first.status_code == 201 and first.json()["replayed"] is False
-    drawers_before = palace.store.count_drawers()
+    drawers_before = palace.store.drawers.count_drawers()
     facts_before = client.get("/api/facts").json()
     again = checkpoint(client, "c-1")
     assert again.status_code == 200 and again.headers["Idempotent-Replayed"] == "true"
     assert again.json()["replayed"] is True
     assert [d["id"] for d in again.json()["drawers"]] == [d["id"] for d in first.json()["drawers"]]
-    assert palace.store.count_drawers() == drawers_before
+    assert palace.store.drawers.count_drawers() == drawers_before
     assert client.get("/api/facts").json() == facts_before
 
 
@@ -76,7 +76,9 @@ def test_a_retry_while_the_first_request_still_writes_is_told_to_wait(client: Te
     moment = to_datetime(now)
     earlier = format_instant(moment - timedelta(minutes=1))
     assert (
-        palace.store.claim_request_key("c-4", "checkpoint", "d", now=now, stale_before=earlier, expire_before=earlier)
+        palace.store.request_keys.claim_request_key(
+            "c-4", "checkpoint", "d", now=now, stale_before=earlier, expire_before=earlier
+        )
         is None
     )
     busy = checkpoint(client, "c-4")
@@ -87,7 +89,9 @@ def test_a_claim_abandoned_by_a_stopped_daemon_is_taken_over(client: TestClient,
     long_ago = format_instant(to_datetime(palace.now()) - timedelta(hours=1))
     older = format_instant(to_datetime(long_ago) - timedelta(days=2))
     assert (
-        palace.store.claim_request_key("c-5", "checkpoint", "d", now=long_ago, stale_before=older, expire_before=older)
+        palace.store.request_keys.claim_request_key(
+            "c-5", "checkpoint", "d", now=long_ago, stale_before=older, expire_before=older
+        )
         is None
     )
     assert checkpoint(client, "c-5").status_code == 201
@@ -106,7 +110,10 @@ def test_a_claim_left_by_a_killed_daemon_is_taken_over_at_once_by_the_next(setti
     first = build(settings, now=DistinctClock())
     first.start()
     now = first.now()
-    assert first.store.claim_request_key("n-1", "note", "d", now=now, stale_before=now, expire_before=now) is None
+    assert (
+        first.store.request_keys.claim_request_key("n-1", "note", "d", now=now, stale_before=now, expire_before=now)
+        is None
+    )
     first.stop()  # as if killed: the claim stays pending
     second = build(settings, now=DistinctClock())
     second.start()

@@ -28,7 +28,7 @@ def busy(xdg_home: Any, palace_dir: Path) -> Iterator[Palace]:
     palace = build(settings, now=DistinctClock())
     words = " ".join(f"Team{i} works on Project{i % 13} and uses Tool{i % 7}." for i in range(40))
     for i in range(400):
-        palace.store.add_drawer(NewDrawer(wing="bulk", room="r", content=f"note {i}: {words}"))
+        palace.store.drawers.add_drawer(NewDrawer(wing="bulk", room="r", content=f"note {i}: {words}"))
     palace.start()
     try:
         yield palace

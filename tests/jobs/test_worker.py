@@ -26,7 +26,9 @@ Poll = Callable[..., Any]
 
 
 def add_notes(store: Any, count: int, wing: str = "w") -> list[str]:
-    return [store.add_drawer(NewDrawer(wing=wing, room="r", content=f"note number {i}")).id for i in range(count)]
+    return [
+        store.drawers.add_drawer(NewDrawer(wing=wing, room="r", content=f"note number {i}")).id for i in range(count)
+    ]
 
 
 def tamper(palace: Path, drawer_id: str) -> None:
@@ -42,7 +44,7 @@ def seq_of(palace: Path, drawer_id: str) -> int:
 
 def finished(store: Any, job_id: str) -> Callable[[], Job | None]:
     def check() -> Job | None:
-        job = store.get_job(job_id)
+        job = store.jobs.get_job(job_id)
         return job if job.is_finished else None
 
     return check
@@ -50,7 +52,7 @@ def finished(store: Any, job_id: str) -> Callable[[], Job | None]:
 
 def in_status(store: Any, job_id: str, status: JobStatus) -> Callable[[], Job | None]:
     def check() -> Job | None:
-        job = store.get_job(job_id)
+        job = store.jobs.get_job(job_id)
         return job if job.status is status else None
 
     return check
@@ -69,12 +71,12 @@ class Harness:
     def __init__(self, palace: Path) -> None:
         self.store = SQLiteStore(palace)
         self.pool: WorkerPool | None = None
-        self.queue = JobQueue(self.store, None)
+        self.queue = JobQueue(self.store.jobs, None)
         self.release = threading.Event()
 
     def start(self, handlers: Mapping[str, Callable[[JobContext], Mapping[str, Any]]], workers: int) -> WorkerPool:
-        self.pool = WorkerPool(self.store, handlers, workers=workers, lease_seconds=30)
-        self.queue = JobQueue(self.store, self.pool)
+        self.pool = WorkerPool(self.store.jobs, handlers, workers=workers, lease_seconds=30)
+        self.queue = JobQueue(self.store.jobs, self.pool)
         self.pool.start()
         return self.pool
 
@@ -135,7 +137,7 @@ def test_pool_runs_at_most_its_worker_count_at_once(harness: Harness, poll: Poll
         with lock:
             active += 1
             peak = max(peak, active)
-        running_seen.append(harness.store.count_jobs()["running"])
+        running_seen.append(harness.store.jobs.count_jobs()["running"])
         # Jobs meet in pairs: each waits until a second one runs beside it, whatever the machine's load.
         pairs.wait(timeout=CEILING)
         with lock:
@@ -157,7 +159,7 @@ def test_job_of_a_kind_without_handler_is_left_queued(harness: Harness, poll: Po
     # A job queued after it is claimed and finished: the worker has looked at the queue and passed the first by.
     later = harness.submit("other")
     poll(finished(harness.store, later.id), what="the job with a handler")
-    assert harness.store.get_job(job.id).status is JobStatus.QUEUED
+    assert harness.store.jobs.get_job(job.id).status is JobStatus.QUEUED
 
 
 def test_failed_job_records_the_error_and_retry_runs_it_again(harness: Harness, poll: Poll) -> None:
@@ -200,8 +202,8 @@ def test_a_lost_lease_leaves_the_job_to_its_new_owner(harness: Harness, poll: Po
 
     def loses_its_lease(ctx: JobContext) -> dict[str, Any]:
         # Another worker takes the job over: its lease now names someone else.
-        harness.store.transition_job(ctx.job.id, JobStatus.QUEUED, lease_owner=None, lease_expires_at=None)
-        claimed = harness.store.claim_next_job("another-daemon", 30, ["takeover"])
+        harness.store.jobs.transition_job(ctx.job.id, JobStatus.QUEUED, lease_owner=None, lease_expires_at=None)
+        claimed = harness.store.jobs.claim_next_job("another-daemon", 30, ["takeover"])
         assert claimed is not None and claimed.id == ctx.job.id
         taken.set()
         ctx.checkpoint({"step": 1}, 1)  # refused: LeaseLost
@@ -211,7 +213,7 @@ def test_a_lost_lease_leaves_the_job_to_its_new_owner(harness: Harness, poll: Po
     job = harness.submit("takeover")
     poll(taken.is_set, what="the takeover")
     harness.pool.drain(60) if harness.pool else None
-    after = harness.store.get_job(job.id)
+    after = harness.store.jobs.get_job(job.id)
     assert after.status is JobStatus.RUNNING and after.lease_owner == "another-daemon" and after.result is None
 
 
@@ -268,9 +270,9 @@ def test_cooperative_job_stops_at_its_checkpoint_on_drain_and_is_requeued(harnes
 
     pool = harness.start({"steps": steps}, workers=1)
     job = harness.submit("steps")
-    poll(lambda: harness.store.get_job(job.id).progress.current >= 3, what="progress")
+    poll(lambda: harness.store.jobs.get_job(job.id).progress.current >= 3, what="progress")
     assert pool.drain(5) == [], "a job that stops at its checkpoint requeues itself"
-    stopped = harness.store.get_job(job.id)
+    stopped = harness.store.jobs.get_job(job.id)
     assert stopped.status is JobStatus.QUEUED
     assert stopped.lease_owner is None and stopped.finished_at is None
     assert stopped.checkpoint["done"] == stopped.progress.current >= 3
@@ -292,13 +294,13 @@ def test_drain_requeues_a_job_that_does_not_stop_in_time_and_fences_it(harness: 
     started = time.monotonic()
     assert pool.drain(0.3) == [job.id]
     assert time.monotonic() - started < 2, "drain waits a bounded time"
-    requeued = harness.store.get_job(job.id)
+    requeued = harness.store.jobs.get_job(job.id)
     assert requeued.status is JobStatus.QUEUED and requeued.lease_owner is None
 
     harness.release.set()
     assert returned.wait(5)
     poll(no_worker_threads, what="the stuck worker to finish")
-    after = harness.store.get_job(job.id)
+    after = harness.store.jobs.get_job(job.id)
     assert after.status is JobStatus.QUEUED and after.result is None, "the fenced worker cannot complete it"
 
 
@@ -338,7 +340,7 @@ def test_verify_checks_every_current_drawer_and_reports_mismatches(
     palace: Palace, settings: Settings, poll: Poll
 ) -> None:
     ids = add_notes(palace.store, 23)
-    palace.store.invalidate_drawer(ids[0])
+    palace.store.drawers.invalidate_drawer(ids[0])
     tamper(settings.palace, ids[5])
     job = submit_verify(palace, batch=4)
     done = poll(finished(palace.store, job.id))
@@ -350,7 +352,7 @@ def test_verify_checks_every_current_drawer_and_reports_mismatches(
 def test_pause_and_resume_continue_from_the_checkpoint(palace: Palace, settings: Settings, poll: Poll) -> None:
     ids = add_notes(palace.store, 80)
     job = submit_verify(palace, batch=2, pace_ms=20)
-    poll(lambda: palace.store.get_job(job.id).progress.current >= 10, what="some progress")
+    poll(lambda: palace.store.jobs.get_job(job.id).progress.current >= 10, what="some progress")
     palace.services.jobs.control_job(job.id, "pause")
     paused = poll(in_status(palace.store, job.id, JobStatus.PAUSED), what="the pause")
     assert paused.finished_at is None and paused.lease_owner is None
@@ -358,7 +360,7 @@ def test_pause_and_resume_continue_from_the_checkpoint(palace: Palace, settings:
     assert paused.checkpoint["checked"] == paused.progress.current >= 10
     # The worker marks a job paused only once its handler has returned: nothing runs it until it is resumed.
     poll(lambda: palace.pool.running_here() == [], what="the worker to let go of the job")
-    assert palace.store.get_job(job.id).progress.current == paused.progress.current, "a paused job does no work"
+    assert palace.store.jobs.get_job(job.id).progress.current == paused.progress.current, "a paused job does no work"
 
     # Corrupt one drawer the paused run already checked and one it has not: a resumed run sees only the second.
     checked_already = ids[0]
@@ -380,7 +382,7 @@ def test_pause_and_resume_continue_from_the_checkpoint(palace: Palace, settings:
 def test_cancel_of_a_running_job_stops_it_at_its_next_checkpoint(palace: Palace, poll: Poll) -> None:
     add_notes(palace.store, 40)
     job = submit_verify(palace, batch=2, pace_ms=20)
-    poll(lambda: palace.store.get_job(job.id).progress.current > 0, what="a checkpoint")
+    poll(lambda: palace.store.jobs.get_job(job.id).progress.current > 0, what="a checkpoint")
     answer = palace.services.jobs.control_job(job.id, "cancel")
     assert answer.cancel_requested
     done = poll(finished(palace.store, job.id))
@@ -402,7 +404,7 @@ def test_cancel_of_a_queued_verify_job(palace: Palace, poll: Poll) -> None:
     for blocker in blockers:
         palace.services.jobs.control_job(blocker.id, "cancel")
         poll(finished(palace.store, blocker.id))
-    assert palace.store.get_job(waiting.id).started_at is None
+    assert palace.store.jobs.get_job(waiting.id).started_at is None
 
 
 # --- crash recovery -------------------------------------------------------------------------------
@@ -412,8 +414,8 @@ def crash_with_job_running(settings: Settings, job_id: str | None) -> str:
     """Build the palace, leave a job `running` under an owner that no longer exists, close without draining."""
     palace = build(settings)
     if job_id is None:
-        job_id = palace.store.create_job(NewJob(kind=integrity.KIND, params={"batch": 3}))[0].id
-    claimed = palace.store.claim_next_job("ghost-host:1:dead", 30, [integrity.KIND])
+        job_id = palace.store.jobs.create_job(NewJob(kind=integrity.KIND, params={"batch": 3}))[0].id
+    claimed = palace.store.jobs.claim_next_job("ghost-host:1:dead", 30, [integrity.KIND])
     assert claimed is not None and claimed.id == job_id
     palace.store.close()
     return job_id
@@ -465,12 +467,12 @@ def test_recovery_budget_is_three_then_the_job_fails_with_a_reason(settings: Set
 
 def test_recovery_leaves_jobs_that_were_not_running_alone(settings: Settings) -> None:
     palace = build(settings)
-    queued = palace.store.create_job(NewJob(kind="anything"))[0]
+    queued = palace.store.jobs.create_job(NewJob(kind="anything"))[0]
     palace.store.close()
     again = build(settings)
     try:
         assert again.pool.recover() == []
-        assert again.store.get_job(queued.id).status is JobStatus.QUEUED
+        assert again.store.jobs.get_job(queued.id).status is JobStatus.QUEUED
     finally:
         again.store.close()
 
@@ -480,12 +482,12 @@ def test_stopping_a_palace_requeues_its_running_verify_job(settings: Settings, p
     add_notes(palace.store, 60)
     palace.start()
     job = submit_verify(palace, batch=2, pace_ms=30)
-    poll(lambda: palace.store.get_job(job.id).progress.current > 0, what="a checkpoint")
+    poll(lambda: palace.store.jobs.get_job(job.id).progress.current > 0, what="a checkpoint")
     palace.stop()
 
     reopened = SQLiteStore(settings.palace)
     try:
-        stopped = reopened.get_job(job.id)
+        stopped = reopened.jobs.get_job(job.id)
         assert stopped.status is JobStatus.QUEUED
         assert stopped.recovery_attempts == 0, "a clean shutdown is not a crash"
         assert stopped.checkpoint["checked"] > 0

@@ -165,14 +165,14 @@ class GraphSnapshot:
 
 def graph_of(store: Store) -> GraphSnapshot:
     """Everything the knowledge graph holds, as ids, through the store's own reads."""
-    entities = store.all_entities()
-    facts = store.find_assertions(limit=100_000)
+    entities = store.graph.all_entities()
+    facts = store.graph.find_assertions(limit=100_000)
     return GraphSnapshot(
         entities=frozenset(e.id for e in entities),
         facts=frozenset(f.id for f in facts),
-        links=frozenset(link.id for link in store.links_of([f.id for f in facts])),
+        links=frozenset(link.id for link in store.graph.links_of([f.id for f in facts])),
         mentions=frozenset(
-            (m.drawer_id, e.id, m.spelling) for e in entities for m in store.entity_mentions(e.id, 100_000)
+            (m.drawer_id, e.id, m.spelling) for e in entities for m in store.graph.entity_mentions(e.id, 100_000)
         ),
     )
 

@@ -132,7 +132,7 @@ def test_the_sweep_reads_only_current_drawers(palaces: Palaces) -> None:
     job = extracted(palace)
 
     assert job.result is not None and job.result["drawers"] == 1
-    assert palace.store.entities_of_drawers([old.id]) == {}
+    assert palace.store.graph.entities_of_drawers([old.id]) == {}
     assert [triple(f) for f in facts_named(palace)] == [("Ana Lopez", "located_in", "Porto")]
     assert {f["provenance"]["drawer"] for f in facts_named(palace)} == {new.id}
 
@@ -169,9 +169,9 @@ def test_a_new_extractor_reads_every_current_drawer_again(palaces: Palaces) -> N
 def _replay_everything(palace: Palace) -> None:
     """What a crash-replayed or concurrent sweep does: read drawers already read, and write the batch."""
     sweep = ExtractionSweep(palace.store, HeuristicProvider(), palace.services.policy, min_confidence=0.3)
-    drawers = list(palace.store.list_drawers("w", None, 200, None).items)
+    drawers = list(palace.store.drawers.list_drawers("w", None, 200, None).items)
     write, _ = sweep.read_batch(drawers, "heuristic", "a-replayed-job")
-    palace.store.apply_graph(write)
+    palace.store.graph.apply_graph(write)
 
 
 CONTRADICTING_NOTES = (
@@ -202,13 +202,13 @@ def test_two_sweeps_reading_the_same_drawers_record_each_link_once(palaces: Pala
         palace.services.drawers.save_note(content, wing="w")
     sweep = ExtractionSweep(palace.store, HeuristicProvider(), palace.services.policy, min_confidence=0.3)
     # Both sweeps took the same unread drawers; the second infers only after the first wrote its batch.
-    unread = palace.store.drawers_to_extract("heuristic", 16)
+    unread = palace.store.graph.drawers_to_extract("heuristic", 16)
     first, _ = sweep.read_batch(unread, "heuristic", "first-sweep")
-    palace.store.apply_graph(first)
+    palace.store.graph.apply_graph(first)
     second, _ = sweep.read_batch(unread, "heuristic", "second-sweep")
-    palace.store.apply_graph(second)
+    palace.store.graph.apply_graph(second)
 
-    links = palace.store.links_of([a.id for a in first.assertions])
+    links = palace.store.graph.links_of([a.id for a in first.assertions])
     assert sorted(lk.kind for lk in links) == ["confirms", "contradicts", "contradicts"]
 
 
@@ -221,14 +221,14 @@ def test_a_claim_repeated_in_many_drawers_links_each_copy_to_the_newest_few(pala
     sweep = ExtractionSweep(palace.store, HeuristicProvider(), palace.services.policy, min_confidence=0.3, batch_size=7)
     after = 0
     while True:
-        drawers, after = palace.store.next_to_extract("heuristic", 7, after_seq=after)
+        drawers, after = palace.store.graph.next_to_extract("heuristic", 7, after_seq=after)
         if not drawers:
             break
         write, _ = sweep.read_batch(drawers, "heuristic", "job")
-        palace.store.apply_graph(write)
-    facts = [f for f in palace.store.find_assertions(predicate="works_on", limit=100)]
+        palace.store.graph.apply_graph(write)
+    facts = [f for f in palace.store.graph.find_assertions(predicate="works_on", limit=100)]
     assert len(facts) == 30
-    links = palace.store.links_of([f.id for f in facts])
+    links = palace.store.graph.links_of([f.id for f in facts])
     assert {lk.kind for lk in links} == {"confirms"}
     per_copy: dict[str | None, int] = {}
     for link in links:
@@ -396,7 +396,7 @@ def test_source_code_is_read_for_facts_only_when_configured(palaces: Palaces, co
     (project / "README.md").write_text("# Shop\n\nBen Hart works on Checkout. Checkout uses Postgres.\n")
     mine(palace, "directory", project, wing="project")
     extracted(palace)
-    names = {e.name for e in palace.store.all_entities()}
+    names = {e.name for e in palace.store.graph.all_entities()}
     assert {"Ben Hart", "Checkout", "Postgres"} <= names
     assert ("RequestHandler" in names or "Ana Lopez" in names) is code
     assert palace.services.status.extraction_status().pending == 0  # every drawer was read, code or not

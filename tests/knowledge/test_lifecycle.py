@@ -602,7 +602,7 @@ def test_a_batch_read_again_adds_no_inferred_link_where_an_explicit_decision_sta
     batches = [sweep.read_batch([drawer], "heuristic", None)[0] for drawer in (lisbon, porto)]
     for batch in batches:
         assert batch.links == ()
-        palace.store.apply_graph(batch)
+        palace.store.graph.apply_graph(batch)
     facts = {f["object_name"]: f["id"] for f in facts_named(palace)}
     palace.services.facts.link(facts["Lisbon"], facts["Porto"], "confirms", "she splits her time between them")
 

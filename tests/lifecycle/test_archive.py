@@ -48,7 +48,7 @@ def state(palace: Palace) -> dict[str, Any]:
     facts = palace.services.facts.list_facts(limit=200)
     out["facts"] = sorted((f.id, f.state, f.fact.valid_from) for f in facts)
     out["links"] = sorted(
-        (link.id, link.kind, link.from_id, link.to_id) for link in palace.store.links_of([f.id for f in facts])
+        (link.id, link.kind, link.from_id, link.to_id) for link in palace.store.graph.links_of([f.id for f in facts])
     )
     out["tombstones"] = [t.to_json() for t in palace.services.forgetting.tombstones(10)]
     return out
@@ -136,11 +136,11 @@ def test_a_conflicting_record_refuses_the_archive_and_a_corrupt_line_is_skipped(
             return [json.dumps(record), *lines[1:]]
 
         rewrite(tmp_path / "a.zip", tmp_path / "tampered.zip", "drawers", tamper)
-        before = palace.store.count_drawers()
+        before = palace.store.drawers.count_drawers()
         job = palace.services.archives.import_archive(str(tmp_path / "tampered.zip"))
         failed = wait_for_job(palace, job.id, timeout=60)
         assert failed.status.value == "failed" and "conflicts with this palace" in (failed.error or "")
-        assert palace.store.count_drawers() == before, "nothing was imported"
+        assert palace.store.drawers.count_drawers() == before, "nothing was imported"
 
         rewrite(tmp_path / "a.zip", tmp_path / "corrupt.zip", "drawers", lambda lines: ["{not json", *lines])
         fresh = open_palace(tmp_path / "fresh")

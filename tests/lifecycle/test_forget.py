@@ -67,8 +67,8 @@ def test_a_forgotten_phrase_is_nowhere_in_the_palace_files(palaces: Palaces, tmp
     store = palace.store
     assert isinstance(store, SQLiteStore)
     store._empty_log()  # the text now sits in the database file itself, not only in its log
-    seqs = {r["seq"] for r in store.export_rows("drawer") if PHRASE in r["content"]}
-    vectors = [row["vector"] for row in store.export_rows("embedding") if row["drawer_seq"] in seqs]
+    seqs = {r["seq"] for r in store.copy.export_rows("drawer") if PHRASE in r["content"]}
+    vectors = [row["vector"] for row in store.copy.export_rows("embedding") if row["drawer_seq"] in seqs]
     assert vectors
     # In the store as float32; in the graph as usearch's int8 copies (each component × 127, truncated).
     vector_bytes = tuple(np.trunc(v * 127).astype(np.int8).tobytes() for v in vectors) + tuple(

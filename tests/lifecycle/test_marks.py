@@ -92,7 +92,7 @@ def test_marks_survive_export_and_import(palace: Palace, tmp_path: Path) -> None
     try:
         loaded = other.services.archives.import_archive(str(tmp_path / "marks.zip"))
         assert wait_for_job(other, loaded.id, timeout=60).status.value == "completed"
-        assert other.store.get_drawer(kept.id).pinned and not other.store.get_drawer(kept.id).hidden
-        assert other.store.get_drawer(gone.id).hidden
+        assert other.store.drawers.get_drawer(kept.id).pinned and not other.store.drawers.get_drawer(kept.id).hidden
+        assert other.store.drawers.get_drawer(gone.id).hidden
     finally:
         other.stop()

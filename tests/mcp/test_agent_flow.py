@@ -66,7 +66,7 @@ def seeded(settings: Settings, palace_dir: Path) -> Path:
     palace.start()
     try:
         for suffix in ("aaaa", "bbbb"):
-            palace.store.add_drawer(
+            palace.store.drawers.add_drawer(
                 NewDrawer(wing="twins", room="r", content=f"twin {suffix}", id=f"0badcafe-{suffix}")
             )
     finally:

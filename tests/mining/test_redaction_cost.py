@@ -158,10 +158,10 @@ def test_a_document_over_the_budget_is_skipped_with_the_reason(palace: Palace, t
     (folder / "a.md").write_text("# A\nshort\n")
     palace.pool.drain(5.0)  # the job is run below, with a redactor that has no time at all
     job = palace.services.mining.submit_mine(MineRequest("notes", str(folder), {}, wing="budget")).job
-    claimed = palace.store.claim_next_job("probe", 60.0, ["mine"])
+    claimed = palace.store.jobs.claim_next_job("probe", 60.0, ["mine"])
     assert claimed is not None and claimed.id == job.id
     registry = load_registry(builtin_connectors(max_file_bytes=1 << 20))
     pipeline = MinePipeline(palace.store, registry, chunk_chars=6000, redactor=Redactor(budget=0.0))
-    result = pipeline.run(JobContext(palace.store, claimed, "probe", 60.0, lambda: False))
+    result = pipeline.run(JobContext(palace.store.jobs, claimed, "probe", 60.0, lambda: False))
     assert result["created"] == 0 and result["skipped"] == 1
     assert "checking it for credentials took more than" in result["skipped_documents"][0]["reason"]

@@ -178,7 +178,7 @@ def test_a_folder_swapped_for_a_link_outside_after_the_request_is_refused_when_t
     folder.rmdir()
     folder.symlink_to(outside)
 
-    claimed = palace.store.claim_next_job("probe", 60.0, ["mine"])
+    claimed = palace.store.jobs.claim_next_job("probe", 60.0, ["mine"])
     assert claimed is not None and claimed.id == job.id
     roots = MiningRoots()
     pipeline = MinePipeline(
@@ -188,7 +188,7 @@ def test_a_folder_swapped_for_a_link_outside_after_the_request_is_refused_when_t
         chunk_chars=6000,
     )
     with pytest.raises(AccessDenied) as refused:
-        pipeline.run(JobContext(palace.store, claimed, "probe", 60.0, lambda: False))
+        pipeline.run(JobContext(palace.store.jobs, claimed, "probe", 60.0, lambda: False))
     assert str(outside) in refused.value.message
     assert not palace.services.drawers.list_drawers("swap", None, 10, None).items
 

@@ -77,12 +77,14 @@ def test_the_newer_of_two_equal_hits_comes_first_and_a_wide_gap_holds(tmp_path: 
     palace.start()
     try:
         store = palace.store
-        old = store.add_drawer(NewDrawer(wing="w", room="a", content="the pier gate code", valid_from="2025-06-01"))
-        new = store.add_drawer(NewDrawer(wing="w", room="b", content="the pier gate code"))
-        strong = store.add_drawer(
+        old = store.drawers.add_drawer(
+            NewDrawer(wing="w", room="a", content="the pier gate code", valid_from="2025-06-01")
+        )
+        new = store.drawers.add_drawer(NewDrawer(wing="w", room="b", content="the pier gate code"))
+        strong = store.drawers.add_drawer(
             NewDrawer(wing="w", room="c", content="pier gate code: pier gate code", valid_from="2020-01-01")
         )
-        weak = store.add_drawer(NewDrawer(wing="w", room="d", content="a gate " + "and more words " * 40))
+        weak = store.drawers.add_drawer(NewDrawer(wing="w", room="d", content="a gate " + "and more words " * 40))
         result = palace.services.search.search(SearchRequest(query="pier gate code", ranking="lexical", wing="w"))
         order = [hit.drawer.id for hit in result.hits]
         assert order.index(new.id) < order.index(old.id), "same text: the recent one first"

@@ -361,7 +361,9 @@ def test_changing_the_palace_policy_and_restarting_reranks_old_drawers_without_r
     after = bench.search(palace, "harbor", wing="w")
     assert names(after) == ADJUSTED_ORDER
     assert {hit.drawer.name: hit.drawer.id for hit in after.hits} == ids, "the same drawers, not new ones"
-    assert len(palace.services.jobs.list_jobs(None, "mine")) == 1 and palace.store.count_drawers() == len(HARBOR)
+    assert len(palace.services.jobs.list_jobs(None, "mine")) == 1 and palace.store.drawers.count_drawers() == len(
+        HARBOR
+    )
 
     palace = bench.restart(palace, preferences=None)
     assert comparable(bench.search(palace, "harbor", wing="w")) == comparable(before)

@@ -39,11 +39,13 @@ def clustered(count: int, seed: int) -> np.ndarray:
 
 def fill(store: SQLiteStore, count: int, *, seed: int = 1, wing_every: int = 10) -> list[str]:
     ids = [
-        store.add_drawer(NewDrawer(wing="small" if i % wing_every == 0 else "big", room="r", content=f"d{i}")).id
+        store.drawers.add_drawer(
+            NewDrawer(wing="small" if i % wing_every == 0 else "big", room="r", content=f"d{i}")
+        ).id
         for i in range(count)
     ]
     vectors = clustered(count, seed)
-    store.put_embeddings("m", [(d, vectors[i : i + 1]) for i, d in enumerate(ids)])
+    store.embeddings.put_embeddings("m", [(d, vectors[i : i + 1]) for i, d in enumerate(ids)])
     return ids
 
 
@@ -84,8 +86,8 @@ def test_rows_in_the_graph_keep_no_float32_copy(store: SQLiteStore, tmp_path: Pa
     graph = built(store, tmp_path / "g.usearch")
     snapshot = graph._snapshot
     assert snapshot.base == 1500 and snapshot.matrix.shape[0] <= 1024, "the graph's rows are its copies alone"
-    late = store.add_drawer(NewDrawer(wing="big", room="r", content="late")).id
-    store.put_embeddings("m", [(late, clustered(1, seed=77))])
+    late = store.drawers.add_drawer(NewDrawer(wing="big", room="r", content="late")).id
+    store.embeddings.put_embeddings("m", [(late, clustered(1, seed=77))])
     graph.refresh()
     assert graph._snapshot.base == 1500 and graph._snapshot.count == 1501, "new rows are kept until the graph has them"
     graph.maintain()
@@ -104,7 +106,7 @@ def test_a_time_or_scope_the_graph_misses_is_scanned_over_what_is_eligible(
     kept = set(ids[::100])
     for drawer_id in ids:
         if drawer_id not in kept:
-            store.invalidate_drawer(drawer_id)
+            store.drawers.invalidate_drawer(drawer_id)
     graph, scan = built(store, tmp_path / "g.usearch"), exact(store)
     assert graph._ann is not None and graph._snapshot.base == 1500
     for query in clustered(10, seed=6):
@@ -119,13 +121,13 @@ def test_a_time_or_scope_the_graph_misses_is_scanned_over_what_is_eligible(
 def test_filters_apply_before_the_limit_and_narrow_scopes_scan_exactly(store: SQLiteStore, tmp_path: Path) -> None:
     ids = fill(store, 1200, wing_every=3)
     for drawer_id in ids[1:400:2]:
-        store.invalidate_drawer(drawer_id)
+        store.drawers.invalidate_drawer(drawer_id)
     graph, scan = built(store, tmp_path / "g.usearch"), exact(store)
     for query in clustered(20, seed=4):
         for scope in (Scope(wing="small"), Scope()):
             got = graph.candidates(query, 10, scope)
             assert len(got) == 10
-            eligible = store.eligible_ids([c.drawer_id for c in got], scope)
+            eligible = store.search.eligible_ids([c.drawer_id for c in got], scope)
             assert eligible == {c.drawer_id for c in got}, "closed or out-of-scope drawers never come back"
             want = scan.candidates(query, 10, scope)
             assert len({c.drawer_id for c in got} & {c.drawer_id for c in want}) >= 8
@@ -146,17 +148,17 @@ def test_eligibility_is_asked_for_the_best_first_and_ties_past_them_still_break_
     and when the best candidates are closed, the prefix widens."""
     fill(store, 600)
     same = np.ones((1, DIM), dtype=np.float32) / np.sqrt(DIM)
-    tied = [store.add_drawer(NewDrawer(wing="big", room="r", content=f"tied {i}")).id for i in range(50)]
-    store.put_embeddings("m", [(d, same) for d in tied])
+    tied = [store.drawers.add_drawer(NewDrawer(wing="big", room="r", content=f"tied {i}")).id for i in range(50)]
+    store.embeddings.put_embeddings("m", [(d, same) for d in tied])
     graph, scan = built(store, tmp_path / "g.usearch"), exact(store)
     asked: list[int] = []
-    eligible_ids = store.eligible_ids
+    eligible_ids = store.search.eligible_ids
 
     def counted(drawer_ids: list[str], *args: object) -> set[str]:
         asked.append(len(drawer_ids))
         return eligible_ids(drawer_ids, *args)  # type: ignore[arg-type]
 
-    store.eligible_ids = counted  # type: ignore[method-assign]
+    store.search.eligible_ids = counted  # type: ignore[method-assign]
     for index in (graph, scan):
         asked.clear()
         got = index.candidates(same[0], 5, Scope())
@@ -168,12 +170,14 @@ def test_eligibility_is_asked_for_the_best_first_and_ties_past_them_still_break_
         assert asked[0] == 32 and sum(asked) < 64, "the best are asked about first, not every candidate"
     query = clustered(1, seed=3)[0]
     for drawer in scan.candidates(query, 40, Scope()):
-        store.invalidate_drawer(drawer.drawer_id)  # the index cannot tell: only the store knows a drawer is closed
+        store.drawers.invalidate_drawer(
+            drawer.drawer_id
+        )  # the index cannot tell: only the store knows a drawer is closed
     for index in (graph, scan):
         asked.clear()
         got = index.candidates(query, 5, Scope())
         assert len(got) == 5 and len(asked) >= 2, "when the first ones are closed, more are asked about"
-    store.eligible_ids = eligible_ids  # type: ignore[method-assign]
+    store.search.eligible_ids = eligible_ids  # type: ignore[method-assign]
     assert [c.drawer_id for c in got] == [c.drawer_id for c in graph.candidates(query, 5, Scope())]
     for query in clustered(10, seed=8):
         for index, need in ((graph, 20), (scan, 20), (graph, 3), (scan, 3)):
@@ -186,16 +190,16 @@ def test_eligibility_is_asked_for_the_best_first_and_ties_past_them_still_break_
 def test_rows_the_graph_lacks_are_scanned_and_replaced_rows_never_return(store: SQLiteStore, tmp_path: Path) -> None:
     ids = fill(store, 600)
     graph = built(store, tmp_path / "g.usearch")
-    late = store.add_drawer(NewDrawer(wing="big", room="r", content="late")).id
+    late = store.drawers.add_drawer(NewDrawer(wing="big", room="r", content="late")).id
     target = np.zeros(DIM, dtype=np.float32)
     target[0] = 1.0
-    store.put_embeddings("m", [(late, target[None, :])])
+    store.embeddings.put_embeddings("m", [(late, target[None, :])])
     found = graph.candidates(target, 3, Scope())
     assert found[0].drawer_id == late and found[0].signal == pytest.approx(1.0), "not in the graph yet, still found"
     # Re-embedding a drawer from its first passage replaces its rows: its old vector must not bring it in.
     old_vector = graph._vectors(graph._snapshot, np.array([0]))[0]
     assert graph.candidates(old_vector, 1, Scope())[0].drawer_id == ids[0]
-    store.put_embeddings("m", [(ids[0], -old_vector[None, :])])
+    store.embeddings.put_embeddings("m", [(ids[0], -old_vector[None, :])])
     assert ids[0] not in {c.drawer_id for c in graph.candidates(old_vector, 10, Scope())}
 
 
@@ -213,7 +217,7 @@ def test_the_saved_graph_is_reused_and_a_stale_or_damaged_one_rebuilt(
     assert again._ann is not None and len(again._ann) == 800
 
     other = SemanticIndex(store, "another-model", ann_path=path, ann_min_rows=200)
-    store.put_embeddings("another-model", [(d, clustered(1, i)) for i, d in enumerate(ids[:200])])
+    store.embeddings.put_embeddings("another-model", [(d, clustered(1, i)) for i, d in enumerate(ids[:200])])
     other.ann_min_rows = 100
     with caplog.at_level(logging.WARNING):
         assert other.maintain() > 0
@@ -278,11 +282,13 @@ def test_the_daemon_status_shows_the_graph_once_built(tmp_path: Path) -> None:
     )
     palace = build(settings)
     try:
-        ids = [palace.store.add_drawer(NewDrawer(wing="w", room="r", content=f"d{i}")).id for i in range(200)]
+        ids = [palace.store.drawers.add_drawer(NewDrawer(wing="w", room="r", content=f"d{i}")).id for i in range(200)]
         rng = np.random.default_rng(3)
         vectors = rng.standard_normal((200, 384)).astype(np.float32)
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-        palace.store.put_embeddings(model_key(BuiltinProvider()), [(d, vectors[i : i + 1]) for i, d in enumerate(ids)])
+        palace.store.embeddings.put_embeddings(
+            model_key(BuiltinProvider()), [(d, vectors[i : i + 1]) for i, d in enumerate(ids)]
+        )
         palace.start()
 
         def graph() -> bool:
@@ -323,9 +329,9 @@ def test_forgotten_rows_leave_the_graph_and_its_file_at_once(store: SQLiteStore,
     gone = ids[5:25]
     planted = [graph_copy(vectors[i]) for i in range(5, 25)]
     assert all(v in path.read_bytes() for v in planted), "the saved graph holds the vectors to forget"
-    store.forget(ForgetScope(kind="drawer", drawer_id=gone[0]), dry_run=False, requested_by="test")
+    store.forgetting.forget(ForgetScope(kind="drawer", drawer_id=gone[0]), dry_run=False, requested_by="test")
     for drawer_id in gone[1:]:
-        store.forget(ForgetScope(kind="drawer", drawer_id=drawer_id), dry_run=False, requested_by="test")
+        store.forgetting.forget(ForgetScope(kind="drawer", drawer_id=drawer_id), dry_run=False, requested_by="test")
     index.forget(gone)
     data = path.read_bytes()
     assert not any(v in data for v in planted), "no forgotten vector survives in the file"
@@ -344,7 +350,7 @@ def test_forgetting_a_large_share_starts_the_index_afresh(store: SQLiteStore, tm
     index = built(store, path)
     index.save()
     for drawer_id in ids[:150]:
-        store.forget(ForgetScope(kind="drawer", drawer_id=drawer_id), dry_run=False, requested_by="test")
+        store.forgetting.forget(ForgetScope(kind="drawer", drawer_id=drawer_id), dry_run=False, requested_by="test")
     index.forget(ids[:150])
     assert not path.exists(), "the file went at once; the graph is built again"
     query = clustered(400, 1)[300]

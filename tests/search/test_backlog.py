@@ -34,7 +34,7 @@ def unstarted(xdg_home: Any, palace_dir: Path) -> Iterator[Palace]:
 
 def embed_only(palace: Palace, drawer_id: str, text: str) -> None:
     provider = BuiltinProvider()
-    palace.store.put_embeddings(model_key(provider), [(drawer_id, provider.embed(split_passages(text)))])
+    palace.store.embeddings.put_embeddings(model_key(provider), [(drawer_id, provider.embed(split_passages(text)))])
 
 
 def test_an_unrelated_embedded_drawer_never_outranks_a_relevant_one_still_waiting(unstarted: Palace) -> None:

@@ -80,7 +80,7 @@ def test_every_checkpoint_of_the_sweep_carries_the_backlog_and_the_last_says_not
 ) -> None:
     for i in range(5):
         unstarted.services.drawers.save_note(f"Note {i} about the release checklist and its owners.", wing="w")
-    sweep = EmbeddingBackfill(unstarted.store, BuiltinProvider(), batch_size=2, monotonic=Ticks())
+    sweep = EmbeddingBackfill(unstarted.store.embeddings, BuiltinProvider(), batch_size=2, monotonic=Ticks())
     ctx = Recording()
     result = sweep.run(ctx)  # type: ignore[arg-type]
     assert result["embedded"] == 5 and result["passages"] == 5
@@ -143,10 +143,14 @@ def test_every_drawers_first_passage_is_embedded_before_any_drawers_others(unsta
             super().checkpoint(state, current, total, message)
             index.refresh()
             seen.append(
-                (state["stage"], store.count_missing_embeddings(index.model), [index.has_vector(d.id) for d in drawers])
+                (
+                    state["stage"],
+                    store.embeddings.count_missing_embeddings(index.model),
+                    [index.has_vector(d.id) for d in drawers],
+                )
             )
 
-    sweep = EmbeddingBackfill(store, BuiltinProvider(), batch_size=2, monotonic=Ticks())
+    sweep = EmbeddingBackfill(store.embeddings, BuiltinProvider(), batch_size=2, monotonic=Ticks())
     result = sweep.run(Watching())  # type: ignore[arg-type]
     assert result["embedded"] == 3 and result["passages"] == 9
     stages = [stage for stage, _, _ in seen]
@@ -191,9 +195,9 @@ def test_a_mine_during_the_later_passages_gets_its_first_passages_before_any_mor
                 )
                 arrival.append(len(order) - 1)
 
-    sweep = EmbeddingBackfill(store, BuiltinProvider(), batch_size=1, monotonic=Ticks())
+    sweep = EmbeddingBackfill(store.embeddings, BuiltinProvider(), batch_size=1, monotonic=Ticks())
     result = sweep.run(MiningMeanwhile())  # type: ignore[arg-type]
-    assert result["embedded"] == 6 and store.count_missing_embeddings(model) == 0
+    assert result["embedded"] == 6 and store.embeddings.count_missing_embeddings(model) == 0
     fresh_ids, old_ids = {d.id for d in fresh}, {d.id for d in old}
     assert arrival and any(p > 0 for _, p in order[arrival[0]]), "the fresh drawers came during the later passages"
     added = [after - before for before, after in zip(order[arrival[0] :], order[arrival[0] + 1 :], strict=False)]
@@ -212,14 +216,16 @@ def test_a_unit_of_work_is_bounded_by_passages_not_drawers(unstarted: Palace) ->
     paragraph = "Each drawer here is long enough for several passages of the builtin model to embed in turn. "
     for i in range(4):
         unstarted.services.drawers.save_note(f"Long drawer {i}. " + paragraph * 25, wing="w")  # ~3 passages each
-    sweep = EmbeddingBackfill(unstarted.store, BuiltinProvider(), batch_size=64, max_passages=5, monotonic=Ticks())
+    sweep = EmbeddingBackfill(
+        unstarted.store.embeddings, BuiltinProvider(), batch_size=64, max_passages=5, monotonic=Ticks()
+    )
     ctx = Recording()
     result = sweep.run(ctx)  # type: ignore[arg-type]
     counts = [state["passages"] for state, _, _, _ in ctx.checkpoints]
     steps = [after - before for before, after in zip([0, *counts], counts, strict=False)]
     assert result["embedded"] == 4 and sum(steps) == result["passages"]
     assert max(steps) <= 5 and len(steps) > 2, steps
-    assert unstarted.store.count_missing_embeddings(model_key(BuiltinProvider())) == 0
+    assert unstarted.store.embeddings.count_missing_embeddings(model_key(BuiltinProvider())) == 0
 
 
 def test_the_rate_is_the_latest_minutes_so_the_eta_follows_a_machine_that_slowed_down() -> None:
@@ -239,7 +245,7 @@ def test_drawers_filed_while_the_sweep_runs_are_counted_in_what_is_left(unstarte
     for i in range(4):
         unstarted.services.drawers.save_note(f"Note {i} about the cellar inventory.", wing="w")
     clock = Ticks()
-    sweep = EmbeddingBackfill(unstarted.store, BuiltinProvider(), batch_size=1, monotonic=clock)
+    sweep = EmbeddingBackfill(unstarted.store.embeddings, BuiltinProvider(), batch_size=1, monotonic=clock)
 
     class FilingMeanwhile(Recording):
         """A mine files ten more drawers after the sweep's first unit of work."""
@@ -265,9 +271,9 @@ def test_drawers_filed_while_the_sweep_runs_are_counted_in_what_is_left(unstarte
 def test_status_follows_the_running_sweep_not_a_request_queued_behind_it(unstarted: Palace) -> None:
     store = unstarted.store
     running = unstarted.services.jobs.submit_job("embed", {}, priority="background", coalesce_key="embed").job
-    claimed = store.claim_next_job("probe", 60.0, ["embed"])
+    claimed = store.jobs.claim_next_job("probe", 60.0, ["embed"])
     assert claimed is not None and claimed.id == running.id
-    store.save_job_checkpoint(
+    store.jobs.save_job_checkpoint(
         running.id,
         "probe",
         {"passages": 10, "passages_pending": 90, "passages_per_second": 5.0, "eta_seconds": 18},

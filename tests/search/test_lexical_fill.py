@@ -32,7 +32,7 @@ def add(store: SQLiteStore, content: str) -> str:
     drawer = NewDrawer(
         wing="w", room="r", content=content, source=Source(kind="note"), provenance=Provenance(requested_by="cli")
     )
-    return store.add_drawer(drawer).id
+    return store.drawers.add_drawer(drawer).id
 
 
 def test_the_fill_is_bounded_to_the_rarest_terms_only_when_asked(tmp_path: Path) -> None:

@@ -29,16 +29,16 @@ def unit(*values: float) -> np.ndarray:
 
 
 def add(store: SQLiteStore, text: str, wing: str = "w") -> str:
-    return store.add_drawer(NewDrawer(wing=wing, room="r", content=text)).id
+    return store.drawers.add_drawer(NewDrawer(wing=wing, room="r", content=text)).id
 
 
 def test_a_drawer_embedded_again_is_scored_by_its_new_vectors_only(store: SQLiteStore) -> None:
     drawer = add(store, "first text")
-    store.put_embeddings("m", [(drawer, np.stack([unit(1, 0, 0), unit(0, 1, 0)]))])
+    store.embeddings.put_embeddings("m", [(drawer, np.stack([unit(1, 0, 0), unit(0, 1, 0)]))])
     index = SemanticIndex(store, "m")
     found = index.candidates(unit(1, 0, 0), 5, Scope())
     assert [(c.drawer_id, round(c.signal, 3)) for c in found] == [(drawer, 1.0)]
-    store.put_embeddings("m", [(drawer, np.stack([unit(0, 0, 1)]))])  # from passage 0: replaces both rows
+    store.embeddings.put_embeddings("m", [(drawer, np.stack([unit(0, 0, 1)]))])  # from passage 0: replaces both rows
     assert index.candidates(unit(1, 0, 0), 5, Scope()) == [], "the replaced rows no longer score"
     assert [c.drawer_id for c in index.candidates(unit(0, 0, 1), 5, Scope())] == [drawer]
     assert index.has_vector(drawer)
@@ -50,16 +50,16 @@ def test_refresh_loads_in_chunks_and_only_what_is_new(store: SQLiteStore, monkey
     rng = np.random.default_rng(4)
     vectors = rng.standard_normal((7, 8)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    store.put_embeddings("m", [(d, vectors[i : i + 1]) for i, d in enumerate(drawers)])
+    store.embeddings.put_embeddings("m", [(d, vectors[i : i + 1]) for i, d in enumerate(drawers)])
     calls: list[int] = []
-    load = store.load_embeddings
+    load = store.embeddings.load_embeddings
 
     def counting(model: str, after_id: int, dimension: int, *, limit: int):  # type: ignore[no-untyped-def]
         chunk = load(model, after_id, dimension, limit=limit)
         calls.append(len(chunk.ids))
         return chunk
 
-    monkeypatch.setattr(store, "load_embeddings", counting)
+    monkeypatch.setattr(store.embeddings, "load_embeddings", counting)
     index = SemanticIndex(store, "m")
     index.refresh()
     assert index.size == 7 and calls == [3, 3, 1]
@@ -75,7 +75,7 @@ def test_a_search_scans_its_snapshot_while_a_refresh_appends(store: SQLiteStore)
     """Searches and loads run side by side: a search never blocks on the lock a load holds, and never sees a row
     half written."""
     target = add(store, "the one to find", wing="a")
-    store.put_embeddings("m", [(target, unit(1, 1, 0, 0)[None, :])])
+    store.embeddings.put_embeddings("m", [(target, unit(1, 1, 0, 0)[None, :])])
     index = SemanticIndex(store, "m")
     index.refresh()
     stop = threading.Event()
@@ -89,7 +89,7 @@ def test_a_search_scans_its_snapshot_while_a_refresh_appends(store: SQLiteStore)
                 rows = rng.standard_normal((20, 4)).astype(np.float32)
                 rows[:, :2] = -np.abs(rows[:, :2])  # never closer to the query than the target
                 rows /= np.linalg.norm(rows, axis=1, keepdims=True)
-                store.put_embeddings("m", [(d, rows[i : i + 1]) for i, d in enumerate(ids)])
+                store.embeddings.put_embeddings("m", [(d, rows[i : i + 1]) for i, d in enumerate(ids)])
                 index.refresh()
         except BaseException as exc:  # noqa: BLE001 - reported by the test below
             errors.append(exc)

@@ -56,7 +56,7 @@ DECOYS_FROM = "2022-01-01T00:00:00.000000Z"
 def seeded_store(shared_store: Store) -> Store:
     """One palace per backend for property tests, where each example writes its own rows."""
     for text in ("the quick brown fox", "near the river bank", "AND OR NOT keywords", "x-ray and star*"):
-        shared_store.add_drawer(NewDrawer(wing="w", room="r", content=text))
+        shared_store.drawers.add_drawer(NewDrawer(wing="w", room="r", content=text))
     return shared_store
 
 
@@ -100,13 +100,13 @@ def test_the_store_reports_its_backend(palace_backend: BackendPalace) -> None:
 
 def test_opening_a_palace_applies_every_migration_once(palace_backend: BackendPalace) -> None:
     first = palace_backend.open()
-    drawer = first.add_drawer(note("survives"))
+    drawer = first.drawers.add_drawer(note("survives"))
     known = load_migrations(palace_backend.backend)
     assert first.schema_version() == len(known)  # type: ignore[attr-defined]
     first.close()
     second = palace_backend.open()
     assert second.schema_version() == len(known)  # type: ignore[attr-defined]
-    assert second.get_drawer(drawer.id).content == "survives"
+    assert second.drawers.get_drawer(drawer.id).content == "survives"
 
 
 # --- drawers --------------------------------------------------------------------------------------
@@ -114,8 +114,8 @@ def test_opening_a_palace_applies_every_migration_once(palace_backend: BackendPa
 
 def test_drawer_is_stored_verbatim_with_hash_and_fingerprint(store: Store) -> None:
     content = "  Line one\r\n\tLine TWO — ünïcode 🏰  \n\n\n trailing   "
-    drawer = store.add_drawer(note(content, tags=("a", "b")))
-    again = store.get_drawer(drawer.id)
+    drawer = store.drawers.add_drawer(note(content, tags=("a", "b")))
+    again = store.drawers.get_drawer(drawer.id)
     assert again.content == content
     assert again.content_hash == sha256(content)
     assert again.fingerprint == sha256(normalize_text(content))
@@ -129,8 +129,8 @@ def test_drawer_is_stored_verbatim_with_hash_and_fingerprint(store: Store) -> No
 @given(content=st.text(min_size=1, max_size=300))
 def test_any_text_round_trips_exactly(seeded_store: Store, content: str) -> None:
     # A room of its own: arbitrary text (Unicode look-alikes of the seeded words too) must not reach other tests.
-    drawer = seeded_store.add_drawer(note(content, room="round-trip"))
-    stored = seeded_store.get_drawer(drawer.id)
+    drawer = seeded_store.drawers.add_drawer(note(content, room="round-trip"))
+    stored = seeded_store.drawers.get_drawer(drawer.id)
     assert stored.content == content
     assert stored.content_hash == sha256(content)
     assert stored.fingerprint == fingerprint(content)
@@ -151,134 +151,136 @@ def test_origin_snapshot_is_stored_with_the_drawer(store: Store) -> None:
         metadata={"status": "draft", "nested": {"n": 1}},
         occurred_at="2024-05-01T00:00:00.000000Z",
     )
-    drawer = store.add_drawer(note("with origin", source=Source(kind="note", uri="file:///a.md", origin=origin)))
-    stored = store.get_drawer(drawer.id)
+    drawer = store.drawers.add_drawer(
+        note("with origin", source=Source(kind="note", uri="file:///a.md", origin=origin))
+    )
+    stored = store.drawers.get_drawer(drawer.id)
     assert stored.source.origin == origin
     assert stored.source.uri == "file:///a.md"
 
 
 def test_unknown_drawer_is_not_found(store: Store) -> None:
     with pytest.raises(NotFound):
-        store.get_drawer("00000000-0000-0000-0000-000000000000")
+        store.drawers.get_drawer("00000000-0000-0000-0000-000000000000")
 
 
 def test_replayed_write_with_the_same_id_lands_on_the_same_record(store: Store) -> None:
-    first = store.add_drawer(NewDrawer(wing="w", room="r", content="same", id="fixed-id"))
-    again = store.add_drawer(NewDrawer(wing="w", room="r", content="same", id="fixed-id"))
-    assert again.id == first.id and store.count_drawers() == 1
+    first = store.drawers.add_drawer(NewDrawer(wing="w", room="r", content="same", id="fixed-id"))
+    again = store.drawers.add_drawer(NewDrawer(wing="w", room="r", content="same", id="fixed-id"))
+    assert again.id == first.id and store.drawers.count_drawers() == 1
     with pytest.raises(Conflict):
-        store.add_drawer(NewDrawer(wing="w", room="r", content="different", id="fixed-id"))
+        store.drawers.add_drawer(NewDrawer(wing="w", room="r", content="different", id="fixed-id"))
 
 
 # --- supersession and invalidation ----------------------------------------------------------------
 
 
 def test_supersession_closes_the_old_and_opens_the_new_at_the_same_instant(store: Store) -> None:
-    old = store.add_drawer(note("version one", name="plan"))
-    new = store.supersede_drawer(old.id, note("version two", name="plan"))
-    closed = store.get_drawer(old.id)
+    old = store.drawers.add_drawer(note("version one", name="plan"))
+    new = store.drawers.supersede_drawer(old.id, note("version two", name="plan"))
+    closed = store.drawers.get_drawer(old.id)
     assert closed.valid_to is not None and closed.valid_to == new.valid_from
     assert closed.superseded_by == new.id
     assert new.supersedes == old.id
     assert new.valid_to is None
     assert closed.content == "version one", "closing never rewrites content"
-    assert store.count_drawers(current_only=True) == 1 and store.count_drawers() == 2
+    assert store.drawers.count_drawers(current_only=True) == 1 and store.drawers.count_drawers() == 2
 
 
 def test_failed_supersession_leaves_the_old_drawer_current(store: Store) -> None:
     """Close and open are one transaction: when the open fails, the close is rolled back."""
-    old = store.add_drawer(note("keep me"))
-    taken = store.add_drawer(note("occupies the id"))
+    old = store.drawers.add_drawer(note("keep me"))
+    taken = store.drawers.add_drawer(note("occupies the id"))
     with pytest.raises(Conflict):
-        store.supersede_drawer(old.id, NewDrawer(wing="w", room="r", content="other text", id=taken.id))
-    still = store.get_drawer(old.id)
+        store.drawers.supersede_drawer(old.id, NewDrawer(wing="w", room="r", content="other text", id=taken.id))
+    still = store.drawers.get_drawer(old.id)
     assert still.valid_to is None and still.superseded_by is None
 
 
 def test_supersession_that_clashes_on_name_is_rolled_back(store: Store) -> None:
-    old = store.add_drawer(note("first", name="a"))
-    store.add_drawer(note("second", name="b"))
+    old = store.drawers.add_drawer(note("first", name="a"))
+    store.drawers.add_drawer(note("second", name="b"))
     with pytest.raises(Conflict):
-        store.supersede_drawer(old.id, note("renamed", name="b"))
-    assert store.get_drawer(old.id).is_current
-    assert store.count_drawers() == 2
+        store.drawers.supersede_drawer(old.id, note("renamed", name="b"))
+    assert store.drawers.get_drawer(old.id).is_current
+    assert store.drawers.count_drawers() == 2
 
 
 def test_history_is_oldest_first_from_any_version(store: Store) -> None:
-    v1 = store.add_drawer(note("v1"))
-    v2 = store.supersede_drawer(v1.id, note("v2"))
-    v3 = store.supersede_drawer(v2.id, note("v3"))
+    v1 = store.drawers.add_drawer(note("v1"))
+    v2 = store.drawers.supersede_drawer(v1.id, note("v2"))
+    v3 = store.drawers.supersede_drawer(v2.id, note("v3"))
     for member in (v1, v2, v3):
-        assert [d.id for d in store.drawer_history(member.id)] == [v1.id, v2.id, v3.id]
-    history = store.drawer_history(v2.id)
+        assert [d.id for d in store.drawers.drawer_history(member.id)] == [v1.id, v2.id, v3.id]
+    history = store.drawers.drawer_history(v2.id)
     assert [d.valid_from for d in history] == sorted(d.valid_from for d in history)
     assert history[0].valid_to == history[1].valid_from and history[1].valid_to == history[2].valid_from
 
 
 def test_history_of_a_drawer_never_superseded_is_itself(store: Store) -> None:
-    alone = store.add_drawer(note("alone"))
-    assert [d.id for d in store.drawer_history(alone.id)] == [alone.id]
+    alone = store.drawers.add_drawer(note("alone"))
+    assert [d.id for d in store.drawers.drawer_history(alone.id)] == [alone.id]
 
 
 def test_invalidation_closes_without_a_replacement(store: Store) -> None:
-    drawer = store.add_drawer(note("wrong"))
-    closed = store.invalidate_drawer(drawer.id)
+    drawer = store.drawers.add_drawer(note("wrong"))
+    closed = store.drawers.invalidate_drawer(drawer.id)
     assert closed.valid_to is not None and closed.superseded_by is None
-    assert store.count_drawers(current_only=True) == 0
-    assert [d.id for d in store.drawer_history(drawer.id)] == [drawer.id]
+    assert store.drawers.count_drawers(current_only=True) == 0
+    assert [d.id for d in store.drawers.drawer_history(drawer.id)] == [drawer.id]
 
 
 def test_a_closed_drawer_cannot_be_superseded_again(store: Store) -> None:
-    old = store.add_drawer(note("one"))
-    new = store.supersede_drawer(old.id, note("two"))
+    old = store.drawers.add_drawer(note("one"))
+    new = store.drawers.supersede_drawer(old.id, note("two"))
     with pytest.raises(Conflict) as clash:
-        store.supersede_drawer(old.id, note("three"))
+        store.drawers.supersede_drawer(old.id, note("three"))
     assert clash.value.existing_id == new.id, "the conflict points at the current version"
-    assert store.count_drawers() == 2
-    assert store.get_drawer(new.id).is_current
+    assert store.drawers.count_drawers() == 2
+    assert store.drawers.get_drawer(new.id).is_current
 
 
 def test_an_invalidated_drawer_cannot_be_superseded_or_invalidated_again(store: Store) -> None:
-    drawer = store.add_drawer(note("gone"))
-    store.invalidate_drawer(drawer.id)
+    drawer = store.drawers.add_drawer(note("gone"))
+    store.drawers.invalidate_drawer(drawer.id)
     with pytest.raises(Conflict):
-        store.supersede_drawer(drawer.id, note("back"))
+        store.drawers.supersede_drawer(drawer.id, note("back"))
     with pytest.raises(Conflict):
-        store.invalidate_drawer(drawer.id)
-    assert store.count_drawers() == 1
+        store.drawers.invalidate_drawer(drawer.id)
+    assert store.drawers.count_drawers() == 1
 
 
 def test_superseding_an_unknown_drawer_is_not_found(store: Store) -> None:
     with pytest.raises(NotFound):
-        store.supersede_drawer("nope", note("x"))
+        store.drawers.supersede_drawer("nope", note("x"))
 
 
 # --- names ----------------------------------------------------------------------------------------
 
 
 def test_a_current_name_is_unique_in_its_room(store: Store) -> None:
-    first = store.add_drawer(note("a", name="readme"))
+    first = store.drawers.add_drawer(note("a", name="readme"))
     with pytest.raises(Conflict) as clash:
-        store.add_drawer(note("b", name="readme"))
+        store.drawers.add_drawer(note("b", name="readme"))
     assert clash.value.existing_id == first.id
-    assert store.count_drawers() == 1
+    assert store.drawers.count_drawers() == 1
 
 
 def test_the_same_name_is_allowed_in_another_room_or_wing(store: Store) -> None:
-    store.add_drawer(note("a", name="readme"))
-    store.add_drawer(note("b", name="readme", room="other"))
-    store.add_drawer(note("c", name="readme", wing="other"))
-    assert store.count_drawers() == 3
+    store.drawers.add_drawer(note("a", name="readme"))
+    store.drawers.add_drawer(note("b", name="readme", room="other"))
+    store.drawers.add_drawer(note("c", name="readme", wing="other"))
+    assert store.drawers.count_drawers() == 3
 
 
 def test_a_name_passes_to_the_replacement_and_is_free_after_invalidation(store: Store) -> None:
-    old = store.add_drawer(note("a", name="readme"))
-    new = store.supersede_drawer(old.id, note("b", name="readme"))
-    assert new.name == "readme" and store.get_drawer(old.id).name == "readme"
+    old = store.drawers.add_drawer(note("a", name="readme"))
+    new = store.drawers.supersede_drawer(old.id, note("b", name="readme"))
+    assert new.name == "readme" and store.drawers.get_drawer(old.id).name == "readme"
     with pytest.raises(Conflict):
-        store.add_drawer(note("c", name="readme"))
-    store.invalidate_drawer(new.id)
-    reused = store.add_drawer(note("d", name="readme"))
+        store.drawers.add_drawer(note("c", name="readme"))
+    store.drawers.invalidate_drawer(new.id)
+    reused = store.drawers.add_drawer(note("d", name="readme"))
     assert reused.is_current
 
 
@@ -286,13 +288,13 @@ def test_a_name_passes_to_the_replacement_and_is_free_after_invalidation(store: 
 
 
 def test_listing_pages_through_current_drawers_in_order(store: Store) -> None:
-    ids = [store.add_drawer(note(f"n{i}")).id for i in range(7)]
-    store.invalidate_drawer(ids[3])
+    ids = [store.drawers.add_drawer(note(f"n{i}")).id for i in range(7)]
+    store.drawers.invalidate_drawer(ids[3])
     seen: list[str] = []
     after = None
     pages = 0
     while True:
-        page = store.list_drawers("w", "r", 3, after)
+        page = store.drawers.list_drawers("w", "r", 3, after)
         seen.extend(d.id for d in page.items)
         pages += 1
         if page.next_after is None:
@@ -303,14 +305,14 @@ def test_listing_pages_through_current_drawers_in_order(store: Store) -> None:
 
 
 def test_wings_and_rooms_count_current_drawers(store: Store) -> None:
-    a = store.add_drawer(note("x", wing="alpha", room="one"))
-    store.add_drawer(note("y", wing="alpha", room="two"))
-    store.add_drawer(note("z", wing="beta", room="one"))
-    store.invalidate_drawer(a.id)
-    assert [(w.name, w.drawers) for w in store.list_wings()] == [("alpha", 1), ("beta", 1)]
-    assert [(r.name, r.drawers) for r in store.list_rooms("alpha")] == [("one", 0), ("two", 1)]
+    a = store.drawers.add_drawer(note("x", wing="alpha", room="one"))
+    store.drawers.add_drawer(note("y", wing="alpha", room="two"))
+    store.drawers.add_drawer(note("z", wing="beta", room="one"))
+    store.drawers.invalidate_drawer(a.id)
+    assert [(w.name, w.drawers) for w in store.drawers.list_wings()] == [("alpha", 1), ("beta", 1)]
+    assert [(r.name, r.drawers) for r in store.drawers.list_rooms("alpha")] == [("one", 0), ("two", 1)]
     with pytest.raises(NotFound):
-        store.list_rooms("gamma")
+        store.drawers.list_rooms("gamma")
 
 
 # --- lexical retrieval ----------------------------------------------------------------------------
@@ -385,19 +387,19 @@ def test_random_punctuation_never_errors(seeded_store: Store, query: str) -> Non
 @given(query=st.text(max_size=40))
 def test_quoted_terms_are_always_a_valid_match_expression(seeded_store: Store, query: str) -> None:
     # Whatever the text, the terms reach the engine as values: no query may error in either dialect.
-    seeded_store.lexical_candidates(LexicalQuery(tuple(query_terms(query)), require_all=False), Scope(), 5)
+    seeded_store.search.lexical_candidates(LexicalQuery(tuple(query_terms(query)), require_all=False), Scope(), 5)
 
 
 def test_all_terms_are_required_first_then_any_term_below(store: Store) -> None:
-    store.add_drawer(note("apples and pears"))
-    store.add_drawer(note("apples only"))
+    store.drawers.add_drawer(note("apples and pears"))
+    store.drawers.add_drawer(note("apples only"))
     assert search(store, "apples pears") == ["apples and pears", "apples only"]
     assert sorted(search(store, "pears plums")) == ["apples and pears"]
     assert sorted(search(store, "apples")) == ["apples and pears", "apples only"]
 
 
 def test_lexical_matching_is_stemmed_and_case_folded(store: Store) -> None:
-    store.add_drawer(note("The Castles were Running"))
+    store.drawers.add_drawer(note("The Castles were Running"))
     assert search(store, "castle run") == ["The Castles were Running"]
 
 
@@ -406,11 +408,13 @@ def test_lexical_matching_is_stemmed_and_case_folded(store: Store) -> None:
 
 def test_scope_filters_apply_before_the_limit(store: Store) -> None:
     for i in range(30):
-        store.add_drawer(note(f"lantern lantern lantern {i}", wing="loud"))
-    store.add_drawer(note("a lantern among many other words here", wing="quiet", room="attic", tags=("x", "y")))
-    store.add_drawer(note("a lantern with one tag only", wing="quiet", room="attic", tags=("x",)))
+        store.drawers.add_drawer(note(f"lantern lantern lantern {i}", wing="loud"))
+    store.drawers.add_drawer(note("a lantern among many other words here", wing="quiet", room="attic", tags=("x", "y")))
+    store.drawers.add_drawer(note("a lantern with one tag only", wing="quiet", room="attic", tags=("x",)))
     origin = Origin(connector="notes", source_id="s", document="d.md", chunk=0, revision="r")
-    store.add_drawer(note("a mined lantern", wing="quiet", room="cellar", source=Source(kind="file", origin=origin)))
+    store.drawers.add_drawer(
+        note("a mined lantern", wing="quiet", room="cellar", source=Source(kind="file", origin=origin))
+    )
 
     assert search(store, "lantern", limit=1, wing="quiet", room="attic", tags=["x", "y"]) == [
         "a lantern among many other words here"
@@ -430,10 +434,10 @@ def superseded(store: Store) -> tuple[Store, str, str]:
 
     Each temporal form must leave the decoys out before the limit, or they would take the only slot."""
     for i in range(25):
-        decoy = store.add_drawer(note(f"beacon beacon beacon beacon decoy {i}", valid_from=DECOYS_FROM))
-        store.invalidate_drawer(decoy.id)
-    v1 = store.add_drawer(note("old beacon beacon text", valid_from=PAST))
-    v2 = store.supersede_drawer(v1.id, note("new beacon among a great many other words of text"))
+        decoy = store.drawers.add_drawer(note(f"beacon beacon beacon beacon decoy {i}", valid_from=DECOYS_FROM))
+        store.drawers.invalidate_drawer(decoy.id)
+    v1 = store.drawers.add_drawer(note("old beacon beacon text", valid_from=PAST))
+    v2 = store.drawers.supersede_drawer(v1.id, note("new beacon among a great many other words of text"))
     return store, v1.id, v2.id
 
 
@@ -449,7 +453,7 @@ def test_current_search_skips_closed_versions_before_the_limit(superseded: tuple
 def test_as_of_returns_what_was_current_then(superseded: tuple[Store, str, str]) -> None:
     store, _, v2 = superseded
     assert search(store, "beacon", limit=1, as_of="2021-06-01T00:00:00Z") == [OLD]
-    assert search(store, "beacon", limit=1, as_of=store.get_drawer(v2).valid_from) == [NEW]
+    assert search(store, "beacon", limit=1, as_of=store.drawers.get_drawer(v2).valid_from) == [NEW]
     assert search(store, "beacon", limit=5, as_of="2019-01-01T00:00:00Z") == []
 
 
@@ -469,13 +473,13 @@ def test_include_historical_returns_closed_versions(superseded: tuple[Store, str
 
 
 def test_store_temporal_rule_is_half_open(store: Store) -> None:
-    drawer = store.add_drawer(note("edge case", valid_from=PAST))
-    closed = store.invalidate_drawer(drawer.id)
+    drawer = store.drawers.add_drawer(note("edge case", valid_from=PAST))
+    closed = store.drawers.invalidate_drawer(drawer.id)
     assert closed.valid_to is not None
     expression = LexicalQuery(tuple(["edge"]), require_all=True)
 
     def found(when: When) -> bool:
-        return bool(store.lexical_candidates(expression, Scope(when=when), 5))
+        return bool(store.search.lexical_candidates(expression, Scope(when=when), 5))
 
     assert found(AsOf(PAST)), "valid_from is inclusive"
     assert not found(AsOf(closed.valid_to)), "valid_to is not"
@@ -489,68 +493,68 @@ def test_store_temporal_rule_is_half_open(store: Store) -> None:
 
 
 def test_get_drawers_returns_every_known_id_once(store: Store) -> None:
-    ids = [store.add_drawer(note(f"d{i}")).id for i in range(620)]
-    found = store.get_drawers([*ids, ids[0], "missing"])
+    ids = [store.drawers.add_drawer(note(f"d{i}")).id for i in range(620)]
+    found = store.drawers.get_drawers([*ids, ids[0], "missing"])
     assert set(found) == set(ids)
     assert found[ids[5]].content == "d5"
-    assert store.get_drawers([]) == {}
+    assert store.drawers.get_drawers([]) == {}
 
 
 def test_find_current_copy_skips_named_and_closed_drawers(store: Store) -> None:
-    store.add_drawer(note("same text", name="named"))
-    assert store.find_current_copy("w", "r", sha256("same text")) is None
-    plain = store.add_drawer(note("same text"))
-    assert store.find_current_copy("w", "r", sha256("same text")) == plain
-    assert store.find_current_copy("w", "other", sha256("same text")) is None
-    store.invalidate_drawer(plain.id)
-    assert store.find_current_copy("w", "r", sha256("same text")) is None
+    store.drawers.add_drawer(note("same text", name="named"))
+    assert store.drawers.find_current_copy("w", "r", sha256("same text")) is None
+    plain = store.drawers.add_drawer(note("same text"))
+    assert store.drawers.find_current_copy("w", "r", sha256("same text")) == plain
+    assert store.drawers.find_current_copy("w", "other", sha256("same text")) is None
+    store.drawers.invalidate_drawer(plain.id)
+    assert store.drawers.find_current_copy("w", "r", sha256("same text")) is None
 
 
 def test_find_current_copy_may_ask_for_one_agents_copy(store: Store) -> None:
-    mine = store.add_drawer(note("diary line", source=Source(kind="note", agent="claude")))
-    theirs = store.add_drawer(note("diary line", source=Source(kind="note", agent="codex")))
-    assert store.find_current_copy("w", "r", sha256("diary line"), agent="codex") == theirs
-    assert store.find_current_copy("w", "r", sha256("diary line"), agent="claude") == mine
-    assert store.find_current_copy("w", "r", sha256("diary line"), agent="gemini") is None
-    assert store.find_current_copy("w", "r", sha256("diary line")) == mine
+    mine = store.drawers.add_drawer(note("diary line", source=Source(kind="note", agent="claude")))
+    theirs = store.drawers.add_drawer(note("diary line", source=Source(kind="note", agent="codex")))
+    assert store.drawers.find_current_copy("w", "r", sha256("diary line"), agent="codex") == theirs
+    assert store.drawers.find_current_copy("w", "r", sha256("diary line"), agent="claude") == mine
+    assert store.drawers.find_current_copy("w", "r", sha256("diary line"), agent="gemini") is None
+    assert store.drawers.find_current_copy("w", "r", sha256("diary line")) == mine
 
 
 def test_latest_drawers_are_current_newest_first_within_scope(store: Store) -> None:
-    first = store.add_drawer(note("one", tags=("t",)))
-    second = store.add_drawer(note("two", room="elsewhere", tags=("t",)))
-    third = store.add_drawer(note("three", tags=("t",)))
-    store.invalidate_drawer(third.id)
-    assert [d.id for d in store.latest_drawers(Scope(), 10)] == [second.id, first.id]
-    assert [d.id for d in store.latest_drawers(Scope(room="r"), 10)] == [first.id]
-    assert [d.id for d in store.latest_drawers(Scope(tags=("t",)), 1)] == [second.id]
+    first = store.drawers.add_drawer(note("one", tags=("t",)))
+    second = store.drawers.add_drawer(note("two", room="elsewhere", tags=("t",)))
+    third = store.drawers.add_drawer(note("three", tags=("t",)))
+    store.drawers.invalidate_drawer(third.id)
+    assert [d.id for d in store.drawers.latest_drawers(Scope(), 10)] == [second.id, first.id]
+    assert [d.id for d in store.drawers.latest_drawers(Scope(room="r"), 10)] == [first.id]
+    assert [d.id for d in store.drawers.latest_drawers(Scope(tags=("t",)), 1)] == [second.id]
 
 
 def test_eligibility_applies_scope_and_time(store: Store) -> None:
-    old = store.add_drawer(note("old", valid_from=PAST))
-    new = store.supersede_drawer(old.id, note("new"))
-    other = store.add_drawer(note("elsewhere", wing="x", tags=("a",)))
+    old = store.drawers.add_drawer(note("old", valid_from=PAST))
+    new = store.drawers.supersede_drawer(old.id, note("new"))
+    other = store.drawers.add_drawer(note("elsewhere", wing="x", tags=("a",)))
     everything = [old.id, new.id, other.id, "unknown"]
-    assert store.eligible_ids(everything, Scope()) == {new.id, other.id}
-    assert store.eligible_ids(everything, Scope(wing="w", when=ANY_TIME)) == {old.id, new.id}
-    assert store.eligible_ids(everything, Scope(tags=("a",))) == {other.id}
-    assert store.eligible_ids(everything, Scope(when=AsOf("2021-01-01T00:00:00.000000Z"))) == {old.id}
-    assert store.eligible_ids([], Scope()) == set()
-    assert store.all_eligible_ids(Scope()) == {new.id, other.id}
-    assert store.all_eligible_ids(Scope(wing="w", when=ANY_TIME)) == {old.id, new.id}
+    assert store.search.eligible_ids(everything, Scope()) == {new.id, other.id}
+    assert store.search.eligible_ids(everything, Scope(wing="w", when=ANY_TIME)) == {old.id, new.id}
+    assert store.search.eligible_ids(everything, Scope(tags=("a",))) == {other.id}
+    assert store.search.eligible_ids(everything, Scope(when=AsOf("2021-01-01T00:00:00.000000Z"))) == {old.id}
+    assert store.search.eligible_ids([], Scope()) == set()
+    assert store.search.all_eligible_ids(Scope()) == {new.id, other.id}
+    assert store.search.all_eligible_ids(Scope(wing="w", when=ANY_TIME)) == {old.id, new.id}
 
 
 def test_long_contents_reads_the_text_of_the_long_drawers_only(store: Store) -> None:
-    short = store.add_drawer(note("short"))
-    long = store.add_drawer(note("é" * 40))  # characters, not bytes: 40 characters, 80 bytes in UTF-8
-    longer = store.add_drawer(note("a" * 100))
+    short = store.drawers.add_drawer(note("short"))
+    long = store.drawers.add_drawer(note("é" * 40))  # characters, not bytes: 40 characters, 80 bytes in UTF-8
+    longer = store.drawers.add_drawer(note("a" * 100))
     everything = [short.id, long.id, longer.id, "unknown"]
-    assert store.long_contents(everything, 39) == {long.id: "é" * 40, longer.id: "a" * 100}
-    assert store.long_contents(everything, 40) == {longer.id: "a" * 100}
-    assert store.long_contents([], 0) == {}
+    assert store.search.long_contents(everything, 39) == {long.id: "é" * 40, longer.id: "a" * 100}
+    assert store.search.long_contents(everything, 40) == {longer.id: "a" * 100}
+    assert store.search.long_contents([], 0) == {}
 
 
 def test_provenance_source_and_tags_round_trip(store: Store) -> None:
-    drawer = store.add_drawer(
+    drawer = store.drawers.add_drawer(
         NewDrawer(
             wing="w",
             room="r",
@@ -560,71 +564,71 @@ def test_provenance_source_and_tags_round_trip(store: Store) -> None:
             provenance=Provenance(requested_by="job", job_id="job-1"),
         )
     )
-    again = store.get_drawer(drawer.id)
+    again = store.drawers.get_drawer(drawer.id)
     assert again == drawer
     assert again.tags == ("b", "a", "b"), "tags are kept as given"
     assert again.source.agent == "claude" and again.provenance.job_id == "job-1"
-    assert store.latest_drawers(Scope(agent="claude"), 5) == [drawer]
+    assert store.drawers.latest_drawers(Scope(agent="claude"), 5) == [drawer]
 
 
 def test_metadata_snapshot_keeps_its_key_order(store: Store) -> None:
     metadata = {"zeta": 1, "alpha": {"y": [3, 2, 1], "b": None}, "mid": "ü 🏰"}
     origin = Origin(connector="notes", source_id="s", document="d", chunk=0, revision="r", metadata=metadata)
-    drawer = store.add_drawer(note("ordered", source=Source(kind="note", origin=origin)))
-    stored = store.get_drawer(drawer.id).source.origin
+    drawer = store.drawers.add_drawer(note("ordered", source=Source(kind="note", origin=origin)))
+    stored = store.drawers.get_drawer(drawer.id).source.origin
     assert stored is not None
     assert list(stored.metadata) == ["zeta", "alpha", "mid"]
     assert list(stored.metadata["alpha"]) == ["y", "b"]
 
 
 def test_valid_from_is_normalized_to_the_stored_form(store: Store) -> None:
-    drawer = store.add_drawer(note("dated", valid_from="2021-03-04T05:06:07+02:00"))
+    drawer = store.drawers.add_drawer(note("dated", valid_from="2021-03-04T05:06:07+02:00"))
     assert drawer.valid_from == "2021-03-04T03:06:07.000000Z"
     with pytest.raises(InvalidRequest):
-        store.add_drawer(note("bad date", valid_from="yesterday"))
+        store.drawers.add_drawer(note("bad date", valid_from="yesterday"))
 
 
 def test_lexical_signal_is_higher_for_better_matches(store: Store) -> None:
-    strong = store.add_drawer(note("harbour harbour harbour lights"))
-    weak = store.add_drawer(note("a harbour among a great many other words in a long sentence of text"))
-    store.add_drawer(note("nothing to see"))
+    strong = store.drawers.add_drawer(note("harbour harbour harbour lights"))
+    weak = store.drawers.add_drawer(note("a harbour among a great many other words in a long sentence of text"))
+    store.drawers.add_drawer(note("nothing to see"))
     expression = LexicalQuery(tuple(["harbour"]), require_all=True)
-    found = store.lexical_candidates(expression, Scope(), 10)
+    found = store.search.lexical_candidates(expression, Scope(), 10)
     assert [c.drawer_id for c in found] == [strong.id, weak.id]
     assert found[0].signal > found[1].signal > 0
-    assert store.lexical_candidates(expression, Scope(), 1) == found[:1]
+    assert store.search.lexical_candidates(expression, Scope(), 1) == found[:1]
 
 
 def test_rare_terms_outweigh_common_ones_when_any_term_may_match(store: Store) -> None:
     for i in range(10):
-        store.add_drawer(note(f"common word number {i}"))
-    rare = store.add_drawer(note("the zeppelin"))
-    common = store.add_drawer(note("the common"))
+        store.drawers.add_drawer(note(f"common word number {i}"))
+    rare = store.drawers.add_drawer(note("the zeppelin"))
+    common = store.drawers.add_drawer(note("the common"))
     expression = LexicalQuery(tuple(["zeppelin", "common"]), require_all=False)
-    found = [c.drawer_id for c in store.lexical_candidates(expression, Scope(), 20)]
+    found = [c.drawer_id for c in store.search.lexical_candidates(expression, Scope(), 20)]
     assert found.index(rare.id) < found.index(common.id)
     assert len(found) == 12
 
 
 def test_a_bounded_any_term_query_matches_on_its_rarest_terms_only(store: Store) -> None:
     for i in range(6):
-        store.add_drawer(note(f"lantern story number {i}"))
+        store.drawers.add_drawer(note(f"lantern story number {i}"))
     for i in range(3):
-        store.add_drawer(note(f"a harbour tale number {i}"))
-    both = store.add_drawer(note("the harbour lantern"))
-    rare = store.add_drawer(note("the zeppelin over the harbour"))
+        store.drawers.add_drawer(note(f"a harbour tale number {i}"))
+    both = store.drawers.add_drawer(note("the harbour lantern"))
+    rare = store.drawers.add_drawer(note("the zeppelin over the harbour"))
     for i in range(20):
-        store.add_drawer(note(f"filler text {i} about nothing"))
+        store.drawers.add_drawer(note(f"filler text {i} about nothing"))
     terms = ("lantern", "zeppelin", "harbour")  # in 7, 1 and 5 drawers
 
     def found(max_rows: int | None) -> list[str]:
         query = LexicalQuery(terms, require_all=False, max_rows=max_rows)
-        return [c.drawer_id for c in store.lexical_candidates(query, Scope(), 20)]
+        return [c.drawer_id for c in store.search.lexical_candidates(query, Scope(), 20)]
 
     exact = found(None)
     assert len(exact) == 11, "unbounded: every drawer holding any term"
     assert found(10**6) == exact, "a budget every term fits in changes nothing"
-    harbour = {d for d in exact if "harbour" in store.get_drawer(d).content}
+    harbour = {d for d in exact if "harbour" in store.drawers.get_drawer(d).content}
     bounded = found(6)  # zeppelin and harbour fit (1 + 5 drawers); lantern (7) is left out
     assert set(bounded) == harbour and both.id in harbour
     assert bounded[0] == rare.id, "scored by the terms matched: the drawer holding both comes first"
@@ -633,13 +637,13 @@ def test_a_bounded_any_term_query_matches_on_its_rarest_terms_only(store: Store)
 
 
 def test_diacritics_and_case_are_folded_on_both_sides(store: Store) -> None:
-    store.add_drawer(note("Crème Brûlée at the CAFÉ"))
+    store.drawers.add_drawer(note("Crème Brûlée at the CAFÉ"))
     assert search(store, "creme brulee cafe") == ["Crème Brûlée at the CAFÉ"]
     assert search(store, "CRÈME") == ["Crème Brûlée at the CAFÉ"]
 
 
 def test_words_joined_by_punctuation_are_found_separately(store: Store) -> None:
-    store.add_drawer(note("see src/memcastle/app.py and alex@example.com or v1.2.3"))
+    store.drawers.add_drawer(note("see src/memcastle/app.py and alex@example.com or v1.2.3"))
     hit = ["see src/memcastle/app.py and alex@example.com or v1.2.3"]
     assert search(store, "app py") == hit
     assert search(store, "memcastle") == hit
@@ -657,89 +661,96 @@ def unit_rows(count: int, dimension: int, seed: int = 0) -> np.ndarray:
 
 
 def test_embeddings_are_stored_exactly_and_loaded_incrementally(store: Store) -> None:
-    a = store.add_drawer(note("a"))
-    b = store.add_drawer(note("b"))
-    assert store.count_missing_embeddings("m") == 2
-    assert [d.id for d in store.drawers_missing_embeddings("m", 10)] == [a.id, b.id]
+    a = store.drawers.add_drawer(note("a"))
+    b = store.drawers.add_drawer(note("b"))
+    assert store.embeddings.count_missing_embeddings("m") == 2
+    assert [d.id for d in store.embeddings.drawers_missing_embeddings("m", 10)] == [a.id, b.id]
     first = unit_rows(2, 16, seed=1)
-    store.put_embeddings("m", [(a.id, first)])
-    chunk = store.load_embeddings("m", 0, 16, limit=100)
+    store.embeddings.put_embeddings("m", [(a.id, first)])
+    chunk = store.embeddings.load_embeddings("m", 0, 16, limit=100)
     ids, matrix, last = chunk.ids, chunk.matrix, chunk.last_id
     assert ids == [a.id, a.id] and chunk.passages == [0, 1]
     assert matrix.dtype == np.float32 and matrix.shape == (2, 16)
     assert np.array_equal(matrix, first), "vectors come back bit for bit"
-    assert store.count_missing_embeddings("m") == 1
+    assert store.embeddings.count_missing_embeddings("m") == 1
     second = unit_rows(1, 16, seed=2)
-    store.put_embeddings("m", [(b.id, second)])
-    more = store.load_embeddings("m", last, 16, limit=100)
+    store.embeddings.put_embeddings("m", [(b.id, second)])
+    more = store.embeddings.load_embeddings("m", last, 16, limit=100)
     assert more.ids == [b.id] and more.last_id > last and np.array_equal(more.matrix, second)
-    none = store.load_embeddings("m", more.last_id, 16, limit=100)
+    none = store.embeddings.load_embeddings("m", more.last_id, 16, limit=100)
     assert none.ids == [] and none.matrix.shape == (0, 16) and none.last_id == more.last_id
-    assert store.count_missing_embeddings("m") == 0
-    assert store.drawers_missing_embeddings("m", 10) == []
+    assert store.embeddings.count_missing_embeddings("m") == 0
+    assert store.embeddings.drawers_missing_embeddings("m", 10) == []
 
 
 def test_vectors_are_read_back_by_row_in_the_order_asked(store: Store) -> None:
     """The semantic leg's graph keeps only coarse copies: it reads a found row's exact vector back by its row id."""
-    a, b = store.add_drawer(note("a")), store.add_drawer(note("b"))
+    a, b = store.drawers.add_drawer(note("a")), store.drawers.add_drawer(note("b"))
     vectors = unit_rows(3, 8, seed=4)
-    store.put_embeddings("m", [(a.id, vectors[:2]), (b.id, vectors[2:])])
-    rows = store.load_embeddings("m", 0, 8, limit=10).row_ids
-    back = store.vectors_of_rows([rows[2], rows[0], rows[1]], 8)
+    store.embeddings.put_embeddings("m", [(a.id, vectors[:2]), (b.id, vectors[2:])])
+    rows = store.embeddings.load_embeddings("m", 0, 8, limit=10).row_ids
+    back = store.embeddings.vectors_of_rows([rows[2], rows[0], rows[1]], 8)
     assert back.dtype == np.float32 and np.array_equal(back, vectors[[2, 0, 1]]), "bit for bit, in the order asked"
-    store.put_embeddings("m", [(a.id, vectors[2:])])  # a embedded again: its old rows are gone
-    gone = store.vectors_of_rows([rows[0], rows[2]], 8)
+    store.embeddings.put_embeddings("m", [(a.id, vectors[2:])])  # a embedded again: its old rows are gone
+    gone = store.embeddings.vectors_of_rows([rows[0], rows[2]], 8)
     assert not gone[0].any() and np.array_equal(gone[1], vectors[2]), "a row no longer stored reads as zeros"
-    assert store.vectors_of_rows([], 8).shape == (0, 8)
+    assert store.embeddings.vectors_of_rows([], 8).shape == (0, 8)
 
 
 def test_a_drawers_first_passage_can_come_before_its_others(store: Store) -> None:
-    drawer = store.add_drawer(note("three passages"))
-    other = store.add_drawer(note("one passage"))
+    drawer = store.drawers.add_drawer(note("three passages"))
+    other = store.drawers.add_drawer(note("one passage"))
     vectors = unit_rows(3, 8, seed=3)
-    walk = [d.id for _, d in store.next_to_embed("m", 10, after=0, stage="head")]
+    walk = [d.id for _, d in store.embeddings.next_to_embed("m", 10, after=0, stage="head")]
     assert walk == [drawer.id, other.id]
-    store.put_embeddings("m", [(drawer.id, vectors[:1]), (other.id, vectors[:1])], totals={drawer.id: 3, other.id: 1})
-    assert store.count_missing_embeddings("m") == 1, "the one-passage drawer is complete; the other is not"
-    assert store.next_to_embed("m", 10, after=0, stage="head") == []
-    assert [d.id for _, d in store.next_to_embed("m", 10, after=0, stage="rest")] == [drawer.id]
-    assert [d.id for _, d in store.next_to_embed("m", 10, after=0)] == [drawer.id]
-    heads = store.load_embeddings("m", 0, 8, limit=100)
+    store.embeddings.put_embeddings(
+        "m", [(drawer.id, vectors[:1]), (other.id, vectors[:1])], totals={drawer.id: 3, other.id: 1}
+    )
+    assert store.embeddings.count_missing_embeddings("m") == 1, "the one-passage drawer is complete; the other is not"
+    assert store.embeddings.next_to_embed("m", 10, after=0, stage="head") == []
+    assert [d.id for _, d in store.embeddings.next_to_embed("m", 10, after=0, stage="rest")] == [drawer.id]
+    assert [d.id for _, d in store.embeddings.next_to_embed("m", 10, after=0)] == [drawer.id]
+    heads = store.embeddings.load_embeddings("m", 0, 8, limit=100)
     assert (heads.ids, heads.totals, heads.passages) == ([drawer.id, other.id], [3, 1], [0, 0])
-    store.put_embeddings("m", [(drawer.id, vectors[1:])], first_passage=1, totals={drawer.id: 3})
-    assert store.count_missing_embeddings("m") == 0 and store.next_to_embed("m", 10, after=0, stage="rest") == []
-    rest = store.load_embeddings("m", heads.last_id, 8, limit=100)
+    store.embeddings.put_embeddings("m", [(drawer.id, vectors[1:])], first_passage=1, totals={drawer.id: 3})
+    assert (
+        store.embeddings.count_missing_embeddings("m") == 0
+        and store.embeddings.next_to_embed("m", 10, after=0, stage="rest") == []
+    )
+    rest = store.embeddings.load_embeddings("m", heads.last_id, 8, limit=100)
     assert rest.ids == [drawer.id, drawer.id] and rest.totals == [3, 3] and rest.passages == [1, 2]
     assert np.array_equal(rest.matrix, vectors[1:])
     # Starting at the first passage again replaces the drawer's vectors instead of adding a fourth.
-    store.put_embeddings("m", [(drawer.id, vectors)])
-    assert store.load_embeddings("m", 0, 8, limit=100).ids.count(drawer.id) == 3
+    store.embeddings.put_embeddings("m", [(drawer.id, vectors)])
+    assert store.embeddings.load_embeddings("m", 0, 8, limit=100).ids.count(drawer.id) == 3
 
 
 def test_a_drawer_without_passages_counts_as_embedded(store: Store) -> None:
-    drawer = store.add_drawer(note("nothing to embed"))
-    store.put_embeddings("m", [(drawer.id, np.zeros((0, 0), dtype=np.float32)), ("unknown-drawer", unit_rows(1, 4))])
-    assert store.count_missing_embeddings("m") == 0
-    assert store.load_embeddings("m", 0, 4, limit=100).ids == []
+    drawer = store.drawers.add_drawer(note("nothing to embed"))
+    store.embeddings.put_embeddings(
+        "m", [(drawer.id, np.zeros((0, 0), dtype=np.float32)), ("unknown-drawer", unit_rows(1, 4))]
+    )
+    assert store.embeddings.count_missing_embeddings("m") == 0
+    assert store.embeddings.load_embeddings("m", 0, 4, limit=100).ids == []
 
 
 def test_re_embedding_replaces_a_drawers_vectors(store: Store) -> None:
-    drawer = store.add_drawer(note("again"))
-    store.put_embeddings("m", [(drawer.id, unit_rows(3, 8, seed=1))])
-    last = store.load_embeddings("m", 0, 8, limit=100).last_id
+    drawer = store.drawers.add_drawer(note("again"))
+    store.embeddings.put_embeddings("m", [(drawer.id, unit_rows(3, 8, seed=1))])
+    last = store.embeddings.load_embeddings("m", 0, 8, limit=100).last_id
     replacement = unit_rows(1, 8, seed=9)
-    store.put_embeddings("m", [(drawer.id, replacement)])
-    again = store.load_embeddings("m", last, 8, limit=100)
+    store.embeddings.put_embeddings("m", [(drawer.id, replacement)])
+    again = store.embeddings.load_embeddings("m", last, 8, limit=100)
     assert again.ids == [drawer.id] and again.passages == [0] and np.array_equal(again.matrix, replacement)
 
 
 def test_vectors_load_in_chunks_of_the_limit_in_row_order(store: Store) -> None:
-    drawers = [store.add_drawer(note(f"chunk {i}")) for i in range(5)]
-    store.put_embeddings("m", [(d.id, unit_rows(2, 4, seed=i)) for i, d in enumerate(drawers)])
+    drawers = [store.drawers.add_drawer(note(f"chunk {i}")) for i in range(5)]
+    store.embeddings.put_embeddings("m", [(d.id, unit_rows(2, 4, seed=i)) for i, d in enumerate(drawers)])
     seen: list[str] = []
     last = 0
     while True:
-        chunk = store.load_embeddings("m", last, 4, limit=3)
+        chunk = store.embeddings.load_embeddings("m", last, 4, limit=3)
         assert len(chunk.ids) <= 3
         seen.extend(chunk.ids)
         if not chunk.ids:
@@ -750,20 +761,20 @@ def test_vectors_load_in_chunks_of_the_limit_in_row_order(store: Store) -> None:
 
 
 def test_missing_embeddings_put_current_drawers_first(store: Store) -> None:
-    closed = store.add_drawer(note("closed"))
-    store.invalidate_drawer(closed.id)
-    current = store.add_drawer(note("current"))
-    assert [d.id for d in store.drawers_missing_embeddings("m", 10)] == [current.id, closed.id]
+    closed = store.drawers.add_drawer(note("closed"))
+    store.drawers.invalidate_drawer(closed.id)
+    current = store.drawers.add_drawer(note("current"))
+    assert [d.id for d in store.embeddings.drawers_missing_embeddings("m", 10)] == [current.id, closed.id]
 
 
 def test_other_models_are_dropped_after_a_model_change(store: Store) -> None:
-    drawer = store.add_drawer(note("x"))
-    store.put_embeddings("old", [(drawer.id, unit_rows(2, 8))])
-    store.put_embeddings("new", [(drawer.id, unit_rows(1, 12))])
-    assert store.drop_other_embeddings("new") == 2
-    assert store.load_embeddings("old", 0, 8, limit=100).ids == []
-    assert store.count_missing_embeddings("old") == 1
-    assert store.load_embeddings("new", 0, 12, limit=100).ids == [drawer.id]
+    drawer = store.drawers.add_drawer(note("x"))
+    store.embeddings.put_embeddings("old", [(drawer.id, unit_rows(2, 8))])
+    store.embeddings.put_embeddings("new", [(drawer.id, unit_rows(1, 12))])
+    assert store.embeddings.drop_other_embeddings("new") == 2
+    assert store.embeddings.load_embeddings("old", 0, 8, limit=100).ids == []
+    assert store.embeddings.count_missing_embeddings("old") == 1
+    assert store.embeddings.load_embeddings("new", 0, 12, limit=100).ids == [drawer.id]
 
 
 # --- mining records -------------------------------------------------------------------------------
@@ -776,28 +787,28 @@ def source_record(cursor: str | None = None) -> SourceRecord:
 
 
 def test_a_source_keeps_its_cursor_when_upserted_again(store: Store) -> None:
-    assert store.get_source("src-1") is None
-    created = store.upsert_source(source_record())
+    assert store.mining.get_source("src-1") is None
+    created = store.mining.upsert_source(source_record())
     assert created.cursor is None and dict(created.options) == {"since": "2024"}
-    store.apply_document(
+    store.mining.apply_document(
         DocumentChanges(
             source=SourceRecord(**{**created.__dict__, "cursor": "c1"}),
             record=DocumentRecord("src-1", "a.md", "rev1", ("h1",), (), utc_now()),
         )
     )
-    again = store.upsert_source(
+    again = store.mining.upsert_source(
         SourceRecord(id="src-1", connector="notes", locator="/elsewhere", options={}, cursor=None, updated_at=utc_now())
     )
     assert again.cursor == "c1" and again.locator == "/elsewhere" and dict(again.options) == {}
 
 
 def test_a_document_is_applied_in_one_transaction(store: Store) -> None:
-    source = store.upsert_source(source_record())
-    keep = store.add_drawer(note("chunk 0"))
-    change = store.add_drawer(note("chunk 1"))
-    drop = store.add_drawer(note("chunk 2"))
+    source = store.mining.upsert_source(source_record())
+    keep = store.drawers.add_drawer(note("chunk 0"))
+    change = store.drawers.add_drawer(note("chunk 1"))
+    drop = store.drawers.add_drawer(note("chunk 2"))
     advanced = SourceRecord(**{**source.__dict__, "cursor": "after-doc"})
-    store.apply_document(
+    store.mining.apply_document(
         DocumentChanges(
             source=advanced,
             record=DocumentRecord("src-1", "doc.md", "rev2", ("h0", "h1b"), (keep.id, "new-1"), utc_now()),
@@ -807,25 +818,25 @@ def test_a_document_is_applied_in_one_transaction(store: Store) -> None:
             at="2030-01-01T00:00:00.000000Z",
         )
     )
-    assert store.get_drawer(change.id).superseded_by == "new-1"
-    assert store.get_drawer("new-1").valid_from == "2030-01-01T00:00:00.000000Z"
-    assert store.get_drawer(drop.id).valid_to == "2030-01-01T00:00:00.000000Z"
-    assert store.get_drawer("new-2").is_current
-    document = store.get_document("src-1", "doc.md")
+    assert store.drawers.get_drawer(change.id).superseded_by == "new-1"
+    assert store.drawers.get_drawer("new-1").valid_from == "2030-01-01T00:00:00.000000Z"
+    assert store.drawers.get_drawer(drop.id).valid_to == "2030-01-01T00:00:00.000000Z"
+    assert store.drawers.get_drawer("new-2").is_current
+    document = store.mining.get_document("src-1", "doc.md")
     assert document is not None and document.revision == "rev2"
     assert document.chunk_hashes == ("h0", "h1b") and document.drawer_ids == (keep.id, "new-1")
-    found = store.get_source("src-1")
+    found = store.mining.get_source("src-1")
     assert found is not None and found.cursor == "after-doc"
-    assert store.get_document("src-1", "other.md") is None
+    assert store.mining.get_document("src-1", "other.md") is None
 
 
 def test_a_failing_document_leaves_no_trace(store: Store) -> None:
-    source = store.upsert_source(source_record(cursor="before"))
-    closed = store.add_drawer(note("already closed"))
-    store.invalidate_drawer(closed.id)
-    victim = store.add_drawer(note("would be invalidated"))
+    source = store.mining.upsert_source(source_record(cursor="before"))
+    closed = store.drawers.add_drawer(note("already closed"))
+    store.drawers.invalidate_drawer(closed.id)
+    victim = store.drawers.add_drawer(note("would be invalidated"))
     with pytest.raises(Conflict):
-        store.apply_document(
+        store.mining.apply_document(
             DocumentChanges(
                 source=SourceRecord(**{**source.__dict__, "cursor": "after"}),
                 record=DocumentRecord("src-1", "doc.md", "rev", (), (), utc_now()),
@@ -833,11 +844,11 @@ def test_a_failing_document_leaves_no_trace(store: Store) -> None:
                 invalidated=(victim.id, closed.id),
             )
         )
-    assert store.get_drawer(victim.id).is_current
+    assert store.drawers.get_drawer(victim.id).is_current
     with pytest.raises(NotFound):
-        store.get_drawer("fresh")
-    assert store.get_document("src-1", "doc.md") is None
-    found = store.get_source("src-1")
+        store.drawers.get_drawer("fresh")
+    assert store.mining.get_document("src-1", "doc.md") is None
+    found = store.mining.get_source("src-1")
     assert found is not None and found.cursor == "before"
 
 
@@ -879,9 +890,9 @@ PATH_TO = {
 
 
 def job_in(store: Store, status: JobStatus) -> Job:
-    job, _ = store.create_job(NewJob(kind="probe"))
+    job, _ = store.jobs.create_job(NewJob(kind="probe"))
     for step in PATH_TO[status]:
-        job = store.transition_job(job.id, step)
+        job = store.jobs.transition_job(job.id, step)
     assert job.status is status
     return job
 
@@ -891,16 +902,16 @@ def test_store_enforces_the_transition_table(shared_store: Store, current: JobSt
     store = shared_store
     job = job_in(store, current)
     if (current, target) in SPEC_TABLE:
-        moved = store.transition_job(job.id, target)
+        moved = store.jobs.transition_job(job.id, target)
         assert moved.status is target
-        assert store.get_job(job.id).status is target
+        assert store.jobs.get_job(job.id).status is target
     else:
         with pytest.raises(IllegalTransition) as refused:
-            store.transition_job(job.id, target, error="should not be written")
+            store.jobs.transition_job(job.id, target, error="should not be written")
         assert refused.value.current == current.value
         assert refused.value.target == target.value
         assert current.value in refused.value.message and target.value in refused.value.message
-        after = store.get_job(job.id)
+        after = store.jobs.get_job(job.id)
         assert after.status is current, "a refused transition must not change the job"
         assert after.error is None, "a refused transition must not write its fields"
 
@@ -908,20 +919,20 @@ def test_store_enforces_the_transition_table(shared_store: Store, current: JobSt
 def test_illegal_transition_is_a_conflict_naming_the_job(shared_store: Store) -> None:
     job = job_in(shared_store, C)
     with pytest.raises(Conflict) as refused:
-        shared_store.transition_job(job.id, R)
+        shared_store.jobs.transition_job(job.id, R)
     assert isinstance(refused.value, IllegalTransition)
     assert refused.value.existing_id == job.id
     assert job.id in refused.value.message
 
 
 def test_transition_fenced_by_owner_is_refused_for_another_owner(store: Store) -> None:
-    job, _ = store.create_job(NewJob(kind="fenced"))
-    claimed = store.claim_next_job("worker-a", 30, ["fenced"])
+    job, _ = store.jobs.create_job(NewJob(kind="fenced"))
+    claimed = store.jobs.claim_next_job("worker-a", 30, ["fenced"])
     assert claimed is not None and claimed.id == job.id
     with pytest.raises(Conflict):
-        store.transition_job(job.id, C, owner="worker-b", finished_at=utc_now())
-    assert store.get_job(job.id).status is R
-    assert store.transition_job(job.id, C, owner="worker-a").status is C
+        store.jobs.transition_job(job.id, C, owner="worker-b", finished_at=utc_now())
+    assert store.jobs.get_job(job.id).status is R
+    assert store.jobs.transition_job(job.id, C, owner="worker-a").status is C
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -929,51 +940,51 @@ def test_transition_fenced_by_owner_is_refused_for_another_owner(store: Store) -
 def test_any_sequence_of_requests_follows_the_table(shared_store: Store, targets: list[JobStatus]) -> None:
     """Drive one job through random requests: the store moves exactly when the table says so."""
     store = shared_store
-    job, _ = store.create_job(NewJob(kind="walk"))
+    job, _ = store.jobs.create_job(NewJob(kind="walk"))
     status = Q
     for target in targets:
         if (status, target) in SPEC_TABLE:
-            assert store.transition_job(job.id, target).status is target
+            assert store.jobs.transition_job(job.id, target).status is target
             status = target
         else:
             with pytest.raises(IllegalTransition):
-                store.transition_job(job.id, target)
-        assert store.get_job(job.id).status is status
+                store.jobs.transition_job(job.id, target)
+        assert store.jobs.get_job(job.id).status is status
 
 
 # --- jobs: claims, leases, checkpoints ------------------------------------------------------------
 
 
 def test_claims_go_by_priority_then_age_and_only_to_handled_kinds(store: Store) -> None:
-    low, _ = store.create_job(NewJob(kind="a", priority=0))
-    first, _ = store.create_job(NewJob(kind="a", priority=50))
-    second, _ = store.create_job(NewJob(kind="a", priority=50))
-    other, _ = store.create_job(NewJob(kind="b", priority=100))
-    assert store.claim_next_job("w", 30, []) is None
-    order = [store.claim_next_job("w", 30, ["a"]) for _ in range(4)]
+    low, _ = store.jobs.create_job(NewJob(kind="a", priority=0))
+    first, _ = store.jobs.create_job(NewJob(kind="a", priority=50))
+    second, _ = store.jobs.create_job(NewJob(kind="a", priority=50))
+    other, _ = store.jobs.create_job(NewJob(kind="b", priority=100))
+    assert store.jobs.claim_next_job("w", 30, []) is None
+    order = [store.jobs.claim_next_job("w", 30, ["a"]) for _ in range(4)]
     assert [j.id if j else None for j in order] == [first.id, second.id, low.id, None]
-    assert store.get_job(other.id).status is Q
+    assert store.jobs.get_job(other.id).status is Q
 
 
 def test_a_claim_leases_the_job_and_counts_the_attempt(store: Store) -> None:
-    job, _ = store.create_job(NewJob(kind="k", params={"path": "/x", "n": 1}, requested_by="cli"))
-    store.request_job_stop(job.id, pause=True)
+    job, _ = store.jobs.create_job(NewJob(kind="k", params={"path": "/x", "n": 1}, requested_by="cli"))
+    store.jobs.request_job_stop(job.id, pause=True)
     before = utc_now()
-    claimed = store.claim_next_job("worker-1", 60, ["k"])
+    claimed = store.jobs.claim_next_job("worker-1", 60, ["k"])
     assert claimed is not None
     assert claimed.status is R and claimed.lease_owner == "worker-1" and claimed.attempt == 1
     assert claimed.lease_expires_at is not None and claimed.lease_expires_at > before
     assert claimed.started_at is not None and claimed.started_at >= claimed.created_at
     assert claimed.pause_requested is False, "a fresh claim clears a stale pause request"
     assert dict(claimed.params) == {"path": "/x", "n": 1} and claimed.requested_by == "cli"
-    assert store.running_jobs() == [claimed]
+    assert store.jobs.running_jobs() == [claimed]
 
 
 def test_a_checkpoint_is_saved_only_by_the_lease_owner(store: Store) -> None:
-    job, _ = store.create_job(NewJob(kind="k"))
-    claimed = store.claim_next_job("owner", 1, ["k"])
+    job, _ = store.jobs.create_job(NewJob(kind="k"))
+    claimed = store.jobs.claim_next_job("owner", 1, ["k"])
     assert claimed is not None
-    saved = store.save_job_checkpoint(
+    saved = store.jobs.save_job_checkpoint(
         job.id, "owner", {"done": ["a", "b"], "z": 1, "a": 2}, Progress(current=2, total=5, message="half"), 120
     )
     assert dict(saved.checkpoint) == {"done": ["a", "b"], "z": 1, "a": 2}
@@ -982,18 +993,18 @@ def test_a_checkpoint_is_saved_only_by_the_lease_owner(store: Store) -> None:
     assert saved.lease_expires_at is not None and claimed.lease_expires_at is not None
     assert saved.lease_expires_at > claimed.lease_expires_at, "a checkpoint renews the lease"
     with pytest.raises(Conflict) as refused:
-        store.save_job_checkpoint(job.id, "intruder", {}, Progress(), 60)
+        store.jobs.save_job_checkpoint(job.id, "intruder", {}, Progress(), 60)
     assert refused.value.existing_id == job.id
-    store.transition_job(job.id, Q, lease_owner=None, lease_expires_at=None)
+    store.jobs.transition_job(job.id, Q, lease_owner=None, lease_expires_at=None)
     with pytest.raises(Conflict):
-        store.save_job_checkpoint(job.id, "owner", {}, Progress(), 60)
-    assert dict(store.get_job(job.id).checkpoint) == {"done": ["a", "b"], "z": 1, "a": 2}
+        store.jobs.save_job_checkpoint(job.id, "owner", {}, Progress(), 60)
+    assert dict(store.jobs.get_job(job.id).checkpoint) == {"done": ["a", "b"], "z": 1, "a": 2}
 
 
 def test_finishing_records_result_and_clears_the_lease(store: Store) -> None:
-    job, _ = store.create_job(NewJob(kind="k"))
-    store.claim_next_job("w", 30, ["k"])
-    done = store.transition_job(
+    job, _ = store.jobs.create_job(NewJob(kind="k"))
+    store.jobs.claim_next_job("w", 30, ["k"])
+    done = store.jobs.transition_job(
         job.id,
         C,
         owner="w",
@@ -1004,59 +1015,66 @@ def test_finishing_records_result_and_clears_the_lease(store: Store) -> None:
     )
     assert done.is_finished and done.lease_owner is None and done.lease_expires_at is None
     assert dict(done.result or {}) == {"created": 3, "errors": []}
-    failed, _ = store.create_job(NewJob(kind="k"))
-    store.claim_next_job("w", 30, ["k"])
-    broken = store.transition_job(failed.id, F, owner="w", error="ValueError: boom", finished_at=utc_now())
+    failed, _ = store.jobs.create_job(NewJob(kind="k"))
+    store.jobs.claim_next_job("w", 30, ["k"])
+    broken = store.jobs.transition_job(failed.id, F, owner="w", error="ValueError: boom", finished_at=utc_now())
     assert broken.error == "ValueError: boom" and broken.result is None
-    retried = store.transition_job(failed.id, Q, recovery_attempts=0, attempt=0)
+    retried = store.jobs.transition_job(failed.id, Q, recovery_attempts=0, attempt=0)
     assert retried.status is Q and retried.attempt == 0
     with pytest.raises(ValueError):
-        store.transition_job(failed.id, R, not_a_field=1)
+        store.jobs.transition_job(failed.id, R, not_a_field=1)
 
 
 def test_a_coalesced_request_joins_the_queued_job(store: Store) -> None:
-    first, created = store.create_job(NewJob(kind="mine", coalesce_key="miner:docs"))
-    again, joined = store.create_job(NewJob(kind="mine", coalesce_key="miner:docs"))
+    first, created = store.jobs.create_job(NewJob(kind="mine", coalesce_key="miner:docs"))
+    again, joined = store.jobs.create_job(NewJob(kind="mine", coalesce_key="miner:docs"))
     assert created and not joined and again.id == first.id
-    other, created_other = store.create_job(NewJob(kind="mine", coalesce_key="miner:other"))
+    other, created_other = store.jobs.create_job(NewJob(kind="mine", coalesce_key="miner:other"))
     assert created_other and other.id != first.id
-    store.claim_next_job("w", 30, ["mine"])
-    waiting, created_waiting = store.create_job(NewJob(kind="mine", coalesce_key="miner:docs"))
+    store.jobs.claim_next_job("w", 30, ["mine"])
+    waiting, created_waiting = store.jobs.create_job(NewJob(kind="mine", coalesce_key="miner:docs"))
     assert created_waiting and waiting.id != first.id, "a running job is not joined: one more may wait"
 
 
 def test_stop_requests_are_flags_on_the_job(store: Store) -> None:
-    job, _ = store.create_job(NewJob(kind="k"))
-    paused = store.request_job_stop(job.id, pause=True)
+    job, _ = store.jobs.create_job(NewJob(kind="k"))
+    paused = store.jobs.request_job_stop(job.id, pause=True)
     assert paused.pause_requested and not paused.cancel_requested
-    cancelled = store.request_job_stop(job.id, cancel=True)
+    cancelled = store.jobs.request_job_stop(job.id, cancel=True)
     assert cancelled.pause_requested and cancelled.cancel_requested
     with pytest.raises(NotFound):
-        store.request_job_stop("no-such-job", cancel=True)
+        store.jobs.request_job_stop("no-such-job", cancel=True)
     with pytest.raises(NotFound):
-        store.get_job("no-such-job")
+        store.jobs.get_job("no-such-job")
 
 
 def test_jobs_are_listed_newest_first_and_counted_by_status(store: Store) -> None:
-    a, _ = store.create_job(NewJob(kind="mine"))
-    b, _ = store.create_job(NewJob(kind="embed"))
-    c, _ = store.create_job(NewJob(kind="mine"))
-    store.transition_job(c.id, X)
-    assert [j.id for j in store.list_jobs(None, None, 10)] == [c.id, b.id, a.id]
-    assert [j.id for j in store.list_jobs("queued", None, 10)] == [b.id, a.id]
-    assert [j.id for j in store.list_jobs(None, "mine", 1)] == [c.id]
-    assert store.count_jobs() == {"queued": 2, "running": 0, "paused": 0, "completed": 0, "failed": 0, "cancelled": 1}
+    a, _ = store.jobs.create_job(NewJob(kind="mine"))
+    b, _ = store.jobs.create_job(NewJob(kind="embed"))
+    c, _ = store.jobs.create_job(NewJob(kind="mine"))
+    store.jobs.transition_job(c.id, X)
+    assert [j.id for j in store.jobs.list_jobs(None, None, 10)] == [c.id, b.id, a.id]
+    assert [j.id for j in store.jobs.list_jobs("queued", None, 10)] == [b.id, a.id]
+    assert [j.id for j in store.jobs.list_jobs(None, "mine", 1)] == [c.id]
+    assert store.jobs.count_jobs() == {
+        "queued": 2,
+        "running": 0,
+        "paused": 0,
+        "completed": 0,
+        "failed": 0,
+        "cancelled": 1,
+    }
 
 
 def test_concurrent_claims_hand_each_job_to_exactly_one_worker(store: Store) -> None:
-    ids = {store.create_job(NewJob(kind="race"))[0].id for _ in range(24)}
+    ids = {store.jobs.create_job(NewJob(kind="race"))[0].id for _ in range(24)}
     claimed: list[str] = []
     lock = threading.Lock()
     errors: list[BaseException] = []
 
     def worker(name: str) -> None:
         try:
-            while (job := store.claim_next_job(name, 30, ["race"])) is not None:
+            while (job := store.jobs.claim_next_job(name, 30, ["race"])) is not None:
                 with lock:
                     claimed.append(job.id)
         except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
@@ -1072,58 +1090,60 @@ def test_concurrent_claims_hand_each_job_to_exactly_one_worker(store: Store) -> 
 
 
 def test_jobs_sharing_a_coalesce_key_run_one_at_a_time(store: Store) -> None:
-    first, _ = store.create_job(NewJob(kind="sweep", coalesce_key="embed"))
-    assert store.claim_next_job("w1", 30, ["sweep"]) is not None
-    behind, created = store.create_job(NewJob(kind="sweep", coalesce_key="embed"))
-    free, _ = store.create_job(NewJob(kind="sweep", priority=0))
+    first, _ = store.jobs.create_job(NewJob(kind="sweep", coalesce_key="embed"))
+    assert store.jobs.claim_next_job("w1", 30, ["sweep"]) is not None
+    behind, created = store.jobs.create_job(NewJob(kind="sweep", coalesce_key="embed"))
+    free, _ = store.jobs.create_job(NewJob(kind="sweep", priority=0))
     assert created
-    claimed = store.claim_next_job("w2", 30, ["sweep"])
+    claimed = store.jobs.claim_next_job("w2", 30, ["sweep"])
     assert claimed is not None and claimed.id == free.id, "the job behind a running one of its key waits"
-    assert store.claim_next_job("w2", 30, ["sweep"]) is None
-    store.transition_job(first.id, C, owner="w1", lease_owner=None, lease_expires_at=None)
-    after = store.claim_next_job("w2", 30, ["sweep"])
+    assert store.jobs.claim_next_job("w2", 30, ["sweep"]) is None
+    store.jobs.transition_job(first.id, C, owner="w1", lease_owner=None, lease_expires_at=None)
+    after = store.jobs.claim_next_job("w2", 30, ["sweep"])
     assert after is not None and after.id == behind.id
 
 
 def test_drawer_places_name_wing_room_kind_and_connector(store: Store) -> None:
     origin = Origin(connector="git", source_id="s", document="c", chunk=0, revision="r")
-    mined = store.add_drawer(note("commit", wing="proj", room="commits", source=Source(kind="commit", origin=origin)))
-    manual = store.add_drawer(note("typed", wing="proj", room="notes"))
-    assert store.drawer_places([mined.id, manual.id, "unknown"]) == {
+    mined = store.drawers.add_drawer(
+        note("commit", wing="proj", room="commits", source=Source(kind="commit", origin=origin))
+    )
+    manual = store.drawers.add_drawer(note("typed", wing="proj", room="notes"))
+    assert store.search.drawer_places([mined.id, manual.id, "unknown"]) == {
         mined.id: ("proj", "commits", "commit", "git"),
         manual.id: ("proj", "notes", "note", None),
     }
-    assert store.drawer_places([]) == {}
+    assert store.search.drawer_places([]) == {}
 
 
 def test_drawers_sharing_a_band_key_are_found_and_others_are_not(store: Store) -> None:
-    first = store.add_drawer(note("the first text of two"))
-    second = store.add_drawer(note("the second text of two"))
-    store.add_drawer_bands(first.id, [11, -22, 2**62])
-    store.add_drawer_bands(second.id, [33, 2**62])
-    store.add_drawer_bands(second.id, [33])  # idempotent
-    assert set(store.drawers_sharing_bands([2**62], 10)) == {first.id, second.id}
-    assert store.drawers_sharing_bands([-22], 10) == [first.id]
-    assert store.drawers_sharing_bands([44], 10) == [] and store.drawers_sharing_bands([], 10) == []
+    first = store.drawers.add_drawer(note("the first text of two"))
+    second = store.drawers.add_drawer(note("the second text of two"))
+    store.graph.add_drawer_bands(first.id, [11, -22, 2**62])
+    store.graph.add_drawer_bands(second.id, [33, 2**62])
+    store.graph.add_drawer_bands(second.id, [33])  # idempotent
+    assert set(store.graph.drawers_sharing_bands([2**62], 10)) == {first.id, second.id}
+    assert store.graph.drawers_sharing_bands([-22], 10) == [first.id]
+    assert store.graph.drawers_sharing_bands([44], 10) == [] and store.graph.drawers_sharing_bands([], 10) == []
 
 
 def test_term_statistics_are_the_full_text_indexs_own(store: Store) -> None:
     for text in ("The moat floods in spring", "Moats flooded twice", "A dry courtyard", "courtyard and moat"):
-        store.add_drawer(NewDrawer(wing="w", room="r", content=text))
-    stats = store.term_statistics(["moat", "flooding", "courtyard", "absent", "É"])
+        store.drawers.add_drawer(NewDrawer(wing="w", room="r", content=text))
+    stats = store.search.term_statistics(["moat", "flooding", "courtyard", "absent", "É"])
     assert stats.drawers == 4 and stats.average_length == pytest.approx(14 / 4)
     # Found as the index finds them: by stem and case-folded ("Moats" is "moat", "flooded" is "flood").
     assert stats.frequencies == (3, 2, 2, 0, 0)
 
 
 def test_nearest_passage_of_each_drawer_is_its_best_scoring_one(store: Store) -> None:
-    first = store.add_drawer(NewDrawer(wing="w", room="r", content="one two three")).id
-    second = store.add_drawer(NewDrawer(wing="w", room="r", content="four five")).id
+    first = store.drawers.add_drawer(NewDrawer(wing="w", room="r", content="one two three")).id
+    second = store.drawers.add_drawer(NewDrawer(wing="w", room="r", content="four five")).id
     rows = np.eye(3, dtype=np.float32)
-    store.put_embeddings("m", [(first, rows), (second, rows[[2, 0]])])
+    store.embeddings.put_embeddings("m", [(first, rows), (second, rows[[2, 0]])])
     query = np.array([0.1, 0.2, 0.97], dtype=np.float32)
     if store.backend == "postgres":
-        assert store.nearest_passage_of("m", query, [first, second]) == {first: 2, second: 0}  # type: ignore[attr-defined]
+        assert store.embeddings.nearest_passage_of("m", query, [first, second]) == {first: 2, second: 0}  # type: ignore[attr-defined]
     else:
         from memcastle.search.semantic import SemanticIndex
 
@@ -1135,11 +1155,11 @@ def test_nearest_passage_of_each_drawer_is_its_best_scoring_one(store: Store) ->
 def test_ids_with_a_prefix_come_from_the_id_index_in_order(store: Store) -> None:
     ids = ["abcdef01-aaaa", "abcdef01-bbbb", "abcdef02-cccc", "abcdef0"]
     for drawer_id in ids:
-        store.add_drawer(NewDrawer(wing="w", room="r", content=f"text {drawer_id}", id=drawer_id))
+        store.drawers.add_drawer(NewDrawer(wing="w", room="r", content=f"text {drawer_id}", id=drawer_id))
     assert store.ids_with_prefix("drawer", "abcdef01", 10) == ["abcdef01-aaaa", "abcdef01-bbbb"]
     assert store.ids_with_prefix("drawer", "abcdef0", 2) == ["abcdef0", "abcdef01-aaaa"]
     assert store.ids_with_prefix("drawer", "abcdef02-cccc", 10) == ["abcdef02-cccc"]
     assert store.ids_with_prefix("drawer", "abcdef03", 10) == []
     assert store.ids_with_prefix("job", "abcdef01", 10) == [], "each kind looks in its own table"
-    job, _ = store.create_job(NewJob(kind="probe"))
+    job, _ = store.jobs.create_job(NewJob(kind="probe"))
     assert store.ids_with_prefix("job", job.id[:8], 10) == [job.id]

@@ -13,41 +13,43 @@ FUTURE = "2999-01-01T00:00:00.000000Z"
 
 
 def found(store: Store, scope: Scope, word: str = "harbour") -> set[str]:
-    return {c.drawer_id for c in store.lexical_candidates(LexicalQuery((word,)), scope, 10)}
+    return {c.drawer_id for c in store.search.lexical_candidates(LexicalQuery((word,)), scope, 10)}
 
 
 def test_a_drawers_own_expiry_ends_its_eligibility_and_reads_as_closed(store: Store) -> None:
-    lasting = store.add_drawer(NewDrawer(wing="w", room="r", content="harbour lights stay", valid_from=PAST))
-    gone = store.add_drawer(
+    lasting = store.drawers.add_drawer(NewDrawer(wing="w", room="r", content="harbour lights stay", valid_from=PAST))
+    gone = store.drawers.add_drawer(
         NewDrawer(
             wing="w", room="r", content="harbour ferry strike", valid_from=PAST, expires_at="2021-01-01T00:00:00Z"
         )
     )
-    later = store.add_drawer(NewDrawer(wing="w", room="r", content="harbour fair", expires_at=FUTURE))
+    later = store.drawers.add_drawer(NewDrawer(wing="w", room="r", content="harbour fair", expires_at=FUTURE))
     assert found(store, Scope()) == {lasting.id, later.id}, "expired: left out of a current search"
-    assert [c.drawer_id for c in store.lexical_candidates(LexicalQuery(("ferry",)), Scope(), 1)] == []
+    assert [c.drawer_id for c in store.search.lexical_candidates(LexicalQuery(("ferry",)), Scope(), 1)] == []
     assert gone.id in found(store, Scope(when=AsOf("2020-06-01T00:00:00.000000Z"))), "before it expired"
     assert gone.id not in found(store, Scope(when=AsOf("2021-01-01T00:00:00.000000Z"))), "expiry is exclusive"
     assert gone.id in found(store, Scope(when=Between("2020-12-01T00:00:00.000000Z", "2022-01-01T00:00:00.000000Z")))
     assert gone.id in found(store, Scope(when=ANY_TIME))
-    read = store.get_drawer(gone.id)
+    read = store.drawers.get_drawer(gone.id)
     assert read.valid_to == "2021-01-01T00:00:00.000000Z" and read.closed_reason == EXPIRED and not read.is_current
-    assert store.get_drawer(later.id).is_current and store.get_drawer(later.id).expires_at == FUTURE
-    assert [d.id for d in store.latest_drawers(Scope(), 10)] == [later.id, lasting.id]
-    assert store.eligible_ids([lasting.id, gone.id, later.id], Scope()) == {lasting.id, later.id}
+    assert store.drawers.get_drawer(later.id).is_current and store.drawers.get_drawer(later.id).expires_at == FUTURE
+    assert [d.id for d in store.drawers.latest_drawers(Scope(), 10)] == [later.id, lasting.id]
+    assert store.search.eligible_ids([lasting.id, gone.id, later.id], Scope()) == {lasting.id, later.id}
 
 
 def test_rules_expire_the_drawers_they_match_when_read(store: Store) -> None:
     origin = Origin(connector="claude", source_id="s", document="d", chunk=0, revision="r")
-    transcript = store.add_drawer(
+    transcript = store.drawers.add_drawer(
         NewDrawer(
             wing="w", room="r", content="harbour chat", valid_from=PAST, source=Source(kind="transcript", origin=origin)
         )
     )
-    scratch = store.add_drawer(NewDrawer(wing="scratch", room="r", content="harbour scratch", valid_from=PAST))
-    tagged = store.add_drawer(NewDrawer(wing="w", room="r", content="harbour temp", valid_from=PAST, tags=("temp",)))
-    kept = store.add_drawer(NewDrawer(wing="w", room="r", content="harbour kept", valid_from=PAST))
-    fresh = store.add_drawer(NewDrawer(wing="scratch", room="r", content="harbour fresh scratch"))
+    scratch = store.drawers.add_drawer(NewDrawer(wing="scratch", room="r", content="harbour scratch", valid_from=PAST))
+    tagged = store.drawers.add_drawer(
+        NewDrawer(wing="w", room="r", content="harbour temp", valid_from=PAST, tags=("temp",))
+    )
+    kept = store.drawers.add_drawer(NewDrawer(wing="w", room="r", content="harbour kept", valid_from=PAST))
+    fresh = store.drawers.add_drawer(NewDrawer(wing="scratch", room="r", content="harbour fresh scratch"))
     assert len(found(store, Scope())) == 5, "no rules: nothing expires"
     store.lifecycle = Lifecycle(
         (
@@ -57,9 +59,9 @@ def test_rules_expire_the_drawers_they_match_when_read(store: Store) -> None:
         )
     )
     assert found(store, Scope()) == {kept.id, fresh.id}, "a rule change applies at once: nothing written again"
-    assert store.get_drawer(scratch.id).closed_reason == EXPIRED
-    assert store.get_drawer(transcript.id).valid_to == "2020-01-31T00:00:00.000000Z"
-    assert store.get_drawer(fresh.id).is_current, "a day has not passed for the fresh one"
+    assert store.drawers.get_drawer(scratch.id).closed_reason == EXPIRED
+    assert store.drawers.get_drawer(transcript.id).valid_to == "2020-01-31T00:00:00.000000Z"
+    assert store.drawers.get_drawer(fresh.id).is_current, "a day has not passed for the fresh one"
     assert tagged.id in found(store, Scope(when=ANY_TIME))
     store.lifecycle = Lifecycle()
     assert len(found(store, Scope())) == 5
@@ -68,10 +70,10 @@ def test_rules_expire_the_drawers_they_match_when_read(store: Store) -> None:
 def test_an_expired_copy_is_no_copy(store: Store) -> None:
     from memcastle.model import content_hash
 
-    store.add_drawer(
+    store.drawers.add_drawer(
         NewDrawer(wing="w", room="r", content="same words", valid_from=PAST, expires_at="2021-01-01T00:00:00Z")
     )
-    assert store.find_current_copy("w", "r", content_hash("same words")) is None
+    assert store.drawers.find_current_copy("w", "r", content_hash("same words")) is None
 
 
 def test_a_rule_may_match_a_metadata_value_type_strictly(store: Store) -> None:
@@ -79,19 +81,21 @@ def test_a_rule_may_match_a_metadata_value_type_strictly(store: Store) -> None:
         origin = Origin(connector="notes", source_id="s", document=document, chunk=0, revision="r", metadata=metadata)
         new = NewDrawer(wing="w", room="r", content=f"harbour {document}", valid_from=PAST,
                         source=Source(kind="note", origin=origin))  # fmt: skip
-        return store.add_drawer(new).id
+        return store.drawers.add_drawer(new).id
 
     draft = mined("draft", {"status": "draft", "meta": {"rank": 2, "final": False}})
     one = mined("one", {"status": "1", "meta": {"rank": 2.0, "final": True}})
     other = mined("other", {"status": "final"})
-    written = store.add_drawer(NewDrawer(wing="w", room="r", content="harbour by hand", valid_from=PAST)).id
+    written = store.drawers.add_drawer(NewDrawer(wing="w", room="r", content="harbour by hand", valid_from=PAST)).id
     everything = {draft, one, other, written}
 
     def expired_by(path: str, equals: object) -> set[str]:
         store.lifecycle = Lifecycle((ExpiryRule(after=86400, path=tuple(path.split(".")), equals=equals),))  # type: ignore[arg-type]
         try:
             gone = everything - found(store, Scope())
-            assert gone == {d for d in everything if store.get_drawer(d).closed_reason == EXPIRED}, "read as in SQL"
+            assert gone == {d for d in everything if store.drawers.get_drawer(d).closed_reason == EXPIRED}, (
+                "read as in SQL"
+            )
             return gone
         finally:
             store.lifecycle = Lifecycle()

@@ -37,8 +37,8 @@ def mined(document: str, content: str, chunk: int = 0, *, wing: str = "w", room:
 
 def file_document(store: Store, document: str, contents: list[str], *, revision: str = "r1") -> list[str]:
     """Mine a document's chunks the way the pipeline does (a later revision supersedes the chunks that changed)."""
-    store.upsert_source(SOURCE)
-    before = store.get_document(SOURCE.id, document)
+    store.mining.upsert_source(SOURCE)
+    before = store.mining.get_document(SOURCE.id, document)
     created, superseded, ids = [], [], []
     for index, content in enumerate(contents):
         new = mined(document, content, index)
@@ -46,7 +46,7 @@ def file_document(store: Store, document: str, contents: list[str], *, revision:
         ids.append(new.id or "")
         previous = before.drawer_ids[index] if before and index < len(before.drawer_ids) else None
         (superseded.append((previous, new)) if previous else created.append(new))
-    store.apply_document(
+    store.mining.apply_document(
         DocumentChanges(
             source=SOURCE,
             record=DocumentRecord(SOURCE.id, document, revision, tuple(f"h{i}" for i in ids), tuple(ids), T0),
@@ -60,7 +60,7 @@ def file_document(store: Store, document: str, contents: list[str], *, revision:
 def tables(store: Store) -> dict[str, int]:
     """How many rows each derived table holds, through the palace copy's neutral rows."""
     return {
-        name: sum(1 for _ in store.export_rows(name))
+        name: sum(1 for _ in store.copy.export_rows(name))
         for name in (
             "drawer",
             "drawer_tag",
@@ -86,17 +86,19 @@ def tables(store: Store) -> dict[str, int]:
 @pytest.fixture
 def planted(store: Store) -> tuple[Store, dict[str, str]]:
     """A drawer with a version history, everything derived from it, and a neighbour that stays."""
-    old = store.add_drawer(NewDrawer(wing="w", room="r", content="Alice moved to Paris", tags=("private",)))
-    new = store.supersede_drawer(old.id, NewDrawer(wing="w", room="r", content="Alice moved to Lyon", tags=("x",)))
-    other = store.add_drawer(NewDrawer(wing="w", room="r", content="Bob lives in Paris"))
+    old = store.drawers.add_drawer(NewDrawer(wing="w", room="r", content="Alice moved to Paris", tags=("private",)))
+    new = store.drawers.supersede_drawer(
+        old.id, NewDrawer(wing="w", room="r", content="Alice moved to Lyon", tags=("x",))
+    )
+    other = store.drawers.add_drawer(NewDrawer(wing="w", room="r", content="Bob lives in Paris"))
     vectors = np.eye(4, dtype=np.float32)
-    store.put_embeddings("m", [(old.id, vectors[:2]), (new.id, vectors[2:3]), (other.id, vectors[3:])])
-    store.add_drawer_bands(new.id, [1, 2, 3], b"sig")
-    store.add_drawer_bands(other.id, [1, 9], b"sig2")
+    store.embeddings.put_embeddings("m", [(old.id, vectors[:2]), (new.id, vectors[2:3]), (other.id, vectors[3:])])
+    store.graph.add_drawer_bands(new.id, [1, 2, 3], b"sig")
+    store.graph.add_drawer_bands(other.id, [1, 9], b"sig2")
     from memcastle.model import DrawerLink
 
-    store.add_drawer_links([DrawerLink(new.id, other.id, "near", 0.9, T0)])
-    store.apply_graph(
+    store.graph.add_drawer_links([DrawerLink(new.id, other.id, "near", 0.9, T0)])
+    store.graph.apply_graph(
         GraphWrite(
             extractor="test",
             read_drawers=(old.id, new.id, other.id),
@@ -124,10 +126,12 @@ def test_a_dry_run_counts_exactly_what_the_forget_removes_and_changes_nothing(
 ) -> None:
     store, ids = planted
     before = tables(store)
-    preview = store.forget(ForgetScope(kind="drawer", drawer_id=ids["old"]), dry_run=True, requested_by="cli")
-    assert tables(store) == before and preview.tombstone is None and store.tombstones(10) == []
+    preview = store.forgetting.forget(
+        ForgetScope(kind="drawer", drawer_id=ids["old"]), dry_run=True, requested_by="cli"
+    )
+    assert tables(store) == before and preview.tombstone is None and store.forgetting.tombstones(10) == []
     assert {d.id for d in preview.drawers} == {ids["old"], ids["new"]}, "the whole version history"
-    done = store.forget(ForgetScope(kind="drawer", drawer_id=ids["old"]), dry_run=False, requested_by="cli")
+    done = store.forgetting.forget(ForgetScope(kind="drawer", drawer_id=ids["old"]), dry_run=False, requested_by="cli")
     assert done.counts == preview.counts
     assert dict(done.counts) == {
         **dict.fromkeys(done.counts, 0),
@@ -145,21 +149,21 @@ def test_a_dry_run_counts_exactly_what_the_forget_removes_and_changes_nothing(
     assert after["drawer_tag"] == 0 and after["drawer_band"] == 2 and after["drawer_signature"] == 1
     assert after["mention"] == 1 and after["assertion"] == 1 and after["fact_link"] == 0
     assert after["extraction_read"] == 1 and after["drawer_link"] == 0
-    assert {e.id for e in store.all_entities()} == {"e-bob", "e-lyon"}, "Alice was only in forgotten drawers"
-    assert store.get_entity("e-bob").aliases == (), "an alias only forgotten text used is forgotten"
-    assert store.entities_with_alias("bobby") == []
-    assert store.get_assertion("f-bob").object == "e-lyon" and store.get_entity("e-lyon") is not None
+    assert {e.id for e in store.graph.all_entities()} == {"e-bob", "e-lyon"}, "Alice was only in forgotten drawers"
+    assert store.graph.get_entity("e-bob").aliases == (), "an alias only forgotten text used is forgotten"
+    assert store.graph.entities_with_alias("bobby") == []
+    assert store.graph.get_assertion("f-bob").object == "e-lyon" and store.graph.get_entity("e-lyon") is not None
     for drawer_id in (ids["old"], ids["new"]):
         with pytest.raises(NotFound):
-            store.get_drawer(drawer_id)
-    (tombstone,) = store.tombstones(10)
+            store.drawers.get_drawer(drawer_id)
+    (tombstone,) = store.forgetting.tombstones(10)
     assert tombstone.scope == {"kind": "drawer", "drawer_id": ids["old"]} and tombstone.requested_by == "cli"
     assert dict(tombstone.counts) == dict(done.counts)
 
 
 def test_facts_with_other_evidence_stay_without_the_forgotten_one(store: Store) -> None:
-    a, b, c = (store.add_drawer(NewDrawer(wing="w", room="r", content=f"evidence {i}")).id for i in range(3))
-    store.apply_graph(
+    a, b, c = (store.drawers.add_drawer(NewDrawer(wing="w", room="r", content=f"evidence {i}")).id for i in range(3))
+    store.graph.apply_graph(
         GraphWrite(
             extractor="test",
             read_drawers=(a, b, c),
@@ -172,69 +176,71 @@ def test_facts_with_other_evidence_stay_without_the_forgotten_one(store: Store) 
             links=(FactLink("l-ab", "f-b", "f-a", "confirms", "inferred", "same claim", T0, b),),
         )
     )
-    report = store.forget(ForgetScope(kind="drawer", drawer_id=a), dry_run=False, requested_by="http")
+    report = store.forgetting.forget(ForgetScope(kind="drawer", drawer_id=a), dry_run=False, requested_by="http")
     assert (report.counts["facts"], report.counts["facts_kept"]) == (0, 1)
-    kept = store.get_assertion("f-a")
+    kept = store.graph.get_assertion("f-a")
     assert kept.drawer_id is None and kept.origin is None, "the forgotten evidence left its provenance"
-    assert [lk.id for lk in store.links_of(["f-a"])] == ["l-ab"]
+    assert [lk.id for lk in store.graph.links_of(["f-a"])] == ["l-ab"]
     # Its last confirmation goes: a fact kept without evidence of its own goes with it.
-    report = store.forget(ForgetScope(kind="drawer", drawer_id=b), dry_run=False, requested_by="http")
+    report = store.forgetting.forget(ForgetScope(kind="drawer", drawer_id=b), dry_run=False, requested_by="http")
     assert report.counts["facts"] == 2
     for gone in ("f-a", "f-b"):
         with pytest.raises(NotFound):
-            store.get_assertion(gone)
+            store.graph.get_assertion(gone)
     # A person's statement stays without its evidence drawer.
-    report = store.forget(ForgetScope(kind="drawer", drawer_id=c), dry_run=False, requested_by="http")
-    assert report.counts["facts_kept"] == 1 and store.get_assertion("f-x").drawer_id is None
-    assert {e.id for e in store.all_entities()} == {"e-alice", "e-paris"}, "the explicit fact still names them"
+    report = store.forgetting.forget(ForgetScope(kind="drawer", drawer_id=c), dry_run=False, requested_by="http")
+    assert report.counts["facts_kept"] == 1 and store.graph.get_assertion("f-x").drawer_id is None
+    assert {e.id for e in store.graph.all_entities()} == {"e-alice", "e-paris"}, "the explicit fact still names them"
 
 
 def test_a_document_goes_with_every_revision_and_its_record_keeps_no_hash(store: Store) -> None:
     first = file_document(store, "a.md", ["one", "two"])
     second = file_document(store, "a.md", ["one changed", "two changed"], revision="r2")
     kept = file_document(store, "b.md", ["stays"])
-    report = store.forget(
+    report = store.forgetting.forget(
         ForgetScope(kind="document", source_id=SOURCE.id, document="a.md"), dry_run=False, requested_by="cli"
     )
     assert report.counts["versions"] == 4 and report.counts["drawers"] == 2 and report.counts["documents"] == 1
     assert set(report.drawer_ids) == {*first, *second}
-    record = store.get_document(SOURCE.id, "a.md")
+    record = store.mining.get_document(SOURCE.id, "a.md")
     assert record is not None and record.revision == "r2", "an unchanged document is not mined back"
     assert record.chunk_hashes == ("", "") and record.drawer_ids == ("", "")
-    assert store.get_drawer(kept[0]).content == "stays"
+    assert store.drawers.get_drawer(kept[0]).content == "stays"
     with pytest.raises(NotFound):
-        store.forget(
+        store.forgetting.forget(
             ForgetScope(kind="document", source_id=SOURCE.id, document="zz.md"), dry_run=True, requested_by="x"
         )
     # The next revision of the document lands as new drawers: the forgotten ones are not there to supersede.
     third = file_document(store, "a.md", ["one again", "two again"], revision="r3")
-    assert [store.get_drawer(i).supersedes for i in third] == [None, None]
+    assert [store.drawers.get_drawer(i).supersedes for i in third] == [None, None]
 
 
 def test_a_source_a_room_and_a_wing_go_whole(store: Store) -> None:
     file_document(store, "a.md", ["one", "two"])
-    manual = store.add_drawer(NewDrawer(wing="w", room="notes", content="a note"))
-    other = store.add_drawer(NewDrawer(wing="v", room="r", content="elsewhere"))
+    manual = store.drawers.add_drawer(NewDrawer(wing="w", room="notes", content="a note"))
+    other = store.drawers.add_drawer(NewDrawer(wing="v", room="r", content="elsewhere"))
     with pytest.raises(NotFound):
-        store.forget(ForgetScope(kind="source", source_id="nope"), dry_run=True, requested_by="cli")
-    report = store.forget(ForgetScope(kind="source", source_id=SOURCE.id), dry_run=False, requested_by="cli")
-    assert report.counts["versions"] == 2 and store.get_drawer(manual.id)
-    report = store.forget(ForgetScope(kind="room", wing="w", room="notes"), dry_run=False, requested_by="cli")
+        store.forgetting.forget(ForgetScope(kind="source", source_id="nope"), dry_run=True, requested_by="cli")
+    report = store.forgetting.forget(ForgetScope(kind="source", source_id=SOURCE.id), dry_run=False, requested_by="cli")
+    assert report.counts["versions"] == 2 and store.drawers.get_drawer(manual.id)
+    report = store.forgetting.forget(
+        ForgetScope(kind="room", wing="w", room="notes"), dry_run=False, requested_by="cli"
+    )
     assert report.counts["versions"] == 1 and report.counts["rooms"] == 1
-    assert [r.name for r in store.list_rooms("w")] == ["r"]
+    assert [r.name for r in store.drawers.list_rooms("w")] == ["r"]
     with pytest.raises(NotFound):
-        store.forget(ForgetScope(kind="room", wing="w", room="notes"), dry_run=True, requested_by="cli")
-    report = store.forget(ForgetScope(kind="wing", wing="w"), dry_run=False, requested_by="cli")
+        store.forgetting.forget(ForgetScope(kind="room", wing="w", room="notes"), dry_run=True, requested_by="cli")
+    report = store.forgetting.forget(ForgetScope(kind="wing", wing="w"), dry_run=False, requested_by="cli")
     assert report.counts["wings"] == 1 and report.counts["rooms"] == 1 and report.counts["versions"] == 0
-    assert [w.name for w in store.list_wings()] == ["v"] and store.get_drawer(other.id)
-    assert [t.scope["kind"] for t in store.tombstones(10)] == ["wing", "room", "source"], "newest first"
+    assert [w.name for w in store.drawers.list_wings()] == ["v"] and store.drawers.get_drawer(other.id)
+    assert [t.scope["kind"] for t in store.forgetting.tombstones(10)] == ["wing", "room", "source"], "newest first"
 
 
 def test_a_search_scope_takes_every_matching_version_and_its_tombstone_keeps_no_words(store: Store) -> None:
-    old = store.add_drawer(NewDrawer(wing="w", room="r", content="the launch code is tangerine falcon"))
-    new = store.supersede_drawer(old.id, NewDrawer(wing="w", room="r", content="tangerine falcon, moved"))
-    elsewhere = store.add_drawer(NewDrawer(wing="v", room="r", content="tangerine falcon in another wing"))
-    partial = store.add_drawer(NewDrawer(wing="w", room="r", content="only tangerine here"))
+    old = store.drawers.add_drawer(NewDrawer(wing="w", room="r", content="the launch code is tangerine falcon"))
+    new = store.drawers.supersede_drawer(old.id, NewDrawer(wing="w", room="r", content="tangerine falcon, moved"))
+    elsewhere = store.drawers.add_drawer(NewDrawer(wing="v", room="r", content="tangerine falcon in another wing"))
+    partial = store.drawers.add_drawer(NewDrawer(wing="w", room="r", content="only tangerine here"))
     words = "tangerine falcon"
     scope = ForgetScope(
         kind="search",
@@ -242,7 +248,7 @@ def test_a_search_scope_takes_every_matching_version_and_its_tombstone_keeps_no_
         query_text=words,
         filters=Scope(wing="w", when=ANY_TIME),
     )
-    preview = store.forget(scope, dry_run=True, requested_by="cli")
+    preview = store.forgetting.forget(scope, dry_run=True, requested_by="cli")
     assert {d.id for d in preview.drawers} == {old.id, new.id}, "every term required, the filters applied"
     now_only = ForgetScope(
         kind="search",
@@ -250,19 +256,22 @@ def test_a_search_scope_takes_every_matching_version_and_its_tombstone_keeps_no_
         query_text=words,
         filters=Scope(when=AsOf("2999-01-01T00:00:00Z")),
     )
-    assert {d.id for d in store.forget(now_only, dry_run=True, requested_by="cli").drawers} == {new.id, elsewhere.id}
-    store.forget(scope, dry_run=False, requested_by="cli")
-    assert store.get_drawer(partial.id) and store.get_drawer(elsewhere.id)
-    (tombstone,) = store.tombstones(1)
+    assert {d.id for d in store.forgetting.forget(now_only, dry_run=True, requested_by="cli").drawers} == {
+        new.id,
+        elsewhere.id,
+    }
+    store.forgetting.forget(scope, dry_run=False, requested_by="cli")
+    assert store.drawers.get_drawer(partial.id) and store.drawers.get_drawer(elsewhere.id)
+    (tombstone,) = store.forgetting.tombstones(1)
     assert "tangerine" not in str(tombstone.to_json()) and len(tombstone.scope["query_sha256"]) == 64
     assert tombstone.scope["filters"] == {"wing": "w"}
 
 
 def test_writes_read_from_a_drawer_forgotten_meanwhile_are_left_out(store: Store) -> None:
-    gone = store.add_drawer(NewDrawer(wing="w", room="r", content="Carol works on Atlas"))
-    stays = store.add_drawer(NewDrawer(wing="w", room="r", content="Dave works on Atlas"))
-    store.forget(ForgetScope(kind="drawer", drawer_id=gone.id), dry_run=False, requested_by="cli")
-    store.apply_graph(
+    gone = store.drawers.add_drawer(NewDrawer(wing="w", room="r", content="Carol works on Atlas"))
+    stays = store.drawers.add_drawer(NewDrawer(wing="w", room="r", content="Dave works on Atlas"))
+    store.forgetting.forget(ForgetScope(kind="drawer", drawer_id=gone.id), dry_run=False, requested_by="cli")
+    store.graph.apply_graph(
         GraphWrite(
             extractor="test",
             read_drawers=(gone.id, stays.id),
@@ -281,28 +290,30 @@ def test_writes_read_from_a_drawer_forgotten_meanwhile_are_left_out(store: Store
             links=(FactLink("l-cd", "f-dave", "f-carol", "confirms", "inferred", "same", T0, stays.id),),
         )
     )
-    assert {e.id for e in store.all_entities()} == {"e-dave", "e-atlas"}
-    assert [a.id for a in store.find_assertions(limit=10)] == ["f-dave"] and store.links_of(["f-dave"]) == []
-    assert [d.id for d in store.drawers_to_extract("test", 10)] == []
-    store.add_drawer_bands(gone.id, [1], b"s")
+    assert {e.id for e in store.graph.all_entities()} == {"e-dave", "e-atlas"}
+    assert [a.id for a in store.graph.find_assertions(limit=10)] == ["f-dave"] and store.graph.links_of(
+        ["f-dave"]
+    ) == []
+    assert [d.id for d in store.graph.drawers_to_extract("test", 10)] == []
+    store.graph.add_drawer_bands(gone.id, [1], b"s")
     from memcastle.model import DrawerLink
 
-    store.add_drawer_links([DrawerLink(stays.id, gone.id, "near", 0.9, T0)])
-    assert store.drawer_links(stays.id) == [] and store.drawer_signatures([gone.id]) == {}
+    store.graph.add_drawer_links([DrawerLink(stays.id, gone.id, "near", 0.9, T0)])
+    assert store.graph.drawer_links(stays.id) == [] and store.graph.drawer_signatures([gone.id]) == {}
 
 
 def test_wings_and_rooms_are_renamed_unless_the_name_is_taken(store: Store) -> None:
     from memcastle.errors import Conflict
 
-    store.add_drawer(NewDrawer(wing="w", room="r", content="x"))
-    store.add_drawer(NewDrawer(wing="v", room="s", content="y"))
-    store.rename_room("w", "r", "r2")
-    store.rename_wing("w", "w2")
-    assert store.list_drawers("w2", "r2", 10, None).items[0].content == "x"
+    store.drawers.add_drawer(NewDrawer(wing="w", room="r", content="x"))
+    store.drawers.add_drawer(NewDrawer(wing="v", room="s", content="y"))
+    store.drawers.rename_room("w", "r", "r2")
+    store.drawers.rename_wing("w", "w2")
+    assert store.drawers.list_drawers("w2", "r2", 10, None).items[0].content == "x"
     with pytest.raises(Conflict):
-        store.rename_wing("w2", "v")
-    store.add_drawer(NewDrawer(wing="w2", room="t", content="z"))
+        store.drawers.rename_wing("w2", "v")
+    store.drawers.add_drawer(NewDrawer(wing="w2", room="t", content="z"))
     with pytest.raises(Conflict):
-        store.rename_room("w2", "t", "r2")
+        store.drawers.rename_room("w2", "t", "r2")
     with pytest.raises(NotFound):
-        store.rename_wing("nope", "x")
+        store.drawers.rename_wing("nope", "x")

@@ -59,8 +59,8 @@ def fact(
 @pytest.fixture
 def graph(store: Store) -> tuple[Store, list[str]]:
     """Three drawers, two people and a place, mentions and two facts."""
-    drawers = [store.add_drawer(NewDrawer(wing="w", room="r", content=f"drawer {i}")).id for i in range(3)]
-    store.apply_graph(
+    drawers = [store.drawers.add_drawer(NewDrawer(wing="w", room="r", content=f"drawer {i}")).id for i in range(3)]
+    store.graph.apply_graph(
         GraphWrite(
             extractor="test",
             read_drawers=(drawers[0], drawers[1]),
@@ -85,16 +85,16 @@ def graph(store: Store) -> tuple[Store, list[str]]:
 
 def test_a_graph_write_is_stored_and_replaying_it_changes_nothing(graph: tuple[Store, list[str]]) -> None:
     store, drawers = graph
-    alice = store.get_entity("e-alice")
+    alice = store.graph.get_entity("e-alice")
     assert alice.aliases == ("Ally", "A. Smith") and alice.key == "alice" and alice.created_at == T0
-    assert [e.id for e in store.all_entities()] == ["e-alice", "e-paris", "e-bob"]
-    assert [e.id for e in store.entities_with_alias("ally")] == ["e-alice"]
-    assert [e.id for e in store.entities_with_alias("a smith")] == ["e-alice"]
-    assert store.count_facts() == 2
-    first = store.get_assertion("f-1")
+    assert [e.id for e in store.graph.all_entities()] == ["e-alice", "e-paris", "e-bob"]
+    assert [e.id for e in store.graph.entities_with_alias("ally")] == ["e-alice"]
+    assert [e.id for e in store.graph.entities_with_alias("a smith")] == ["e-alice"]
+    assert store.graph.count_facts() == 2
+    first = store.graph.get_assertion("f-1")
     assert first == fact("f-1", "e-alice", "located_in", "e-paris", drawer=drawers[0])
     assert list(first.origin or {}) == ["connector", "metadata"]
-    store.apply_graph(
+    store.graph.apply_graph(
         GraphWrite(
             extractor="test",
             read_drawers=(drawers[0],),
@@ -103,45 +103,45 @@ def test_a_graph_write_is_stored_and_replaying_it_changes_nothing(graph: tuple[S
             assertions=(fact("f-1", "e-alice", "other", "e-paris"),),
         )
     )
-    assert store.get_entity("e-alice").name == "Alice", "an existing entity is not overwritten"
-    assert store.get_assertion("f-1").predicate == "located_in", "a replayed fact lands on the same record"
-    assert store.count_facts() == 2
-    assert [(m.drawer_id, m.spelling) for m in store.entity_mentions("e-alice", 10)] == sorted(
+    assert store.graph.get_entity("e-alice").name == "Alice", "an existing entity is not overwritten"
+    assert store.graph.get_assertion("f-1").predicate == "located_in", "a replayed fact lands on the same record"
+    assert store.graph.count_facts() == 2
+    assert [(m.drawer_id, m.spelling) for m in store.graph.entity_mentions("e-alice", 10)] == sorted(
         [(drawers[0], "Alice"), (drawers[1], "Ally")]
     )
 
 
 def test_read_markers_say_what_is_left_to_extract(graph: tuple[Store, list[str]]) -> None:
     store, drawers = graph
-    assert [d.id for d in store.drawers_to_extract("test", 10)] == [drawers[2]]
-    assert store.count_to_extract("test") == 1
-    assert store.count_to_extract("other-extractor") == 3
-    store.invalidate_drawer(drawers[2])
-    assert store.count_to_extract("test") == 0 and store.drawers_to_extract("test", 10) == []
+    assert [d.id for d in store.graph.drawers_to_extract("test", 10)] == [drawers[2]]
+    assert store.graph.count_to_extract("test") == 1
+    assert store.graph.count_to_extract("other-extractor") == 3
+    store.drawers.invalidate_drawer(drawers[2])
+    assert store.graph.count_to_extract("test") == 0 and store.graph.drawers_to_extract("test", 10) == []
 
 
 def test_the_resolver_lookups_are_by_name_key_and_key_variant(store: Store) -> None:
-    store.apply_graph(
+    store.graph.apply_graph(
         GraphWrite(
             extractor="test",
             read_drawers=(),
             entities=(entity("e-dorothy", "Dorothy"), entity("e-dot", "Dot"), entity("e-paris", "Paris", "place")),
         )
     )
-    assert [e.id for e in store.entities_named("Dorothy", "nobody")] == ["e-dorothy"]
-    assert [e.id for e in store.entities_named("DOROTHY", "dorothy")] == ["e-dorothy"], "by key"
-    assert store.entities_named("Dorothea", "dorothea") == []
+    assert [e.id for e in store.graph.entities_named("Dorothy", "nobody")] == ["e-dorothy"]
+    assert [e.id for e in store.graph.entities_named("DOROTHY", "dorothy")] == ["e-dorothy"], "by key"
+    assert store.graph.entities_named("Dorothea", "dorothea") == []
     # One edit away (a substitution, an insertion, a deletion) shares a variant; keys under six characters have none.
     for spelling in ("dorothi", "dorothya", "dorthy"):
-        assert [e.id for e in store.entities_sharing_variants(sorted(key_variants(spelling)))] == ["e-dorothy"]
-    assert store.entities_sharing_variants(sorted(key_variants("margaret"))) == []
+        assert [e.id for e in store.graph.entities_sharing_variants(sorted(key_variants(spelling)))] == ["e-dorothy"]
+    assert store.graph.entities_sharing_variants(sorted(key_variants("margaret"))) == []
     assert key_variants("dot") == set()
 
 
 def test_facts_to_link_are_the_newest_of_a_claim_and_of_its_rivals(store: Store) -> None:
-    drawers = [store.add_drawer(NewDrawer(wing="w", room="r", content=f"drawer {i}")).id for i in range(12)]
+    drawers = [store.drawers.add_drawer(NewDrawer(wing="w", room="r", content=f"drawer {i}")).id for i in range(12)]
     stamps = [f"2026-01-{day:02d}T00:00:00.000000Z" for day in range(1, 13)]
-    store.apply_graph(
+    store.graph.apply_graph(
         GraphWrite(
             extractor="test",
             read_drawers=(),
@@ -160,9 +160,9 @@ def test_facts_to_link_are_the_newest_of_a_claim_and_of_its_rivals(store: Store)
         )
     )
     claim = fact("new", "e-alice", "located_in", "e-paris", drawer=drawers[11], at=stamps[11])
-    found = store.facts_to_link(claim, predecessor_drawer=drawers[0], rivals=True, limit=3)
+    found = store.graph.facts_to_link(claim, predecessor_drawer=drawers[0], rivals=True, limit=3)
     assert {f.id for f in found} == {"same-9", "same-8", "same-7", "same-0", "rival"}
-    assert {f.id for f in store.facts_to_link(claim, predecessor_drawer=None, rivals=False, limit=2)} == {
+    assert {f.id for f in store.graph.facts_to_link(claim, predecessor_drawer=None, rivals=False, limit=2)} == {
         "same-9",
         "same-8",
     }
@@ -170,74 +170,74 @@ def test_facts_to_link_are_the_newest_of_a_claim_and_of_its_rivals(store: Store)
 
 def test_entities_are_found_by_name_alias_and_kind(graph: tuple[Store, list[str]]) -> None:
     store, _ = graph
-    assert [e.id for e in store.list_entities("ali", None, 10)] == ["e-alice"]
-    assert [e.id for e in store.list_entities("ALLY", None, 10)] == ["e-alice"], "ASCII case is ignored"
-    assert [e.id for e in store.list_entities(None, "place", 10)] == ["e-paris"]
-    assert [e.id for e in store.list_entities(None, None, 2)] == ["e-alice", "e-bob"]
-    assert store.list_entities("nobody", None, 10) == []
-    assert set(store.get_entities(["e-bob", "e-paris", "missing"])) == {"e-bob", "e-paris"}
+    assert [e.id for e in store.graph.list_entities("ali", None, 10)] == ["e-alice"]
+    assert [e.id for e in store.graph.list_entities("ALLY", None, 10)] == ["e-alice"], "ASCII case is ignored"
+    assert [e.id for e in store.graph.list_entities(None, "place", 10)] == ["e-paris"]
+    assert [e.id for e in store.graph.list_entities(None, None, 2)] == ["e-alice", "e-bob"]
+    assert store.graph.list_entities("nobody", None, 10) == []
+    assert set(store.graph.get_entities(["e-bob", "e-paris", "missing"])) == {"e-bob", "e-paris"}
     with pytest.raises(NotFound):
-        store.get_entity("missing")
+        store.graph.get_entity("missing")
 
 
 def test_mentions_connect_drawers_and_entities(graph: tuple[Store, list[str]]) -> None:
     store, drawers = graph
-    assert store.entities_of_drawers([drawers[0], drawers[2]]) == {drawers[0]: {"e-alice", "e-paris"}}
-    assert store.drawers_mentioning(["e-alice", "e-bob"], 10) == {
+    assert store.graph.entities_of_drawers([drawers[0], drawers[2]]) == {drawers[0]: {"e-alice", "e-paris"}}
+    assert store.graph.drawers_mentioning(["e-alice", "e-bob"], 10) == {
         drawers[0]: {"e-alice"},
         drawers[1]: {"e-alice", "e-bob"},
     }
-    assert len(store.drawers_mentioning(["e-alice"], 1)) == 1, "the limit is per entity"
-    assert store.entity_hints("e-bob") == [EntityHint("e-alice", "e-bob", "similar_name", "both short")]
+    assert len(store.graph.drawers_mentioning(["e-alice"], 1)) == 1, "the limit is per entity"
+    assert store.graph.entity_hints("e-bob") == [EntityHint("e-alice", "e-bob", "similar_name", "both short")]
 
 
 def test_facts_are_found_by_edge_drawer_and_entity(graph: tuple[Store, list[str]]) -> None:
     store, drawers = graph
-    assert [a.id for a in store.find_assertions(subject="e-alice")] == ["f-1"]
-    assert [a.id for a in store.find_assertions(predicate="knows", object="e-alice")] == ["f-2"]
-    assert [a.id for a in store.find_assertions(drawer_ids=drawers)] == ["f-1", "f-2"]
-    assert store.find_assertions(drawer_ids=[]) == []
-    assert [a.id for a in store.find_assertions(limit=1)] == ["f-1"]
-    assert {a.id for a in store.assertions_touching(["e-alice"])} == {"f-1", "f-2"}
-    assert {a.id for a in store.assertions_touching(["e-paris"])} == {"f-1"}
-    assert set(store.get_assertions(["f-2", "nope"])) == {"f-2"}
+    assert [a.id for a in store.graph.find_assertions(subject="e-alice")] == ["f-1"]
+    assert [a.id for a in store.graph.find_assertions(predicate="knows", object="e-alice")] == ["f-2"]
+    assert [a.id for a in store.graph.find_assertions(drawer_ids=drawers)] == ["f-1", "f-2"]
+    assert store.graph.find_assertions(drawer_ids=[]) == []
+    assert [a.id for a in store.graph.find_assertions(limit=1)] == ["f-1"]
+    assert {a.id for a in store.graph.assertions_touching(["e-alice"])} == {"f-1", "f-2"}
+    assert {a.id for a in store.graph.assertions_touching(["e-paris"])} == {"f-1"}
+    assert set(store.graph.get_assertions(["f-2", "nope"])) == {"f-2"}
     with pytest.raises(NotFound):
-        store.get_assertion("nope")
+        store.graph.get_assertion("nope")
 
 
 def test_a_decision_closes_opens_and_links_in_one_transaction(graph: tuple[Store, list[str]]) -> None:
     store, _ = graph
     replacement = fact("f-3", "e-alice", "located_in", "e-bob", at=T2, explicit=True)
     link = FactLink("l-2", "f-3", "f-1", "supersedes", "explicit", "moved", T2)
-    store.record_decision(new=replacement, close=("f-1", T2), links=[link])
-    assert store.get_assertion("f-1").valid_to == T2
-    assert store.get_assertion("f-3").explicit is True
-    assert [link.id for link in store.links_of(["f-1"])] == ["l-1", "l-2"]
+    store.graph.record_decision(new=replacement, close=("f-1", T2), links=[link])
+    assert store.graph.get_assertion("f-1").valid_to == T2
+    assert store.graph.get_assertion("f-3").explicit is True
+    assert [link.id for link in store.graph.links_of(["f-1"])] == ["l-1", "l-2"]
     with pytest.raises(Conflict) as twice:
-        store.record_decision(new=fact("f-4", "e-bob", "x", "e-paris"), close=("f-1", T2))
+        store.graph.record_decision(new=fact("f-4", "e-bob", "x", "e-paris"), close=("f-1", T2))
     assert twice.value.existing_id == "f-1"
     with pytest.raises(NotFound):
-        store.get_assertion("f-4"), "the refused decision wrote nothing"
+        store.graph.get_assertion("f-4"), "the refused decision wrote nothing"
     with pytest.raises(NotFound):
-        store.record_decision(close=("missing", T2))
-    assert store.links_of([]) == []
+        store.graph.record_decision(close=("missing", T2))
+    assert store.graph.links_of([]) == []
 
 
 def test_similar_drawers_are_linked_and_found_in_their_room(store: Store) -> None:
-    original = store.add_drawer(NewDrawer(wing="w", room="r", content="Hello, World!"))
-    exact = store.add_drawer(NewDrawer(wing="w", room="r", content="Hello, World!"))
-    loose = store.add_drawer(NewDrawer(wing="w", room="r", content="hello world"))
-    store.add_drawer(NewDrawer(wing="w", room="elsewhere", content="Hello, World!"))
-    found = store.similar_in_room(
+    original = store.drawers.add_drawer(NewDrawer(wing="w", room="r", content="Hello, World!"))
+    exact = store.drawers.add_drawer(NewDrawer(wing="w", room="r", content="Hello, World!"))
+    loose = store.drawers.add_drawer(NewDrawer(wing="w", room="r", content="hello world"))
+    store.drawers.add_drawer(NewDrawer(wing="w", room="elsewhere", content="Hello, World!"))
+    found = store.graph.similar_in_room(
         "w", "r", content_hash("Hello, World!"), fingerprint("Hello, World!"), exclude=[exact.id]
     )
     assert found == [(original.id, "exact"), (loose.id, "normalized")]
-    store.add_drawer_links(
+    store.graph.add_drawer_links(
         [DrawerLink(exact.id, original.id, "exact", 1.0, T0), DrawerLink(loose.id, original.id, "normalized", 0.98, T1)]
     )
-    store.add_drawer_links([DrawerLink(exact.id, original.id, "exact", 1.0, T2)])
-    assert store.drawer_links(original.id) == [
+    store.graph.add_drawer_links([DrawerLink(exact.id, original.id, "exact", 1.0, T2)])
+    assert store.graph.drawer_links(original.id) == [
         DrawerLink(exact.id, original.id, "exact", 1.0, T0),
         DrawerLink(loose.id, original.id, "normalized", 0.98, T1),
     ]
-    assert store.drawer_links(loose.id) == [DrawerLink(loose.id, original.id, "normalized", 0.98, T1)]
+    assert store.graph.drawer_links(loose.id) == [DrawerLink(loose.id, original.id, "normalized", 0.98, T1)]

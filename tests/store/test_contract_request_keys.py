@@ -12,7 +12,7 @@ BEFORE = "2026-10-01T00:00:00Z"
 
 
 def claim(store: Store, key: str, now: str, *, stale_before: str = BEFORE, expire_before: str = BEFORE) -> object:
-    return store.claim_request_key(
+    return store.request_keys.claim_request_key(
         key, "note", "digest", now=now, stale_before=stale_before, expire_before=expire_before
     )
 
@@ -21,7 +21,7 @@ def test_the_first_claim_wins_and_the_finished_result_is_returned_after(store: S
     assert claim(store, "k", T0) is None
     pending = claim(store, "k", T1)
     assert pending is not None and pending.state == "pending" and pending.result is None  # type: ignore[attr-defined]
-    store.complete_request_key("k", {"drawer_ids": ["d1"], "created": True})
+    store.request_keys.complete_request_key("k", {"drawer_ids": ["d1"], "created": True})
     done = claim(store, "k", T1)
     assert done is not None and done.state == "done"  # type: ignore[attr-defined]
     assert done.result == {"drawer_ids": ["d1"], "created": True}  # type: ignore[attr-defined]
@@ -30,13 +30,13 @@ def test_the_first_claim_wins_and_the_finished_result_is_returned_after(store: S
 def test_an_abandoned_claim_is_taken_over_and_a_released_one_is_free(store: Store) -> None:
     assert claim(store, "a", T0) is None
     assert claim(store, "a", T2, stale_before=T1) is None  # claimed at T0, older than T1: taken over
-    store.release_request_key("a")
+    store.request_keys.release_request_key("a")
     assert claim(store, "a", T2) is None
 
 
 def test_keys_older_than_the_expiry_are_forgotten(store: Store) -> None:
     assert claim(store, "old", T0) is None
-    store.complete_request_key("old", {"drawer_ids": []})
+    store.request_keys.complete_request_key("old", {"drawer_ids": []})
     assert claim(store, "old", T3, expire_before=T2) is None
 
 

@@ -56,9 +56,9 @@ EXPECTED = {
 
 def check(store: Store) -> None:
     for drawer_id, (valid_from, valid_to, closed_at) in EXPECTED.items():
-        drawer = store.get_drawer(drawer_id)
+        drawer = store.drawers.get_drawer(drawer_id)
         assert (drawer.valid_from, drawer.valid_to, drawer.closed_at) == (valid_from, valid_to, closed_at), drawer_id
-    assert store.get_drawer("v2").created_at == MINED_2, "record time is kept"
+    assert store.drawers.get_drawer("v2").created_at == MINED_2, "record time is kept"
     assert store.schema_version() == len(load_migrations(store.backend))
 
 

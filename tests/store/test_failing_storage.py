@@ -142,7 +142,7 @@ def test_damage_met_while_serving_is_named_where_it_is_met(tmp_path: Path) -> No
     """A drawer page that breaks under a palace already open: the read that meets it says the file is damaged."""
     palace = tmp_path / "palace"
     store = SQLiteStore(palace)
-    drawer = store.add_drawer(
+    drawer = store.drawers.add_drawer(
         NewDrawer(wing="w", room="r", content="the drawer on a page that breaks " * 40, source=Source(kind="manual"))
     )
     store.close()
@@ -156,7 +156,7 @@ def test_damage_met_while_serving_is_named_where_it_is_met(tmp_path: Path) -> No
     store = SQLiteStore(palace)  # the schema and the migrations' pages are whole: it opens
     try:
         with pytest.raises(PalaceDamaged) as damaged:
-            store.get_drawer(drawer.id)
+            store.drawers.get_drawer(drawer.id)
         assert str(palace / DB_FILE) in damaged.value.message and "export" in damaged.value.help
         assert http_status(damaged.value) == 503
     finally:

@@ -56,7 +56,7 @@ def settle(palace: Palace, timeout: float = 60) -> None:
     services = palace.services
     deadline = time.monotonic() + timeout
     while True:
-        counts = services.store.count_jobs()
+        counts = services.store.jobs.count_jobs()
         if (
             counts["queued"] == counts["running"] == 0
             and services.status.embedding_status().pending == 0
@@ -77,7 +77,7 @@ def all_rows(store: Store) -> dict[str, list[dict[str, Any]]]:
     out = {}
     for table in PALACE_TABLES:
         rows = []
-        for row in store.export_rows(table):
+        for row in store.copy.export_rows(table):
             item = dict(row)
             if "vector" in item:
                 item["vector"] = np.asarray(item["vector"], dtype=np.float32).tolist()
@@ -132,14 +132,14 @@ def pg_conninfo(postgres_server: PostgresServer) -> Iterator[str]:
 def test_rows_survive_sqlite_to_postgres_to_sqlite_exactly(tmp_path: Path, pg_conninfo: str) -> None:
     """Exact content (NUL included), JSON text as written, booleans, vectors, ids and sequence numbers."""
     first = SQLiteStore(tmp_path / "first")
-    odd = first.add_drawer(NewDrawer(wing="w", room="r", content="bytes \x00 in the middle", tags=("b", "a")))
-    plain = first.add_drawer(NewDrawer(wing="w", room="r", content="a plain drawer"))
-    first.invalidate_drawer(plain.id)
+    odd = first.drawers.add_drawer(NewDrawer(wing="w", room="r", content="bytes \x00 in the middle", tags=("b", "a")))
+    plain = first.drawers.add_drawer(NewDrawer(wing="w", room="r", content="a plain drawer"))
+    first.drawers.invalidate_drawer(plain.id)
     rng = np.random.default_rng(1)
-    first.put_embeddings(
+    first.embeddings.put_embeddings(
         "m", [(odd.id, rng.standard_normal((2, 5)).astype(np.float32)), (plain.id, np.zeros((0, 5), dtype=np.float32))]
     )
-    first.create_job(NewJob(kind="verify"))  # jobs stay behind
+    first.jobs.create_job(NewJob(kind="verify"))  # jobs stay behind
     middle = PostgresStore(pg_conninfo, max_connections=2)
     last = SQLiteStore(tmp_path / "last")
     try:
@@ -147,18 +147,20 @@ def test_rows_survive_sqlite_to_postgres_to_sqlite_exactly(tmp_path: Path, pg_co
         back = copy_palace(middle, last)
         assert there.tables == back.tables and there.tables["drawer"] == 2 and there.tables["embedding"] == 2
         assert all_rows(first) == all_rows(middle) == all_rows(last)
-        assert middle.get_drawer(odd.id).content == "bytes \x00 in the middle"
+        assert middle.drawers.get_drawer(odd.id).content == "bytes \x00 in the middle"
         for store in (middle, last):  # the full-text index is the target's own: a trigger, or a tsvector
-            assert [c.drawer_id for c in store.lexical_candidates(LexicalQuery(("middle",)), Scope(), 5)] == [odd.id]
+            assert [c.drawer_id for c in store.search.lexical_candidates(LexicalQuery(("middle",)), Scope(), 5)] == [
+                odd.id
+            ]
             assert [
-                c.drawer_id for c in store.lexical_candidates(LexicalQuery(("plain",)), Scope(when=ANY_TIME), 5)
+                c.drawer_id for c in store.search.lexical_candidates(LexicalQuery(("plain",)), Scope(when=ANY_TIME), 5)
             ] == [plain.id]
-        assert middle.list_jobs(None, None, 10) == [] and last.list_jobs(None, None, 10) == []
+        assert middle.jobs.list_jobs(None, None, 10) == [] and last.jobs.list_jobs(None, None, 10) == []
         # Sequences continue after the copied ids: new rows get new numbers on both backends.
         for store in (middle, last):
-            fresh = store.add_drawer(NewDrawer(wing="w", room="r2", content="written after the copy"))
-            store.put_embeddings("m", [(fresh.id, rng.standard_normal((1, 5)).astype(np.float32))])
-            assert store.load_embeddings("m", 0, 5, limit=100).ids == [odd.id, odd.id, fresh.id]
+            fresh = store.drawers.add_drawer(NewDrawer(wing="w", room="r2", content="written after the copy"))
+            store.embeddings.put_embeddings("m", [(fresh.id, rng.standard_normal((1, 5)).astype(np.float32))])
+            assert store.embeddings.load_embeddings("m", 0, 5, limit=100).ids == [odd.id, odd.id, fresh.id]
     finally:
         first.close()
         middle.close()
@@ -169,12 +171,12 @@ def test_a_target_that_holds_anything_is_refused_and_left_as_it_was(tmp_path: Pa
     source = SQLiteStore(tmp_path / "source")
     target = PostgresStore(pg_conninfo, max_connections=2)
     try:
-        source.add_drawer(NewDrawer(wing="w", room="r", content="to copy"))
-        job, _ = target.create_job(NewJob(kind="verify"))
+        source.drawers.add_drawer(NewDrawer(wing="w", room="r", content="to copy"))
+        job, _ = target.jobs.create_job(NewJob(kind="verify"))
         with pytest.raises(Conflict) as refused:
             copy_palace(source, target)
         assert "already holds a palace" in str(refused.value)
-        assert target.count_drawers() == 0 and [j.id for j in target.list_jobs(None, None, 5)] == [job.id]
+        assert target.drawers.count_drawers() == 0 and [j.id for j in target.jobs.list_jobs(None, None, 5)] == [job.id]
     finally:
         source.close()
         target.close()
@@ -237,8 +239,8 @@ def test_migrate_copies_a_palace_that_then_answers_every_search_and_fact_as_befo
         entities = services.facts.list_entities(None, None, limit=200)
         duplicates = services.drawers.duplicates(lighthouse.id)
         history = services.drawers.drawer_history(summer.id)
-        drawer_ids = [row["id"] for row in palace.store.export_rows("drawer")]
-        drawers = palace.store.get_drawers(drawer_ids)
+        drawer_ids = [row["id"] for row in palace.store.copy.export_rows("drawer")]
+        drawers = palace.store.drawers.get_drawers(drawer_ids)
         status = services.status.status().to_json()
     finally:
         palace.stop()
@@ -261,8 +263,8 @@ def test_migrate_copies_a_palace_that_then_answers_every_search_and_fact_as_befo
         assert services.status.status().backend == "postgres"
         # Nothing to redo: every drawer is embedded and read for facts, and no job was queued at start-up.
         assert services.status.embedding_status().pending == 0 and services.status.extraction_status().pending == 0
-        assert sum(services.store.count_jobs().values()) == 0
-        assert moved.store.get_drawers(drawer_ids) == drawers
+        assert sum(services.store.jobs.count_jobs().values()) == 0
+        assert moved.store.drawers.get_drawers(drawer_ids) == drawers
         assert services.drawers.drawer_history(summer.id) == history
         for name, request in requests.items():
             got = hits(moved, request)

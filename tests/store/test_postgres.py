@@ -165,7 +165,7 @@ def test_a_palace_built_on_postgres_files_and_finds_drawers(postgres_server: Pos
     palace = build(settings)
     palace.start()
     try:
-        palace.store.add_drawer(NewDrawer(wing="w", room="r", content="the lighthouse keeper's log"))
+        palace.store.drawers.add_drawer(NewDrawer(wing="w", room="r", content="the lighthouse keeper's log"))
         result = palace.services.search.search(SearchRequest(query="lighthouses", ranking="lexical"))
         assert [hit.drawer.content for hit in result.hits] == ["the lighthouse keeper's log"]
         assert palace.services.status.status().backend == "postgres"
@@ -186,19 +186,19 @@ def test_a_second_daemon_takes_over_a_job_whose_lease_expired(postgres_server: P
     conninfo = postgres_server.create_database()
     killed, survivor = open_pg(conninfo), open_pg(conninfo)
     try:
-        job, _ = killed.create_job(NewJob(kind="mine"))
-        held = killed.claim_next_job("daemon-a", 0.0, ["mine"])  # a lease that is already over: daemon A died
+        job, _ = killed.jobs.create_job(NewJob(kind="mine"))
+        held = killed.jobs.claim_next_job("daemon-a", 0.0, ["mine"])  # a lease that is already over: daemon A died
         assert held is not None and held.id == job.id
-        taken = survivor.claim_next_job("daemon-b", 30, ["mine"])
+        taken = survivor.jobs.claim_next_job("daemon-b", 30, ["mine"])
         assert taken is not None and taken.id == job.id
         assert taken.status is JobStatus.RUNNING and taken.lease_owner == "daemon-b"
         assert taken.attempt == 2 and taken.recovery_attempts == 1
         # The old owner is fenced off: its checkpoint and its finish are refused.
         with pytest.raises(Conflict):
-            killed.save_job_checkpoint(job.id, "daemon-a", {"at": 1}, Progress(current=1), 30)
+            killed.jobs.save_job_checkpoint(job.id, "daemon-a", {"at": 1}, Progress(current=1), 30)
         with pytest.raises(Conflict):
-            killed.transition_job(job.id, JobStatus.COMPLETED, owner="daemon-a")
-        assert survivor.save_job_checkpoint(job.id, "daemon-b", {"at": 2}, Progress(current=2), 30).checkpoint == {
+            killed.jobs.transition_job(job.id, JobStatus.COMPLETED, owner="daemon-a")
+        assert survivor.jobs.save_job_checkpoint(job.id, "daemon-b", {"at": 2}, Progress(current=2), 30).checkpoint == {
             "at": 2
         }
     finally:
@@ -207,19 +207,19 @@ def test_a_second_daemon_takes_over_a_job_whose_lease_expired(postgres_server: P
 
 
 def test_a_live_lease_is_not_taken_over(store_pg: PostgresStore) -> None:
-    job, _ = store_pg.create_job(NewJob(kind="mine"))
-    assert store_pg.claim_next_job("daemon-a", 60, ["mine"]) is not None
-    assert store_pg.claim_next_job("daemon-b", 60, ["mine"]) is None
-    assert store_pg.get_job(job.id).lease_owner == "daemon-a"
+    job, _ = store_pg.jobs.create_job(NewJob(kind="mine"))
+    assert store_pg.jobs.claim_next_job("daemon-a", 60, ["mine"]) is not None
+    assert store_pg.jobs.claim_next_job("daemon-b", 60, ["mine"]) is None
+    assert store_pg.jobs.get_job(job.id).lease_owner == "daemon-a"
 
 
 def test_takeovers_spend_the_recovery_budget_then_fail_the_job(store_pg: PostgresStore) -> None:
-    job, _ = store_pg.create_job(NewJob(kind="mine"))
+    job, _ = store_pg.jobs.create_job(NewJob(kind="mine"))
     for daemon in range(4):
-        claimed = store_pg.claim_next_job(f"daemon-{daemon}", 0.0, ["mine"])
+        claimed = store_pg.jobs.claim_next_job(f"daemon-{daemon}", 0.0, ["mine"])
         assert claimed is not None and claimed.recovery_attempts == daemon
-    assert store_pg.claim_next_job("daemon-last", 0.0, ["mine"]) is None
-    failed = store_pg.get_job(job.id)
+    assert store_pg.jobs.claim_next_job("daemon-last", 0.0, ["mine"]) is None
+    failed = store_pg.jobs.get_job(job.id)
     assert failed.status is JobStatus.FAILED and failed.lease_owner is None
     assert failed.error is not None and "recovery budget" in failed.error
 
@@ -228,18 +228,18 @@ def test_takeovers_spend_the_recovery_budget_then_fail_the_job(store_pg: Postgre
 
 
 def test_nul_in_content_round_trips_and_elsewhere_is_a_bad_request(store_pg: PostgresStore) -> None:
-    drawer = store_pg.add_drawer(NewDrawer(wing="w", room="r", content="before\x00after"))
-    assert store_pg.get_drawer(drawer.id).content == "before\x00after"
+    drawer = store_pg.drawers.add_drawer(NewDrawer(wing="w", room="r", content="before\x00after"))
+    assert store_pg.drawers.get_drawer(drawer.id).content == "before\x00after"
     with pytest.raises(InvalidRequest):
-        store_pg.add_drawer(NewDrawer(wing="w\x00", room="r", content="x"))
+        store_pg.drawers.add_drawer(NewDrawer(wing="w\x00", room="r", content="x"))
 
 
 def test_each_vector_dimension_gets_an_hnsw_index(postgres_server: PostgresServer) -> None:
     conninfo = postgres_server.create_database()
     store = open_pg(conninfo)
     try:
-        drawer = store.add_drawer(NewDrawer(wing="w", room="r", content="x"))
-        store.put_embeddings("m", [(drawer.id, np.eye(2, 5, dtype=np.float32))])
+        drawer = store.drawers.add_drawer(NewDrawer(wing="w", room="r", content="x"))
+        store.embeddings.put_embeddings("m", [(drawer.id, np.eye(2, 5, dtype=np.float32))])
         indexes = {
             r[0]
             for r in postgres_server.execute(conninfo, "SELECT indexdef FROM pg_indexes WHERE tablename = 'embedding'")
@@ -294,11 +294,11 @@ def test_any_term_queries_rank_as_scoring_every_match_would(store_pg: PostgresSt
     for i in range(240):
         text = " ".join(words[(i * k) % len(words)] for k in range(1, 2 + i % 5))
         wing = "rare" if i % 40 == 0 else "common"
-        drawer = store_pg.add_drawer(NewDrawer(wing=wing, room=f"r{i % 3}", content=f"{text} castle"))
+        drawer = store_pg.drawers.add_drawer(NewDrawer(wing=wing, room=f"r{i % 3}", content=f"{text} castle"))
         if i % 7 == 0:
-            store_pg.invalidate_drawer(drawer.id)
+            store_pg.drawers.invalidate_drawer(drawer.id)
     for content in ("moat moat moat castle", "moat moat moat castle", "a lone zeppelin"):
-        store_pg.add_drawer(NewDrawer(wing="common", room="r0", content=content))
+        store_pg.drawers.add_drawer(NewDrawer(wing="common", room="r0", content=content))
     cases = [
         (("moat", "banner", "castle"), Scope()),
         (("zeppelin", "castle"), Scope()),
@@ -310,7 +310,7 @@ def test_any_term_queries_rank_as_scoring_every_match_would(store_pg: PostgresSt
         for require_all in (False, True):
             query = LexicalQuery(terms, require_all=require_all)
             for limit in (1, 5, 40, 300):
-                got = [(c.drawer_id, c.signal) for c in store_pg.lexical_candidates(query, scope, limit)]
+                got = [(c.drawer_id, c.signal) for c in store_pg.search.lexical_candidates(query, scope, limit)]
                 want = exhaustive_lexical(store_pg, query, scope, limit)
                 assert same_ranking(got, want), (terms, require_all, limit, got, want)
 
@@ -322,12 +322,12 @@ def test_the_statistics_read_only_new_drawers_and_recount_in_full_later(store_pg
     stats = CorpusStatistics(clock=lambda: clock[0])
     due: list[bool] = []
     for i in range(5):
-        store_pg.add_drawer(NewDrawer(wing="w", room="r", content=f"harbour lights {i}"))
+        store_pg.drawers.add_drawer(NewDrawer(wing="w", room="r", content=f"harbour lights {i}"))
     with store_pg._read() as tx:
         first = stats.read(tx, ["harbour", "zeppelin", "harbour lights"], recount=lambda: due.append(True))
     assert (first.drawers, first.frequencies) == (5, (5, 0, 5))
     assert first.average_length == pytest.approx(3.0)
-    store_pg.add_drawer(NewDrawer(wing="w", room="r", content="a zeppelin over the harbour"))
+    store_pg.drawers.add_drawer(NewDrawer(wing="w", room="r", content="a zeppelin over the harbour"))
     statements: list[str] = []
     with store_pg._read() as tx:
         original = tx.all
@@ -375,18 +375,20 @@ def test_the_pgvector_leg_answers_as_the_exact_scan_with_every_filter(store_pg: 
     for i in range(300):
         wing, room = ("a" if i % 3 else "b"), f"r{i % 4}"
         valid_from = "2021-06-01T00:00:00.000000Z" if i % 5 == 0 else None
-        ids.append(store_pg.add_drawer(NewDrawer(wing=wing, room=room, content=f"d{i}", valid_from=valid_from)).id)
+        ids.append(
+            store_pg.drawers.add_drawer(NewDrawer(wing=wing, room=room, content=f"d{i}", valid_from=valid_from)).id
+        )
     # Every drawer has three passages; a tenth of them only one so far (still waiting for the others).
     waiting = set(ids[::10])
-    store_pg.put_embeddings(
+    store_pg.embeddings.put_embeddings(
         "m",
         [(d, vectors[3 * i : 3 * i + (1 if d in waiting else 3)]) for i, d in enumerate(ids)],
         totals=dict.fromkeys(ids, 3),
     )
     for drawer_id in ids[1:60:4]:
-        store_pg.invalidate_drawer(drawer_id)
+        store_pg.drawers.invalidate_drawer(drawer_id)
     exact = SemanticIndex(store_pg, "m", ann_min_rows=10**9)
-    stored = StoredVectorIndex(store_pg, "m")
+    stored = StoredVectorIndex(store_pg.embeddings, "m")
     window = Between("2021-01-01T00:00:00.000000Z", "2022-01-01T00:00:00.000000Z")
     cases = [Scope(), Scope(wing="b"), Scope(wing="a", room="r2", when=ANY_TIME), Scope(when=window)]
     agree = total = 0
@@ -395,7 +397,7 @@ def test_the_pgvector_leg_answers_as_the_exact_scan_with_every_filter(store_pg: 
             got = stored.candidates(query, 10, scope)
             want = exact.candidates(query, 10, scope)
             assert got, "every case has eligible drawers"
-            assert store_pg.eligible_ids([c.drawer_id for c in got], scope) == {c.drawer_id for c in got}, (
+            assert store_pg.search.eligible_ids([c.drawer_id for c in got], scope) == {c.drawer_id for c in got}, (
                 "filters apply inside the walk"
             )
             scores = {c.drawer_id: c.signal for c in want}
@@ -413,11 +415,11 @@ def test_the_pgvector_leg_answers_as_the_exact_scan_with_every_filter(store_pg: 
 
 def test_the_nearest_passages_are_walked_through_the_hnsw_index(store_pg: PostgresStore) -> None:
     from memcastle.clock import utc_now
-    from memcastle.store.postgres import nearest_sql
+    from memcastle.store.postgres.vectors import nearest_sql
     from memcastle.store.sql.filters import filter_sql
 
-    ids = [store_pg.add_drawer(NewDrawer(wing="w", room="r", content=f"d{i}")).id for i in range(50)]
-    store_pg.put_embeddings("m", [(d, unit_rows(1, seed=i)) for i, d in enumerate(ids)])
+    ids = [store_pg.drawers.add_drawer(NewDrawer(wing="w", room="r", content=f"d{i}")).id for i in range(50)]
+    store_pg.embeddings.put_embeddings("m", [(d, unit_rows(1, seed=i)) for i, d in enumerate(ids)])
     where, params = filter_sql(Scope(wing="w"), utc_now())
     query = unit_rows(1, seed=99)[0]
     with store_pg._write() as tx:
@@ -438,13 +440,13 @@ def test_a_scope_the_graph_walk_gives_up_on_is_scored_exactly(
     before pgvector 0.8, after `ef_search` neighbours, filtered afterwards); the exact form then scores the scope's
     rows, so nothing in scope is missed."""
     assert store_pg._iterative_scan, "the bundled pgvector walks through filters (0.8+): its version is read"
-    import memcastle.store.postgres as pg_module
+    import memcastle.store.postgres.vectors as pg_module
 
     ids = [
-        store_pg.add_drawer(NewDrawer(wing="rare" if i % 200 == 0 else "common", room="r", content=f"d{i}")).id
+        store_pg.drawers.add_drawer(NewDrawer(wing="rare" if i % 200 == 0 else "common", room="r", content=f"d{i}")).id
         for i in range(1600)
     ]
-    store_pg.put_embeddings("m", [(d, unit_rows(1, seed=i)) for i, d in enumerate(ids)])
+    store_pg.embeddings.put_embeddings("m", [(d, unit_rows(1, seed=i)) for i, d in enumerate(ids)])
     query = unit_rows(1, seed=1000)[0]
     # 1,600 rows: the planner would sort them all rather than walk the graph; price that out, as a large palace does.
     from psycopg.conninfo import conninfo_to_dict
@@ -457,10 +459,10 @@ def test_a_scope_the_graph_walk_gives_up_on_is_scored_exactly(
     large._iterative_scan = iterative
     try:
         monkeypatch.setattr(pg_module, "_HNSW_MAX_SCAN", 10)
-        found = large.nearest_passages("m", query, 8, Scope(wing="rare"))
+        found = large.embeddings.nearest_passages("m", query, 8, Scope(wing="rare"))
         assert {d for d, _ in found} == set(ids[::200]), "all eight drawers of the wing, though the walk stopped early"
         assert [s for _, s in found] == sorted((s for _, s in found), reverse=True)
         monkeypatch.setattr(pg_module, "_HNSW_MAX_SCAN", 20_000)
-        assert large.nearest_passages("m", query, 8, Scope(wing="rare")) == found
+        assert large.embeddings.nearest_passages("m", query, 8, Scope(wing="rare")) == found
     finally:
         large.close()

@@ -132,10 +132,10 @@ def whole_palace_work(store: Store, sql: str, plan: list[str]) -> list[str]:
 def filled(palace_backend: BackendPalace) -> tuple[Store, list[str]]:
     store = palace_backend.open()
     ids = [
-        store.add_drawer(NewDrawer(wing="w", room=f"r{i % 4}", content=f"drawer {i} about ducks")).id
+        store.drawers.add_drawer(NewDrawer(wing="w", room=f"r{i % 4}", content=f"drawer {i} about ducks")).id
         for i in range(120)
     ]
-    store.put_embeddings("m", [(ids[0], np.ones((1, 8), dtype=np.float32))])
+    store.embeddings.put_embeddings("m", [(ids[0], np.ones((1, 8), dtype=np.float32))])
     return store, ids
 
 
@@ -157,35 +157,41 @@ def test_every_batch_query_of_the_background_jobs_walks_an_index(filled: tuple[S
         created_at="2026-01-01T00:00:00.000000Z",
     )
     batches: dict[str, Callable[[], object]] = {
-        "extract: the next unread drawers": lambda: store.next_to_extract("heuristic", 16, after_seq=40),
-        "embed: drawers filed during the sweep": lambda: store.next_to_embed("m", 16, after=40),
-        "embed: current drawers, newest first": lambda: store.next_to_embed("m", 16, before=80, current=True),
-        "embed: closed drawers": lambda: store.next_to_embed("m", 16, before=80, current=False),
-        "embed: first passages, newest first": lambda: store.next_to_embed(
+        "extract: the next unread drawers": lambda: store.graph.next_to_extract("heuristic", 16, after_seq=40),
+        "embed: drawers filed during the sweep": lambda: store.embeddings.next_to_embed("m", 16, after=40),
+        "embed: current drawers, newest first": lambda: store.embeddings.next_to_embed(
+            "m", 16, before=80, current=True
+        ),
+        "embed: closed drawers": lambda: store.embeddings.next_to_embed("m", 16, before=80, current=False),
+        "embed: first passages, newest first": lambda: store.embeddings.next_to_embed(
             "m", 16, before=80, current=True, stage="head"
         ),
-        "embed: the other passages": lambda: store.next_to_embed("m", 16, before=80, current=True, stage="rest"),
-        "verify: the next page": lambda: store.list_drawers(None, None, 50, ids[30]),
-        "verify: the first page": lambda: store.list_drawers(None, None, 50, None),
-        "listing a room": lambda: store.list_drawers("w", "r1", 50, ids[30]),
-        "dedup: candidates sharing bands": lambda: store.drawers_sharing_bands([1, 2, 3], 10),
-        "dedup: signatures": lambda: store.drawer_signatures(ids[:5]),
-        "mine: hydrate a batch": lambda: store.get_drawers(ids[:16]),
-        "extract: a name or key": lambda: store.entities_named("Ana Lopez", "ana lopez"),
-        "extract: an alias": lambda: store.entities_with_alias("ana lopez"),
-        "extract: one-edit candidates": lambda: store.entities_sharing_variants(sorted(key_variants("ana lopez"))),
-        "extract: facts a new fact may link to": lambda: store.facts_to_link(
+        "embed: the other passages": lambda: store.embeddings.next_to_embed(
+            "m", 16, before=80, current=True, stage="rest"
+        ),
+        "verify: the next page": lambda: store.drawers.list_drawers(None, None, 50, ids[30]),
+        "verify: the first page": lambda: store.drawers.list_drawers(None, None, 50, None),
+        "listing a room": lambda: store.drawers.list_drawers("w", "r1", 50, ids[30]),
+        "dedup: candidates sharing bands": lambda: store.graph.drawers_sharing_bands([1, 2, 3], 10),
+        "dedup: signatures": lambda: store.graph.drawer_signatures(ids[:5]),
+        "mine: hydrate a batch": lambda: store.drawers.get_drawers(ids[:16]),
+        "extract: a name or key": lambda: store.graph.entities_named("Ana Lopez", "ana lopez"),
+        "extract: an alias": lambda: store.graph.entities_with_alias("ana lopez"),
+        "extract: one-edit candidates": lambda: store.graph.entities_sharing_variants(
+            sorted(key_variants("ana lopez"))
+        ),
+        "extract: facts a new fact may link to": lambda: store.graph.facts_to_link(
             claim, predecessor_drawer=ids[3], rivals=True, limit=8
         ),
-        "extract: decisions among those facts": lambda: store.explicit_links_of(["f-1", "f-2"]),
+        "extract: decisions among those facts": lambda: store.graph.explicit_links_of(["f-1", "f-2"]),
         # A session-start hook calls wake-up: its reads must cost what they answer, at 100 drawers as at a million.
-        "wake-up: an agent's latest checkpoints": lambda: store.latest_drawers(
+        "wake-up: an agent's latest checkpoints": lambda: store.drawers.latest_drawers(
             Scope(agent="claude", tags=("checkpoint",)), 20
         ),
-        "wake-up: in its project's wing": lambda: store.latest_drawers(
+        "wake-up: in its project's wing": lambda: store.drawers.latest_drawers(
             Scope(wing="w", agent="claude", tags=("checkpoint",)), 20
         ),
-        "wake-up: its diary": lambda: store.latest_drawers(Scope(agent="claude", tags=("diary",)), 1),
+        "wake-up: its diary": lambda: store.drawers.latest_drawers(Scope(agent="claude", tags=("diary",)), 1),
     }
     failures: dict[str, list[tuple[str, list[str]]]] = {}
     for name, work in batches.items():
@@ -219,33 +225,33 @@ def test_every_query_on_the_search_path_walks_an_index(filled: tuple[Store, list
     hydration look up the candidates by key; the lexical leg ranks inside the full-text index, then joins only
     its head; expansion reads the graph by entity."""
     store, ids = filled
-    loaded = store.load_embeddings("m", 0, 8, limit=100)
+    loaded = store.embeddings.load_embeddings("m", 0, 8, limit=100)
     last = loaded.last_id
     window = Between("2020-01-01T00:00:00.000000Z", "2030-01-01T00:00:00.000000Z")
     lexical = LexicalQuery(("ducks", "drawer"), require_all=True)
     work: dict[str, Callable[[], object]] = {
-        "semantic: refresh with nothing new": lambda: store.load_embeddings("m", last, 8, limit=8192),
-        "semantic: places of new rows": lambda: store.drawer_places(ids[:16]),
-        "semantic: exact vectors of the graph's rows": lambda: store.vectors_of_rows(loaded.row_ids[:64], 8),
-        "semantic: eligibility of the best": lambda: store.eligible_ids(ids[:64], Scope()),
-        "semantic: eligibility in a wing and window": lambda: store.eligible_ids(
+        "semantic: refresh with nothing new": lambda: store.embeddings.load_embeddings("m", last, 8, limit=8192),
+        "semantic: places of new rows": lambda: store.search.drawer_places(ids[:16]),
+        "semantic: exact vectors of the graph's rows": lambda: store.embeddings.vectors_of_rows(loaded.row_ids[:64], 8),
+        "semantic: eligibility of the best": lambda: store.search.eligible_ids(ids[:64], Scope()),
+        "semantic: eligibility in a wing and window": lambda: store.search.eligible_ids(
             ids[:64], Scope(wing="w", room="r1", when=window)
         ),
-        "hydrate the hits": lambda: store.get_drawers(ids[:20]),
-        "lexical: the text of long candidates": lambda: store.long_contents(ids[:40], 10),
-        "expansion: entities of the hits": lambda: store.entities_of_drawers(ids[:10]),
-        "expansion: facts of the entities": lambda: store.assertions_touching(["e-1", "e-2"]),
-        "expansion: their links": lambda: store.links_of(["f-1", "f-2"]),
-        "expansion: drawers mentioning them": lambda: store.drawers_mentioning(["e-1", "e-2"], 200),
+        "hydrate the hits": lambda: store.drawers.get_drawers(ids[:20]),
+        "lexical: the text of long candidates": lambda: store.search.long_contents(ids[:40], 10),
+        "expansion: entities of the hits": lambda: store.graph.entities_of_drawers(ids[:10]),
+        "expansion: facts of the entities": lambda: store.graph.assertions_touching(["e-1", "e-2"]),
+        "expansion: their links": lambda: store.graph.links_of(["f-1", "f-2"]),
+        "expansion: drawers mentioning them": lambda: store.graph.drawers_mentioning(["e-1", "e-2"], 200),
     }
-    work["lexical: every term, a wing"] = lambda: store.lexical_candidates(lexical, Scope(wing="w"), 10)
-    work["lexical: any term"] = lambda: store.lexical_candidates(
+    work["lexical: every term, a wing"] = lambda: store.search.lexical_candidates(lexical, Scope(wing="w"), 10)
+    work["lexical: any term"] = lambda: store.search.lexical_candidates(
         LexicalQuery(("ducks", "geese"), require_all=False), Scope(), 40
     )
     if store.backend == "postgres":
         # The BM25 statistics are read once, then only forward (store/postgres/corpus.py): warm them first. (The
         # nearest passages run in a transaction of their own: tests/store/test_postgres.py explains them.)
-        store.lexical_candidates(LexicalQuery(("ducks", "geese", "drawer"), require_all=False), Scope(), 1)
+        store.search.lexical_candidates(LexicalQuery(("ducks", "geese", "drawer"), require_all=False), Scope(), 1)
     failures = explained_failures(store, work)
     for name, found in failures.items():
         print("\n##", name)

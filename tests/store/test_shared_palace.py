@@ -61,16 +61,16 @@ def owner_of(pid: int) -> str:
 
 
 def test_a_lease_is_renewed_only_for_its_owner_while_the_job_runs(store: Store) -> None:
-    job = store.create_job(NewJob(kind="k"))[0]
-    claimed = store.claim_next_job("me", 1.0, ["k"])
+    job = store.jobs.create_job(NewJob(kind="k"))[0]
+    claimed = store.jobs.claim_next_job("me", 1.0, ["k"])
     assert claimed is not None and claimed.lease_expires_at is not None
-    assert store.renew_job_lease(job.id, "me", 60)
-    renewed = store.get_job(job.id).lease_expires_at
+    assert store.jobs.renew_job_lease(job.id, "me", 60)
+    renewed = store.jobs.get_job(job.id).lease_expires_at
     assert renewed is not None and renewed > claimed.lease_expires_at
-    assert not store.renew_job_lease(job.id, "someone-else", 60)
-    assert store.get_job(job.id).lease_expires_at == renewed
-    store.transition_job(job.id, JobStatus.COMPLETED, owner="me", lease_owner=None, lease_expires_at=None)
-    assert not store.renew_job_lease(job.id, "me", 60), "a finished job has no lease to renew"
+    assert not store.jobs.renew_job_lease(job.id, "someone-else", 60)
+    assert store.jobs.get_job(job.id).lease_expires_at == renewed
+    store.jobs.transition_job(job.id, JobStatus.COMPLETED, owner="me", lease_owner=None, lease_expires_at=None)
+    assert not store.jobs.renew_job_lease(job.id, "me", 60), "a finished job has no lease to renew"
 
 
 # --- start-up recovery on a shared palace ---------------------------------------------------------
@@ -92,38 +92,38 @@ def test_recovery_on_a_shared_palace_leaves_live_and_foreign_jobs_to_their_owner
     }
     jobs = {}
     for name, owner in owners.items():  # one at a time, so each claim takes the job just queued
-        jobs[name] = pg.create_job(NewJob(kind="mine", params={"n": name}))[0].id
-        claimed = pg.claim_next_job(owner, 0.0 if name == "foreign_expired" else 60, ["mine"])
+        jobs[name] = pg.jobs.create_job(NewJob(kind="mine", params={"n": name}))[0].id
+        claimed = pg.jobs.claim_next_job(owner, 0.0 if name == "foreign_expired" else 60, ["mine"])
         assert claimed is not None and claimed.id == jobs[name]
-    pool = WorkerPool(pg, {"mine": lambda ctx: {}}, workers=1, lease_seconds=30, shared=True)
+    pool = WorkerPool(pg.jobs, {"mine": lambda ctx: {}}, workers=1, lease_seconds=30, shared=True)
 
     recovered = pool.recover()
 
     assert [job.id for job in recovered] == [jobs["dead"]]
     assert recovered[0].status is JobStatus.QUEUED and recovered[0].recovery_attempts == 1
     for name in ("live", "foreign", "foreign_expired"):
-        job = pg.get_job(jobs[name])
+        job = pg.jobs.get_job(jobs[name])
         assert job.status is JobStatus.RUNNING and job.lease_owner == owners[name], name
     # A job whose lease expired on another host is the claim's to take over, on the database clock.
-    taken = [pg.claim_next_job("survivor", 30, ["mine"]) for _ in range(2)]
+    taken = [pg.jobs.claim_next_job("survivor", 30, ["mine"]) for _ in range(2)]
     assert {job.id for job in taken if job} == {jobs["dead"], jobs["foreign_expired"]}
 
 
 def test_recovery_of_a_job_another_daemon_just_claimed_leaves_it_alone(pg: PostgresStore) -> None:
-    job = pg.create_job(NewJob(kind="mine"))[0]
+    job = pg.jobs.create_job(NewJob(kind="mine"))[0]
     dead = owner_of(dead_pid())
-    assert pg.claim_next_job(dead, 0.0, ["mine"]) is not None
-    pool = WorkerPool(pg, {"mine": lambda ctx: {}}, workers=1, lease_seconds=30, shared=True)
-    seen = pg.running_jobs()
+    assert pg.jobs.claim_next_job(dead, 0.0, ["mine"]) is not None
+    pool = WorkerPool(pg.jobs, {"mine": lambda ctx: {}}, workers=1, lease_seconds=30, shared=True)
+    seen = pg.jobs.running_jobs()
     # Between recover() reading the running jobs and requeuing them, another daemon takes the expired job over.
-    assert pg.claim_next_job("other-daemon", 30, ["mine"]) is not None
-    original = pg.running_jobs
-    pg.running_jobs = lambda: seen  # type: ignore[method-assign]
+    assert pg.jobs.claim_next_job("other-daemon", 30, ["mine"]) is not None
+    original = pg.jobs.running_jobs
+    pg.jobs.running_jobs = lambda: seen  # type: ignore[method-assign]
     try:
         assert pool.recover() == []
     finally:
-        pg.running_jobs = original  # type: ignore[method-assign]
-    assert pg.get_job(job.id).lease_owner == "other-daemon"
+        pg.jobs.running_jobs = original  # type: ignore[method-assign]
+    assert pg.jobs.get_job(job.id).lease_owner == "other-daemon"
 
 
 def test_a_live_daemon_keeps_its_lease_through_a_unit_longer_than_the_lease(pg: PostgresStore) -> None:
@@ -134,20 +134,20 @@ def test_a_live_daemon_keeps_its_lease_through_a_unit_longer_than_the_lease(pg: 
         release.wait(10)  # one long unit, no checkpoint: only the heartbeat keeps the lease
         return {"ok": True}
 
-    job = pg.create_job(NewJob(kind="slow"))[0]
-    pool = WorkerPool(pg, {"slow": slow}, workers=1, lease_seconds=1.0, shared=True)
+    job = pg.jobs.create_job(NewJob(kind="slow"))[0]
+    pool = WorkerPool(pg.jobs, {"slow": slow}, workers=1, lease_seconds=1.0, shared=True)
     pool.start()
     try:
         assert started.wait(10)
         deadline = time.monotonic() + 3.5  # three and a half leases
         while time.monotonic() < deadline:
-            assert pg.claim_next_job("another-daemon", 1.0, ["slow"]) is None, "a live lease was taken over"
+            assert pg.jobs.claim_next_job("another-daemon", 1.0, ["slow"]) is None, "a live lease was taken over"
             time.sleep(0.1)
         release.set()
         deadline = time.monotonic() + CEILING
-        while not pg.get_job(job.id).is_finished and time.monotonic() < deadline:
+        while not pg.jobs.get_job(job.id).is_finished and time.monotonic() < deadline:
             time.sleep(0.05)
-        done = pg.get_job(job.id)
+        done = pg.jobs.get_job(job.id)
         assert done.status is JobStatus.COMPLETED and done.attempt == 1 and done.recovery_attempts == 0
     finally:
         release.set()
@@ -160,8 +160,8 @@ def test_sqlite_recovery_still_requeues_every_running_job(tmp_path: Path) -> Non
     )
     palace = build(settings)
     try:
-        job = palace.store.create_job(NewJob(kind="verify"))[0]
-        assert palace.store.claim_next_job(owner_of(1), 60, ["verify"]) is not None  # "alive", yet recovered
+        job = palace.store.jobs.create_job(NewJob(kind="verify"))[0]
+        assert palace.store.jobs.claim_next_job(owner_of(1), 60, ["verify"]) is not None  # "alive", yet recovered
         (recovered,) = palace.pool.recover()
         assert recovered.id == job.id and recovered.status is JobStatus.QUEUED
     finally:

@@ -28,7 +28,7 @@ def note(content: str) -> NewDrawer:
 def test_the_palace_is_one_file_in_wal_mode(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "palace")
     try:
-        store.add_drawer(note("in the file"))
+        store.drawers.add_drawer(note("in the file"))
         assert store.location == str(tmp_path / "palace" / DB_FILE)
         with sqlite3.connect(tmp_path / "palace" / DB_FILE) as conn:
             assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -55,7 +55,7 @@ def tables(path: Path) -> set[str]:
 def test_migrations_are_recorded_and_reopening_is_a_no_op(tmp_path: Path) -> None:
     palace = tmp_path / "palace"
     first = SQLiteStore(palace)
-    drawer = first.add_drawer(note("survives"))
+    drawer = first.drawers.add_drawer(note("survives"))
     known = load_migrations("sqlite")
     assert first.schema_version() == len(known)
     first.close()
@@ -65,7 +65,7 @@ def test_migrations_are_recorded_and_reopening_is_a_no_op(tmp_path: Path) -> Non
     second = SQLiteStore(palace)
     try:
         assert migration_rows(palace / DB_FILE) == recorded, "re-opening must not apply or re-record anything"
-        assert second.get_drawer(drawer.id).content == "survives"
+        assert second.drawers.get_drawer(drawer.id).content == "survives"
     finally:
         second.close()
 
@@ -168,16 +168,16 @@ def test_an_any_term_query_leaves_out_terms_in_half_the_palace(tmp_path: Path) -
     store = SQLiteStore(tmp_path / "palace")
     try:
         for i in range(30):
-            store.add_drawer(NewDrawer(wing="w", room="r", content=f"common words here {i}"))
-        store.add_drawer(NewDrawer(wing="w", room="r", content="a rare word and common"))
-        kept, bounded = store._any_term_reduced(LexicalQuery(("common", "rare", "here"), require_all=False))
+            store.drawers.add_drawer(NewDrawer(wing="w", room="r", content=f"common words here {i}"))
+        store.drawers.add_drawer(NewDrawer(wing="w", room="r", content="a rare word and common"))
+        kept, bounded = store.search._any_term_reduced(LexicalQuery(("common", "rare", "here"), require_all=False))
         assert kept.terms == ("rare",) and not bounded
         everywhere = LexicalQuery(("common", "here"), require_all=False)
-        assert store._any_term_reduced(everywhere) == (everywhere, False), "nothing left: the query stays whole"
+        assert store.search._any_term_reduced(everywhere) == (everywhere, False), "nothing left: the query stays whole"
         budget = LexicalQuery(("common", "rare", "here"), require_all=False, max_rows=1000)
-        assert store._any_term_reduced(budget) == (LexicalQuery(("rare",), require_all=False), False)
+        assert store.search._any_term_reduced(budget) == (LexicalQuery(("rare",), require_all=False), False)
         tight = LexicalQuery(("common", "rare", "here"), require_all=False, max_rows=10)
-        assert store._any_term_reduced(tight) == (LexicalQuery(("rare",), require_all=False), True)
+        assert store.search._any_term_reduced(tight) == (LexicalQuery(("rare",), require_all=False), True)
     finally:
         store.close()
 
@@ -202,11 +202,11 @@ def test_the_bounded_lexical_leg_ranks_exactly_as_one_full_pass(
         for i in range(240):
             text = " ".join(words[(i * k) % len(words)] for k in range(1, 2 + i % 5))
             wing = "rare" if i % 40 == 0 else "common"
-            drawer = store.add_drawer(NewDrawer(wing=wing, room=f"r{i % 3}", content=f"{text} castle"))
+            drawer = store.drawers.add_drawer(NewDrawer(wing=wing, room=f"r{i % 3}", content=f"{text} castle"))
             if i % 7 == 0:
-                store.invalidate_drawer(drawer.id)
-        store.add_drawer(NewDrawer(wing="common", room="r0", content="moat moat moat castle"))
-        store.add_drawer(NewDrawer(wing="common", room="r1", content="moat moat moat castle"))  # an exact tie
+                store.drawers.invalidate_drawer(drawer.id)
+        store.drawers.add_drawer(NewDrawer(wing="common", room="r0", content="moat moat moat castle"))
+        store.drawers.add_drawer(NewDrawer(wing="common", room="r1", content="moat moat moat castle"))  # an exact tie
         cases = [
             (("moat",), True, Scope()),
             (("moat", "tower"), True, Scope()),
@@ -219,7 +219,7 @@ def test_the_bounded_lexical_leg_ranks_exactly_as_one_full_pass(
             query = LexicalQuery(terms, require_all=require_all)
             where, params = filter_sql(scope, utc_now())
             for limit in (1, 5, 40, 200):
-                got = [(c.drawer_id, c.signal) for c in store.lexical_candidates(query, scope, limit)]
+                got = [(c.drawer_id, c.signal) for c in store.search.lexical_candidates(query, scope, limit)]
                 want = exact_lexical(store, fts5_match(query) or "", where, params, limit)
                 if require_all:
                     assert got == want, (terms, limit)

@@ -114,10 +114,13 @@ class ArchiveJobs:
         partial = target.with_name(target.name + ".partial")
         counts: dict[str, int] = {}
         preferences = self._palace / PREFERENCES
-        total = max(1, self._store.count_drawers())
+        total = max(1, self._store.drawers.count_drawers())
         written = 0
         try:
-            with self._store.archive_snapshot() as snapshot, zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as zf:
+            with (
+                self._store.archive.archive_snapshot() as snapshot,
+                zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as zf,
+            ):
                 for kind in ARCHIVE_KINDS:
                     if kind == "vectors" and not vectors:
                         continue
@@ -162,7 +165,7 @@ class ArchiveJobs:
             conflicts: list[str] = []
             for kind in kinds:
                 for batch in self._batches(archive, kind, skipped):
-                    conflicts.extend(self._store.archive_conflicts(kind, batch))
+                    conflicts.extend(self._store.archive.archive_conflicts(kind, batch))
                     if len(conflicts) >= MAX_REASONS:
                         break
             if conflicts:
@@ -228,7 +231,7 @@ class ArchiveJobs:
         """A batch in one transaction; when one of its records is malformed, each record alone, skipping the bad
         ones with their reason."""
         try:
-            return self._store.load_records(kind, batch)
+            return self._store.archive.load_records(kind, batch)
         except (Conflict, StorageError):  # a full disk is no malformed record: the job pauses, nothing is skipped
             raise
         except Exception as first:  # noqa: BLE001 - a malformed record or a missing parent: find which
@@ -238,7 +241,7 @@ class ArchiveJobs:
         added = here = 0
         for record in batch:
             try:
-                new, old = self._store.load_records(kind, [record])
+                new, old = self._store.archive.load_records(kind, [record])
             except (Conflict, StorageError):
                 raise
             except Exception as exc:  # noqa: BLE001 - one bad record must not abort the import

@@ -93,25 +93,25 @@ class DuplicateFinder:
     def links_for(self, drawer: Drawer, values: npt.NDArray[np.uint64] | None, bands: list[int]) -> list[DrawerLink]:
         now = self._now()
         found: dict[str, DrawerLink] = {}
-        for other, verdict in self._store.similar_in_room(
+        for other, verdict in self._store.graph.similar_in_room(
             drawer.wing, drawer.room, drawer.content_hash, drawer.fingerprint, exclude=[drawer.id]
         ):
             found[other] = DrawerLink(drawer.id, other, verdict, 1.0, now)
         if bands:
             candidates = [
                 i
-                for i in self._store.drawers_sharing_bands(bands, CANDIDATES, at_least=MIN_SHARED_BANDS)
+                for i in self._store.graph.drawers_sharing_bands(bands, CANDIDATES, at_least=MIN_SHARED_BANDS)
                 if i != drawer.id and i not in found
             ]
             assert values is not None
             # The signatures estimate similarity (±0.05 at 0.9); only plausible pairs have their text compared.
             estimates = {
                 i: float(np.mean(np.frombuffer(s, dtype=np.uint64) == values))
-                for i, s in self._store.drawer_signatures(candidates).items()
+                for i, s in self._store.graph.drawer_signatures(candidates).items()
             }
             plausible = [i for i in candidates if estimates.get(i, 1.0) >= self._threshold - ESTIMATE_SLACK]
             grams = shingles(drawer.content) if plausible else set()
-            for near in self._store.get_drawers(plausible).values():
+            for near in self._store.drawers.get_drawers(plausible).values():
                 if not near.is_current or (near.wing, near.room) != (drawer.wing, drawer.room):
                     continue
                 other_grams = shingles(near.content)
@@ -127,7 +127,7 @@ class DuplicateFinder:
         bands = band_keys(drawer.wing, drawer.room, values) if values is not None else []
         links = self.links_for(drawer, values, bands)
         if values is not None:
-            self._store.add_drawer_bands(drawer.id, bands, values.astype(np.uint64).tobytes())
+            self._store.graph.add_drawer_bands(drawer.id, bands, values.astype(np.uint64).tobytes())
         if links:
-            self._store.add_drawer_links(links)
+            self._store.graph.add_drawer_links(links)
         return len(links)

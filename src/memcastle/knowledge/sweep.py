@@ -89,13 +89,13 @@ class ExtractionSweep:
         # costs a pass over the palace. Drawers filed while the sweep runs come after the cursor and are read too.
         after_seq = int(ctx.state.get("after_seq", 0))
         started_with = tally["drawers"]
-        pending = self._store.count_to_extract(extractor)
+        pending = self._store.graph.count_to_extract(extractor)
         while True:
-            drawers, after_seq = self._store.next_to_extract(extractor, self._batch_size, after_seq=after_seq)
+            drawers, after_seq = self._store.graph.next_to_extract(extractor, self._batch_size, after_seq=after_seq)
             if not drawers:
                 break
             write, counts = self.read_batch(drawers, extractor, ctx.job_id)
-            self._store.apply_graph(write)
+            self._store.graph.apply_graph(write)
             for key, value in counts.items():
                 tally[key] += value
             left = max(0, pending - (tally["drawers"] - started_with))
@@ -118,7 +118,7 @@ class ExtractionSweep:
         found = self._provider.extract([extraction_input(d, self._policy) for d in prose]) if prose else []
         extracted = dict(zip((d.id for d in prose), found, strict=True))
         results = [extracted.get(d.id, EMPTY) for d in drawers]
-        resolver = EntityResolver(self._store, now=self._now)
+        resolver = EntityResolver(self._store.graph, now=self._now)
         mentions: dict[tuple[str, str, str], Mention] = {}
         hints: list[EntityHint] = []
         assertions: list[Assertion] = []
@@ -185,12 +185,13 @@ class ExtractionSweep:
             before = predecessor.get(new.drawer_id or "")
             # Bounded: a claim repeated in ten thousand drawers links each new copy to the newest few, and agreement
             # stays connected through them, instead of every copy linking to every other.
-            stored = self._store.facts_to_link(
+            stored = self._store.graph.facts_to_link(
                 new, predecessor_drawer=before, rivals=new.predicate in SINGLE_VALUED_PREDICATES, limit=LINK_FANOUT
             )
             existing = _bounded([*stored, *seen], new, before)
             explicit_pairs = {
-                frozenset((lk.from_id, lk.to_id)) for lk in self._store.explicit_links_of([e.id for e in existing])
+                frozenset((lk.from_id, lk.to_id))
+                for lk in self._store.graph.explicit_links_of([e.id for e in existing])
             }
             links.extend(infer_links(new, existing, predecessor_drawer=before, explicit_pairs=explicit_pairs, at=at))
             seen.append(new)

@@ -93,8 +93,8 @@ class MinePipeline:
             # Checked again as the job starts: a symlink or `.git` file may point elsewhere than when it was asked.
             self._roots.check_source(connector, spec)
         source_id = connector.identify(spec)
-        known = self._store.get_source(source_id)
-        source = self._store.upsert_source(
+        known = self._store.mining.get_source(source_id)
+        source = self._store.mining.upsert_source(
             SourceRecord(
                 id=source_id,
                 connector=connector.name,
@@ -149,8 +149,8 @@ class MinePipeline:
         if notices_removal(connector, spec, params.notice_removed):
             # Everything the source holds was listed: a document with current drawers that is not there was removed.
             listed = set(keys)
-            for document in sorted(self._store.current_documents(source_id) - listed):
-                closed = self._store.close_removed(source_id, document, REMOVED_AT_SOURCE)
+            for document in sorted(self._store.mining.current_documents(source_id) - listed):
+                closed = self._store.mining.close_removed(source_id, document, REMOVED_AT_SOURCE)
                 tally.counts["removed"] += closed
                 tally.counts["removed_documents"] += 1
         return {**tally.to_json(), "source_id": source_id, "wing": wing}
@@ -184,7 +184,7 @@ class MinePipeline:
         for warning in raw.warnings:
             tally.warn(raw.external_id, warning)
         revision = revision_of(raw)
-        record = self._store.get_document(source.id, raw.external_id)
+        record = self._store.mining.get_document(source.id, raw.external_id)
         if record is not None and record.revision == revision:
             tally.counts["unchanged"] += 1
             return
@@ -202,13 +202,13 @@ class MinePipeline:
         tally.redacted(found)
         changes = self._changes(ctx.job_id, connector, source, raw, revision, document, record, wing, default_room)
         try:
-            self._store.apply_document(changes)
+            self._store.mining.apply_document(changes)
         except Conflict:
             # A name clash with another document's drawer in the same room: file the evidence unnamed.
             changes = self._changes(
                 ctx.job_id, connector, source, raw, revision, document, record, wing, default_room, named=False
             )
-            self._store.apply_document(changes)
+            self._store.mining.apply_document(changes)
             room = changes_room(document, default_room)
             tally.warn(raw.external_id, f"name {document.name!r} is taken in {wing}/{room}; filed without a name")
         tally.counts["created"] += len(changes.created)
@@ -219,7 +219,7 @@ class MinePipeline:
         if self._duplicates is not None:
             # Evidence that repeats other evidence is stored anyway and linked, never merged.
             filed = [new.id for new in changes.created] + [new.id for _, new in changes.superseded]
-            for drawer in self._store.get_drawers([i for i in filed if i]).values():
+            for drawer in self._store.drawers.get_drawers([i for i in filed if i]).values():
                 if self._duplicates.link(drawer):
                     tally.counts["similar"] += 1
 
@@ -314,7 +314,7 @@ class MinePipeline:
     def _previous_drawers(self, record: DocumentRecord | None) -> list[Drawer | None]:
         if record is None:
             return []
-        found = self._store.get_drawers(record.drawer_ids)
+        found = self._store.drawers.get_drawers(record.drawer_ids)
         return [found.get(drawer_id) for drawer_id in record.drawer_ids]
 
 

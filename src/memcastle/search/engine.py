@@ -233,7 +233,7 @@ class SearchEngine:
             return []
         if self._adjusts(query):
             # The policy reads every pooled drawer's origin.
-            drawers = self._store.get_drawers([r.drawer_id for r in pooled])
+            drawers = self._store.drawers.get_drawers([r.drawer_id for r in pooled])
             pooled = [r for r in pooled if r.drawer_id in drawers]
             relevance = pool_relevance([r.base for r in pooled])
             entries = [PoolEntry(r.drawer_id, r.base, r.signals, rel) for r, rel in zip(pooled, relevance, strict=True)]
@@ -244,7 +244,7 @@ class SearchEngine:
         ranked = [(r, rel) for r, rel in zip(pooled, relevance, strict=True) if r.drawer_id not in shown]
         while ranked and len(hits) < wanted:
             batch, ranked = ranked[: wanted - len(hits)], ranked[wanted - len(hits) :]
-            drawers = self._store.get_drawers([r.drawer_id for r, _ in batch])
+            drawers = self._store.drawers.get_drawers([r.drawer_id for r, _ in batch])
             hits += [
                 Hit(drawer=drawers[r.drawer_id], score=r.base, signals={**r.signals, "relevance": rel})
                 for r, rel in batch
@@ -349,7 +349,7 @@ class SearchEngine:
         if not terms:
             return []
         depth = limit * PASSAGE_DEPTH
-        found = self._store.lexical_candidates(LexicalQuery(terms, require_all=True), query.scope, depth)
+        found = self._store.search.lexical_candidates(LexicalQuery(terms, require_all=True), query.scope, depth)
         some: list[ScoredDrawer] = []
         # The fill is read only when fewer than `limit` drawers hold every term: `fill_below` keeps `found[:limit]`,
         # whatever passage scoring does to their order, and adds the fill only below fewer than `limit` of them.
@@ -357,7 +357,7 @@ class SearchEngine:
             held = {c.drawer_id for c in found}
             some = [
                 c
-                for c in self._store.lexical_candidates(
+                for c in self._store.search.lexical_candidates(
                     LexicalQuery(terms, require_all=False, max_rows=fill_rows),
                     query.scope,
                     depth,
@@ -377,10 +377,10 @@ class SearchEngine:
         if not matcher or not (found or some):
             return found, some
         head = [c.drawer_id for c in (*found[:RESCORE_DEPTH], *some[:RESCORE_DEPTH])]
-        long = self._store.long_contents(head, self._passages[0])
+        long = self._store.search.long_contents(head, self._passages[0])
         if not long:
             return found, some
-        stats = self._store.term_statistics(matcher.words)
+        stats = self._store.search.term_statistics(matcher.words)
         weights = idf(stats.drawers, stats.frequencies)
         scores = best_passage_scores(long, matcher, weights, stats.average_length, self._passages)
 

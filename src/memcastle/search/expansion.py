@@ -18,18 +18,18 @@ PER_ENTITY = 200
 def expand(store: KnowledgeStore, query: SearchQuery, direct: list[Hit], now: str) -> list[Hit]:
     """Up to `query.limit` related drawers not among the direct hits, best first (ties by id)."""
     direct_ids = {hit.drawer.id for hit in direct}
-    mentioned = store.entities_of_drawers(list(direct_ids))
+    mentioned = store.graph.entities_of_drawers(list(direct_ids))
     seeds: set[str] = set().union(*mentioned.values()) if mentioned else set()
     if not seeds:
         return []
     # The graph is read at the instant the search asks about, and now for any other time.
     when = query.scope.when
     at = when.at if isinstance(when, AsOf) and when.axis == "valid" else now
-    facts = store.assertions_touching(list(seeds))
-    links = store.links_of([f.id for f in facts])
+    facts = store.graph.assertions_touching(list(seeds))
+    links = store.graph.links_of([f.id for f in facts])
     everything = {f.id: f for f in facts}
     everything.update(
-        store.get_assertions([i for link in links for i in (link.from_id, link.to_id) if i not in everything])
+        store.graph.get_assertions([i for link in links for i in (link.from_id, link.to_id) if i not in everything])
     )
     neighbours: set[str] = set()
     for fact in facts:
@@ -38,7 +38,7 @@ def expand(store: KnowledgeStore, query: SearchQuery, direct: list[Hit], now: st
         for end, other in ((fact.subject, fact.object), (fact.object, fact.subject)):
             if end in seeds and other not in seeds:
                 neighbours.add(other)
-    reached = store.drawers_mentioning([*seeds, *neighbours], PER_ENTITY)
+    reached = store.graph.drawers_mentioning([*seeds, *neighbours], PER_ENTITY)
     scores: dict[str, float] = {}
     via: dict[str, set[str]] = {}
     for drawer_id, entity_ids in reached.items():
@@ -46,10 +46,10 @@ def expand(store: KnowledgeStore, query: SearchQuery, direct: list[Hit], now: st
             continue
         scores[drawer_id] = sum(SHARED if e in seeds else NEIGHBOUR for e in entity_ids)
         via[drawer_id] = set(entity_ids)
-    eligible = store.eligible_ids(list(scores), query.scope)
+    eligible = store.search.eligible_ids(list(scores), query.scope)
     ranked = sorted((d for d in scores if d in eligible), key=lambda d: (-scores[d], d))[: query.limit]
-    drawers = store.get_drawers(ranked)
-    names = store.get_entities([e for d in ranked for e in via[d]])
+    drawers = store.drawers.get_drawers(ranked)
+    names = store.graph.get_entities([e for d in ranked for e in via[d]])
     return [
         Hit(
             drawer=drawers[d],

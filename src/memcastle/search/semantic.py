@@ -156,7 +156,9 @@ class SemanticIndex:
             return
         try:
             while True:
-                chunk = self._store.load_embeddings(self.model, self._last_row, self.dimension or 0, limit=LOAD_CHUNK)
+                chunk = self._store.embeddings.load_embeddings(
+                    self.model, self._last_row, self.dimension or 0, limit=LOAD_CHUNK
+                )
                 if chunk.ids:
                     self._append(chunk)
                 if len(chunk.ids) < LOAD_CHUNK:
@@ -191,7 +193,7 @@ class SemanticIndex:
                 grown[: count - base] = old.matrix[: count - base]
         grown[count - base : needed - base] = matrix
         keys[count:needed] = chunk.row_ids
-        found = self._store.drawer_places(ids)
+        found = self._store.search.drawer_places(ids)
         coded = np.array(
             [[self._code(column, value) for column, value in enumerate(found[i])] for i in ids], dtype=np.int32
         ).reshape(len(ids), 4)
@@ -242,7 +244,9 @@ class SemanticIndex:
             return snapshot.matrix[rows - snapshot.base]
         out = np.empty((len(rows), snapshot.matrix.shape[1]), dtype=np.float32)
         out[held] = snapshot.matrix[rows[held] - snapshot.base]
-        out[~held] = self._store.vectors_of_rows(snapshot.keys[rows[~held]].tolist(), snapshot.matrix.shape[1])
+        out[~held] = self._store.embeddings.vectors_of_rows(
+            snapshot.keys[rows[~held]].tolist(), snapshot.matrix.shape[1]
+        )
         return out
 
     def _scores(
@@ -360,7 +364,7 @@ class SemanticIndex:
         mask = self._in_scope(snapshot, scope, slice(0, snapshot.count))
         if snapshot.base:
             # Vectors only the graph holds are read for eligible rows alone: the eligible set comes first.
-            mask &= self._rows_of(snapshot, self._store.all_eligible_ids(scope))
+            mask &= self._rows_of(snapshot, self._store.search.all_eligible_ids(scope))
             scores = self._scores(snapshot, vector, mask)
             best = _best_per_drawer(scores, ids, int(np.isfinite(scores).sum()))
             return ranked(list(best.items()), need)
@@ -375,7 +379,7 @@ class SemanticIndex:
             if len(found) >= need or take == count:
                 return ranked(found, need)
             take = min(count, take * _WIDEN)
-        scores[~self._rows_of(snapshot, self._store.all_eligible_ids(scope))] = -np.inf
+        scores[~self._rows_of(snapshot, self._store.search.all_eligible_ids(scope))] = -np.inf
         best = _best_per_drawer(scores, ids, int(np.isfinite(scores).sum()))
         return ranked(list(best.items()), need)
 
@@ -401,7 +405,7 @@ class SemanticIndex:
 
         while start < len(ranked_ids) and more():
             batch = ranked_ids[start : start + size]
-            eligible = self._store.eligible_ids(batch, scope)
+            eligible = self._store.search.eligible_ids(batch, scope)
             found.extend((drawer_id, best[drawer_id]) for drawer_id in batch if drawer_id in eligible)
             start, size = start + size, 4 * size
         return found

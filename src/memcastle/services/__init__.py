@@ -78,19 +78,19 @@ class Services:
         self.store = store
         self.policy = policy
         self._reread_policy = reread_policy
-        self.jobs = JobService(store, queue, embeddings=embeddings, extraction=extraction)
+        self.jobs = JobService(store.jobs, queue, embeddings=embeddings, extraction=extraction)
         self.facts = FactService(store, policy, now=now)
-        keys = RequestKeys(store, now, sole_writer=store.backend == "sqlite")
+        keys = RequestKeys(store.request_keys, now, sole_writer=store.backend == "sqlite")
         self.events = events or EventBus()
         publish = self.events.publish
         self.drawers = DrawerService(store, self.jobs, duplicates, policy, keys, publish, now=now)
-        self.search = SearchService(search, store)
-        self.agents = AgentService(store, self.drawers, self.facts, keys)
+        self.search = SearchService(search, store.drawers)
+        self.agents = AgentService(store.drawers, self.drawers, self.facts, keys)
         self.mining = MiningService(connectors, self.jobs, roots)
-        self.miners = MinerService(store, store, self.mining, miners, publish=publish, now=now)
+        self.miners = MinerService(store.miners, store.jobs, self.mining, miners, publish=publish, now=now)
         self.forgetting = ForgetService(store, search, self.mining.active_mines, publish, self.events.purge)
         self.places = PlaceService(store, self.forgetting, self.mining.active_mines)
-        self.lifecycle = LifecycleService(store, self.jobs, self.forgetting, now=now)
+        self.lifecycle = LifecycleService(store.drawers, self.jobs, self.forgetting, now=now)
         self.archives = ArchiveService(self.jobs, roots)
         self.status = StatusService(
             store,

@@ -89,12 +89,12 @@ class DrawerService:
         expires_at = check_expiry(expires_at, self._now())
         if name is None:
             # A diary is one agent's: the same words from another agent are that agent's own entry.
-            existing = self._store.find_current_copy(
+            existing = self._store.drawers.find_current_copy(
                 wing, room, content_hash(content), agent if room == DIARY_ROOM else None
             )
             if existing is not None:
                 return NoteWrite(existing, created=False, replayed=False)
-        drawer = self._store.add_drawer(
+        drawer = self._store.drawers.add_drawer(
             NewDrawer(
                 wing=wing,
                 room=room,
@@ -147,7 +147,7 @@ class DrawerService:
             return {"drawer_ids": [saved.drawer.id], "created": saved.created}
 
         result, replayed = self._keys.once(idempotency_key, "note", request, write)
-        return NoteWrite(self._store.get_drawer(result["drawer_ids"][0]), bool(result["created"]), replayed)
+        return NoteWrite(self._store.drawers.get_drawer(result["drawer_ids"][0]), bool(result["created"]), replayed)
 
     def expiry(self, value: str | None, *, field: str = "expires_at") -> str | None:
         """`value` as the instant a drawer would expire (an instant, or a duration from now), or a 400 naming the
@@ -158,7 +158,7 @@ class DrawerService:
         """Pin or unpin, hide or show a drawer (by id or unique prefix); its later versions keep the marks."""
         if pinned is None and hidden is None:
             raise InvalidRequest("say what to change: pinned, hidden or both", field="pinned")
-        drawer = self._store.mark_drawer(self.resolve(drawer_id), pinned=pinned, hidden=hidden)
+        drawer = self._store.drawers.mark_drawer(self.resolve(drawer_id), pinned=pinned, hidden=hidden)
         self._publish("drawers", {"action": "marked", "drawers": [drawer_ref(drawer)], "pinned": drawer.pinned,
                                   "hidden": drawer.hidden})  # fmt: skip
         return drawer
@@ -168,10 +168,10 @@ class DrawerService:
         return resolve_id(self._store, "drawer", drawer_id, field=field)
 
     def get_drawer(self, drawer_id: str) -> Drawer:
-        return self._store.get_drawer(self.resolve(drawer_id))
+        return self._store.drawers.get_drawer(self.resolve(drawer_id))
 
     def drawer_history(self, drawer_id: str) -> list[Drawer]:
-        return self._store.drawer_history(self.resolve(drawer_id))
+        return self._store.drawers.drawer_history(self.resolve(drawer_id))
 
     def supersede_drawer(
         self, drawer_id: str, content: str, *, reason: str | None = None, requested_by: str = "http"
@@ -181,8 +181,8 @@ class DrawerService:
         if reason is not None and not reason.strip():
             raise InvalidRequest("reason must not be blank when given", field="reason")
         drawer_id = self.resolve(drawer_id)
-        old = self._store.get_drawer(drawer_id)
-        replacement = self._store.supersede_drawer(
+        old = self._store.drawers.get_drawer(drawer_id)
+        replacement = self._store.drawers.supersede_drawer(
             drawer_id,
             NewDrawer(
                 wing=old.wing,
@@ -200,27 +200,27 @@ class DrawerService:
 
     def preference_trace(self, drawer_id: str) -> PreferenceTrace:
         """How the effective policy resolves this drawer, from its frozen origin snapshot."""
-        drawer = self._store.get_drawer(self.resolve(drawer_id))
+        drawer = self._store.drawers.get_drawer(self.resolve(drawer_id))
         return PreferenceTrace(drawer.id, explain(self._policy, drawer.source.origin))
 
     def list_wings(self) -> list[Wing]:
-        return self._store.list_wings()
+        return self._store.drawers.list_wings()
 
     def wing_names(self) -> list[str]:
-        return self._store.wing_names()
+        return self._store.drawers.wing_names()
 
     def list_rooms(self, wing: str) -> list[Room]:
-        return self._store.list_rooms(wing)
+        return self._store.drawers.list_rooms(wing)
 
     def list_drawers(self, wing: str | None, room: str | None, limit: int, after: str | None) -> Page[Drawer]:
-        return self._store.list_drawers(wing, room, check_limit(limit), after)
+        return self._store.drawers.list_drawers(wing, room, check_limit(limit), after)
 
     def duplicates(self, drawer_id: str) -> list[Duplicate]:
         """Drawers linked to this one as exact, normalized or near copies (linked, never merged)."""
         drawer_id = self.resolve(drawer_id)
-        self._store.get_drawer(drawer_id)
-        links = self._store.drawer_links(drawer_id)
-        others = self._store.get_drawers([lk.to_id if lk.from_id == drawer_id else lk.from_id for lk in links])
+        self._store.drawers.get_drawer(drawer_id)
+        links = self._store.graph.drawer_links(drawer_id)
+        others = self._store.drawers.get_drawers([lk.to_id if lk.from_id == drawer_id else lk.from_id for lk in links])
         out = []
         for link in links:
             other = others.get(link.to_id if link.from_id == drawer_id else link.from_id)

@@ -70,7 +70,7 @@ class FactService:
         facts: dict[str, Assertion] = {}
         subject_ids: list[str | None] = list(subjects) if subjects else [None]
         for subject_id in subject_ids:
-            for found in self._store.find_assertions(subject=subject_id, predicate=predicate, limit=5000):
+            for found in self._store.graph.find_assertions(subject=subject_id, predicate=predicate, limit=5000):
                 if objects is None or found.object in objects:
                     facts[found.id] = found
         described = self._describe(list(facts.values()), at)
@@ -84,39 +84,39 @@ class FactService:
 
     def get_fact(self, fact_id: str, *, as_of: str | None = None) -> FactView:
         at = parse_instant(as_of, field="as_of") if as_of else self._now()
-        return self._describe([self._store.get_assertion(self.resolve(fact_id))], at)[0]
+        return self._describe([self._store.graph.get_assertion(self.resolve(fact_id))], at)[0]
 
     def fact_history(self, fact_id: str) -> list[FactView]:
         """The fact and everything transitively linked to it, ordered by valid_from."""
         fact_id = self.resolve(fact_id)
-        seen = {fact_id: self._store.get_assertion(fact_id)}
+        seen = {fact_id: self._store.graph.get_assertion(fact_id)}
         frontier = [fact_id]
         while frontier:
-            links = self._store.links_of(frontier)
+            links = self._store.graph.links_of(frontier)
             frontier = []
             for link in links:
                 for other in (link.from_id, link.to_id):
                     if other not in seen:
-                        seen[other] = self._store.get_assertion(other)
+                        seen[other] = self._store.graph.get_assertion(other)
                         frontier.append(other)
         ordered = sorted(seen.values(), key=lambda f: (f.valid_from, f.id))
         return self._describe(ordered, self._now())
 
     def _describe(self, facts: Sequence[Assertion], at: str) -> list[FactView]:
-        links = self._store.links_of([f.id for f in facts])
-        related = self._store.get_assertions([i for link in links for i in (link.from_id, link.to_id)])
+        links = self._store.graph.links_of([f.id for f in facts])
+        related = self._store.graph.get_assertions([i for link in links for i in (link.from_id, link.to_id)])
         everything = {**related, **{f.id: f for f in facts}}
-        entities = self._store.get_entities([i for f in everything.values() for i in (f.subject, f.object)])
+        entities = self._store.graph.get_entities([i for f in everything.values() for i in (f.subject, f.object)])
         ordered = sorted(facts, key=lambda f: (f.valid_from, f.id))
         return present(ordered, links, everything, entities, self._policy, at)
 
     def _entity_ids(self, name: str | None, field: str) -> list[str] | None:
         if name is None:
             return None
-        resolver = EntityResolver(self._store, now=self._now)
+        resolver = EntityResolver(self._store.graph, now=self._now)
         matches = [
             e.id
-            for e in self._store.list_entities(name, None, 200)
+            for e in self._store.graph.list_entities(name, None, 200)
             if name.casefold() in (e.name.casefold(), e.key) or name in e.aliases
         ]
         if not matches:
@@ -129,12 +129,12 @@ class FactService:
     def list_entities(self, name: str | None, kind: str | None, limit: int = 50) -> list[Entity]:
         if kind is not None and kind not in ENTITY_KINDS:
             raise InvalidRequest(f"unknown kind {kind!r}; one of {', '.join(ENTITY_KINDS)}", field="kind")
-        return self._store.list_entities(name, kind, check_limit(limit))
+        return self._store.graph.list_entities(name, kind, check_limit(limit))
 
     def get_entity(self, entity_id: str) -> EntityView:
-        entity = self._store.get_entity(resolve_id(self._store, "entity", entity_id, field="entity_id"))
-        mentions = self._store.entity_mentions(entity.id, 200)
-        hints = self._store.entity_hints(entity.id)
+        entity = self._store.graph.get_entity(resolve_id(self._store, "entity", entity_id, field="entity_id"))
+        mentions = self._store.graph.entity_mentions(entity.id, 200)
+        hints = self._store.graph.entity_hints(entity.id)
         return EntityView(entity, tuple(mentions), tuple(hints))
 
     # --- explicit operations --------------------------------------------------------------------
@@ -142,16 +142,16 @@ class FactService:
     def add(self, spec: FactSpec, *, requested_by: str = "http") -> FactView:
         """An explicit fact: entities are resolved (or created), the assertion is marked explicit."""
         fact, write = self._new_fact(self._validated(spec), spec.evidence_drawer)
-        self._store.apply_graph(write)
+        self._store.graph.apply_graph(write)
         return self.get_fact(fact.id)
 
     def supersede(self, fact_id: str, change: FactCorrection, *, requested_by: str = "http") -> Superseded:
         """Close the fact and open its replacement in one transaction, linked `supersedes`."""
         fact_id = self.resolve(fact_id)
-        old = self._store.get_assertion(fact_id)
+        old = self._store.graph.get_assertion(fact_id)
         if old.valid_to is not None:
             raise Conflict(f"fact {fact_id} was already closed at {old.valid_to}", existing_id=fact_id)
-        names = self._store.get_entities([old.subject, old.object])
+        names = self._store.graph.get_entities([old.subject, old.object])
         at = self._now()
         merged = FactSpec(
             subject=change.subject if change.subject is not None else names[old.subject].name,
@@ -165,21 +165,21 @@ class FactService:
         fact, write = self._new_fact(self._validated(merged), change.evidence_drawer)
         reason = self._redacted(_reason(change.reason, default="superseded explicitly"))
         link = make_link(fact.id, old.id, "supersedes", EXPLICIT, reason, at, fact.drawer_id)
-        self._store.apply_graph(
+        self._store.graph.apply_graph(
             GraphWrite(
                 extractor=EXPLICIT, read_drawers=(), entities=write.entities, aliases=write.aliases, hints=write.hints
             )
         )
-        self._store.record_decision(new=fact, close=(old.id, at), links=[link])
+        self._store.graph.record_decision(new=fact, close=(old.id, at), links=[link])
         return Superseded(self.get_fact(fact.id), self.get_fact(old.id))
 
     def invalidate(self, fact_id: str, reason: str | None) -> FactView:
         """Close the fact without a replacement; the reason is recorded on an `invalidates` link."""
         fact_id = self.resolve(fact_id)
-        self._store.get_assertion(fact_id)
+        self._store.graph.get_assertion(fact_id)
         at = self._now()
         link = make_link(fact_id, fact_id, "invalidates", EXPLICIT, self._redacted(_reason(reason)), at)
-        self._store.record_decision(close=(fact_id, at), links=[link])
+        self._store.graph.record_decision(close=(fact_id, at), links=[link])
         return self.get_fact(fact_id)
 
     def link(self, from_id: str, to_id: str, kind: str, reason: str | None) -> Linked:
@@ -188,11 +188,11 @@ class FactService:
         from_id, to_id = self.resolve(from_id, field="from"), self.resolve(to_id, field="to")
         if from_id == to_id:
             raise InvalidRequest("a fact cannot be linked to itself", field="to")
-        self._store.get_assertion(from_id)
-        self._store.get_assertion(to_id)
+        self._store.graph.get_assertion(from_id)
+        self._store.graph.get_assertion(to_id)
         link = make_link(from_id, to_id, kind, EXPLICIT, self._redacted(_reason(reason)), self._now())
-        self._store.record_decision(links=[link])
-        stored = next(lk for lk in self._store.links_of([from_id]) if lk.id == link.id)
+        self._store.graph.record_decision(links=[link])
+        stored = next(lk for lk in self._store.graph.links_of([from_id]) if lk.id == link.id)
         return Linked(stored, self.get_fact(from_id), self.get_fact(to_id))
 
     def check_spec(self, spec: FactSpec) -> None:
@@ -223,9 +223,9 @@ class FactService:
         subject, predicate, object_, confidence = valid.subject, valid.predicate, valid.object, valid.confidence
         origin = None
         if evidence_drawer:
-            drawer = self._store.get_drawer(evidence_drawer)
+            drawer = self._store.drawers.get_drawer(evidence_drawer)
             origin = drawer.source.origin.to_json() if drawer.source.origin else None
-        resolver = EntityResolver(self._store, now=self._now)
+        resolver = EntityResolver(self._store.graph, now=self._now)
         subject_entity = resolver.resolve(subject, valid.subject_kind)
         object_entity = resolver.resolve(object_, valid.object_kind)
         fact = Assertion(
@@ -245,10 +245,12 @@ class FactService:
         )
         # A stated fact meets what the palace holds as an extracted one does: the same claim confirms, another value
         # of a single-valued predicate contradicts (two agents' checkpoints can disagree).
-        stored = self._store.facts_to_link(
+        stored = self._store.graph.facts_to_link(
             fact, predecessor_drawer=None, rivals=predicate in SINGLE_VALUED_PREDICATES, limit=LINK_FANOUT
         )
-        decided = {frozenset((lk.from_id, lk.to_id)) for lk in self._store.explicit_links_of([f.id for f in stored])}
+        decided = {
+            frozenset((lk.from_id, lk.to_id)) for lk in self._store.graph.explicit_links_of([f.id for f in stored])
+        }
         links = infer_links(fact, stored, predecessor_drawer=None, explicit_pairs=decided, at=self._now())
         write = GraphWrite(
             extractor=EXPLICIT,

@@ -63,7 +63,7 @@ class ForgetService:
             dry_run = scope.broad
         if not dry_run:
             self._refuse_while_mining(scope)
-        report = self._store.forget(scope, dry_run=dry_run, requested_by=requested_by)
+        report = self._store.forgetting.forget(scope, dry_run=dry_run, requested_by=requested_by)
         if not dry_run:
             self._engine.forget(report.drawer_ids)
             if self._purge is not None:
@@ -73,7 +73,7 @@ class ForgetService:
         return report
 
     def tombstones(self, limit: int = 50) -> list[Tombstone]:
-        return self._store.tombstones(check_limit(limit))
+        return self._store.forgetting.tombstones(check_limit(limit))
 
     def _refuse_while_mining(self, scope: ForgetScope) -> None:
         """A mine filing into the wing, room or source being forgotten would write part of it back."""

@@ -34,7 +34,7 @@ class PlaceService:
                 "documents": documents,
                 "drawers": drawers,
             }
-            for source, documents, drawers in self._store.list_sources()
+            for source, documents, drawers in self._store.mining.list_sources()
         ]
 
     def delete(
@@ -59,13 +59,13 @@ class PlaceService:
         new_name = check_name(new_name, "name") or new_name
         self._refuse_while_mining(wing)
         if room is None:
-            self._store.rename_wing(wing, new_name)
+            self._store.drawers.rename_wing(wing, new_name)
         else:
-            self._store.rename_room(wing, room, new_name)
+            self._store.drawers.rename_room(wing, room, new_name)
         target = new_name if room is None else wing
         placed = Scope(wing=target, room=new_name if room is not None else None, hidden=True)
         warnings = []
-        if any(d.source.origin is not None for d in self._store.latest_drawers(placed, 50)):
+        if any(d.source.origin is not None for d in self._store.drawers.latest_drawers(placed, 50)):
             warnings.append(
                 f"a mine files into the wing it is given (or its connector's default): pass --wing {target} "
                 "when mining again a source whose drawers live here, or they are filed in the old place"

@@ -38,7 +38,7 @@ class StatusService:
         self._store = store
         self._room = room or (lambda: None)
         # The paused jobs, as the job service knows them (a pause a full disk kept from being written included).
-        self._paused = paused or (lambda: store.list_jobs(JobStatus.PAUSED.value, None, 200))
+        self._paused = paused or (lambda: store.jobs.list_jobs(JobStatus.PAUSED.value, None, 200))
         self._palace = palace
         self._embeddings = embeddings
         self._extraction = extraction
@@ -50,9 +50,9 @@ class StatusService:
             palace=str(self._palace),
             backend=self._store.backend,
             location=self._store.location,
-            drawers=self._store.count_drawers(current_only=True),
-            drawers_total=self._store.count_drawers(),
-            jobs=self._store.count_jobs(),
+            drawers=self._store.drawers.count_drawers(current_only=True),
+            drawers_total=self._store.drawers.count_drawers(),
+            jobs=self._store.jobs.count_jobs(),
             embeddings=self.embedding_status(),
             extraction=self.extraction_status(),
             warnings=tuple(self._warnings()),
@@ -61,13 +61,13 @@ class StatusService:
     def embeddings_pending(self) -> int:
         """How many drawers wait for vectors, without touching the semantic index (which may be loading)."""
         provider = self._embeddings
-        return self._store.count_missing_embeddings(model_key(provider)) if provider.is_enabled else 0
+        return self._store.embeddings.count_missing_embeddings(model_key(provider)) if provider.is_enabled else 0
 
     def embedding_status(self) -> EmbeddingStatus:
         provider = self._embeddings
         if not provider.is_enabled:
             return EmbeddingStatus(provider.name, None, None, 0, self._embed_backlog(0))
-        pending = self._store.count_missing_embeddings(model_key(provider))
+        pending = self._store.embeddings.count_missing_embeddings(model_key(provider))
         return EmbeddingStatus(
             provider.name,
             provider.model,
@@ -83,7 +83,7 @@ class StatusService:
         them; unknown while no sweep has measured anything."""
         if not pending:
             return Backlog(passages_pending=0, eta_seconds=0)
-        active = [j for j in self._store.list_jobs(None, EMBED, 5) if not j.is_finished]
+        active = [j for j in self._store.jobs.list_jobs(None, EMBED, 5) if not j.is_finished]
         # The sweep at work tells how far it is: a request queued behind it has measured nothing yet.
         measured = [j for j in active if j.status is JobStatus.RUNNING] + [j for j in active if j.checkpoint]
         if not measured:
@@ -98,11 +98,11 @@ class StatusService:
 
     def extraction_status(self) -> ExtractionStatus:
         provider = self._extraction
-        facts = self._store.count_facts()
+        facts = self._store.graph.count_facts()
         if not provider.is_enabled:
             return ExtractionStatus(provider.name, None, 0, facts)
         return ExtractionStatus(
-            provider.name, provider.model or None, self._store.count_to_extract(extractor_key(provider)), facts
+            provider.name, provider.model or None, self._store.graph.count_to_extract(extractor_key(provider)), facts
         )
 
     def _warnings(self) -> list[str]:
@@ -120,11 +120,11 @@ class StatusService:
                 "once writes work again"
             )
         if self._embeddings.is_enabled:
-            latest = self._store.list_jobs(None, EMBED, 1)
+            latest = self._store.jobs.list_jobs(None, EMBED, 1)
             if latest and latest[0].status is JobStatus.FAILED:
                 warnings.append(f"the embedding provider failed: {latest[0].error}; search falls back to lexical")
         if self._extraction.is_enabled:
-            latest = self._store.list_jobs(None, EXTRACT, 1)
+            latest = self._store.jobs.list_jobs(None, EXTRACT, 1)
             if latest and latest[0].status is JobStatus.FAILED:
                 warnings.append(f"the extraction provider failed: {latest[0].error}")
         return warnings

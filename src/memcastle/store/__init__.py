@@ -65,7 +65,10 @@ class VectorChunk:
 class DrawerStore(Protocol):
     """Drawers, their places and versions."""
 
-    lifecycle: Lifecycle  # how long drawers live, applied when they are read (`memcastle.model.lifecycle`)
+    @property
+    def lifecycle(self) -> Lifecycle:
+        """How long drawers live, applied when they are read (`memcastle.model.lifecycle`)."""
+        ...
 
     def add_drawer(self, new: NewDrawer) -> Drawer: ...
     def get_drawer(self, drawer_id: str) -> Drawer: ...
@@ -320,43 +323,72 @@ class MinerStore(Protocol):
 class CopyStore(Protocol):
     """A whole palace out and in (`memcastle migrate`); rows are plain dicts, the one place they cross the seam."""
 
-    location: str
-
     def export_rows(self, table: str) -> Iterator[dict[str, Any]]: ...
     def import_rows(self, tables: Iterable[tuple[str, Iterable[Mapping[str, Any]]]]) -> dict[str, int]: ...
 
 
-class SemanticStore(EmbeddingStore, SearchStore, Protocol):
+class SemanticStore(Protocol):
     """What the in-memory semantic index reads: vectors, places and eligibility."""
 
+    @property
+    def embeddings(self) -> EmbeddingStore: ...
+    @property
+    def search(self) -> SearchStore: ...
 
-class KnowledgeStore(GraphStore, DrawerStore, SearchStore, Protocol):
+
+class KnowledgeStore(Protocol):
     """What reads and writes the graph beside the drawers it was read from (extraction, expansion, facts, dedup)."""
 
+    def ids_with_prefix(self, kind: str, prefix: str, limit: int) -> list[str]: ...
 
-class PipelineStore(MiningStore, DrawerStore, Protocol):
+    @property
+    def graph(self) -> GraphStore: ...
+    @property
+    def drawers(self) -> DrawerStore: ...
+    @property
+    def search(self) -> SearchStore: ...
+
+
+class PipelineStore(Protocol):
     """What the mining pipeline writes through."""
 
+    @property
+    def mining(self) -> MiningStore: ...
+    @property
+    def drawers(self) -> DrawerStore: ...
 
-class Store(
-    DrawerStore,
-    SearchStore,
-    EmbeddingStore,
-    MiningStore,
-    GraphStore,
-    ForgetStore,
-    ArchiveStore,
-    JobStore,
-    RequestKeyStore,
-    MinerStore,
-    CopyStore,
-    Protocol,
-):
-    """Persistence of one palace: every role, as the composition root hands it out."""
+
+class Store(Protocol):
+    """Persistence of one palace, composed of one object per role; each consumer is handed the roles it uses."""
 
     backend: str
     location: str
+    lifecycle: Lifecycle  # how long drawers live, applied when they are read (`memcastle.model.lifecycle`)
 
+    @property
+    def drawers(self) -> DrawerStore: ...
+    @property
+    def search(self) -> SearchStore: ...
+    @property
+    def embeddings(self) -> EmbeddingStore: ...
+    @property
+    def mining(self) -> MiningStore: ...
+    @property
+    def graph(self) -> GraphStore: ...
+    @property
+    def forgetting(self) -> ForgetStore: ...
+    @property
+    def archive(self) -> ArchiveStore: ...
+    @property
+    def jobs(self) -> JobStore: ...
+    @property
+    def request_keys(self) -> RequestKeyStore: ...
+    @property
+    def miners(self) -> MinerStore: ...
+    @property
+    def copy(self) -> CopyStore: ...
+
+    def ids_with_prefix(self, kind: str, prefix: str, limit: int) -> list[str]: ...
     def close(self) -> None: ...
     def schema_version(self) -> int: ...
 

@@ -58,7 +58,7 @@ def copy_palace(source: Store, target: Store, *, progress: CopyProgress | None =
 
     def rows_of(table: str) -> Iterator[dict[str, Any]]:
         count = 0
-        for row in source.export_rows(table):
+        for row in source.copy.export_rows(table):
             yield row
             count += 1
             if progress is not None and count % 1000 == 0:
@@ -67,12 +67,12 @@ def copy_palace(source: Store, target: Store, *, progress: CopyProgress | None =
         if progress is not None:
             progress(table, count, True)
 
-    imported = target.import_rows((table, rows_of(table)) for table in PALACE_TABLES)
+    imported = target.copy.import_rows((table, rows_of(table)) for table in PALACE_TABLES)
     if imported != exported:
         raise MigrationError(f"the copy is incomplete: read {exported}, wrote {imported}")
     for what, source_count, target_count in (
-        ("drawers", source.count_drawers(), target.count_drawers()),
-        ("facts", source.count_facts(), target.count_facts()),
+        ("drawers", source.drawers.count_drawers(), target.drawers.count_drawers()),
+        ("facts", source.graph.count_facts(), target.graph.count_facts()),
     ):
         if source_count != target_count:
             raise MigrationError(f"the copy holds {target_count} {what}, the source {source_count}")

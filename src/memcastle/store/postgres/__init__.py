@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any, cast
 
 import numpy as np
@@ -27,46 +27,28 @@ from memcastle.clock import utc_now
 from memcastle.errors import InvalidRequest, MigrationError, StorageError, StorageFull
 from memcastle.model import (
     RECOVERY_BUDGET,
-    Job,
-    JobStatus,
     LexicalQuery,
     Scope,
     ScoredDrawer,
     TermStatistics,
-    recovery_spent,
 )
-from memcastle.store import VectorChunk
 from memcastle.store.migrate import MIGRATIONS_TABLE, failed, pending
 from memcastle.store.postgres.copying import PalaceCopyRows, _storable
 from memcastle.store.postgres.corpus import CorpusStatistics
 from memcastle.store.postgres.fulltext import CONFIG, bm25_sql, search_text, term_bound, token_count
+from memcastle.store.postgres.jobs import PostgresJobs
+from memcastle.store.postgres.locks import LOCK_NAMESPACE, MIGRATION_LOCK
+from memcastle.store.postgres.vectors import HNSW_MAX_DIMENSION, PostgresEmbeddings
 from memcastle.store.sql.archive import ArchiveTables
-from memcastle.store.sql.base import Row, Tx
-from memcastle.store.sql.drawers import NameTaken
+from memcastle.store.sql.base import Row, SqlStore, Tx
+from memcastle.store.sql.drawers import DrawerTables, NameTaken
 from memcastle.store.sql.filters import filter_sql
 from memcastle.store.sql.forgetting import ForgetTables
 from memcastle.store.sql.graph import GraphTables
-from memcastle.store.sql.jobs import JobTables
 from memcastle.store.sql.miners import MinerTables
 from memcastle.store.sql.mining import MiningTables
 from memcastle.store.sql.requests import RequestKeyTables
-from memcastle.store.sql.vectors import VectorWrite, vector_chunk
-
-# Advisory locks are keyed (namespace, key); the namespace keeps MemCastle's apart from other users of the database.
-LOCK_NAMESPACE = 0x4D43  # "MC"
-_COALESCE_LOCK_NAMESPACE = 0x4D44
-_MIGRATION_LOCK = 1
-_EMBEDDING_LOCK = 2
-
-# HNSW on pgvector's `vector` type indexes at most 2,000 dimensions.
-_HNSW_MAX_DIMENSION = 2000
-_HNSW_EF_SEARCH = 100  # candidates kept while walking pgvector's graph (its default, 40, caps recall lower)
-_HNSW_MAX_SCAN = 20_000  # rows a filtered walk visits at most before the exact form takes over (pgvector's default)
-
-# Leases are stamped on the database's clock: every daemon compares against the same one, whatever host it runs on.
-_STAMP = """'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'"""
-_DB_NOW = f"to_char(clock_timestamp() AT TIME ZONE 'UTC', {_STAMP})"
-_DB_LATER = f"to_char((clock_timestamp() + make_interval(secs => ?)) AT TIME ZONE 'UTC', {_STAMP})"
+from memcastle.store.sql.search import SearchTables
 
 
 @functools.lru_cache(maxsize=1024)
@@ -97,19 +79,6 @@ class PostgresTx:
                 cursor.executemany(_bind(sql), batch)
 
 
-def nearest_sql(dimension: int, where: str, *, exact: bool = False) -> str:
-    """The nearest passages of one dimension among eligible drawers, in the HNSW index's own terms (its expression
-    and its partial condition), or `exact`: ordered by an expression no index serves, so every eligible row is
-    scored. Parameters: the query vector, the model, the `where` parameters, the vector, the limit."""
-    typed = f"vector({dimension:d})"
-    order = f"((e.vector::{typed}) <=> ?::{typed}) + 0" if exact else f"(e.vector::{typed}) <=> ?::{typed}"
-    return (
-        f"SELECT d.id, (e.vector::{typed}) <=> ?::{typed} AS distance FROM embedding e "
-        "JOIN drawer d ON d.seq = e.drawer_seq JOIN room r ON r.id = d.room_id JOIN wing w ON w.id = r.wing_id "
-        f"WHERE e.dimension = {dimension:d} AND e.model = ?{where} ORDER BY {order} LIMIT ?"
-    )
-
-
 def _configure(conn: psycopg.Connection[Any]) -> None:
     register_vector(conn)
     # JSON columns come back as their text, exactly as SQLite's do, so one set of row mappers serves both.
@@ -129,10 +98,9 @@ def redact(conninfo: str) -> str:
     return f"postgresql://{user}{where}/{parts.get('dbname') or ''}"
 
 
-class PostgresStore(
-    PalaceCopyRows, ArchiveTables, ForgetTables, GraphTables, MiningTables, JobTables, RequestKeyTables, MinerTables
-):
-    """A palace in a PostgreSQL database (with the pgvector extension)."""
+class PostgresStore(SqlStore):
+    """A palace in a PostgreSQL database (with the pgvector extension): its pool, composed of the shared roles and
+    PostgreSQL's own."""
 
     backend = "postgres"
     FOR_UPDATE = " FOR UPDATE"
@@ -177,6 +145,17 @@ class PostgresStore(
                 help="check that the PostgreSQL server is running and accepts connections",
             ) from None
         self._iterative_scan = self._pgvector_version() >= (0, 8)
+        self.drawers = PostgresDrawers(self)
+        self.search = PostgresSearch(self)
+        self.embeddings = PostgresEmbeddings(self, self.drawers)
+        self.mining = MiningTables(self, self.drawers)
+        self.graph = PostgresGraph(self, self.drawers)
+        self.forgetting = PostgresForgetting(self)
+        self.archive = PostgresArchive(self, self.drawers, self.embeddings)
+        self.jobs = PostgresJobs(self)
+        self.request_keys = RequestKeyTables(self)
+        self.miners = MinerTables(self)
+        self.copy = PalaceCopyRows(self)
 
     def _pgvector_version(self) -> tuple[int, ...]:
         """The installed pgvector's version: filtered walks of its graph (`hnsw.iterative_scan`) came in 0.8; before
@@ -199,9 +178,6 @@ class PostgresStore(
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             yield PostgresTx(conn)
 
-    def _vector_of(self, stored: Any) -> np.ndarray:
-        return np.asarray(stored.to_numpy(), dtype=np.float32)
-
     @contextmanager
     def _write(self) -> Iterator[PostgresTx]:
         with _text_errors(), self._pool.connection() as conn, conn.transaction():
@@ -221,12 +197,12 @@ class PostgresStore(
         try:
             with conn:
                 # Two daemons starting together: the second waits here until the first has finished migrating.
-                conn.execute("SELECT pg_advisory_lock(%s, %s)", (LOCK_NAMESPACE, _MIGRATION_LOCK))
+                conn.execute("SELECT pg_advisory_lock(%s, %s)", (LOCK_NAMESPACE, MIGRATION_LOCK))
                 try:
                     self._apply_migrations(conn)
                 finally:
                     if not conn.closed and not conn.broken:
-                        conn.execute("SELECT pg_advisory_unlock(%s, %s)", (LOCK_NAMESPACE, _MIGRATION_LOCK))
+                        conn.execute("SELECT pg_advisory_unlock(%s, %s)", (LOCK_NAMESPACE, MIGRATION_LOCK))
         except psycopg.Error as exc:
             raise MigrationError(
                 f"migrating the palace database {self.location} failed: {str(exc).strip()}",
@@ -251,7 +227,41 @@ class PostgresStore(
             except psycopg.Error as exc:
                 raise failed(migration, self.location, str(exc).strip()) from exc
 
-    # --- drawers: NUL-safe content and the full-text vector ---------------------------------------
+    def _recount_corpus(self) -> None:
+        threading.Thread(
+            target=self._corpus.recount_with, args=(self._read,), name="fulltext-recount", daemon=True
+        ).start()
+
+    def _ensure_vector_index(self, dimension: int) -> None:
+        """An HNSW index (cosine) over the vectors of one dimension, made the first time that size is stored.
+
+        The semantic leg searches through it (`nearest_passages`, `memcastle.search.stored`). It is made outside the
+        write transaction (and committed) so a rolled-back write cannot leave this process believing in an index that
+        does not exist."""
+        if dimension in self._vector_indexes or dimension > HNSW_MAX_DIMENSION:
+            return
+        with self._vector_lock:
+            if dimension in self._vector_indexes:
+                return
+            statement = (
+                f"CREATE INDEX IF NOT EXISTS embedding_hnsw_{dimension:d} ON embedding USING hnsw "
+                f"((vector::vector({dimension:d})) vector_cosine_ops) WHERE dimension = {dimension:d}"
+            )
+            with self._read() as tx:
+                try:
+                    tx.conn.execute(statement)
+                except pg_errors.UniqueViolation:
+                    pass  # another daemon made the same index at the same moment
+            self._vector_indexes.add(dimension)
+
+
+# --- the roles' steps that are PostgreSQL's own -----------------------------------------------------------------
+
+
+class PostgresDrawers(DrawerTables):
+    """NUL-safe content and the full-text vector, written with the row."""
+
+    db: PostgresStore
 
     def _insert_drawer_row(self, tx: Tx, row: Mapping[str, Any]) -> int | None:
         assert isinstance(tx, PostgresTx)  # this store's transactions are its own
@@ -272,9 +282,11 @@ class PostgresStore(
         assert inserted is not None
         return int(inserted["seq"])
 
-    def _contains(self, column: str) -> str:
-        # As SQLite's LIKE: ASCII case-insensitive, no escape character, matched against JSON text too.
-        return f"{column}::text ILIKE ? ESCAPE ''"
+
+class PostgresSearch(SearchTables):
+    """The lexical leg on tsvector with FTS5's BM25 (`memcastle.store.postgres.fulltext`)."""
+
+    db: PostgresStore
 
     def lexical_candidates(self, query: LexicalQuery, scope: Scope, limit: int) -> list[ScoredDrawer]:
         """BM25's best `limit` eligible drawers, ties by id, with FTS5's statistics (kept in memory: see
@@ -293,8 +305,8 @@ class PostgresStore(
         if not words or limit <= 0:
             return []
         where, params = filter_sql(scope, self._now(), self.lifecycle, self.backend)
-        with self._read() as tx:
-            stats = self._corpus.read(tx, words, recount=self._recount_corpus)
+        with self.db._read() as tx:
+            stats = self.db._corpus.read(tx, words, recount=self.db._recount_corpus)
             idf = stats.idf()
 
             def best(matching: list[str]) -> list[Row]:
@@ -314,6 +326,27 @@ class PostgresStore(
                         break
         return [ScoredDrawer(drawer_id=r["id"], signal=float(r["score"])) for r in rows]
 
+    def term_statistics(self, words: Sequence[str]) -> TermStatistics:
+        """From the corpus statistics kept in memory (`corpus.CorpusStatistics`), as the lexical leg ranks with."""
+        texts = [search_text(word) for word in words]
+        kept = [t for t in texts if t]
+        with self.db._read() as tx:
+            stats = self.db._corpus.read(tx, kept, recount=self.db._recount_corpus)
+        by_text = dict(zip(kept, stats.frequencies, strict=True))
+        return TermStatistics(stats.drawers, stats.average_length, tuple(by_text.get(t, 0) for t in texts))
+
+
+class PostgresGraph(GraphTables):
+    db: PostgresStore
+
+    def _contains(self, column: str) -> str:
+        # As SQLite's LIKE: ASCII case-insensitive, no escape character, matched against JSON text too.
+        return f"{column}::text ILIKE ? ESCAPE ''"
+
+
+class PostgresForgetting(ForgetTables):
+    db: PostgresStore
+
     def _match_sql(self, query: LexicalQuery) -> tuple[str, list[Any]]:
         words = [search_text(term) for term in query.terms]
         if not words or any(not w for w in words):
@@ -323,222 +356,17 @@ class PostgresStore(
     def _after_forget(self) -> None:
         """The BM25 statistics only ever grew: count them again now that drawers are gone (other daemons of this
         palace recount on their own schedule, `corpus.RECOUNT_SECONDS`)."""
-        self._corpus.recount_with(self._read)
+        self.db._corpus.recount_with(self._read)
 
-    def _recount_corpus(self) -> None:
-        threading.Thread(
-            target=self._corpus.recount_with, args=(self._read,), name="fulltext-recount", daemon=True
-        ).start()
 
-    # --- embeddings -----------------------------------------------------------------------------
+class PostgresArchive(ArchiveTables):
+    db: PostgresStore
 
-    def _store_vectors(self, model: str, writes: list[VectorWrite]) -> None:
-        """pgvector rows under an advisory lock, with an HNSW index per dimension."""
-        items = writes
-        for dimension in sorted({write.dimension for write in items if write.dimension}):
-            self._ensure_vector_index(dimension)
-        with self._write() as tx:
-            conn = tx.conn
-            # One embedding writer at a time, so row ids become visible in id order and the in-memory index,
-            # which loads "everything after the last id it saw", never skips a row committed late.
-            conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_NAMESPACE, _EMBEDDING_LOCK))
-            for write in items:
-                found = conn.execute("SELECT seq FROM drawer WHERE id = %s", (write.drawer_id,)).fetchone()
-                if found is None:
-                    continue
-                seq = found["seq"]
-                if write.replaces:
-                    conn.execute("DELETE FROM embedding WHERE model = %s AND drawer_seq = %s", (model, seq))
-                if write.dimension:
-                    with conn.cursor() as cursor:
-                        cursor.executemany(
-                            "INSERT INTO embedding(model, drawer_seq, passage, dimension, vector, passages) "
-                            "VALUES (%s,%s,%s,%s,%b,%s) ON CONFLICT (model, drawer_seq, passage) DO NOTHING",
-                            [
-                                (model, seq, index, write.dimension, vector, write.total)
-                                for index, vector in write.rows()
-                            ],
-                        )
-                if write.completes:
-                    conn.execute(
-                        "INSERT INTO embedded(model, drawer_seq, dimension) VALUES (%s,%s,%s) "
-                        "ON CONFLICT (model, drawer_seq) DO UPDATE SET dimension = excluded.dimension",
-                        (model, seq, write.dimension),
-                    )
+    def _snapshot(self) -> AbstractContextManager[Tx]:
+        return self.db._snapshot()
 
-    def _ensure_vector_index(self, dimension: int) -> None:
-        """An HNSW index (cosine) over the vectors of one dimension, made the first time that size is stored.
-
-        The semantic leg searches through it (`nearest_passages`, `memcastle.search.stored`). It is made outside the
-        write transaction (and committed) so a rolled-back write cannot leave this process believing in an index that
-        does not exist."""
-        if dimension in self._vector_indexes or dimension > _HNSW_MAX_DIMENSION:
-            return
-        with self._vector_lock:
-            if dimension in self._vector_indexes:
-                return
-            statement = (
-                f"CREATE INDEX IF NOT EXISTS embedding_hnsw_{dimension:d} ON embedding USING hnsw "
-                f"((vector::vector({dimension:d})) vector_cosine_ops) WHERE dimension = {dimension:d}"
-            )
-            with self._read() as tx:
-                try:
-                    tx.conn.execute(statement)
-                except pg_errors.UniqueViolation:
-                    pass  # another daemon made the same index at the same moment
-            self._vector_indexes.add(dimension)
-
-    def nearest_passages(
-        self,
-        model: str,
-        vector: np.ndarray,
-        limit: int,
-        scope: Scope,
-    ) -> list[tuple[str, float]]:
-        """The nearest passages through the HNSW index of the vector's dimension (see `NearestStore`). Scope and time
-        filter inside the walk: pgvector's iterative scan goes on through the graph until `limit` rows pass them (or
-        `hnsw.max_scan_tuples` were visited), instead of filtering a fixed number of neighbours afterwards."""
-        where, params = filter_sql(scope, self._now(), self.lifecycle, self.backend)
-        dimension = int(vector.shape[0])
-        with self._write() as tx:  # a transaction, for SET LOCAL
-            tx.run(f"SET LOCAL hnsw.ef_search = {min(max(_HNSW_EF_SEARCH, limit), 1000):d}")
-            if self._iterative_scan:
-                tx.run("SET LOCAL hnsw.iterative_scan = relaxed_order")
-                tx.run(f"SET LOCAL hnsw.max_scan_tuples = {_HNSW_MAX_SCAN:d}")
-            rows = tx.all(nearest_sql(dimension, where), (vector, model, *params, vector, limit))
-            if len(rows) < limit:
-                # Fewer than asked: the scope holds no more, or the walk stopped at max_scan_tuples before finding
-                # them (a narrow scope in a large palace). The exact form tells which, scoring the eligible rows.
-                rows = tx.all(nearest_sql(dimension, where, exact=True), (vector, model, *params, vector, limit))
-        # relaxed_order: the walk may return neighbours slightly out of order.
-        return sorted(((r["id"], 1.0 - float(r["distance"])) for r in rows), key=lambda found: (-found[1], found[0]))
-
-    def term_statistics(self, words: Sequence[str]) -> TermStatistics:
-        """From the corpus statistics kept in memory (`corpus.CorpusStatistics`), as the lexical leg ranks with."""
-        texts = [search_text(word) for word in words]
-        kept = [t for t in texts if t]
-        with self._read() as tx:
-            stats = self._corpus.read(tx, kept, recount=self._recount_corpus)
-        by_text = dict(zip(kept, stats.frequencies, strict=True))
-        return TermStatistics(stats.drawers, stats.average_length, tuple(by_text.get(t, 0) for t in texts))
-
-    def nearest_passage_of(self, model: str, vector: np.ndarray, drawer_ids: Sequence[str]) -> dict[str, int]:
-        """Each drawer's passages scored exactly (a drawer has a handful; the `embedding` key finds them)."""
-        if not drawer_ids:
-            return {}
-        dimension = int(vector.shape[0])
-        typed = f"vector({dimension:d})"
-        rows = self._all(
-            f"SELECT DISTINCT ON (d.id) d.id, e.passage FROM drawer d JOIN embedding e ON e.drawer_seq = d.seq "
-            f"AND e.model = ? AND e.dimension = {dimension:d} WHERE d.id = ANY(?) "
-            f"ORDER BY d.id, (e.vector::{typed}) <=> ?::{typed}, e.passage",
-            (model, list(drawer_ids), vector),
-        )
-        return {r["id"]: int(r["passage"]) for r in rows}
-
-    def embedded_among(self, model: str, drawer_ids: Sequence[str]) -> set[str]:
-        if not drawer_ids:
-            return set()
-        rows = self._all(
-            "SELECT d.id FROM drawer d JOIN embedded m ON m.drawer_seq = d.seq AND m.model = ? WHERE d.id = ANY(?)",
-            (model, list(drawer_ids)),
-        )
-        return {r["id"] for r in rows}
-
-    def vector_count(self, model: str) -> tuple[int, int | None]:
-        row = self._one(
-            "SELECT count(*) AS n, (SELECT dimension FROM embedding WHERE model = ? ORDER BY id DESC LIMIT 1) AS dim "
-            "FROM embedding WHERE model = ?",
-            (model, model),
-        )
-        if row is None or not row["n"]:
-            return 0, None
-        return int(row["n"]), int(row["dim"])
-
-    def _vectors_by_id(self, row_ids: list[int]) -> list[tuple[int, np.ndarray]]:
-        with self._read() as tx, tx.conn.cursor(binary=True) as cursor:
-            rows = cursor.execute("SELECT id, vector FROM embedding WHERE id = ANY(%s)", (row_ids,)).fetchall()
-        return [(int(r["id"]), r["vector"].to_numpy()) for r in rows]
-
-    # --- jobs: SKIP LOCKED claims, leases on the database clock ----------------------------------
-
-    def load_embeddings(self, model: str, after_id: int, dimension: int, *, limit: int) -> VectorChunk:
-        """The vectors after row `after_id`, through pgvector's binary form (see `EmbeddingStore.load_embeddings`):
-        a walk of the primary key from `after_id`."""
-        with self._read() as tx, tx.conn.cursor(binary=True) as cursor:
-            rows = cursor.execute(
-                "SELECT e.id, d.id AS drawer_id, e.passage, e.vector, e.passages FROM embedding e "
-                "JOIN drawer d ON d.seq = e.drawer_seq WHERE e.id > %s AND e.model = %s ORDER BY e.id LIMIT %s",
-                (after_id, model, limit),
-            ).fetchall()
-        matrix = np.vstack([r["vector"].to_numpy() for r in rows]) if rows else None
-        return vector_chunk(rows, matrix, after_id, dimension)
-
-    def _lease_until(self, lease_seconds: float) -> tuple[str, list[Any]]:
-        return _DB_LATER, [float(lease_seconds)]
-
-    def _lock_coalesce_key(self, tx: Tx, key: str) -> None:
-        # Two daemons asking for the same run at once: the second finds the first one's queued job.
-        tx.run("SELECT pg_advisory_xact_lock(?, hashtext(?))", (_COALESCE_LOCK_NAMESPACE, key))
-
-    def _claim(self, owner: str, lease_seconds: float, kinds: list[str]) -> Job | None:
-        """The best queued job — or a running one whose lease has expired (its daemon died) — leased to `owner`.
-
-        Taking a job over counts as crash recovery (running → queued → running), within the same budget."""
-        now = self._now()
-        passed: list[str] = []
-        with self._write() as tx:
-            while True:
-                # SKIP LOCKED: workers of every daemon claim side by side, each row goes to exactly one of them.
-                # Jobs sharing a coalesce key run one at a time: a sweep queued behind a running one waits for it.
-                row = tx.one(
-                    "SELECT id, status, recovery_attempts, coalesce_key FROM job q WHERE kind = ANY(?) "
-                    "AND NOT (id = ANY(?)) AND ((status = 'queued' AND (coalesce_key IS NULL OR NOT EXISTS "
-                    "(SELECT 1 FROM job r WHERE r.status = 'running' AND r.coalesce_key = q.coalesce_key))) "
-                    f"OR (status = 'running' AND lease_expires_at < {_DB_NOW})) "
-                    "ORDER BY priority DESC, created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED",
-                    (kinds, passed),
-                )
-                if row is None:
-                    return None
-                recovered = 0
-                if row["status"] == JobStatus.RUNNING.value:
-                    if row["recovery_attempts"] >= self._recovery_budget:
-                        tx.run(
-                            "UPDATE job SET status = 'failed', finished_at = ?, lease_owner = NULL, "
-                            "lease_expires_at = NULL, error = ? WHERE id = ?",
-                            (now, recovery_spent(row["recovery_attempts"], self._recovery_budget), row["id"]),
-                        )
-                        continue
-                    recovered = 1
-                elif row["coalesce_key"] is not None and not self._may_start(tx, row["id"], row["coalesce_key"]):
-                    passed.append(row["id"])
-                    continue
-                tx.run(
-                    f"UPDATE job SET status = 'running', lease_owner = ?, lease_expires_at = {_DB_LATER}, "
-                    "started_at = COALESCE(started_at, ?), attempt = attempt + 1, "
-                    "recovery_attempts = recovery_attempts + ?, pause_requested = FALSE WHERE id = ?",
-                    (owner, float(lease_seconds), now, recovered, row["id"]),
-                )
-                return self._job(tx, row["id"])
-
-    def _may_start(self, tx: PostgresTx, job_id: str, coalesce_key: str) -> bool:
-        """No other job of this coalesce key runs, checked under the key's lock (two claims must not both pass).
-
-        A try-lock: when another transaction holds the key (claiming or coalescing), this claim passes the job by
-        for now rather than waiting, so claims that pass several keys can never deadlock each other."""
-        locked = tx.one(
-            "SELECT pg_try_advisory_xact_lock(?, hashtext(?)) AS ok", (_COALESCE_LOCK_NAMESPACE, coalesce_key)
-        )
-        if locked is None or not locked["ok"]:
-            return False
-        return (
-            tx.one(
-                "SELECT 1 AS found FROM job WHERE status = 'running' AND coalesce_key = ? AND id <> ?",
-                (coalesce_key, job_id),
-            )
-            is None
-        )
+    def _vector_of(self, stored: Any) -> np.ndarray:
+        return np.asarray(stored.to_numpy(), dtype=np.float32)
 
 
 # --- values in and out ----------------------------------------------------------------------------

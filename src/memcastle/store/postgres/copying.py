@@ -4,7 +4,6 @@ neutral rows, and an empty palace filled from them in one transaction, derived c
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -13,19 +12,16 @@ import psycopg
 from memcastle.store import PALACE_TABLES
 from memcastle.store.copy import check_columns, copied_table, ensure_empty
 from memcastle.store.postgres.fulltext import CONFIG, search_text, token_count
-from memcastle.store.sql.base import Row, dumps
+from memcastle.store.sql.base import Role, Row, dumps
+
+if TYPE_CHECKING:
+    from memcastle.store.postgres import PostgresStore
 
 
-class PalaceCopyRows:
+class PalaceCopyRows(Role):
     """The copy role of the PostgreSQL store: it reads and writes through the store's transactions."""
 
-    location: str
-
-    if TYPE_CHECKING:  # what it uses of the store it is part of
-
-        def _read(self) -> AbstractContextManager[Any]: ...
-        def _write(self) -> AbstractContextManager[Any]: ...
-        def _ensure_vector_index(self, dimension: int) -> None: ...
+    db: PostgresStore
 
     def _table_columns(self, conn: psycopg.Connection[Any], table: str) -> list[Row]:
         return conn.execute(
@@ -39,7 +35,7 @@ class PalaceCopyRows:
         """Every row of one palace table (`memcastle.store.PALACE_TABLES`), in primary-key order, as neutral rows:
         JSON as its stored text, drawer content exact, vectors as float32 arrays, derived columns left out."""
         copied_table(table)
-        with self._read() as tx:
+        with self.db._read() as tx:
             conn = tx.conn
             columns = self._table_columns(conn, table)
             keys = [
@@ -72,8 +68,10 @@ class PalaceCopyRows:
         jobs included."""
         counts: dict[str, int] = {}
         dimensions: set[int] = set()
-        with self._write() as tx:
-            ensure_empty(tx, self.location, help="copy into an empty database (or one whose palace tables are empty)")
+        with self.db._write() as tx:
+            ensure_empty(
+                tx, self.db.location, help="copy into an empty database (or one whose palace tables are empty)"
+            )
             conn = tx.conn
             for table, rows in tables:
                 copied_table(table)
@@ -108,8 +106,8 @@ class PalaceCopyRows:
                         (table, column),
                     )
         for dimension in sorted(dimensions):
-            self._ensure_vector_index(dimension)
-        with self._read() as tx:
+            self.db._ensure_vector_index(dimension)
+        with self.db._read() as tx:
             tx.conn.execute(f"ANALYZE {', '.join(PALACE_TABLES)}")
         return counts
 

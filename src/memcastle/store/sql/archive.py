@@ -19,8 +19,9 @@ import numpy as np
 
 from memcastle.errors import Conflict, InvalidRequest
 from memcastle.model import content_hash, fingerprint, key_variants, normalize_text
-from memcastle.store.sql.base import Row, Tx, dumps
+from memcastle.store.sql.base import Role, Row, SqlStore, Tx, dumps
 from memcastle.store.sql.drawers import DrawerTables, NameTaken
+from memcastle.store.sql.embeddings import EmbeddingTables
 from memcastle.store.sql.rows import DRAWER_SELECT, drawer_from_row
 
 # Record kinds, in the order they load (what a record refers to comes before it).
@@ -199,8 +200,13 @@ def _record(kind: str, row: Row) -> dict[str, Any]:
     return out
 
 
-class ArchiveTables(DrawerTables):
+class ArchiveTables(Role):
     """`archive_snapshot` reads every record as of one instant; `load_records` and `archive_conflicts` load them."""
+
+    def __init__(self, db: SqlStore, drawers: DrawerTables, embeddings: EmbeddingTables) -> None:
+        super().__init__(db)
+        self.drawers = drawers
+        self.embeddings = embeddings
 
     @abstractmethod
     def _snapshot(self) -> AbstractContextManager[Tx]:
@@ -281,7 +287,7 @@ class ArchiveTables(DrawerTables):
                 "SELECT 1 AS found FROM room r JOIN wing w ON w.id = r.wing_id WHERE w.name = ? AND r.name = ?",
                 (r["wing"], r["name"]),
             )
-            self._room_id(tx, r["wing"], r["name"], r["created_at"])
+            self.drawers._room_id(tx, r["wing"], r["name"], r["created_at"])
             return 0 if here else 1
         if kind == "sources":
             return tx.run(
@@ -391,7 +397,7 @@ class ArchiveTables(DrawerTables):
             return 0
         source = r["source"]
         origin = source.get("origin")
-        room_id = self._room_id(tx, r["wing"], r["room"], r["created_at"])
+        room_id = self.drawers._room_id(tx, r["wing"], r["room"], r["created_at"])
         row = {
             "id": r["id"],
             "room_id": room_id,
@@ -420,7 +426,7 @@ class ArchiveTables(DrawerTables):
             "expires_at": r.get("expires_at"),
         }
         try:
-            seq = self._insert_drawer_row(tx, row)
+            seq = self.drawers._insert_drawer_row(tx, row)
         except NameTaken:
             raise Conflict(
                 f"drawer {r['id']}: room {r['wing']}/{r['room']} already has a current drawer named {r['name']!r}",
@@ -452,6 +458,6 @@ class ArchiveTables(DrawerTables):
         added = 0
         for model, items in by_model.items():
             totals = {drawer: total for drawer, _, total in items if total is not None}
-            self.put_embeddings(model, [(drawer, matrix) for drawer, matrix, _ in items], totals=totals)
+            self.embeddings.put_embeddings(model, [(drawer, matrix) for drawer, matrix, _ in items], totals=totals)
             added += len(items)
         return added, len(records) - added

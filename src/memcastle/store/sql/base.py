@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
@@ -25,10 +25,12 @@ class Tx(Protocol):
 
 
 class SqlStore(ABC):
-    """The abstract base of both SQL stores: the shared tables build on `_read`, `_write` and two dialect facts."""
+    """The abstract base of both SQL palaces: connections, transactions and two dialect facts, composed of one role
+    object per part of the `Store` contract (`Role`); each backend hands its roles what is its own."""
 
     backend: str
     location: str
+    _now: Callable[[], str]
     # Appended to a SELECT whose row the transaction is about to change: PostgreSQL locks it (two writers must see
     # each other's close); SQLite has one writer, so there is nothing to lock.
     FOR_UPDATE = ""
@@ -45,6 +47,9 @@ class SqlStore(ABC):
     @abstractmethod
     def _write(self) -> AbstractContextManager[Tx]:
         """A write transaction: committed when the block ends, rolled back when it raises."""
+
+    @abstractmethod
+    def close(self) -> None: ...
 
     def ids_with_prefix(self, kind: str, prefix: str, limit: int) -> list[str]:
         """Up to `limit` ids of `kind` (drawer, job, fact, entity) that start with `prefix`, in order: a range scan
@@ -70,6 +75,52 @@ class SqlStore(ABC):
     def _count(self, sql: str, params: Sequence[Any] = ()) -> int:
         row = self._one(sql, params)
         return int(row["n"] or 0) if row else 0
+
+
+class Role(ABC):  # noqa: B024 - abstract where a role leaves a step to its backend
+    """One role of a SQL palace (its drawers, graph, jobs, …): the role's own methods, reading and writing through
+    the palace's connections and dialect (`db`). Roles that build on another are handed it (`GraphTables(db,
+    drawers)`); the backend composes them."""
+
+    def __init__(self, db: SqlStore) -> None:
+        self.db = db
+
+    @property
+    def backend(self) -> str:
+        return self.db.backend
+
+    @property
+    def lifecycle(self) -> Lifecycle:
+        return self.db.lifecycle
+
+    @property
+    def FOR_UPDATE(self) -> str:
+        return self.db.FOR_UPDATE
+
+    @property
+    def NO_INDEX(self) -> str:
+        return self.db.NO_INDEX
+
+    def ids_with_prefix(self, kind: str, prefix: str, limit: int) -> list[str]:
+        return self.db.ids_with_prefix(kind, prefix, limit)
+
+    def _now(self) -> str:
+        return self.db._now()
+
+    def _read(self) -> AbstractContextManager[Tx]:
+        return self.db._read()
+
+    def _write(self) -> AbstractContextManager[Tx]:
+        return self.db._write()
+
+    def _one(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
+        return self.db._one(sql, params)
+
+    def _all(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        return self.db._all(sql, params)
+
+    def _count(self, sql: str, params: Sequence[Any] = ()) -> int:
+        return self.db._count(sql, params)
 
 
 def dumps(value: Any) -> str:

@@ -5,16 +5,13 @@ from __future__ import annotations
 import dataclasses
 import uuid
 from abc import abstractmethod
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
-
-import numpy as np
 
 from memcastle.clock import parse_instant
 from memcastle.errors import Conflict, NotFound
 from memcastle.model import (
     Drawer,
-    DrawerPlace,
     NewDrawer,
     Page,
     Room,
@@ -23,10 +20,9 @@ from memcastle.model import (
     content_hash,
     fingerprint,
 )
-from memcastle.store.sql.base import Row, SqlStore, Tx, batches, dumps, marks
+from memcastle.store.sql.base import Role, Row, Tx, batches, dumps, marks
 from memcastle.store.sql.filters import expiry_sql, filter_sql, rule_sql, scope_sql
 from memcastle.store.sql.rows import DRAWER_SELECT, drawer_from_row
-from memcastle.store.sql.vectors import VectorWrite, vector_writes, vectors_by_row
 
 _PLACED = "FROM drawer d JOIN room r ON r.id = d.room_id JOIN wing w ON w.id = r.wing_id"
 
@@ -42,32 +38,9 @@ def replayed(drawer_id: str, stored_hash: str, new_hash: str) -> str:
     raise Conflict(f"drawer {drawer_id} already exists with other content", existing_id=drawer_id)
 
 
-class DrawerTables(SqlStore):
-    """Drawers and their places; every write closes, opens and links in the caller's transaction."""
-
-    _now: Callable[[], str]
-
-    def put_embeddings(
-        self,
-        model: str,
-        rows: Iterable[tuple[str, np.ndarray]],
-        *,
-        first_passage: int = 0,
-        totals: Mapping[str, int] | None = None,
-    ) -> None:
-        """See `EmbeddingStore.put_embeddings`; each backend stores the vectors its own way."""
-        self._store_vectors(model, vector_writes(rows, first_passage, totals))
-
-    def vectors_of_rows(self, row_ids: Sequence[int], dimension: int) -> np.ndarray:
-        """See `EmbeddingStore.vectors_of_rows`; each backend reads the vectors its own way."""
-        return vectors_by_row(row_ids, dimension, self._vectors_by_id)
-
-    @abstractmethod
-    def _vectors_by_id(self, row_ids: list[int]) -> list[tuple[int, np.ndarray]]:
-        """(row id, float32 vector) for those of `row_ids` the store holds."""
-
-    @abstractmethod
-    def _store_vectors(self, model: str, writes: list[VectorWrite]) -> None: ...
+class DrawerTables(Role):
+    """Drawers and their places; every write closes, opens and links in the caller's transaction. The `_`-methods
+    taking a `Tx` are what sibling roles (mining, archives) write drawers with inside their own transactions."""
 
     @abstractmethod
     def _insert_drawer_row(self, tx: Tx, row: Mapping[str, Any]) -> int | None:
@@ -277,18 +250,6 @@ class DrawerTables(SqlStore):
                     found[row["id"]] = self._as_read(row)
         return found
 
-    def long_contents(self, drawer_ids: Sequence[str], longer_than: int) -> dict[str, str]:
-        """The text of those of the drawers longer than `longer_than` characters, and nothing else of them."""
-        found: dict[str, str] = {}
-        with self._read() as tx:
-            for batch in batches(drawer_ids):
-                rows = tx.all(
-                    f"SELECT id, content FROM drawer WHERE id IN ({marks(batch)}) AND length(content) > ?",
-                    (*batch, longer_than),
-                )
-                found.update((r["id"], r["content"]) for r in rows)
-        return found
-
     def drawer_history(self, drawer_id: str) -> list[Drawer]:
         """Every version of the drawer, oldest first: `supersedes` back, `superseded_by` forward."""
         start = self.get_drawer(drawer_id)
@@ -372,98 +333,3 @@ class DrawerTables(SqlStore):
             (*params, *times, limit),
         )
         return [self._as_read(r) for r in rows]
-
-    # --- eligibility ----------------------------------------------------------------------------
-
-    def eligible_ids(self, drawer_ids: Sequence[str], scope: Scope) -> set[str]:
-        """The subset of `drawer_ids` inside the scope and the temporal window."""
-        where, params = filter_sql(scope, self._now(), self.lifecycle, self.backend)
-        found: set[str] = set()
-        with self._read() as tx:
-            for batch in batches(drawer_ids):
-                rows = tx.all(f"SELECT d.id {_PLACED} WHERE d.id IN ({marks(batch)}){where}", (*batch, *params))
-                found.update(r["id"] for r in rows)
-        return found
-
-    def all_eligible_ids(self, scope: Scope) -> set[str]:
-        where, params = filter_sql(scope, self._now(), self.lifecycle, self.backend)
-        return {r["id"] for r in self._all(f"SELECT d.id {_PLACED} WHERE 1 = 1{where}", params)}
-
-    def drawer_places(self, drawer_ids: Sequence[str]) -> dict[str, DrawerPlace]:
-        """Where each drawer lives and what mined it: fixed for a drawer's whole life."""
-        found: dict[str, DrawerPlace] = {}
-        with self._read() as tx:
-            for batch in batches(drawer_ids):
-                for r in tx.all(
-                    "SELECT d.id, w.name AS wing, r.name AS room, d.source_kind, d.connector "
-                    f"{_PLACED} WHERE d.id IN ({marks(batch)})",
-                    batch,
-                ):
-                    found[r["id"]] = DrawerPlace(r["wing"], r["room"], r["source_kind"], r["connector"])
-        return found
-
-    # --- embedding bookkeeping ------------------------------------------------------------------
-
-    def drawers_missing_embeddings(self, model: str, limit: int) -> list[Drawer]:
-        """Drawers without vectors for `model`: current ones first, each group in `seq` order."""
-        current = self.next_to_embed(model, limit, after=0, current=True)
-        rest = self.next_to_embed(model, limit - len(current), after=0, current=False) if len(current) < limit else []
-        return [d for _, d in current + rest]
-
-    def next_to_embed(
-        self,
-        model: str,
-        limit: int,
-        *,
-        after: int | None = None,
-        before: int | None = None,
-        current: bool | None = None,
-        stage: str = "all",
-    ) -> list[tuple[int, Drawer]]:
-        """Up to `limit` drawers not fully embedded for `model`, as (seq, drawer): ascending from `after`, or
-        descending from `before` (newest first); only current (or only closed) drawers when `current` says so;
-        `stage` "head" takes those without their first passage's vector, "rest" those with only part of theirs.
-        The walk follows the primary key, so a batch costs what it skips and reads, not what the palace holds."""
-        where: list[str] = []
-        params: list[Any] = []
-        if after is not None:
-            where.append("d.seq > ?")
-            params.append(after)
-        if before is not None:
-            where.append("d.seq < ?")
-            params.append(before)
-        if current is not None:
-            where.append(f"{self.NO_INDEX}d.valid_to IS {'NULL' if current else 'NOT NULL'}")
-        where.append("NOT EXISTS (SELECT 1 FROM embedded e WHERE e.model = ? AND e.drawer_seq = d.seq)")
-        params.append(model)
-        if stage in ("head", "rest"):
-            head = "EXISTS (SELECT 1 FROM embedding h WHERE h.model = ? AND h.drawer_seq = d.seq AND h.passage = 0)"
-            where.append(head if stage == "rest" else f"NOT {head}")
-            params.append(model)
-        elif stage != "all":
-            raise ValueError(f"stage must be head, rest or all, not {stage!r}")
-        order = "DESC" if before is not None and after is None else "ASC"
-        rows = self._all(
-            f"SELECT d.seq, d.id FROM drawer d WHERE {' AND '.join(where)} ORDER BY d.seq {order} LIMIT ?",
-            (*params, max(0, limit)),
-        )
-        found = self.get_drawers([r["id"] for r in rows])
-        return [(int(r["seq"]), found[r["id"]]) for r in rows if r["id"] in found]
-
-    def last_drawer_seq(self) -> int:
-        return self._count("SELECT MAX(seq) AS n FROM drawer")
-
-    def count_missing_embeddings(self, model: str) -> int:
-        return max(
-            0,
-            self._count(
-                "SELECT (SELECT COUNT(*) FROM drawer) - (SELECT COUNT(*) FROM embedded WHERE model = ?) AS n", (model,)
-            ),
-        )
-
-    def drop_other_embeddings(self, model: str) -> int:
-        """Remove vectors of models other than `model` (after a model change has been filled in)."""
-        with self._write() as tx:
-            removed = tx.run("DELETE FROM embedding WHERE model <> ?", (model,))
-            tx.run("DELETE FROM embedded WHERE model <> ?", (model,))
-        return removed

@@ -26,8 +26,7 @@ from memcastle.model import (
     normalize_text,
 )
 from memcastle.model.forgetting import COUNTS, PREVIEW_DRAWERS
-from memcastle.store.sql.base import Tx, dumps
-from memcastle.store.sql.drawers import DrawerTables
+from memcastle.store.sql.base import Role, Tx, dumps
 from memcastle.store.sql.filters import filter_sql
 
 _SET = "(SELECT id FROM forget_set)"
@@ -44,7 +43,7 @@ class _DryRun(Exception):
         self.report = report
 
 
-class ForgetTables(DrawerTables):
+class ForgetTables(Role):
     """`forget`: erase a scope's drawers and what derives from them; `tombstones`: what forgets left."""
 
     @abstractmethod

@@ -21,7 +21,7 @@ from memcastle.model import (
     key_variants,
     normalize_text,
 )
-from memcastle.store.sql.base import Row, Tx, batches, dumps, marks
+from memcastle.store.sql.base import Role, Row, SqlStore, Tx, batches, dumps, marks
 from memcastle.store.sql.drawers import DrawerTables
 from memcastle.store.sql.rows import (
     assertion_from_row,
@@ -34,8 +34,12 @@ from memcastle.store.sql.rows import (
 _NOT_READ = "NOT EXISTS (SELECT 1 FROM extraction_read x WHERE x.extractor = ? AND x.drawer_id = d.id)"
 
 
-class GraphTables(DrawerTables):
+class GraphTables(Role):
     """Entities, mentions, assertions, fact links, extraction markers, drawer links and near-duplicate bands."""
+
+    def __init__(self, db: SqlStore, drawers: DrawerTables) -> None:
+        super().__init__(db)
+        self.drawers = drawers
 
     def _contains(self, column: str) -> str:
         """`column` contains the bound pattern, ASCII case-insensitively (SQLite's LIKE; PostgreSQL overrides)."""
@@ -57,7 +61,7 @@ class GraphTables(DrawerTables):
         )
         if not rows:
             return [], after_seq
-        found = self.get_drawers([r["id"] for r in rows])
+        found = self.drawers.get_drawers([r["id"] for r in rows])
         return [found[r["id"]] for r in rows if r["id"] in found], int(rows[-1]["seq"])
 
     def count_to_extract(self, extractor: str) -> int:

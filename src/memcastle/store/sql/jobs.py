@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import uuid
 from abc import abstractmethod
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from memcastle.errors import IllegalTransition, LeaseLost, NotFound
 from memcastle.model import Job, JobStatus, NewJob, Progress, is_legal_transition
-from memcastle.store.sql.base import SqlStore, Tx, dumps
+from memcastle.store.sql.base import Role, Tx, dumps
 from memcastle.store.sql.rows import job_from_row
 
 JOB_FIELDS = frozenset(
@@ -55,10 +55,8 @@ def job_value(key: str, value: Any) -> Any:
     return value
 
 
-class JobTables(SqlStore):
+class JobTables(Role):
     """Durable jobs: create (coalescing), transition, checkpoint, stop requests, lease renewal."""
-
-    _now: Callable[[], str]
 
     @abstractmethod
     def _lease_until(self, lease_seconds: float) -> tuple[str, list[Any]]:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 from memcastle.model import MinerSpec, MinerState
-from memcastle.store.sql.base import Row, SqlStore, dumps
+from memcastle.store.sql.base import Role, Row, dumps
 
 
-class MinerTables(SqlStore):
+class MinerTables(Role):
     """`miner`: one row per miner the palace knows something of (see migration 0010)."""
 
     def list_miner_states(self) -> list[MinerState]:

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from memcastle.model import DocumentChanges, DocumentRecord, SourceRecord
-from memcastle.store.sql.base import Tx, dumps
+from memcastle.store.sql.base import Role, SqlStore, Tx, dumps
 from memcastle.store.sql.drawers import DrawerTables
 from memcastle.store.sql.rows import document_from_row, source_from_row
 
 
-class MiningTables(DrawerTables):
+class MiningTables(Role):
     """Mining records: a source's cursor, each document's revision and drawers."""
+
+    def __init__(self, db: SqlStore, drawers: DrawerTables) -> None:
+        super().__init__(db)
+        self.drawers = drawers
 
     def upsert_source(self, source: SourceRecord) -> SourceRecord:
         with self._write() as tx:
@@ -64,7 +68,7 @@ class MiningTables(DrawerTables):
                 (source_id, document),
             )
             for row in rows:
-                self._close_current(tx, row["id"], at, None, reason=reason)
+                self.drawers._close_current(tx, row["id"], at, None, reason=reason)
             tx.run("DELETE FROM document WHERE source_id = ? AND external_id = ?", (source_id, document))
         return len(rows)
 
@@ -80,14 +84,14 @@ class MiningTables(DrawerTables):
             # A drawer forgotten since the document was read is no longer there to close: its chunk is filed anew.
             for drawer_id in changes.invalidated:
                 if self._stored(tx, drawer_id):
-                    self._close_current(tx, drawer_id, at, None, recorded=recorded)
+                    self.drawers._close_current(tx, drawer_id, at, None, recorded=recorded)
             for old_id, replacement in changes.superseded:
                 if self._stored(tx, old_id):
-                    self._supersede(tx, old_id, replacement, at, recorded)
+                    self.drawers._supersede(tx, old_id, replacement, at, recorded)
                 else:
-                    self._insert_drawer(tx, replacement, at, recorded=recorded)
+                    self.drawers._insert_drawer(tx, replacement, at, recorded=recorded)
             for new in changes.created:
-                self._insert_drawer(tx, new, at, recorded=recorded)
+                self.drawers._insert_drawer(tx, new, at, recorded=recorded)
             tx.run(
                 "INSERT INTO document(source_id, external_id, revision, chunk_hashes, drawer_ids, updated_at) "
                 "VALUES (?,?,?,?,?,?) ON CONFLICT (source_id, external_id) DO UPDATE SET "

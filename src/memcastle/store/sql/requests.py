@@ -7,10 +7,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from memcastle.model import RequestKey
-from memcastle.store.sql.base import SqlStore, dumps
+from memcastle.store.sql.base import Role, dumps
 
 
-class RequestKeyTables(SqlStore):
+class RequestKeyTables(Role):
     """`request_key`: one row per key; `pending` while its request runs, `done` with the result once it has."""
 
     def claim_request_key(

@@ -10,7 +10,7 @@ import logging
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, cast
@@ -24,8 +24,9 @@ from memcastle.store import VectorChunk
 from memcastle.store.copy import check_columns, copied_table, ensure_empty
 from memcastle.store.migrate import MIGRATIONS_TABLE, failed, pending
 from memcastle.store.sql.archive import ArchiveTables
-from memcastle.store.sql.base import Row, Tx
-from memcastle.store.sql.drawers import NameTaken
+from memcastle.store.sql.base import Role, Row, SqlStore, Tx
+from memcastle.store.sql.drawers import DrawerTables, NameTaken
+from memcastle.store.sql.embeddings import EmbeddingTables
 from memcastle.store.sql.filters import filter_sql
 from memcastle.store.sql.forgetting import ForgetTables
 from memcastle.store.sql.graph import GraphTables
@@ -34,6 +35,7 @@ from memcastle.store.sql.miners import MinerTables
 from memcastle.store.sql.mining import MiningTables
 from memcastle.store.sql.requests import RequestKeyTables
 from memcastle.store.sql.rows import job_from_row
+from memcastle.store.sql.search import SearchTables
 from memcastle.store.sql.vectors import VectorWrite, vector_chunk
 from memcastle.store.sqlite.failures import sqlite_errors, storage_failure
 from memcastle.store.sqlite.files import mark_in_use, refuse_a_lost_database
@@ -69,8 +71,8 @@ class SQLiteTx:
         self.conn.executemany(sql, rows)
 
 
-class SQLiteStore(ArchiveTables, ForgetTables, GraphTables, MiningTables, JobTables, RequestKeyTables, MinerTables):
-    """A palace in `<palace>/palace.sqlite3`."""
+class SQLiteStore(SqlStore):
+    """A palace in `<palace>/palace.sqlite3`: its connections, composed of the shared roles and SQLite's own."""
 
     NO_INDEX = "+"
 
@@ -102,6 +104,17 @@ class SQLiteStore(ArchiveTables, ForgetTables, GraphTables, MiningTables, JobTab
             self._migrate()
             self._empty_log()  # a forget that committed before a crash leaves its old pages in the log until now
             mark_in_use(palace, self._now())
+        self.drawers = SQLiteDrawers(self)
+        self.search = SQLiteSearch(self)
+        self.embeddings = SQLiteEmbeddings(self, self.drawers)
+        self.mining = MiningTables(self, self.drawers)
+        self.graph = GraphTables(self, self.drawers)
+        self.forgetting = SQLiteForgetting(self)
+        self.archive = SQLiteArchive(self, self.drawers, self.embeddings)
+        self.jobs = SQLiteJobs(self)
+        self.request_keys = RequestKeyTables(self)
+        self.miners = MinerTables(self)
+        self.copy = SQLiteCopy(self)
 
     # --- connections ----------------------------------------------------------------------------
 
@@ -173,7 +186,35 @@ class SQLiteStore(ArchiveTables, ForgetTables, GraphTables, MiningTables, JobTab
                         conn.execute("ROLLBACK")
                     raise (storage_failure(exc, self.path) or failed(migration, str(self.path), str(exc))) from exc
 
-    # --- what is SQLite's own -------------------------------------------------------------------
+    @contextmanager
+    def _snapshot(self) -> Iterator[SQLiteTx]:
+        """One read transaction on a connection of its own: in WAL mode it sees the palace as of its first read."""
+        conn = self._connect()
+        conn.execute("PRAGMA query_only=ON")
+        try:
+            with sqlite_errors(self.path):
+                conn.execute("BEGIN")
+                yield SQLiteTx(conn)
+                conn.execute("COMMIT")
+        finally:
+            conn.close()
+
+    def _empty_log(self) -> None:
+        """Copy the write-ahead log into the database and truncate it to nothing: until then it holds the pages as
+        they were before. Readers finishing a statement are waited for (the busy timeout)."""
+        with self._lock:
+            for _ in range(3):
+                busy = self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+                if not busy:
+                    return
+            log.warning("the write-ahead log of %s could not be emptied: readers held it", self.path)
+
+
+# --- the roles' steps that are SQLite's own ---------------------------------------------------------------------
+
+
+class SQLiteDrawers(DrawerTables):
+    db: SQLiteStore
 
     def _insert_drawer_row(self, tx: Tx, row: Mapping[str, Any]) -> int | None:
         assert isinstance(tx, SQLiteTx)  # this store's transactions are its own
@@ -186,6 +227,12 @@ class SQLiteStore(ArchiveTables, ForgetTables, GraphTables, MiningTables, JobTab
             raise NameTaken from None  # the id was checked in this transaction, and there is one writer
         assert cursor.lastrowid is not None
         return cursor.lastrowid
+
+
+class SQLiteSearch(SearchTables):
+    """The lexical leg on FTS5."""
+
+    db: SQLiteStore
 
     def lexical_candidates(self, query: LexicalQuery, scope: Scope, limit: int) -> list[ScoredDrawer]:
         """BM25's best `limit` eligible drawers, ties by id (bm25() is lower-is-better; the signal is flipped so that
@@ -274,52 +321,11 @@ class SQLiteStore(ArchiveTables, ForgetTables, GraphTables, MiningTables, JobTab
         bounded = query.max_rows is not None and sum(rows) > query.max_rows
         return LexicalQuery(tuple(budget.terms[i] for i in taken), require_all=False), bounded
 
-    # --- archives --------------------------------------------------------------------------------
 
-    @contextmanager
-    def _snapshot(self) -> Iterator[SQLiteTx]:
-        """One read transaction on a connection of its own: in WAL mode it sees the palace as of its first read."""
-        conn = self._connect()
-        conn.execute("PRAGMA query_only=ON")
-        try:
-            with sqlite_errors(self.path):
-                conn.execute("BEGIN")
-                yield SQLiteTx(conn)
-                conn.execute("COMMIT")
-        finally:
-            conn.close()
+class SQLiteEmbeddings(EmbeddingTables):
+    """Vectors as little-endian float32 blobs."""
 
-    def _vector_of(self, stored: Any) -> np.ndarray:
-        return np.frombuffer(stored, dtype="<f4")
-
-    # --- forgetting ------------------------------------------------------------------------------
-
-    def _match_sql(self, query: LexicalQuery) -> tuple[str, list[Any]]:
-        match = fts5_match(LexicalQuery(query.terms, require_all=True))
-        return "d.seq IN (SELECT rowid FROM drawer_fts WHERE drawer_fts MATCH ?)", [match]
-
-    def _erase_fulltext(self, tx: Tx) -> None:
-        """FTS5 keeps an external-content row's terms until told the row's text: `delete` it, then `optimize` merges
-        every segment into one without the deleted entries (FTS5 before SQLite 3.42 has no secure-delete), and the
-        freed pages are zeroed by `secure_delete`."""
-        tx.run(
-            "INSERT INTO drawer_fts(drawer_fts, rowid, content) SELECT 'delete', d.seq, d.content FROM drawer d "
-            "WHERE d.seq IN (SELECT seq FROM forget_set)"
-        )
-        tx.run("INSERT INTO drawer_fts(drawer_fts) VALUES ('optimize')")
-
-    def _after_forget(self) -> None:
-        self._empty_log()
-
-    def _empty_log(self) -> None:
-        """Copy the write-ahead log into the database and truncate it to nothing: until then it holds the pages as
-        they were before. Readers finishing a statement are waited for (the busy timeout)."""
-        with self._lock:
-            for _ in range(3):
-                busy = self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
-                if not busy:
-                    return
-            log.warning("the write-ahead log of %s could not be emptied: readers held it", self.path)
+    db: SQLiteStore
 
     def _store_vectors(self, model: str, writes: list[VectorWrite]) -> None:
         """Vectors as little-endian float32 blobs, one row per passage."""
@@ -360,6 +366,43 @@ class SQLiteStore(ArchiveTables, ForgetTables, GraphTables, MiningTables, JobTab
             matrix = np.frombuffer(b"".join(r["vector"] for r in rows), dtype="<f4").reshape(len(rows), -1)
         return vector_chunk(rows, matrix, after_id, dimension)
 
+
+class SQLiteForgetting(ForgetTables):
+    db: SQLiteStore
+
+    def _match_sql(self, query: LexicalQuery) -> tuple[str, list[Any]]:
+        match = fts5_match(LexicalQuery(query.terms, require_all=True))
+        return "d.seq IN (SELECT rowid FROM drawer_fts WHERE drawer_fts MATCH ?)", [match]
+
+    def _erase_fulltext(self, tx: Tx) -> None:
+        """FTS5 keeps an external-content row's terms until told the row's text: `delete` it, then `optimize` merges
+        every segment into one without the deleted entries (FTS5 before SQLite 3.42 has no secure-delete), and the
+        freed pages are zeroed by `secure_delete`."""
+        tx.run(
+            "INSERT INTO drawer_fts(drawer_fts, rowid, content) SELECT 'delete', d.seq, d.content FROM drawer d "
+            "WHERE d.seq IN (SELECT seq FROM forget_set)"
+        )
+        tx.run("INSERT INTO drawer_fts(drawer_fts) VALUES ('optimize')")
+
+    def _after_forget(self) -> None:
+        self.db._empty_log()
+
+
+class SQLiteArchive(ArchiveTables):
+    db: SQLiteStore
+
+    def _snapshot(self) -> AbstractContextManager[Tx]:
+        return self.db._snapshot()
+
+    def _vector_of(self, stored: Any) -> np.ndarray:
+        return np.frombuffer(stored, dtype="<f4")
+
+
+class SQLiteJobs(JobTables):
+    """One writer: the claim is a plain read and update inside its write transaction."""
+
+    db: SQLiteStore
+
     def _lease_until(self, lease_seconds: float) -> tuple[str, list[Any]]:
         return "?", [format_instant(to_datetime(self._now()) + timedelta(seconds=lease_seconds))]
 
@@ -385,12 +428,16 @@ class SQLiteStore(ArchiveTables, ForgetTables, GraphTables, MiningTables, JobTab
             assert claimed is not None
             return job_from_row(claimed)
 
-    # --- whole-palace copy ----------------------------------------------------------------------
+
+class SQLiteCopy(Role):
+    """The whole-palace copy (`memcastle.store.copy`)."""
+
+    db: SQLiteStore
 
     def export_rows(self, table: str) -> Iterator[dict[str, Any]]:
         """Every row of one palace table (`memcastle.store.PALACE_TABLES`), in primary-key order, as neutral rows."""
         copied_table(table)
-        conn = self._reader()
+        conn = self.db._reader()
         columns = conn.execute(f"PRAGMA table_info({table})").fetchall()
         keys = [c["name"] for c in sorted((c for c in columns if c["pk"]), key=lambda c: c["pk"])]
         order = f" ORDER BY {', '.join(keys)}" if keys else ""
@@ -405,8 +452,8 @@ class SQLiteStore(ArchiveTables, ForgetTables, GraphTables, MiningTables, JobTab
 
         Refused (Conflict) when this palace already holds anything, jobs included."""
         counts: dict[str, int] = {}
-        with self._write() as tx:
-            ensure_empty(tx, str(self.path), help="copy into an empty palace")
+        with self.db._write() as tx:
+            ensure_empty(tx, str(self.db.path), help="copy into an empty palace")
             conn = tx.conn
             for table, rows in tables:
                 copied_table(table)

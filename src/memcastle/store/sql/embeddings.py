@@ -1,0 +1,118 @@
+"""Passage vectors beside the drawers, per model, on either SQL backend: which drawers still need vectors, and the
+writes and reads each backend does its own way (`_store_vectors`, `_vectors_by_id`, `load_embeddings`)."""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from memcastle.model import Drawer, DrawerPlace
+from memcastle.store import VectorChunk
+from memcastle.store.sql.base import Role, SqlStore
+from memcastle.store.sql.drawers import DrawerTables
+from memcastle.store.sql.search import places
+from memcastle.store.sql.vectors import VectorWrite, vector_writes, vectors_by_row
+
+
+class EmbeddingTables(Role):
+    """`memcastle.store.EmbeddingStore` on SQL."""
+
+    def __init__(self, db: SqlStore, drawers: DrawerTables) -> None:
+        super().__init__(db)
+        self.drawers = drawers
+
+    def put_embeddings(
+        self,
+        model: str,
+        rows: Iterable[tuple[str, np.ndarray]],
+        *,
+        first_passage: int = 0,
+        totals: Mapping[str, int] | None = None,
+    ) -> None:
+        """See `EmbeddingStore.put_embeddings`; each backend stores the vectors its own way."""
+        self._store_vectors(model, vector_writes(rows, first_passage, totals))
+
+    def vectors_of_rows(self, row_ids: Sequence[int], dimension: int) -> np.ndarray:
+        """See `EmbeddingStore.vectors_of_rows`; each backend reads the vectors its own way."""
+        return vectors_by_row(row_ids, dimension, self._vectors_by_id)
+
+    @abstractmethod
+    def _vectors_by_id(self, row_ids: list[int]) -> list[tuple[int, np.ndarray]]:
+        """(row id, float32 vector) for those of `row_ids` the store holds."""
+
+    @abstractmethod
+    def _store_vectors(self, model: str, writes: list[VectorWrite]) -> None: ...
+
+    @abstractmethod
+    def load_embeddings(self, model: str, after_id: int, dimension: int, *, limit: int) -> VectorChunk: ...
+
+    def drawer_places(self, drawer_ids: Sequence[str]) -> dict[str, DrawerPlace]:
+        with self._read() as tx:
+            return places(tx, drawer_ids)
+
+    def drawers_missing_embeddings(self, model: str, limit: int) -> list[Drawer]:
+        """Drawers without vectors for `model`: current ones first, each group in `seq` order."""
+        current = self.next_to_embed(model, limit, after=0, current=True)
+        rest = self.next_to_embed(model, limit - len(current), after=0, current=False) if len(current) < limit else []
+        return [d for _, d in current + rest]
+
+    def next_to_embed(
+        self,
+        model: str,
+        limit: int,
+        *,
+        after: int | None = None,
+        before: int | None = None,
+        current: bool | None = None,
+        stage: str = "all",
+    ) -> list[tuple[int, Drawer]]:
+        """Up to `limit` drawers not fully embedded for `model`, as (seq, drawer): ascending from `after`, or
+        descending from `before` (newest first); only current (or only closed) drawers when `current` says so;
+        `stage` "head" takes those without their first passage's vector, "rest" those with only part of theirs.
+        The walk follows the primary key, so a batch costs what it skips and reads, not what the palace holds."""
+        where: list[str] = []
+        params: list[Any] = []
+        if after is not None:
+            where.append("d.seq > ?")
+            params.append(after)
+        if before is not None:
+            where.append("d.seq < ?")
+            params.append(before)
+        if current is not None:
+            where.append(f"{self.NO_INDEX}d.valid_to IS {'NULL' if current else 'NOT NULL'}")
+        where.append("NOT EXISTS (SELECT 1 FROM embedded e WHERE e.model = ? AND e.drawer_seq = d.seq)")
+        params.append(model)
+        if stage in ("head", "rest"):
+            head = "EXISTS (SELECT 1 FROM embedding h WHERE h.model = ? AND h.drawer_seq = d.seq AND h.passage = 0)"
+            where.append(head if stage == "rest" else f"NOT {head}")
+            params.append(model)
+        elif stage != "all":
+            raise ValueError(f"stage must be head, rest or all, not {stage!r}")
+        order = "DESC" if before is not None and after is None else "ASC"
+        rows = self._all(
+            f"SELECT d.seq, d.id FROM drawer d WHERE {' AND '.join(where)} ORDER BY d.seq {order} LIMIT ?",
+            (*params, max(0, limit)),
+        )
+        found = self.drawers.get_drawers([r["id"] for r in rows])
+        return [(int(r["seq"]), found[r["id"]]) for r in rows if r["id"] in found]
+
+    def last_drawer_seq(self) -> int:
+        return self._count("SELECT MAX(seq) AS n FROM drawer")
+
+    def count_missing_embeddings(self, model: str) -> int:
+        return max(
+            0,
+            self._count(
+                "SELECT (SELECT COUNT(*) FROM drawer) - (SELECT COUNT(*) FROM embedded WHERE model = ?) AS n", (model,)
+            ),
+        )
+
+    def drop_other_embeddings(self, model: str) -> int:
+        """Remove vectors of models other than `model` (after a model change has been filled in)."""
+        with self._write() as tx:
+            removed = tx.run("DELETE FROM embedding WHERE model <> ?", (model,))
+            tx.run("DELETE FROM embedded WHERE model <> ?", (model,))
+        return removed

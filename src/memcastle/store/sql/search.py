@@ -1,0 +1,67 @@
+"""The eligibility every leg of a search filters by (scope and time, before any limit), and what the lexical leg
+reads besides its full-text index; each backend ranks with its own full-text index (`lexical_candidates`)."""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Sequence
+
+from memcastle.model import DrawerPlace, LexicalQuery, Scope, ScoredDrawer, TermStatistics
+from memcastle.store.sql.base import Role, Tx, batches, marks
+from memcastle.store.sql.filters import filter_sql
+
+_PLACED = "FROM drawer d JOIN room r ON r.id = d.room_id JOIN wing w ON w.id = r.wing_id"
+
+
+class SearchTables(Role):
+    """`memcastle.store.SearchStore` on SQL: eligibility here, ranking in each backend."""
+
+    @abstractmethod
+    def lexical_candidates(self, query: LexicalQuery, scope: Scope, limit: int) -> list[ScoredDrawer]: ...
+
+    @abstractmethod
+    def term_statistics(self, words: Sequence[str]) -> TermStatistics: ...
+
+    def eligible_ids(self, drawer_ids: Sequence[str], scope: Scope) -> set[str]:
+        """The subset of `drawer_ids` inside the scope and the temporal window."""
+        where, params = filter_sql(scope, self._now(), self.lifecycle, self.backend)
+        found: set[str] = set()
+        with self._read() as tx:
+            for batch in batches(drawer_ids):
+                rows = tx.all(f"SELECT d.id {_PLACED} WHERE d.id IN ({marks(batch)}){where}", (*batch, *params))
+                found.update(r["id"] for r in rows)
+        return found
+
+    def all_eligible_ids(self, scope: Scope) -> set[str]:
+        where, params = filter_sql(scope, self._now(), self.lifecycle, self.backend)
+        return {r["id"] for r in self._all(f"SELECT d.id {_PLACED} WHERE 1 = 1{where}", params)}
+
+    def drawer_places(self, drawer_ids: Sequence[str]) -> dict[str, DrawerPlace]:
+        """Where each drawer lives and what mined it: fixed for a drawer's whole life."""
+        with self._read() as tx:
+            return places(tx, drawer_ids)
+
+    def long_contents(self, drawer_ids: Sequence[str], longer_than: int) -> dict[str, str]:
+        """The text of those of the drawers longer than `longer_than` characters, and nothing else of them."""
+        found: dict[str, str] = {}
+        with self._read() as tx:
+            for batch in batches(drawer_ids):
+                rows = tx.all(
+                    f"SELECT id, content FROM drawer WHERE id IN ({marks(batch)}) AND length(content) > ?",
+                    (*batch, longer_than),
+                )
+                found.update((r["id"], r["content"]) for r in rows)
+        return found
+
+
+def places(tx: Tx, drawer_ids: Sequence[str]) -> dict[str, DrawerPlace]:
+    """Each drawer's wing, room, source kind and connector (`SearchStore.drawer_places`)."""
+    found: dict[str, DrawerPlace] = {}
+    for batch in batches(drawer_ids):
+        for r in tx.all(
+            "SELECT d.id, w.name AS wing, r.name AS room, d.source_kind, d.connector "
+            f"{_PLACED} WHERE d.id IN ({marks(batch)})",
+            batch,
+        ):
+            found[r["id"]] = DrawerPlace(r["wing"], r["room"], r["source_kind"], r["connector"])
+    return found
