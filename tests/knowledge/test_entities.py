@@ -282,6 +282,8 @@ def test_extraction_never_merges_entities_and_each_mention_keeps_its_spelling(pa
     assert sorted((m["drawer"], m["spelling"]) for m in shown["mentions"]) == sorted(
         (drawers[s], s) for s in ("Kubernetes", "Kubernetis", "KUBERNETES")
     )
+    by_prefix = http.get(f"/api/entities/{k8s['id'][:8]}").json()
+    assert by_prefix == shown, "an id prefix reads the entity's mentions and hints, not the prefix's"
 
     people = {e["name"]: e["id"] for e in http.get("/api/entities", params={"kind": "person"}).json()["entities"]}
     assert set(people) == {"Dorothe", "Dorothya", "Dorothy"}

@@ -292,3 +292,32 @@ class PalaceStatus:
             "extraction": self.extraction.to_json(),
             "warnings": list(self.warnings),
         }
+
+
+# --- places and preferences ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Renamed:
+    """A wing or room renamed: where its drawers now live, and what a later mine must be told."""
+
+    wing: str
+    room: str | None
+    warnings: tuple[str, ...] = ()
+
+    def to_json(self) -> JSON:
+        return {"wing": self.wing, "room": self.room, "warnings": list(self.warnings)}
+
+
+@dataclass(frozen=True)
+class PreferenceCheck:
+    """The preference files read again: whether they are valid, and whether they still say what the daemon ranks with
+    (an edit takes effect at the next start)."""
+
+    ok: bool
+    current: bool
+    layers: Any
+    error: str | None = None
+
+    def to_json(self) -> JSON:
+        return {"ok": self.ok, "error": self.error, "current": self.current, "layers": self.layers}

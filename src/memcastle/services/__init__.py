@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
 
 from memcastle.clock import Clock, utc_now
 from memcastle.connectors.registry import ConnectorRegistry
@@ -31,6 +30,7 @@ from memcastle.knowledge.dedup import DuplicateFinder
 from memcastle.knowledge.extraction import ExtractionProvider
 from memcastle.mining.roots import MiningRoots
 from memcastle.model import JobStatus, MinerSpec
+from memcastle.model.answers import PreferenceCheck
 from memcastle.model.requests import SearchRequest
 from memcastle.preferences import Policy
 from memcastle.search.embeddings import EmbeddingProvider
@@ -102,18 +102,16 @@ class Services:
             paused=lambda: self.jobs.list_jobs(JobStatus.PAUSED.value, None, 200),
         )
 
-    def check_preferences(self) -> dict[str, Any]:
+    def check_preferences(self) -> PreferenceCheck:
         """The preference files read again now: whether they are valid, and whether they still say what the daemon
         ranks with (an edit takes effect at the next start)."""
+        layers = self.policy.to_json()["layers"]
         if self._reread_policy is None:
-            return {"ok": True, "error": None, "current": True, "layers": self.policy.to_json()["layers"]}
+            return PreferenceCheck(ok=True, current=True, layers=layers)
         try:
             fresh = self._reread_policy()
         except MemCastleError as exc:
-            return {"ok": False, "error": exc.message, "current": False, "layers": self.policy.to_json()["layers"]}
-        return {
-            "ok": True,
-            "error": None,
-            "current": fresh.to_json() == self.policy.to_json(),
-            "layers": fresh.to_json()["layers"],
-        }
+            return PreferenceCheck(ok=False, current=False, layers=layers, error=exc.message)
+        return PreferenceCheck(
+            ok=True, current=fresh.to_json() == self.policy.to_json(), layers=fresh.to_json()["layers"]
+        )

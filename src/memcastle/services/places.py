@@ -10,6 +10,7 @@ from typing import Any
 
 from memcastle.errors import Conflict
 from memcastle.model import ForgetReport, Scope
+from memcastle.model.answers import Renamed
 from memcastle.services.forgetting import ActiveMines, ForgetRequest, ForgetService
 from memcastle.services.validation import check_name
 from memcastle.store import Store
@@ -54,7 +55,7 @@ class PlaceService:
             return preview
         return self._forgetting.forget(request, dry_run=False, requested_by=requested_by)
 
-    def rename(self, wing: str, new_name: str, *, room: str | None = None) -> dict[str, Any]:
+    def rename(self, wing: str, new_name: str, *, room: str | None = None) -> Renamed:
         """Rename a wing, or a room of it. Mined drawers keep their place; a later mine files where it is told."""
         new_name = check_name(new_name, "name") or new_name
         self._refuse_while_mining(wing)
@@ -70,7 +71,7 @@ class PlaceService:
                 f"a mine files into the wing it is given (or its connector's default): pass --wing {target} "
                 "when mining again a source whose drawers live here, or they are filed in the old place"
             )
-        return {"wing": target, "room": new_name if room is not None else None, "warnings": warnings}
+        return Renamed(target, new_name if room is not None else None, tuple(warnings))
 
     def _refuse_while_mining(self, wing: str) -> None:
         for job, _source, target in self._active_mines():

@@ -142,11 +142,11 @@ def list_rooms(wing: str, request: Request) -> dict[str, Any]:
 
 @router.post("/wings/{wing}/rename", response_model=RenamedOut, tags=["drawers"], dependencies=[Depends(writes)])
 def rename_wing(wing: str, body: RenameBody, request: Request) -> dict[str, Any]:
-    return services(request).places.rename(wing, body.name)
+    return services(request).places.rename(wing, body.name).to_json()
 
 
 @router.post(
     "/wings/{wing}/rooms/{room}/rename", response_model=RenamedOut, tags=["drawers"], dependencies=[Depends(writes)]
 )
 def rename_room(wing: str, room: str, body: RenameBody, request: Request) -> dict[str, Any]:
-    return services(request).places.rename(wing, body.name, room=room)
+    return services(request).places.rename(wing, body.name, room=room).to_json()

@@ -14,8 +14,8 @@ router = APIRouter(include_in_schema=False, route_class=PageRoute)
 def preferences_page(request: Request) -> HTMLResponse:
     """The effective source-preference policy, each field with the layer it came from."""
     services = services_of(request)
-    return page(request, "preferences.html", policy=services.policy.to_json(), check=services.check_preferences(),
-                title="Preferences")  # fmt: skip
+    check = services.check_preferences().to_json()
+    return page(request, "preferences.html", policy=services.policy.to_json(), check=check, title="Preferences")
 
 
 @router.get("/facts", response_class=HTMLResponse)
