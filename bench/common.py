@@ -69,7 +69,7 @@ def wait_for_embeddings(palace: Palace, timeout: float = 7200) -> float:
     """Block until no drawer waits for embeddings; returns the seconds waited."""
     started = time.monotonic()
     palace.services.jobs.request_embedding()
-    while palace.services.status.embedding_status()["pending"]:
+    while palace.services.status.embedding_status().pending:
         if time.monotonic() - started > timeout:
             raise TimeoutError("embeddings did not catch up")
         time.sleep(0.2)

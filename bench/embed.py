@@ -90,7 +90,7 @@ def whole_stdlib(write: bool, keep: Path | None = None) -> None:
             job = wait_for(palace, job)
             mined = time.monotonic() - started
             heads: float | None = None
-            while palace.services.status.embedding_status()["pending"]:
+            while palace.services.status.embedding_status().pending:
                 if heads is None:
                     sweeps = palace.services.jobs.list_jobs(None, "embed", 5)
                     if any(j.checkpoint.get("stage") == "rest" for j in sweeps):
@@ -157,7 +157,7 @@ def main() -> None:
         started = time.monotonic()
         palace = open_palace(palace_dir, **{"embeddings.provider": "builtin", "extraction.provider": "heuristic"})
         try:
-            while palace.services.status.embedding_status()["pending"]:
+            while palace.services.status.embedding_status().pending:
                 time.sleep(0.05)
             job_seconds = time.monotonic() - started
             drawers = palace.store.drawers.list_drawers(None, None, 1_000_000, None).items

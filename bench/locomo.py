@@ -304,7 +304,7 @@ def wait_for_embeddings(palace: Palace, *, timeout: float) -> None:
         if failed:
             raise RuntimeError(f"embed job {failed[0].id} failed: {failed[0].error}")
         busy = any(not j.is_finished for j in jobs)
-        if not busy and palace.services.status.embedding_status()["pending"] == 0:
+        if not busy and palace.services.status.embedding_status().pending == 0:
             return
         if time.monotonic() > deadline:
             raise RuntimeError(f"embeddings still pending after {timeout:.0f}s")

@@ -64,7 +64,7 @@ def measure(count: int) -> dict[str, float]:
             while True:
                 jobs = palace.services.jobs.list_jobs(None, EXTRACT, 10)
                 if jobs and all(j.status is JobStatus.COMPLETED for j in jobs):
-                    if not palace.services.status.extraction_status()["pending"]:
+                    if not palace.services.status.extraction_status().pending:
                         break
                 if time.monotonic() > deadline:
                     raise RuntimeError("the extract sweep did not finish")

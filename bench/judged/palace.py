@@ -170,8 +170,8 @@ def wait_for_background(palace: Palace, timeout: float) -> None:
             raise RuntimeError(f"{failed[0].kind} job {failed[0].id} failed: {failed[0].error}")
         if (
             not any(not j.is_finished for j in jobs)
-            and services.status.embedding_status()["pending"] == 0
-            and services.status.extraction_status()["pending"] == 0
+            and services.status.embedding_status().pending == 0
+            and services.status.extraction_status().pending == 0
         ):
             return
         if time.monotonic() > deadline:
