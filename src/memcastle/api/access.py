@@ -14,6 +14,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memcastle.errors import InvalidRequest
 from memcastle.modes import HEADER, Access, enforce_mode, narrowest, parse_mode
+from memcastle.services.reader import palace_wide as refuse_scoped
 
 _HEADER = HEADER.encode("latin-1")
 
@@ -69,3 +70,9 @@ async def opens(request: Request) -> None:
 
 async def controls(request: Request) -> None:
     check_access(request, "control")
+
+
+async def palace_wide(request: Request) -> None:
+    """The route works on the whole palace: refused for a token limited to some wings (`services.reader`)."""
+    route = request.scope.get("route")
+    refuse_scoped(f"{request.method} {getattr(route, 'path', request.url.path)}")

@@ -12,7 +12,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memcastle.api.access import narrow_mode
 from memcastle.api.errors import error_body
-from memcastle.runtime.tokens import TokenStore
+from memcastle.runtime.tokens import TOKEN_STATE, TokenStore
+from memcastle.services.reader import seen_by
 
 PUBLIC = {("GET", "/api/health"), ("GET", "/login"), ("POST", "/login")}
 PUBLIC_PREFIXES = ("/static/",)
@@ -41,7 +42,11 @@ class BearerAuth:
         if record is not None:
             if record.mode != "full":
                 narrow_mode(scope, record.mode)  # a token's mode is a ceiling, as the daemon's is
-            await self.app(scope, receive, send)
+            # Who is asking, for every interface behind this one (REST, MCP, the web page): `tokens.token_of`, and
+            # what it may see for every service operation the request runs (`services.reader`).
+            scope.setdefault("state", {})[TOKEN_STATE] = record
+            with seen_by(record.visibility):
+                await self.app(scope, receive, send)
             return
         if scope["method"] == "GET" and not path.startswith(("/api/", "/mcp")):
             # A person opening a page: the login form, which brings them back here.

@@ -503,6 +503,8 @@ class TokenOut(Shape):
     name: str
     created_at: str
     mode: str = Field(description="the most a client holding it may do")
+    read: list[str] | None = Field(description="the only wings it may read (null: every wing)")
+    write: list[str] | None = Field(description="the only wings it may write to (null: every wing)")
 
 
 class TokensOut(Shape):
@@ -513,7 +515,10 @@ class TokensOut(Shape):
 class CreatedTokenOut(Shape):
     name: str
     token: str = Field(description="shown only in this answer; the palace keeps its digest")
+    created_at: str
     mode: str
+    read: list[str] | None
+    write: list[str] | None
 
 
 class RevokedOut(Shape):

@@ -262,6 +262,8 @@ class TokenBody(Body):
         description="what the token is for (a client, a machine)"
     )
     mode: Mode = Field("full", description="the most a client holding the token may do (a ceiling on its mode)")
+    read: list[Name] | None = Field(None, description="the only wings it may read (every wing when left out)")
+    write: list[Name] | None = Field(None, description="the only wings it may write to (every wing when left out)")
 
 
 class EmptyBody(Body):

@@ -9,14 +9,14 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Request
 
-from memcastle.api.access import controls
+from memcastle.api.access import controls, palace_wide
 from memcastle.api.openapi import DeclaredRoute
 from memcastle.api.responses import CreatedTokenOut, RevokedOut, TokensOut
 from memcastle.api.schemas import EmptyBody, TokenBody
 from memcastle.errors import AccessDenied
 from memcastle.runtime.tokens import TokenStore
 
-router = APIRouter(prefix="/api/auth", tags=["auth"], route_class=DeclaredRoute)
+router = APIRouter(prefix="/api/auth", tags=["auth"], route_class=DeclaredRoute, dependencies=[Depends(palace_wide)])
 
 
 def token_store(request: Request) -> TokenStore:
@@ -33,15 +33,17 @@ def token_store(request: Request) -> TokenStore:
 def list_tokens(request: Request) -> dict[str, Any]:
     tokens = token_store(request)
     return {
-        "tokens": [{"name": r.name, "created_at": r.created_at, "mode": r.mode} for r in tokens.records()],
+        "tokens": [r.to_json() for r in tokens.records()],
         "configured_secret": tokens.has_secret,
     }
 
 
 @router.post("/tokens", status_code=201, response_model=CreatedTokenOut, dependencies=[Depends(controls)])
 def create_token(body: TokenBody, request: Request) -> dict[str, Any]:
-    token = token_store(request).create(body.name, mode=body.mode)
-    return {"name": body.name.strip(), "token": token, "mode": body.mode}
+    tokens = token_store(request)
+    token = tokens.create(body.name, mode=body.mode, read=body.read, write=body.write)
+    record = next(r for r in tokens.records() if r.name == body.name.strip())
+    return {**record.to_json(), "token": token}
 
 
 @router.delete("/tokens/{name}", response_model=RevokedOut, dependencies=[Depends(controls)])

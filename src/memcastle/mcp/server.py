@@ -25,7 +25,9 @@ from memcastle.mcp.sessions import SessionModes, mode_of
 from memcastle.mcp.tools import TOOLS, Env, ToolSpec, prepare
 from memcastle.mcp.tools.base import OTHER_NAMES, PYTHON_NAMES
 from memcastle.modes import enforce_mode
+from memcastle.runtime.tokens import visibility_of
 from memcastle.services import Services
+from memcastle.services.reader import palace_wide, seen_by
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 WIRE_NAMES = {python: wire for wire, python in PYTHON_NAMES.items()}
@@ -139,7 +141,11 @@ def bind(
             if spec.access != "open":
                 enforce_mode(mode_of(ctx, modes)[0], spec.access)
             given = {PYTHON_NAMES.get(key, key): value for key, value in arguments.items()}
-            return answer(spec.fn(Env(services, ctx, modes), **given))
+            # The token of the HTTP request that carried this call (MCP over stdio has none: the bridge's own).
+            with seen_by(visibility_of(ctx.request_context.request)):
+                if spec.palace_wide:
+                    palace_wide(spec.name)
+                return answer(spec.fn(Env(services, ctx, modes), **given))
         except MemCastleError as exc:
             return tool_error(exc)
 

@@ -78,6 +78,7 @@ class Scope:
     agent: str | None = None
     when: When = CURRENT
     hidden: bool = False  # include the drawers a person hid
+    wings: tuple[str, ...] | None = None  # the wings a scoped client may read (None: all; `model.visibility`)
 
 
 @dataclass(frozen=True)

@@ -8,11 +8,14 @@ import json
 import os
 import secrets
 import threading
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from memcastle.clock import utc_now
 from memcastle.errors import ConfigError, InvalidRequest, NotFound
+from memcastle.model.visibility import EVERYTHING, Visibility
 from memcastle.modes import parse_mode
 
 TOKENS_FILE = "tokens.json"
@@ -27,6 +30,34 @@ class TokenRecord:
     digest: str
     created_at: str
     mode: str = "full"  # the most a client holding it may do: a ceiling, as the daemon's own mode is
+    read: tuple[str, ...] | None = None  # the wings it may read (None: every wing)
+    write: tuple[str, ...] | None = None  # the wings it may write to (None: every wing)
+
+    @property
+    def visibility(self) -> Visibility:
+        return Visibility.of(self.read, self.write)
+
+    def to_json(self) -> dict[str, Any]:
+        """As listed (never the digest)."""
+        scope = self.visibility.to_json()
+        return {"name": self.name, "created_at": self.created_at, "mode": self.mode, **scope}
+
+
+TOKEN_STATE = "memcastle_token"  # the key of the ASGI request state that holds the token a request authenticated with
+
+
+def token_of(request: Any) -> TokenRecord | None:
+    """The token the request (a Starlette request: REST, the web page, MCP over HTTP) authenticated with; None without
+    authentication. Only `api.auth.BearerAuth` writes it, so nothing a client sends can set it."""
+    state = (getattr(request, "scope", None) or {}).get("state") or {}
+    record = state.get(TOKEN_STATE)
+    return record if isinstance(record, TokenRecord) else None
+
+
+def visibility_of(request: Any) -> Visibility:
+    """The wings the request's token may read and write: every wing without a scoped token, or without auth."""
+    record = token_of(request)
+    return record.visibility if record is not None else EVERYTHING
 
 
 def digest_of(token: str) -> str:
@@ -85,18 +116,28 @@ class TokenStore:
             self._stamp = None
         return next(r for r in records if r.name == name)
 
-    def create(self, name: str, *, mode: str = "full") -> str:
-        """A new random token for a client of at most `mode`; only its digest is kept. Returns the token (shown
-        once)."""
+    def create(
+        self,
+        name: str,
+        *,
+        mode: str = "full",
+        read: Sequence[str] | None = None,
+        write: Sequence[str] | None = None,
+    ) -> str:
+        """A new random token for a client of at most `mode`, reading and writing only the wings given (every wing
+        where None); only its digest is kept. Returns the token (shown once)."""
         name = name.strip()
         if not name:
             raise InvalidRequest("a token needs a name", field="name")
         mode = parse_mode(mode, field="mode")
+        read, write = _wings(read, "read"), _wings(write, "write")
         records = self.records()
         if any(r.name == name for r in records):
             raise InvalidRequest(f"a token named {name!r} exists already", field="name")
         token = PREFIX + secrets.token_urlsafe(32)
-        records.append(TokenRecord(name=name, digest=digest_of(token), created_at=utc_now(), mode=mode))
+        records.append(
+            TokenRecord(name=name, digest=digest_of(token), created_at=utc_now(), mode=mode, read=read, write=write)
+        )
         with self._lock:
             self._save(records)
             self._stamp = None
@@ -110,6 +151,15 @@ class TokenStore:
         temporary.replace(self.path)
 
 
+def _wings(names: Sequence[str] | None, field: str) -> tuple[str, ...] | None:
+    """A scope's wings, each a name; None for every wing."""
+    if names is None:
+        return None
+    if isinstance(names, str) or not all(isinstance(n, str) and n.strip() and "\x00" not in n for n in names):
+        raise InvalidRequest(f"{field} must be a list of wing names", field=field)
+    return tuple(sorted({n.strip() for n in names}))
+
+
 def _load(path: Path) -> list[TokenRecord]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -119,6 +169,8 @@ def _load(path: Path) -> list[TokenRecord]:
                 digest=str(d["digest"]),
                 created_at=str(d["created_at"]),
                 mode=parse_mode(d.get("mode"), field=f"{d['name']}.mode"),
+                read=_wings(d.get("read"), f"{d['name']}.read"),
+                write=_wings(d.get("write"), f"{d['name']}.write"),
             )
             for d in data
         ]

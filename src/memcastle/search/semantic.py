@@ -280,6 +280,9 @@ class SemanticIndex:
         for column, wanted in enumerate((scope.wing, scope.room, scope.source_kind, scope.connector)):
             if wanted is not None:
                 mask = mask & (snapshot.places[rows, column] == self._codes[column].get(wanted, -1))
+        if scope.wings is not None:
+            codes = [self._codes[0].get(wing, -1) for wing in scope.wings]
+            mask = mask & np.isin(snapshot.places[rows, 0], codes)
         return mask
 
     def _narrow(self, scope: Scope) -> bool:

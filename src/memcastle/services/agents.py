@@ -11,6 +11,7 @@ from memcastle.model import Drawer, Scope
 from memcastle.model.requests import CheckpointItem
 from memcastle.services.drawers import DEFAULT_WING, DIARY_ROOM, DrawerService
 from memcastle.services.facts import FactService
+from memcastle.services.reader import visibility
 from memcastle.services.requests import RequestKeys
 from memcastle.services.validation import (
     MAX_CHECKPOINT_ITEMS,
@@ -77,7 +78,7 @@ class AgentService:
     def read_diary(self, agent: str, *, wing: str | None = None, limit: int = 10) -> list[Drawer]:
         """The agent's diary entries, newest first."""
         scope = Scope(wing=check_name(wing, "wing"), room=DIARY_ROOM, agent=require_name(agent, "agent"))
-        return self._store.latest_drawers(scope, check_limit(limit))
+        return self._store.latest_drawers(visibility().narrow(scope), check_limit(limit))
 
     def checkpoint(
         self, items: Sequence[CheckpointItem], *, agent: str | None = None, requested_by: str = "http"
@@ -94,6 +95,7 @@ class AgentService:
             )
         for index, item in enumerate(items):
             check_content(item.content, f"items[{index}].content")
+            visibility().writable(check_name(item.wing, f"items[{index}].wing") or DEFAULT_WING)  # all or nothing
             self._drawers.expiry(item.expires_at, field=f"items[{index}].expires_at")
             if item.fact is not None:
                 try:
@@ -140,7 +142,8 @@ class AgentService:
 
     def _latest(self, scope: Scope, wing: str | None, limit: int) -> list[Drawer]:
         """The newest drawers of `scope` in the project `wing` and in no project (the default wing), when a wing is
-        given; else in any wing. Each read follows an index and stops at `limit`."""
+        given; else in any wing. Each read follows an index and stops at `limit`. Only wings the client may read."""
+        scope = visibility().narrow(scope)
         if wing is None:
             return self._store.latest_drawers(scope, limit)
         found = [
@@ -151,13 +154,15 @@ class AgentService:
         return sorted(found, key=lambda drawer: drawer.created_at, reverse=True)[:limit]
 
     def _pinned(self, wing: str | None, limit: int) -> list[Drawer]:
-        """The pinned drawers of the project `wing` and of no project (the default wing), or of every wing."""
+        """The pinned drawers of the project `wing` and of no project (the default wing), or of every wing; only wings
+        the client may read."""
+        narrow = visibility().narrow
         if wing is None:
-            return self._store.pinned_drawers(Scope(), limit)
+            return self._store.pinned_drawers(narrow(Scope()), limit)
         found = [
             d
             for place in dict.fromkeys((wing, DEFAULT_WING))
-            for d in self._store.pinned_drawers(Scope(wing=place), limit)
+            for d in self._store.pinned_drawers(narrow(Scope(wing=place)), limit)
         ]
         return sorted(found, key=lambda drawer: drawer.created_at, reverse=True)[:limit]
 

@@ -16,6 +16,7 @@ from memcastle.preferences import Policy, explain
 from memcastle.services.events import Publish, drawer_ref, filed_event, ignore_event
 from memcastle.services.ids import resolve_id
 from memcastle.services.jobs import JobService
+from memcastle.services.reader import visibility
 from memcastle.services.requests import RequestKeys
 from memcastle.services.validation import check_content, check_expiry, check_limit, check_name, check_tags
 from memcastle.store import Store
@@ -80,6 +81,7 @@ class DrawerService:
         check_content(content)
         content = self._redactor.text(content).text
         wing = check_name(wing, "wing") or DEFAULT_WING
+        visibility().writable(wing)
         room = check_name(room, "room") or NOTES_ROOM
         # A name and tags are stored and shown like the text: a token pasted there is redacted too.
         tags = tuple(dict.fromkeys(self._redactor.text(tag).text for tag in check_tags(tags)))
@@ -158,20 +160,34 @@ class DrawerService:
         """Pin or unpin, hide or show a drawer (by id or unique prefix); its later versions keep the marks."""
         if pinned is None and hidden is None:
             raise InvalidRequest("say what to change: pinned, hidden or both", field="pinned")
-        drawer = self._store.drawers.mark_drawer(self.resolve(drawer_id), pinned=pinned, hidden=hidden)
+        found = self.get_drawer(drawer_id)
+        visibility().writable(found.wing)
+        drawer = self._store.drawers.mark_drawer(found.id, pinned=pinned, hidden=hidden)
         self._publish("drawers", {"action": "marked", "drawers": [drawer_ref(drawer)], "pinned": drawer.pinned,
                                   "hidden": drawer.hidden})  # fmt: skip
         return drawer
 
     def resolve(self, drawer_id: str, *, field: str = "drawer_id") -> str:
-        """The whole id a drawer id or unique prefix of it stands for (`memcastle.services.ids`)."""
-        return resolve_id(self._store, "drawer", drawer_id, field=field)
+        """The whole id a drawer id or unique prefix of it stands for (`memcastle.services.ids`), among the drawers
+        the client may see."""
+        seen = visibility()
+        visible = None if seen.reads_everything else self.readable_ids
+        return resolve_id(self._store, "drawer", drawer_id, field=field, visible=visible)
+
+    def readable_ids(self, drawer_ids: Sequence[str]) -> set[str]:
+        """Those of the drawers in wings the client may read."""
+        seen = visibility()
+        places = self._store.search.drawer_places(drawer_ids)
+        return {i for i, place in places.items() if seen.can_read(place.wing)}
 
     def get_drawer(self, drawer_id: str) -> Drawer:
-        return self._store.drawers.get_drawer(self.resolve(drawer_id))
+        """The drawer (by id or unique prefix); outside the client's scope it does not exist."""
+        drawer = self._store.drawers.get_drawer(self.resolve(drawer_id))
+        visibility().readable(drawer.wing, f"drawer {drawer_id}")
+        return drawer
 
     def drawer_history(self, drawer_id: str) -> list[Drawer]:
-        return self._store.drawers.drawer_history(self.resolve(drawer_id))
+        return self._store.drawers.drawer_history(self.get_drawer(drawer_id).id)
 
     def supersede_drawer(
         self, drawer_id: str, content: str, *, reason: str | None = None, requested_by: str = "http"
@@ -180,8 +196,9 @@ class DrawerService:
         content = self._redactor.text(content).text
         if reason is not None and not reason.strip():
             raise InvalidRequest("reason must not be blank when given", field="reason")
-        drawer_id = self.resolve(drawer_id)
-        old = self._store.drawers.get_drawer(drawer_id)
+        old = self.get_drawer(drawer_id)
+        drawer_id = old.id
+        visibility().writable(old.wing)
         replacement = self._store.drawers.supersede_drawer(
             drawer_id,
             NewDrawer(
@@ -200,30 +217,37 @@ class DrawerService:
 
     def preference_trace(self, drawer_id: str) -> PreferenceTrace:
         """How the effective policy resolves this drawer, from its frozen origin snapshot."""
-        drawer = self._store.drawers.get_drawer(self.resolve(drawer_id))
+        drawer = self.get_drawer(drawer_id)
         return PreferenceTrace(drawer.id, explain(self._policy, drawer.source.origin))
 
     def list_wings(self) -> list[Wing]:
-        return self._store.drawers.list_wings()
+        seen = visibility()
+        return [w for w in self._store.drawers.list_wings() if seen.can_read(w.name)]
 
     def wing_names(self) -> list[str]:
-        return self._store.drawers.wing_names()
+        seen = visibility()
+        return [w for w in self._store.drawers.wing_names() if seen.can_read(w)]
 
     def list_rooms(self, wing: str) -> list[Room]:
+        visibility().readable(wing, f"wing {wing!r}")
         return self._store.drawers.list_rooms(wing)
 
     def list_drawers(self, wing: str | None, room: str | None, limit: int, after: str | None) -> Page[Drawer]:
+        seen = visibility()
+        if wing is None and not seen.reads_everything:
+            raise InvalidRequest(f"this token reads only {seen.describe()}: name a wing", field="wing")
+        if wing is not None:
+            seen.readable(wing, f"wing {wing!r}")
         return self._store.drawers.list_drawers(wing, room, check_limit(limit), after)
 
     def duplicates(self, drawer_id: str) -> list[Duplicate]:
         """Drawers linked to this one as exact, normalized or near copies (linked, never merged)."""
-        drawer_id = self.resolve(drawer_id)
-        self._store.drawers.get_drawer(drawer_id)
+        drawer_id = self.get_drawer(drawer_id).id
         links = self._store.graph.drawer_links(drawer_id)
         others = self._store.drawers.get_drawers([lk.to_id if lk.from_id == drawer_id else lk.from_id for lk in links])
         out = []
         for link in links:
             other = others.get(link.to_id if link.from_id == drawer_id else link.from_id)
-            if other is not None:
+            if other is not None and visibility().can_read(other.wing):
                 out.append(Duplicate(other, link.verdict, link.similarity, link.created_at))
         return out

@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 
 from memcastle.clock import Clock, parse_instant, utc_now
 from memcastle.connectors.secrets import Redactor
-from memcastle.errors import Conflict, InvalidRequest
+from memcastle.errors import AccessDenied, Conflict, InvalidRequest, NotFound
 from memcastle.knowledge.entities import EntityResolver
 from memcastle.knowledge.facts import LINK_FANOUT, infer_links, make_link, present
 from memcastle.model import FACT_STATES, SINGLE_VALUED_PREDICATES, Assertion, Entity, GraphWrite
@@ -19,6 +19,7 @@ from memcastle.model.vocabulary import EXPLICIT_LINKS
 from memcastle.model.vocabulary import PREDICATES as PREDICATES
 from memcastle.preferences import Policy
 from memcastle.services.ids import resolve_id
+from memcastle.services.reader import visibility
 from memcastle.services.validation import check_limit, require_name
 from memcastle.store import KnowledgeStore
 
@@ -79,16 +80,57 @@ class FactService:
         return described[: check_limit(limit)]
 
     def resolve(self, fact_id: str, *, field: str = "fact_id") -> str:
-        """The whole id a fact id or unique prefix of it stands for (`memcastle.services.ids`)."""
-        return resolve_id(self._store, "fact", fact_id, field=field)
+        """The whole id a fact id or unique prefix of it stands for (`memcastle.services.ids`), among the facts the
+        client may see."""
+        seen = visibility()
+        visible = None if seen.reads_everything else self._visible_ids
+        return resolve_id(self._store, "fact", fact_id, field=field, visible=visible)
+
+    # --- what a scoped client sees: the facts read from drawers of its wings -------------------------------------
+
+    def _wings_of(self, facts: Sequence[Assertion]) -> dict[str, str | None]:
+        """The wing of each fact's evidence drawer (None for a fact stated without evidence)."""
+        places = self._store.search.drawer_places([f.drawer_id for f in facts if f.drawer_id])
+        return {f.id: (places[f.drawer_id].wing if f.drawer_id in places else None) for f in facts}
+
+    def _visible(self, facts: Sequence[Assertion]) -> list[Assertion]:
+        """Those of the facts the client may read: all of them, or for a scoped client those whose evidence drawer
+        lies in a wing it reads (a fact stated without evidence belongs to no wing, so to no scope)."""
+        seen = visibility()
+        if seen.reads_everything:
+            return list(facts)
+        wings = self._wings_of(facts)
+        return [f for f in facts if (wing := wings[f.id]) is not None and seen.can_read(wing)]
+
+    def _visible_ids(self, fact_ids: Sequence[str]) -> set[str]:
+        return {f.id for f in self._visible(list(self._store.graph.get_assertions(fact_ids).values()))}
+
+    def _readable(self, fact_id: str) -> Assertion:
+        fact = self._store.graph.get_assertion(self.resolve(fact_id))
+        if not self._visible([fact]):
+            raise NotFound(f"no fact {fact_id}")
+        return fact
+
+    def _writable(self, fact: Assertion) -> None:
+        """A change to a fact: its evidence's wing must be in the client's write scope."""
+        seen = visibility()
+        if seen.write is not None:
+            wing = self._wings_of([fact])[fact.id]
+            if wing is None:
+                raise AccessDenied(
+                    f"fact {fact.id} has no evidence drawer, so no wing; this token may write only to "
+                    f"{', '.join(sorted(seen.write)) or 'no wing'}",
+                    help="correct it with a token without --write limits",
+                )
+            seen.writable(wing)
 
     def get_fact(self, fact_id: str, *, as_of: str | None = None) -> FactView:
         at = parse_instant(as_of, field="as_of") if as_of else self._now()
-        return self._describe([self._store.graph.get_assertion(self.resolve(fact_id))], at)[0]
+        return self._describe([self._readable(fact_id)], at)[0]
 
     def fact_history(self, fact_id: str) -> list[FactView]:
         """The fact and everything transitively linked to it, ordered by valid_from."""
-        fact_id = self.resolve(fact_id)
+        fact_id = self._readable(fact_id).id
         seen = {fact_id: self._store.graph.get_assertion(fact_id)}
         frontier = [fact_id]
         while frontier:
@@ -99,12 +141,19 @@ class FactService:
                     if other not in seen:
                         seen[other] = self._store.graph.get_assertion(other)
                         frontier.append(other)
-        ordered = sorted(seen.values(), key=lambda f: (f.valid_from, f.id))
+        ordered = sorted(self._visible(list(seen.values())), key=lambda f: (f.valid_from, f.id))
         return self._describe(ordered, self._now())
 
     def _describe(self, facts: Sequence[Assertion], at: str) -> list[FactView]:
+        """The facts with their state and links, computed among the facts the client may see: for a scoped client a
+        conflict, a supersession or a link with a fact outside its wings does not exist."""
+        facts = self._visible(facts)
         links = self._store.graph.links_of([f.id for f in facts])
         related = self._store.graph.get_assertions([i for link in links for i in (link.from_id, link.to_id)])
+        if not visibility().reads_everything:
+            related = {f.id: f for f in self._visible(list(related.values()))}
+            known = related.keys() | {f.id for f in facts}
+            links = [link for link in links if link.from_id in known and link.to_id in known]
         everything = {**related, **{f.id: f for f in facts}}
         entities = self._store.graph.get_entities([i for f in everything.values() for i in (f.subject, f.object)])
         ordered = sorted(facts, key=lambda f: (f.valid_from, f.id))
@@ -129,26 +178,54 @@ class FactService:
     def list_entities(self, name: str | None, kind: str | None, limit: int = 50) -> list[Entity]:
         if kind is not None and kind not in ENTITY_KINDS:
             raise InvalidRequest(f"unknown kind {kind!r}; one of {', '.join(ENTITY_KINDS)}", field="kind")
-        return self._store.graph.list_entities(name, kind, check_limit(limit))
+        limit = check_limit(limit)
+        if visibility().reads_everything:
+            return self._store.graph.list_entities(name, kind, limit)
+        found = self._store.graph.list_entities(name, kind, 1000)
+        return [e for e in found if self._entity_visible(e.id)][:limit]
+
+    def _entity_visible(self, entity_id: str) -> bool:
+        """An entity a scoped client may see: mentioned in a drawer of its wings, or named by a fact it sees."""
+        mentioned = [m.drawer_id for m in self._store.graph.entity_mentions(entity_id, 200)]
+        if self._readable_drawers(mentioned):
+            return True
+        return bool(self._visible(self._store.graph.assertions_touching([entity_id], 200)))
+
+    def _readable_drawers(self, drawer_ids: Sequence[str]) -> set[str]:
+        seen = visibility()
+        places = self._store.search.drawer_places(drawer_ids)
+        return {i for i, place in places.items() if seen.can_read(place.wing)}
 
     def get_entity(self, entity_id: str) -> EntityView:
-        entity = self._store.graph.get_entity(resolve_id(self._store, "entity", entity_id, field="entity_id"))
+        seen = visibility()
+        visible = None if seen.reads_everything else (lambda ids: {i for i in ids if self._entity_visible(i)})
+        resolved = resolve_id(self._store, "entity", entity_id, field="entity_id", visible=visible)
+        entity = self._store.graph.get_entity(resolved)
         mentions = self._store.graph.entity_mentions(entity.id, 200)
         hints = self._store.graph.entity_hints(entity.id)
+        if not seen.reads_everything:
+            if not self._entity_visible(entity.id):
+                raise NotFound(f"no entity {entity_id}")
+            readable = self._readable_drawers([m.drawer_id for m in mentions])
+            mentions = [m for m in mentions if m.drawer_id in readable]
+            hints = [h for h in hints if self._entity_visible(h.other_id if h.entity_id == entity.id else h.entity_id)]
         return EntityView(entity, tuple(mentions), tuple(hints))
 
     # --- explicit operations --------------------------------------------------------------------
 
     def add(self, spec: FactSpec, *, requested_by: str = "http") -> FactView:
         """An explicit fact: entities are resolved (or created), the assertion is marked explicit."""
+        self._may_state(spec.evidence_drawer)
         fact, write = self._new_fact(self._validated(spec), spec.evidence_drawer)
         self._store.graph.apply_graph(write)
         return self.get_fact(fact.id)
 
     def supersede(self, fact_id: str, change: FactCorrection, *, requested_by: str = "http") -> Superseded:
         """Close the fact and open its replacement in one transaction, linked `supersedes`."""
-        fact_id = self.resolve(fact_id)
-        old = self._store.graph.get_assertion(fact_id)
+        old = self._readable(fact_id)
+        fact_id = old.id
+        self._writable(old)
+        self._may_state(change.evidence_drawer if change.evidence_drawer is not None else old.drawer_id)
         if old.valid_to is not None:
             raise Conflict(f"fact {fact_id} was already closed at {old.valid_to}", existing_id=fact_id)
         names = self._store.graph.get_entities([old.subject, old.object])
@@ -175,8 +252,9 @@ class FactService:
 
     def invalidate(self, fact_id: str, reason: str | None) -> FactView:
         """Close the fact without a replacement; the reason is recorded on an `invalidates` link."""
-        fact_id = self.resolve(fact_id)
-        self._store.graph.get_assertion(fact_id)
+        fact = self._readable(fact_id)
+        fact_id = fact.id
+        self._writable(fact)
         at = self._now()
         link = make_link(fact_id, fact_id, "invalidates", EXPLICIT, self._redacted(_reason(reason)), at)
         self._store.graph.record_decision(close=(fact_id, at), links=[link])
@@ -188,12 +266,31 @@ class FactService:
         from_id, to_id = self.resolve(from_id, field="from"), self.resolve(to_id, field="to")
         if from_id == to_id:
             raise InvalidRequest("a fact cannot be linked to itself", field="to")
-        self._store.graph.get_assertion(from_id)
-        self._store.graph.get_assertion(to_id)
+        self._writable(self._readable(from_id))
+        self._readable(to_id)
         link = make_link(from_id, to_id, kind, EXPLICIT, self._redacted(_reason(reason)), self._now())
         self._store.graph.record_decision(links=[link])
         stored = next(lk for lk in self._store.graph.links_of([from_id]) if lk.id == link.id)
         return Linked(stored, self.get_fact(from_id), self.get_fact(to_id))
+
+    def _may_state(self, evidence_drawer: str | None) -> None:
+        """A scoped writer states facts only from evidence in its wings (a fact without evidence has no wing)."""
+        seen = visibility()
+        if seen.is_whole:
+            return
+        if evidence_drawer is None:
+            if seen.write is not None:
+                raise AccessDenied(
+                    f"this token may write only to {', '.join(sorted(seen.write)) or 'no wing'}: a fact needs an "
+                    "evidence drawer there",
+                    help="pass evidence_drawer, a drawer of a wing the token writes to",
+                )
+            return
+        places = self._store.search.drawer_places([evidence_drawer])
+        wing = places[evidence_drawer].wing if evidence_drawer in places else None
+        if wing is None or not (seen.can_read(wing) or seen.can_write(wing)):
+            raise NotFound(f"no drawer {evidence_drawer}")
+        seen.writable(wing)
 
     def check_spec(self, spec: FactSpec) -> None:
         """Validate an explicit fact without writing anything (for all-or-nothing batches)."""

@@ -6,13 +6,14 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
 
-from memcastle.errors import Conflict, InvalidRequest
+from memcastle.errors import Conflict, InvalidRequest, NotFound
 from memcastle.model import ANY_TIME, FORGET_SCOPES, ForgetReport, ForgetScope, Job, LexicalQuery, Tombstone
 from memcastle.model.requests import SearchRequest
 from memcastle.search.engine import SearchEngine
 from memcastle.search.lexical import query_terms
 from memcastle.services.events import Publish, ignore_event
 from memcastle.services.ids import resolve_id
+from memcastle.services.reader import visibility
 from memcastle.services.search import build_query
 from memcastle.services.validation import check_limit, check_name, check_text
 from memcastle.store import Store
@@ -59,6 +60,7 @@ class ForgetService:
         scope = scope_of(request)
         if scope.drawer_id is not None:
             scope = replace(scope, drawer_id=resolve_id(self._store, "drawer", scope.drawer_id, field="drawer_id"))
+        self._within_scope(scope)
         if dry_run is None:
             dry_run = scope.broad
         if not dry_run:
@@ -71,6 +73,23 @@ class ForgetService:
             if report.tombstone is not None:
                 self._publish("forget", {"tombstone": report.tombstone.to_json()})
         return report
+
+    def _within_scope(self, scope: ForgetScope) -> None:
+        """A scoped client forgets a drawer, room or wing of its write scope, and only what it may see of them."""
+        seen = visibility()
+        if seen.is_whole:
+            return
+        if scope.kind == "drawer" and scope.drawer_id is not None:
+            place = self._store.search.drawer_places([scope.drawer_id]).get(scope.drawer_id)
+            if place is None or not (seen.can_read(place.wing) or seen.can_write(place.wing)):
+                raise NotFound(f"no drawer {scope.drawer_id}")
+            seen.writable(place.wing)
+        elif scope.kind in ("wing", "room") and scope.wing is not None:
+            if not (seen.can_read(scope.wing) or seen.can_write(scope.wing)):
+                raise NotFound(f"no wing {scope.wing!r}")
+            seen.writable(scope.wing)
+        else:
+            seen.whole_palace(f"forgetting by {scope.kind}")
 
     def tombstones(self, limit: int = 50) -> list[Tombstone]:
         return self._store.forgetting.tombstones(check_limit(limit))

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from memcastle.errors import Conflict
+from memcastle.errors import Conflict, NotFound
 from memcastle.model import ForgetReport, Scope
 from memcastle.model.answers import Renamed
 from memcastle.services.forgetting import ActiveMines, ForgetRequest, ForgetService
+from memcastle.services.reader import palace_wide, visibility
 from memcastle.services.validation import check_name
 from memcastle.store import Store
 
@@ -25,6 +26,7 @@ class PlaceService:
         self._active_mines = active_mines
 
     def list_sources(self) -> list[dict[str, Any]]:
+        palace_wide("the list of sources")
         return [
             {
                 "id": source.id,
@@ -58,6 +60,12 @@ class PlaceService:
     def rename(self, wing: str, new_name: str, *, room: str | None = None) -> Renamed:
         """Rename a wing, or a room of it. Mined drawers keep their place; a later mine files where it is told."""
         new_name = check_name(new_name, "name") or new_name
+        seen = visibility()
+        if not (seen.can_read(wing) or seen.can_write(wing)):
+            raise NotFound(f"no wing {wing!r}")
+        seen.writable(wing)
+        if room is None:
+            seen.writable(new_name)  # a renamed wing stays inside the scope
         self._refuse_while_mining(wing)
         if room is None:
             self._store.drawers.rename_wing(wing, new_name)

@@ -21,6 +21,7 @@ from memcastle.model import (
 from memcastle.model.requests import SearchRequest
 from memcastle.model.time import Axis
 from memcastle.search.engine import SearchEngine
+from memcastle.services.reader import visibility
 from memcastle.services.validation import MAX_QUERY_CHARS, check_limit, check_name, check_tags, check_text
 from memcastle.store import DrawerStore
 
@@ -38,7 +39,14 @@ class SearchService:
         self._engine.close()
 
     def search(self, request: SearchRequest) -> SearchResult:
-        return self._engine.search(build_query(request))
+        return self._engine.search(self.query(request))
+
+    @staticmethod
+    def query(request: SearchRequest) -> SearchQuery:
+        """The request validated, its scope narrowed to the wings the client may read (`services.reader`): the
+        store leaves every other wing out of each leg, expansion and snippet, before any ranking or limit."""
+        query = build_query(request)
+        return replace(query, scope=visibility().narrow(query.scope))
 
     def waiting_for_vector(self, drawer_id: str) -> bool:
         return self._engine.waiting_for_vector(drawer_id)
@@ -47,7 +55,7 @@ class SearchService:
         """The agent-facing search: a wing at most, never a room."""
         if request.room is not None:
             raise InvalidRequest("recall searches a whole wing; drop room or use search", field="room")
-        query = build_query(request)
+        query = self.query(request)
         result = self._engine.search(query)
         # A pinned drawer always enters the recall of its scope: those the search did not find come after the hits.
         found = {hit.drawer.id for hit in result.hits}

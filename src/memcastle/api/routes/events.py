@@ -9,7 +9,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Header, Query, Request
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
-from memcastle.api.access import reads
+from memcastle.api.access import palace_wide, reads
 from memcastle.api.openapi import DeclaredRoute
 from memcastle.api.routes.common import (
     services,
@@ -17,7 +17,7 @@ from memcastle.api.routes.common import (
 from memcastle.errors import InvalidRequest
 from memcastle.events import KINDS as ALL_EVENT_KINDS
 
-router = APIRouter(prefix="/api", route_class=DeclaredRoute)
+router = APIRouter(prefix="/api", route_class=DeclaredRoute, dependencies=[Depends(palace_wide)])
 
 
 @router.get(

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
 
-from memcastle.api.access import reads, writes
+from memcastle.api.access import palace_wide, reads, writes
 from memcastle.api.openapi import DeclaredRoute
 from memcastle.api.responses import (
     ForgetOut,
@@ -58,7 +58,12 @@ def forget_drawer(drawer_id: str, request: Request, dry_run: DryRun = None) -> d
     return services(request).forgetting.forget(scope, dry_run=dry_run, requested_by=requester(request)).to_json()
 
 
-@router.delete("/sources/{source_id}", response_model=ForgetOut, tags=["forgetting"], dependencies=[Depends(writes)])
+@router.delete(
+    "/sources/{source_id}",
+    response_model=ForgetOut,
+    tags=["forgetting"],
+    dependencies=[Depends(writes), Depends(palace_wide)],
+)
 def forget_source(source_id: str, request: Request, dry_run: DryRun = None) -> dict[str, Any]:
     """Forget every drawer mined from a source (a dry run unless dry_run=false)."""
     scope = ForgetRequest(kind="source", source_id=source_id)
@@ -83,13 +88,22 @@ def delete_room(wing: str, room: str, request: Request, force: Force = False, dr
     return places.delete(wing, room, force=force, dry_run=dry_run, requested_by=requester(request)).to_json()
 
 
-@router.get("/tombstones", response_model=TombstonesOut, tags=["forgetting"], dependencies=[Depends(reads)])
+@router.get(
+    "/tombstones",
+    response_model=TombstonesOut,
+    tags=["forgetting"],
+    dependencies=[Depends(reads), Depends(palace_wide)],
+)
 def tombstones(request: Request, limit: Limit = 50) -> dict[str, Any]:
     return {"tombstones": [t.to_json() for t in services(request).forgetting.tombstones(limit)]}
 
 
 @router.post(
-    "/lifecycle/erase", status_code=202, response_model=SweepOut, tags=["lifecycle"], dependencies=[Depends(writes)]
+    "/lifecycle/erase",
+    status_code=202,
+    response_model=SweepOut,
+    tags=["lifecycle"],
+    dependencies=[Depends(writes), Depends(palace_wide)],
 )
 def erase_expired(request: Request, body: EmptyBody) -> dict[str, Any]:
     """Erase now what `[[lifecycle]]` rules with `forget_after` expired long ago (the daemon also asks hourly)."""
@@ -99,14 +113,26 @@ def erase_expired(request: Request, body: EmptyBody) -> dict[str, Any]:
     return {"job": job.to_json()}
 
 
-@router.post("/export", status_code=202, response_model=JobAnswer, tags=["lifecycle"], dependencies=[Depends(writes)])
+@router.post(
+    "/export",
+    status_code=202,
+    response_model=JobAnswer,
+    tags=["lifecycle"],
+    dependencies=[Depends(writes), Depends(palace_wide)],
+)
 def export(body: ExportBody, request: Request) -> dict[str, Any]:
     """Write the palace to a portable archive at `path` (a new file), in the background."""
     job = services(request).archives.export(body.path, vectors=body.vectors, requested_by=requester(request))
     return {"job": job.to_json()}
 
 
-@router.post("/import", status_code=202, response_model=JobAnswer, tags=["lifecycle"], dependencies=[Depends(writes)])
+@router.post(
+    "/import",
+    status_code=202,
+    response_model=JobAnswer,
+    tags=["lifecycle"],
+    dependencies=[Depends(writes), Depends(palace_wide)],
+)
 def import_archive(body: ImportBody, request: Request) -> dict[str, Any]:
     """Load the archive at `path` into this palace, in the background (idempotent: what is here is skipped)."""
     job = services(request).archives.import_archive(body.path, requested_by=requester(request))

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
 
-from memcastle.api.access import controls, reads
+from memcastle.api.access import controls, palace_wide, reads
 from memcastle.api.openapi import DeclaredRoute
 from memcastle.api.responses import (
     JobAnswer,
@@ -25,7 +25,7 @@ from memcastle.api.schemas import (
 )
 from memcastle.model.vocabulary import JobState
 
-router = APIRouter(prefix="/api", route_class=DeclaredRoute)
+router = APIRouter(prefix="/api", route_class=DeclaredRoute, dependencies=[Depends(palace_wide)])
 
 
 @router.get("/jobs", response_model=JobsOut, tags=["jobs"], dependencies=[Depends(reads)])

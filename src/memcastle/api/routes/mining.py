@@ -6,7 +6,7 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Request
 
-from memcastle.api.access import reads, writes
+from memcastle.api.access import palace_wide, reads, writes
 from memcastle.api.openapi import DeclaredRoute
 from memcastle.api.responses import (
     MineOut,
@@ -26,7 +26,7 @@ from memcastle.api.schemas import (
 )
 from memcastle.model.requests import MinerDefinition, MineRequest, request_of
 
-router = APIRouter(prefix="/api", route_class=DeclaredRoute)
+router = APIRouter(prefix="/api", route_class=DeclaredRoute, dependencies=[Depends(palace_wide)])
 
 
 @router.get("/sources", response_model=SourcesOut, tags=["mining"], dependencies=[Depends(reads)])

@@ -6,7 +6,7 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Request
 
-from memcastle.api.access import controls, opens
+from memcastle.api.access import controls, opens, palace_wide
 from memcastle.api.openapi import DeclaredRoute
 from memcastle.api.responses import (
     ConnectorsOut,
@@ -30,7 +30,7 @@ def health() -> dict[str, Any]:
     return {"ok": True}
 
 
-@router.get("/status", response_model=StatusOut, tags=["status"], dependencies=[Depends(opens)])
+@router.get("/status", response_model=StatusOut, tags=["status"], dependencies=[Depends(opens), Depends(palace_wide)])
 def status(request: Request) -> dict[str, Any]:
     return services(request).status.status().to_json()
 
@@ -46,7 +46,11 @@ def connectors(request: Request) -> dict[str, Any]:
 
 
 @router.post(
-    "/shutdown", status_code=202, response_model=ShutdownOut, tags=["status"], dependencies=[Depends(controls)]
+    "/shutdown",
+    status_code=202,
+    response_model=ShutdownOut,
+    tags=["status"],
+    dependencies=[Depends(controls), Depends(palace_wide)],
 )
 def shutdown(request: Request, body: EmptyBody) -> dict[str, Any]:
     request.app.state.request_shutdown()

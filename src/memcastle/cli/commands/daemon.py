@@ -131,23 +131,33 @@ def mcp_bridge(inv: Invocation, start: bool) -> None:
     show_default=True,
     help="the most a client holding the token may do: a ceiling, whatever mode it asks for",
 )
+@click.option("--read", "read", help="the only wings it may read, comma-separated (default: every wing)")
+@click.option("--write", "write", help="the only wings it may write to, comma-separated (default: every wing)")
 @pass_invocation
-def token_create(inv: Invocation, name: str, token_mode: str) -> None:
+def token_create(inv: Invocation, name: str, token_mode: str, read: str | None, write: str | None) -> None:
     """Create a bearer token for this palace, NAME saying what it is for; it is printed once and stored only as a
-    digest."""
+    digest. --read and --write limit it to wings: a client holding it sees a palace holding only those."""
     from memcastle.runtime.tokens import TokenStore
 
-    token = TokenStore(inv.settings().palace).create(name, mode=token_mode)
+    store = TokenStore(inv.settings().palace)
+    token = store.create(name, mode=token_mode, read=_wing_list(read), write=_wing_list(write))
+    record = next(r for r in store.records() if r.name == name.strip())
 
     def show(data: Any) -> None:
         limited = "" if token_mode == "full" else f" (mode {token_mode})"
+        if not record.visibility.is_whole:
+            limited += f", {record.visibility.describe()}"
         render.console.print(f"token {name!r}{limited} created; it is shown only this once:\n\n  {token}\n")
         render.console.print(
             "[dim]clients send it as Authorization: Bearer TOKEN; the CLI reads MEMCASTLE_AUTH_TOKEN. "
             "Enable checking with auth.enabled = true and restart the daemon.[/dim]"
         )
 
-    inv.emit({"name": name, "token": token, "mode": token_mode}, show)
+    inv.emit({**record.to_json(), "token": token}, show)
+
+
+def _wing_list(value: str | None) -> list[str] | None:
+    return None if value is None else [w.strip() for w in value.split(",") if w.strip()]
 
 
 @token_app.command("list")
@@ -157,13 +167,14 @@ def token_list(inv: Invocation) -> None:
     from memcastle.runtime.tokens import TokenStore
 
     records = TokenStore(inv.settings().palace).records()
-    data = {"tokens": [{"name": r.name, "created_at": r.created_at, "mode": r.mode} for r in records]}
+    data = {"tokens": [r.to_json() for r in records]}
 
     def show(_: Any) -> None:
         if not records:
             render.console.print("no tokens; create one with: memcastle auth token create NAME")
         for record in records:
-            render.console.print(f"{record.name}  {record.mode}  [dim]created {record.created_at}[/dim]")
+            scope = "" if record.visibility.is_whole else f"  {record.visibility.describe()}"
+            render.console.print(f"{record.name}  {record.mode}{scope}  [dim]created {record.created_at}[/dim]")
 
     inv.emit(data, show)
 

@@ -54,6 +54,7 @@ class ToolSpec:
     aliases: Mapping[str, str] = field(default_factory=dict)
     adapt: Adapt | None = None
     other_names: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    palace_wide: bool = False  # works on the whole palace: refused for a token limited to some wings
 
     def annotations(self) -> ToolAnnotations:
         """The hints, where they differ from MCP's defaults (read-only false, idempotent false); destructive and
@@ -82,6 +83,7 @@ def tool(
     aliases: Mapping[str, str] | None = None,
     adapt: Adapt | None = None,
     other_names: Mapping[str, Mapping[str, Any]] | None = None,
+    palace_wide: bool = False,
 ) -> Callable[[Callable[..., dict[str, Any]]], Callable[..., dict[str, Any]]]:
     """Declare the decorated function as the MCP tool `name`."""
 
@@ -89,8 +91,9 @@ def tool(
         if name in TOOLS or name in OTHER_NAMES:
             raise RuntimeError(f"MCP tool {name} is declared twice")
         TOOLS[name] = ToolSpec(
-            fn, name, title, access, read_only, destructive, idempotent, aliases or {}, adapt, other_names or {}
-        )
+            fn, name, title, access, read_only, destructive, idempotent, aliases or {}, adapt, other_names or {},
+            palace_wide,
+        )  # fmt: skip
         for other, implied in (other_names or {}).items():
             OTHER_NAMES[other] = (name, implied)
         return fn

@@ -13,7 +13,7 @@ from memcastle.services.views import job_view
 JOB_ALIASES = {"id": "job_id"}
 
 
-@tool("memcastle_job_list", "List jobs", "read", read_only=True)
+@tool("memcastle_job_list", "List jobs", "read", read_only=True, palace_wide=True)
 def job_list(
     env: Env,
     status: JobState | None = None,
@@ -24,7 +24,7 @@ def job_list(
     return {"jobs": [job_view(j) for j in env.services.jobs.list_jobs(status, kind, limit)]}
 
 
-@tool("memcastle_job_get", "Get a job", "read", read_only=True, aliases=JOB_ALIASES)
+@tool("memcastle_job_get", "Get a job", "read", read_only=True, aliases=JOB_ALIASES, palace_wide=True)
 def job_get(env: Env, job_id: JobId) -> dict[str, Any]:
     """A job whole: parameters, result or error, what a queued one waits for."""
     job = env.services.jobs.get_job(job_id)
@@ -44,6 +44,7 @@ ORIGINAL_NAMES = {f"memcastle_job_{action}": {"action": action} for action in ("
     idempotent=False,
     aliases=JOB_ALIASES,
     other_names=ORIGINAL_NAMES,
+    palace_wide=True,
 )
 def job_control(
     env: Env,

@@ -26,7 +26,7 @@ def from_path(arguments: dict[str, Any]) -> dict[str, Any]:
 
 
 @tool("memcastle_mine", "Mine a source", "write", read_only=False, idempotent=False,
-      aliases={"source": "connector"}, adapt=from_path)  # fmt: skip
+      aliases={"source": "connector"}, adapt=from_path, palace_wide=True)  # fmt: skip
 def mine(
     env: Env,
     connector: Annotated[str, Field(min_length=1, description="{connectors}")],
@@ -41,19 +41,27 @@ def mine(
     return {"job": job_view(submitted.job), "joined": not submitted.created}
 
 
-@tool("memcastle_miner_list", "List miners", "read", read_only=True)
+@tool("memcastle_miner_list", "List miners", "read", read_only=True, palace_wide=True)
 def miner_list(env: Env) -> dict[str, Any]:
     """Miners: sources mined on a watch or a schedule."""
     return {"miners": [miner_view(m) for m in env.services.miners.list_miners()]}
 
 
-@tool("memcastle_miner_get", "Get a miner", "read", read_only=True, aliases={"id": "name"})
+@tool("memcastle_miner_get", "Get a miner", "read", read_only=True, aliases={"id": "name"}, palace_wide=True)
 def miner_get(env: Env, name: MinerName) -> dict[str, Any]:
     """A miner whole, with its last run."""
     return env.services.miners.get_miner(name).to_json()
 
 
-@tool("memcastle_miner_run", "Run a miner", "write", read_only=False, idempotent=False, aliases={"id": "name"})
+@tool(
+    "memcastle_miner_run",
+    "Run a miner",
+    "write",
+    read_only=False,
+    idempotent=False,
+    aliases={"id": "name"},
+    palace_wide=True,
+)
 def miner_run(env: Env, name: MinerName) -> dict[str, Any]:
     """Mine a miner's source now; returns the job."""
     submitted = env.services.miners.run(name, requested_by=REQUESTER)

@@ -29,6 +29,10 @@ def scope_sql(scope: Scope) -> tuple[str, list[Any]]:
         if value:
             sql += f" AND {column} = ?"
             params.append(value)
+    if scope.wings is not None:
+        # A scoped client's wings: none left means nothing is visible.
+        sql += f" AND w.name IN ({marks(scope.wings)})" if scope.wings else " AND 1 = 0"
+        params.extend(scope.wings)
     if not scope.hidden:
         sql += " AND NOT d.hidden"
     tags = sorted(set(scope.tags))

@@ -6,6 +6,7 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from memcastle.errors import InvalidRequest
+from memcastle.services.reader import palace_wide
 from memcastle.web.pages import PageRoute, allow, check_csrf, page, services_of
 
 router = APIRouter(include_in_schema=False, route_class=PageRoute)
@@ -14,6 +15,7 @@ ACTIONS = ("pause", "resume", "cancel", "retry")
 
 @router.get("/jobs", response_class=HTMLResponse)
 def jobs_page(request: Request) -> HTMLResponse:
+    palace_wide("the jobs page")
     jobs = services_of(request).jobs
     listed = [{**j.to_json(), "waiting": jobs.why_waiting(j)} for j in jobs.list_jobs(None, None, 50)]
     return page(request, "jobs.html", jobs=listed, title="Jobs")
@@ -21,6 +23,7 @@ def jobs_page(request: Request) -> HTMLResponse:
 
 @router.get("/jobs/{job_id}/row", response_class=HTMLResponse)
 def job_row(request: Request, job_id: str) -> HTMLResponse:
+    palace_wide("the jobs page")
     jobs = services_of(request).jobs
     job = jobs.get_job(job_id)
     return page(request, "_job_row.html", job={**job.to_json(), "waiting": jobs.why_waiting(job)})
@@ -28,6 +31,7 @@ def job_row(request: Request, job_id: str) -> HTMLResponse:
 
 @router.post("/jobs/{job_id}/{action}", response_class=HTMLResponse)
 def job_control(request: Request, job_id: str, action: str, csrf: str = Form("")) -> Response:
+    palace_wide("the jobs page")
     jobs = services_of(request).jobs
     check_csrf(request, csrf)
     allow(request, "control")
