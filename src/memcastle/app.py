@@ -44,6 +44,7 @@ from memcastle.search.maintainer import IndexMaintainer
 from memcastle.search.semantic import SemanticIndex
 from memcastle.search.stored import StoredVectorIndex
 from memcastle.services import Services
+from memcastle.services.audit import ReadAudit
 from memcastle.services.lifecycle import KIND as LIFECYCLE
 from memcastle.store import NearestStore, Store
 from memcastle.store.copy import CopyProgress, CopyReport, copy_palace
@@ -93,6 +94,7 @@ class Palace:
             self.triggers.start()
         if self.expiry is not None:
             self.expiry.start()
+        self.services.audit.start()
         self.started = True
 
     def stop(self) -> list[str]:
@@ -119,6 +121,7 @@ class Palace:
                     log.warning("a worker is still inside a unit of work after %.0f s; closing the store", waited)
                     break
                 log.info("waiting for a worker to finish its unit of work (%.0f s so far)", waited)
+        self.services.audit.stop()  # what was recorded is written before the store closes
         self.services.search.close()
         self.store.close()
         return requeued
@@ -178,6 +181,14 @@ def migrate_palace(settings: Settings, url: str, *, progress: CopyProgress | Non
             target.close()
     finally:
         source.close()
+
+
+def _duration(settings: Settings, key: str) -> float:
+    """A duration setting (`30d`, `12h`) in seconds, or an error naming where the setting came from."""
+    try:
+        return parse_duration(settings[key].strip())
+    except ValueError as exc:
+        raise settings.error(key, str(exc)) from None
 
 
 def _freshness(settings: Settings) -> Freshness:
@@ -333,6 +344,13 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
         events=events,
         reread_policy=lambda: load_policy(layers_from_settings(settings)),
         room=room,
+        audit=ReadAudit(
+            store.audit,
+            enabled=settings["audit.enabled"],
+            retention_seconds=_duration(settings, "audit.retention"),
+            max_records=settings["audit.max_records"],
+            now=now,
+        ),
     )
     built.append(services)
     pool.on_finished = services.jobs.after_job

@@ -27,7 +27,7 @@ from waiting import CEILING
 
 from memcastle.mcp.tools import TOOLS
 from memcastle.runtime.tokens import TokenStore
-from memcastle.web.routes import drawers, forgetting, jobs, knowledge, login, search
+from memcastle.web.routes import audit, drawers, forgetting, jobs, knowledge, login, search
 
 MARKER = "zqxmarker7731"
 PLANTED_WING = "vault"
@@ -268,8 +268,9 @@ def test_no_web_page_shows_the_scoped_token_anything_outside_its_wings(
         "/preferences": ["/preferences"],
         "/forget": [f"/forget?query={MARKER}", f"/forget?drawer={drawer}", f"/forget?wing={PLANTED_WING}"],
         "/login": ["/login"],
+        "/audit": ["/audit", f"/audit?drawer={drawer}"],
     }
-    concerns = (drawers, forgetting, jobs, knowledge, login, search)
+    concerns = (audit, drawers, forgetting, jobs, knowledge, login, search)
     shown = {r.path for c in concerns for r in c.router.routes if "GET" in getattr(r, "methods", ())}
     assert shown == set(pages), "every page is visited (a new page needs its visits here)"
     leaks = []

@@ -9,6 +9,7 @@ import numpy as np
 from knowledge.support import Palaces, client_of, extracted, mine, wait_until, write_notes
 
 from memcastle.app import Palace
+from memcastle.model import ANY_TIME, LexicalQuery, Scope
 from memcastle.store.sqlite import SQLiteStore
 
 PHRASE = "zqv7kx9 wombatquill"
@@ -67,7 +68,8 @@ def test_a_forgotten_phrase_is_nowhere_in_the_palace_files(palaces: Palaces, tmp
     store = palace.store
     assert isinstance(store, SQLiteStore)
     store._empty_log()  # the text now sits in the database file itself, not only in its log
-    seqs = {r["seq"] for r in store.copy.export_rows("drawer") if PHRASE in r["content"]}
+    planted = [r for r in store.copy.export_rows("drawer") if PHRASE in r["content"]]
+    seqs, seqs_ids = {r["seq"] for r in planted}, {r["id"] for r in planted}
     vectors = [row["vector"] for row in store.copy.export_rows("embedding") if row["drawer_seq"] in seqs]
     assert vectors
     # In the store as float32; in the graph as usearch's int8 copies (each component × 127, truncated).
@@ -93,7 +95,12 @@ def test_a_forgotten_phrase_is_nowhere_in_the_palace_files(palaces: Palaces, tmp
     after = palace_bytes(palace)
     assert not holding(after, (PHRASE.encode(), *TOKENS, *NAMES)), "the phrase and the names are gone"
     assert not holding(after, vector_bytes), "no vector of the forgotten drawers is left, in the graph or the store"
-    assert client.post("/api/search", json={"query": PHRASE, "ranking": "lexical"}).json()["hits"] == []
+    # The index finds nothing (asked of the store: a search through the API would be a new read, and the read audit
+    # records what a client asks after the forget as it records any read).
+    assert store.search.lexical_candidates(LexicalQuery(tuple(PHRASE.split())), Scope(when=ANY_TIME), 10) == []
+    # The search that found the phrase before is still in the read audit, without its words or the forgotten ids.
+    (read,) = client.get("/api/audit/reads").json()["reads"]
+    assert read["operation"] == "search" and read["query"] is None and not set(read["drawer_ids"]) & seqs_ids
     assert client.get("/api/entities", params={"name": "Zorblaxia Quintarro"}).json()["entities"] == []
     retried = client.post(
         "/api/notes", json={"content": "another text", "wing": "garden"}, headers={"Idempotency-Key": "plant-1"}

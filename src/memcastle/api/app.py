@@ -14,7 +14,7 @@ from starlette.staticfiles import StaticFiles
 
 from memcastle import __version__
 from memcastle.api.access import ModeCeiling
-from memcastle.api.auth import BearerAuth
+from memcastle.api.auth import BearerAuth, ReaderContext
 from memcastle.api.errors import answers, install_error_handlers
 from memcastle.api.guard import BrowserGuard, HostPolicy
 from memcastle.api.limits import BodyLimit
@@ -73,6 +73,7 @@ def create_app(
     app.state.request_shutdown = request_shutdown or (lambda: None)
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
     app.add_middleware(ModeCeiling, ceiling=mode)
+    app.add_middleware(ReaderContext)  # inside BearerAuth: it reads the token BearerAuth verified
     if tokens is not None:
         # Added after the body limit, so it runs before it: nothing of an unauthenticated request is read.
         app.add_middleware(BearerAuth, tokens=tokens)

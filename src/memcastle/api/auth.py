@@ -12,8 +12,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memcastle.api.access import narrow_mode
 from memcastle.api.errors import error_body
-from memcastle.runtime.tokens import TOKEN_STATE, TokenStore
-from memcastle.services.reader import seen_by
+from memcastle.model.visibility import EVERYTHING
+from memcastle.runtime.tokens import TOKEN_STATE, TokenRecord, TokenStore
+from memcastle.services.reader import Reader, reading_as
 
 PUBLIC = {("GET", "/api/health"), ("GET", "/login"), ("POST", "/login")}
 PUBLIC_PREFIXES = ("/static/",)
@@ -42,11 +43,10 @@ class BearerAuth:
         if record is not None:
             if record.mode != "full":
                 narrow_mode(scope, record.mode)  # a token's mode is a ceiling, as the daemon's is
-            # Who is asking, for every interface behind this one (REST, MCP, the web page): `tokens.token_of`, and
-            # what it may see for every service operation the request runs (`services.reader`).
+            # Who is asking, for every interface behind this one (REST, MCP, the web page): `tokens.token_of`,
+            # and through `app.ReaderContext` what it may see for every service operation the request runs.
             scope.setdefault("state", {})[TOKEN_STATE] = record
-            with seen_by(record.visibility):
-                await self.app(scope, receive, send)
+            await self.app(scope, receive, send)
             return
         if scope["method"] == "GET" and not path.startswith(("/api/", "/mcp")):
             # A person opening a page: the login form, which brings them back here.
@@ -77,6 +77,41 @@ class BearerAuth:
             }
         )
         await send({"type": "http.response.body", "body": body})
+
+
+class ReaderContext:
+    """Every request runs for its `Reader` (`services.reader`): the interface it came through (the web page, REST —
+    the CLI names itself in `X-MemCastle-Client` —, or MCP), the token `BearerAuth` verified and that token's wing
+    scope. Installed inside `BearerAuth`, always (with authentication off the reader has no token and sees all)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        record = token_of_scope(scope)
+        path = scope.get("path", "")
+        if path.startswith("/mcp"):
+            interface = "mcp"
+        elif path.startswith("/api/"):
+            sent = dict(scope.get("headers") or []).get(b"x-memcastle-client", b"http").decode("latin-1")
+            interface = sent if sent in ("cli", "http", "web") else "http"
+        else:
+            interface = "web"
+        who = Reader(
+            interface=interface,
+            token=record.name if record is not None else None,
+            visibility=record.visibility if record is not None else EVERYTHING,
+        )
+        with reading_as(who):
+            await self.app(scope, receive, send)
+
+
+def token_of_scope(scope: Scope) -> TokenRecord | None:
+    record = (scope.get("state") or {}).get(TOKEN_STATE)
+    return record if isinstance(record, TokenRecord) else None
 
 
 def _cookie(header: str, name: str) -> str | None:

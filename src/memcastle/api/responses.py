@@ -367,6 +367,23 @@ class TombstonesOut(Shape):
     tombstones: list[TombstoneOut]
 
 
+class ReadRecordOut(Shape):
+    id: int | None
+    at: str
+    interface: str = Field(description="http, cli, web or mcp")
+    operation: str = Field(description="search, recall, wake_up, diary, drawer, history, duplicates, facts or fact")
+    token: str | None = Field(description="the bearer token's name (authentication on)")
+    client: str | None = Field(description="the MCP client's name, from its initialize")
+    session: str | None = Field(description="the MCP session")
+    query: str | None = Field(description="what was asked for, redacted like any text")
+    drawer_ids: list[str] = Field(description="the drawers the answer returned (never their text)")
+    fact_ids: list[str]
+
+
+class ReadsOut(Shape):
+    reads: list[ReadRecordOut]
+
+
 class MinedSourceOut(Shape):
     id: str
     connector: str

@@ -11,6 +11,7 @@ from __future__ import annotations
 from memcastle.cli.app import app, run
 
 COMMAND_MODULES = {
+    "audit": ("audit",),
     "auth": ("daemon",),
     "config": ("config",),
     "diary": ("agents",),

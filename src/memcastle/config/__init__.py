@@ -156,6 +156,11 @@ SETTINGS: tuple[SettingSpec, ...] = (
         False,
         "also read source code and data files for entities and facts (off: the names in code are mostly noise)",
     ),
+    SettingSpec("audit.enabled", bool, True, "record who read what (ids, never text): the read audit"),
+    SettingSpec("audit.retention", str, "30d", "how long read audit records are kept (a duration: 30d, 12h)"),
+    SettingSpec(
+        "audit.max_records", int, 1_000_000, "the most read audit records kept (the oldest go first)", minimum=1000
+    ),
     SettingSpec("auth.enabled", bool, False, "require a bearer token on every request but GET /api/health"),
     SettingSpec("auth.allow_remote", bool, False, "allow binding a non-loopback address without auth"),
     SettingSpec(

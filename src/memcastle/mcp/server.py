@@ -21,13 +21,14 @@ from starlette.types import ASGIApp
 from memcastle import __version__
 from memcastle.errors import MemCastleError, error_shape, invalid_arguments
 from memcastle.mcp.endpoint import MCP_PATH
-from memcastle.mcp.sessions import SessionModes, mode_of
+from memcastle.mcp.sessions import SessionModes, mode_of, session_of
 from memcastle.mcp.tools import TOOLS, Env, ToolSpec, prepare
 from memcastle.mcp.tools.base import OTHER_NAMES, PYTHON_NAMES
+from memcastle.model.visibility import EVERYTHING
 from memcastle.modes import enforce_mode
-from memcastle.runtime.tokens import visibility_of
+from memcastle.runtime.tokens import token_of
 from memcastle.services import Services
-from memcastle.services.reader import palace_wide, seen_by
+from memcastle.services.reader import Reader, palace_wide, reading_as
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 WIRE_NAMES = {python: wire for wire, python in PYTHON_NAMES.items()}
@@ -141,8 +142,8 @@ def bind(
             if spec.access != "open":
                 enforce_mode(mode_of(ctx, modes)[0], spec.access)
             given = {PYTHON_NAMES.get(key, key): value for key, value in arguments.items()}
-            # The token of the HTTP request that carried this call (MCP over stdio has none: the bridge's own).
-            with seen_by(visibility_of(ctx.request_context.request)):
+            # The client: the token of the HTTP request that carried this call, the MCP client and its session.
+            with reading_as(mcp_reader(ctx)):
                 if spec.palace_wide:
                     palace_wide(spec.name)
                 return answer(spec.fn(Env(services, ctx, modes), **given))
@@ -154,6 +155,21 @@ def bind(
     run.__annotations__ = {"ctx": Context, **{p.name: p.annotation for p in params}, "return": CallToolResult}
     run.__name__ = spec.fn.__name__
     return run, frozenset(WIRE_NAMES.get(p.name, p.name) for p in params)
+
+
+def mcp_reader(ctx: Context) -> Reader:
+    """Who calls a tool: the bearer token of the HTTP request that carried the call (none on stdio, or with
+    authentication off), the client's name from its initialize, and its session."""
+    record = token_of(ctx.request_context.request)
+    params = getattr(ctx.session, "client_params", None)
+    info = getattr(params, "client_info", None)
+    return Reader(
+        interface="mcp",
+        token=record.name if record is not None else None,
+        client=getattr(info, "name", None),
+        session=session_of(ctx),
+        visibility=record.visibility if record is not None else EVERYTHING,
+    )
 
 
 def build_mcp_server(

@@ -37,6 +37,7 @@ from memcastle.search.embeddings import EmbeddingProvider
 from memcastle.search.engine import SearchEngine
 from memcastle.services.agents import AgentService
 from memcastle.services.archives import ArchiveService
+from memcastle.services.audit import ReadAudit
 from memcastle.services.drawers import DrawerService
 from memcastle.services.facts import FactService
 from memcastle.services.forgetting import ForgetRequest, ForgetService
@@ -74,21 +75,26 @@ class Services:
         events: EventBus | None = None,
         reread_policy: Callable[[], Policy] | None = None,
         room: Callable[[], int | None] | None = None,
+        audit: ReadAudit | None = None,
     ) -> None:
         self.store = store
+        self.audit = audit or ReadAudit(store.audit, enabled=False, now=now)
+        record = self.audit.record
         self.policy = policy
         self._reread_policy = reread_policy
         self.jobs = JobService(store.jobs, queue, embeddings=embeddings, extraction=extraction)
-        self.facts = FactService(store, policy, now=now)
+        self.facts = FactService(store, policy, now=now, record=record)
         keys = RequestKeys(store.request_keys, now, sole_writer=store.backend == "sqlite")
         self.events = events or EventBus()
         publish = self.events.publish
-        self.drawers = DrawerService(store, self.jobs, duplicates, policy, keys, publish, now=now)
-        self.search = SearchService(search, store.drawers)
-        self.agents = AgentService(store.drawers, self.drawers, self.facts, keys)
+        self.drawers = DrawerService(store, self.jobs, duplicates, policy, keys, publish, now=now, record=record)
+        self.search = SearchService(search, store.drawers, record=record)
+        self.agents = AgentService(store.drawers, self.drawers, self.facts, keys, record=record)
         self.mining = MiningService(connectors, self.jobs, roots)
         self.miners = MinerService(store.miners, store.jobs, self.mining, miners, publish=publish, now=now)
-        self.forgetting = ForgetService(store, search, self.mining.active_mines, publish, self.events.purge)
+        self.forgetting = ForgetService(
+            store, search, self.mining.active_mines, publish, self.events.purge, audit=self.audit
+        )
         self.places = PlaceService(store, self.forgetting, self.mining.active_mines)
         self.lifecycle = LifecycleService(store.drawers, self.jobs, self.forgetting, now=now)
         self.archives = ArchiveService(self.jobs, roots)

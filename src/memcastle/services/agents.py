@@ -9,6 +9,7 @@ from typing import Any
 from memcastle.errors import InvalidRequest
 from memcastle.model import Drawer, Scope
 from memcastle.model.requests import CheckpointItem
+from memcastle.services.audit import Record, unrecorded
 from memcastle.services.drawers import DEFAULT_WING, DIARY_ROOM, DrawerService
 from memcastle.services.facts import FactService
 from memcastle.services.reader import visibility
@@ -61,8 +62,17 @@ class WakeUp:
 class AgentService:
     """What an agent keeps between sessions."""
 
-    def __init__(self, store: DrawerStore, drawers: DrawerService, facts: FactService, keys: RequestKeys) -> None:
+    def __init__(
+        self,
+        store: DrawerStore,
+        drawers: DrawerService,
+        facts: FactService,
+        keys: RequestKeys,
+        *,
+        record: Record = unrecorded,
+    ) -> None:
         self._store = store
+        self._record = record
         self._keys = keys
         self._drawers = drawers
         self.facts = facts
@@ -78,7 +88,9 @@ class AgentService:
     def read_diary(self, agent: str, *, wing: str | None = None, limit: int = 10) -> list[Drawer]:
         """The agent's diary entries, newest first."""
         scope = Scope(wing=check_name(wing, "wing"), room=DIARY_ROOM, agent=require_name(agent, "agent"))
-        return self._store.latest_drawers(visibility().narrow(scope), check_limit(limit))
+        entries = self._store.latest_drawers(visibility().narrow(scope), check_limit(limit))
+        self._record("diary", query=agent, drawer_ids=[d.id for d in entries])
+        return entries
 
     def checkpoint(
         self, items: Sequence[CheckpointItem], *, agent: str | None = None, requested_by: str = "http"
@@ -199,6 +211,7 @@ class AgentService:
                 continue
             chosen.append(drawer)
             used += size
+        self._record("wake_up", query=agent, drawer_ids=[d.id for d in chosen])
         return WakeUp(
             agent=agent,
             wing=wing,

@@ -13,6 +13,7 @@ from memcastle.knowledge.dedup import DuplicateFinder
 from memcastle.model import Drawer, NewDrawer, Page, Provenance, Room, Source, Wing, content_hash
 from memcastle.model.answers import Duplicate, PreferenceTrace
 from memcastle.preferences import Policy, explain
+from memcastle.services.audit import Record, unrecorded
 from memcastle.services.events import Publish, drawer_ref, filed_event, ignore_event
 from memcastle.services.ids import resolve_id
 from memcastle.services.jobs import JobService
@@ -48,8 +49,10 @@ class DrawerService:
         publish: Publish = ignore_event,
         *,
         now: Clock = utc_now,
+        record: Record = unrecorded,
     ) -> None:
         self._store = store
+        self._record = record
         self._now = now
         self._publish = publish
         self._jobs = jobs
@@ -160,7 +163,7 @@ class DrawerService:
         """Pin or unpin, hide or show a drawer (by id or unique prefix); its later versions keep the marks."""
         if pinned is None and hidden is None:
             raise InvalidRequest("say what to change: pinned, hidden or both", field="pinned")
-        found = self.get_drawer(drawer_id)
+        found = self._visible(drawer_id)
         visibility().writable(found.wing)
         drawer = self._store.drawers.mark_drawer(found.id, pinned=pinned, hidden=hidden)
         self._publish("drawers", {"action": "marked", "drawers": [drawer_ref(drawer)], "pinned": drawer.pinned,
@@ -180,14 +183,22 @@ class DrawerService:
         places = self._store.search.drawer_places(drawer_ids)
         return {i for i, place in places.items() if seen.can_read(place.wing)}
 
-    def get_drawer(self, drawer_id: str) -> Drawer:
+    def _visible(self, drawer_id: str) -> Drawer:
         """The drawer (by id or unique prefix); outside the client's scope it does not exist."""
         drawer = self._store.drawers.get_drawer(self.resolve(drawer_id))
         visibility().readable(drawer.wing, f"drawer {drawer_id}")
         return drawer
 
+    def get_drawer(self, drawer_id: str) -> Drawer:
+        """A drawer read whole (recorded in the read audit)."""
+        drawer = self._visible(drawer_id)
+        self._record("drawer", drawer_ids=[drawer.id])
+        return drawer
+
     def drawer_history(self, drawer_id: str) -> list[Drawer]:
-        return self._store.drawers.drawer_history(self.get_drawer(drawer_id).id)
+        versions = self._store.drawers.drawer_history(self._visible(drawer_id).id)
+        self._record("history", drawer_ids=[d.id for d in versions])
+        return versions
 
     def supersede_drawer(
         self, drawer_id: str, content: str, *, reason: str | None = None, requested_by: str = "http"
@@ -196,7 +207,7 @@ class DrawerService:
         content = self._redactor.text(content).text
         if reason is not None and not reason.strip():
             raise InvalidRequest("reason must not be blank when given", field="reason")
-        old = self.get_drawer(drawer_id)
+        old = self._visible(drawer_id)
         drawer_id = old.id
         visibility().writable(old.wing)
         replacement = self._store.drawers.supersede_drawer(
@@ -217,7 +228,7 @@ class DrawerService:
 
     def preference_trace(self, drawer_id: str) -> PreferenceTrace:
         """How the effective policy resolves this drawer, from its frozen origin snapshot."""
-        drawer = self.get_drawer(drawer_id)
+        drawer = self._visible(drawer_id)
         return PreferenceTrace(drawer.id, explain(self._policy, drawer.source.origin))
 
     def list_wings(self) -> list[Wing]:
@@ -242,7 +253,7 @@ class DrawerService:
 
     def duplicates(self, drawer_id: str) -> list[Duplicate]:
         """Drawers linked to this one as exact, normalized or near copies (linked, never merged)."""
-        drawer_id = self.get_drawer(drawer_id).id
+        drawer_id = self._visible(drawer_id).id
         links = self._store.graph.drawer_links(drawer_id)
         others = self._store.drawers.get_drawers([lk.to_id if lk.from_id == drawer_id else lk.from_id for lk in links])
         out = []
@@ -250,4 +261,5 @@ class DrawerService:
             other = others.get(link.to_id if link.from_id == drawer_id else link.from_id)
             if other is not None and visibility().can_read(other.wing):
                 out.append(Duplicate(other, link.verdict, link.similarity, link.created_at))
+        self._record("duplicates", drawer_ids=[d.drawer.id for d in out])
         return out

@@ -18,6 +18,7 @@ from memcastle.model.vocabulary import ENTITY_KINDS as ENTITY_KINDS
 from memcastle.model.vocabulary import EXPLICIT_LINKS
 from memcastle.model.vocabulary import PREDICATES as PREDICATES
 from memcastle.preferences import Policy
+from memcastle.services.audit import Record, unrecorded
 from memcastle.services.ids import resolve_id
 from memcastle.services.reader import visibility
 from memcastle.services.validation import check_limit, require_name
@@ -41,8 +42,11 @@ class ValidFact(NamedTuple):
 class FactService:
     """Read facts with their computed state; record explicit decisions as immutable links."""
 
-    def __init__(self, store: KnowledgeStore, policy: Policy, *, now: Clock = utc_now) -> None:
+    def __init__(
+        self, store: KnowledgeStore, policy: Policy, *, now: Clock = utc_now, record: Record = unrecorded
+    ) -> None:
         self._store = store
+        self._record = record
         self._now = now
         self._policy = policy
         self._redactor = Redactor()  # a stated fact is text like a note: credentials never reach the graph
@@ -77,7 +81,12 @@ class FactService:
         described = self._describe(list(facts.values()), at)
         if state is not None:
             described = [d for d in described if d.state == state]
-        return described[: check_limit(limit)]
+        listed = described[: check_limit(limit)]
+        asked = " ".join(f"{k}={v}" for k, v in (("subject", subject), ("predicate", predicate), ("object", object),
+                                                  ("state", state)) if v)  # fmt: skip
+        fact_ids, drawer_ids = _ids(listed)
+        self._record("facts", query=asked or None, fact_ids=fact_ids, drawer_ids=drawer_ids)
+        return listed
 
     def resolve(self, fact_id: str, *, field: str = "fact_id") -> str:
         """The whole id a fact id or unique prefix of it stands for (`memcastle.services.ids`), among the facts the
@@ -125,6 +134,13 @@ class FactService:
             seen.writable(wing)
 
     def get_fact(self, fact_id: str, *, as_of: str | None = None) -> FactView:
+        """A fact read (recorded in the read audit)."""
+        view = self._view(fact_id, as_of=as_of)
+        facts, drawers = _ids([view])
+        self._record("fact", fact_ids=facts, drawer_ids=drawers)
+        return view
+
+    def _view(self, fact_id: str, *, as_of: str | None = None) -> FactView:
         at = parse_instant(as_of, field="as_of") if as_of else self._now()
         return self._describe([self._readable(fact_id)], at)[0]
 
@@ -142,7 +158,10 @@ class FactService:
                         seen[other] = self._store.graph.get_assertion(other)
                         frontier.append(other)
         ordered = sorted(self._visible(list(seen.values())), key=lambda f: (f.valid_from, f.id))
-        return self._describe(ordered, self._now())
+        history = self._describe(ordered, self._now())
+        facts, drawers = _ids(history)
+        self._record("facts", fact_ids=facts, drawer_ids=drawers)
+        return history
 
     def _describe(self, facts: Sequence[Assertion], at: str) -> list[FactView]:
         """The facts with their state and links, computed among the facts the client may see: for a scoped client a
@@ -218,7 +237,7 @@ class FactService:
         self._may_state(spec.evidence_drawer)
         fact, write = self._new_fact(self._validated(spec), spec.evidence_drawer)
         self._store.graph.apply_graph(write)
-        return self.get_fact(fact.id)
+        return self._view(fact.id)
 
     def supersede(self, fact_id: str, change: FactCorrection, *, requested_by: str = "http") -> Superseded:
         """Close the fact and open its replacement in one transaction, linked `supersedes`."""
@@ -248,7 +267,7 @@ class FactService:
             )
         )
         self._store.graph.record_decision(new=fact, close=(old.id, at), links=[link])
-        return Superseded(self.get_fact(fact.id), self.get_fact(old.id))
+        return Superseded(self._view(fact.id), self._view(old.id))
 
     def invalidate(self, fact_id: str, reason: str | None) -> FactView:
         """Close the fact without a replacement; the reason is recorded on an `invalidates` link."""
@@ -258,7 +277,7 @@ class FactService:
         at = self._now()
         link = make_link(fact_id, fact_id, "invalidates", EXPLICIT, self._redacted(_reason(reason)), at)
         self._store.graph.record_decision(close=(fact_id, at), links=[link])
-        return self.get_fact(fact_id)
+        return self._view(fact_id)
 
     def link(self, from_id: str, to_id: str, kind: str, reason: str | None) -> Linked:
         if kind not in EXPLICIT_LINKS:
@@ -271,7 +290,7 @@ class FactService:
         link = make_link(from_id, to_id, kind, EXPLICIT, self._redacted(_reason(reason)), self._now())
         self._store.graph.record_decision(links=[link])
         stored = next(lk for lk in self._store.graph.links_of([from_id]) if lk.id == link.id)
-        return Linked(stored, self.get_fact(from_id), self.get_fact(to_id))
+        return Linked(stored, self._view(from_id), self._view(to_id))
 
     def _may_state(self, evidence_drawer: str | None) -> None:
         """A scoped writer states facts only from evidence in its wings (a fact without evidence has no wing)."""
@@ -359,6 +378,11 @@ class FactService:
             links=tuple(links),
         )
         return fact, write
+
+
+def _ids(views: Sequence[FactView]) -> tuple[list[str], list[str]]:
+    """What a read of these facts returned, for the read audit: the facts and their evidence drawers."""
+    return [v.id for v in views], list(dict.fromkeys(v.fact.drawer_id for v in views if v.fact.drawer_id))
 
 
 def _reason(value: Any, *, field: str = "reason", default: str | None = None) -> str:

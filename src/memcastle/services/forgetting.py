@@ -11,6 +11,7 @@ from memcastle.model import ANY_TIME, FORGET_SCOPES, ForgetReport, ForgetScope, 
 from memcastle.model.requests import SearchRequest
 from memcastle.search.engine import SearchEngine
 from memcastle.search.lexical import query_terms
+from memcastle.services.audit import ReadAudit
 from memcastle.services.events import Publish, ignore_event
 from memcastle.services.ids import resolve_id
 from memcastle.services.reader import visibility
@@ -45,8 +46,11 @@ class ForgetService:
         active_mines: ActiveMines,
         publish: Publish = ignore_event,
         purge: Callable[[Collection[str]], object] | None = None,
+        *,
+        audit: ReadAudit | None = None,
     ) -> None:
         self._store = store
+        self._audit = audit
         self._publish = publish
         self._purge = purge
         self._engine = engine
@@ -65,8 +69,12 @@ class ForgetService:
             dry_run = scope.broad
         if not dry_run:
             self._refuse_while_mining(scope)
+            if self._audit is not None:
+                self._audit.flush()  # the reads recorded so far are written, so the cascade erases their ids
         report = self._store.forgetting.forget(scope, dry_run=dry_run, requested_by=requested_by)
         if not dry_run:
+            if self._audit is not None:
+                self._audit.drop(report.drawer_ids)
             self._engine.forget(report.drawer_ids)
             if self._purge is not None:
                 self._purge(report.drawer_ids)  # the live events that named them go too

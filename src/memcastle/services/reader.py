@@ -1,8 +1,10 @@
-"""Who the current operation runs for: the `Visibility` of the client's token, set once at each edge.
+"""Who the current operation runs for: the client's `Reader` — its interface, token, MCP client and session, and
+the `Visibility` of its token — set once at each edge.
 
-The HTTP edge (`api.auth.BearerAuth`, for REST and the web page) and the MCP tool runner (`mcp.server.bind`) set it
-for the duration of one request or tool call; every service operation that reads or writes memory reads it here and
-narrows or refuses accordingly (ADR 0030). Jobs, triggers and start-up run outside any request: they see everything.
+The HTTP edge (`api.app.ReaderContext`, for REST and the web page) and the MCP tool runner (`mcp.server.bind`) set it
+for the duration of one request or tool call; every service operation that reads or writes memory reads it here,
+narrowing or refusing by its visibility (ADR 0030) and recording reads under its name (`services.audit`). Jobs,
+triggers and start-up run outside any request: an internal reader that sees everything and is not audited.
 """
 
 from __future__ import annotations
@@ -10,21 +12,41 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 
 from memcastle.model.visibility import EVERYTHING, Visibility
 
-_current: ContextVar[Visibility] = ContextVar("memcastle_visibility", default=EVERYTHING)
+INTERNAL = "internal"
+
+
+@dataclass(frozen=True)
+class Reader:
+    """The client an operation runs for."""
+
+    interface: str = INTERNAL  # http | cli | web | mcp, or internal (jobs, triggers, start-up)
+    token: str | None = None  # the bearer token's name (authentication on)
+    client: str | None = None  # the MCP client's name, from its initialize
+    session: str | None = None  # the MCP session id
+    visibility: Visibility = EVERYTHING
+
+
+INTERNAL_READER = Reader()
+_current: ContextVar[Reader | None] = ContextVar("memcastle_reader", default=None)
+
+
+def reader() -> Reader:
+    return _current.get() or INTERNAL_READER
 
 
 def visibility() -> Visibility:
     """The wings the current client may read and write."""
-    return _current.get()
+    return reader().visibility
 
 
 @contextmanager
-def seen_by(seen: Visibility) -> Iterator[None]:
-    """Run the block for a client with this visibility."""
-    token = _current.set(seen)
+def reading_as(who: Reader) -> Iterator[None]:
+    """Run the block for this client."""
+    token = _current.set(who)
     try:
         yield
     finally:

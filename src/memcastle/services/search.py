@@ -21,6 +21,7 @@ from memcastle.model import (
 from memcastle.model.requests import SearchRequest
 from memcastle.model.time import Axis
 from memcastle.search.engine import SearchEngine
+from memcastle.services.audit import Record, unrecorded
 from memcastle.services.reader import visibility
 from memcastle.services.validation import MAX_QUERY_CHARS, check_limit, check_name, check_tags, check_text
 from memcastle.store import DrawerStore
@@ -31,15 +32,18 @@ PINNED_IN_RECALL = 10  # at most this many pinned drawers join a recall (docs/li
 class SearchService:
     """`search` (any scope) and `recall` (the agent-facing search: a wing at most)."""
 
-    def __init__(self, engine: SearchEngine, store: DrawerStore) -> None:
+    def __init__(self, engine: SearchEngine, store: DrawerStore, *, record: Record = unrecorded) -> None:
         self._engine = engine
         self._store = store
+        self._record = record
 
     def close(self) -> None:
         self._engine.close()
 
     def search(self, request: SearchRequest) -> SearchResult:
-        return self._engine.search(self.query(request))
+        result = self._engine.search(self.query(request))
+        self._record("search", query=request.query, drawer_ids=[hit.drawer.id for hit in result.hits])
+        return result
 
     @staticmethod
     def query(request: SearchRequest) -> SearchQuery:
@@ -60,6 +64,8 @@ class SearchService:
         # A pinned drawer always enters the recall of its scope: those the search did not find come after the hits.
         found = {hit.drawer.id for hit in result.hits}
         pinned = [d for d in self._store.pinned_drawers(query.scope, PINNED_IN_RECALL) if d.id not in found]
+        hits = [hit.drawer.id for hit in result.hits]
+        self._record("recall", query=request.query, drawer_ids=[*hits, *(d.id for d in pinned)])
         return replace(result, pinned=tuple(pinned)) if pinned else result
 
 

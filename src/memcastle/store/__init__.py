@@ -46,6 +46,7 @@ from memcastle.model import (
     Tombstone,
     Wing,
 )
+from memcastle.model.audit import ReadQuery, ReadRecord
 from memcastle.model.lifecycle import Lifecycle
 
 
@@ -309,6 +310,16 @@ class RequestKeyStore(Protocol):
     def release_request_key(self, key: str) -> None: ...
 
 
+class AuditStore(Protocol):
+    """The read audit: who read what, when, as ids (`memcastle.services.audit`)."""
+
+    def record_reads(self, records: Sequence[ReadRecord]) -> None: ...
+    def reads(self, query: ReadQuery) -> list[ReadRecord]: ...
+    def prune_reads(self, before: str, keep: int) -> int:
+        """Erase the records older than `before`, and the oldest beyond the newest `keep`; how many went."""
+        ...
+
+
 class MinerStore(Protocol):
     """Miners defined through the API, and every miner's enabled state and last run."""
 
@@ -387,6 +398,8 @@ class Store(Protocol):
     def miners(self) -> MinerStore: ...
     @property
     def copy(self) -> CopyStore: ...
+    @property
+    def audit(self) -> AuditStore: ...
 
     def ids_with_prefix(self, kind: str, prefix: str, limit: int) -> list[str]: ...
     def close(self) -> None: ...

@@ -1,4 +1,5 @@
-"""Forgetting for good (a drawer, a source, a room, a wing, a search's drawers), tombstones, export and import."""
+"""Forgetting for good (a drawer, a source, a room, a wing, a search's drawers), tombstones, export and import, and
+the read audit (what was read, by whom)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from memcastle.api.openapi import DeclaredRoute
 from memcastle.api.responses import (
     ForgetOut,
     JobAnswer,
+    ReadsOut,
     SweepOut,
     TombstonesOut,
 )
@@ -96,6 +98,25 @@ def delete_room(wing: str, room: str, request: Request, force: Force = False, dr
 )
 def tombstones(request: Request, limit: Limit = 50) -> dict[str, Any]:
     return {"tombstones": [t.to_json() for t in services(request).forgetting.tombstones(limit)]}
+
+
+@router.get(
+    "/audit/reads",
+    response_model=ReadsOut,
+    tags=["security"],
+    dependencies=[Depends(reads), Depends(palace_wide)],
+)
+def audit_reads(
+    request: Request,
+    token: Annotated[str | None, Query(description="reads by the bearer token of this name")] = None,
+    agent: Annotated[str | None, Query(description="reads by the MCP client of this name")] = None,
+    drawer: Annotated[str | None, Query(description="reads that returned this drawer (or fact) id")] = None,
+    since: Annotated[str | None, Query(description="reads at or after this instant (RFC 3339)")] = None,
+    limit: Limit = 50,
+) -> dict[str, Any]:
+    """What was read, newest first: who, when, the operation, the query and the ids returned (never the text)."""
+    found = services(request).audit.reads(token=token, client=agent, item=drawer, since=since, limit=limit)
+    return {"reads": [r.to_json() for r in found]}
 
 
 @router.post(

@@ -40,6 +40,7 @@ from memcastle.store.postgres.jobs import PostgresJobs
 from memcastle.store.postgres.locks import LOCK_NAMESPACE, MIGRATION_LOCK
 from memcastle.store.postgres.vectors import HNSW_MAX_DIMENSION, PostgresEmbeddings
 from memcastle.store.sql.archive import ArchiveTables
+from memcastle.store.sql.audit import AuditTables
 from memcastle.store.sql.base import Row, SqlStore, Tx
 from memcastle.store.sql.drawers import DrawerTables, NameTaken
 from memcastle.store.sql.filters import filter_sql
@@ -155,6 +156,7 @@ class PostgresStore(SqlStore):
         self.jobs = PostgresJobs(self)
         self.request_keys = RequestKeyTables(self)
         self.miners = MinerTables(self)
+        self.audit = AuditTables(self)
         self.copy = PalaceCopyRows(self)
 
     def _pgvector_version(self) -> tuple[int, ...]:

@@ -261,6 +261,11 @@ class ForgetTables(Role):
         for table in ("drawer_band", "drawer_signature", "extraction_read", "mention"):
             tx.run(f"DELETE FROM {table} WHERE drawer_id IN {_SET}")
         tx.run(f"DELETE FROM drawer_link WHERE from_id IN {_SET} OR to_id IN {_SET}")
+        # The read audit keeps who read what as ids: a forgotten drawer's, and its facts', go from it, with the
+        # queries that found them (a query is about what it found: the words of a forgotten drawer stay nowhere).
+        found = f"(SELECT audit_id FROM read_audit_item WHERE item_id IN {_SET} OR item_id IN {_GONE_FACTS})"
+        tx.run(f"UPDATE read_audit SET query = NULL WHERE id IN {found}")
+        tx.run(f"DELETE FROM read_audit_item WHERE item_id IN {_SET} OR item_id IN {_GONE_FACTS}")
         # Facts: those with other evidence lose the forgotten one; the others go with their links.
         tx.run(
             "UPDATE assertion SET drawer_id = NULL, origin = NULL, job_id = NULL "

@@ -24,6 +24,7 @@ from memcastle.store import VectorChunk
 from memcastle.store.copy import check_columns, copied_table, ensure_empty
 from memcastle.store.migrate import MIGRATIONS_TABLE, failed, pending
 from memcastle.store.sql.archive import ArchiveTables
+from memcastle.store.sql.audit import AuditTables
 from memcastle.store.sql.base import Role, Row, SqlStore, Tx
 from memcastle.store.sql.drawers import DrawerTables, NameTaken
 from memcastle.store.sql.embeddings import EmbeddingTables
@@ -114,6 +115,7 @@ class SQLiteStore(SqlStore):
         self.jobs = SQLiteJobs(self)
         self.request_keys = RequestKeyTables(self)
         self.miners = MinerTables(self)
+        self.audit = AuditTables(self)
         self.copy = SQLiteCopy(self)
 
     # --- connections ----------------------------------------------------------------------------
