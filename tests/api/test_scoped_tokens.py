@@ -61,7 +61,7 @@ def scoped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Daemon, s
     palace = root / "palace"
     tokens = TokenStore(palace)
     full = tokens.create("owner")
-    limited = tokens.create("agent", read=["team", "notes"], write=["notes"])
+    limited = tokens.create("agent", read=["team", "notes", "shared/public"], write=["notes", "shared/drafts"])
     daemon = launch_daemon(palace, make_home(root / "xdg"), extra_env={"MEMCASTLE_AUTH_ENABLED": "true"})
     planted = Planted()
     owner = httpx.Client(base_url=daemon.address, headers={"Authorization": f"Bearer {full}"}, trust_env=False)
@@ -91,6 +91,11 @@ def scoped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Daemon, s
         planted.ids["mined drawer"] = next(d["id"] for d in mined if d["id"] != planted.ids["drawer"])
         visible = owner.post("/api/notes", json={"content": "The team lantern is blue.", "wing": "team"})
         assert visible.status_code == 201
+        # A wing the token reads one room of: the room beside it holds the marker too.
+        beside = {"content": f"The shared locker {MARKER} code is 4411.", "wing": "shared", "room": "private"}
+        planted.ids["room drawer"] = owner.post("/api/notes", json=beside).json()["drawer"]["id"]
+        shown = {"content": "The shared notice board is green.", "wing": "shared", "room": "public"}
+        assert owner.post("/api/notes", json=shown).status_code == 201
         assert owner.post("/api/drawers/" + planted.ids["drawer"] + "/marks", json={"pinned": True}).status_code == 200
     yield daemon, full, limited, planted
     daemon.kill()
@@ -109,7 +114,15 @@ def test_the_scoped_token_sees_and_writes_its_own_wings(scoped: tuple[Daemon, st
         assert wrote.status_code == 201
         refused = http.post("/api/notes", json={"content": "Into the team wing.", "wing": "team"})
         assert refused.status_code == 403 and "notes" in refused.json()["error"], "a refusal names the scope"
-        assert [w["name"] for w in http.get("/api/wings").json()["wings"]] == ["notes", "team"]
+        assert [w["name"] for w in http.get("/api/wings").json()["wings"]] == ["notes", "shared", "team"]
+        assert [r["name"] for r in http.get("/api/wings/shared/rooms").json()["rooms"]] == ["public"]
+        board = http.post("/api/search", json={"query": "shared locker notice board", "ranking": "lexical"}).json()
+        assert [(h["drawer"]["wing"], h["drawer"]["room"]) for h in board["hits"]] == [("shared", "public")]
+        drafted = http.post("/api/notes", json={"content": "A draft.", "wing": "shared", "room": "drafts"})
+        assert drafted.status_code == 201, "a room of the write scope"
+        assert http.post("/api/notes", json={"content": "No.", "wing": "shared", "room": "public"}).status_code == 403
+        room = http.get(f"/api/drawers/{planted.ids['room drawer']}")
+        assert room.status_code == 404
         gone = http.get(f"/api/drawers/{planted.ids['drawer']}")
         assert gone.status_code == 404 and gone.json()["error"] == f"no drawer {planted.ids['drawer']}"
 
@@ -118,12 +131,17 @@ def _rest_calls(paths: dict[str, Any], planted: Planted) -> list[tuple[str, str,
     """Every route of the API, with path parameters naming what is out of scope (and id prefixes of it), and bodies
     that ask for the marker."""
     values = {
-        "drawer_id": [planted.ids["drawer"], planted.ids["drawer"][:8], planted.ids["mined drawer"]],
+        "drawer_id": [
+            planted.ids["drawer"],
+            planted.ids["drawer"][:8],
+            planted.ids["mined drawer"],
+            planted.ids["room drawer"],
+        ],
         "fact_id": [planted.ids["fact"], planted.ids["fact"][:8]],
         "entity_id": [planted.ids["entity"], planted.ids["entity"][:8]],
         "job_id": [planted.ids["job"], planted.ids["job"][:8]],
-        "wing": [PLANTED_WING],
-        "room": ["notes"],
+        "wing": [PLANTED_WING, "shared"],
+        "room": ["notes", "private"],
         "name": ["owner"],
         "source_id": ["anything"],
         "action": ["pause"],
@@ -195,7 +213,7 @@ MCP_ARGUMENTS: dict[str, list[dict[str, Any]]] = {
     "memcastle_history": [{"drawer_id": "{drawer}"}],
     "memcastle_duplicates": [{"drawer_id": "{drawer}"}],
     "memcastle_explain_preference": [{"drawer_id": "{drawer}"}],
-    "memcastle_wing_list": [{}, {"wing": PLANTED_WING}],
+    "memcastle_wing_list": [{}, {"wing": PLANTED_WING}, {"wing": "shared"}],
     "memcastle_drawer_supersede": [{"drawer_id": "{drawer}", "content": "changed"}],
     "memcastle_drawer_mark": [{"drawer_id": "{drawer}", "hidden": True}],
     "memcastle_forget": [
@@ -259,7 +277,12 @@ def test_no_web_page_shows_the_scoped_token_anything_outside_its_wings(
     drawer, fact = planted.ids["drawer"], planted.ids["fact"]
     pages = {
         "/": [f"/?q={MARKER}", f"/?q={MARKER}&wing={PLANTED_WING}&time=any&include_hidden=true", "/"],
-        "/browse": ["/browse", f"/browse?wing={PLANTED_WING}"],
+        "/browse": [
+            "/browse",
+            f"/browse?wing={PLANTED_WING}",
+            "/browse?wing=shared",
+            "/browse?wing=shared&room=private",
+        ],
         "/drawer/{drawer_id}": [f"/drawer/{drawer}", f"/drawer/{drawer[:8]}"],
         "/facts": ["/facts", "/facts?state=current", f"/facts?subject=Ana%20{MARKER}"],
         "/facts/{fact_id}": [f"/facts/{fact}", f"/facts/{fact[:8]}"],
@@ -290,7 +313,10 @@ def test_tokens_list_their_scope_and_the_cli_creates_one(
     daemon, full, limited, _ = scoped
     with _http(daemon, full) as owner:
         listed = {t["name"]: t for t in owner.get("/api/auth/tokens").json()["tokens"]}
-        assert (listed["agent"]["read"], listed["agent"]["write"]) == (["notes", "team"], ["notes"])
+        assert (listed["agent"]["read"], listed["agent"]["write"]) == (
+            ["notes", "shared/public", "team"],
+            ["notes", "shared/drafts"],
+        )
         assert (listed["owner"]["read"], listed["owner"]["write"]) == (None, None)
     with _http(daemon, limited) as http:
         # A scoped token cannot mint itself a wider one, whatever its mode.

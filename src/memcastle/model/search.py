@@ -78,7 +78,8 @@ class Scope:
     agent: str | None = None
     when: When = CURRENT
     hidden: bool = False  # include the drawers a person hid
-    wings: tuple[str, ...] | None = None  # the wings a scoped client may read (None: all; `model.visibility`)
+    # The places a scoped client may read: wings, or (wing, room) pairs (None: all; `model.visibility`).
+    places: tuple[tuple[str, str | None], ...] | None = None
 
 
 @dataclass(frozen=True)

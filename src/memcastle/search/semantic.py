@@ -280,9 +280,14 @@ class SemanticIndex:
         for column, wanted in enumerate((scope.wing, scope.room, scope.source_kind, scope.connector)):
             if wanted is not None:
                 mask = mask & (snapshot.places[rows, column] == self._codes[column].get(wanted, -1))
-        if scope.wings is not None:
-            codes = [self._codes[0].get(wing, -1) for wing in scope.wings]
-            mask = mask & np.isin(snapshot.places[rows, 0], codes)
+        if scope.places is not None:
+            inside = np.zeros_like(mask)
+            for wing, room in scope.places:
+                here = snapshot.places[rows, 0] == self._codes[0].get(wing, -1)
+                if room is not None:
+                    here = here & (snapshot.places[rows, 1] == self._codes[1].get(room, -1))
+                inside = inside | here
+            mask = mask & inside
         return mask
 
     def _narrow(self, scope: Scope) -> bool:

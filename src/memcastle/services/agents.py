@@ -107,7 +107,8 @@ class AgentService:
             )
         for index, item in enumerate(items):
             check_content(item.content, f"items[{index}].content")
-            visibility().writable(check_name(item.wing, f"items[{index}].wing") or DEFAULT_WING)  # all or nothing
+            place = check_name(item.wing, f"items[{index}].wing") or DEFAULT_WING
+            visibility().writable(place, check_name(item.room, f"items[{index}].room") or CHECKPOINT_ROOM)
             self._drawers.expiry(item.expires_at, field=f"items[{index}].expires_at")
             if item.fact is not None:
                 try:

@@ -8,7 +8,7 @@ from typing import Any
 
 from memcastle.clock import Clock, utc_now
 from memcastle.connectors.secrets import Redactor
-from memcastle.errors import InvalidRequest
+from memcastle.errors import InvalidRequest, NotFound
 from memcastle.knowledge.dedup import DuplicateFinder
 from memcastle.model import Drawer, NewDrawer, Page, Provenance, Room, Source, Wing, content_hash
 from memcastle.model.answers import Duplicate, PreferenceTrace
@@ -84,8 +84,8 @@ class DrawerService:
         check_content(content)
         content = self._redactor.text(content).text
         wing = check_name(wing, "wing") or DEFAULT_WING
-        visibility().writable(wing)
         room = check_name(room, "room") or NOTES_ROOM
+        visibility().writable(wing, room)
         # A name and tags are stored and shown like the text: a token pasted there is redacted too.
         tags = tuple(dict.fromkeys(self._redactor.text(tag).text for tag in check_tags(tags)))
         agent = check_name(agent, "agent")
@@ -164,7 +164,7 @@ class DrawerService:
         if pinned is None and hidden is None:
             raise InvalidRequest("say what to change: pinned, hidden or both", field="pinned")
         found = self._visible(drawer_id)
-        visibility().writable(found.wing)
+        visibility().writable(found.wing, found.room)
         drawer = self._store.drawers.mark_drawer(found.id, pinned=pinned, hidden=hidden)
         self._publish("drawers", {"action": "marked", "drawers": [drawer_ref(drawer)], "pinned": drawer.pinned,
                                   "hidden": drawer.hidden})  # fmt: skip
@@ -181,12 +181,12 @@ class DrawerService:
         """Those of the drawers in wings the client may read."""
         seen = visibility()
         places = self._store.search.drawer_places(drawer_ids)
-        return {i for i, place in places.items() if seen.can_read(place.wing)}
+        return {i for i, place in places.items() if seen.can_read(place.wing, place.room)}
 
     def _visible(self, drawer_id: str) -> Drawer:
         """The drawer (by id or unique prefix); outside the client's scope it does not exist."""
         drawer = self._store.drawers.get_drawer(self.resolve(drawer_id))
-        visibility().readable(drawer.wing, f"drawer {drawer_id}")
+        visibility().readable(drawer.wing, f"drawer {drawer_id}", drawer.room)
         return drawer
 
     def get_drawer(self, drawer_id: str) -> Drawer:
@@ -209,7 +209,7 @@ class DrawerService:
             raise InvalidRequest("reason must not be blank when given", field="reason")
         old = self._visible(drawer_id)
         drawer_id = old.id
-        visibility().writable(old.wing)
+        visibility().writable(old.wing, old.room)
         replacement = self._store.drawers.supersede_drawer(
             drawer_id,
             NewDrawer(
@@ -233,22 +233,28 @@ class DrawerService:
 
     def list_wings(self) -> list[Wing]:
         seen = visibility()
-        return [w for w in self._store.drawers.list_wings() if seen.can_read(w.name)]
+        return [w for w in self._store.drawers.list_wings() if seen.sees_wing(w.name)]
 
     def wing_names(self) -> list[str]:
         seen = visibility()
-        return [w for w in self._store.drawers.wing_names() if seen.can_read(w)]
+        return [w for w in self._store.drawers.wing_names() if seen.sees_wing(w)]
 
     def list_rooms(self, wing: str) -> list[Room]:
-        visibility().readable(wing, f"wing {wing!r}")
-        return self._store.drawers.list_rooms(wing)
+        seen = visibility()
+        if not seen.sees_wing(wing):
+            raise NotFound(f"no wing {wing!r}")
+        return [r for r in self._store.drawers.list_rooms(wing) if seen.can_read(wing, r.name)]
 
     def list_drawers(self, wing: str | None, room: str | None, limit: int, after: str | None) -> Page[Drawer]:
         seen = visibility()
         if wing is None and not seen.reads_everything:
             raise InvalidRequest(f"this token reads only {seen.describe()}: name a wing", field="wing")
-        if wing is not None:
-            seen.readable(wing, f"wing {wing!r}")
+        if wing is not None and not seen.sees_wing(wing):
+            raise NotFound(f"no wing {wing!r}")
+        if wing is not None and not seen.can_read(wing, room):
+            if room is not None:
+                raise NotFound(f"no room {room!r} in wing {wing!r}")
+            raise InvalidRequest(f"this token reads only {seen.describe()}: name a room of {wing!r}", field="room")
         return self._store.drawers.list_drawers(wing, room, check_limit(limit), after)
 
     def duplicates(self, drawer_id: str) -> list[Duplicate]:
@@ -259,7 +265,7 @@ class DrawerService:
         out = []
         for link in links:
             other = others.get(link.to_id if link.from_id == drawer_id else link.from_id)
-            if other is not None and visibility().can_read(other.wing):
+            if other is not None and visibility().can_read(other.wing, other.room):
                 out.append(Duplicate(other, link.verdict, link.similarity, link.created_at))
         self._record("duplicates", drawer_ids=[d.drawer.id for d in out])
         return out

@@ -97,10 +97,13 @@ class FactService:
 
     # --- what a scoped client sees: the facts read from drawers of its wings -------------------------------------
 
-    def _wings_of(self, facts: Sequence[Assertion]) -> dict[str, str | None]:
-        """The wing of each fact's evidence drawer (None for a fact stated without evidence)."""
+    def _places_of(self, facts: Sequence[Assertion]) -> dict[str, tuple[str, str] | None]:
+        """The wing and room of each fact's evidence drawer (None for a fact stated without evidence)."""
         places = self._store.search.drawer_places([f.drawer_id for f in facts if f.drawer_id])
-        return {f.id: (places[f.drawer_id].wing if f.drawer_id in places else None) for f in facts}
+        return {
+            f.id: ((places[f.drawer_id].wing, places[f.drawer_id].room) if f.drawer_id in places else None)
+            for f in facts
+        }
 
     def _visible(self, facts: Sequence[Assertion]) -> list[Assertion]:
         """Those of the facts the client may read: all of them, or for a scoped client those whose evidence drawer
@@ -108,8 +111,8 @@ class FactService:
         seen = visibility()
         if seen.reads_everything:
             return list(facts)
-        wings = self._wings_of(facts)
-        return [f for f in facts if (wing := wings[f.id]) is not None and seen.can_read(wing)]
+        places = self._places_of(facts)
+        return [f for f in facts if (place := places[f.id]) is not None and seen.can_read(*place)]
 
     def _visible_ids(self, fact_ids: Sequence[str]) -> set[str]:
         return {f.id for f in self._visible(list(self._store.graph.get_assertions(fact_ids).values()))}
@@ -124,14 +127,14 @@ class FactService:
         """A change to a fact: its evidence's wing must be in the client's write scope."""
         seen = visibility()
         if seen.write is not None:
-            wing = self._wings_of([fact])[fact.id]
-            if wing is None:
+            place = self._places_of([fact])[fact.id]
+            if place is None:
                 raise AccessDenied(
                     f"fact {fact.id} has no evidence drawer, so no wing; this token may write only to "
                     f"{', '.join(sorted(seen.write)) or 'no wing'}",
                     help="correct it with a token without --write limits",
                 )
-            seen.writable(wing)
+            seen.writable(*place)
 
     def get_fact(self, fact_id: str, *, as_of: str | None = None) -> FactView:
         """A fact read (recorded in the read audit)."""
@@ -213,7 +216,7 @@ class FactService:
     def _readable_drawers(self, drawer_ids: Sequence[str]) -> set[str]:
         seen = visibility()
         places = self._store.search.drawer_places(drawer_ids)
-        return {i for i, place in places.items() if seen.can_read(place.wing)}
+        return {i for i, place in places.items() if seen.can_read(place.wing, place.room)}
 
     def get_entity(self, entity_id: str) -> EntityView:
         seen = visibility()
@@ -306,10 +309,10 @@ class FactService:
                 )
             return
         places = self._store.search.drawer_places([evidence_drawer])
-        wing = places[evidence_drawer].wing if evidence_drawer in places else None
-        if wing is None or not (seen.can_read(wing) or seen.can_write(wing)):
+        place = places.get(evidence_drawer)
+        if place is None or not (seen.can_read(place.wing, place.room) or seen.can_write(place.wing, place.room)):
             raise NotFound(f"no drawer {evidence_drawer}")
-        seen.writable(wing)
+        seen.writable(place.wing, place.room)
 
     def check_spec(self, spec: FactSpec) -> None:
         """Validate an explicit fact without writing anything (for all-or-nothing batches)."""

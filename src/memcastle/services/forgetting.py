@@ -89,13 +89,13 @@ class ForgetService:
             return
         if scope.kind == "drawer" and scope.drawer_id is not None:
             place = self._store.search.drawer_places([scope.drawer_id]).get(scope.drawer_id)
-            if place is None or not (seen.can_read(place.wing) or seen.can_write(place.wing)):
+            if place is None or not (seen.can_read(place.wing, place.room) or seen.can_write(place.wing, place.room)):
                 raise NotFound(f"no drawer {scope.drawer_id}")
-            seen.writable(place.wing)
+            seen.writable(place.wing, place.room)
         elif scope.kind in ("wing", "room") and scope.wing is not None:
-            if not (seen.can_read(scope.wing) or seen.can_write(scope.wing)):
+            if not (seen.sees_wing(scope.wing) or seen.can_write(scope.wing, scope.room)):
                 raise NotFound(f"no wing {scope.wing!r}")
-            seen.writable(scope.wing)
+            seen.writable(scope.wing, scope.room)
         else:
             seen.whole_palace(f"forgetting by {scope.kind}")
 

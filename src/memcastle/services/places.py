@@ -61,11 +61,11 @@ class PlaceService:
         """Rename a wing, or a room of it. Mined drawers keep their place; a later mine files where it is told."""
         new_name = check_name(new_name, "name") or new_name
         seen = visibility()
-        if not (seen.can_read(wing) or seen.can_write(wing)):
+        if not (seen.sees_wing(wing) or seen.can_write(wing, room)):
             raise NotFound(f"no wing {wing!r}")
-        seen.writable(wing)
-        if room is None:
-            seen.writable(new_name)  # a renamed wing stays inside the scope
+        seen.writable(wing, room)
+        # What is renamed stays inside the scope.
+        seen.writable(*((new_name, None) if room is None else (wing, new_name)))
         self._refuse_while_mining(wing)
         if room is None:
             self._store.drawers.rename_wing(wing, new_name)

@@ -131,8 +131,8 @@ def mcp_bridge(inv: Invocation, start: bool) -> None:
     show_default=True,
     help="the most a client holding the token may do: a ceiling, whatever mode it asks for",
 )
-@click.option("--read", "read", help="the only wings it may read, comma-separated (default: every wing)")
-@click.option("--write", "write", help="the only wings it may write to, comma-separated (default: every wing)")
+@click.option("--read", "read", help="the only wings (or wing/room) it may read, comma-separated (default: all)")
+@click.option("--write", "write", help="the only wings (or wing/room) it may write to, comma-separated (default: all)")
 @pass_invocation
 def token_create(inv: Invocation, name: str, token_mode: str, read: str | None, write: str | None) -> None:
     """Create a bearer token for this palace, NAME saying what it is for; it is printed once and stored only as a

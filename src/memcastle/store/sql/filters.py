@@ -29,10 +29,13 @@ def scope_sql(scope: Scope) -> tuple[str, list[Any]]:
         if value:
             sql += f" AND {column} = ?"
             params.append(value)
-    if scope.wings is not None:
-        # A scoped client's wings: none left means nothing is visible.
-        sql += f" AND w.name IN ({marks(scope.wings)})" if scope.wings else " AND 1 = 0"
-        params.extend(scope.wings)
+    if scope.places is not None:
+        # A scoped client's wings and rooms: none left means nothing is visible.
+        alternatives = []
+        for wing, room in scope.places:
+            alternatives.append("w.name = ?" if room is None else "(w.name = ? AND r.name = ?)")
+            params.extend([wing] if room is None else [wing, room])
+        sql += f" AND ({' OR '.join(alternatives)})" if alternatives else " AND 1 = 0"
     if not scope.hidden:
         sql += " AND NOT d.hidden"
     tags = sorted(set(scope.tags))
