@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -62,6 +63,7 @@ def scoped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Daemon, s
     tokens = TokenStore(palace)
     full = tokens.create("owner")
     limited = tokens.create("agent", read=["team", "notes", "shared/public"], write=["notes", "shared/drafts"])
+    tokens.create("searcher", tools=["memcastle_search", "memcastle_get_drawer"])
     daemon = launch_daemon(palace, make_home(root / "xdg"), extra_env={"MEMCASTLE_AUTH_ENABLED": "true"})
     planted = Planted()
     owner = httpx.Client(base_url=daemon.address, headers={"Authorization": f"Bearer {full}"}, trust_env=False)
@@ -158,8 +160,8 @@ def _rest_calls(paths: dict[str, Any], planted: Planted) -> list[tuple[str, str,
     calls = []
     for path, methods in paths.items():
         for method in methods:
-            if path in ("/api/health", "/api/shutdown"):
-                continue
+            if path in ("/api/health", "/api/shutdown", "/api/events"):
+                continue  # the event stream never ends: test_the_event_stream_carries_only_the_scope follows it
             names = re.findall(r"{(\w+)}", path)
             fillings = [{}] if not names else [dict(zip(names, combo, strict=True)) for combo in _combos(names, values)]
             for filling in fillings:
@@ -305,6 +307,73 @@ def test_no_web_page_shows_the_scoped_token_anything_outside_its_wings(
                     leaks.append((url, answer.status_code, found))
         assert "team" in http.get("/browse").text
     assert not leaks, leaks
+
+
+def test_the_event_stream_carries_only_the_scope(scoped: tuple[Daemon, str, str, Planted]) -> None:
+    daemon, full, limited, planted = scoped
+    with _http(daemon, limited) as http:
+        assert http.get("/api/events", params={"kinds": "job"}).status_code == 403, "job events cover the palace"
+    received: list[str] = []
+    ready = threading.Event()
+    awaited: dict[str, str] = {}
+
+    def follow() -> None:
+        with _http(daemon, limited) as http, http.stream("GET", "/api/events", timeout=CEILING) as stream:
+            ready.set()
+            for line in stream.iter_lines():
+                received.append(line)
+                if ("id" in awaited and any(awaited["id"] in seen for seen in received)) or len(received) > 200:
+                    return
+
+    follower = threading.Thread(target=follow, daemon=True)
+    follower.start()
+    assert ready.wait(CEILING)
+    time.sleep(0.5)  # the subscription is in place once the response has started
+    with _http(daemon, full) as owner:
+        hidden = owner.post("/api/notes", json={"content": f"{MARKER} 4411 again", "wing": PLANTED_WING}).json()
+        shown = owner.post("/api/notes", json={"content": "A team note for the board", "wing": "team"}).json()
+        awaited["id"] = shown["drawer"]["id"]
+        owner.post("/api/notes", json={"content": "One more team note", "wing": "team"})  # wakes a follower that
+    follower.join(CEILING)  # read the awaited event before its id was known
+    assert not follower.is_alive()
+    stream_text = "\n".join(received)
+    assert shown["drawer"]["id"] in stream_text, "the scope's own writes are followed"
+    assert hidden["drawer"]["id"] not in stream_text and PLANTED_WING not in stream_text
+    assert not planted.leaks(stream_text) and "job" not in stream_text.replace('"kind"', "")
+
+
+def test_a_token_limited_to_some_tools_lists_and_calls_only_those(
+    scoped: tuple[Daemon, str, str, Planted], tmp_path: Path, cli_runner: Any
+) -> None:
+    daemon, full, _, _ = scoped
+    created = cli_runner(
+        ["--palace", str(tmp_path / "p"), "--json", "auth", "token", "create", "reader", "--tools",
+         "memcastle_search,memcastle_get_drawer"],
+        env=daemon.env,
+    )  # fmt: skip
+    assert created.returncode == 0, created.stderr
+    assert json.loads(created.stdout)["tools"] == ["memcastle_get_drawer", "memcastle_search"]
+    wrong = cli_runner(["--palace", str(tmp_path / "q"), "auth", "token", "create", "x", "--tools", "memcastle_nope"],
+                       env=daemon.env)  # fmt: skip
+    assert wrong.returncode != 0 and "memcastle_nope" in wrong.stderr
+    with _http(daemon, full) as owner:
+        refused = owner.post("/api/auth/tokens", json={"name": "bad", "tools": ["memcastle_nope"]})
+        assert refused.status_code == 400 and refused.json()["field"] == "tools"
+        made = owner.post("/api/auth/tokens", json={"name": "lister", "tools": ["memcastle_search"]}).json()
+    outcome: dict[str, Any] = {}
+
+    async def scenario() -> None:
+        headers = {"Authorization": f"Bearer {made['token']}"}
+        async with httpx2.AsyncClient(headers=headers, trust_env=False, timeout=CEILING) as http:
+            async with Client(streamable_http_client(daemon.address + "/mcp", http_client=http)) as client:
+                outcome["listed"] = [tool.name for tool in (await client.list_tools()).tools]
+                outcome["search"] = await client.call_tool("memcastle_search", {"query": "team lantern"})
+                outcome["note"] = await client.call_tool("memcastle_note", {"content": "not allowed"})
+
+    anyio.run(scenario)
+    assert outcome["listed"] == ["memcastle_search"], "an agent lists only the tools it may call"
+    assert not outcome["search"].is_error
+    assert outcome["note"].is_error and "memcastle_search" in outcome["note"].content[0].text
 
 
 def test_tokens_list_their_scope_and_the_cli_creates_one(

@@ -522,6 +522,7 @@ class TokenOut(Shape):
     mode: str = Field(description="the most a client holding it may do")
     read: list[str] | None = Field(description="the only wings it may read (null: every wing)")
     write: list[str] | None = Field(description="the only wings it may write to (null: every wing)")
+    tools: list[str] | None = Field(description="the only MCP tools it may list and call (null: every tool)")
 
 
 class TokensOut(Shape):
@@ -536,6 +537,7 @@ class CreatedTokenOut(Shape):
     mode: str
     read: list[str] | None
     write: list[str] | None
+    tools: list[str] | None
 
 
 class RevokedOut(Shape):

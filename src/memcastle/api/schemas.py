@@ -264,6 +264,7 @@ class TokenBody(Body):
     mode: Mode = Field("full", description="the most a client holding the token may do (a ceiling on its mode)")
     read: list[Name] | None = Field(None, description="the only wings it may read (every wing when left out)")
     write: list[Name] | None = Field(None, description="the only wings it may write to (every wing when left out)")
+    tools: list[Name] | None = Field(None, description="the only MCP tools it may list and call (all when left out)")
 
 
 class EmptyBody(Body):

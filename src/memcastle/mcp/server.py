@@ -10,16 +10,17 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp_types import CallToolResult, InputRequiredResult, TextContent
+from mcp_types import CallToolResult, InputRequiredResult, ListToolsResult, PaginatedRequestParams, TextContent
 from pydantic import ValidationError
 from starlette.types import ASGIApp
 
 from memcastle import __version__
-from memcastle.errors import MemCastleError, error_shape, invalid_arguments
+from memcastle.errors import AccessDenied, MemCastleError, error_shape, invalid_arguments
 from memcastle.mcp.endpoint import MCP_PATH
 from memcastle.mcp.sessions import SessionModes, mode_of, session_of
 from memcastle.mcp.tools import TOOLS, Env, ToolSpec, prepare
@@ -67,6 +68,17 @@ class MemCastleServer(MCPServer):
     every other MemCastle error (`{error, code: invalid_request, help, field}`) instead of the validator's text."""
 
     accepted: dict[str, frozenset[str]]
+
+    async def _handle_list_tools(
+        self, ctx: ServerRequestContext[Any], params: PaginatedRequestParams | None
+    ) -> ListToolsResult:
+        """The tools of the token that authenticated the request, when it is limited to some (`--tools`): an agent
+        lists only what it may call, and its context holds only those."""
+        listed = await super()._handle_list_tools(ctx, params)
+        record = token_of(ctx.request)
+        if record is None or record.tools is None:
+            return listed
+        return ListToolsResult(tools=[tool for tool in listed.tools if tool.name in record.tools])
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
@@ -144,6 +156,12 @@ def bind(
             given = {PYTHON_NAMES.get(key, key): value for key, value in arguments.items()}
             # The client: the token of the HTTP request that carried this call, the MCP client and its session.
             with reading_as(mcp_reader(ctx)):
+                allowed = token_tools(ctx)
+                if allowed is not None and spec.name not in allowed:
+                    raise AccessDenied(
+                        f"this token may call only {', '.join(allowed)}; not {spec.name}",
+                        help="ask for a token whose --tools include it",
+                    )
                 if spec.palace_wide:
                     palace_wide(spec.name)
                 return answer(spec.fn(Env(services, ctx, modes), **given))
@@ -155,6 +173,12 @@ def bind(
     run.__annotations__ = {"ctx": Context, **{p.name: p.annotation for p in params}, "return": CallToolResult}
     run.__name__ = spec.fn.__name__
     return run, frozenset(WIRE_NAMES.get(p.name, p.name) for p in params)
+
+
+def token_tools(ctx: Context) -> tuple[str, ...] | None:
+    """The tools the calling token may use (None: all)."""
+    record = token_of(ctx.request_context.request)
+    return record.tools if record is not None else None
 
 
 def mcp_reader(ctx: Context) -> Reader:

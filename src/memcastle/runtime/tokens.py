@@ -32,6 +32,7 @@ class TokenRecord:
     mode: str = "full"  # the most a client holding it may do: a ceiling, as the daemon's own mode is
     read: tuple[str, ...] | None = None  # the wings it may read (None: every wing)
     write: tuple[str, ...] | None = None  # the wings it may write to (None: every wing)
+    tools: tuple[str, ...] | None = None  # the MCP tools it may list and call (None: every tool)
 
     @property
     def visibility(self) -> Visibility:
@@ -40,7 +41,8 @@ class TokenRecord:
     def to_json(self) -> dict[str, Any]:
         """As listed (never the digest)."""
         scope = self.visibility.to_json()
-        return {"name": self.name, "created_at": self.created_at, "mode": self.mode, **scope}
+        tools = None if self.tools is None else list(self.tools)
+        return {"name": self.name, "created_at": self.created_at, "mode": self.mode, **scope, "tools": tools}
 
 
 TOKEN_STATE = "memcastle_token"  # the key of the ASGI request state that holds the token a request authenticated with
@@ -123,6 +125,7 @@ class TokenStore:
         mode: str = "full",
         read: Sequence[str] | None = None,
         write: Sequence[str] | None = None,
+        tools: Sequence[str] | None = None,
     ) -> str:
         """A new random token for a client of at most `mode`, reading and writing only the wings given (every wing
         where None); only its digest is kept. Returns the token (shown once)."""
@@ -130,13 +133,15 @@ class TokenStore:
         if not name:
             raise InvalidRequest("a token needs a name", field="name")
         mode = parse_mode(mode, field="mode")
-        read, write = _wings(read, "read"), _wings(write, "write")
+        read, write, tools = _wings(read, "read"), _wings(write, "write"), _wings(tools, "tools")
         records = self.records()
         if any(r.name == name for r in records):
             raise InvalidRequest(f"a token named {name!r} exists already", field="name")
         token = PREFIX + secrets.token_urlsafe(32)
         records.append(
-            TokenRecord(name=name, digest=digest_of(token), created_at=utc_now(), mode=mode, read=read, write=write)
+            TokenRecord(
+                name=name, digest=digest_of(token), created_at=utc_now(), mode=mode, read=read, write=write, tools=tools
+            )
         )
         with self._lock:
             self._save(records)
@@ -152,11 +157,11 @@ class TokenStore:
 
 
 def _wings(names: Sequence[str] | None, field: str) -> tuple[str, ...] | None:
-    """A scope's wings, each a name; None for every wing."""
+    """A list of names (wings, `wing/room`s, tools); None for all of them."""
     if names is None:
         return None
     if isinstance(names, str) or not all(isinstance(n, str) and n.strip() and "\x00" not in n for n in names):
-        raise InvalidRequest(f"{field} must be a list of wing names", field=field)
+        raise InvalidRequest(f"{field} must be a list of names", field=field)
     return tuple(sorted({n.strip() for n in names}))
 
 
@@ -171,6 +176,7 @@ def _load(path: Path) -> list[TokenRecord]:
                 mode=parse_mode(d.get("mode"), field=f"{d['name']}.mode"),
                 read=_wings(d.get("read"), f"{d['name']}.read"),
                 write=_wings(d.get("write"), f"{d['name']}.write"),
+                tools=_wings(d.get("tools"), f"{d['name']}.tools"),
             )
             for d in data
         ]

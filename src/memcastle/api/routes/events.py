@@ -9,15 +9,17 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Header, Query, Request
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
-from memcastle.api.access import palace_wide, reads
+from memcastle.api.access import reads
 from memcastle.api.openapi import DeclaredRoute
 from memcastle.api.routes.common import (
     services,
 )
 from memcastle.errors import InvalidRequest
 from memcastle.events import KINDS as ALL_EVENT_KINDS
+from memcastle.services.events import SCOPED_KINDS, scoped_event
+from memcastle.services.reader import palace_wide, visibility
 
-router = APIRouter(prefix="/api", route_class=DeclaredRoute, dependencies=[Depends(palace_wide)])
+router = APIRouter(prefix="/api", route_class=DeclaredRoute)
 
 
 @router.get(
@@ -37,13 +39,21 @@ async def event_stream(
 ) -> EventSourceResponse:
     """Job progress and state changes, trigger runs, drawer writes (ids and places, never text) and forgets, as they
     happen. A client too slow to keep up is dropped; reconnecting with `Last-Event-ID` resumes after that event (a
-    `reset` event first when some were missed)."""
+    `reset` event first when some were missed). A token limited to some wings follows the writes of drawers it can
+    read, and nothing else."""
     wanted = parse_kinds(kinds)
+    seen = visibility()
+    if not seen.reads_everything:
+        if wanted is not None and wanted - SCOPED_KINDS:
+            palace_wide(f"{', '.join(sorted(wanted - SCOPED_KINDS))} events")
+        wanted = SCOPED_KINDS
     bus = services(request).events
 
     async def stream() -> AsyncIterator[ServerSentEvent]:
         async for event in bus.subscribe(last_id=last_event_id or after, kinds=wanted):
-            yield ServerSentEvent(data=json.dumps(event.data, ensure_ascii=False), event=event.kind, id=event.id)
+            data = scoped_event(event.kind, event.data, seen)
+            if data is not None:
+                yield ServerSentEvent(data=json.dumps(data, ensure_ascii=False), event=event.kind, id=event.id)
 
     return EventSourceResponse(stream(), ping=EVENT_PING_SECONDS, send_timeout=EVENT_SEND_TIMEOUT)
 

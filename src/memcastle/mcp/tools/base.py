@@ -7,7 +7,7 @@ descriptions), its docstring the description an agent reads, `tool(...)` its nam
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
@@ -99,6 +99,16 @@ def tool(
         return fn
 
     return declare
+
+
+def known_tools(names: Sequence[str] | None, field: str = "tools") -> list[str] | None:
+    """A token's tool set, each a declared tool (refused by name otherwise); None for every tool."""
+    if names is None:
+        return None
+    unknown = sorted(set(names) - set(TOOLS))
+    if unknown:
+        raise InvalidRequest(f"no MCP tool named {unknown[0]!r}; the tools: {', '.join(TOOLS)}", field=field)
+    return list(names)
 
 
 # --- the vocabulary of other clients -------------------------------------------------------------------------------
