@@ -108,7 +108,7 @@ def _http(daemon: Daemon, token: str) -> httpx.Client:
 
 
 def test_the_scoped_token_sees_and_writes_its_own_wings(scoped: tuple[Daemon, str, str, Planted]) -> None:
-    daemon, _, limited, planted = scoped
+    daemon, full, limited, planted = scoped
     with _http(daemon, limited) as http:
         found = http.post("/api/search", json={"query": "team lantern", "ranking": "lexical"}).json()
         assert [h["drawer"]["wing"] for h in found["hits"]] == ["team"], "its own wings are not hidden"
@@ -117,6 +117,13 @@ def test_the_scoped_token_sees_and_writes_its_own_wings(scoped: tuple[Daemon, st
         refused = http.post("/api/notes", json={"content": "Into the team wing.", "wing": "team"})
         assert refused.status_code == 403 and "notes" in refused.json()["error"], "a refusal names the scope"
         assert [w["name"] for w in http.get("/api/wings").json()["wings"]] == ["notes", "shared", "team"]
+        # Its status counts its places alone, and no jobs.
+        with _http(daemon, full) as owner:
+            places = ({"wing": "team"}, {"wing": "notes"}, {"wing": "shared", "room": "public"})
+            held = sum(len(owner.get("/api/drawers", params={**p, "limit": 200}).json()["drawers"]) for p in places)
+            whole = owner.get("/api/status").json()["drawers"]
+        status = http.get("/api/status").json()
+        assert (status["drawers"], status["jobs"], status["extraction"]["facts"]) == (held, {}, 0) and held < whole
         assert [r["name"] for r in http.get("/api/wings/shared/rooms").json()["rooms"]] == ["public"]
         board = http.post("/api/search", json={"query": "shared locker notice board", "ranking": "lexical"}).json()
         assert [(h["drawer"]["wing"], h["drawer"]["room"]) for h in board["hits"]] == [("shared", "public")]

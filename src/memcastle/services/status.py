@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from memcastle import __version__
 from memcastle.knowledge.extraction import ExtractionProvider
 from memcastle.knowledge.sweep import KIND as EXTRACT
 from memcastle.knowledge.sweep import extractor_key
-from memcastle.model import STORAGE_PAUSE, Job, JobStatus, paused_by_storage
+from memcastle.model import ANY_TIME, STORAGE_PAUSE, Job, JobStatus, Scope, paused_by_storage
 from memcastle.model.answers import Backlog, EmbeddingStatus, ExtractionStatus, PalaceStatus
 from memcastle.search.backfill import KIND as EMBED
 from memcastle.search.backfill import model_key
 from memcastle.search.embeddings import EmbeddingProvider
 from memcastle.search.engine import SearchEngine
+from memcastle.services.reader import visibility
 from memcastle.store import Store
 
 # Below this much room on the palace's disk, status warns.
@@ -45,6 +47,8 @@ class StatusService:
         self._search = search
 
     def status(self) -> PalaceStatus:
+        if not visibility().reads_everything:
+            return self._scoped_status()
         return PalaceStatus(
             version=__version__,
             palace=str(self._palace),
@@ -56,6 +60,38 @@ class StatusService:
             embeddings=self.embedding_status(),
             extraction=self.extraction_status(),
             warnings=tuple(self._warnings()),
+        )
+
+    def _scoped_status(self) -> PalaceStatus:
+        """The status of the part of the palace a scoped client reads: its drawers, the vectors and reads still to
+        do for them, its facts; no jobs, no other wing's count. The providers' failures still show: they are the
+        daemon's, not another wing's."""
+        scope = visibility().narrow(Scope())
+        search, embeddings, extraction = self._store.search, self._embeddings, self._extraction
+        pending = search.count_in_scope(scope, missing_vectors=model_key(embeddings)) if embeddings.is_enabled else 0
+        unread = search.count_in_scope(scope, unread_by=extractor_key(extraction)) if extraction.is_enabled else 0
+        return PalaceStatus(
+            version=__version__,
+            palace=str(self._palace),
+            backend=self._store.backend,
+            location=self._store.location,
+            drawers=search.count_in_scope(scope),
+            drawers_total=search.count_in_scope(replace(scope, when=ANY_TIME, hidden=True)),
+            jobs={},
+            embeddings=EmbeddingStatus(
+                embeddings.name,
+                embeddings.model if embeddings.is_enabled else None,
+                self._search.dimension if embeddings.is_enabled else None,
+                pending,
+                Backlog(passages_pending=0, eta_seconds=0) if not pending else Backlog(),
+            ),
+            extraction=ExtractionStatus(
+                extraction.name,
+                (extraction.model or None) if extraction.is_enabled else None,
+                unread,
+                search.count_facts_in(replace(scope, when=ANY_TIME, hidden=True)),
+            ),
+            warnings=tuple(w for w in self._warnings() if "provider failed" in w),
         )
 
     def embeddings_pending(self) -> int:

@@ -12,7 +12,7 @@ from memcastle.mcp.tools.base import Env, tool
 from memcastle.modes import MODES, narrows, parse_mode
 
 
-@tool("memcastle_status", "Memory server status", "open", read_only=True, palace_wide=True)
+@tool("memcastle_status", "Memory server status", "open", read_only=True)
 def status(env: Env) -> dict[str, Any]:
     """Is memory up, what it holds, warnings, this session's memory mode."""
     mode, source = env.mode()

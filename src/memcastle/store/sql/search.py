@@ -32,6 +32,27 @@ class SearchTables(Role):
                 found.update(r["id"] for r in rows)
         return found
 
+    def count_in_scope(self, scope: Scope, *, missing_vectors: str | None = None, unread_by: str | None = None) -> int:
+        """How many drawers the scope holds; with `missing_vectors` (a model), those still without all their vectors;
+        with `unread_by` (an extractor), those it has not read yet."""
+        where, params = filter_sql(scope, self._now(), self.lifecycle, self.backend)
+        if missing_vectors is not None:
+            where += " AND NOT EXISTS (SELECT 1 FROM embedded e WHERE e.model = ? AND e.drawer_seq = d.seq)"
+            params = [*params, missing_vectors]
+        if unread_by is not None:
+            where += " AND NOT EXISTS (SELECT 1 FROM extraction_read x WHERE x.extractor = ? AND x.drawer_id = d.id)"
+            params = [*params, unread_by]
+        return self._count(f"SELECT COUNT(*) AS n {_PLACED} WHERE 1 = 1{where}", params)
+
+    def count_facts_in(self, scope: Scope) -> int:
+        """How many facts have their evidence drawer in the scope."""
+        where, params = filter_sql(scope, self._now(), self.lifecycle, self.backend)
+        return self._count(
+            f"SELECT COUNT(*) AS n FROM assertion a JOIN drawer d ON d.id = a.drawer_id "
+            f"JOIN room r ON r.id = d.room_id JOIN wing w ON w.id = r.wing_id WHERE 1 = 1{where}",
+            params,
+        )
+
     def all_eligible_ids(self, scope: Scope) -> set[str]:
         where, params = filter_sql(scope, self._now(), self.lifecycle, self.backend)
         return {r["id"] for r in self._all(f"SELECT d.id {_PLACED} WHERE 1 = 1{where}", params)}
