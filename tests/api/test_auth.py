@@ -115,7 +115,7 @@ def test_a_revoked_token_is_refused_at_once(secured: tuple[TestClient, str], tmp
     assert client.get("/api/status", headers={"Authorization": f"Bearer {other}"}).status_code == 200
     listed = client.get("/api/auth/tokens", headers=good).json()
     assert [t["name"] for t in listed["tokens"]] == ["laptop", "phone"] and listed["configured_secret"] is False
-    assert all(set(t) == {"name", "created_at", "mode", "read", "write", "tools"} for t in listed["tokens"])
+    assert all(set(t) == {"name", "created_at", "mode", "read", "write", "tools", "routes"} for t in listed["tokens"])
     assert all(t["mode"] == "full" and t["read"] is None and t["write"] is None for t in listed["tokens"])
     revoked = client.request("DELETE", "/api/auth/tokens/phone", headers={**good, **JSON}, content="{}")
     assert revoked.status_code == 200 and revoked.json() == {"revoked": "phone"}

@@ -27,7 +27,7 @@ from mcp_types import TextContent
 from waiting import CEILING
 
 from memcastle.mcp.tools import TOOLS
-from memcastle.runtime.tokens import TokenStore
+from memcastle.runtime.tokens import ROUTE_GROUPS, TokenStore
 from memcastle.web.routes import audit, drawers, forgetting, jobs, knowledge, login, search
 
 MARKER = "zqxmarker7731"
@@ -381,6 +381,23 @@ def test_a_token_limited_to_some_tools_lists_and_calls_only_those(
     assert outcome["listed"] == ["memcastle_search"], "an agent lists only the tools it may call"
     assert not outcome["search"].is_error
     assert outcome["note"].is_error and "memcastle_search" in outcome["note"].content[0].text
+
+
+def test_a_token_limited_to_some_route_groups_uses_only_those(scoped: tuple[Daemon, str, str, Planted]) -> None:
+    daemon, full, _, _ = scoped
+    with _http(daemon, full) as owner:
+        groups = {tag for ops in owner.get("/openapi.json").json()["paths"].values() for op in ops.values()
+                  for tag in op.get("tags", [])}  # fmt: skip
+        assert groups <= set(ROUTE_GROUPS), "every route's group can be named in a token"
+        refused = owner.post("/api/auth/tokens", json={"name": "bad-routes", "routes": ["everything"]})
+        assert refused.status_code == 400 and refused.json()["field"] == "routes"
+        made = owner.post("/api/auth/tokens", json={"name": "search-only", "routes": ["search", "status"]}).json()
+    with _http(daemon, made["token"]) as http:
+        assert http.post("/api/search", json={"query": "team lantern"}).status_code == 200
+        assert http.get("/api/status").status_code == 200
+        wings = http.get("/api/wings")
+        assert wings.status_code == 403 and "search, status" in wings.json()["error"]
+        assert http.get("/").status_code == 403, "the pages are a group of their own (web)"
 
 
 def test_tokens_list_their_scope_and_the_cli_creates_one(

@@ -12,8 +12,9 @@ from __future__ import annotations
 from fastapi import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from memcastle.errors import InvalidRequest
+from memcastle.errors import AccessDenied, InvalidRequest
 from memcastle.modes import HEADER, Access, enforce_mode, narrowest, parse_mode
+from memcastle.runtime.tokens import WEB, token_of
 from memcastle.services.reader import palace_wide as refuse_scoped
 
 _HEADER = HEADER.encode("latin-1")
@@ -70,6 +71,21 @@ async def opens(request: Request) -> None:
 
 async def controls(request: Request) -> None:
     check_access(request, "control")
+
+
+async def route_groups(request: Request) -> None:
+    """A token limited to some route groups (`--routes`: OpenAPI tags, and `web` for the pages) uses only those."""
+    record = token_of(request)
+    if record is None or record.routes is None:
+        return
+    route = request.scope.get("route")
+    groups = set(getattr(route, "tags", None) or [WEB])
+    if not groups & set(record.routes):
+        raise AccessDenied(
+            f"this token may use only the {', '.join(record.routes)} routes; "
+            f"{request.method} {getattr(route, 'path', request.url.path)} is in {', '.join(sorted(groups))}",
+            help="ask for a token whose --routes include it",
+        )
 
 
 async def palace_wide(request: Request) -> None:

@@ -8,12 +8,12 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from starlette.routing import Route
 from starlette.staticfiles import StaticFiles
 
 from memcastle import __version__
-from memcastle.api.access import ModeCeiling
+from memcastle.api.access import ModeCeiling, route_groups
 from memcastle.api.auth import BearerAuth, ReaderContext
 from memcastle.api.errors import answers, install_error_handlers
 from memcastle.api.guard import BrowserGuard, HostPolicy
@@ -64,6 +64,7 @@ def create_app(
         version=__version__,
         lifespan=lifespan,
         description="A local-first memory server for AI agents: evidence with provenance.",
+        dependencies=[Depends(route_groups)],
     )
     app.state.services = services
     app.state.mcp = mcp_endpoint

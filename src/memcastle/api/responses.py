@@ -523,6 +523,7 @@ class TokenOut(Shape):
     read: list[str] | None = Field(description="the only wings it may read (null: every wing)")
     write: list[str] | None = Field(description="the only wings it may write to (null: every wing)")
     tools: list[str] | None = Field(description="the only MCP tools it may list and call (null: every tool)")
+    routes: list[str] | None = Field(description="the only REST route groups it may use (null: every group)")
 
 
 class TokensOut(Shape):
@@ -538,6 +539,7 @@ class CreatedTokenOut(Shape):
     read: list[str] | None
     write: list[str] | None
     tools: list[str] | None
+    routes: list[str] | None
 
 
 class RevokedOut(Shape):

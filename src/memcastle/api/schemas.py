@@ -265,6 +265,10 @@ class TokenBody(Body):
     read: list[Name] | None = Field(None, description="the only wings it may read (every wing when left out)")
     write: list[Name] | None = Field(None, description="the only wings it may write to (every wing when left out)")
     tools: list[Name] | None = Field(None, description="the only MCP tools it may list and call (all when left out)")
+    routes: list[Name] | None = Field(
+        None,
+        description="the only REST route groups (OpenAPI tags; `web` for the pages) it may use (all when left out)",
+    )
 
 
 class EmptyBody(Body):

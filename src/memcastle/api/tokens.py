@@ -15,7 +15,7 @@ from memcastle.api.responses import CreatedTokenOut, RevokedOut, TokensOut
 from memcastle.api.schemas import EmptyBody, TokenBody
 from memcastle.errors import AccessDenied
 from memcastle.mcp.tools.base import known_tools
-from memcastle.runtime.tokens import TokenStore
+from memcastle.runtime.tokens import TokenStore, known_routes
 
 router = APIRouter(prefix="/api/auth", tags=["auth"], route_class=DeclaredRoute, dependencies=[Depends(palace_wide)])
 
@@ -42,7 +42,14 @@ def list_tokens(request: Request) -> dict[str, Any]:
 @router.post("/tokens", status_code=201, response_model=CreatedTokenOut, dependencies=[Depends(controls)])
 def create_token(body: TokenBody, request: Request) -> dict[str, Any]:
     tokens = token_store(request)
-    token = tokens.create(body.name, mode=body.mode, read=body.read, write=body.write, tools=known_tools(body.tools))
+    token = tokens.create(
+        body.name,
+        mode=body.mode,
+        read=body.read,
+        write=body.write,
+        tools=known_tools(body.tools),
+        routes=known_routes(body.routes),
+    )
     record = next(r for r in tokens.records() if r.name == body.name.strip())
     return {**record.to_json(), "token": token}
 

@@ -33,6 +33,7 @@ class TokenRecord:
     read: tuple[str, ...] | None = None  # the wings it may read (None: every wing)
     write: tuple[str, ...] | None = None  # the wings it may write to (None: every wing)
     tools: tuple[str, ...] | None = None  # the MCP tools it may list and call (None: every tool)
+    routes: tuple[str, ...] | None = None  # the REST route groups (OpenAPI tags, and `web`) it may use (None: all)
 
     @property
     def visibility(self) -> Visibility:
@@ -42,7 +43,9 @@ class TokenRecord:
         """As listed (never the digest)."""
         scope = self.visibility.to_json()
         tools = None if self.tools is None else list(self.tools)
-        return {"name": self.name, "created_at": self.created_at, "mode": self.mode, **scope, "tools": tools}
+        routes = None if self.routes is None else list(self.routes)
+        return {"name": self.name, "created_at": self.created_at, "mode": self.mode, **scope, "tools": tools,
+                "routes": routes}  # fmt: skip
 
 
 TOKEN_STATE = "memcastle_token"  # the key of the ASGI request state that holds the token a request authenticated with
@@ -126,6 +129,7 @@ class TokenStore:
         read: Sequence[str] | None = None,
         write: Sequence[str] | None = None,
         tools: Sequence[str] | None = None,
+        routes: Sequence[str] | None = None,
     ) -> str:
         """A new random token for a client of at most `mode`, reading and writing only the wings given (every wing
         where None); only its digest is kept. Returns the token (shown once)."""
@@ -134,14 +138,22 @@ class TokenStore:
             raise InvalidRequest("a token needs a name", field="name")
         mode = parse_mode(mode, field="mode")
         read, write, tools = _wings(read, "read"), _wings(write, "write"), _wings(tools, "tools")
+        routes = _wings(routes, "routes")
         records = self.records()
         if any(r.name == name for r in records):
             raise InvalidRequest(f"a token named {name!r} exists already", field="name")
         token = PREFIX + secrets.token_urlsafe(32)
         records.append(
             TokenRecord(
-                name=name, digest=digest_of(token), created_at=utc_now(), mode=mode, read=read, write=write, tools=tools
-            )
+                name=name,
+                digest=digest_of(token),
+                created_at=utc_now(),
+                mode=mode,
+                read=read,
+                write=write,
+                tools=tools,
+                routes=routes,
+            )  # fmt: skip
         )
         with self._lock:
             self._save(records)
@@ -154,6 +166,22 @@ class TokenStore:
         temporary.write_text(json.dumps([asdict(r) for r in records], indent=2), encoding="utf-8")
         os.chmod(temporary, 0o600)
         temporary.replace(self.path)
+
+
+WEB = "web"  # the route group of the web page's routes (which have no OpenAPI tag)
+# The REST route groups, as the routes' OpenAPI tags name them (a test checks every route has one of these).
+ROUTE_GROUPS = ("agents", "auth", "drawers", "events", "facts", "forgetting", "jobs", "lifecycle", "mining",
+                "preferences", "search", "security", "status", WEB)  # fmt: skip
+
+
+def known_routes(names: list[str] | None, field: str = "routes") -> list[str] | None:
+    """A token's route groups, each a known one (refused by name otherwise); None for every group."""
+    if names is None:
+        return None
+    unknown = sorted(set(names) - set(ROUTE_GROUPS))
+    if unknown:
+        raise InvalidRequest(f"no route group {unknown[0]!r}; the groups: {', '.join(ROUTE_GROUPS)}", field=field)
+    return names
 
 
 def _wings(names: Sequence[str] | None, field: str) -> tuple[str, ...] | None:
@@ -177,6 +205,7 @@ def _load(path: Path) -> list[TokenRecord]:
                 read=_wings(d.get("read"), f"{d['name']}.read"),
                 write=_wings(d.get("write"), f"{d['name']}.write"),
                 tools=_wings(d.get("tools"), f"{d['name']}.tools"),
+                routes=_wings(d.get("routes"), f"{d['name']}.routes"),
             )
             for d in data
         ]

@@ -134,19 +134,29 @@ def mcp_bridge(inv: Invocation, start: bool) -> None:
 @click.option("--read", "read", help="the only wings (or wing/room) it may read, comma-separated (default: all)")
 @click.option("--write", "write", help="the only wings (or wing/room) it may write to, comma-separated (default: all)")
 @click.option("--tools", "tools", help="the only MCP tools it may list and call, comma-separated (default: all)")
+@click.option("--routes", "routes", help="the only REST route groups (API tags; web) it may use (default: all)")
 @pass_invocation
 def token_create(
-    inv: Invocation, name: str, token_mode: str, read: str | None, write: str | None, tools: str | None
+    inv: Invocation,
+    name: str,
+    token_mode: str,
+    read: str | None,
+    write: str | None,
+    tools: str | None,
+    routes: str | None,
 ) -> None:
     """Create a bearer token for this palace, NAME saying what it is for; it is printed once and stored only as a
     digest. --read and --write limit it to wings: a client holding it sees a palace holding only those."""
-    from memcastle.runtime.tokens import TokenStore
+    from memcastle.runtime.tokens import TokenStore, known_routes
 
     store = TokenStore(inv.settings().palace)
     from memcastle.mcp.tools.base import known_tools
 
     allowed = known_tools(_wing_list(tools), field="--tools")
-    token = store.create(name, mode=token_mode, read=_wing_list(read), write=_wing_list(write), tools=allowed)
+    groups = known_routes(_wing_list(routes), field="--routes")
+    token = store.create(
+        name, mode=token_mode, read=_wing_list(read), write=_wing_list(write), tools=allowed, routes=groups
+    )
     record = next(r for r in store.records() if r.name == name.strip())
 
     def show(data: Any) -> None:
@@ -155,6 +165,8 @@ def token_create(
             limited += f", {record.visibility.describe()}"
         if record.tools is not None:
             limited += f", MCP tools {', '.join(record.tools)}"
+        if record.routes is not None:
+            limited += f", routes {', '.join(record.routes)}"
         render.console.print(f"token {name!r}{limited} created; it is shown only this once:\n\n  {token}\n")
         render.console.print(
             "[dim]clients send it as Authorization: Bearer TOKEN; the CLI reads MEMCASTLE_AUTH_TOKEN. "
