@@ -37,7 +37,11 @@ _B = _RANDOM.integers(0, int(_PRIME), size=BANDS * ROWS, dtype=np.uint64)
 
 
 def shingles(text: str) -> set[str]:
-    normal = normalize_text(text)
+    return normal_shingles(normalize_text(text))
+
+
+def normal_shingles(normal: str) -> set[str]:
+    """The character 5-grams of an already normalized text."""
     if len(normal) <= SHINGLE:
         return {normal}
     return {normal[i : i + SHINGLE] for i in range(len(normal) - SHINGLE + 1)}
@@ -50,9 +54,9 @@ def similarity(a: str, b: str) -> float:
     return len(left & right) / union if union else 1.0
 
 
-def gram_hashes(text: str) -> npt.NDArray[np.uint64]:
-    """31-bit hashes of the distinct 5-byte windows of the normalized text, computed with numpy in one pass."""
-    data = np.frombuffer(normalize_text(text).encode("utf-8"), dtype=np.uint8).astype(np.uint64)
+def gram_hashes(normal: str) -> npt.NDArray[np.uint64]:
+    """31-bit hashes of the distinct 5-byte windows of a normalized text, computed with numpy in one pass."""
+    data = np.frombuffer(normal.encode("utf-8"), dtype=np.uint8).astype(np.uint64)
     if len(data) < SHINGLE:
         return np.array([zlib.crc32(data.tobytes()) % int(_PRIME)], dtype=np.uint64)
     windows = data[: len(data) - 4]
@@ -64,7 +68,12 @@ def gram_hashes(text: str) -> npt.NDArray[np.uint64]:
 
 def signature(text: str) -> npt.NDArray[np.uint64]:
     """MinHash: for each of 32 universal hash functions, the smallest value over the text's 5-gram hashes."""
-    hashes = gram_hashes(text)
+    return normal_signature(normalize_text(text))
+
+
+def normal_signature(normal: str) -> npt.NDArray[np.uint64]:
+    """`signature` of an already normalized text."""
+    hashes = gram_hashes(normal)
     # (a·h + b) mod p with a, h < 2^31 stays below 2^63: no overflow in uint64.
     minimum: npt.NDArray[np.uint64] = ((_A[:, None] * hashes[None, :] + _B[:, None]) % _PRIME).min(axis=1)
     return minimum
@@ -90,7 +99,11 @@ class DuplicateFinder:
         self._now = now
         self._threshold = near_threshold
 
-    def links_for(self, drawer: Drawer, values: npt.NDArray[np.uint64] | None, bands: list[int]) -> list[DrawerLink]:
+    def links_for(
+        self, drawer: Drawer, values: npt.NDArray[np.uint64] | None, bands: list[int], normal: str | None = None
+    ) -> list[DrawerLink]:
+        """The drawer's links: exact and normalized copies in its room, and near ones among the drawers sharing its
+        bands (`normal`: its normalized text, when the caller has it already)."""
         now = self._now()
         found: dict[str, DrawerLink] = {}
         for other, verdict in self._store.graph.similar_in_room(
@@ -110,7 +123,8 @@ class DuplicateFinder:
                 for i, s in self._store.graph.drawer_signatures(candidates).items()
             }
             plausible = [i for i in candidates if estimates.get(i, 1.0) >= self._threshold - ESTIMATE_SLACK]
-            grams = shingles(drawer.content) if plausible else set()
+            own = normal if normal is not None else normalize_text(drawer.content)
+            grams = normal_shingles(own) if plausible else set()
             for near in self._store.drawers.get_drawers(plausible).values():
                 if not near.is_current or (near.wing, near.room) != (drawer.wing, drawer.room):
                     continue
@@ -123,9 +137,10 @@ class DuplicateFinder:
 
     def link(self, drawer: Drawer) -> int:
         """Index the drawer's bands and record its links; returns how many it has."""
-        values = signature(drawer.content) if len(normalize_text(drawer.content)) >= NEAR_MIN_CHARS else None
+        normal = normalize_text(drawer.content)  # once: the signature and the exact comparison both read it
+        values = normal_signature(normal) if len(normal) >= NEAR_MIN_CHARS else None
         bands = band_keys(drawer.wing, drawer.room, values) if values is not None else []
-        links = self.links_for(drawer, values, bands)
+        links = self.links_for(drawer, values, bands, normal)
         if values is not None:
             self._store.graph.add_drawer_bands(drawer.id, bands, values.astype(np.uint64).tobytes())
         if links:
