@@ -304,3 +304,26 @@ def test_shutdown_mid_sweep_drains_requeues_and_exits_0(daemon: Callable[..., An
         statuses = dict(conn.execute("SELECT kind, status FROM job WHERE kind IN ('embed', 'extract')").fetchall())
     assert statuses.get("embed") in ("queued", "completed"), statuses
     assert "running" not in statuses.values(), statuses
+
+
+SERVE_WITHOUT_MCP = (
+    "import sys\n"
+    "from memcastle.app import build\n"
+    "from memcastle.config import load_settings\n"
+    "from memcastle.daemon import http_app\n"
+    "settings = load_settings(flags={'palace': sys.argv[1], 'embeddings.provider': 'none'}, env={})\n"
+    "palace = build(settings)\n"
+    "http_app(palace)\n"
+    "palace.stop()\n"
+    "print(' '.join(m for m in ('mcp.server', 'mcp_types') if m in sys.modules))\n"
+)
+
+
+def test_the_daemon_is_built_without_loading_the_mcp_sdk(tmp_path: Path) -> None:
+    """The MCP SDK (half a second of imports) loads at the first /mcp request, not at start-up: the HTTP app and
+    every route module are built without it."""
+    done = subprocess.run(
+        [sys.executable, "-c", SERVE_WITHOUT_MCP, str(tmp_path / "palace")], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "", f"loaded at start-up: {done.stdout.strip()}"

@@ -14,7 +14,6 @@ from memcastle.api.openapi import DeclaredRoute
 from memcastle.api.responses import CreatedTokenOut, RevokedOut, TokensOut
 from memcastle.api.schemas import EmptyBody, TokenBody
 from memcastle.errors import AccessDenied
-from memcastle.mcp.tools.base import known_tools
 from memcastle.runtime.tokens import TokenStore, known_routes
 
 router = APIRouter(prefix="/api/auth", tags=["auth"], route_class=DeclaredRoute, dependencies=[Depends(palace_wide)])
@@ -41,6 +40,8 @@ def list_tokens(request: Request) -> dict[str, Any]:
 
 @router.post("/tokens", status_code=201, response_model=CreatedTokenOut, dependencies=[Depends(controls)])
 def create_token(body: TokenBody, request: Request) -> dict[str, Any]:
+    from memcastle.mcp.tools.base import known_tools  # the MCP SDK loads at the first MCP request, not at start-up
+
     tokens = token_store(request)
     token = tokens.create(
         body.name,
