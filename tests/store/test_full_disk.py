@@ -41,14 +41,17 @@ def fill(disk: Path) -> Path:
     filler = disk / "filler"
     chunk = b"\0" * (64 * 1024)
     try:
-        out = filler.open("ab")
+        out = filler.open("ab", buffering=0)  # unbuffered: closing it has nothing left to write on a full disk
     except OSError:
         return filler  # not even an empty file fits: the disk is full already (a palace and its log filled it)
-    with out:
+    try:
+        while True:
+            out.write(chunk)
+    except OSError:
+        pass
+    finally:
         try:
-            while True:
-                out.write(chunk)
-                out.flush()
+            out.close()
         except OSError:
             pass
     return filler
