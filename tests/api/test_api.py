@@ -132,6 +132,18 @@ def test_get_history_and_supersede_a_drawer(client: TestClient) -> None:
     assert body["existing_id"] == v2["id"]
 
 
+def test_a_dry_run_delete_leaves_the_drawer_and_a_real_one_removes_it_and_its_history(client: TestClient) -> None:
+    drawer = save(client, "a note to forget", wing="p")
+    preview = client.delete(f"/api/drawers/{drawer['id']}", params={"dry_run": "true"})
+    assert preview.status_code == 200 and preview.json()["dry_run"] is True
+    assert client.get(f"/api/drawers/{drawer['id']}").status_code == 200
+    assert client.get(f"/api/drawers/{drawer['id']}/history").status_code == 200
+
+    assert client.delete(f"/api/drawers/{drawer['id']}", params={"dry_run": "false"}).status_code == 200
+    assert_error(client.get(f"/api/drawers/{drawer['id']}"), 404, "not_found")
+    assert_error(client.get(f"/api/drawers/{drawer['id']}/history"), 404, "not_found")
+
+
 def test_a_blank_supersede_reason_is_refused_naming_reason(client: TestClient) -> None:
     v1 = save(client, "the plan is A", wing="p")
     answer = client.post(f"/api/drawers/{v1['id']}/supersede", json={"content": "the plan is B", "reason": "  "})
