@@ -243,7 +243,7 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
     store = open_store(settings, now=now)
     store.lifecycle = lifecycle
     events = EventBus()
-    duplicates = DuplicateFinder(store, settings["dedup.near_threshold"], now=now)
+    duplicates = DuplicateFinder(store.near, settings["dedup.near_threshold"], now=now)
     mine_pipeline = MinePipeline(
         store,
         connectors,

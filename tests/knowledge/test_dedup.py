@@ -3,14 +3,18 @@ merged; an unnamed manual exact copy is not stored again; mined evidence is alwa
 
 from __future__ import annotations
 
+import zlib
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from fastapi.testclient import TestClient
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from memcastle.knowledge import dedup
 from memcastle.knowledge.dedup import similarity
+from memcastle.model import normalize_text
 
 from .support import Palaces, client_of, mine, write_notes
 
@@ -185,3 +189,25 @@ def test_similarity_is_symmetric_and_in_the_unit_interval(a: str, b: str) -> Non
     assert similarity(a, b) == similarity(b, a)
     assert 0.0 <= similarity(a, b) <= 1.0
     assert similarity(a, a) == 1.0
+
+
+def reference_signature(normal: str) -> list[int]:
+    """MinHash as defined: for each (a, b), the least (a·h + b) mod (2³¹ − 1) over the text's distinct 5-gram hashes
+    (plain `%` and `np.unique`, the formula stored signatures were made with)."""
+    data = np.frombuffer(normal.encode("utf-8"), dtype=np.uint8).astype(np.uint64)
+    prime = np.uint64((1 << 31) - 1)
+    if len(data) < 5:
+        hashes = np.array([zlib.crc32(data.tobytes()) % int(prime)], dtype=np.uint64)
+    else:
+        windows = data[: len(data) - 4]
+        for offset in range(1, 5):
+            windows = windows | (data[offset : len(data) - 4 + offset] << np.uint64(8 * offset))
+        hashes = (np.unique(windows) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(33)
+    return [int(v) for v in ((dedup._A[:, None] * hashes[None, :] + dedup._B[:, None]) % prime).min(axis=1)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=400))
+def test_signatures_are_the_minhash_formula_so_stored_ones_stay_comparable(text: str) -> None:
+    normal = normalize_text(text)
+    assert [int(v) for v in dedup.normal_signature(normal)] == reference_signature(normal)

@@ -1116,17 +1116,6 @@ def test_drawer_places_name_wing_room_kind_and_connector(store: Store) -> None:
     assert store.search.drawer_places([]) == {}
 
 
-def test_drawers_sharing_a_band_key_are_found_and_others_are_not(store: Store) -> None:
-    first = store.drawers.add_drawer(note("the first text of two"))
-    second = store.drawers.add_drawer(note("the second text of two"))
-    store.graph.add_drawer_bands(first.id, [11, -22, 2**62])
-    store.graph.add_drawer_bands(second.id, [33, 2**62])
-    store.graph.add_drawer_bands(second.id, [33])  # idempotent
-    assert set(store.graph.drawers_sharing_bands([2**62], 10)) == {first.id, second.id}
-    assert store.graph.drawers_sharing_bands([-22], 10) == [first.id]
-    assert store.graph.drawers_sharing_bands([44], 10) == [] and store.graph.drawers_sharing_bands([], 10) == []
-
-
 def test_term_statistics_are_the_full_text_indexs_own(store: Store) -> None:
     for text in ("The moat floods in spring", "Moats flooded twice", "A dry courtyard", "courtyard and moat"):
         store.drawers.add_drawer(NewDrawer(wing="w", room="r", content=text))

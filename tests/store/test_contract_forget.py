@@ -17,6 +17,7 @@ from memcastle.model import (
     GraphWrite,
     LexicalQuery,
     Mention,
+    NearKeys,
     NewDrawer,
     Origin,
     Scope,
@@ -66,6 +67,7 @@ def tables(store: Store) -> dict[str, int]:
             "drawer_tag",
             "drawer_band",
             "drawer_signature",
+            "near_pending",
             "embedding",
             "embedded",
             "entity",
@@ -93,8 +95,7 @@ def planted(store: Store) -> tuple[Store, dict[str, str]]:
     other = store.drawers.add_drawer(NewDrawer(wing="w", room="r", content="Bob lives in Paris"))
     vectors = np.eye(4, dtype=np.float32)
     store.embeddings.put_embeddings("m", [(old.id, vectors[:2]), (new.id, vectors[2:3]), (other.id, vectors[3:])])
-    store.graph.add_drawer_bands(new.id, [1, 2, 3], b"sig")
-    store.graph.add_drawer_bands(other.id, [1, 9], b"sig2")
+    store.near.add_keys([NearKeys(new.id, (1, 2, 3), b"sig"), NearKeys(other.id, (1, 9), b"sig2")])
     from memcastle.model import DrawerLink
 
     store.graph.add_drawer_links([DrawerLink(new.id, other.id, "near", 0.9, T0)])
@@ -147,6 +148,7 @@ def test_a_dry_run_counts_exactly_what_the_forget_removes_and_changes_nothing(
     after = tables(store)
     assert after["drawer"] == 1 and after["embedding"] == 1 and after["embedded"] == 1
     assert after["drawer_tag"] == 0 and after["drawer_band"] == 2 and after["drawer_signature"] == 1
+    assert after["near_pending"] == 1, "the neighbour is still queued for linking; the forgotten drawer is not"
     assert after["mention"] == 1 and after["assertion"] == 1 and after["fact_link"] == 0
     assert after["extraction_read"] == 1 and after["drawer_link"] == 0
     assert {e.id for e in store.graph.all_entities()} == {"e-bob", "e-lyon"}, "Alice was only in forgotten drawers"
@@ -295,11 +297,11 @@ def test_writes_read_from_a_drawer_forgotten_meanwhile_are_left_out(store: Store
         ["f-dave"]
     ) == []
     assert [d.id for d in store.graph.drawers_to_extract("test", 10)] == []
-    store.graph.add_drawer_bands(gone.id, [1], b"s")
+    store.near.add_keys([NearKeys(gone.id, (1,), b"s")])
     from memcastle.model import DrawerLink
 
     store.graph.add_drawer_links([DrawerLink(stays.id, gone.id, "near", 0.9, T0)])
-    assert store.graph.drawer_links(stays.id) == [] and store.graph.drawer_signatures([gone.id]) == {}
+    assert store.graph.drawer_links(stays.id) == [] and store.near.count_pending() == 0
 
 
 def test_wings_and_rooms_are_renamed_unless_the_name_is_taken(store: Store) -> None:

@@ -13,6 +13,7 @@ from memcastle.model import (
     FactLink,
     GraphWrite,
     Mention,
+    NearKeys,
     NewDrawer,
     content_hash,
     fingerprint,
@@ -223,15 +224,55 @@ def test_a_decision_closes_opens_and_links_in_one_transaction(graph: tuple[Store
     assert store.graph.links_of([]) == []
 
 
+def test_drawers_sharing_a_band_key_are_found_and_queued_until_settled(store: Store) -> None:
+    first = store.drawers.add_drawer(NewDrawer(wing="w", room="r", content="the first text of two"))
+    second = store.drawers.add_drawer(NewDrawer(wing="w", room="r", content="the second text of two"))
+    store.near.add_keys([NearKeys(first.id, (11, -22, 2**62), b"one"), NearKeys(second.id, (33, 2**62), b"two")])
+    store.near.add_keys([NearKeys(second.id, (33,), b"two")])  # idempotent
+    sharing = store.near.sharing_bands([2**62, -22, 44])
+    assert sorted((band, c.id) for band, c in sharing) == sorted(
+        [(2**62, first.id), (2**62, second.id), (-22, first.id)]
+    )
+    assert store.near.sharing_bands([44]) == [] and store.near.sharing_bands([]) == []
+    queued = store.near.pending(10)
+    assert [(s.id, s.bands, s.signature) for s in queued] == [
+        (first.id, (-22, 11, 2**62), b"one"),
+        (second.id, (33, 2**62), b"two"),
+    ]
+    assert store.near.signatures([s.seq for s in queued]) == {queued[0].seq: b"one", queued[1].seq: b"two"}
+    assert store.near.contents([queued[1].seq]) == {queued[1].seq: "the second text of two"}
+    # Settling takes drawers off the queue with their links, in one transaction.
+    store.near.settle([queued[0].seq], [DrawerLink(second.id, first.id, "near", 0.91, T0)])
+    assert [s.id for s in store.near.pending(10)] == [second.id] and store.near.count_pending() == 1
+    assert [s.id for s in store.near.pending(10, [first.id])] == []
+    assert store.graph.drawer_links(first.id) == [DrawerLink(second.id, first.id, "near", 0.91, T0)]
+    # A closed drawer is no candidate.
+    store.drawers.invalidate_drawer(first.id)
+    assert [c.id for _, c in store.near.sharing_bands([2**62])] == [second.id]
+
+
 def test_similar_drawers_are_linked_and_found_in_their_room(store: Store) -> None:
     original = store.drawers.add_drawer(NewDrawer(wing="w", room="r", content="Hello, World!"))
     exact = store.drawers.add_drawer(NewDrawer(wing="w", room="r", content="Hello, World!"))
     loose = store.drawers.add_drawer(NewDrawer(wing="w", room="r", content="hello world"))
     store.drawers.add_drawer(NewDrawer(wing="w", room="elsewhere", content="Hello, World!"))
-    found = store.graph.similar_in_room(
-        "w", "r", content_hash("Hello, World!"), fingerprint("Hello, World!"), exclude=[exact.id]
+    closed = store.drawers.add_drawer(NewDrawer(wing="w", room="r", content="Hello, World!"))
+    store.drawers.invalidate_drawer(closed.id)
+    store.near.add_keys([NearKeys(exact.id)])
+    [subject] = store.near.pending(10)
+    assert (subject.id, subject.content_hash, subject.fingerprint, subject.current) == (
+        exact.id,
+        content_hash("Hello, World!"),
+        fingerprint("Hello, World!"),
+        True,
     )
-    assert found == [(original.id, "exact"), (loose.id, "normalized")]
+    # Current drawers of the subject's room with its hash or its fingerprint (the caller tells which is which).
+    found = store.near.copies([subject])
+    assert [(c.id, c.content_hash == subject.content_hash) for c in found] == [
+        (original.id, True),
+        (exact.id, True),
+        (loose.id, False),
+    ]
     store.graph.add_drawer_links(
         [DrawerLink(exact.id, original.id, "exact", 1.0, T0), DrawerLink(loose.id, original.id, "normalized", 0.98, T1)]
     )

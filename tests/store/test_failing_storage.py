@@ -30,9 +30,13 @@ def limit_file_size(pid: int, most: int | None) -> None:
     resource.prlimit(pid, resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY if most is None else most, hard))
 
 
+NOTES = 4000
+
+
 def test_failing_writes_are_named_nothing_acknowledged_is_lost_and_jobs_resume(daemon: Any) -> None:
     served = daemon()
-    folder = notes_folder(served.home.root, 400)
+    # Enough notes that the mine is still filing when the writes start failing (it files ~500 a second).
+    folder = notes_folder(served.home.root, NOTES)
     acknowledged = []
     with served.http(timeout=CEILING) as http:
         for i in range(20):
@@ -69,7 +73,7 @@ def test_failing_writes_are_named_nothing_acknowledged_is_lost_and_jobs_resume(d
         for drawer_id in acknowledged:
             assert http.get(f"/api/drawers/{drawer_id}").status_code == 200
         # Every note of the folder exactly once: no duplicate from the unit tried again, none missing.
-        assert done["result"]["documents"] >= 400 and count_drawers(http, "storage-notes") == 400
+        assert done["result"]["documents"] >= NOTES and count_drawers(http, "storage-notes") == NOTES
         # The workers are all alive: more work still runs.
         again = http.post("/api/notes", json={"content": "written after the failure", "wing": "storage"})
         assert again.status_code == 201

@@ -316,6 +316,17 @@ class Redactor:
         self._folded_needles = tuple({n for rule in rules if rule.fold for n in rule.needles})
         self._all_need_needles = all(rule.needles for rule in rules)
 
+    def clean(self, text: str) -> bool:
+        """Whether no rule can match anywhere in `text`: none of the needles is in it (one look per needle)."""
+        if not self._all_need_needles:
+            return False
+        if any(needle in text for needle in self._needles):
+            return False
+        if self._folded_needles:
+            folded = text.lower()
+            return not any(needle in folded for needle in self._folded_needles)
+        return True
+
     def text(self, text: str, *, config: bool = False, replaced: set[tuple[str, str]] | None = None) -> Redaction:
         replaced = set() if replaced is None else replaced
         started = time.thread_time()
@@ -369,6 +380,29 @@ def _replace(match: re.Match[str], rule: Rule, replaced: set[tuple[str, str]]) -
     return _marker(kind, match.group(0))
 
 
+def _metadata_strings(value: Any) -> list[str]:
+    """Every string of a metadata snapshot, keys and values, at any depth."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, Mapping):
+        return [text for k, v in value.items() for text in (str(k), *_metadata_strings(v))]
+    if isinstance(value, list | tuple):
+        return [text for v in value for text in _metadata_strings(v)]
+    return []
+
+
+def _secret_keyed(value: Any, key: str = "") -> bool:
+    """Whether a metadata snapshot holds a string under a secret-looking key (which `Redactor.value` replaces whole
+    whatever it looks like)."""
+    if isinstance(value, str):
+        return bool(key) and bool(_SECRET_KEY.fullmatch(key)) and bool(value.strip())
+    if isinstance(value, Mapping):
+        return any(_secret_keyed(v, str(k)) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return any(_secret_keyed(v, key) for v in value)
+    return False
+
+
 def _marker(kind: str, secret: str) -> str:
     """What stands in for a secret: its kind, then as many line breaks as it spanned, so every line after it keeps
     its number (a hit's line range points into the file as it is)."""
@@ -380,6 +414,12 @@ def redact_document(
 ) -> tuple[RawDocument, CanonicalDocument, Counter[str]]:
     """The document with credentials redacted in its text, title, name, tags, uri and metadata snapshot, and what
     was replaced."""
+    # Most documents hold no needle of any rule in any field: one look over all of them, joined by a character no
+    # needle holds, tells so.
+    fields = [*document.segments, document.title or "", document.name or "", *document.tags, document.uri or ""]
+    fields += [raw.uri or "", *_metadata_strings(raw.metadata)]
+    if not _secret_keyed(raw.metadata) and redactor.clean("\x00".join(fields)):
+        return raw, document, Counter()
     config = is_config_name(document.name or raw.external_id)
     replaced: set[tuple[str, str]] = set()
     segments = tuple(redactor.text(segment, config=config, replaced=replaced).text for segment in document.segments)

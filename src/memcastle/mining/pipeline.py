@@ -11,7 +11,7 @@ import hashlib
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +50,10 @@ from memcastle.store import PipelineStore
 KIND = "mine"
 _ID_NAMESPACE = uuid.UUID("5b0c6f0e-8a43-4c1e-9d8f-6f1d7a0d2c11")
 CHECKPOINT_SECONDS = 0.5
+# Documents filed together in one transaction: a commit per batch rather than per document, and a write lock held
+# only as long as a batch's inserts take (a few tens of milliseconds), never while a document is read.
+BATCH_DOCUMENTS = 64
+BATCH_DRAWERS = 256
 REMOVED_AT_SOURCE = "removed at source"
 
 
@@ -121,9 +125,13 @@ class MinePipeline:
         if position == 0:
             tally = MineTally()  # discovery changed under a resumed job: count again from the start
         last_save = time.monotonic()
+        batch: list[_Prepared] = []  # documents read and cut, to be filed in one transaction
+        filed: list[str] = []  # drawers filed since their copies were last linked
         for index in range(position, len(candidates)):
             candidate = candidates[index]
-            self._mine_one(ctx, connector, spec, source, candidate, keys[index], wing, default_room, tally)
+            prepared = self._prepare(ctx, connector, spec, source, candidate, keys[index], wing, default_room, tally)
+            if prepared is not None:
+                batch.append(prepared)
             if candidate.cursor_after is not None:
                 source = SourceRecord(
                     id=source.id,
@@ -133,7 +141,13 @@ class MinePipeline:
                     cursor=candidate.cursor_after,
                     updated_at=source.updated_at,
                 )
-            if time.monotonic() - last_save >= CHECKPOINT_SECONDS or index == len(candidates) - 1:
+            due = time.monotonic() - last_save >= CHECKPOINT_SECONDS or index == len(candidates) - 1
+            if due or len(batch) >= BATCH_DOCUMENTS or sum(p.drawers for p in batch) >= BATCH_DRAWERS:
+                filed += self._file(ctx.job_id, batch, tally)
+                batch = []
+            if due:  # what the checkpoint says was done is filed, and linked to its copies
+                self._link_copies(filed, tally)
+                filed = []
                 ctx.checkpoint(
                     {
                         "position": index + 1,
@@ -153,7 +167,15 @@ class MinePipeline:
                 closed = self._store.mining.close_removed(source_id, document, REMOVED_AT_SOURCE)
                 tally.counts["removed"] += closed
                 tally.counts["removed_documents"] += 1
+        if self._duplicates is not None:
+            self._duplicates.settle()  # what a crashed job filed and never linked
         return {**tally.to_json(), "source_id": source_id, "wing": wing}
+
+    def _link_copies(self, filed: list[str], tally: MineTally) -> None:
+        """Link a batch of filed drawers to the copies filed before them: evidence that repeats other evidence is
+        stored anyway and linked, never merged."""
+        if self._duplicates is not None and filed:
+            tally.counts["similar"] += len(self._duplicates.settle(filed))
 
     def _document_key(self, external_id: str) -> str:
         redacted = self._redactor.text(external_id).text
@@ -161,7 +183,7 @@ class MinePipeline:
             return external_id
         return f"{redacted}#{hashlib.sha256(external_id.encode('utf-8', 'surrogatepass')).hexdigest()[:16]}"
 
-    def _mine_one(
+    def _prepare(
         self,
         ctx: JobContext,
         connector: Connector,
@@ -172,13 +194,14 @@ class MinePipeline:
         wing: str,
         default_room: str,
         tally: MineTally,
-    ) -> None:
+    ) -> _Prepared | None:
+        """Read, normalize, redact and cut one document into its changes (None when there is nothing to file)."""
         tally.counts["documents"] += 1
         try:
             raw = connector.read(spec, candidate)
         except SkipDocument as exc:
             tally.skip(key, exc.reason)
-            return
+            return None
         if raw.external_id != key:
             raw = replace(raw, external_id=key)
         for warning in raw.warnings:
@@ -187,41 +210,61 @@ class MinePipeline:
         record = self._store.mining.get_document(source.id, raw.external_id)
         if record is not None and record.revision == revision:
             tally.counts["unchanged"] += 1
-            return
+            return None
         try:
             document = connector.normalize(raw)
         except Exception as exc:  # noqa: BLE001 - one bad document must not abort the mine
             tally.skip(raw.external_id, f"could not be normalized: {type(exc).__name__}: {exc}")
-            return
+            return None
         # Credentials never reach the store, the full-text index or the embedder.
         try:
             raw, document, found = redact_document(self._redactor, raw, document)
         except RedactionTooCostly as exc:
             tally.skip(raw.external_id, exc.reason)
-            return
+            return None
         tally.redacted(found)
         changes = self._changes(ctx.job_id, connector, source, raw, revision, document, record, wing, default_room)
-        try:
-            self._store.mining.apply_document(changes)
-        except Conflict:
-            # A name clash with another document's drawer in the same room: file the evidence unnamed.
-            changes = self._changes(
+
+        def unnamed() -> DocumentChanges:
+            return self._changes(
                 ctx.job_id, connector, source, raw, revision, document, record, wing, default_room, named=False
             )
-            self._store.mining.apply_document(changes)
-            room = changes_room(document, default_room)
-            tally.warn(raw.external_id, f"name {document.name!r} is taken in {wing}/{room}; filed without a name")
-        tally.counts["created"] += len(changes.created)
-        tally.counts["superseded"] += len(changes.superseded)
-        if self._on_filed is not None and (changes.created or changes.superseded):
-            self._on_filed(ctx.job_id, [*changes.created, *(new for _, new in changes.superseded)])
-        tally.counts["invalidated"] += len(changes.invalidated)
-        if self._duplicates is not None:
-            # Evidence that repeats other evidence is stored anyway and linked, never merged.
-            filed = [new.id for new in changes.created] + [new.id for _, new in changes.superseded]
-            for drawer in self._store.drawers.get_drawers([i for i in filed if i]).values():
-                if self._duplicates.link(drawer):
-                    tally.counts["similar"] += 1
+
+        room = changes_room(document, default_room)
+        clash = f"name {document.name!r} is taken in {wing}/{room}; filed without a name"
+        return _Prepared(raw.external_id, changes, unnamed, clash)
+
+    def _file(self, job_id: str, batch: list[_Prepared], tally: MineTally) -> list[str]:
+        """File a batch of documents in one transaction; the ids of the drawers filed (their copies are linked
+        later). A name clash rolls the batch back, and its documents are filed one at a time: the one that clashes
+        files its evidence unnamed."""
+        if not batch:
+            return []
+        try:
+            self._store.mining.apply_documents([p.changes for p in batch])
+            applied = [p.changes for p in batch]
+        except Conflict:
+            applied = []
+            for prepared in batch:
+                try:
+                    self._store.mining.apply_document(prepared.changes)
+                    applied.append(prepared.changes)
+                except Conflict:
+                    # A name clash with another document's drawer in the same room: file the evidence unnamed.
+                    changes = prepared.unnamed()
+                    self._store.mining.apply_document(changes)
+                    applied.append(changes)
+                    tally.warn(prepared.key, prepared.clash)
+        filed: list[str] = []
+        for changes in applied:
+            fresh = [*changes.created, *(new for _, new in changes.superseded)]
+            tally.counts["created"] += len(changes.created)
+            tally.counts["superseded"] += len(changes.superseded)
+            tally.counts["invalidated"] += len(changes.invalidated)
+            if self._on_filed is not None and fresh:
+                self._on_filed(job_id, fresh)
+            filed += [new.id for new in fresh if new.id]
+        return filed
 
     def _changes(
         self,
@@ -283,6 +326,12 @@ class MinePipeline:
             else:
                 created.append(new)
         invalidated = tuple(d.id for d in old[len(chunks) :] if d is not None and d.is_current)
+        fresh = [*created, *(new for _, new in superseded)]
+        near = (
+            tuple(self._duplicates.keys(new.id or "", new.wing, new.room, new.content) for new in fresh)
+            if self._duplicates is not None
+            else ()
+        )
         closing = [d for d in old if d is not None and d.id in {*invalidated, *(i for i, _ in superseded)}]
         return DocumentChanges(
             source=source,
@@ -298,6 +347,7 @@ class MinePipeline:
             superseded=tuple(superseded),
             invalidated=invalidated,
             at=self._event_time(raw, closing),
+            near=near,
         )
 
     def _event_time(self, raw: RawDocument, closing: list[Drawer]) -> str | None:
@@ -316,6 +366,20 @@ class MinePipeline:
             return []
         found = self._store.drawers.get_drawers(record.drawer_ids)
         return [found.get(drawer_id) for drawer_id in record.drawer_ids]
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """A document read and cut into its changes, waiting for its batch's transaction."""
+
+    key: str
+    changes: DocumentChanges
+    unnamed: Callable[[], DocumentChanges]  # the same changes with the first drawer unnamed, for a name clash
+    clash: str  # the warning when it came to that
+
+    @property
+    def drawers(self) -> int:
+        return len(self.changes.created) + len(self.changes.superseded)
 
 
 def notices_removal(connector: Connector, spec: SourceSpec, asked: bool | None) -> bool:

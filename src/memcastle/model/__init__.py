@@ -5,7 +5,8 @@ jobs      Job, NewJob, JobStatus, Priority, Progress; the transition table; the 
 time      When = Current | AsOf | Between | AnyTime (carried by Scope)
 search    SearchQuery, Scope, LexicalQuery, ScoredDrawer, Hit, Snippet, SearchResult, DrawerPlace
 mining    SourceRecord, DocumentRecord, DocumentChanges, MinerSpec
-graph     Entity, Mention, EntityHint, Assertion, FactLink, DrawerLink, GraphWrite, SimilarDrawer
+graph     Entity, Mention, EntityHint, Assertion, FactLink, DrawerLink, NearKeys, NearSubject, NearCandidate,
+          GraphWrite
 forgetting ForgetScope, ForgetReport, ForgottenDrawer, Tombstone
 """
 
@@ -42,6 +43,9 @@ from memcastle.model.graph import (
     FactLink,
     GraphWrite,
     Mention,
+    NearCandidate,
+    NearKeys,
+    NearSubject,
     key_variants,
 )
 from memcastle.model.jobs import (
@@ -68,7 +72,6 @@ from memcastle.model.search import (
     ScoredDrawer,
     SearchQuery,
     SearchResult,
-    SimilarDrawer,
     Snippet,
     TermStatistics,
 )
@@ -100,6 +103,9 @@ __all__ = [
     "LINK_KINDS",
     "LexicalQuery",
     "Mention",
+    "NearCandidate",
+    "NearKeys",
+    "NearSubject",
     "MinerSpec",
     "MinerState",
     "NewDrawer",
@@ -122,7 +128,6 @@ __all__ = [
     "ScoredDrawer",
     "SearchQuery",
     "SearchResult",
-    "SimilarDrawer",
     "Source",
     "SourceRecord",
     "TermStatistics",

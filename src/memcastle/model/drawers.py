@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Mapping
@@ -28,7 +29,24 @@ _NON_ALNUM = re.compile(r"[\W_]+")
 
 
 def normalize_text(text: str) -> str:
-    """Case-folded, every run of non-alphanumerics (in any script) collapsed to one space: the dedup normal form."""
+    """Case-folded, every run of non-alphanumerics (in any script) collapsed to one space: the dedup normal form.
+
+    A text of chunk size is normalized once however many readers it has (a mined drawer's fingerprint and its
+    near-duplicate keys): the last few are remembered, looked up by the string's cached hash."""
+    if len(text) <= _CACHED_CHARS:
+        return _normalized(text)
+    return _normalize(text)
+
+
+_CACHED_CHARS = 16_384
+
+
+@functools.lru_cache(maxsize=32)
+def _normalized(text: str) -> str:
+    return _normalize(text)
+
+
+def _normalize(text: str) -> str:
     return _NON_ALNUM.sub(" ", text.casefold()).strip()
 
 

@@ -137,6 +137,41 @@ class DrawerLink:
 
 
 @dataclass(frozen=True)
+class NearKeys:
+    """What finds a drawer's near copies: its MinHash band keys and signature (both empty for a text too short to
+    compare; its exact and normalized copies are still looked for)."""
+
+    drawer_id: str
+    bands: tuple[int, ...] = ()
+    signature: bytes = b""
+
+
+@dataclass(frozen=True)
+class NearSubject:
+    """A drawer whose copies are still to be looked for, with what finds them."""
+
+    seq: int
+    id: str
+    room_id: int
+    content_hash: str
+    fingerprint: str
+    current: bool
+    bands: tuple[int, ...] = ()
+    signature: bytes = b""
+
+
+@dataclass(frozen=True)
+class NearCandidate:
+    """A current drawer that may be a copy of a subject: found by hash, fingerprint or shared band keys."""
+
+    seq: int
+    id: str
+    room_id: int
+    content_hash: str = ""
+    fingerprint: str = ""
+
+
+@dataclass(frozen=True)
 class GraphWrite:
     """Everything one extraction batch writes, in one transaction with the drawers' read markers."""
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memcastle.model.drawers import NewDrawer
+from memcastle.model.graph import NearKeys
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,7 @@ class DocumentChanges:
     superseded: tuple[tuple[str, NewDrawer], ...] = ()  # (old drawer id, replacement)
     invalidated: tuple[str, ...] = ()
     at: str | None = None
+    near: tuple[NearKeys, ...] = ()  # what finds the new drawers' copies, filed with them (linked later, in a batch)
 
 
 DEFAULT_DEBOUNCE = 1.6  # seconds without a change before a watched source is mined (watchfiles' own default)

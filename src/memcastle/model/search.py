@@ -49,13 +49,6 @@ class TermStatistics:
     frequencies: tuple[int, ...]
 
 
-class SimilarDrawer(NamedTuple):
-    """A current drawer of the same room with the same hash (`exact`) or normalized text (`normalized`)."""
-
-    drawer_id: str
-    verdict: str
-
-
 class DrawerPlace(NamedTuple):
     """Where a drawer lives and what mined it: fixed for the drawer's whole life."""
 

@@ -48,6 +48,7 @@ from memcastle.store.sql.forgetting import ForgetTables
 from memcastle.store.sql.graph import GraphTables
 from memcastle.store.sql.miners import MinerTables
 from memcastle.store.sql.mining import MiningTables
+from memcastle.store.sql.near import NearTables
 from memcastle.store.sql.requests import RequestKeyTables
 from memcastle.store.sql.search import SearchTables
 
@@ -149,7 +150,8 @@ class PostgresStore(SqlStore):
         self.drawers = PostgresDrawers(self)
         self.search = PostgresSearch(self)
         self.embeddings = PostgresEmbeddings(self, self.drawers)
-        self.mining = MiningTables(self, self.drawers)
+        self.near = NearTables(self)
+        self.mining = MiningTables(self, self.drawers, self.near)
         self.graph = PostgresGraph(self, self.drawers)
         self.forgetting = PostgresForgetting(self)
         self.archive = PostgresArchive(self, self.drawers, self.embeddings)

@@ -78,8 +78,9 @@ _QUERIES: dict[str, tuple[str, tuple[str, ...]]] = {
         ("extractor", "drawer_id"),
     ),
     "signatures": (
-        "SELECT drawer_id, signature FROM drawer_signature g WHERE 1 = 1{after} ORDER BY drawer_id LIMIT ?",
-        ("drawer_id",),
+        "SELECT d.id AS drawer_id, g.drawer_seq, g.signature FROM drawer_signature g "
+        "JOIN drawer d ON d.seq = g.drawer_seq WHERE 1 = 1{after} ORDER BY g.drawer_seq LIMIT ?",
+        ("g.drawer_seq",),
     ),
     "vectors": (
         "SELECT e.drawer_seq, d.id AS drawer_id, e.model, e.passage, e.passages, e.vector FROM embedding e "
@@ -115,7 +116,9 @@ class ArchiveSnapshot:
         if kind == "signatures":
             for record in self._records("signatures"):
                 bands = self._tx.all(
-                    "SELECT band FROM drawer_band WHERE drawer_id = ? ORDER BY band", (record["drawer_id"],)
+                    "SELECT b.band FROM drawer_band b JOIN drawer d ON d.seq = b.drawer_seq WHERE d.id = ? "
+                    "ORDER BY b.band",
+                    (record["drawer_id"],),
                 )
                 yield {**record, "bands": [int(b["band"]) for b in bands]}
             return
@@ -374,13 +377,18 @@ class ArchiveTables(Role):
                 (r["drawer_id"], r["extractor"]),
             )
         if kind == "signatures":
+            drawer = tx.one("SELECT seq FROM drawer WHERE id = ?", (r["drawer_id"],))
+            if drawer is None:
+                raise InvalidRequest(
+                    f"a signature of drawer {r['drawer_id']}, which is not in the palace", field="drawer_id"
+                )
             added = tx.run(
-                "INSERT INTO drawer_signature(drawer_id, signature) VALUES (?, ?) ON CONFLICT DO NOTHING",
-                (r["drawer_id"], _unb64(r["signature"], "signature")),
+                "INSERT INTO drawer_signature(drawer_seq, signature) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                (drawer["seq"], _unb64(r["signature"], "signature")),
             )
             tx.many(
-                "INSERT INTO drawer_band(band, drawer_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
-                [(int(band), r["drawer_id"]) for band in r.get("bands", [])],
+                "INSERT INTO drawer_band(band, drawer_seq) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                [(int(band), drawer["seq"]) for band in r.get("bands", [])],
             )
             return added
         if kind == "tombstones":

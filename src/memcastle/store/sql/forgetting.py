@@ -256,9 +256,12 @@ class ForgetTables(Role):
             ("embedding", "drawer_seq"),
             ("embedded", "drawer_seq"),
             ("drawer_tag", "drawer_seq"),
+            ("drawer_band", "drawer_seq"),
+            ("drawer_signature", "drawer_seq"),
+            ("near_pending", "drawer_seq"),
         ):
             tx.run(f"DELETE FROM {table} WHERE {column} IN {_SEQS}")
-        for table in ("drawer_band", "drawer_signature", "extraction_read", "mention"):
+        for table in ("extraction_read", "mention"):
             tx.run(f"DELETE FROM {table} WHERE drawer_id IN {_SET}")
         tx.run(f"DELETE FROM drawer_link WHERE from_id IN {_SET} OR to_id IN {_SET}")
         # The read audit keeps who read what as ids: a forgotten drawer's, and its facts', go from it, with the

@@ -17,7 +17,6 @@ from memcastle.model import (
     FactLink,
     GraphWrite,
     Mention,
-    SimilarDrawer,
     key_variants,
     normalize_text,
 )
@@ -391,53 +390,3 @@ class GraphTables(Role):
             "SELECT * FROM drawer_link WHERE from_id = ? OR to_id = ? ORDER BY created_at", (drawer_id, drawer_id)
         )
         return [drawer_link_from_row(r) for r in rows]
-
-    def similar_in_room(
-        self, wing: str, room: str, content_hash: str, fingerprint: str, exclude: Sequence[str]
-    ) -> list[SimilarDrawer]:
-        """Current drawers of the room with the same hash or fingerprint."""
-        # Two indexed lookups rather than one OR, which would scan the whole room.
-        rows = self._all(
-            "WITH place AS (SELECT r.id FROM room r JOIN wing w ON w.id = r.wing_id WHERE w.name = ? AND r.name = ?) "
-            "SELECT id, content_hash, seq FROM drawer WHERE room_id = (SELECT id FROM place) AND content_hash = ? "
-            "AND valid_to IS NULL UNION SELECT id, content_hash, seq FROM drawer "
-            "WHERE room_id = (SELECT id FROM place) "
-            "AND fingerprint = ? AND valid_to IS NULL ORDER BY seq LIMIT 50",
-            (wing, room, content_hash, fingerprint),
-        )
-        skip = set(exclude)
-        return [
-            SimilarDrawer(r["id"], "exact" if r["content_hash"] == content_hash else "normalized")
-            for r in rows
-            if r["id"] not in skip
-        ]
-
-    def add_drawer_bands(self, drawer_id: str, bands: Sequence[int], signature: bytes = b"") -> None:
-        with self._write() as tx:
-            if not self._existing(tx, [drawer_id]):
-                return  # forgotten meanwhile
-            tx.many(
-                "INSERT INTO drawer_band(band, drawer_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
-                [(band, drawer_id) for band in bands],
-            )
-            if signature:
-                tx.run(
-                    "INSERT INTO drawer_signature(drawer_id, signature) VALUES (?, ?) "
-                    "ON CONFLICT (drawer_id) DO UPDATE SET signature = excluded.signature",
-                    (drawer_id, signature),
-                )
-
-    def drawer_signatures(self, drawer_ids: Sequence[str]) -> dict[str, bytes]:
-        rows = self._in("SELECT drawer_id, signature FROM drawer_signature WHERE drawer_id IN ({})", drawer_ids)
-        return {r["drawer_id"]: bytes(r["signature"]) for r in rows}
-
-    def drawers_sharing_bands(self, bands: Sequence[int], limit: int, *, at_least: int = 1) -> list[str]:
-        """Drawers sharing at least `at_least` of these band keys, most shared first (near-duplicate candidates)."""
-        if not bands:
-            return []
-        rows = self._all(
-            f"SELECT drawer_id FROM drawer_band WHERE band IN ({marks(bands)}) GROUP BY drawer_id "
-            "HAVING COUNT(*) >= ? ORDER BY COUNT(*) DESC, drawer_id LIMIT ?",
-            (*bands, at_least, limit),
-        )
-        return [r["drawer_id"] for r in rows]

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from memcastle.model import DocumentChanges, DocumentRecord, SourceRecord
 from memcastle.store.sql.base import Role, SqlStore, Tx, dumps
 from memcastle.store.sql.drawers import DrawerTables
+from memcastle.store.sql.near import NearTables
 from memcastle.store.sql.rows import document_from_row, source_from_row
 
 
 class MiningTables(Role):
     """Mining records: a source's cursor, each document's revision and drawers."""
 
-    def __init__(self, db: SqlStore, drawers: DrawerTables) -> None:
+    def __init__(self, db: SqlStore, drawers: DrawerTables, near: NearTables) -> None:
         super().__init__(db)
         self.drawers = drawers
+        self.near = near
 
     def upsert_source(self, source: SourceRecord) -> SourceRecord:
         with self._write() as tx:
@@ -77,37 +81,48 @@ class MiningTables(Role):
 
     def apply_document(self, changes: DocumentChanges) -> None:
         """Invalidate, supersede, create, record the document, then move the cursor: all in one transaction."""
+        self.apply_documents([changes])
+
+    def apply_documents(self, batch: Sequence[DocumentChanges]) -> None:
+        """`apply_document` for several documents in one transaction, in order: all land or none does (a mine
+        files a batch at a time, so a commit is paid per batch, not per document)."""
+        with self._write() as tx:
+            for changes in batch:
+                self._apply(tx, changes)
+            # The new drawers' copies are linked later, a batch at a time (`knowledge.dedup`).
+            self.near.insert_keys(tx, [keys for changes in batch for keys in changes.near])
+
+    def _apply(self, tx: Tx, changes: DocumentChanges) -> None:
         recorded = self._now()
         at = changes.at or recorded
         record = changes.record
-        with self._write() as tx:
-            # A drawer forgotten since the document was read is no longer there to close: its chunk is filed anew.
-            for drawer_id in changes.invalidated:
-                if self._stored(tx, drawer_id):
-                    self.drawers._close_current(tx, drawer_id, at, None, recorded=recorded)
-            for old_id, replacement in changes.superseded:
-                if self._stored(tx, old_id):
-                    self.drawers._supersede(tx, old_id, replacement, at, recorded)
-                else:
-                    self.drawers._insert_drawer(tx, replacement, at, recorded=recorded)
-            for new in changes.created:
-                self.drawers._insert_drawer(tx, new, at, recorded=recorded)
-            tx.run(
-                "INSERT INTO document(source_id, external_id, revision, chunk_hashes, drawer_ids, updated_at) "
-                "VALUES (?,?,?,?,?,?) ON CONFLICT (source_id, external_id) DO UPDATE SET "
-                "revision = excluded.revision, chunk_hashes = excluded.chunk_hashes, "
-                "drawer_ids = excluded.drawer_ids, updated_at = excluded.updated_at",
-                (
-                    record.source_id,
-                    record.external_id,
-                    record.revision,
-                    dumps(list(record.chunk_hashes)),
-                    dumps(list(record.drawer_ids)),
-                    recorded,
-                ),
-            )
-            # The cursor advances only with the document that earned it, in the same transaction.
-            tx.run(
-                "UPDATE source SET cursor = ?, updated_at = ? WHERE id = ?",
-                (changes.source.cursor, recorded, changes.source.id),
-            )
+        # A drawer forgotten since the document was read is no longer there to close: its chunk is filed anew.
+        for drawer_id in changes.invalidated:
+            if self._stored(tx, drawer_id):
+                self.drawers._close_current(tx, drawer_id, at, None, recorded=recorded)
+        for old_id, replacement in changes.superseded:
+            if self._stored(tx, old_id):
+                self.drawers._supersede(tx, old_id, replacement, at, recorded)
+            else:
+                self.drawers._insert_drawer(tx, replacement, at, recorded=recorded)
+        for new in changes.created:
+            self.drawers._insert_drawer(tx, new, at, recorded=recorded)
+        tx.run(
+            "INSERT INTO document(source_id, external_id, revision, chunk_hashes, drawer_ids, updated_at) "
+            "VALUES (?,?,?,?,?,?) ON CONFLICT (source_id, external_id) DO UPDATE SET "
+            "revision = excluded.revision, chunk_hashes = excluded.chunk_hashes, "
+            "drawer_ids = excluded.drawer_ids, updated_at = excluded.updated_at",
+            (
+                record.source_id,
+                record.external_id,
+                record.revision,
+                dumps(list(record.chunk_hashes)),
+                dumps(list(record.drawer_ids)),
+                recorded,
+            ),
+        )
+        # The cursor advances only with the document that earned it, in the same transaction.
+        tx.run(
+            "UPDATE source SET cursor = ?, updated_at = ? WHERE id = ?",
+            (changes.source.cursor, recorded, changes.source.id),
+        )

@@ -34,6 +34,7 @@ from memcastle.store.sql.graph import GraphTables
 from memcastle.store.sql.jobs import JobTables
 from memcastle.store.sql.miners import MinerTables
 from memcastle.store.sql.mining import MiningTables
+from memcastle.store.sql.near import NearTables
 from memcastle.store.sql.requests import RequestKeyTables
 from memcastle.store.sql.rows import job_from_row
 from memcastle.store.sql.search import SearchTables
@@ -108,7 +109,8 @@ class SQLiteStore(SqlStore):
         self.drawers = SQLiteDrawers(self)
         self.search = SQLiteSearch(self)
         self.embeddings = SQLiteEmbeddings(self, self.drawers)
-        self.mining = MiningTables(self, self.drawers)
+        self.near = NearTables(self)
+        self.mining = MiningTables(self, self.drawers, self.near)
         self.graph = GraphTables(self, self.drawers)
         self.forgetting = SQLiteForgetting(self)
         self.archive = SQLiteArchive(self, self.drawers, self.embeddings)
