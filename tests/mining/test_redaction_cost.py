@@ -155,7 +155,8 @@ def test_a_document_over_the_budget_is_skipped_with_the_reason(palace: Palace, t
     """A mine never stores a document it could not check: it is skipped, the rest is filed."""
     folder = Path(os.environ["HOME"]) / "budget-notes"
     folder.mkdir()
-    (folder / "a.md").write_text("# A\nshort\n")
+    # A text holding a needle of some rule (`@`), so the rules run on it (a text with none is passed in one look).
+    (folder / "a.md").write_text("# A\nmail ops@example.com\n")
     palace.pool.drain(5.0)  # the job is run below, with a redactor that has no time at all
     job = palace.services.mining.submit_mine(MineRequest("notes", str(folder), {}, wing="budget")).job
     claimed = palace.store.jobs.claim_next_job("probe", 60.0, ["mine"])

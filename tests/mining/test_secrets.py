@@ -17,6 +17,8 @@ import pytest
 from addresses import LOCAL
 from clocks import DistinctClock
 from fastapi.testclient import TestClient
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from planted import ANTHROPIC, AWS, ENV_TOKEN, GITHUB, GITLAB, JWT, OPENAI, PLANTED, PRIVATE_KEY, SLACK, URL_PASSWORD
 from waiting import wait_until
 
@@ -410,3 +412,21 @@ def test_connectors_md_lists_exactly_the_kinds_redacted() -> None:
 
 def test_every_planted_kind_is_a_rule_or_a_secret_file() -> None:
     assert {p.kind for p in PLANTED} - {"secret file"} <= {rule.kind for rule in RULES}
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            [*(p.context for p in PLANTED), "a", " ", "\n", "=", ":", "/", "@", "://", "key", "Token", "pass", "x" * 8]
+        ),
+        max_size=12,
+    ),
+    st.booleans(),
+)
+def test_a_text_said_to_be_clean_is_one_the_rules_leave_unchanged(parts: list[str], config: bool) -> None:
+    """The one-look shortcut (`Redactor.clean`) never lets through a text some rule would change."""
+    redactor = Redactor()
+    text = "".join(parts)
+    if redactor.clean(text, config=config):
+        assert redactor.text(text, config=config).text == text

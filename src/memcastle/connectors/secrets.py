@@ -228,7 +228,8 @@ RULES: tuple[Rule, ...] = (
     ),
     # `scheme://user:password@host` and `scheme://:password@host` (redis): the pattern starts at the literal `://`,
     # which the regex engine finds fast; the user and the password cannot hold `/`, so a try ends at the next `://`.
-    Rule("url-password", re.compile(r"://[^\s/:@\"'<>]*+:(?P<value>[^\s/@\"'<>]+)@"), ("://",)),
+    # Its needle is the `@` it needs, not the `://`: every file's own `file://` address holds the latter.
+    Rule("url-password", re.compile(r"://[^\s/:@\"'<>]*+:(?P<value>[^\s/@\"'<>]+)@"), ("@",)),
     Rule(
         "env-secret",
         # `export API_TOKEN=…` / `RAILS_MASTER_KEY=…` in shells, transcripts and notes: an upper-case name, no
@@ -315,16 +316,26 @@ class Redactor:
         self._needles = tuple({n for rule in rules if not rule.fold for n in rule.needles})
         self._folded_needles = tuple({n for rule in rules if rule.fold for n in rule.needles})
         self._all_need_needles = all(rule.needles for rule in rules)
+        # The needles of the rules that apply to ordinary text (False) and to a configuration file (True).
+        self._applying = {
+            config: (
+                tuple({n for r in rules if not r.fold and (config or not r.config_only) for n in r.needles}),
+                tuple({n for r in rules if r.fold and (config or not r.config_only) for n in r.needles}),
+            )
+            for config in (False, True)
+        }
 
-    def clean(self, text: str) -> bool:
-        """Whether no rule can match anywhere in `text`: none of the needles is in it (one look per needle)."""
+    def clean(self, text: str, *, config: bool = False) -> bool:
+        """Whether no rule that applies (`config`: the configuration-only ones too) can match anywhere in `text`:
+        none of their needles is in it (one look per needle)."""
         if not self._all_need_needles:
             return False
-        if any(needle in text for needle in self._needles):
+        plain, folded_needles = self._applying[config]
+        if any(needle in text for needle in plain):
             return False
-        if self._folded_needles:
+        if folded_needles:
             folded = text.lower()
-            return not any(needle in folded for needle in self._folded_needles)
+            return not any(needle in folded for needle in folded_needles)
         return True
 
     def text(self, text: str, *, config: bool = False, replaced: set[tuple[str, str]] | None = None) -> Redaction:
@@ -416,11 +427,15 @@ def redact_document(
     was replaced."""
     # Most documents hold no needle of any rule in any field: one look over all of them, joined by a character no
     # needle holds, tells so.
-    fields = [*document.segments, document.title or "", document.name or "", *document.tags, document.uri or ""]
-    fields += [raw.uri or "", *_metadata_strings(raw.metadata)]
-    if not _secret_keyed(raw.metadata) and redactor.clean("\x00".join(fields)):
-        return raw, document, Counter()
     config = is_config_name(document.name or raw.external_id)
+    fields = [document.title or "", document.name or "", *document.tags, document.uri or "", raw.uri or ""]
+    fields += _metadata_strings(raw.metadata)
+    if (
+        not _secret_keyed(raw.metadata)
+        and redactor.clean("\x00".join(document.segments), config=config)
+        and redactor.clean("\x00".join(fields))
+    ):
+        return raw, document, Counter()
     replaced: set[tuple[str, str]] = set()
     segments = tuple(redactor.text(segment, config=config, replaced=replaced).text for segment in document.segments)
     title = redactor.text(document.title, replaced=replaced).text if document.title else document.title

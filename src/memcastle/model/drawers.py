@@ -31,8 +31,9 @@ _NON_ALNUM = re.compile(r"[\W_]+")
 def normalize_text(text: str) -> str:
     """Case-folded, every run of non-alphanumerics (in any script) collapsed to one space: the dedup normal form.
 
-    A text of chunk size is normalized once however many readers it has (a mined drawer's fingerprint and its
-    near-duplicate keys): the last few are remembered, looked up by the string's cached hash."""
+    A text of chunk size is normalized once however many readers it has (a mined drawer's near-duplicate keys, when
+    its document is cut, and its fingerprint, when its batch is filed): the last few hundred are remembered, looked up
+    by the string's cached hash."""
     if len(text) <= _CACHED_CHARS:
         return _normalized(text)
     return _normalize(text)
@@ -41,7 +42,7 @@ def normalize_text(text: str) -> str:
 _CACHED_CHARS = 16_384
 
 
-@functools.lru_cache(maxsize=32)
+@functools.lru_cache(maxsize=512)  # more than the drawers of a mined batch
 def _normalized(text: str) -> str:
     return _normalize(text)
 
