@@ -3,6 +3,7 @@ merged; an unnamed manual exact copy is not stored again; mined evidence is alwa
 
 from __future__ import annotations
 
+import re
 import zlib
 from pathlib import Path
 from typing import Any
@@ -211,3 +212,10 @@ def reference_signature(normal: str) -> list[int]:
 def test_signatures_are_the_minhash_formula_so_stored_ones_stay_comparable(text: str) -> None:
     normal = normalize_text(text)
     assert [int(v) for v in dedup.normal_signature(normal)] == reference_signature(normal)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=200))
+def test_an_ascii_text_is_normalized_as_the_general_rule_does(text: str) -> None:
+    """The byte-table path for ASCII gives what the Unicode rule gives: case-folded, `[\\W_]+` runs one space."""
+    assert normalize_text(text) == re.sub(r"[\W_]+", " ", text.casefold()).strip()

@@ -325,12 +325,22 @@ class Redactor:
             for config in (False, True)
         }
 
-    def clean(self, text: str, *, config: bool = False) -> bool:
+    def needles_in(self, text: str) -> frozenset[str]:
+        """The needles of every rule found in `text` (one look per needle; the folded ones in its lower case)."""
+        present = {needle for needle in self._needles if needle in text}
+        if self._folded_needles:
+            folded = text.lower()
+            present.update(needle for needle in self._folded_needles if needle in folded)
+        return frozenset(present)
+
+    def clean(self, text: str, *, config: bool = False, present: frozenset[str] | None = None) -> bool:
         """Whether no rule that applies (`config`: the configuration-only ones too) can match anywhere in `text`:
-        none of their needles is in it (one look per needle)."""
+        none of their needles is in it (`present`: the text's `needles_in`, when the caller has it already)."""
         if not self._all_need_needles:
             return False
         plain, folded_needles = self._applying[config]
+        if present is not None:
+            return present.isdisjoint(plain) and present.isdisjoint(folded_needles)
         if any(needle in text for needle in plain):
             return False
         if folded_needles:
@@ -338,13 +348,19 @@ class Redactor:
             return not any(needle in folded for needle in folded_needles)
         return True
 
-    def text(self, text: str, *, config: bool = False, replaced: set[tuple[str, str]] | None = None) -> Redaction:
+    def text(
+        self,
+        text: str,
+        *,
+        config: bool = False,
+        replaced: set[tuple[str, str]] | None = None,
+        present: frozenset[str] | None = None,
+    ) -> Redaction:
+        """`text` with credentials redacted (`present`: its `needles_in`, when the caller has it already)."""
         replaced = set() if replaced is None else replaced
         started = time.thread_time()
-        present = {needle for needle in self._needles if needle in text}
-        if self._folded_needles:
-            folded = text.lower()
-            present.update(needle for needle in self._folded_needles if needle in folded)
+        if present is None:
+            present = self.needles_in(text)
         if not present and self._all_need_needles:
             return Redaction(text, replaced)  # most metadata values, and much ordinary text: no rule can match
         for rule in self.rules:
@@ -425,25 +441,33 @@ def redact_document(
 ) -> tuple[RawDocument, CanonicalDocument, Counter[str]]:
     """The document with credentials redacted in its text, title, name, tags, uri and metadata snapshot, and what
     was replaced."""
-    # Most documents hold no needle of any rule in any field: one look over all of them, joined by a character no
-    # needle holds, tells so.
+    # Most documents hold no needle of any rule in any field: one look over each text, and one over the short fields
+    # joined by a character no needle holds, tells so. What is looked for once is not looked for again.
     config = is_config_name(document.name or raw.external_id)
+    found = [redactor.needles_in(segment) for segment in document.segments]
+    segments_clean = all(
+        redactor.clean(s, config=config, present=p) for s, p in zip(document.segments, found, strict=True)
+    )
     fields = [document.title or "", document.name or "", *document.tags, document.uri or "", raw.uri or ""]
-    fields += _metadata_strings(raw.metadata)
-    if (
-        not _secret_keyed(raw.metadata)
-        and redactor.clean("\x00".join(document.segments), config=config)
-        and redactor.clean("\x00".join(fields))
-    ):
+    fields_clean = not _secret_keyed(raw.metadata) and redactor.clean(
+        "\x00".join([*fields, *_metadata_strings(raw.metadata)])
+    )
+    if segments_clean and fields_clean:
         return raw, document, Counter()
     replaced: set[tuple[str, str]] = set()
-    segments = tuple(redactor.text(segment, config=config, replaced=replaced).text for segment in document.segments)
-    title = redactor.text(document.title, replaced=replaced).text if document.title else document.title
-    name = redactor.text(document.name, replaced=replaced).text if document.name else document.name
-    tags = tuple(dict.fromkeys(redactor.text(tag, replaced=replaced).text for tag in document.tags))
-    uri = redactor.text(document.uri, replaced=replaced).text if document.uri else document.uri
-    raw_uri = redactor.text(raw.uri, replaced=replaced).text if raw.uri else raw.uri
-    metadata = redactor.value(dict(raw.metadata), replaced)
+    segments = tuple(
+        redactor.text(segment, config=config, replaced=replaced, present=p).text
+        for segment, p in zip(document.segments, found, strict=True)
+    )
+    title, name, tags, uri = document.title, document.name, document.tags, document.uri
+    raw_uri, metadata = raw.uri, dict(raw.metadata)
+    if not fields_clean:
+        title = redactor.text(document.title, replaced=replaced).text if document.title else document.title
+        name = redactor.text(document.name, replaced=replaced).text if document.name else document.name
+        tags = tuple(dict.fromkeys(redactor.text(tag, replaced=replaced).text for tag in document.tags))
+        uri = redactor.text(document.uri, replaced=replaced).text if document.uri else document.uri
+        raw_uri = redactor.text(raw.uri, replaced=replaced).text if raw.uri else raw.uri
+        metadata = redactor.value(dict(raw.metadata), replaced)
     if not replaced:
         return raw, document, Counter()
     return (

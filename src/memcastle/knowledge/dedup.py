@@ -177,16 +177,22 @@ class DuplicateFinder:
         now = self._now()
         found: dict[int, dict[str, DrawerLink]] = {s.seq: {} for s in subjects}
         # Exact and normalized copies: the earliest 50 filed before the subject in its room.
-        copies = self._near.copies(subjects)
+        by_hash: dict[tuple[int, str], list[NearCandidate]] = {}
+        by_fingerprint: dict[tuple[int, str], list[NearCandidate]] = {}
+        for c in self._near.copies(subjects):  # in filing order
+            by_hash.setdefault((c.room_id, c.content_hash), []).append(c)
+            by_fingerprint.setdefault((c.room_id, c.fingerprint), []).append(c)
         for subject in subjects:
-            same = [
-                c
-                for c in copies
+            same = {
+                c.seq: c
+                for c in (
+                    *by_hash.get((subject.room_id, subject.content_hash), ()),
+                    *by_fingerprint.get((subject.room_id, subject.fingerprint), ()),
+                )
                 if c.seq < subject.seq
-                and c.room_id == subject.room_id
-                and (c.content_hash == subject.content_hash or c.fingerprint == subject.fingerprint)
-            ][:EXACT_LIMIT]
-            for c in same:
+            }
+            for seq in sorted(same)[:EXACT_LIMIT]:
+                c = same[seq]
                 verdict = "exact" if c.content_hash == subject.content_hash else "normalized"
                 found[subject.seq][c.id] = DrawerLink(subject.id, c.id, verdict, 1.0, now)
         # Near copies: drawers filed before the subject sharing at least two of its bands, most shared first.
