@@ -57,6 +57,9 @@ def fill(disk: Path) -> Path:
     return filler
 
 
+NOTES = 4000
+
+
 def test_a_full_disk_is_said_plainly_and_work_resumes_when_room_returns(
     small_disk: Path, xdg_home: Any, daemon: Any
 ) -> None:
@@ -64,7 +67,8 @@ def test_a_full_disk_is_said_plainly_and_work_resumes_when_room_returns(
     (small_disk / "filler").touch()
     served = daemon(palace)
     try:
-        folder = notes_folder(served.home.root, 1500)
+        # Enough notes that the mine is still filing when the disk fills (it files ~500 a second).
+        folder = notes_folder(served.home.root, NOTES)
         with served.http(timeout=CEILING) as http:
             kept = http.post("/api/notes", json={"content": "written before the disk filled", "wing": "full"})
             assert kept.status_code == 201
@@ -96,7 +100,7 @@ def test_a_full_disk_is_said_plainly_and_work_resumes_when_room_returns(
 
             filler.unlink()  # room again
             wait_until(lambda: jobs(http)[job_id]["status"] == "completed", what="the mine to resume and finish")
-            assert count_drawers(http, "storage-notes") == 1500
+            assert count_drawers(http, "storage-notes") == NOTES
             for drawer_id in [kept.json()["drawer"]["id"], *acknowledged]:
                 assert http.get(f"/api/drawers/{drawer_id}").status_code == 200
     finally:
@@ -111,6 +115,6 @@ def test_a_full_disk_is_said_plainly_and_work_resumes_when_room_returns(
     restarted = daemon(palace)  # and with room again, it starts with everything in place
     try:
         with restarted.http(timeout=CEILING) as http:
-            assert count_drawers(http, "storage-notes") == 1500
+            assert count_drawers(http, "storage-notes") == NOTES
     finally:
         restarted.kill()
