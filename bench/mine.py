@@ -189,8 +189,7 @@ def main() -> None:
         share, database = bookkeeping_share(Path(temp) / "cpu0")
         rate = len(files) / median(times)
         lines = [
-            "## Mining: `directory` connector, embeddings deferred"
-            + ("" if args.tree is None else " — a real folder"),
+            "## Mining: `directory` connector, embeddings deferred" + ("" if args.tree is None else " — a real folder"),
             "",
             f"Command: `{command_line()}`",
             "",
