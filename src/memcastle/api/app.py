@@ -19,7 +19,7 @@ from memcastle.api.errors import answers, install_error_handlers
 from memcastle.api.guard import BrowserGuard, HostPolicy
 from memcastle.api.limits import BodyLimit
 from memcastle.api.openapi import honest_openapi
-from memcastle.api.routes import router
+from memcastle.api.routes import CONCERN_ROUTERS
 from memcastle.api.tokens import router as token_router
 from memcastle.mcp.endpoint import MCP_PATH, LazyEndpoint
 from memcastle.runtime.tokens import TokenStore
@@ -87,7 +87,8 @@ def create_app(
     app.add_middleware(BrowserGuard, policy=HostPolicy(allowed_hosts), routed=routed)
     install_error_handlers(app)
     app.openapi = honest_openapi(app)  # type: ignore[method-assign]
-    app.include_router(router)
+    for concern in CONCERN_ROUTERS:
+        app.include_router(concern)
     app.include_router(token_router)
     app.include_router(web_router)
     app.mount("/static", StaticFiles(directory=WEB_STATIC), name="static")

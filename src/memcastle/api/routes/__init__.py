@@ -6,8 +6,11 @@ from fastapi import APIRouter
 from memcastle.api.openapi import DeclaredRoute
 from memcastle.api.routes import agents, drawers, events, facts, forgetting, jobs, mining, search, status
 
+# The app includes each concern's router on its own (`CONCERN_ROUTERS`), health first: FastAPI prepares a router's
+# routes when a request is first routed into it, so a health check prepares the status routes only, not all of them.
+CONCERN_ROUTERS = tuple(m.router for m in (status, drawers, search, agents, facts, forgetting, jobs, mining, events))
 router = APIRouter(route_class=DeclaredRoute)
-for module in (status, drawers, search, agents, facts, forgetting, jobs, mining, events):
-    router.routes.extend(module.router.routes)
+for concern in CONCERN_ROUTERS:
+    router.routes.extend(concern.routes)
 
-__all__ = ["router"]
+__all__ = ["CONCERN_ROUTERS", "router"]
