@@ -636,6 +636,28 @@ def test_a_bounded_any_term_query_matches_on_its_rarest_terms_only(store: Store)
     assert found(0) == [rare.id]
 
 
+def test_a_bounded_query_none_of_whose_terms_can_rank_matches_nothing(store: Store) -> None:
+    for i in range(8):
+        store.drawers.add_drawer(note(f"system data record {i}"))  # "system" and "data" in 9 of 11: BM25 floors them
+    store.drawers.add_drawer(note("the system keeps its data and a zeppelin"))
+    store.drawers.add_drawer(note("an unrelated line"))
+    store.drawers.add_drawer(note("another unrelated line"))
+
+    def found(require_all: bool, max_rows: int | None, *terms: str) -> list[str]:
+        query = LexicalQuery(terms, require_all=require_all, max_rows=max_rows)
+        return [c.drawer_id for c in store.search.lexical_candidates(query, Scope(), 20)]
+
+    for require_all in (True, False):
+        assert len(found(require_all, None, "system", "data")) == 9, "exact: every drawer holding them"
+        assert len(found(require_all, 9, "system", "data")) == 9, "the rarest within the bound: matched as before"
+        assert found(require_all, 8, "system", "data") == [], "every term common, the rarest past the bound"
+        assert found(require_all, 8, "system") == []
+    # A term that can rank keeps the query: the common ones are matched beside it as before.
+    assert len(found(True, 8, "system", "data", "zeppelin")) == 1
+    assert len(found(False, 8, "data", "zeppelin")) >= 1
+    assert len(found(True, 8, "unrelated")) == 2
+
+
 def test_diacritics_and_case_are_folded_on_both_sides(store: Store) -> None:
     store.drawers.add_drawer(note("Crème Brûlée at the CAFÉ"))
     assert search(store, "creme brulee cafe") == ["Crème Brûlée at the CAFÉ"]

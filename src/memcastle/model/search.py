@@ -23,6 +23,15 @@ class LexicalQuery:
     # scored by the terms matched. None: every term (exact). Bounds the work of the hybrid leg's fill (ADR 0015).
     max_rows: int | None = None
 
+    def matches_nothing(self, rows: Sequence[int], drawers: int) -> bool:
+        """A bounded query (`max_rows`) none of whose terms can rank: each is in half the palace or more (`is_common`)
+        and even the rarest is in more than `max_rows` drawers. Matching it would make the full-text index score that
+        many rows for terms whose weight BM25 floors at 1e-6, so the hybrid leg leaves its lexical side empty and the
+        semantic leg ranks (ADR 0032). An exact query (no `max_rows`) always matches."""
+        if self.max_rows is None or not rows:
+            return False
+        return min(rows) > self.max_rows and all(is_common(n, drawers) for n in rows)
+
     def within_budget(self, rows: Sequence[int]) -> tuple[int, ...]:
         """Which terms (by position, in the query's order) an any-term query matches on, given each term's drawer
         count: all of them without `max_rows`, else the rarest while their counts together stay within it (the
@@ -37,6 +46,13 @@ class LexicalQuery:
             taken.append(index)
             total += rows[index]
         return tuple(sorted(taken))
+
+
+def is_common(rows: int, drawers: int) -> bool:
+    """A term in `rows` of the palace's `drawers` that BM25 cannot rank by: in half of them or more, where FTS5's
+    inverse document frequency, ln((N - n + 0.5) / (n + 0.5)), is no longer positive and is floored at 1e-6 (the
+    PostgreSQL backend computes FTS5's formula)."""
+    return drawers > 0 and (drawers - rows + 0.5) / (rows + 0.5) <= 1.0
 
 
 @dataclass(frozen=True)

@@ -342,14 +342,17 @@ class SearchEngine:
     def lexical_leg(self, query: SearchQuery, limit: int, fill_rows: int | None = None) -> list[ScoredDrawer]:
         """BM25 candidates: the drawers holding every term first; when they are fewer than `limit` and the query has
         2+ words, the drawers holding some of the terms fill the leg below them (`fill_below`), matched on the
-        rarest terms only when all of them are found in more than `fill_rows` drawers. Each group is taken
+        rarest terms only when all of them are found in more than `fill_rows` drawers. With `fill_rows`, a query
+        none of whose terms can rank (each in half the palace or more, the rarest in more than `fill_rows`) leaves
+        the leg empty (`LexicalQuery.matches_nothing`, ADR 0032). Each group is taken
         `PASSAGE_DEPTH` times deeper than needed and ranked again by its drawers' best passages
         (`memcastle.search.passage_bm25`)."""
         terms = tuple(query_terms(query.text))
         if not terms:
             return []
         depth = limit * PASSAGE_DEPTH
-        found = self._store.search.lexical_candidates(LexicalQuery(terms, require_all=True), query.scope, depth)
+        every = LexicalQuery(terms, require_all=True, max_rows=fill_rows)
+        found = self._store.search.lexical_candidates(every, query.scope, depth)
         some: list[ScoredDrawer] = []
         # The fill is read only when fewer than `limit` drawers hold every term: `fill_below` keeps `found[:limit]`,
         # whatever passage scoring does to their order, and adds the fill only below fewer than `limit` of them.

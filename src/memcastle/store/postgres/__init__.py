@@ -300,7 +300,8 @@ class PostgresSearch(SearchTables):
         down until its `limit`-th score beats the most that the terms left out could give a drawer holding none of the
         others (MaxScore): the same answer as scoring every match, without scoring the many rows that hold only a
         common term. With `max_rows`, only the rarest terms the budget allows are matched (each found drawer is
-        still scored by every term).
+        still scored by every term), and a query none of whose terms can rank matches nothing
+        (`LexicalQuery.matches_nothing`).
         """
         words = [search_text(term) for term in query.terms]
         if query.require_all and any(not w for w in words):
@@ -311,6 +312,8 @@ class PostgresSearch(SearchTables):
         where, params = filter_sql(scope, self._now(), self.lifecycle, self.backend)
         with self.db._read() as tx:
             stats = self.db._corpus.read(tx, words, recount=self.db._recount_corpus)
+            if query.matches_nothing(stats.frequencies, stats.drawers):
+                return []
             idf = stats.idf()
 
             def best(matching: list[str]) -> list[Row]:

@@ -20,6 +20,7 @@ import numpy as np
 from memcastle.clock import format_instant, to_datetime, utc_now
 from memcastle.errors import MigrationError
 from memcastle.model import Job, LexicalQuery, Scope, ScoredDrawer, TermStatistics
+from memcastle.model.search import is_common
 from memcastle.store import VectorChunk
 from memcastle.store.copy import check_columns, copied_table, ensure_empty
 from memcastle.store.migrate import MIGRATIONS_TABLE, failed, pending
@@ -248,10 +249,16 @@ class SQLiteSearch(SearchTables):
         the best k as it goes, where FTS5's own `ORDER BY rank` sorts every match — 1.4–1.6× slower at a million
         drawers), then only those k rows meet scope, time and the joins. That is exact whenever the k-th rank is
         worse than the last drawer kept (nothing past k could displace it); otherwise k widens once, and the last
-        resort is the whole query in one pass.
+        resort is the whole query in one pass. A bounded query (`max_rows`) none of whose terms can rank matches
+        nothing (`LexicalQuery.matches_nothing`).
         """
-        if not query.require_all and len(query.terms) > 1:
-            reduced, bounded = self._any_term_reduced(query)
+        any_term = not query.require_all and len(query.terms) > 1
+        counted = self._term_rows(query) if any_term or query.max_rows is not None else None
+        if counted is not None and query.matches_nothing(*counted):
+            return []
+        if any_term:
+            assert counted is not None
+            reduced, bounded = self._any_term_reduced(query, *counted)
             if reduced.terms != query.terms:
                 enough = self._ranked(reduced, scope, limit)
                 if bounded or len(enough) >= limit:
@@ -304,13 +311,10 @@ class SQLiteSearch(SearchTables):
                 counts.append(int(row["n"]) if row is not None else 0)
         return TermStatistics(rows, tokens / rows if rows else 0.0, tuple(counts))
 
-    def _any_term_reduced(self, query: LexicalQuery) -> tuple[LexicalQuery, bool]:
-        """An any-term query without the terms in half the palace or more, and whether `max_rows` left out more.
-
-        FTS5's BM25 floors the IDF of a term in half the palace or more at 1e-6, so it adds at most 2.2e-6 to a
-        score (it can only break an exact tie) — yet matching it makes FTS5 score nearly every row. Counting a
-        term's rows walks its doclist without scoring (2 ms for 57,000 rows at a million drawers, where scoring them
-        takes 75). The palace size is bounded above by the highest `seq`, which only drops fewer terms."""
+    def _term_rows(self, query: LexicalQuery) -> tuple[list[int], int]:
+        """How many drawers each term is in, and the palace's size. Counting a term's rows walks its doclist without
+        scoring (2 ms for 57,000 rows at a million drawers, where scoring them takes 75). The palace size is bounded
+        above by the highest `seq`, which only finds fewer terms common."""
         with self._read() as tx:
             found = tx.one("SELECT max(seq) AS n FROM drawer")
             total = int(found["n"] or 0) if found is not None else 0
@@ -318,7 +322,15 @@ class SQLiteSearch(SearchTables):
             for term in query.terms:
                 row = tx.one("SELECT count(*) AS n FROM drawer_fts WHERE drawer_fts MATCH ?", (quote_term(term),))
                 rows.append(int(row["n"]) if row is not None else 0)
-        ranking = [i for i, n in enumerate(rows) if (total - n + 0.5) / (n + 0.5) > 1.0]  # FTS5's IDF is positive
+        return rows, total
+
+    @staticmethod
+    def _any_term_reduced(query: LexicalQuery, rows: list[int], total: int) -> tuple[LexicalQuery, bool]:
+        """An any-term query without the terms in half the palace or more, and whether `max_rows` left out more.
+
+        FTS5's BM25 floors the IDF of a term in half the palace or more at 1e-6, so it adds at most 2.2e-6 to a
+        score (it can only break an exact tie) — yet matching it makes FTS5 score nearly every row."""
+        ranking = [i for i, n in enumerate(rows) if not is_common(n, total)]
         kept = ranking or list(range(len(query.terms)))
         budget = LexicalQuery(tuple(query.terms[i] for i in kept), require_all=False, max_rows=query.max_rows)
         taken = budget.within_budget([rows[i] for i in kept])
