@@ -170,14 +170,19 @@ def test_an_any_term_query_leaves_out_terms_in_half_the_palace(tmp_path: Path) -
         for i in range(30):
             store.drawers.add_drawer(NewDrawer(wing="w", room="r", content=f"common words here {i}"))
         store.drawers.add_drawer(NewDrawer(wing="w", room="r", content="a rare word and common"))
-        kept, bounded = store.search._any_term_reduced(LexicalQuery(("common", "rare", "here"), require_all=False))
+        search = store.search
+
+        def reduced(query: LexicalQuery) -> tuple[LexicalQuery, bool]:
+            return search._any_term_reduced(query, *search._term_rows(query))
+
+        kept, bounded = reduced(LexicalQuery(("common", "rare", "here"), require_all=False))
         assert kept.terms == ("rare",) and not bounded
         everywhere = LexicalQuery(("common", "here"), require_all=False)
-        assert store.search._any_term_reduced(everywhere) == (everywhere, False), "nothing left: the query stays whole"
+        assert reduced(everywhere) == (everywhere, False), "nothing left: the query stays whole"
         budget = LexicalQuery(("common", "rare", "here"), require_all=False, max_rows=1000)
-        assert store.search._any_term_reduced(budget) == (LexicalQuery(("rare",), require_all=False), False)
+        assert reduced(budget) == (LexicalQuery(("rare",), require_all=False), False)
         tight = LexicalQuery(("common", "rare", "here"), require_all=False, max_rows=10)
-        assert store.search._any_term_reduced(tight) == (LexicalQuery(("rare",), require_all=False), True)
+        assert reduced(tight) == (LexicalQuery(("rare",), require_all=False), True)
     finally:
         store.close()
 
