@@ -227,14 +227,29 @@ def test_a_decision_closes_opens_and_links_in_one_transaction(graph: tuple[Store
 def test_drawers_sharing_a_band_key_are_found_and_queued_until_settled(store: Store) -> None:
     first = store.drawers.add_drawer(NewDrawer(wing="w", room="r", content="the first text of two"))
     second = store.drawers.add_drawer(NewDrawer(wing="w", room="r", content="the second text of two"))
-    store.near.add_keys([NearKeys(first.id, (11, -22, 2**62), b"one"), NearKeys(second.id, (33, 2**62), b"two")])
-    store.near.add_keys([NearKeys(second.id, (33,), b"two")])  # idempotent
-    sharing = store.near.sharing_bands([2**62, -22, 44])
-    assert sorted((band, c.id) for band, c in sharing) == sorted(
-        [(2**62, first.id), (2**62, second.id), (-22, first.id)]
+    third = store.drawers.add_drawer(NewDrawer(wing="w", room="r", content="a third text"))
+    store.near.add_keys(
+        [
+            NearKeys(first.id, (11, -22, 2**62), b"one"),
+            NearKeys(second.id, (33, 2**62), b"two"),
+            NearKeys(third.id, (11, -22, 2**62, 33), b"three"),
+        ]
     )
-    assert store.near.sharing_bands([44]) == [] and store.near.sharing_bands([]) == []
-    queued = store.near.pending(10)
+    store.near.add_keys([NearKeys(second.id, (33,), b"two")])  # idempotent
+    seq = {s.id: s.seq for s in store.near.pending(10)}
+
+    def sharing(subject: str, at_least: int) -> list[tuple[str, int]]:
+        found = store.near.sharing_bands([seq[subject]], at_least)
+        assert all(s == seq[subject] for s, _, _ in found)
+        return sorted((c.id, shared) for _, c, shared in found)
+
+    # Only drawers filed before the subject, sharing at least so many of its band keys, counted.
+    assert sharing(third.id, 1) == sorted([(first.id, 3), (second.id, 2)])
+    assert sharing(third.id, 3) == [(first.id, 3)]
+    assert sharing(second.id, 1) == [(first.id, 1)] and sharing(second.id, 2) == []
+    assert sharing(first.id, 1) == [] and store.near.sharing_bands([], 1) == []
+    queued = [s for s in store.near.pending(10) if s.id != third.id]
+    store.near.settle([seq[third.id]], [])
     assert [(s.id, s.bands, s.signature) for s in queued] == [
         (first.id, (-22, 11, 2**62), b"one"),
         (second.id, (33, 2**62), b"two"),
@@ -248,7 +263,7 @@ def test_drawers_sharing_a_band_key_are_found_and_queued_until_settled(store: St
     assert store.graph.drawer_links(first.id) == [DrawerLink(second.id, first.id, "near", 0.91, T0)]
     # A closed drawer is no candidate.
     store.drawers.invalidate_drawer(first.id)
-    assert [c.id for _, c in store.near.sharing_bands([2**62])] == [second.id]
+    assert [c.id for _, c, _ in store.near.sharing_bands([seq[third.id]], 2)] == [second.id]
 
 
 def test_similar_drawers_are_linked_and_found_in_their_room(store: Store) -> None:

@@ -51,6 +51,13 @@ class DrawerTables(Role):
     # --- writes ---------------------------------------------------------------------------------
 
     def _room_id(self, tx: Tx, wing: str, room: str, at: str) -> int:
+        """The room's id, made (with its wing) when it is new: one read when it exists, as it does for all but the
+        first drawer a mine files there."""
+        found = tx.one(
+            "SELECT r.id FROM room r JOIN wing w ON w.id = r.wing_id WHERE w.name = ? AND r.name = ?", (wing, room)
+        )
+        if found is not None:
+            return int(found["id"])
         tx.run("INSERT INTO wing(name, created_at) VALUES (?, ?) ON CONFLICT DO NOTHING", (wing, at))
         wing_row = tx.one("SELECT id FROM wing WHERE name = ?", (wing,))
         assert wing_row is not None

@@ -119,18 +119,24 @@ class NearTables(Role):
                     found.update((int(r["seq"]), _candidate(r)) for r in rows)
         return sorted(found.values(), key=lambda c: c.seq)
 
-    def sharing_bands(self, bands: Iterable[int]) -> list[tuple[int, NearCandidate]]:
-        """(band, current drawer filed under it) for each of these band keys."""
-        keys = sorted(set(bands))
-        out: list[tuple[int, NearCandidate]] = []
+    def sharing_bands(self, subjects: Sequence[int], at_least: int) -> list[tuple[int, NearCandidate, int]]:
+        """(subject, current drawer filed before it, band keys they share) for each of these queued drawers and each
+        drawer sharing `at_least` of its band keys: counted by the database, so only candidates come back."""
+        out: list[tuple[int, NearCandidate, int]] = []
         with self._read() as tx:
-            for batch in _int_batches(keys):
+            for batch in _int_batches(subjects):
                 rows = tx.all(
-                    "SELECT b.band, d.seq, d.id, d.room_id FROM drawer_band b JOIN drawer d ON d.seq = b.drawer_seq "
-                    f"WHERE b.band IN ({marks(batch)}) AND {self.NO_INDEX}d.valid_to IS NULL",
-                    batch,
+                    "SELECT s.drawer_seq AS subject, d.seq, d.id, d.room_id, count(*) AS shared "
+                    "FROM drawer_band s JOIN drawer_band b ON b.band = s.band AND b.drawer_seq < s.drawer_seq "
+                    "JOIN drawer d ON d.seq = b.drawer_seq "
+                    f"WHERE s.drawer_seq IN ({marks(batch)}) AND {self.NO_INDEX}d.valid_to IS NULL "
+                    "GROUP BY s.drawer_seq, d.seq, d.id, d.room_id HAVING count(*) >= ?",
+                    (*batch, at_least),
                 )
-                out.extend((int(r["band"]), NearCandidate(int(r["seq"]), r["id"], int(r["room_id"]))) for r in rows)
+                out.extend(
+                    (int(r["subject"]), NearCandidate(int(r["seq"]), r["id"], int(r["room_id"])), int(r["shared"]))
+                    for r in rows
+                )
         return out
 
     def signatures(self, seqs: Iterable[int]) -> dict[int, bytes]:
