@@ -239,6 +239,10 @@ class SQLiteSearch(SearchTables):
 
     db: SQLiteStore
 
+    def __init__(self, db: SQLiteStore) -> None:
+        super().__init__(db)
+        self._verdicts = threading.local()
+
     def lexical_candidates(self, query: LexicalQuery, scope: Scope, limit: int) -> list[ScoredDrawer]:
         """BM25's best `limit` eligible drawers, ties by id (bm25() is lower-is-better; the signal is flipped so that
         higher is better everywhere).
@@ -252,13 +256,10 @@ class SQLiteSearch(SearchTables):
         resort is the whole query in one pass. A bounded query (`max_rows`) none of whose terms can rank matches
         nothing (`LexicalQuery.matches_nothing`).
         """
-        any_term = not query.require_all and len(query.terms) > 1
-        counted = self._term_rows(query) if any_term or query.max_rows is not None else None
-        if counted is not None and query.matches_nothing(*counted):
+        if query.max_rows is not None and self._matches_nothing(query):
             return []
-        if any_term:
-            assert counted is not None
-            reduced, bounded = self._any_term_reduced(query, *counted)
+        if not query.require_all and len(query.terms) > 1:
+            reduced, bounded = self._any_term_reduced(query, *self._term_rows(query))
             if reduced.terms != query.terms:
                 enough = self._ranked(reduced, scope, limit)
                 if bounded or len(enough) >= limit:
@@ -310,6 +311,33 @@ class SQLiteSearch(SearchTables):
                 row = tx.one("SELECT count(*) AS n FROM drawer_fts WHERE drawer_fts MATCH ?", (quote_term(word),))
                 counts.append(int(row["n"]) if row is not None else 0)
         return TermStatistics(rows, tokens / rows if rows else 0.0, tuple(counts))
+
+    def _matches_nothing(self, query: LexicalQuery) -> bool:
+        """`LexicalQuery.matches_nothing`, counting each term's drawers only as far as the verdict needs: past half the
+        palace (common) and past `max_rows`, stopping at the first term that is neither. A hybrid leg asks twice
+        with the same terms (all of them, then any of them when too few hold all): the verdict is kept per thread
+        for the palace's size it was counted at."""
+        assert query.max_rows is not None
+        with self._read() as tx:
+            found = tx.one("SELECT max(seq) AS n FROM drawer")
+            total = int(found["n"] or 0) if found is not None else 0
+            key = (query.terms, query.max_rows, total)
+            last = getattr(self._verdicts, "last", None)
+            if last is not None and last[0] == key:
+                return bool(last[1])
+            cap = max((total + 1) // 2, query.max_rows + 1)  # is_common(n) from n ≥ total / 2
+            rows: list[int] = []
+            for term in query.terms:
+                row = tx.one(
+                    "SELECT count(*) AS n FROM (SELECT 1 FROM drawer_fts WHERE drawer_fts MATCH ? LIMIT ?)",
+                    (quote_term(term), cap),
+                )
+                rows.append(int(row["n"]) if row is not None else 0)
+                if rows[-1] < cap:
+                    break  # this term can rank, or is within the bound: the query matches
+        verdict = len(rows) == len(query.terms) and query.matches_nothing(rows, total)
+        self._verdicts.last = (key, verdict)
+        return verdict
 
     def _term_rows(self, query: LexicalQuery) -> tuple[list[int], int]:
         """How many drawers each term is in, and the palace's size. Counting a term's rows walks its doclist without
