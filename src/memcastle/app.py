@@ -43,6 +43,7 @@ from memcastle.search.fusion import FusionWeights
 from memcastle.search.maintainer import IndexMaintainer
 from memcastle.search.semantic import SemanticIndex
 from memcastle.search.stored import StoredVectorIndex
+from memcastle.search.transition import ModelTransition, Serving, builtin_for, previous_builtin
 from memcastle.services import Services
 from memcastle.services.audit import ReadAudit
 from memcastle.services.lifecycle import KIND as LIFECYCLE
@@ -276,28 +277,29 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
         handlers[sweep.KIND] = extract_sweep.run
     index: SemanticLeg | None = None
     memory: SemanticIndex | None = None
-    if provider.is_enabled:
-        backfill = EmbeddingBackfill(
-            store.embeddings,
-            provider,
-            batch_size=settings["embeddings.batch_size"],
-            passage_chars=settings["embeddings.passage_chars"],
-            passage_overlap=settings["embeddings.passage_overlap"],
-        )
-        handlers[backfill_kind] = backfill.run
+
+    def make_index(key: str) -> SemanticLeg:
         if store.backend == "postgres":
             # Vectors stay in the database, searched through pgvector's HNSW index (search/stored.py).
-            index = StoredVectorIndex(cast("NearestStore", store.embeddings), model_key(provider))
-        else:
-            index = memory = SemanticIndex(
-                store,
-                model_key(provider),
-                ann_path=settings.palace / "vectors" / f"{file_name(model_key(provider))}.usearch",
-                ann_min_rows=settings["search.ann_min_rows"],
-            )
+            return StoredVectorIndex(cast("NearestStore", store.embeddings), key)
+        return SemanticIndex(
+            store,
+            key,
+            ann_path=settings.palace / "vectors" / f"{file_name(key)}.usearch",
+            ann_min_rows=settings["search.ann_min_rows"],
+        )
+
+    # A palace embedded by another builtin model ranks by it until the configured one has embedded every drawer.
+    serving = Serving(provider, model_key(provider))
+    previous = previous_builtin(store.embeddings, serving.key, store.embeddings.embedded_models())
+    if provider.is_enabled and previous is not None:
+        serving = Serving(builtin_for(previous, settings["embeddings.threads"]), previous)
+    if provider.is_enabled:
+        index = make_index(serving.key)
+        memory = index if isinstance(index, SemanticIndex) else None
     search = SearchEngine(
         store,
-        provider,
+        serving.provider,
         index,
         weights=FusionWeights(
             method=settings["search.fusion"],
@@ -305,7 +307,10 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
             lexical=settings["search.lexical_weight"],
             semantic=settings["search.semantic_weight"],
         ),
-        pending=(lambda: store.embeddings.count_missing_embeddings(model_key(provider)))
+        # The drawers the semantic leg misses: those the model it ranks by has not embedded.
+        pending=(
+            lambda: store.embeddings.count_missing_embeddings(transition.serving.key if transition else serving.key)
+        )
         if provider.is_enabled
         else None,
         policy=policy,
@@ -315,6 +320,30 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
         passages=(settings["embeddings.passage_chars"], settings["embeddings.passage_overlap"]),
         fill_rows=settings["search.fill_rows"],
     )
+    maintainer = IndexMaintainer(memory) if memory is not None else None
+    transition: ModelTransition | None = None
+    if provider.is_enabled:
+        if serving.key != model_key(provider):
+            log.info("searches rank by %s until %s has embedded every drawer", serving.key, model_key(provider))
+            transition = ModelTransition(
+                store.embeddings,
+                search,
+                serving,
+                Serving(provider, model_key(provider)),
+                make_index,
+                on_switch=lambda new: (
+                    maintainer.switch(new) if maintainer is not None and isinstance(new, SemanticIndex) else None
+                ),
+            )
+        backfill = EmbeddingBackfill(
+            store.embeddings,
+            provider,
+            batch_size=settings["embeddings.batch_size"],
+            passage_chars=settings["embeddings.passage_chars"],
+            passage_overlap=settings["embeddings.passage_overlap"],
+            finish=transition.complete if transition is not None else None,
+        )
+        handlers[backfill_kind] = backfill.run
     # The room left on the palace's disk, to resume jobs a full disk paused (a PostgreSQL server's is not ours).
     room = (lambda: free_bytes(settings.palace)) if store.backend == "sqlite" else None
     pool = WorkerPool(
@@ -354,7 +383,6 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
     )
     built.append(services)
     pool.on_finished = services.jobs.after_job
-    maintainer = IndexMaintainer(memory) if memory is not None else None
     triggers = TriggerManager(services.miners.effective, services.miners.run, refusal=services.miners.refusal)
     services.miners.on_change = triggers.reconcile
     return Palace(

@@ -116,7 +116,13 @@ SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec(
         "embeddings.provider", str, "builtin", "embedding provider", choices=("builtin", "command", "http", "none")
     ),
-    SettingSpec("embeddings.model", str, "", "model name passed to command/http providers"),
+    SettingSpec(
+        "embeddings.model",
+        str,
+        "",
+        "model name passed to command/http providers; for builtin, all-MiniLM-L6-v2-int8 (shipped, the default) or "
+        "all-MiniLM-L6-v2-q8 (its copy for the CPU's int8 units)",
+    ),
     SettingSpec("embeddings.command", list, [], "argv of the command provider (no shell)"),
     SettingSpec("embeddings.url", str, "", "base URL of an OpenAI-compatible embeddings endpoint"),
     SettingSpec("embeddings.api_key", str, "", "bearer key for the http provider", secret=True),

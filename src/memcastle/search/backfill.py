@@ -92,6 +92,7 @@ class EmbeddingBackfill:
         passage_overlap: int = PASSAGE_OVERLAP_CHARS,
         max_passages: int = MAX_BATCH_PASSAGES,
         monotonic: Callable[[], float] = time.monotonic,
+        finish: Callable[[str], int] | None = None,
     ) -> None:
         if not 0 <= passage_overlap < passage_chars:
             raise ConfigError(
@@ -100,6 +101,9 @@ class EmbeddingBackfill:
             )
         self._store = store
         self._provider = provider
+        # What the job's end does with other models' vectors (returns how many went): dropped at once, or — while
+        # searches still rank by an older model — once they have switched (`search.transition`).
+        self._finish = finish or store.drop_other_embeddings
         self._batch_size = batch_size
         self._max_passages = max_passages
         self._passages = (passage_chars, passage_overlap)
@@ -205,7 +209,7 @@ class EmbeddingBackfill:
                 message=f"{passages_done} passages{to_go}"
                 + (" (first passages first)" if stage == "head" and left else ""),
             )
-        removed = self._store.drop_other_embeddings(model)
+        removed = self._finish(model)
         return {"embedded": done, "passages": passages_done, "model": model, "dropped_vectors": removed}
 
     def _bounded(

@@ -102,8 +102,11 @@ class SearchEngine:
         self._turns = threading.BoundedSemaphore(turns)
         self._legs = ThreadPoolExecutor(turns, thread_name_prefix="lexical-leg")
         self._now = now
-        self._provider = provider
-        self._index = index
+        # The model that embeds queries and the vectors it is searched against, always read as one pair: a palace
+        # moving to another model switches both at once (`switch`), and a search under way keeps the pair it began
+        # with (`_pinned`), so no ranking mixes two models' spaces.
+        self._pair: tuple[EmbeddingProvider | None, SemanticLeg | None] = (provider, index)
+        self._pinned = threading.local()
         self._weights = weights
         self._pending = pending or (lambda: 0)
         self._pending_seen: tuple[float, int] | None = None
@@ -115,6 +118,21 @@ class SearchEngine:
         self._fill_rows = fill_rows or None
         self.policy = policy
         self.freshness = freshness
+
+    @property
+    def _provider(self) -> EmbeddingProvider | None:
+        return (getattr(self._pinned, "pair", None) or self._pair)[0]
+
+    @property
+    def _index(self) -> SemanticLeg | None:
+        return (getattr(self._pinned, "pair", None) or self._pair)[1]
+
+    def switch(self, provider: EmbeddingProvider, index: SemanticLeg) -> EmbeddingProvider | None:
+        """Rank by another model from the next search on (its vectors complete and loaded); returns the provider
+        it replaces (to be closed by the caller once searches under way are done with it)."""
+        previous = self._pair[0]
+        self._pair = (provider, index)
+        return previous
 
     def close(self) -> None:
         """Let the threads of the lexical leg, of the pending count and of the model's runs go (before the store
@@ -152,8 +170,12 @@ class SearchEngine:
         return self._index.dimension
 
     def index_status(self) -> dict[str, Any] | None:
-        """How the semantic leg searches (see `SemanticIndex.describe`); None without embeddings."""
-        return self._index.describe() if self._index is not None else None
+        """How the semantic leg searches (see `SemanticIndex.describe`) and by which model's vectors (`ranks_by`:
+        an older model's while a palace moves to the configured one, `search.transition`); None without embeddings."""
+        index = self._index
+        if index is None:
+            return None
+        return {**index.describe(), "ranks_by": getattr(index, "model", None)}
 
     @property
     def has_embeddings(self) -> bool:
@@ -165,7 +187,11 @@ class SearchEngine:
 
     def search(self, query: SearchQuery) -> SearchResult:
         with self._turns:
-            return self._search(query)
+            self._pinned.pair = self._pair
+            try:
+                return self._search(query)
+            finally:
+                self._pinned.pair = None
 
     def _search(self, query: SearchQuery) -> SearchResult:
         warnings: list[str] = []

@@ -33,6 +33,11 @@ class IndexMaintainer:
             if not added:
                 self._stop.wait(self._poll)
 
+    def switch(self, index: SemanticIndex) -> None:
+        """Keep another index's graph from now on (a palace moved to another model): the old one's file goes."""
+        old, self._index = self._index, index
+        old.discard()
+
     def stop(self, timeout: float = 30.0) -> None:
         self._stop.set()
         if self._thread.is_alive():

@@ -514,6 +514,12 @@ class SemanticIndex:
             return len(ann) > 0
         return len(ann) - ann.saved_size >= ann.saved_size * ANN_SAVE_GROWTH
 
+    def discard(self) -> None:
+        """Let the graph go and delete its file: searches no longer rank by this model (its vectors are dropped)."""
+        self._ann = None
+        if self._ann_path is not None:
+            self._ann_path.unlink(missing_ok=True)
+
     def save(self) -> None:
         """Write the graph beside the palace (nothing to write: no graph, or no path)."""
         if self._ann is None or self._ann_path is None or len(self._ann) == self._ann.saved_size:

@@ -110,6 +110,11 @@ class EmbeddingTables(Role):
             ),
         )
 
+    def embedded_models(self) -> dict[str, int]:
+        """Each model with vectors in the palace, and how many drawers it has embedded."""
+        rows = self._all("SELECT model, COUNT(*) AS n FROM embedded GROUP BY model")
+        return {r["model"]: int(r["n"]) for r in rows}
+
     def drop_other_embeddings(self, model: str) -> int:
         """Remove vectors of models other than `model` (after a model change has been filled in)."""
         with self._write() as tx:
