@@ -107,14 +107,22 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=2, help="each client count measured this many times")
+    parser.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a daemon setting, e.g. MEMCASTLE_SEARCH_PARALLEL=3",
+    )
     parser.add_argument("--write", action="store_true")
     args = parser.parse_args()
+    extra = dict(pair.split("=", 1) for pair in args.env)
     counts = [int(c) for c in args.clients.split(",")]
     cores = os.cpu_count() or 1
     with tempfile.TemporaryDirectory(prefix="memcastle-bench-saturation-") as temp:
         palace_dir, home = Path(temp) / "palace", Path(temp) / "home"
         copy_palace_files(args.reuse, palace_dir)
-        proc, address = start_daemon(palace_dir, home)
+        proc, address = start_daemon(palace_dir, home, extra_env=extra)
         try:
             with httpx.Client(base_url=address, timeout=120, trust_env=False) as client:
                 wait_for_graph(client)
@@ -149,7 +157,8 @@ def main() -> None:
             f"the search benchmark's queries; each client count run {args.rounds} times for {args.seconds:.0f} s "
             "(medians). The load generator is a process of its own: its CPU is counted apart. *Allowed*: (cores − "
             f"the generator's cores) ÷ the daemon's CPU per search with {min(counts)} client "
-            f"({alone * 1000:.1f} ms). *Little*: clients ÷ throughput, the mean wait a closed loop must see.",
+            f"({alone * 1000:.1f} ms). *Little*: clients ÷ throughput, the mean wait a closed loop must see."
+            + (f" Daemon settings: {', '.join(args.env)}." if args.env else ""),
             "",
             "| clients | searches/s | daemon CPU ms/search | daemon cores | generator cores | allowed/s | "
             "throughput ÷ allowed | p50 ms | p95 ms | Little ms | p95 ÷ Little | errors |",
