@@ -50,9 +50,17 @@ class DrawerTables(Role):
 
     # --- writes ---------------------------------------------------------------------------------
 
-    def _room_id(self, tx: Tx, wing: str, room: str, at: str) -> int:
+    def _room_id(self, tx: Tx, wing: str, room: str, at: str, rooms: dict[tuple[str, str], int] | None = None) -> int:
         """The room's id, made (with its wing) when it is new: one read when it exists, as it does for all but the
-        first drawer a mine files there."""
+        first drawer a mine files there; none when `rooms` (ids already read in this transaction) has it."""
+        if rooms is not None and (wing, room) in rooms:
+            return rooms[(wing, room)]
+        room_id = self._read_or_make_room(tx, wing, room, at)
+        if rooms is not None:
+            rooms[(wing, room)] = room_id
+        return room_id
+
+    def _read_or_make_room(self, tx: Tx, wing: str, room: str, at: str) -> int:
         found = tx.one(
             "SELECT r.id FROM room r JOIN wing w ON w.id = r.wing_id WHERE w.name = ? AND r.name = ?", (wing, room)
         )
@@ -70,15 +78,23 @@ class DrawerTables(Role):
         return int(room_row["id"])
 
     def _insert_drawer(
-        self, tx: Tx, new: NewDrawer, at: str, *, supersedes: str | None = None, recorded: str | None = None
+        self,
+        tx: Tx,
+        new: NewDrawer,
+        at: str,
+        *,
+        supersedes: str | None = None,
+        recorded: str | None = None,
+        rooms: dict[tuple[str, str], int] | None = None,
     ) -> str:
         """Store a drawer valid from `new.valid_from` or `at`, recorded at `recorded` (default `at`)."""
         drawer_id = new.id or str(uuid.uuid4())
         digest = content_hash(new.content)
-        existing = tx.one("SELECT content_hash FROM drawer WHERE id = ?", (drawer_id,))
-        if existing is not None:
-            return replayed(drawer_id, existing["content_hash"], digest)
-        room_id = self._room_id(tx, new.wing, new.room, at)
+        if new.id is not None:  # an id the caller chose may be stored already (a retried write); a fresh one is not
+            existing = tx.one("SELECT content_hash FROM drawer WHERE id = ?", (drawer_id,))
+            if existing is not None:
+                return replayed(drawer_id, existing["content_hash"], digest)
+        room_id = self._room_id(tx, new.wing, new.room, at, rooms)
         origin = new.source.origin
         row = {
             "id": drawer_id,
@@ -118,10 +134,11 @@ class DrawerTables(Role):
             raced = tx.one("SELECT content_hash FROM drawer WHERE id = ?", (drawer_id,))
             assert raced is not None
             return replayed(drawer_id, raced["content_hash"], digest)
-        tx.many(
-            "INSERT INTO drawer_tag(drawer_seq, tag) VALUES (?, ?) ON CONFLICT DO NOTHING",
-            [(seq, tag) for tag in sorted(set(new.tags))],
-        )
+        if new.tags:
+            tx.many(
+                "INSERT INTO drawer_tag(drawer_seq, tag) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                [(seq, tag) for tag in sorted(set(new.tags))],
+            )
         return drawer_id
 
     def _close_current(

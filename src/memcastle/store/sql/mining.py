@@ -86,13 +86,20 @@ class MiningTables(Role):
     def apply_documents(self, batch: Sequence[DocumentChanges]) -> None:
         """`apply_document` for several documents in one transaction, in order: all land or none does (a mine
         files a batch at a time, so a commit is paid per batch, not per document)."""
+        rooms: dict[tuple[str, str], int] = {}
         with self._write() as tx:
             for changes in batch:
-                self._apply(tx, changes)
+                self._apply(tx, changes, rooms)
+            # Each source's cursor moves with the last of its documents: all of them land in this transaction or
+            # none does.
+            cursors = {changes.source.id: changes.source.cursor for changes in batch}
+            recorded = self._now()
+            for source_id, cursor in cursors.items():
+                tx.run("UPDATE source SET cursor = ?, updated_at = ? WHERE id = ?", (cursor, recorded, source_id))
             # The new drawers' copies are linked later, a batch at a time (`knowledge.dedup`).
             self.near.insert_keys(tx, [keys for changes in batch for keys in changes.near])
 
-    def _apply(self, tx: Tx, changes: DocumentChanges) -> None:
+    def _apply(self, tx: Tx, changes: DocumentChanges, rooms: dict[tuple[str, str], int]) -> None:
         recorded = self._now()
         at = changes.at or recorded
         record = changes.record
@@ -104,9 +111,9 @@ class MiningTables(Role):
             if self._stored(tx, old_id):
                 self.drawers._supersede(tx, old_id, replacement, at, recorded)
             else:
-                self.drawers._insert_drawer(tx, replacement, at, recorded=recorded)
+                self.drawers._insert_drawer(tx, replacement, at, recorded=recorded, rooms=rooms)
         for new in changes.created:
-            self.drawers._insert_drawer(tx, new, at, recorded=recorded)
+            self.drawers._insert_drawer(tx, new, at, recorded=recorded, rooms=rooms)
         tx.run(
             "INSERT INTO document(source_id, external_id, revision, chunk_hashes, drawer_ids, updated_at) "
             "VALUES (?,?,?,?,?,?) ON CONFLICT (source_id, external_id) DO UPDATE SET "
@@ -120,9 +127,4 @@ class MiningTables(Role):
                 dumps(list(record.drawer_ids)),
                 recorded,
             ),
-        )
-        # The cursor advances only with the document that earned it, in the same transaction.
-        tx.run(
-            "UPDATE source SET cursor = ?, updated_at = ? WHERE id = ?",
-            (changes.source.cursor, recorded, changes.source.id),
         )
