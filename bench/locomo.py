@@ -395,6 +395,7 @@ class Run:
     by_category: dict[int, Scores] = field(default_factory=lambda: {c: Scores() for c in CATEGORIES})
     latencies: list[float] = field(default_factory=list)
     warnings: int = 0
+    recall_at_10: list[float] = field(default_factory=list)  # per question, in order: two runs can be paired
 
 
 def unit_of(hit: Hit, level: str) -> str | None:
@@ -433,6 +434,7 @@ def evaluate(palace: Palace, conversations: Sequence[Conversation], level: str, 
             relevant = relevant_units(question, level)
             run.overall.add(ranked, relevant)
             run.by_category[question.category].add(ranked, relevant)
+            run.recall_at_10.append(len(relevant.intersection(ranked[:10])) / len(relevant))
     return run
 
 
@@ -566,6 +568,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="a setting other than the default (repeatable)"
     )
+    parser.add_argument(
+        "--per-question", type=Path, metavar="FILE", help="write each question's recall@10 (JSON) for bench.paired"
+    )
     args = parser.parse_args(argv)
     try:
         OVERRIDES.update(parse_override(pair) for pair in args.set)
@@ -613,6 +618,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     print()
     print(text_table(table_rows(runs)))
     print(f"\nmedian search latency: {latency_line(runs)}; whole run {total / 60:.1f} min")
+    if args.per_question is not None:
+        per_question = {f"{run.level}/{run.ranking}": run.recall_at_10 for run in runs}
+        args.per_question.write_text(json.dumps({"command": command, "recall_at_10": per_question}), "utf-8")
     if not args.no_write:
         write_section(args.results, markdown_section(command, host, conversations, report, runs, total))
         print(f"wrote {args.results}")

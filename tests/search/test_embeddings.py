@@ -28,7 +28,7 @@ from memcastle.app import build
 from memcastle.config import load_settings
 from memcastle.errors import ConfigError, ProviderError
 from memcastle.search.embeddings import (
-    BUILTIN_MODEL,
+    DEFAULT_BUILTIN_MODEL,
     MAX_TOKENS,
     PASSAGE_WINDOW_CHARS,
     BuiltinProvider,
@@ -69,7 +69,7 @@ def test_builtin_gives_one_unit_length_384_float_row_per_text(builtin: BuiltinPr
     assert vectors.dtype == np.float32
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     assert builtin.dimension() == 384
-    assert builtin.name == "builtin" and builtin.model == BUILTIN_MODEL and builtin.is_enabled
+    assert builtin.name == "builtin" and builtin.model == DEFAULT_BUILTIN_MODEL and builtin.is_enabled
 
 
 def test_builtin_scores_a_paraphrase_above_an_unrelated_sentence(builtin: BuiltinProvider) -> None:

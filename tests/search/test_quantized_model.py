@@ -41,7 +41,7 @@ def test_its_vectors_stay_close_to_the_shipped_models(
 ) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     quantized = build_provider({"provider": "builtin", "model": QUANTIZED_MODEL, "threads": 1})
-    shipped = build_provider({"provider": "builtin", "threads": 1})
+    shipped = build_provider({"provider": "builtin", "model": BUILTIN_MODEL, "threads": 1})
     assert (quantized.model, shipped.model) == (QUANTIZED_MODEL, BUILTIN_MODEL), "two models, two vector sets"
     ours, theirs = quantized.embed(TEXTS), shipped.embed(TEXTS)
     assert ours.shape == theirs.shape == (len(TEXTS), 384)
@@ -50,6 +50,12 @@ def test_its_vectors_stay_close_to_the_shipped_models(
     # Each text stays nearest to itself across the two models.
     assert list(np.argmax(ours @ theirs.T, axis=1)) == list(range(len(TEXTS)))
     assert any((tmp_path / "memcastle" / "models").iterdir()), "made in the user's cache"
+
+
+def test_the_copy_is_the_builtin_providers_default() -> None:
+    assert build_provider({"provider": "builtin"}).model == QUANTIZED_MODEL
+    assert build_provider({"provider": "builtin", "model": "all-MiniLM-L6-v2"}).model == QUANTIZED_MODEL
+    assert BuiltinProvider().model == QUANTIZED_MODEL
 
 
 def test_the_builtin_provider_names_its_two_models() -> None:

@@ -187,7 +187,14 @@ def test_a_model_change_re_embeds_in_the_background_and_drops_old_vectors(tmp_pa
             "passages_pending": 0,
             "passages_per_second": None,
             "eta_seconds": 0,
-            "index": {"search": "exact", "vectors": 1, "in_graph": 0, "graph_from": 20_000, "loading": False},
+            "index": {
+                "search": "exact",
+                "vectors": 1,
+                "in_graph": 0,
+                "graph_from": 20_000,
+                "loading": False,
+                "ranks_by": "command:dim8",
+            },
         }
         result = palace.services.search.search(SearchRequest(query="first model vectors", ranking="semantic"))
         assert ids(result) == [drawer.id]
