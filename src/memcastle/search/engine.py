@@ -28,6 +28,7 @@ from memcastle.search.fusion import FusionWeights, Ranked, fuse, pool_relevance
 from memcastle.search.lexical import query_terms
 from memcastle.search.passage_bm25 import best_passage_scores, idf, rescored
 from memcastle.search.snippets import TermMatcher, snippet
+from memcastle.search.turns import Turns
 from memcastle.store import KnowledgeStore
 
 log = logging.getLogger(__name__)
@@ -99,7 +100,7 @@ class SearchEngine:
         # searches on two cores at once spent a third more CPU each (their threads trading the interpreter and the
         # cores) than the same searches taken two or three at a time (docs/adr/0015-search-at-scale.md).
         turns = parallel or os.cpu_count() or 1
-        self._turns = threading.BoundedSemaphore(turns)
+        self._turns = Turns(turns)
         self._legs = ThreadPoolExecutor(turns, thread_name_prefix="lexical-leg")
         self._now = now
         # The model that embeds queries and the vectors it is searched against, always read as one pair: a palace
