@@ -24,7 +24,7 @@ from memcastle.knowledge.facts import (
     quality,
 )
 from memcastle.model import Assertion, Entity, Origin
-from memcastle.model.requests import FactSpec
+from memcastle.model.requests import FactCorrection, FactSpec
 from memcastle.preferences import Policy, load_policy
 
 from .support import Palaces, client_of, extracted, mine, triple, write_notes
@@ -337,3 +337,33 @@ def test_two_stated_facts_on_a_single_valued_predicate_conflict_and_one_group_na
     assert [link["kind"] for link in again["lifecycle"]["links"]] == ["confirms"]
     assert again["lifecycle"]["state"] == "current"
     assert again["lifecycle"]["preference"] == {"level": "normal", "adjustment": 0.0}
+
+
+def test_a_replacement_for_a_fact_inside_a_conflict_stays_in_the_conflict_group(palaces: Palaces) -> None:
+    """Superseding Madrid with Valencia opens Valencia among Lisbon, Porto and Seville: compared with each of them as
+    any stated fact is, one conflict group, one preferred fact that every member names (ADR 048, C11)."""
+    palace = palaces.open(flags={"extraction.provider": "none"})
+    facts = palace.services.facts
+    stated = {
+        city: facts.add(FactSpec(subject="Atlas", predicate="located_in", object=city)).fact.id
+        for city in ("Lisbon", "Porto", "Madrid", "Seville")
+    }
+    replaced = facts.supersede(stated["Madrid"], FactCorrection(object="Valencia", reason="moved"))
+    valencia = replaced.fact.fact.id
+    listed = {f.object_name: f for f in facts.list_facts(subject="Atlas")}
+    assert listed["Madrid"].state == "superseded"
+    open_ones = {name: view for name, view in listed.items() if name != "Madrid"}
+    assert {name: view.state for name, view in open_ones.items()} == dict.fromkeys(
+        ("Lisbon", "Porto", "Seville", "Valencia"), "conflicting"
+    )
+    named = {view.conflict.preferred_id for view in open_ones.values() if view.conflict is not None}
+    assert len(named) == 1 and all(view.conflict is not None for view in open_ones.values())
+    # All four are stated: among explicit facts, quality then the later valid_from decides — the replacement.
+    assert named == {valencia}
+    assert {link.kind for link in listed["Valencia"].links} == {"supersedes", "contradicts"}
+    # No link says the replacement contradicts what it replaced.
+    assert not [
+        link
+        for link in listed["Valencia"].links
+        if link.kind == "contradicts" and stated["Madrid"] in (link.from_id, link.to_id)
+    ]

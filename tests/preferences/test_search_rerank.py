@@ -314,6 +314,33 @@ def test_graph_expanded_hits_stay_after_the_direct_hits_whatever_their_preferenc
             assert "preference" not in tea.signals and tea.score == 1.0
 
 
+def test_expanded_hits_get_their_preference_before_the_cut_to_the_limit(bench: Bench, poll: Any) -> None:
+    """Related drawers of equal graph score: the preferred one is kept at limit 1, whatever the ids say. Expanded hits
+    are pooled as direct hits are, ranked with the policy, then cut (ADR 048, C9)."""
+    palace = bench.open(preferences=DRAFTS_HIGH)
+    related = {f"final-{n:02}.md": ({"status": "final"}, f"Alice Moreau filed report {n} today.") for n in range(15)}
+    related["draft.md"] = ({"status": "draft"}, "Alice Moreau filed an unfinished report today.")
+    notes = {"crane.md": ({"status": "final"}, "The harbor crane is run by Alice Moreau."), **related}
+    bench.mine(palace, "notes", bench.notes("graph", notes), wing="w")
+    poll(
+        lambda: (jobs := palace.services.jobs.list_jobs(None, "extract")) and all(j.is_finished for j in jobs),
+        timeout=20,
+        what="fact extraction",
+    )
+    full = bench.search(palace, "harbor", wing="w", expand=True, limit=20)
+    assert [hit.drawer.name for hit in full.hits[:1]] == ["crane.md"]
+    assert {hit.signals["graph"] for hit in full.hits[1:]} == {1.0}, "every related drawer scores the same"
+    assert {hit.drawer.name for hit in full.hits[1:]} == set(related)
+    assert full.hits[1].drawer.name == "draft.md", "the preferred related drawer leads the expanded ones"
+    one = bench.search(palace, "harbor", wing="w", expand=True, limit=1)
+    assert [(hit.drawer.name, hit.via) for hit in one.hits] == [("crane.md", None), ("draft.md", ("Alice Moreau",))]
+    assert one.hits[1].signals["preference"]["level"] == "high"
+    # Without preferences the cut follows the graph score, then the id.
+    off = bench.search(palace, "harbor", wing="w", expand=True, limit=1, preferences="off")
+    smallest = min((hit.drawer.id, hit.drawer.name) for hit in full.hits[1:])[1]
+    assert [hit.drawer.name for hit in off.hits[1:]] == [smallest]
+
+
 # --- eligibility comes first ----------------------------------------------------------------------------
 
 

@@ -222,7 +222,9 @@ class SearchEngine:
                 "far); the semantic leg searched those"
             )
         # Expanded hits come after the direct ones, never interleaved.
-        related = self._explained(query, expand(self._store, query, direct, self._now())) if query.expand else []
+        related = (
+            self._explained(query, expand(self._store, query, direct, self._now(), pools[0])) if query.expand else []
+        )
         return SearchResult(
             hits=tuple(self._with_snippets(query, direct + related, vector)), ranking=ranking, warnings=tuple(warnings)
         )
@@ -302,9 +304,9 @@ class SearchEngine:
         return out
 
     def _explained(self, query: SearchQuery, related: list[Hit]) -> list[Hit]:
-        """Expanded hits explained as direct ones are (ADR 048): their graph scores normalized within the expanded
-        pool into `relevance`, and with a policy the same bounded preference adjustment and its explanation; they
-        stay after every direct hit."""
+        """Expanded hits explained and cut as direct ones are (ADR 048): their graph scores normalized within the
+        expanded pool into `relevance`, with a policy the same bounded preference adjustment and its explanation, and
+        only then the first `query.limit` kept; they stay after every direct hit."""
         if not related:
             return []
         relevance = pool_relevance([hit.score for hit in related])
@@ -312,13 +314,13 @@ class SearchEngine:
             return [
                 dataclasses.replace(hit, signals={**hit.signals, "relevance": rel})
                 for hit, rel in zip(related, relevance, strict=True)
-            ]
+            ][: query.limit]
         entries = [
             PoolEntry(hit.drawer.id, hit.score, hit.signals, rel) for hit, rel in zip(related, relevance, strict=True)
         ]
         via = {hit.drawer.id: hit.via for hit in related}
         reranked = self._rerank(query, entries, {hit.drawer.id: hit.drawer for hit in related})
-        return [dataclasses.replace(hit, via=via[hit.drawer.id]) for hit in reranked]
+        return [dataclasses.replace(hit, via=via[hit.drawer.id]) for hit in reranked[: query.limit]]
 
     def _choose_ranking(self, query: SearchQuery, warnings: list[str]) -> tuple[str, npt.NDArray[np.float32] | None]:
         """`auto` is hybrid when the query can be embedded, else lexical with a warning; never a silent downgrade

@@ -15,8 +15,9 @@ NEIGHBOUR = 0.5
 PER_ENTITY = 200
 
 
-def expand(store: KnowledgeStore, query: SearchQuery, direct: list[Hit], now: str) -> list[Hit]:
-    """Up to `query.limit` related drawers not among the direct hits, best first (ties by id)."""
+def expand(store: KnowledgeStore, query: SearchQuery, direct: list[Hit], now: str, pool: int) -> list[Hit]:
+    """Up to `pool` related drawers not among the direct hits, best first (ties by id): the pool the search ranks,
+    with the policy, before it keeps `query.limit` of them — as it pools direct hits (ADR 048)."""
     direct_ids = {hit.drawer.id for hit in direct}
     mentioned = store.graph.entities_of_drawers(list(direct_ids))
     seeds: set[str] = set().union(*mentioned.values()) if mentioned else set()
@@ -47,7 +48,7 @@ def expand(store: KnowledgeStore, query: SearchQuery, direct: list[Hit], now: st
         scores[drawer_id] = sum(SHARED if e in seeds else NEIGHBOUR for e in entity_ids)
         via[drawer_id] = set(entity_ids)
     eligible = store.search.eligible_ids(list(scores), query.scope)
-    ranked = sorted((d for d in scores if d in eligible), key=lambda d: (-scores[d], d))[: query.limit]
+    ranked = sorted((d for d in scores if d in eligible), key=lambda d: (-scores[d], d))[:pool]
     drawers = store.drawers.get_drawers(ranked)
     names = store.graph.get_entities([e for d in ranked for e in via[d]])
     return [

@@ -269,7 +269,11 @@ class FactService:
                 extractor=EXPLICIT, read_drawers=(), entities=write.entities, aliases=write.aliases, hints=write.hints
             )
         )
-        self._store.graph.record_decision(new=fact, close=(old.id, at), links=[link])
+        # The replacement is compared with what the palace holds as any stated fact is (`_new_fact`): inside a
+        # conflict it contradicts the open rivals of the fact it replaces, and joins their group (ADR 048). What it
+        # replaces is closed by this decision, not contradicted.
+        compared = [lk for lk in write.links if old.id not in (lk.from_id, lk.to_id)]
+        self._store.graph.record_decision(new=fact, close=(old.id, at), links=[link, *compared])
         return Superseded(self._view(fact.id), self._view(old.id))
 
     def invalidate(self, fact_id: str, reason: str | None) -> FactView:
