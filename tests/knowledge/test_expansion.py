@@ -1,6 +1,6 @@
 """Graph expansion in search (SPEC §3, `expand: true`): after the direct hits, never interleaved, drawers that mention
-the direct hits' entities (1.0 each) or entities one current fact away (0.5 each), in the same scope and time, up to
-`limit` more, each with `via`."""
+the direct hits' specific entities (1.0 each, plus 0.5 for each entity one current fact away they mention), in the
+same scope and time, up to `limit` more, each with `via`; an entity mentioned all over the palace expands nothing."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from memcastle.app import Palace
+from memcastle.search.expansion import generic_limit
 
 from .support import extracted, facts_named, triple
 
@@ -54,10 +55,12 @@ def test_expanded_drawers_come_after_the_direct_hit_best_first_with_via(
     assert related == [
         # relevance: the graph score normalized within the expanded hits, as a direct hit has its own
         (graph["both"], 2.0, {"graph": 2.0, "relevance": 1.0}, ["Ana Lopez", "Atlas"]),
-        (graph["bridge"], 1.5, {"graph": 1.5, "relevance": 2 / 3}, ["Atlas", "Postgres"]),  # Postgres: a fact away
-        (graph["ana"], 1.0, {"graph": 1.0, "relevance": 1 / 3}, ["Ana Lopez"]),
-        (graph["postgres"], 0.5, {"graph": 0.5, "relevance": 0.0}, ["Postgres"]),
+        (graph["bridge"], 1.5, {"graph": 1.5, "relevance": 0.5}, ["Atlas", "Postgres"]),  # Postgres: a fact away
+        (graph["ana"], 1.0, {"graph": 1.0, "relevance": 0.0}, ["Ana Lopez"]),
     ]
+    # The Postgres tuning notes share no entity with the direct hit: one fact away adds to a related drawer's score,
+    # it does not bring one in (an expanded hit shares a specific entity with a direct hit).
+    assert graph["postgres"] not in {h["drawer"]["id"] for h in hits}
 
 
 def test_without_expand_only_direct_hits_come_back(client: TestClient, graph: dict[str, str]) -> None:
@@ -122,10 +125,32 @@ def test_an_explicit_fact_bridges_like_an_extracted_one(
     client: TestClient, palace: Palace, graph: dict[str, str]
 ) -> None:
     orion = note(client, "Orion release checklist.")
-    extracted(palace)  # the new note's mention of Orion is filed by the background sweep
+    launch = note(client, "Ana Lopez planned the Orion launch.")
+    extracted(palace)  # the new notes' mentions are filed by the background sweep
+    before = {h["drawer"]["id"]: h for h in search(client, "zebra", expand=True, limit=20)[1:]}
     client.post("/api/facts", json={"subject": "Ana Lopez", "predicate": "works_on", "object": "Orion"})
 
     related = {h["drawer"]["id"]: h for h in search(client, "zebra", expand=True, limit=20)[1:]}
 
-    assert related[orion]["via"] == ["Orion"] and related[orion]["score"] == 0.5
-    assert related[graph["unrelated"]]["via"] == ["Orion"]  # "Ben Hart works on Orion." mentions Orion too
+    # Orion is now one stated fact away from Ana Lopez: it adds to a drawer that shares Ana Lopez with the hit...
+    assert before[launch]["score"] == 1.0
+    assert related[launch]["via"] == ["Ana Lopez", "Orion"] and related[launch]["score"] == 1.5
+    # ...and brings in none that shares nothing with it.
+    assert orion not in related and graph["unrelated"] not in related
+
+
+def test_an_entity_mentioned_all_over_the_palace_expands_nothing(client: TestClient, palace: Palace) -> None:
+    """A name in more drawers than `generic_limit` (a file every commit touches, a project's own name) links
+    everything to everything: it neither brings a drawer in nor adds to one's score."""
+    hit = note(client, "Zebra review: Ana Lopez works on Kestrel.")
+    ana = note(client, "Ana Lopez wrote the Kestrel quarterly report.")
+    everywhere = [note(client, f"Kestrel build log {n}: step {n * 7} passed.") for n in range(30)]
+    extracted(palace)
+
+    related = {h["drawer"]["id"]: h for h in search(client, "zebra", expand=True, limit=50)[1:]}
+
+    assert set(related) == {ana}, "only the drawer sharing a specific entity comes"
+    assert related[ana]["via"] == ["Ana Lopez"] and related[ana]["score"] == 1.0
+    assert not set(everywhere) & set(related)
+    assert hit not in related
+    assert generic_limit(32) < 30, "Kestrel is generic in this palace"

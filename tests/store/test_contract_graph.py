@@ -189,6 +189,9 @@ def test_mentions_connect_drawers_and_entities(graph: tuple[Store, list[str]]) -
         drawers[1]: {"e-alice", "e-bob"},
     }
     assert len(store.graph.drawers_mentioning(["e-alice"], 1)) == 1, "the limit is per entity"
+    # Counted per entity, in distinct drawers, up to the bound asked.
+    assert store.graph.mention_counts(["e-alice", "e-bob", "e-nobody"], 10) == {"e-alice": 2, "e-bob": 1, "e-nobody": 0}
+    assert store.graph.mention_counts(["e-alice"], 1) == {"e-alice": 1}
     assert store.graph.entity_hints("e-bob") == [EntityHint("e-alice", "e-bob", "similar_name", "both short")]
 
 

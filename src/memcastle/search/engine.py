@@ -68,6 +68,7 @@ PASSAGE_DEPTH = 2  # lexical candidates fetched per one kept, to be ranked again
 RESCORE_DEPTH = 40
 FILL_SHARE = 0.999  # an any-term drawer scores at most this share of the worst drawer holding every term
 DEFAULT_WEIGHTS = FusionWeights()
+PALACE_SIZE_TTL = 60.0  # seconds a count of the palace's drawers is used before it is taken again
 PENDING_TTL = 2.0  # seconds a count of the drawers waiting for vectors is used before it is taken again
 # The most drawers the hybrid leg's any-term fill may score: above it, the fill matches on the query's rarest terms
 # only (`LexicalQuery.max_rows`), and the drawers holding only commoner ones are left to the semantic leg. FTS5 scores
@@ -112,6 +113,7 @@ class SearchEngine:
         self._pending = pending or (lambda: 0)
         self._pending_seen: tuple[float, int] | None = None
         self._pending_ttl = pending_ttl
+        self._size_seen: tuple[float, int] | None = None
         self._pending_lock = threading.Lock()
         self._counting: Future[None] | None = None
         self._counter = ThreadPoolExecutor(1, thread_name_prefix="pending-count")
@@ -222,12 +224,22 @@ class SearchEngine:
                 "far); the semantic leg searched those"
             )
         # Expanded hits come after the direct ones, never interleaved.
-        related = (
-            self._explained(query, expand(self._store, query, direct, self._now(), pools[0])) if query.expand else []
-        )
+        related = []
+        if query.expand:
+            found = expand(self._store, query, direct, self._now(), pools[0], self._palace_drawers())
+            related = self._explained(query, found)
         return SearchResult(
             hits=tuple(self._with_snippets(query, direct + related, vector)), ranking=ranking, warnings=tuple(warnings)
         )
+
+    def _palace_drawers(self) -> int:
+        """How many drawers the palace holds, counted at most once a minute: expansion measures how generic an
+        entity is against it, and a count walks an index."""
+        seen = self._size_seen
+        if seen is None or time.monotonic() - seen[0] > PALACE_SIZE_TTL:
+            seen = (time.monotonic(), self._store.drawers.count_drawers())
+            self._size_seen = seen
+        return seen[1]
 
     @staticmethod
     def _leg_depth(pool: int) -> int:

@@ -259,6 +259,17 @@ class GraphTables(Role):
                     found.setdefault(row["drawer_id"], set()).add(entity_id)
         return found
 
+    def mention_counts(self, entity_ids: Sequence[str], at_most: int) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        with self._read() as tx:
+            for entity_id in dict.fromkeys(entity_ids):
+                row = tx.one(
+                    "SELECT COUNT(*) AS n FROM (SELECT DISTINCT drawer_id FROM mention WHERE entity_id = ? LIMIT ?) m",
+                    (entity_id, at_most),
+                )
+                counts[entity_id] = int(row["n"]) if row else 0
+        return counts
+
     def _in(self, sql: str, ids: Sequence[str], repeat: int = 1) -> list[Row]:
         """Rows of `sql` whose `{}` placeholders each take one batch of the distinct `ids`, over all batches."""
         rows: list[Row] = []
