@@ -148,7 +148,9 @@ def fused_entries(mined: MinedPalace, query: Query, limit: int = LIMIT) -> list[
         [ScoredDrawer(h.drawer.id, h.signals[name]) for h in leg.hits]
         for leg, name in zip(legs, ("lexical", "semantic"), strict=True)
     )
-    fused = fuse(lexical, semantic, weights, waiting=mined.palace.services.search.waiting_for_vector)
+    service = mined.palace.services.search
+    exact = service.has_exact_match(mined.request(query.text, query.filters, "hybrid", limit=depth), depth)
+    fused = fuse(lexical, semantic, weights, waiting=service.waiting_for_vector, exact=exact)
     drawers = {h.drawer.id: h.drawer for leg in legs for h in leg.hits}
     return [Entry(mined.doc_key(drawers[r.drawer_id]), drawers[r.drawer_id], r.base) for r in fused]
 

@@ -58,3 +58,35 @@ def test_a_near_zero_cosine_never_brings_a_drawer_into_the_semantic_leg(unstarte
     embed_only(unstarted, garden.id, GARDEN)
     result = unstarted.services.search.search(SearchRequest(query="HTTP cookie parsing", ranking="semantic"))
     assert result.hits == ()
+
+
+TOKENS = "Browsers keep small session tokens that the server set and send them back with every request."
+NEIGHBOURS = (
+    "HTTP headers: a server answers with status, headers and a body.",
+    "Parsing dates in headers is harder than it looks.",
+    "A cookie jar in the test client keeps what the server set between requests.",
+    "HTTP/2 multiplexes requests over one connection.",
+)
+
+
+def test_an_embedded_drawer_without_the_words_stays_below_the_waiting_neighbours_of_an_exact_match(
+    unstarted: Palace,
+) -> None:
+    """While the lexical leg's drawers wait for vectors, the semantic leg cannot compare them with the drawers it
+    does see: one of those holding none of the query's words comes after every waiting drawer the words found."""
+    exact = unstarted.services.drawers.save_note(COOKIES, wing="w").drawer
+    waiting = [unstarted.services.drawers.save_note(text, wing="w").drawer for text in NEIGHBOURS]
+    tokens = unstarted.services.drawers.save_note(TOKENS, wing="w").drawer
+    embed_only(unstarted, tokens.id, TOKENS)
+    result = unstarted.services.search.search(SearchRequest(query="HTTP cookie parsing", ranking="auto", limit=10))
+    ids = [hit.drawer.id for hit in result.hits]
+    assert ids[0] == exact.id
+    assert tokens.id in ids, "the embedded drawer is related by meaning: it stays in the answer"
+    assert set(ids[: ids.index(tokens.id)]) == {exact.id, *(d.id for d in waiting)}
+    held = result.hits[ids.index(tokens.id)]
+    assert "lexical" not in held.signals and held.signals["semantic"] > 0
+    # Once every drawer has its vector, ranking is by both legs again, with no such rule.
+    for drawer, text in ((exact, COOKIES), *zip(waiting, NEIGHBOURS, strict=True)):
+        embed_only(unstarted, drawer.id, text)
+    later = unstarted.services.search.search(SearchRequest(query="HTTP cookie parsing", ranking="auto", limit=10))
+    assert all("semantic_pending" not in hit.signals for hit in later.hits)

@@ -103,3 +103,28 @@ def test_calibrated_fusion_of_the_best_candidates_does_not_depend_on_how_deep_th
     kept = [r.drawer_id for r in top if r.drawer_id in shallow_ids]
     assert kept == [r.drawer_id for r in scored][: len(kept)]
     assert all(r.base == scored[-1].base for r in top if r.drawer_id not in shallow_ids), "only ties at the cut"
+
+
+@pytest.mark.parametrize("method", ["calibrated", "rrf"])
+def test_during_a_backlog_a_meaning_only_drawer_follows_the_waiting_ones_only_beside_an_exact_match(
+    method: str,
+) -> None:
+    lexical = leg(("exact", 1.5), ("near", 0.6), ("weak", 0.5), ("faint", 1.2e-6), ("fainter", 1.0e-6))
+    semantic = leg(("meaning", 0.42), ("other", 0.3))
+    weights = FusionWeights(method=method)
+    waiting = {"exact", "near", "weak", "faint", "fainter"}.__contains__
+    held = [r.drawer_id for r in fuse(lexical, semantic, weights, waiting=waiting, exact=True)]
+    assert held[:5] == ["exact", "near", "weak", "faint", "fainter"]
+    assert held[5:] == ["meaning", "other"], "their own order stands"
+    marked = {r.drawer_id for r in fuse(lexical, semantic, weights, waiting=waiting, exact=True)
+              if "semantic_backlog" in r.signals}  # fmt: skip
+    assert marked == {"meaning", "other"}
+    # No exact match (a paraphrase), or nothing waiting: the legs as they are.
+    for loose in (
+        fuse(lexical, semantic, weights, waiting=waiting, exact=False),
+        fuse(lexical, semantic, weights, waiting=lambda _: False, exact=True),
+    ):
+        assert not any("semantic_backlog" in r.signals for r in loose)
+    if method == "calibrated":  # there a meaning-only drawer's 0.4 passes the weak lexical matches
+        loose_order = [r.drawer_id for r in fuse(lexical, semantic, weights, waiting=waiting, exact=False)]
+        assert loose_order.index("meaning") < loose_order.index("weak")

@@ -163,6 +163,11 @@ class SearchEngine:
         return rerank(policy, entries, drawers, freshness=self.freshness, at=at)
 
     @property
+    def fill_rows(self) -> int | None:
+        """The bound on the hybrid lexical leg's fill (`search.fill_rows`)."""
+        return self._fill_rows
+
+    @property
     def dimension(self) -> int | None:
         """The stored vectors' dimension (None until the first vector is loaded). Never waits for a load under way:
         the first one at a daemon's start reads every vector (most of a minute at a million), and status is asked
@@ -201,11 +206,11 @@ class SearchEngine:
         # Fixed pools whatever the limit and the policy: the first k hits are the same at any limit from k up, and a
         # neutral policy equals a palace without preferences (docs/adr/0024).
         pools = pools_for(query.limit)
-        early: Future[list[ScoredDrawer]] | None = None
+        early: Future[tuple[list[ScoredDrawer], bool]] | None = None
         if query.ranking in ("auto", "hybrid") and self.has_embeddings:
             # The lexical leg runs beside the query's embedding and the semantic leg: both release the interpreter
             # while they compute (SQLite, onnxruntime), so one hybrid search takes about as long as its slower leg.
-            early = self._legs.submit(self.lexical_leg, query, self._leg_depth(pools[0]), self._fill_rows)
+            early = self._legs.submit(self.lexical_candidates, query, self._leg_depth(pools[0]), self._fill_rows)
         ranking, vector = self._choose_ranking(query, warnings)
         if ranking == "lexical" and early is not None:
             early.cancel()
@@ -251,7 +256,7 @@ class SearchEngine:
         ranking: str,
         vector: npt.NDArray[np.float32] | None,
         size: int,
-        early: Future[list[ScoredDrawer]] | None,
+        early: Future[tuple[list[ScoredDrawer], bool]] | None,
     ) -> list[Ranked]:
         """The `size` best candidates by the ranking's base signal (a hybrid one fuses legs twice that deep)."""
         if ranking == "lexical":
@@ -262,10 +267,10 @@ class SearchEngine:
             return [Ranked(c.drawer_id, c.signal, {"semantic": c.signal}) for c in found]
         leg = self._leg_depth(size)
         semantic = self._index.candidates(vector, leg, query.scope)
-        lexical = early.result() if early is not None else self.lexical_leg(query, leg, self._fill_rows)
+        lexical, exact = early.result() if early is not None else self.lexical_candidates(query, leg, self._fill_rows)
         by_meaning = {c.drawer_id for c in semantic}
         waiting = self._index.waiting_among([c.drawer_id for c in lexical if c.drawer_id not in by_meaning])
-        return fuse(lexical, semantic, self._weights, waiting=waiting.__contains__)[:size]
+        return fuse(lexical, semantic, self._weights, waiting=waiting.__contains__, exact=exact)[:size]
 
     def _ranked(self, query: SearchQuery, pooled: list[Ranked], shown: set[str], wanted: int) -> list[Hit]:
         """The pool ranked (relevance normalized over all of it, a policy's bounded adjustment), then its first
@@ -381,16 +386,22 @@ class SearchEngine:
         self._pending_seen = (time.monotonic(), self._pending())
 
     def lexical_leg(self, query: SearchQuery, limit: int, fill_rows: int | None = None) -> list[ScoredDrawer]:
+        """See `lexical_candidates`: the candidates alone."""
+        return self.lexical_candidates(query, limit, fill_rows)[0]
+
+    def lexical_candidates(
+        self, query: SearchQuery, limit: int, fill_rows: int | None = None
+    ) -> tuple[list[ScoredDrawer], bool]:
         """BM25 candidates: the drawers holding every term first; when they are fewer than `limit` and the query has
         2+ words, the drawers holding some of the terms fill the leg below them (`fill_below`), matched on the
         rarest terms only when all of them are found in more than `fill_rows` drawers. With `fill_rows`, a query
         none of whose terms can rank (each in half the palace or more, the rarest in more than `fill_rows`) leaves
         the leg empty (`LexicalQuery.matches_nothing`, ADR 0032). Each group is taken
         `PASSAGE_DEPTH` times deeper than needed and ranked again by its drawers' best passages
-        (`memcastle.search.passage_bm25`)."""
+        (`memcastle.search.passage_bm25`). Also says whether a drawer holds every term (an exact match)."""
         terms = tuple(query_terms(query.text))
         if not terms:
-            return []
+            return [], False
         depth = limit * PASSAGE_DEPTH
         every = LexicalQuery(terms, require_all=True, max_rows=fill_rows)
         found = self._store.search.lexical_candidates(every, query.scope, depth)
@@ -408,8 +419,9 @@ class SearchEngine:
                 )
                 if c.drawer_id not in held
             ]
+        exact = bool(found)
         found, some = self._by_passage(query.text, found, some)
-        return fill_below(found[:limit], some, limit)
+        return fill_below(found[:limit], some, limit), exact
 
     def _by_passage(
         self, text: str, found: list[ScoredDrawer], some: list[ScoredDrawer]

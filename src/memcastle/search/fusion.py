@@ -38,17 +38,21 @@ def fuse(
     weights: FusionWeights,
     *,
     waiting: Callable[[str], bool] | None = None,
+    exact: bool = False,
 ) -> list[Ranked]:
-    """The legs fused by `weights.method`, best first, ties by drawer id."""
+    """The legs fused by `weights.method`, best first, ties by drawer id. `exact`: the lexical leg found a drawer
+    holding every term of the query."""
     if weights.method == "rrf":
-        return fuse_ranks(lexical, semantic, weights, waiting=waiting)
-    return fuse_scores(lexical, semantic, weights, waiting=waiting)
+        return fuse_ranks(lexical, semantic, weights, waiting=waiting, exact=exact)
+    return fuse_scores(lexical, semantic, weights, waiting=waiting, exact=exact)
 
 
 # Calibrated fusion scales each leg between its best score and its `ANCHOR_RANK`-th best (or its last, when shorter):
 # however deep a leg is fetched, the candidates it ranks highest fuse to the same scores, and the ones below the
 # anchor add nothing from that leg (docs/adr/0024-one-pool-whatever-the-limit.md).
 ANCHOR_RANK = 20
+# A drawer found by meaning alone scores at most this share of the lowest drawer waiting for its vectors.
+BACKLOG_SHARE = 0.999
 
 
 def _normalized(candidates: Sequence[ScoredDrawer]) -> list[float]:
@@ -69,6 +73,7 @@ def fuse_scores(
     weights: FusionWeights,
     *,
     waiting: Callable[[str], bool] | None = None,
+    exact: bool = False,
 ) -> list[Ranked]:
     """Calibrated fusion: Σ weight × (the leg's score scaled between its best and its anchor, `_normalized`, at
     least 0) / Σ weights; a drawer a leg did not find, or ranks below its anchor, gets 0 from it (drawers that fuse
@@ -92,13 +97,42 @@ def fuse_scores(
             if "semantic" not in entry and waiting(candidate.drawer_id):
                 entry["fusion"] += weights.semantic * max(part, 0.0) / total
                 entry["semantic_pending"] = 1.0
+    held = _behind_the_waiting(signals) if exact else {}
     for entry in signals.values():
         # The semantic part comes from float32 cosines: closer than that carries, two drawers are tied (and then
         # ordered by id, the same way on every backend).
         entry["fusion"] = round(entry["fusion"], TIE_DIGITS)
+    # A drawer held behind the waiting ones stays behind them where rounding ties it with the last of them, in the
+    # order its own score gave it.
+    below.update({drawer_id: score - 1.0 for drawer_id, score in held.items()})
     ranked = [Ranked(drawer_id, entry["fusion"], entry) for drawer_id, entry in signals.items()]
-    ranked.sort(key=lambda r: (-r.base, -round(below[r.drawer_id], TIE_DIGITS), r.drawer_id))
+    ranked.sort(key=lambda r: (-r.base, r.drawer_id in held, -round(below[r.drawer_id], TIE_DIGITS), r.drawer_id))
     return ranked
+
+
+def _behind_the_waiting(signals: dict[str, dict[str, float]]) -> dict[str, float]:
+    """During a backlog, when the lexical leg found an exact match (a drawer holding every term), the drawers only the
+    semantic leg found (none of the query's words) come after every drawer the lexical leg found that is waiting for
+    its vectors — the exact match's neighbours: the semantic leg compared them with what it could see, not with the
+    waiting ones, which may well be nearer. A query with no exact match (a paraphrase) is left to the legs as they
+    are: there the meaning-only drawers are often the answer.
+
+    Their fused scores are scaled by one factor to just below the lowest waiting one (`BACKLOG_SHARE`), or to 0 when
+    that one fused to 0, and they are marked `semantic_backlog`; the sort keeps them behind the waiting ones where
+    rounding ties them, in their own order: returned are their scores before, by drawer. Without a waiting drawer
+    nothing changes."""
+    waiting = [e["fusion"] for e in signals.values() if "semantic_pending" in e]
+    if not waiting:
+        return {}
+    floor = min(waiting)
+    only_meaning = {drawer_id: e for drawer_id, e in signals.items() if "lexical" not in e}
+    before = {drawer_id: e["fusion"] for drawer_id, e in only_meaning.items()}
+    top = max(before.values(), default=0.0)
+    for entry in only_meaning.values():
+        entry["semantic_backlog"] = 1.0
+        if top >= floor:
+            entry["fusion"] *= BACKLOG_SHARE * floor / top
+    return before
 
 
 def fuse_ranks(
@@ -107,6 +141,7 @@ def fuse_ranks(
     weights: FusionWeights,
     *,
     waiting: Callable[[str], bool] | None = None,
+    exact: bool = False,
 ) -> list[Ranked]:
     """Reciprocal rank fusion: Σ weight / (k + rank), rank from 1; ties by drawer id.
 
@@ -125,8 +160,9 @@ def fuse_ranks(
             if "semantic" not in entry and waiting(candidate.drawer_id):
                 entry["fusion"] += weights.semantic / (weights.k + rank)
                 entry["semantic_pending"] = 1.0
+    held = _behind_the_waiting(signals) if exact else {}
     ranked = [Ranked(drawer_id, entry["fusion"], entry) for drawer_id, entry in signals.items()]
-    ranked.sort(key=lambda r: (-r.base, r.drawer_id))
+    ranked.sort(key=lambda r: (-r.base, r.drawer_id in held, -held.get(r.drawer_id, 0.0), r.drawer_id))
     return ranked
 
 

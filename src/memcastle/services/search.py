@@ -55,6 +55,11 @@ class SearchService:
     def waiting_for_vector(self, drawer_id: str) -> bool:
         return self._engine.waiting_for_vector(drawer_id)
 
+    def has_exact_match(self, request: SearchRequest, depth: int) -> bool:
+        """Whether the lexical leg of this search, `depth` deep, finds a drawer holding every term of the query (what
+        hybrid fusion asks during a backlog: `memcastle.search.fusion`)."""
+        return self._engine.lexical_candidates(self.query(request), depth, self._engine.fill_rows)[1]
+
     def recall(self, request: SearchRequest) -> SearchResult:
         """The agent-facing search: a wing at most, never a room."""
         if request.room is not None:
