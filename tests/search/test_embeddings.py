@@ -27,6 +27,7 @@ from tokenizers import Tokenizer
 from memcastle.app import build
 from memcastle.config import load_settings
 from memcastle.errors import ConfigError, ProviderError
+from memcastle.search.backfill import model_key
 from memcastle.search.embeddings import (
     DEFAULT_BUILTIN_MODEL,
     MAX_TOKENS,
@@ -36,10 +37,12 @@ from memcastle.search.embeddings import (
     EmbeddingProvider,
     HttpProvider,
     NoneProvider,
+    Prefixes,
     build_provider,
     passage_spans,
     split_passages,
 )
+from memcastle.services import SearchRequest
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -238,7 +241,67 @@ def test_command_provider_hides_memcastle_variables_from_the_child(
     seen = json.loads(report.read_text())
     assert seen["memcastle"] == []
     assert seen["other"] == "yes"
-    assert seen["request"] == {"model": "m1", "texts": ["one", "two"]}
+    assert seen["request"] == {"model": "m1", "texts": ["one", "two"], "kind": "document"}
+
+
+def test_command_provider_tells_a_query_from_a_document_and_puts_each_kinds_prefix_first(
+    fake_command: list[str], tmp_path: Path
+) -> None:
+    report = tmp_path / "seen.json"
+    prefixes = Prefixes(query="query: ", document="passage: ")
+    provider = CommandProvider([*fake_command, "report", str(report)], model="e5", timeout=10, prefixes=prefixes)
+    provider.embed(["where is Atlas"], kind="query")
+    assert json.loads(report.read_text())["request"] == {
+        "model": "e5",
+        "texts": ["query: where is Atlas"],
+        "kind": "query",
+    }
+    provider.embed(["Atlas moved to Lisbon."])
+    assert json.loads(report.read_text())["request"]["texts"] == ["passage: Atlas moved to Lisbon."]
+    # The prefixes change the vectors: they are part of the identity the palace stores vectors under.
+    plain = CommandProvider([*fake_command, "good"], model="e5", timeout=10)
+    assert model_key(plain) == "command:e5"
+    assert model_key(provider) == "command:e5|query='query: '|document='passage: '"
+
+
+def test_a_search_embeds_its_query_as_a_query_and_the_embed_job_passages_as_documents(
+    fake_command: list[str], tmp_path: Path, xdg_home: Any
+) -> None:
+    log = tmp_path / "kinds.jsonl"
+    script = tmp_path / "kinds.py"
+    script.write_text(
+        "import json, sys\n"
+        "request = json.load(sys.stdin)\n"
+        f"open({str(log)!r}, 'a').write(json.dumps([request['kind'], request['texts']]) + '\\n')\n"
+        "json.dump({'embeddings': [[1.0, float(len(t)), 0.5] for t in request['texts']]}, sys.stdout)\n"
+    )
+    settings = load_settings(
+        flags={
+            "palace": str(tmp_path / "palace"),
+            "embeddings.provider": "command",
+            "embeddings.model": "kinds",
+            "embeddings.command": [sys.executable, str(script)],
+            "embeddings.query_prefix": "query: ",
+            "embeddings.document_prefix": "passage: ",
+        },
+        env={},
+        config_file=None,
+    )
+    palace = build(settings)
+    palace.start()
+    try:
+        palace.services.drawers.save_note("Atlas moved to Lisbon.", wing="w")
+        deadline = time.monotonic() + 60
+        while palace.services.status.embedding_status().pending:
+            assert time.monotonic() < deadline, "the embed job did not finish"
+            time.sleep(0.05)
+        palace.services.search.search(SearchRequest(query="where is Atlas", ranking="semantic"))
+    finally:
+        palace.stop()
+    seen = [json.loads(line) for line in log.read_text().splitlines()]
+    assert ["document", ["passage: Atlas moved to Lisbon."]] in seen
+    assert seen[-1] == ["query", ["query: where is Atlas"]]
+    assert all(kind == "document" for kind, texts in seen[:-1])
 
 
 def test_command_provider_reports_a_failed_exit_with_its_stderr(fake_command: list[str]) -> None:
@@ -337,7 +400,22 @@ def test_http_provider_posts_openai_style_and_orders_rows_by_index(server: _Embe
     path, headers, body = server.requests[-1]
     assert path == "/good/v1/embeddings"
     assert headers["Authorization"] == "Bearer sk-test"
-    assert body == {"model": "nomic-embed-text", "input": ["abcd", "ab"]}
+    assert body == {"model": "nomic-embed-text", "input": ["abcd", "ab"]}, "no field OpenAI would refuse"
+
+
+def test_http_provider_names_the_text_kind_in_the_field_configured(server: _EmbeddingsServer) -> None:
+    prefixes = Prefixes(query="search_query: ", document="search_document: ")
+    provider = HttpProvider(
+        _base(server, "good"), model="m", api_key=None, timeout=5, prefixes=prefixes, input_type="input_type"
+    )
+    provider.embed(["atlas"], kind="query")
+    assert server.requests[-1][2] == {"model": "m", "input": ["search_query: atlas"], "input_type": "query"}
+    provider.embed(["Atlas moved."])
+    assert server.requests[-1][2] == {
+        "model": "m",
+        "input": ["search_document: Atlas moved."],
+        "input_type": "document",
+    }
 
 
 def test_http_provider_uses_a_url_that_already_names_the_embeddings_route(server: _EmbeddingsServer) -> None:

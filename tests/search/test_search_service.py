@@ -251,7 +251,7 @@ class _HeldProvider:
     def dimension(self) -> int:
         return 4
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
+    def embed(self, texts: Sequence[str], kind: str = "document") -> np.ndarray:
         with self._lock:
             self.inside += 1
             self.most = max(self.most, self.inside)

@@ -126,6 +126,18 @@ SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec("embeddings.command", list, [], "argv of the command provider (no shell)"),
     SettingSpec("embeddings.url", str, "", "base URL of an OpenAI-compatible embeddings endpoint"),
     SettingSpec("embeddings.api_key", str, "", "bearer key for the http provider", secret=True),
+    SettingSpec(
+        "embeddings.query_prefix", str, "", "put before a query by the command and http providers (e5: 'query: ')"
+    ),
+    SettingSpec(
+        "embeddings.document_prefix",
+        str,
+        "",
+        "put before a passage by the command and http providers (e5: 'passage: ')",
+    ),
+    SettingSpec(
+        "embeddings.input_type", str, "", "request field the http provider names the text kind in (empty: not sent)"
+    ),
     SettingSpec("embeddings.timeout", float, 30.0, "seconds before a provider call fails", minimum=0.1),
     SettingSpec(
         "embeddings.threads", int, 2, "runs of the builtin model at once for a batch of passages", minimum=1, maximum=64

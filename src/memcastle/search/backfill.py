@@ -29,8 +29,10 @@ MAX_BATCH_PASSAGES = 64
 
 
 def model_key(provider: EmbeddingProvider) -> str:
-    """Vectors are stored per provider and model, so a model change re-embeds instead of mixing spaces."""
-    return f"{provider.name}:{provider.model}"
+    """Vectors are stored per provider and model (and the prefixes a provider puts before texts, when it has any), so
+    a change of either re-embeds instead of mixing spaces."""
+    prefixes = getattr(provider, "prefixes", None)
+    return f"{provider.name}:{provider.model}{prefixes.identity if prefixes is not None else ''}"
 
 
 # The rate an ETA divides by: passages per second over about this much of the latest work (the machine's load

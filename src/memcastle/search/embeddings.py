@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -58,6 +58,10 @@ PASSAGE_WINDOW_CHARS = 700
 PASSAGE_OVERLAP_CHARS = 0
 
 
+TextKind = Literal["query", "document"]
+TEXT_KINDS: tuple[TextKind, ...] = ("query", "document")
+
+
 @runtime_checkable
 class EmbeddingProvider(Protocol):
     """Turns texts into L2-normalized float32 rows of the provider's own dimension."""
@@ -81,8 +85,10 @@ class EmbeddingProvider(Protocol):
         """The vector length, as read from the provider."""
         ...
 
-    def embed(self, texts: Sequence[str]) -> Vectors:
-        """One L2-normalized float32 row per text, shape (len(texts), dimension())."""
+    def embed(self, texts: Sequence[str], kind: TextKind = "document") -> Vectors:
+        """One L2-normalized float32 row per text, shape (len(texts), dimension()). `kind` says whether the texts are
+        a search's query or documents (passages of drawers): asymmetric models (e5, nomic, …) embed the two
+        differently; a symmetric one ignores it."""
         ...
 
 
@@ -151,8 +157,9 @@ class BuiltinProvider:
             self._dim = dim if dim is not None else int(self.embed([_PROBE_TEXT]).shape[1])
         return self._dim
 
-    def embed(self, texts: Sequence[str]) -> Vectors:
-        """Mean-pooled, L2-normalized sentence embeddings, batched by similar length."""
+    def embed(self, texts: Sequence[str], kind: TextKind = "document") -> Vectors:
+        """Mean-pooled, L2-normalized sentence embeddings, batched by similar length (MiniLM is symmetric: a query
+        and a document are embedded alike)."""
         if not texts:
             return np.zeros((0, self.dimension()), dtype=np.float32)
         loaded = self._load()
@@ -291,14 +298,33 @@ def _load_builtin(model: str = DEFAULT_BUILTIN_MODEL) -> _LoadedModel:
 # ------------------------------------------------------------------------------------------ command and http
 
 
+@dataclass(frozen=True)
+class Prefixes:
+    """What a command or http provider puts before each text of a kind (`embeddings.query_prefix`,
+    `embeddings.document_prefix`): e5 models want "query: " and "passage: ", nomic's "search_query: " and
+    "search_document: ". Part of the vectors' identity (`search.backfill.model_key`)."""
+
+    query: str = ""
+    document: str = ""
+
+    def of(self, kind: TextKind) -> str:
+        return self.query if kind == "query" else self.document
+
+    @property
+    def identity(self) -> str:
+        """ "" without prefixes (the key stays the model's), else both, as they change the vectors."""
+        return "" if not (self.query or self.document) else f"|query={self.query!r}|document={self.document!r}"
+
+
 class _AnsweringProvider:
     """Shared batching and dimension bookkeeping for providers that answer over a process or a socket."""
 
     name = ""
     is_enabled = True
 
-    def __init__(self, model: str, timeout: float, batch_size: int) -> None:
+    def __init__(self, model: str, timeout: float, batch_size: int, prefixes: Prefixes | None = None) -> None:
         self.model = model
+        self.prefixes = prefixes or Prefixes()
         self._timeout = timeout
         # The int8 copy quantizes each run's activations with that run's own range, so a text batched with others
         # would come out a hair different from the same text alone: it embeds one text per run — the same vector
@@ -316,19 +342,20 @@ class _AnsweringProvider:
             raise ProviderError(f"the {self.name} embedding provider reported no dimension")
         return self._dim
 
-    def embed(self, texts: Sequence[str]) -> Vectors:
-        """Ask the provider batch by batch and L2-normalize what it answers."""
+    def embed(self, texts: Sequence[str], kind: TextKind = "document") -> Vectors:
+        """Ask the provider batch by batch, each text after its kind's prefix, and L2-normalize what it answers."""
         if not texts:
             return np.zeros((0, self.dimension()), dtype=np.float32)
+        prefix = self.prefixes.of(kind)
         parts = []
         for at in range(0, len(texts), self._batch_size):
-            batch = list(texts[at : at + self._batch_size])
-            matrix = self._ask(batch)
+            batch = [prefix + text for text in texts[at : at + self._batch_size]]
+            matrix = self._ask(batch, kind)
             self._record_dimension(matrix.shape[1])
             parts.append(matrix)
         return normalize_rows(np.vstack(parts))
 
-    def _ask(self, texts: list[str]) -> npt.NDArray[np.floating[Any]]:
+    def _ask(self, texts: list[str], kind: TextKind) -> npt.NDArray[np.floating[Any]]:
         raise NotImplementedError
 
     def _record_dimension(self, dim: int) -> None:
@@ -365,21 +392,28 @@ def answer_matrix(rows: object, expected: int, *, who: str) -> npt.NDArray[np.fl
 
 
 class CommandProvider(_AnsweringProvider):
-    """Runs argv (no shell), writes {"model", "texts"} JSON to stdin, reads {"embeddings"} from stdout."""
+    """Runs argv (no shell), writes {"model", "texts", "kind"} JSON to stdin (`kind`: "query" or "document"), reads
+    {"embeddings"} from stdout."""
 
     name = "command"
 
     def __init__(
-        self, argv: list[str], model: str, timeout: float = DEFAULT_TIMEOUT, batch_size: int = COMMAND_BATCH
+        self,
+        argv: list[str],
+        model: str,
+        timeout: float = DEFAULT_TIMEOUT,
+        batch_size: int = COMMAND_BATCH,
+        prefixes: Prefixes | None = None,
     ) -> None:
         if not argv or not all(isinstance(part, str) and part for part in argv):
             raise ConfigError("must be a non-empty list of non-empty strings", key="embeddings.command")
-        super().__init__(model, timeout, batch_size)
+        super().__init__(model, timeout, batch_size, prefixes)
         self._argv = list(argv)
 
-    def _ask(self, texts: list[str]) -> npt.NDArray[np.floating[Any]]:
+    def _ask(self, texts: list[str], kind: TextKind) -> npt.NDArray[np.floating[Any]]:
         who = f"embedding command {self._argv[0]!r}"
-        answer = ask_command(self._argv, {"model": self.model, "texts": texts}, timeout=self._timeout, who=who)
+        request = {"model": self.model, "texts": texts, "kind": kind}
+        answer = ask_command(self._argv, request, timeout=self._timeout, who=who)
         if not isinstance(answer, dict) or "embeddings" not in answer:
             raise ProviderError(f'{who} printed JSON without an "embeddings" list: {tail(json.dumps(answer))}')
         return answer_matrix(answer["embeddings"], len(texts), who=who)
@@ -397,17 +431,23 @@ class HttpProvider(_AnsweringProvider):
         api_key: str | None = None,
         timeout: float = DEFAULT_TIMEOUT,
         batch_size: int = HTTP_BATCH,
+        prefixes: Prefixes | None = None,
+        input_type: str = "",
     ) -> None:
         endpoint = endpoint_url(url, "/embeddings", key="embeddings.url")
-        super().__init__(model, timeout, batch_size)
+        super().__init__(model, timeout, batch_size, prefixes)
         self.endpoint = endpoint
         self._api_key = api_key or None
+        # OpenAI's API refuses a field it does not know: the kind is sent only under the name a server asks for
+        # (`input_type` for Voyage- and Cohere-style servers), and only when configured.
+        self._input_type = input_type
 
-    def _ask(self, texts: list[str]) -> npt.NDArray[np.floating[Any]]:
+    def _ask(self, texts: list[str], kind: TextKind) -> npt.NDArray[np.floating[Any]]:
         who = f"embedding endpoint {self.endpoint}"
-        answer, text = post_json(
-            self.endpoint, {"model": self.model, "input": texts}, api_key=self._api_key, timeout=self._timeout, who=who
-        )
+        request: dict[str, Any] = {"model": self.model, "input": texts}
+        if self._input_type:
+            request[self._input_type] = kind
+        answer, text = post_json(self.endpoint, request, api_key=self._api_key, timeout=self._timeout, who=who)
         data = answer.get("data") if isinstance(answer, dict) else None
         if not isinstance(data, list) or not all(isinstance(item, dict) and "embedding" in item for item in data):
             raise ProviderError(f'{who} answered without a "data" list of embeddings: {tail(text)}')
@@ -438,7 +478,7 @@ class NoneProvider:
         """No vectors, so no dimension."""
         return 0
 
-    def embed(self, texts: Sequence[str]) -> Vectors:
+    def embed(self, texts: Sequence[str], kind: TextKind = "document") -> Vectors:
         """Always refuses: there is no model to run."""
         raise ProviderError("embeddings are disabled", help="set embeddings.provider to builtin, command or http")
 
@@ -496,6 +536,14 @@ def _word_start_after(text: str, lowest: int, *, ceiling: int) -> int:
 # ------------------------------------------------------------------------------------------------ composition
 
 
+def _text_setting(value: Any, key: str) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ConfigError(f"must be a string, got {value!r}", key=f"embeddings.{key}")
+    return value
+
+
 def build_provider(config: Mapping[str, Any]) -> EmbeddingProvider:
     """The provider the `embeddings.*` settings ask for (keys without the `embeddings.` prefix)."""
     kind = config.get("provider") or "builtin"
@@ -516,11 +564,15 @@ def build_provider(config: Mapping[str, Any]) -> EmbeddingProvider:
     if kind in ("command", "http") and not model:
         raise ConfigError(f"the {kind} provider needs a model name", key="embeddings.model")
     timeout = _timeout(config.get("timeout"))
+    prefixes = Prefixes(
+        query=_text_setting(config.get("query_prefix"), "query_prefix"),
+        document=_text_setting(config.get("document_prefix"), "document_prefix"),
+    )
     if kind == "command":
         command = config.get("command")
         if not isinstance(command, (list, tuple)):
             raise ConfigError(f"must be a list of strings (argv, no shell), got {command!r}", key="embeddings.command")
-        return CommandProvider(list(command), model, timeout)
+        return CommandProvider(list(command), model, timeout, prefixes=prefixes)
     if kind == "http":
         url = config.get("url") or ""
         if not isinstance(url, str) or not url:
@@ -528,7 +580,8 @@ def build_provider(config: Mapping[str, Any]) -> EmbeddingProvider:
         api_key = config.get("api_key") or None
         if api_key is not None and not isinstance(api_key, str):
             raise ConfigError("must be a string", key="embeddings.api_key")
-        return HttpProvider(url, model, api_key, timeout)
+        input_type = _text_setting(config.get("input_type"), "input_type")
+        return HttpProvider(url, model, api_key, timeout, prefixes=prefixes, input_type=input_type)
     raise ConfigError(
         f"unknown embedding provider {kind!r}; choose builtin, command, http or none", key="embeddings.provider"
     )

@@ -355,7 +355,7 @@ class SearchEngine:
             return "lexical", None
         assert self._provider is not None
         try:
-            vector = self._provider.embed([query.text])[0]
+            vector = self._provider.embed([query.text], kind="query")[0]
         except ProviderError as exc:
             if explicit:
                 raise
