@@ -29,7 +29,8 @@ import numpy as np
 
 from bench.common import BENCH_ROOTS, command_line, machine, open_palace, wait_for, write_section
 from memcastle.model.requests import MineRequest
-from memcastle.search.embeddings import MAX_TOKENS, split_passages
+from memcastle.search.embeddings import MAX_TOKENS
+from memcastle.search.passages import split_passages
 from memcastle.store.sqlite import DB_FILE
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])

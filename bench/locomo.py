@@ -41,7 +41,7 @@ from memcastle.clock import to_datetime
 from memcastle.config import load_settings
 from memcastle.model import Drawer, Hit, JobStatus
 from memcastle.model.requests import MineRequest
-from memcastle.search.embeddings import split_passages
+from memcastle.search.passages import split_passages
 from memcastle.services import SearchRequest
 
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "eval" / "locomo-dev.json"

@@ -318,7 +318,8 @@ def test_expanded_hits_get_their_preference_before_the_cut_to_the_limit(bench: B
     """Related drawers of equal graph score: the preferred one is kept at limit 1, whatever the ids say. Expanded hits
     are pooled as direct hits are, ranked with the policy, then cut (ADR 048, C9)."""
     palace = bench.open(preferences=DRAFTS_HIGH)
-    related = {f"final-{n:02}.md": ({"status": "final"}, f"Alice Moreau filed report {n} today.") for n in range(15)}
+    # Nine related drawers and the hit: Alice Moreau stays a specific entity (`expansion.generic_limit`).
+    related = {f"final-{n:02}.md": ({"status": "final"}, f"Alice Moreau filed report {n} today.") for n in range(8)}
     related["draft.md"] = ({"status": "draft"}, "Alice Moreau filed an unfinished report today.")
     notes = {"crane.md": ({"status": "final"}, "The harbor crane is run by Alice Moreau."), **related}
     bench.mine(palace, "notes", bench.notes("graph", notes), wing="w")

@@ -12,7 +12,8 @@ from clocks import DistinctClock
 from memcastle.app import Palace, build
 from memcastle.config import load_settings
 from memcastle.search.backfill import model_key
-from memcastle.search.embeddings import BuiltinProvider, split_passages
+from memcastle.search.embeddings import BuiltinProvider
+from memcastle.search.passages import split_passages
 from memcastle.services import SearchRequest
 
 COOKIES = "Parsing HTTP cookies: the http.cookies module turns a Cookie header into morsels."

@@ -31,7 +31,6 @@ from memcastle.search.backfill import model_key
 from memcastle.search.embeddings import (
     DEFAULT_BUILTIN_MODEL,
     MAX_TOKENS,
-    PASSAGE_WINDOW_CHARS,
     BuiltinProvider,
     CommandProvider,
     EmbeddingProvider,
@@ -39,9 +38,8 @@ from memcastle.search.embeddings import (
     NoneProvider,
     Prefixes,
     build_provider,
-    passage_spans,
-    split_passages,
 )
+from memcastle.search.passages import PASSAGE_WINDOW_CHARS, passage_spans, split_passages
 from memcastle.services import SearchRequest
 
 SRC = Path(__file__).resolve().parents[2] / "src"

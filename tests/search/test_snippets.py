@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from test_search_service import make_palace, settle
 
 from memcastle.app import Palace
-from memcastle.search.embeddings import passage_spans
+from memcastle.search.passages import passage_spans
 from memcastle.search.snippets import SNIPPET_CHARS, TermMatcher, snippet
 from memcastle.services import SearchRequest
 

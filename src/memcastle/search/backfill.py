@@ -14,12 +14,8 @@ from memcastle.clock import eta_text
 from memcastle.errors import ConfigError
 from memcastle.jobs.context import JobContext
 from memcastle.model import Drawer
-from memcastle.search.embeddings import (
-    PASSAGE_OVERLAP_CHARS,
-    PASSAGE_WINDOW_CHARS,
-    EmbeddingProvider,
-    split_passages,
-)
+from memcastle.search.embeddings import EmbeddingProvider
+from memcastle.search.passages import PASSAGE_OVERLAP_CHARS, PASSAGE_WINDOW_CHARS, split_passages
 from memcastle.store import EmbeddingStore
 
 KIND = "embed"

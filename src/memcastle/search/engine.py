@@ -22,11 +22,12 @@ from memcastle.clock import Clock, utc_now
 from memcastle.errors import InvalidRequest, ProviderError
 from memcastle.model import AsOf, Drawer, Hit, LexicalQuery, Scope, ScoredDrawer, SearchQuery, SearchResult
 from memcastle.preferences import NEUTRAL, NO_FRESHNESS, Freshness, Policy, PoolEntry, pools_for, rerank
-from memcastle.search.embeddings import PASSAGE_OVERLAP_CHARS, PASSAGE_WINDOW_CHARS, EmbeddingProvider
+from memcastle.search.embeddings import EmbeddingProvider
 from memcastle.search.expansion import expand
 from memcastle.search.fusion import FusionWeights, Ranked, fuse, pool_relevance
 from memcastle.search.lexical import query_terms
 from memcastle.search.passage_bm25 import best_passage_scores, idf, rescored
+from memcastle.search.passages import PASSAGE_OVERLAP_CHARS, PASSAGE_WINDOW_CHARS
 from memcastle.search.snippets import TermMatcher, snippet
 from memcastle.search.turns import Turns
 from memcastle.store import KnowledgeStore

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from memcastle.model.scripts import split_word
+
 # Function words that carry no topic; dropping them keeps BM25 from rewarding chatter.
 STOP_WORDS = frozenset(
     """
@@ -20,8 +22,10 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 
 
 def query_terms(text: str) -> list[str]:
-    """Case-folded words of `text`, stop words removed unless nothing else remains; order kept, no repeats."""
-    words = [w.casefold() for w in _WORD.findall(text)]
+    """Case-folded words of `text`, stop words removed unless nothing else remains; order kept, no repeats. A run of
+    characters of a script written without spaces (Chinese, Japanese, Thai, …) becomes its overlapping pairs of
+    characters (`memcastle.model.scripts`)."""
+    words = [part for w in _WORD.findall(text) for part in split_word(w.casefold())]
     words = [w.strip("_") for w in words if w.strip("_")]
     content = [w for w in words if w not in STOP_WORDS]
     return list(dict.fromkeys(content or words))

@@ -19,7 +19,7 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 
 from memcastle.model import ScoredDrawer
-from memcastle.search.embeddings import passage_spans
+from memcastle.search.passages import passage_spans
 from memcastle.search.snippets import TermMatcher
 
 K1 = 1.2

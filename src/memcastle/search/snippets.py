@@ -17,8 +17,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from memcastle.model import Snippet
-from memcastle.search.embeddings import PASSAGE_OVERLAP_CHARS, PASSAGE_WINDOW_CHARS, passage_spans
+from memcastle.model.scripts import has_unspaced
 from memcastle.search.lexical import query_terms
+from memcastle.search.passages import PASSAGE_OVERLAP_CHARS, PASSAGE_WINDOW_CHARS, passage_spans
 
 SNIPPET_CHARS = 360  # about six lines of prose or code: enough to judge a hit, short enough to scan ten
 _CONTEXT_CHARS = 60  # how far before its first match a snippet may start, to begin at a line or a word
@@ -56,7 +57,16 @@ class TermMatcher:
     def __init__(self, query: str) -> None:
         self._terms: list[tuple[str, str]] = []
         self.words: list[str] = []  # one word per term, in the terms' order
+        # A pair of characters of a script written without spaces (`memcastle.model.scripts`) is found where it
+        # stands, inside a run of them, as the index finds it: by position, not as a word.
+        self._unspaced: list[tuple[str, int]] = []
         for term in query_terms(query):
+            if has_unspaced(term):
+                if term not in self.words:
+                    self._unspaced.append((term, len(self._terms)))
+                    self._terms.append(("\x00" + term, "\x00" + term))  # no word's stems
+                    self.words.append(term)
+                continue
             for word in _WORD.findall(term):
                 stems = _stems(word)
                 if stems not in self._terms:
@@ -66,7 +76,7 @@ class TermMatcher:
         # first letter, and folding changes only letters outside ASCII: a word can match only when it starts with
         # the first letter of a term's stem (in either case) or with a letter outside ASCII. The regular expression
         # finds just those words, so the others are never stemmed, nor even looked at in Python.
-        self._candidates = _candidate_words({stem[:1] for pair in self._terms for stem in pair})
+        self._candidates = _candidate_words({stem[:1] for pair in self._terms for stem in pair if stem[:1] != "\x00"})
 
     def __bool__(self) -> bool:
         return bool(self._terms)
@@ -82,6 +92,13 @@ class TermMatcher:
                 if porter == term_porter or english == term_english:
                     found.append((match.start(), match.end(), index))
                     break
+        if self._unspaced:
+            for term, index in self._unspaced:
+                at = text.find(term)
+                while at >= 0:
+                    found.append((at, at + len(term), index))
+                    at = text.find(term, at + 1)
+            found.sort()
         return found
 
 
@@ -132,7 +149,7 @@ def snippet(
         text=content[start:end],
         start=start,
         end=end,
-        matches=tuple((a - start, b - start) for a, b, _ in matches if start <= a and b <= end),
+        matches=_merged([(a - start, b - start) for a, b, _ in matches if start <= a and b <= end]),
         passage=passage,
         lines=lines,
         terms_found=len({term for _, _, term in matches}),
@@ -182,3 +199,15 @@ def _closing(content: str, start: int, hard: int) -> int:
         if content[cut - 1].isspace() or content[cut].isspace():
             return cut
     return hard
+
+
+def _merged(spans: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+    """Matches in order, those that overlap joined into one (consecutive pairs of characters of one run, "东京" and
+    "京都" in "东京都", are one match to show)."""
+    out: list[tuple[int, int]] = []
+    for first, last in sorted(spans):
+        if out and first < out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], last))
+        else:
+            out.append((first, last))
+    return tuple(out)

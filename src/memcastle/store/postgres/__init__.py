@@ -32,6 +32,7 @@ from memcastle.model import (
     ScoredDrawer,
     TermStatistics,
 )
+from memcastle.model.scripts import POSTGRES_PATTERN
 from memcastle.store.migrate import MIGRATIONS_TABLE, failed, pending
 from memcastle.store.postgres.copying import PalaceCopyRows, _storable
 from memcastle.store.postgres.corpus import CorpusStatistics
@@ -224,6 +225,9 @@ class PostgresStore(SqlStore):
                 # DDL is transactional in PostgreSQL: a failing migration leaves no trace.
                 with conn.transaction():
                     conn.execute(migration.sql.encode("utf-8"))  # bytes: several statements, sent as they are
+                    step = AFTER_MIGRATION.get(migration.version)
+                    if step is not None:
+                        step(conn)
                     conn.execute(
                         "INSERT INTO schema_migration(version, name, applied_at) VALUES (%s, %s, %s)",
                         (migration.version, migration.name, self._now()),
@@ -374,6 +378,26 @@ class PostgresArchive(ArchiveTables):
 
     def _vector_of(self, stored: Any) -> np.ndarray:
         return np.asarray(stored.to_numpy(), dtype=np.float32)
+
+
+def _index_unspaced_again(conn: psycopg.Connection[Any]) -> None:
+    """Migration 16's step: the drawers whose text holds a script written without spaces, indexed again as
+    `search_text` now reads them (a character at a time), with their lengths."""
+    rows = conn.execute(
+        "SELECT seq, content FROM drawer WHERE content ~ %s",
+        (POSTGRES_PATTERN,),
+    ).fetchall()
+    with conn.cursor() as cursor:
+        for seq, content in rows:
+            words = search_text(content)
+            cursor.execute(
+                f"UPDATE drawer SET search = to_tsvector('{CONFIG}', %s), token_count = %s WHERE seq = %s",
+                (words, token_count(words), seq),
+            )
+
+
+# What a migration needs done in Python after its SQL, in the same transaction.
+AFTER_MIGRATION: dict[int, Callable[[psycopg.Connection[Any]], None]] = {16: _index_unspaced_again}
 
 
 # --- values in and out ----------------------------------------------------------------------------

@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from memcastle.model.scripts import index_text
+
 CONFIG = "memcastle_english"
 
 # FTS5's bm25() constants, so the two backends' lexical signals are alike in size.
@@ -35,7 +37,8 @@ def search_text(text: str) -> str:
                 out.append(char)  # a spacing mark (Indic vowel signs) is part of its word; diacritics are dropped
         else:
             out.append(" ")
-    return " ".join("".join(out).split())
+    # A script written without spaces is indexed a character at a time (`memcastle.model.scripts`).
+    return " ".join(index_text("".join(out)).split())
 
 
 def token_count(words: str) -> int:

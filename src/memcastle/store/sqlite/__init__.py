@@ -20,6 +20,7 @@ import numpy as np
 from memcastle.clock import format_instant, to_datetime, utc_now
 from memcastle.errors import MigrationError
 from memcastle.model import Job, LexicalQuery, Scope, ScoredDrawer, TermStatistics
+from memcastle.model.scripts import has_unspaced, index_text
 from memcastle.model.search import is_common
 from memcastle.store import VectorChunk
 from memcastle.store.copy import check_columns, copied_table, ensure_empty
@@ -105,6 +106,8 @@ class SQLiteStore(SqlStore):
                     help="point --palace at a palace directory, or move the file away",
                 ) from None
             self._migrate()
+            with self._write() as tx:
+                index_unspaced(tx)  # what a migration or an earlier run left to index
             self._empty_log()  # a forget that committed before a crash leaves its old pages in the log until now
             mark_in_use(palace, self._now())
         self.drawers = SQLiteDrawers(self)
@@ -218,6 +221,26 @@ class SQLiteStore(SqlStore):
 # --- the roles' steps that are SQLite's own ---------------------------------------------------------------------
 
 
+def index_unspaced(tx: Tx) -> int:
+    """Index the drawers the insert trigger left to the store (`drawer_fts_pending`: their text holds a script
+    written without spaces, indexed a character at a time — `memcastle.model.scripts`), deleting first the entries
+    of those an older schema indexed whole. Returns how many were indexed."""
+    rows = tx.all(
+        "SELECT p.seq, p.indexed_raw, d.content FROM drawer_fts_pending p JOIN drawer d ON d.seq = p.seq ORDER BY p.seq"
+    )
+    if not rows:
+        return 0
+    tx.many(
+        "INSERT INTO drawer_fts(drawer_fts, rowid, content) VALUES ('delete', ?, ?)",
+        [(r["seq"], r["content"]) for r in rows if r["indexed_raw"]],
+    )
+    tx.many(
+        "INSERT INTO drawer_fts(rowid, content) VALUES (?, ?)", [(r["seq"], index_text(r["content"])) for r in rows]
+    )
+    tx.many("DELETE FROM drawer_fts_pending WHERE seq = ?", [(r["seq"],) for r in rows])
+    return len(rows)
+
+
 class SQLiteDrawers(DrawerTables):
     db: SQLiteStore
 
@@ -231,6 +254,8 @@ class SQLiteDrawers(DrawerTables):
         except sqlite3.IntegrityError:
             raise NameTaken from None  # the id was checked in this transaction, and there is one writer
         assert cursor.lastrowid is not None
+        if has_unspaced(str(row.get("content") or "")):
+            index_unspaced(tx)  # in the insert's own transaction: no search ever sees the drawer unindexed
         return cursor.lastrowid
 
 
@@ -422,9 +447,13 @@ class SQLiteForgetting(ForgetTables):
         """FTS5 keeps an external-content row's terms until told the row's text: `delete` it, then `optimize` merges
         every segment into one without the deleted entries (FTS5 before SQLite 3.42 has no secure-delete), and the
         freed pages are zeroed by `secure_delete`."""
-        tx.run(
-            "INSERT INTO drawer_fts(drawer_fts, rowid, content) SELECT 'delete', d.seq, d.content FROM drawer d "
-            "WHERE d.seq IN (SELECT seq FROM forget_set)"
+        # Told the text as it was indexed: the drawer's own, or its characters spaced (`index_unspaced`); a drawer
+        # still waiting to be indexed has no entries to delete.
+        index_unspaced(tx)
+        rows = tx.all("SELECT d.seq, d.content FROM drawer d WHERE d.seq IN (SELECT seq FROM forget_set)")
+        tx.many(
+            "INSERT INTO drawer_fts(drawer_fts, rowid, content) VALUES ('delete', ?, ?)",
+            [(r["seq"], index_text(r["content"])) for r in rows],
         )
         tx.run("INSERT INTO drawer_fts(drawer_fts) VALUES ('optimize')")
 
@@ -513,6 +542,7 @@ class SQLiteCopy(Role):
                         batch.clear()
                 conn.executemany(statement, batch)
                 counts[table] = count + len(batch)
+            index_unspaced(tx)
         return counts
 
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from memcastle.model import LexicalQuery
+from memcastle.model.scripts import index_text
 
 
 def quote_term(term: str) -> str:
-    """One term as an FTS5 string literal."""
-    return '"' + term.replace('"', '""') + '"'
+    """One term as an FTS5 string literal: a phrase of single characters for a script written without spaces, as
+    the index holds them (`memcastle.model.scripts`)."""
+    return '"' + index_text(term).strip().replace('"', '""') + '"'
 
 
 def fts5_match(query: LexicalQuery) -> str | None:
