@@ -120,8 +120,8 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "embeddings.model",
         str,
         "",
-        "model name passed to command/http providers; for builtin, all-MiniLM-L6-v2-int8 (as shipped, the default) "
-        "or all-MiniLM-L6-v2-q8 (its copy for the CPU's int8 units)",
+        "model name passed to command/http providers; for builtin, all-MiniLM-L6-v2-int8 (as shipped, the default), "
+        "all-MiniLM-L6-v2-q8 (its copy for the CPU's int8 units) or multilingual-e5-small (the multilingual extra)",
     ),
     SettingSpec("embeddings.command", list, [], "argv of the command provider (no shell)"),
     SettingSpec("embeddings.url", str, "", "base URL of an OpenAI-compatible embeddings endpoint"),

@@ -479,6 +479,16 @@ class NoneProvider:
 # ------------------------------------------------------------------------------------------------ composition
 
 
+def builtin_provider(model: str, threads: int | None) -> EmbeddingProvider:
+    """The builtin provider that runs `model`: MiniLM (as shipped or its int8 copy) on onnxruntime, or the
+    multilingual tier on its own engine (`memcastle.search.multilingual`)."""
+    from memcastle.search.multilingual import MULTILINGUAL_MODEL, MultilingualProvider
+
+    if model == MULTILINGUAL_MODEL:
+        return MultilingualProvider(threads=threads)
+    return BuiltinProvider(threads=threads, model=model)
+
+
 def _text_setting(value: Any, key: str) -> str:
     if value is None:
         return ""
@@ -494,14 +504,16 @@ def build_provider(config: Mapping[str, Any]) -> EmbeddingProvider:
     if not isinstance(model, str):
         raise ConfigError(f"must be a string, got {model!r}", key="embeddings.model")
     if kind == "builtin":
-        if model not in _DEFAULT_ALIASES and model not in BUILTIN_MODELS:
+        from memcastle.search.multilingual import MULTILINGUAL_MODEL
+
+        if model not in _DEFAULT_ALIASES and model not in (*BUILTIN_MODELS, MULTILINGUAL_MODEL):
             raise ConfigError(
-                f"the builtin provider runs {BUILTIN_MODEL!r} or {QUANTIZED_MODEL!r}, not {model!r}; use the "
-                "command or http provider for other models",
+                f"the builtin provider runs {BUILTIN_MODEL!r}, {QUANTIZED_MODEL!r} or {MULTILINGUAL_MODEL!r}, not "
+                f"{model!r}; use the command or http provider for other models",
                 key="embeddings.model",
             )
         chosen = DEFAULT_BUILTIN_MODEL if model in _DEFAULT_ALIASES else model
-        return BuiltinProvider(threads=_threads(config.get("threads")), model=chosen)
+        return builtin_provider(chosen, _threads(config.get("threads")))
     if kind == "none":
         return NoneProvider()
     if kind in ("command", "http") and not model:

@@ -14,8 +14,9 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from memcastle.search.embeddings import BUILTIN_MODELS, BuiltinProvider, EmbeddingProvider
+from memcastle.search.embeddings import BUILTIN_MODELS, EmbeddingProvider, builtin_provider
 from memcastle.search.engine import SearchEngine, SemanticLeg
+from memcastle.search.multilingual import MULTILINGUAL_MODEL, available
 from memcastle.store import EmbeddingStore
 
 log = logging.getLogger(__name__)
@@ -35,15 +36,20 @@ def previous_builtin(store: EmbeddingStore, target: str, models: dict[str, int])
     candidates = [
         (count, key)
         for key, count in models.items()
-        if key != target and key.startswith("builtin:") and key.removeprefix("builtin:") in BUILTIN_MODELS
+        if key != target and key.startswith("builtin:") and _servable(key.removeprefix("builtin:"))
     ]
     if not candidates or store.count_missing_embeddings(target) == 0:
         return None
     return max(candidates)[1]
 
 
-def builtin_for(key: str, threads: int | None) -> BuiltinProvider:
-    return BuiltinProvider(threads=threads, model=key.removeprefix("builtin:"))
+def _servable(model: str) -> bool:
+    """Whether this daemon can embed queries with `model` (the multilingual tier only where it is installed)."""
+    return model in BUILTIN_MODELS or (model == MULTILINGUAL_MODEL and available())
+
+
+def builtin_for(key: str, threads: int | None) -> EmbeddingProvider:
+    return builtin_provider(key.removeprefix("builtin:"), threads)
 
 
 class ModelTransition:
