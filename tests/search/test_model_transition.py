@@ -15,6 +15,7 @@ from memcastle.app import Palace, build
 from memcastle.config import load_settings
 from memcastle.model.requests import SearchRequest
 from memcastle.search.embeddings import BUILTIN_MODEL
+from memcastle.search.multilingual import MULTILINGUAL_MODEL
 from memcastle.search.quantized import QUANTIZED_MODEL
 
 NOTES = [
@@ -56,32 +57,36 @@ def ranks_by(palace: Palace) -> str:
     return str(index["ranks_by"])
 
 
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [(BUILTIN_MODEL, QUANTIZED_MODEL), (BUILTIN_MODEL, MULTILINGUAL_MODEL), (MULTILINGUAL_MODEL, BUILTIN_MODEL)],
+)
 def test_searches_rank_by_the_old_model_until_the_new_one_is_complete(
-    xdg_home: Any, palace_dir: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    xdg_home: Any, palace_dir: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, old: str, new: str
 ) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    first = palace_with(palace_dir, BUILTIN_MODEL)
+    first = palace_with(palace_dir, old)
     first.start()
     try:
         for note in NOTES:
             first.services.drawers.save_note(note, wing="w")
         embedded(first)
-        assert first.store.embeddings.embedded_models() == {f"builtin:{BUILTIN_MODEL}": len(NOTES)}
+        assert first.store.embeddings.embedded_models() == {f"builtin:{old}": len(NOTES)}
     finally:
         first.stop()
 
-    second = palace_with(palace_dir, QUANTIZED_MODEL)
+    second = palace_with(palace_dir, new)
     try:
         # Not started: no embed job has run for the new model, and searches rank by the old one's vectors.
-        assert ranks_by(second) == f"builtin:{BUILTIN_MODEL}"
+        assert ranks_by(second) == f"builtin:{old}"
         assert by_meaning(second, "which drinks do people like")[0].startswith("Ana prefers green tea")
         second.start()
         embedded(second)
-        assert ranks_by(second) == f"builtin:{QUANTIZED_MODEL}", "switched once complete"
-        assert second.store.embeddings.embedded_models() == {f"builtin:{QUANTIZED_MODEL}": len(NOTES)}, (
+        assert ranks_by(second) == f"builtin:{new}", "switched once complete"
+        assert second.store.embeddings.embedded_models() == {f"builtin:{new}": len(NOTES)}, (
             "the old vectors are dropped after the switch"
         )
         assert by_meaning(second, "which drinks do people like")[0].startswith("Ana prefers green tea")
-        assert not list((palace_dir / "vectors").glob(f"*{BUILTIN_MODEL}*")), "the old model's graph file is gone"
+        assert not list((palace_dir / "vectors").glob(f"*{old}*")), "the old model's graph file is gone"
     finally:
         second.stop()
