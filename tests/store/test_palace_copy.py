@@ -136,6 +136,7 @@ def test_rows_survive_sqlite_to_postgres_to_sqlite_exactly(tmp_path: Path, pg_co
     odd = first.drawers.add_drawer(NewDrawer(wing="w", room="r", content="bytes \x00 in the middle", tags=("b", "a")))
     plain = first.drawers.add_drawer(NewDrawer(wing="w", room="r", content="a plain drawer"))
     first.drawers.invalidate_drawer(plain.id)
+    tokyo = first.drawers.add_drawer(NewDrawer(wing="w", room="r", content="我们在东京都的办公室"))
     rng = np.random.default_rng(1)
     first.embeddings.put_embeddings(
         "m", [(odd.id, rng.standard_normal((2, 5)).astype(np.float32)), (plain.id, np.zeros((0, 5), dtype=np.float32))]
@@ -146,7 +147,7 @@ def test_rows_survive_sqlite_to_postgres_to_sqlite_exactly(tmp_path: Path, pg_co
     try:
         there = copy_palace(first, middle)
         back = copy_palace(middle, last)
-        assert there.tables == back.tables and there.tables["drawer"] == 2 and there.tables["embedding"] == 2
+        assert there.tables == back.tables and there.tables["drawer"] == 3 and there.tables["embedding"] == 2
         assert all_rows(first) == all_rows(middle) == all_rows(last)
         assert middle.drawers.get_drawer(odd.id).content == "bytes \x00 in the middle"
         for store in (middle, last):  # the full-text index is the target's own: a trigger, or a tsvector
@@ -156,6 +157,10 @@ def test_rows_survive_sqlite_to_postgres_to_sqlite_exactly(tmp_path: Path, pg_co
             assert [
                 c.drawer_id for c in store.search.lexical_candidates(LexicalQuery(("plain",)), Scope(when=ANY_TIME), 5)
             ] == [plain.id]
+            # A word of a script written without spaces, inside a sentence: the target indexes it spaced (ADR 0036).
+            assert [c.drawer_id for c in store.search.lexical_candidates(LexicalQuery(("东京",)), Scope(), 5)] == [
+                tokyo.id
+            ]
         assert middle.jobs.list_jobs(None, None, 10) == [] and last.jobs.list_jobs(None, None, 10) == []
         # Sequences continue after the copied ids: new rows get new numbers on both backends.
         for store in (middle, last):

@@ -13,10 +13,9 @@ from fastapi.testclient import TestClient
 from postgres_support import PostgresServer
 
 from memcastle.model import ForgetScope, LexicalQuery, NewDrawer, Scope
-from memcastle.model.scripts import POSTGRES_PATTERN, RANGES, SQLITE_GLOB, index_text, split_word
+from memcastle.model.scripts import POSTGRES_PATTERN, has_unspaced, index_text, split_word
 from memcastle.search.lexical import query_terms
 from memcastle.store import Store
-from memcastle.store.migrate import MIGRATIONS_TABLE, load_migrations
 from memcastle.store.sqlite import DB_FILE, SQLiteStore
 
 TEXTS = {
@@ -75,40 +74,24 @@ def test_query_words_become_pairs_and_the_index_spaces_each_character() -> None:
     assert query_terms("Atlas 项目") == ["atlas", "项目"]
     assert index_text("Atlas 项目!") == "Atlas  项  目 !"
     assert index_text("no such characters") == "no such characters"
-    # The SQL migration spells the same class as the code.
-    sql = load_migrations("sqlite")[15].sql
-    assert SQLITE_GLOB in sql and all(chr(first) in SQLITE_GLOB for first, _ in RANGES)
+    assert has_unspaced("東京") and has_unspaced("café 東") and not has_unspaced("café") and not has_unspaced("plain")
 
 
 def test_a_palace_indexed_before_is_indexed_again_at_open(tmp_path: Path) -> None:
-    """A drawer stored under schema 15 was indexed whole: opening the palace indexes it a character at a time."""
+    """Drawers stored under schema 15 were indexed whole: opening the palace (migration 16) finds those holding such
+    text and indexes them a character at a time."""
     folder = tmp_path / "palace"
-    folder.mkdir()
-    conn = sqlite3.connect(folder / DB_FILE)
-    conn.execute(MIGRATIONS_TABLE)
-    for migration in load_migrations("sqlite")[:15]:
-        conn.executescript(migration.sql)
-        conn.execute(
-            "INSERT INTO schema_migration(version, name, applied_at) VALUES (?, ?, '2026-01-01T00:00:00.000000Z')",
-            (migration.version, migration.name),
-        )
-    conn.commit()
-    conn.close()
     store = SQLiteStore(folder)
     try:
-        ids = fill(store)  # under 16 already: indexed as they are written
+        ids = fill(store)
     finally:
         store.close()
-    # Put the palace back as schema 15 left it: the drawers indexed whole, no pending list.
+    # Put the palace back as schema 15 left it: every drawer indexed whole, no scan asked for.
     conn = sqlite3.connect(folder / DB_FILE)
     conn.execute("DELETE FROM schema_migration WHERE version = 16")
-    conn.execute("DROP TABLE drawer_fts_pending")
-    conn.execute("DROP TRIGGER drawer_fts_unspaced")
-    conn.execute("DROP TRIGGER drawer_fts_insert")
+    conn.execute("DROP TABLE drawer_fts_rescan")
     conn.execute("INSERT INTO drawer_fts(drawer_fts) VALUES ('delete-all')")
     conn.execute("INSERT INTO drawer_fts(rowid, content) SELECT seq, content FROM drawer")
-    conn.execute(load_migrations("sqlite")[0].sql.split("-- Drawer content never changes")[1].split("\n", 1)[1]
-                 .split("END;")[0] + "END;")  # fmt: skip
     conn.commit()
     assert conn.execute("SELECT rowid FROM drawer_fts WHERE drawer_fts MATCH '\"东 京\"'").fetchall() == []
     conn.close()
@@ -121,8 +104,8 @@ def test_a_palace_indexed_before_is_indexed_again_at_open(tmp_path: Path) -> Non
     finally:
         store.close()
     conn = sqlite3.connect(folder / DB_FILE)
-    assert conn.execute("SELECT count(*) FROM drawer_fts_pending").fetchone()[0] == 0
-    # The index agrees with what it holds: FTS5's own check of its structure passes.
+    assert conn.execute("SELECT count(*) FROM drawer_fts_rescan").fetchone()[0] == 0, "the scan ran once"
+    # The index agrees with itself: FTS5's own check of its structure passes.
     conn.execute("INSERT INTO drawer_fts(drawer_fts) VALUES ('integrity-check')")
     conn.close()
 

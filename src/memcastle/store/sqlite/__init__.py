@@ -107,7 +107,7 @@ class SQLiteStore(SqlStore):
                 ) from None
             self._migrate()
             with self._write() as tx:
-                index_unspaced(tx)  # what a migration or an earlier run left to index
+                rescan(tx)  # the drawers stored before migration 16, once
             self._empty_log()  # a forget that committed before a crash leaves its old pages in the log until now
             mark_in_use(palace, self._now())
         self.drawers = SQLiteDrawers(self)
@@ -221,24 +221,34 @@ class SQLiteStore(SqlStore):
 # --- the roles' steps that are SQLite's own ---------------------------------------------------------------------
 
 
-def index_unspaced(tx: Tx) -> int:
-    """Index the drawers the insert trigger left to the store (`drawer_fts_pending`: their text holds a script
-    written without spaces, indexed a character at a time — `memcastle.model.scripts`), deleting first the entries
-    of those an older schema indexed whole. Returns how many were indexed."""
-    rows = tx.all(
-        "SELECT p.seq, p.indexed_raw, d.content FROM drawer_fts_pending p JOIN drawer d ON d.seq = p.seq ORDER BY p.seq"
-    )
-    if not rows:
+RESCAN_BATCH = 2_000  # drawers read per step of the scan migration 16 asks for
+
+
+def respace(tx: Tx, seq: int, content: str) -> None:
+    """Index a drawer holding a script written without spaces a character at a time (`memcastle.model.scripts`):
+    the insert trigger indexed its text whole; FTS5 is told that text to delete, then given the spaced one."""
+    tx.run("INSERT INTO drawer_fts(drawer_fts, rowid, content) VALUES ('delete', ?, ?)", (seq, content))
+    tx.run("INSERT INTO drawer_fts(rowid, content) VALUES (?, ?)", (seq, index_text(content)))
+
+
+def rescan(tx: Tx) -> int:
+    """The scan migration 16 (and an import) asks for, in `drawer_fts_rescan`: every drawer from `after_seq` on that
+    holds such text is indexed again, spaced; the row goes when the scan is done. Returns the drawers re-indexed."""
+    row = tx.one("SELECT after_seq FROM drawer_fts_rescan")
+    if row is None:
         return 0
-    tx.many(
-        "INSERT INTO drawer_fts(drawer_fts, rowid, content) VALUES ('delete', ?, ?)",
-        [(r["seq"], r["content"]) for r in rows if r["indexed_raw"]],
-    )
-    tx.many(
-        "INSERT INTO drawer_fts(rowid, content) VALUES (?, ?)", [(r["seq"], index_text(r["content"])) for r in rows]
-    )
-    tx.many("DELETE FROM drawer_fts_pending WHERE seq = ?", [(r["seq"],) for r in rows])
-    return len(rows)
+    after, done = int(row["after_seq"]), 0
+    while True:
+        rows = tx.all("SELECT seq, content FROM drawer WHERE seq > ? ORDER BY seq LIMIT ?", (after, RESCAN_BATCH))
+        for found in rows:
+            if has_unspaced(found["content"]):
+                respace(tx, int(found["seq"]), found["content"])
+                done += 1
+        if len(rows) < RESCAN_BATCH:
+            break
+        after = int(rows[-1]["seq"])
+    tx.run("DELETE FROM drawer_fts_rescan")
+    return done
 
 
 class SQLiteDrawers(DrawerTables):
@@ -254,8 +264,9 @@ class SQLiteDrawers(DrawerTables):
         except sqlite3.IntegrityError:
             raise NameTaken from None  # the id was checked in this transaction, and there is one writer
         assert cursor.lastrowid is not None
-        if has_unspaced(str(row.get("content") or "")):
-            index_unspaced(tx)  # in the insert's own transaction: no search ever sees the drawer unindexed
+        content = str(row.get("content") or "")
+        if has_unspaced(content):
+            respace(tx, cursor.lastrowid, content)  # in the insert's own transaction: no search sees it unspaced
         return cursor.lastrowid
 
 
@@ -447,9 +458,7 @@ class SQLiteForgetting(ForgetTables):
         """FTS5 keeps an external-content row's terms until told the row's text: `delete` it, then `optimize` merges
         every segment into one without the deleted entries (FTS5 before SQLite 3.42 has no secure-delete), and the
         freed pages are zeroed by `secure_delete`."""
-        # Told the text as it was indexed: the drawer's own, or its characters spaced (`index_unspaced`); a drawer
-        # still waiting to be indexed has no entries to delete.
-        index_unspaced(tx)
+        # Told the text as it was indexed: the drawer's own, or its characters spaced (`respace`).
         rows = tx.all("SELECT d.seq, d.content FROM drawer d WHERE d.seq IN (SELECT seq FROM forget_set)")
         tx.many(
             "INSERT INTO drawer_fts(drawer_fts, rowid, content) VALUES ('delete', ?, ?)",
@@ -542,7 +551,8 @@ class SQLiteCopy(Role):
                         batch.clear()
                 conn.executemany(statement, batch)
                 counts[table] = count + len(batch)
-            index_unspaced(tx)
+            tx.run("INSERT INTO drawer_fts_rescan(after_seq) VALUES (0)")
+            rescan(tx)  # the trigger indexed every imported text whole
         return counts
 
 
