@@ -187,7 +187,12 @@ def test_with_auth_on_the_page_asks_for_the_token_and_keeps_it_in_a_strict_cooki
     wait_until(lambda: "/login" in browser.current_url, what="the login form")
     field = browser.find_element(By.ID, "token")
     field.send_keys("not-the-token", Keys.ENTER)
-    wait_until(lambda: browser.find_elements(By.CSS_SELECTOR, ".error"), what="the refusal")
+    # The refusal is a page of its own: wait for it whole (its message and its field) before typing again; on a
+    # loaded machine the message can be found while the field is not there yet.
+    wait_until(
+        lambda: browser.find_elements(By.CSS_SELECTOR, ".error") and browser.find_elements(By.ID, "token"),
+        what="the refusal",
+    )
     browser.find_element(By.ID, "token").send_keys(token, Keys.ENTER)
     wait_until(lambda: urlsplit(browser.current_url).path == "/jobs", what="back to the page asked for")
     cookie = browser.get_cookie("memcastle_token")
