@@ -1,7 +1,7 @@
 """`python -m bench.multilingual`: the builtin models on a multilingual set, and the multilingual tier's threads.
 
-The set (`eval/multilingual/corpus.json`, written for this project): 60 short notes, 12 in each of English, Spanish,
-French, German and Chinese, and 30 queries with one answer each — per answer language three in that language
+The set (`eval/multilingual/corpus.json`, written for this project): 84 short notes, 12 in each of English, Spanish,
+French, German, Chinese, Japanese and Russian, and 42 queries with one answer each — per answer language three in that language
 (paraphrased) and three in another (cross-lingual). Each model's palace is built in process, every note embedded,
 then each query is searched with `semantic` and `auto` (hybrid) rankings: hit@5 and MRR per answer language and
 for cross-lingual queries. CPU seconds per passage (the embed job) and per query embedding are measured in the same
@@ -33,7 +33,7 @@ from memcastle.services import SearchRequest
 CORPUS = Path(__file__).resolve().parents[1] / "eval" / "multilingual" / "corpus.json"
 MODELS = ("all-MiniLM-L6-v2-int8", "multilingual-e5-small")
 RANKINGS = ("semantic", "auto")
-LANGUAGES = ("en", "es", "fr", "de", "zh")
+LANGUAGES = ("en", "es", "fr", "de", "zh", "ja", "ru")
 
 
 def cpu() -> float:
@@ -149,12 +149,12 @@ def main() -> None:
     for model, result in results.items():
         cost.append(f"| {model} | {result['per_passage'] * 1000:.1f} | {result['per_query'] * 1000:.1f} |")
     text = "\n".join([
-        "## Multilingual: the builtin models on five languages",
+        "## Multilingual: the builtin models on seven languages",
         "",
         f"Command: `{command_line()}`",
         "",
         f"Set: `eval/multilingual/corpus.json`, {len(corpus['documents'])} notes (12 per language), "
-        f"{len(corpus['queries'])} queries (15 cross-lingual). Cells: hit@5 / MRR over the queries whose answer is "
+        f"{len(corpus['queries'])} queries ({sum(q['cross'] for q in corpus['queries'])} cross-lingual). Cells: hit@5 / MRR over the queries whose answer is "
         "in that language (6 each), then by query language relative to the answer.",
         "",
         *lines,
