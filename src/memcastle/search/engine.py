@@ -211,7 +211,7 @@ class SearchEngine:
         if query.ranking in ("auto", "hybrid") and self.has_embeddings:
             # The lexical leg runs beside the query's embedding and the semantic leg: both release the interpreter
             # while they compute (SQLite, onnxruntime), so one hybrid search takes about as long as its slower leg.
-            early = self._legs.submit(self.lexical_candidates, query, self._leg_depth(pools[0]), self._fill_rows)
+            early = self._legs.submit(self.lexical_leg_exact, query, self._leg_depth(pools[0]), self._fill_rows)
         ranking, vector = self._choose_ranking(query, warnings)
         if ranking == "lexical" and early is not None:
             early.cancel()
@@ -268,7 +268,7 @@ class SearchEngine:
             return [Ranked(c.drawer_id, c.signal, {"semantic": c.signal}) for c in found]
         leg = self._leg_depth(size)
         semantic = self._index.candidates(vector, leg, query.scope)
-        lexical, exact = early.result() if early is not None else self.lexical_candidates(query, leg, self._fill_rows)
+        lexical, exact = early.result() if early is not None else self.lexical_leg_exact(query, leg, self._fill_rows)
         by_meaning = {c.drawer_id for c in semantic}
         waiting = self._index.waiting_among([c.drawer_id for c in lexical if c.drawer_id not in by_meaning])
         return fuse(lexical, semantic, self._weights, waiting=waiting.__contains__, exact=exact)[:size]
@@ -387,10 +387,10 @@ class SearchEngine:
         self._pending_seen = (time.monotonic(), self._pending())
 
     def lexical_leg(self, query: SearchQuery, limit: int, fill_rows: int | None = None) -> list[ScoredDrawer]:
-        """See `lexical_candidates`: the candidates alone."""
-        return self.lexical_candidates(query, limit, fill_rows)[0]
+        """See `lexical_leg_exact`: the candidates alone."""
+        return self.lexical_leg_exact(query, limit, fill_rows)[0]
 
-    def lexical_candidates(
+    def lexical_leg_exact(
         self, query: SearchQuery, limit: int, fill_rows: int | None = None
     ) -> tuple[list[ScoredDrawer], bool]:
         """BM25 candidates: the drawers holding every term first; when they are fewer than `limit` and the query has

@@ -58,7 +58,7 @@ class SearchService:
     def has_exact_match(self, request: SearchRequest, depth: int) -> bool:
         """Whether the lexical leg of this search, `depth` deep, finds a drawer holding every term of the query (what
         hybrid fusion asks during a backlog: `memcastle.search.fusion`)."""
-        return self._engine.lexical_candidates(self.query(request), depth, self._engine.fill_rows)[1]
+        return self._engine.lexical_leg_exact(self.query(request), depth, self._engine.fill_rows)[1]
 
     def recall(self, request: SearchRequest) -> SearchResult:
         """The agent-facing search: a wing at most, never a room."""
