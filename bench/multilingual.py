@@ -1,11 +1,11 @@
 """`python -m bench.multilingual`: the builtin models on a multilingual set, and the multilingual tier's threads.
 
 The set (`eval/multilingual/corpus.json`, written for this project): 84 short notes, 12 in each of English, Spanish,
-French, German, Chinese, Japanese and Russian, and 42 queries with one answer each — per answer language three in that language
-(paraphrased) and three in another (cross-lingual). Each model's palace is built in process, every note embedded,
-then each query is searched with `semantic` and `auto` (hybrid) rankings: hit@5 and MRR per answer language and
-for cross-lingual queries. CPU seconds per passage (the embed job) and per query embedding are measured in the same
-run, in this process.
+French, German, Chinese, Japanese and Russian, and 42 queries with one answer each — per answer language three in
+that language (paraphrased) and three in another (cross-lingual). Each model's palace is built in process, every
+note embedded, then each query is searched with `semantic` and `auto` (hybrid) rankings: hit@5 and MRR per answer
+language and for cross-lingual queries. CPU seconds per passage (the embed job) and per query embedding are measured
+in the same run, in this process.
 
 `--threads`: the multilingual engine's OpenMP threads, with OpenMP waiting for work by spinning (`ACTIVE`, its
 default) or by sleeping (`PASSIVE`, what MemCastle sets), each while another process keeps every core busy: CPU
@@ -136,6 +136,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="memcastle-multilingual-") as folder:
         results = {model: measure(model, corpus, Path(folder)) for model in MODELS}
     groups = ["all", *LANGUAGES, "same language", "cross-lingual"]
+    cross = sum(q["cross"] for q in corpus["queries"])
     lines = [
         "| model | ranking | " + " | ".join(groups) + " |",
         "|---|---|" + "---|" * len(groups),
@@ -154,8 +155,8 @@ def main() -> None:
         f"Command: `{command_line()}`",
         "",
         f"Set: `eval/multilingual/corpus.json`, {len(corpus['documents'])} notes (12 per language), "
-        f"{len(corpus['queries'])} queries ({sum(q['cross'] for q in corpus['queries'])} cross-lingual). Cells: hit@5 / MRR over the queries whose answer is "
-        "in that language (6 each), then by query language relative to the answer.",
+        f"{len(corpus['queries'])} queries ({cross} cross-lingual). Cells: hit@5 / MRR over the queries whose answer "
+        "is in that language (6 each), then by query language relative to the answer.",
         "",
         *lines,
         "",
