@@ -14,6 +14,7 @@ COMMAND_MODULES = {
     "audit": ("audit",),
     "auth": ("daemon",),
     "config": ("config",),
+    "daemon": ("background",),
     "diary": ("agents",),
     "drawer": ("drawers",),
     "embed": ("mining",),

@@ -9,9 +9,6 @@ on a new one when that is safe (the tool is read-only or idempotent), and a memo
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -39,7 +36,8 @@ from mcp_types import (
 from memcastle import __version__
 from memcastle.errors import AccessDenied, DaemonNotRunning, MemCastleError
 from memcastle.mcp.endpoint import MCP_PATH
-from memcastle.runtime.daemons import find_daemon, registry_file, state_dir
+from memcastle.runtime import launcher
+from memcastle.runtime.daemons import find_daemon, state_dir
 
 SET_MODE = "memcastle_set_mode"
 START_TIMEOUT = 30.0
@@ -52,7 +50,10 @@ UPSTREAM_ERRORS: tuple[type[Exception], ...] = (
     anyio.EndOfStream,
     httpx2.TransportError,
 )
-CONNECT_HELP = "start the daemon with: memcastle serve (or let the bridge start it: memcastle mcp --start)"
+CONNECT_HELP = (
+    "start the daemon with: memcastle daemon start (or memcastle serve in the foreground; or let the bridge start "
+    "it: memcastle mcp --start)"
+)
 
 T = TypeVar("T")
 
@@ -68,48 +69,7 @@ def locate_daemon(palace: Path) -> str:
 def start_daemon(palace: Path, *, config_file: Path | None, timeout: float = START_TIMEOUT) -> str:
     """Start `memcastle serve` for `palace` in the background (detached, log beside its registry file) and wait
     until a daemon answers; a daemon that is already running is used as it is."""
-    states = state_dir()
-    entry, _ = find_daemon(states, palace)
-    if entry is not None:
-        return entry.address
-    log_path = registry_file(states, palace).with_suffix(".log")
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    argv = [
-        sys.executable,
-        "-c",
-        "from memcastle.cli.main import run; run()",
-        "--palace",
-        str(palace),
-        *(["--config", str(config_file)] if config_file else []),
-        "serve",
-    ]
-    with log_path.open("ab") as log:
-        # Never our stdout: it carries the MCP conversation. A new session so the daemon outlives the bridge.
-        process = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True
-        )
-    deadline = time.monotonic() + timeout
-    while True:
-        entry, _ = find_daemon(states, palace)
-        # Another bridge may have won the race to start it: any live daemon of this palace will do.
-        if entry is not None and _is_healthy(entry.address):
-            return entry.address
-        if process.poll() is not None and entry is None:
-            tail = log_path.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-3:]
-            raise DaemonNotRunning(
-                f"the daemon exited with code {process.returncode}: {' / '.join(tail)}", help=f"its log is {log_path}"
-            )
-        if time.monotonic() > deadline:
-            raise DaemonNotRunning(f"the daemon did not answer within {timeout:g}s", help=f"its log is {log_path}")
-        time.sleep(0.05)
-
-
-def _is_healthy(address: str) -> bool:
-    try:
-        # httpx2 is the MCP SDK's own client, loaded anyway; httpx would add its command line (and rich) to the start.
-        return httpx2.get(address + "/api/health", timeout=2.0, trust_env=False).status_code == 200
-    except httpx2.TransportError:
-        return False
+    return launcher.start_daemon(state_dir(), palace, config_file=config_file, timeout=timeout).entry.address
 
 
 # --- the session to the daemon --------------------------------------------------------------------
