@@ -47,6 +47,7 @@ from memcastle.search.transition import ModelTransition, Serving, builtin_for, p
 from memcastle.services import Services
 from memcastle.services.audit import ReadAudit
 from memcastle.services.lifecycle import KIND as LIFECYCLE
+from memcastle.services.runtime import Admission, RuntimeService
 from memcastle.store import NearestStore, Store
 from memcastle.store.copy import CopyProgress, CopyReport, copy_palace
 from memcastle.store.sqlite import DB_FILE, SQLiteStore
@@ -378,6 +379,18 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
             enabled=settings["audit.enabled"],
             retention_seconds=_duration(settings, "audit.retention"),
             max_records=settings["audit.max_records"],
+            now=now,
+        ),
+        runtime=RuntimeService(
+            store,
+            admission=Admission(
+                mode=settings["mode"],
+                auth=settings["auth.enabled"],
+                log_level=settings["logging.level"],
+                log_format=settings["logging.format"],
+            ),
+            describe=settings.describe,
+            config_file=str(settings.config_file),
             now=now,
         ),
     )

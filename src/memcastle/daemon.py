@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import signal
 import socket
 import sys
@@ -17,6 +18,7 @@ from memcastle.api.app import create_app
 from memcastle.app import Palace, build
 from memcastle.config import Settings
 from memcastle.errors import ConfigError, Conflict
+from memcastle.runtime import logs
 from memcastle.runtime.daemons import find_daemon, remove_entry, state_dir, write_entry
 from memcastle.runtime.tokens import MIN_SECRET_CHARS, TokenStore
 
@@ -68,8 +70,7 @@ def check_exposure(settings: Settings) -> None:
 
 def serve(settings: Settings) -> None:
     """Build the palace, bind, register, serve until SIGINT/SIGTERM or POST /api/shutdown, then drain."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
-    logging.getLogger("mcp").setLevel(logging.WARNING)  # the MCP SDK logs every session at INFO
+    logs.configure(settings["logging.level"], settings["logging.format"])
     states = state_dir()
     running, _ = find_daemon(states, settings.palace)
     if running is not None:
@@ -100,9 +101,11 @@ def serve(settings: Settings) -> None:
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, server.request_exit)
     palace.start()
-    write_entry(states, settings.palace, address, __version__)
+    entry = write_entry(states, settings.palace, address, __version__)
+    palace.services.runtime.serving(pid=os.getpid(), address=address, started_at=entry.started_at)
     log.info("MemCastle %s serving palace %s at %s (pid registered)", __version__, settings.palace, address)
-    print(f"MemCastle {__version__} serving {settings.palace} at {address}", file=sys.stderr, flush=True)
+    if settings["logging.format"] == "text":  # a JSON log holds JSON lines only; the log line above says it
+        print(f"MemCastle {__version__} serving {settings.palace} at {address}", file=sys.stderr, flush=True)
     try:
         server.run(sockets=[listener])
     finally:

@@ -283,6 +283,8 @@ class StatusOut(BaseModel):
     embeddings: EmbeddingStatusOut
     extraction: Open
     warnings: list[str]
+    daemon: Open | None = None
+    schema_: Open | None = Field(default=None, alias="schema")
 
 
 class NoteOut(Shape):
@@ -509,6 +511,18 @@ class MinerAnswer(Shape):
 
 class MinersOut(Shape):
     miners: list[MinerOut]
+
+
+class SettingOut(Shape):
+    key: str
+    value: Any
+    origin: str
+    description: str
+
+
+class ConfigOut(Shape):
+    config_file: str | None
+    settings: list[SettingOut]
 
 
 class ShutdownOut(Shape):

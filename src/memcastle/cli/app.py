@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 
 EXIT_ERROR = 1
 EXIT_NO_DAEMON = DaemonNotRunning.exit_code  # status's 'not running'
+# -v and -vv: the log level they set (`logging.level`) for this command, and for the daemon `serve` runs.
+VERBOSITY = (None, "info", "debug")
 
 
 @dataclass
@@ -38,13 +40,15 @@ class Invocation:
     config: Path | None
     json: bool
     mode: str | None
+    verbose: int = 0
     _settings: Settings | None = None
 
     def settings(self, **flags: Any) -> Settings:
         from memcastle.config import load_settings  # on use: `--help` reads no configuration
 
         if self._settings is None or flags:
-            base = {"palace": str(self.palace) if self.palace else None, "mode": self.mode}
+            level = VERBOSITY[min(self.verbose, len(VERBOSITY) - 1)]
+            base = {"palace": str(self.palace) if self.palace else None, "mode": self.mode, "logging.level": level}
             self._settings = load_settings(flags={**base, **flags}, config_file=self.config)
         return self._settings
 
@@ -106,12 +110,20 @@ class LazyGroup(click.Group):
 @click.option("--config", type=click.Path(path_type=Path), help="config file to read instead of the XDG one")
 @click.option("--json", "json_output", is_flag=True, help="print JSON even on a terminal")
 @click.option("--mode", help="memory mode: full, read_only, disabled")
+@click.option("-v", "--verbose", count=True, help="log more: -v info, -vv debug (sets logging.level)")
 @click.version_option(__version__, "--version", prog_name="memcastle", message="%(prog)s %(version)s")
 @click.pass_context
-def app(ctx: click.Context, palace: Path | None, config: Path | None, json_output: bool, mode: str | None) -> None:
+def app(
+    ctx: click.Context, palace: Path | None, config: Path | None, json_output: bool, mode: str | None, verbose: int
+) -> None:
     if mode is not None and mode not in MODES:
         raise InvalidRequest(f"--mode must be one of {', '.join(MODES)}", field="mode")
-    ctx.obj = Invocation(palace=palace, config=config, json=json_output, mode=mode)
+    ctx.obj = Invocation(palace=palace, config=config, json=json_output, mode=mode, verbose=verbose)
+    if verbose:
+        import logging
+
+        # This command's own log (the daemon configures its own from logging.level, which -v sets too).
+        logging.basicConfig(level=("INFO", "DEBUG")[min(verbose, 2) - 1], format="%(levelname)s %(name)s: %(message)s")
 
 
 def wait_option(help: str = "follow the job to its end") -> Callable[[Callable[..., Any]], Callable[..., Any]]:

@@ -24,7 +24,9 @@ class DaemonClient:
     def __init__(self, settings: Settings, *, timeout: float = 60.0) -> None:
         entry, why = find_daemon(state_dir(), settings.palace)
         if entry is None:
-            raise DaemonNotRunning(why or "no daemon", help="start one with: memcastle daemon start (or memcastle serve in the foreground)")
+            raise DaemonNotRunning(
+                why or "no daemon", help="start one with: memcastle daemon start (or memcastle serve in the foreground)"
+            )
         self.address = entry.address
         self.timeout = timeout
         self.headers = {

@@ -13,6 +13,7 @@ from memcastle.cli.app import app, run
 COMMAND_MODULES = {
     "audit": ("audit",),
     "auth": ("daemon",),
+    "completions": ("config",),
     "config": ("config",),
     "daemon": ("background",),
     "diary": ("agents",),

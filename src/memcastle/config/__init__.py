@@ -8,6 +8,7 @@ Only composition roots (`memcastle.app`, the CLI entry point) read settings.
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -42,6 +43,9 @@ class SettingSpec:
         return self.env or "MEMCASTLE_" + self.key.upper().replace(".", "_")
 
 
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
 def _default_palace() -> str:
     return str(Path(platformdirs.user_data_dir(APP)) / "palace")
 
@@ -57,6 +61,14 @@ SETTINGS: tuple[SettingSpec, ...] = (
     ),
     SettingSpec("server.host", str, "127.0.0.1", "address the daemon binds"),
     SettingSpec("server.port", int, 8420, "port the daemon binds (0 picks a free one)", minimum=0, maximum=65535),
+    SettingSpec("logging.level", str, "info", "the daemon's log level (-v: info, -vv: debug)", choices=LOG_LEVELS),
+    SettingSpec(
+        "logging.format",
+        str,
+        "text",
+        "the daemon's log lines: text, or json (one object per line: time, level, logger, message)",
+        choices=("text", "json"),
+    ),
     SettingSpec("server.max_body_bytes", int, 8 * 1024 * 1024, "largest request body accepted", minimum=1024),
     SettingSpec("store.url", str, "", "empty for the embedded SQLite palace, or postgresql://…"),
     SettingSpec("jobs.workers", int, 2, "background job worker threads", minimum=1, maximum=32),
@@ -261,10 +273,17 @@ class Settings:
             value = self.values[spec.key]
             if spec.secret and value:
                 value = "********"
+            elif isinstance(value, str) and "://" in value:
+                value = mask_url_password(value)
             rows.append(
                 {"key": spec.key, "value": value, "origin": self.origins[spec.key], "description": spec.description}
             )
         return rows
+
+
+def mask_url_password(url: str) -> str:
+    """`postgresql://user:secret@host/db` → `postgresql://user:********@host/db`; other text as it is."""
+    return re.sub(r"(://[^/@:\s]*:)[^/\s]*@", r"\1********@", url)
 
 
 def default_config_file() -> Path:

@@ -265,6 +265,43 @@ class ExtractionStatus:
 
 
 @dataclass(frozen=True)
+class DaemonInfo:
+    """The process serving the palace: who it is, where it listens, since when, and how it admits clients."""
+
+    pid: int | None  # None when the palace is used in-process, not through a daemon
+    address: str | None
+    started_at: str | None
+    uptime_seconds: float | None
+    mode: str
+    auth: bool
+    log_level: str
+    log_format: str
+
+    def to_json(self) -> JSON:
+        return {
+            "pid": self.pid,
+            "address": self.address,
+            "started_at": self.started_at,
+            "uptime_seconds": self.uptime_seconds,
+            "mode": self.mode,
+            "auth": self.auth,
+            "logging": {"level": self.log_level, "format": self.log_format},
+        }
+
+
+@dataclass(frozen=True)
+class SchemaInfo:
+    """The palace's schema version, the newest this code knows, and the migrations it still lacks."""
+
+    version: int
+    latest: int
+    pending: tuple[str, ...] = ()
+
+    def to_json(self) -> JSON:
+        return {"version": self.version, "latest": self.latest, "pending_migrations": list(self.pending)}
+
+
+@dataclass(frozen=True)
 class PalaceStatus:
     """The palace's health at a glance (`GET /api/status`, `memcastle status`)."""
 
@@ -278,6 +315,8 @@ class PalaceStatus:
     embeddings: EmbeddingStatus
     extraction: ExtractionStatus
     warnings: tuple[str, ...] = field(default=())
+    daemon: DaemonInfo | None = None
+    schema: SchemaInfo | None = None  # None for a client that reads only part of the palace
 
     def to_json(self) -> JSON:
         return {
@@ -291,6 +330,8 @@ class PalaceStatus:
             "embeddings": self.embeddings.to_json(),
             "extraction": self.extraction.to_json(),
             "warnings": list(self.warnings),
+            "daemon": self.daemon.to_json() if self.daemon else None,
+            "schema": self.schema.to_json() if self.schema else None,
         }
 
 

@@ -36,7 +36,7 @@ def registry_file(state_dir: Path, palace: Path) -> Path:
     return state_dir / "run" / f"{key}.json"
 
 
-def write_entry(state_dir: Path, palace: Path, address: str, version: str) -> Path:
+def write_entry(state_dir: Path, palace: Path, address: str, version: str) -> DaemonEntry:
     path = registry_file(state_dir, palace)
     path.parent.mkdir(parents=True, exist_ok=True)
     entry = DaemonEntry(
@@ -49,7 +49,7 @@ def write_entry(state_dir: Path, palace: Path, address: str, version: str) -> Pa
     temporary = path.with_suffix(".tmp")
     temporary.write_text(json.dumps(asdict(entry), indent=2), encoding="utf-8")
     temporary.replace(path)
-    return path
+    return entry
 
 
 def remove_entry(state_dir: Path, palace: Path) -> None:

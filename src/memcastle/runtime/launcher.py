@@ -39,6 +39,7 @@ def serve_command(
     config_file: Path | None = None,
     host: str | None = None,
     port: int | None = None,
+    verbose: int = 0,
     python: str | None = None,
 ) -> list[str]:
     """The command line that serves `palace` in the foreground (what a background start and a service run)."""
@@ -48,6 +49,7 @@ def serve_command(
         "--palace",
         str(palace.expanduser().resolve()),
         *(["--config", str(config_file.expanduser().resolve())] if config_file else []),
+        *(["-" + "v" * verbose] if verbose else []),
         "serve",
         *(["--host", host] if host else []),
         *(["--port", str(port)] if port is not None else []),
@@ -71,6 +73,7 @@ def start_daemon(
     host: str | None = None,
     port: int | None = None,
     timeout: float = START_TIMEOUT,
+    verbose: int = 0,
     env: dict[str, str] | None = None,
 ) -> Started:
     """Start `memcastle serve` for `palace` in the background and wait until it answers `/api/health`; a daemon
@@ -81,7 +84,7 @@ def start_daemon(
     if entry is not None:
         return Started(entry, log, already=True)
     log.parent.mkdir(parents=True, exist_ok=True)
-    argv = serve_command(palace, config_file=config_file, host=host, port=port)
+    argv = serve_command(palace, config_file=config_file, host=host, port=port, verbose=verbose)
     with log.open("ab") as sink:
         # A session of its own, so the daemon outlives the command (and, for the bridge, never writes to the MCP
         # conversation on standard output).

@@ -47,6 +47,7 @@ from memcastle.services.miners import MinerService
 from memcastle.services.mining import MiningService
 from memcastle.services.places import PlaceService
 from memcastle.services.requests import RequestKeys
+from memcastle.services.runtime import RuntimeService
 from memcastle.services.search import SearchService, build_query
 from memcastle.services.status import StatusService
 from memcastle.store import Store
@@ -76,8 +77,10 @@ class Services:
         reread_policy: Callable[[], Policy] | None = None,
         room: Callable[[], int | None] | None = None,
         audit: ReadAudit | None = None,
+        runtime: RuntimeService | None = None,
     ) -> None:
         self.store = store
+        self.runtime = runtime or RuntimeService(store, now=now)
         self.audit = audit or ReadAudit(store.audit, enabled=False, now=now)
         record = self.audit.record
         self.policy = policy
@@ -106,6 +109,7 @@ class Services:
             search=search,
             room=room,
             paused=lambda: self.jobs.list_jobs(JobStatus.PAUSED.value, None, 200),
+            runtime=self.runtime,
         )
 
     def check_preferences(self) -> PreferenceCheck:

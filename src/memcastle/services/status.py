@@ -17,6 +17,7 @@ from memcastle.search.backfill import model_key
 from memcastle.search.embeddings import EmbeddingProvider
 from memcastle.search.engine import SearchEngine
 from memcastle.services.reader import visibility
+from memcastle.services.runtime import RuntimeService
 from memcastle.store import Store
 
 # Below this much room on the palace's disk, status warns.
@@ -36,7 +37,9 @@ class StatusService:
         search: SearchEngine,
         room: Callable[[], int | None] | None = None,
         paused: Callable[[], list[Job]] | None = None,
+        runtime: RuntimeService | None = None,
     ) -> None:
+        self._runtime = runtime or RuntimeService(store)
         self._store = store
         self._room = room or (lambda: None)
         # The paused jobs, as the job service knows them (a pause a full disk kept from being written included).
@@ -60,6 +63,8 @@ class StatusService:
             embeddings=self.embedding_status(),
             extraction=self.extraction_status(),
             warnings=tuple(self._warnings()),
+            daemon=self._runtime.daemon(),
+            schema=self._runtime.schema(),
         )
 
     def _scoped_status(self) -> PalaceStatus:
@@ -92,6 +97,7 @@ class StatusService:
                 search.count_facts_in(replace(scope, when=ANY_TIME, hidden=True)),
             ),
             warnings=tuple(w for w in self._warnings() if "provider failed" in w),
+            daemon=self._runtime.daemon(),
         )
 
     def embeddings_pending(self) -> int:

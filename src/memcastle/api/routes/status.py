@@ -9,6 +9,7 @@ from fastapi import APIRouter, Depends, Request
 from memcastle.api.access import controls, opens, palace_wide
 from memcastle.api.openapi import DeclaredRoute
 from memcastle.api.responses import (
+    ConfigOut,
     ConnectorsOut,
     Ok,
     PreferencesOut,
@@ -33,6 +34,12 @@ def health() -> dict[str, Any]:
 @router.get("/status", response_model=StatusOut, tags=["status"], dependencies=[Depends(opens)])
 def status(request: Request) -> dict[str, Any]:
     return services(request).status.status().to_json()
+
+
+@router.get("/config", response_model=ConfigOut, tags=["status"], dependencies=[Depends(opens), Depends(palace_wide)])
+def config(request: Request) -> dict[str, Any]:
+    """The daemon's effective settings, each with where its value came from; secrets and URL passwords masked."""
+    return services(request).runtime.config()
 
 
 @router.get("/preferences", response_model=PreferencesOut, tags=["preferences"], dependencies=[Depends(opens)])

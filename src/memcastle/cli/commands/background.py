@@ -22,7 +22,9 @@ def _start(inv: Invocation, host: str | None, port: int | None, timeout: float) 
     from memcastle.runtime.launcher import start_daemon
 
     settings = inv.settings()  # a malformed config fails here, in the foreground, not in a log nobody reads
-    started = start_daemon(state_dir(), settings.palace, config_file=inv.config, host=host, port=port, timeout=timeout)
+    started = start_daemon(
+        state_dir(), settings.palace, config_file=inv.config, host=host, port=port, timeout=timeout, verbose=inv.verbose
+    )
     entry = started.entry
     return {
         "started": not started.already,

@@ -76,6 +76,7 @@ def status(ctx: click.Context) -> None:
         jobs = data.get("jobs", {})
         lines = [
             f"{click.style('MemCastle ' + data['version'], bold=True)} — {health}",
+            *_process_lines(data.get("daemon"), data.get("schema")),
             f"palace   {data['palace']}",
             f"store    {data['store']['backend']} ({data['store']['location']})",
             f"drawers  {data['drawers']} current, {data['drawers_total']} with history",
@@ -97,6 +98,21 @@ def status(ctx: click.Context) -> None:
 
     inv.emit(data, show)
     ctx.exit(EXIT_ERROR if degraded else 0)
+
+
+def _process_lines(daemon: dict[str, Any] | None, schema: dict[str, Any] | None) -> list[str]:
+    lines = []
+    if daemon and daemon.get("pid"):
+        uptime = render.duration_text(daemon["uptime_seconds"] or 0)
+        auth = "on" if daemon["auth"] else "off"
+        lines.append(
+            f"daemon   pid {daemon['pid']} at {daemon['address']}, up {uptime} · mode {daemon['mode']} · auth {auth}"
+        )
+    if schema:
+        pending = schema["pending_migrations"]
+        state = f"{len(pending)} migration(s) pending: {', '.join(pending)}" if pending else "up to date"
+        lines.append(f"schema   version {schema['version']} of {schema['latest']} ({state})")
+    return lines
 
 
 @app.command()
