@@ -21,6 +21,7 @@ from memcastle.connectors.builtin import builtin_connectors
 from memcastle.connectors.registry import load_registry
 from memcastle.errors import ConfigError, Conflict, NotFound, StorageFull
 from memcastle.events import EventBus
+from memcastle.integrity.audit import AUDIT, REPAIR, PalaceAudit
 from memcastle.jobs.context import JobHandler
 from memcastle.jobs.queue import JobQueue
 from memcastle.jobs.worker import WorkerPool
@@ -47,6 +48,7 @@ from memcastle.search.transition import ModelTransition, Serving, builtin_for, p
 from memcastle.services import Services
 from memcastle.services.audit import ReadAudit
 from memcastle.services.lifecycle import KIND as LIFECYCLE
+from memcastle.services.maintenance import palace_checks
 from memcastle.services.runtime import Admission, RuntimeService
 from memcastle.store import NearestStore, Store
 from memcastle.store.copy import CopyProgress, CopyReport, copy_palace
@@ -345,6 +347,11 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
             finish=transition.complete if transition is not None else None,
         )
         handlers[backfill_kind] = backfill.run
+    checks = palace_checks(
+        store, provider, lambda: search, lambda: built[0].jobs.request_embedding(requested_by="repair")
+    )
+    palace_audit = PalaceAudit(store.integrity, checks)
+    handlers[AUDIT], handlers[REPAIR] = palace_audit.audit, palace_audit.repair
     # The room left on the palace's disk, to resume jobs a full disk paused (a PostgreSQL server's is not ours).
     room = (lambda: free_bytes(settings.palace)) if store.backend == "sqlite" else None
     pool = WorkerPool(
@@ -381,6 +388,7 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
             max_records=settings["audit.max_records"],
             now=now,
         ),
+        check_names=palace_audit.names,
         runtime=RuntimeService(
             store,
             admission=Admission(

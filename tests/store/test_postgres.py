@@ -466,3 +466,36 @@ def test_a_scope_the_graph_walk_gives_up_on_is_scored_exactly(
         assert large.embeddings.nearest_passages("m", query, 8, Scope(wing="rare")) == found
     finally:
         large.close()
+
+
+def test_the_palace_audit_finds_and_repairs_on_postgres(postgres_server: PostgresServer) -> None:
+    conninfo = postgres_server.create_database()
+    store = open_pg(conninfo)
+    try:
+        drawer = store.drawers.add_drawer(NewDrawer(wing="w", room="r", content="the lighthouse keeper's log"))
+        names = store.integrity.check_names()
+        assert "fts_missing" in names and "fts_extra" not in names  # the index is a column here
+        assert all(store.integrity.find(name).count == 0 for name in names)
+        # Damage as a restore or a hand edit would: foreign keys off for the session, a lost search vector.
+        postgres_server.execute(
+            conninfo,
+            "SET session_replication_role = replica; "
+            "INSERT INTO drawer_tag(drawer_seq, tag) VALUES (987654, 'ghost'); "
+            f"UPDATE drawer SET search = ''::tsvector, superseded_by = 'gone' WHERE id = '{drawer.id}'",
+        )
+        found = {name: store.integrity.find(name) for name in names}
+        assert {n: f.count for n, f in found.items() if f.count} == {
+            "orphan_tags": 1,
+            "dangling_supersession": 1,
+            "fts_missing": 1,
+        }
+        assert found["fts_missing"].examples == (drawer.id,)
+        for name in names:
+            while store.integrity.fix(name, 10):
+                pass
+        assert all(store.integrity.find(name).count == 0 for name in names)
+        hits = store.search.lexical_candidates(LexicalQuery(terms=("lighthouse",)), Scope(), 5)
+        assert [h.drawer_id for h in hits] == [drawer.id]
+    finally:
+        store.close()
+        postgres_server.drop_database(conninfo)

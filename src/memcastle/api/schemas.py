@@ -175,6 +175,16 @@ class VerifyBody(Body):
     priority: Literal["background", "low", "normal", "high", "critical"] = "low"
 
 
+class AuditBody(Body):
+    priority: Literal["background", "low", "normal", "high", "critical"] = "normal"
+
+
+class RepairBody(Body):
+    checks: list[Annotated[str, Field(min_length=1, max_length=100)]] = Field(default_factory=list, max_length=50)
+    batch: Integer(1, 10_000) = 500  # type: ignore[valid-type]
+    priority: Literal["background", "low", "normal", "high", "critical"] = "normal"
+
+
 class MineBody(Body):
     connector: Annotated[str, Field(min_length=1, max_length=200)]
     locator: Annotated[str, Field(max_length=MAX_LOCATOR_CHARS, pattern=r"^[^\x00]*$")] = ""

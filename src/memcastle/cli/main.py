@@ -35,6 +35,7 @@ COMMAND_MODULES = {
     "note": ("drawers",),
     "preferences": ("preferences",),
     "recall": ("search",),
+    "repair": ("audit",),
     "room": ("drawers", "forgetting"),
     "search": ("search",),
     "serve": ("daemon",),

@@ -195,6 +195,31 @@ class AnnIndex:
         return fresh
 
 
+def saved_problem(path: Path, *, last_row: int) -> str | None:
+    """What is wrong with the graph saved at `path` without loading it (the file is mapped, not read): None when it
+    is whole and knows no row past `last_row`, or when there is no file at all (one is built when needed)."""
+    from usearch.index import Index
+
+    meta_path = _meta_path(path)
+    if not path.exists() and not meta_path.exists():
+        return None
+    if not (path.is_file() and meta_path.is_file()):
+        return "the graph or its description is missing"
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        covered, size = int(meta["covered"]), int(meta["size"])
+        view = Index(ndim=int(meta["dimension"]), metric="cos", dtype=str(meta["storage"]))
+        view.view(str(path))
+        found = len(view)
+    except (OSError, ValueError, KeyError, TypeError, RuntimeError) as exc:
+        return f"unreadable ({exc})"
+    if found != size:
+        return f"it holds {found} vectors where its description says {size}"
+    if covered > last_row:
+        return "it knows rows the store does not have"
+    return None
+
+
 def _meta_path(path: Path) -> Path:
     return path.with_suffix(".json")
 

@@ -178,6 +178,11 @@ class SearchEngine:
         self._index.refresh(wait=False)
         return self._index.dimension
 
+    @property
+    def semantic_leg(self) -> SemanticLeg | None:
+        """The semantic leg searches rank by now (None without embeddings)."""
+        return self._index
+
     def index_status(self) -> dict[str, Any] | None:
         """How the semantic leg searches (see `SemanticIndex.describe`) and by which model's vectors (`ranks_by`:
         an older model's while a palace moves to the configured one, `search.transition`); None without embeddings."""

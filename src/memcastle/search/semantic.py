@@ -14,7 +14,6 @@ import logging
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,8 @@ import numpy.typing as npt
 
 from memcastle.errors import ProviderError
 from memcastle.model import Scope, ScoredDrawer
-from memcastle.search.ann import AnnIndex, AnnShape
+from memcastle.search.ann import AnnIndex, AnnShape, saved_problem
+from memcastle.search.vector_rows import Snapshot, best_of, best_per_drawer, top
 from memcastle.store import SemanticStore, VectorChunk
 
 log = logging.getLogger(__name__)
@@ -41,25 +41,6 @@ NARROW_ROWS = 4096  # a scope with fewer rows is scanned exactly (its vectors re
 _GRAPH_BLOCK = 16_384  # rows read back from the store at a time by an exact scan
 TIE_DIGITS = 6  # float32 carries about seven significant digits
 SEMANTIC_FLOOR = 0.10  # chosen on the judged set and LoCoMo: see docs/adr/0011-honest-hybrid-during-the-backlog.md
-
-
-@dataclass(frozen=True)
-class _Snapshot:
-    """What a search reads: the first `count` rows. Rows below `count` never change once published (a refresh writes
-    only past it, or into a new array when it grows; only a replaced row's `alive` flag turns off), so a search
-    scans its snapshot without holding any lock.
-
-    `matrix` holds the float32 vectors of rows `base` to `count` (its row 0 is row `base`); the rows below `base`
-    are in the HNSW graph, whose int8 copies guide its walk and are their only copy in memory (a search reads the
-    float32 vectors it needs of them back from the store)."""
-
-    count: int = 0
-    keys: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # row ids, ascending
-    matrix: npt.NDArray[np.float32] = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
-    places: npt.NDArray[np.int32] = field(default_factory=lambda: np.zeros((0, 4), dtype=np.int32))
-    alive: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
-    ids: list[str] = field(default_factory=list)  # append-only: indices below `count` are stable
-    base: int = 0
 
 
 class SemanticIndex:
@@ -87,7 +68,7 @@ class SemanticIndex:
         self.dimension: int | None = None  # read from the stored vectors, never assumed
         self._loader = threading.Lock()
         self._loaded = False  # the first refresh has read every stored vector
-        self._snapshot = _Snapshot()
+        self._snapshot = Snapshot()
         # Per row: codes of the drawer's wing, room, source kind and connector (fixed for a drawer's life), so a
         # scope narrows the scan with a numpy mask instead of a round trip per candidate.
         self._codes: list[dict[str | None, int]] = [{}, {}, {}, {}]
@@ -218,7 +199,7 @@ class SemanticIndex:
             if total is not None:
                 self._totals[drawer_id] = total
         old.ids.extend(ids)
-        self._snapshot = _Snapshot(needed, keys, grown, places, alive, old.ids, base)
+        self._snapshot = Snapshot(needed, keys, grown, places, alive, old.ids, base)
         self._last_row = chunk.last_id
 
     def _release(self, covered: int) -> None:
@@ -233,9 +214,9 @@ class SemanticIndex:
             kept = old.count - base
             matrix = np.zeros((max(kept, 1024), old.matrix.shape[1]), dtype=np.float32)
             matrix[:kept] = old.matrix[base - old.base : old.count - old.base]
-            self._snapshot = _Snapshot(old.count, old.keys, matrix, old.places, old.alive, old.ids, base)
+            self._snapshot = Snapshot(old.count, old.keys, matrix, old.places, old.alive, old.ids, base)
 
-    def _vectors(self, snapshot: _Snapshot, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
+    def _vectors(self, snapshot: Snapshot, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
         """The float32 vectors of these rows: from the matrix, or from the store for the rows below `base` (the
         graph holds them, as int8 copies too coarse to score with: ADR 0015). A row the store no longer has reads
         as zeros, below every floor."""
@@ -250,7 +231,7 @@ class SemanticIndex:
         return out
 
     def _scores(
-        self, snapshot: _Snapshot, vector: npt.NDArray[np.float32], mask: npt.NDArray[np.bool_]
+        self, snapshot: Snapshot, vector: npt.NDArray[np.float32], mask: npt.NDArray[np.bool_]
     ) -> npt.NDArray[np.float32]:
         """Cosine of every row of the snapshot where `mask` holds and it reaches the floor, else -inf; the rows only
         the graph holds are read back from the store in blocks, and only where the mask holds."""
@@ -271,9 +252,7 @@ class SemanticIndex:
         codes = self._codes[column]
         return codes.setdefault(value, len(codes) + 1)
 
-    def _in_scope(
-        self, snapshot: _Snapshot, scope: Scope, rows: slice | npt.NDArray[np.int64]
-    ) -> npt.NDArray[np.bool_]:
+    def _in_scope(self, snapshot: Snapshot, scope: Scope, rows: slice | npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
         """Which of these rows (a range or row numbers) are alive and inside the scope's wing, room, source kind and
         connector."""
         mask = snapshot.alive[rows]
@@ -323,7 +302,7 @@ class SemanticIndex:
 
     def _approximate(
         self,
-        snapshot: _Snapshot,
+        snapshot: Snapshot,
         ann: AnnIndex,
         vector: npt.NDArray[np.float32],
         need: int,
@@ -350,10 +329,10 @@ class SemanticIndex:
             # stored float32 vector: scores equal the exact scan's.
             exact = self._vectors(snapshot, rows) @ vector
             keep = exact >= SEMANTIC_FLOOR
-            tail = _top(tail_scores, take)
+            tail = top(tail_scores, take)
             rows = np.concatenate([rows[keep], tail_rows[tail]])
             scores = np.concatenate([exact[keep], tail_scores[tail]])
-            best = _best_of(rows, scores, snapshot.ids)
+            best = best_of(rows, scores, snapshot.ids)
             found = self._eligible_best(best, need, scope)
             if len(found) >= need or take >= len(ann):
                 return ranked(found, need)
@@ -363,7 +342,7 @@ class SemanticIndex:
 
     def _exact(
         self,
-        snapshot: _Snapshot,
+        snapshot: Snapshot,
         vector: npt.NDArray[np.float32],
         need: int,
         scope: Scope,
@@ -374,7 +353,7 @@ class SemanticIndex:
             # Vectors only the graph holds are read for eligible rows alone: the eligible set comes first.
             mask &= self._rows_of(snapshot, self._store.search.all_eligible_ids(scope))
             scores = self._scores(snapshot, vector, mask)
-            best = _best_per_drawer(scores, ids, int(np.isfinite(scores).sum()))
+            best = best_per_drawer(scores, ids, int(np.isfinite(scores).sum()))
             return ranked(list(best.items()), need)
         scores = self._scores(snapshot, vector, mask)
         count = int(np.isfinite(scores).sum())
@@ -382,13 +361,13 @@ class SemanticIndex:
             return []
         take = min(count, max(need * _FIRST_ROUND, 64))
         for _ in range(2):
-            best = _best_per_drawer(scores, ids, take)
+            best = best_per_drawer(scores, ids, take)
             found = self._eligible_best(best, need, scope)
             if len(found) >= need or take == count:
                 return ranked(found, need)
             take = min(count, take * _WIDEN)
         scores[~self._rows_of(snapshot, self._store.search.all_eligible_ids(scope))] = -np.inf
-        best = _best_per_drawer(scores, ids, int(np.isfinite(scores).sum()))
+        best = best_per_drawer(scores, ids, int(np.isfinite(scores).sum()))
         return ranked(list(best.items()), need)
 
     def _eligible_best(
@@ -418,7 +397,7 @@ class SemanticIndex:
             start, size = start + size, 4 * size
         return found
 
-    def _rows_of(self, snapshot: _Snapshot, drawer_ids: set[str]) -> npt.NDArray[np.bool_]:
+    def _rows_of(self, snapshot: Snapshot, drawer_ids: set[str]) -> npt.NDArray[np.bool_]:
         """A mask of the snapshot's rows that belong to these drawers."""
         mask = np.zeros(snapshot.count, dtype=bool)
         for drawer_id in drawer_ids:
@@ -464,7 +443,7 @@ class SemanticIndex:
     def _start_afresh(self) -> None:
         """Forget every row in memory and the graph's file; the next refresh loads what the store holds."""
         self._ann = None
-        self._snapshot = _Snapshot()
+        self._snapshot = Snapshot()
         self._rows, self._totals = {}, {}
         self._counts = [{}, {}, {}, {}]
         self._codes = [{}, {}, {}, {}]
@@ -518,7 +497,29 @@ class SemanticIndex:
         """Let the graph go and delete its file: searches no longer rank by this model (its vectors are dropped)."""
         self._ann = None
         if self._ann_path is not None:
-            self._ann_path.unlink(missing_ok=True)
+            for path in (self._ann_path, self._ann_path.with_suffix(".json")):
+                path.unlink(missing_ok=True)
+
+    def cache_problem(self) -> tuple[str, str] | None:
+        """The graph's file and what is wrong with it (`ann.saved_problem`); None when it is sound or absent."""
+        if self._ann_path is None:
+            return None
+        self.refresh()
+        count = self._snapshot.count
+        why = saved_problem(self._ann_path, last_row=int(self._snapshot.keys[count - 1]) if count else 0)
+        return (str(self._ann_path), why) if why else None
+
+    def rewrite_cache(self) -> int:
+        """Replace a damaged graph file: written again from the graph in memory, else deleted (the next start
+        builds it); 1 when a file was replaced or removed."""
+        if self.cache_problem() is None:
+            return 0
+        if self._ann is None:
+            self.discard()
+            return 1
+        self._ann.saved_size = -1  # whatever the file says, this graph is not saved
+        self.save()
+        return 1
 
     def save(self) -> None:
         """Write the graph beside the palace (nothing to write: no graph, or no path)."""
@@ -530,7 +531,7 @@ class SemanticIndex:
             log.warning("could not save the vector index to %s: %s", self._ann_path, exc)
         self._ann_saved_at = time.monotonic()
 
-    def _open_ann(self, snapshot: _Snapshot) -> AnnIndex:
+    def _open_ann(self, snapshot: Snapshot) -> AnnIndex:
         assert self.dimension is not None
         shape = AnnShape.default(self.model, self.dimension)
         if self._ann_path is None:
@@ -550,36 +551,6 @@ class SemanticIndex:
         ann = AnnIndex.open(self._ann_path, shape, last_row=int(keys[-1]), stored=stored)
         self._ann_saved_at = time.monotonic()
         return ann
-
-
-def _top(scores: npt.NDArray[np.float32], take: int) -> npt.NDArray[np.int64]:
-    """Positions of the `take` best scores (all of them when there are fewer), in no particular order."""
-    if len(scores) <= take:
-        return np.arange(len(scores))
-    return np.argpartition(-scores, take - 1)[:take]
-
-
-def _best_of(rows: npt.NDArray[np.int64], scores: npt.NDArray[np.float32], ids: list[str]) -> dict[str, float]:
-    """Each drawer's best score among these rows, best drawers first."""
-    best: dict[str, float] = {}
-    for at in np.argsort(-scores, kind="stable"):
-        best.setdefault(ids[int(rows[at])], float(scores[at]))
-    return best
-
-
-def _best_per_drawer(scores: npt.NDArray[np.float32], ids: list[str], take: int) -> dict[str, float]:
-    if take <= 0:
-        return {}
-    if take < len(scores):
-        top = np.argpartition(-scores, take - 1)[:take]
-    else:
-        top = np.arange(len(scores))
-    top = top[np.argsort(-scores[top], kind="stable")]
-    best: dict[str, float] = {}
-    for row in top:
-        if np.isfinite(scores[row]):
-            best.setdefault(ids[row], float(scores[row]))  # descending order: the first passage seen is the best
-    return best
 
 
 def ranked(found: list[tuple[str, float]], need: int) -> list[ScoredDrawer]:

@@ -78,6 +78,7 @@ class Services:
         room: Callable[[], int | None] | None = None,
         audit: ReadAudit | None = None,
         runtime: RuntimeService | None = None,
+        check_names: Callable[[], list[str]] = list,
     ) -> None:
         self.store = store
         self.runtime = runtime or RuntimeService(store, now=now)
@@ -85,7 +86,7 @@ class Services:
         record = self.audit.record
         self.policy = policy
         self._reread_policy = reread_policy
-        self.jobs = JobService(store.jobs, queue, embeddings=embeddings, extraction=extraction)
+        self.jobs = JobService(store.jobs, queue, embeddings=embeddings, extraction=extraction, check_names=check_names)
         self.facts = FactService(store, policy, now=now, record=record)
         keys = RequestKeys(store.request_keys, now, sole_writer=store.backend == "sqlite")
         self.events = events or EventBus()

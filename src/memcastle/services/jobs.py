@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from memcastle import integrity
 from memcastle.archive import IMPORT
 from memcastle.errors import InvalidRequest
+from memcastle.integrity.audit import AUDIT, REPAIR
 from memcastle.jobs.queue import JobQueue
 from memcastle.knowledge.extraction import ExtractionProvider
 from memcastle.knowledge.sweep import COALESCE_KEY as EXTRACT_KEY
@@ -26,12 +27,30 @@ class JobService:
     """Durable background work, as users and the other services ask for it."""
 
     def __init__(
-        self, store: JobStore, queue: JobQueue, *, embeddings: EmbeddingProvider, extraction: ExtractionProvider
+        self,
+        store: JobStore,
+        queue: JobQueue,
+        *,
+        embeddings: EmbeddingProvider,
+        extraction: ExtractionProvider,
+        check_names: Callable[[], list[str]] = list,
     ) -> None:
         self._store = store
         self.queue = queue
         self._embeddings = embeddings
         self._extraction = extraction
+        self._check_names = check_names
+
+    def known_checks(self, names: Sequence[str]) -> list[str]:
+        """`names` when every one is a check of the palace audit; an unknown one is refused by name."""
+        known = self._check_names()
+        unknown = [name for name in names if name not in known]
+        if unknown:
+            raise InvalidRequest(
+                f"no audit check named {', '.join(map(repr, unknown))}; the checks are: {', '.join(known)}",
+                field="checks",
+            )
+        return list(dict.fromkeys(names))
 
     def submit_job(
         self,
@@ -63,6 +82,17 @@ class JobService:
             integrity.KIND, {"batch": batch, "pace_ms": pace_ms}, priority=priority, requested_by=requested_by
         ).job
         return job
+
+    def submit_audit(self, *, priority: str = "normal", requested_by: str = "http") -> Job:
+        """Check the palace in the background (`memcastle.integrity.audit`): a report, nothing changed."""
+        return self.submit_job(AUDIT, {}, priority=priority, requested_by=requested_by).job
+
+    def submit_repair(
+        self, *, checks: Sequence[str] = (), batch: int = 500, priority: str = "normal", requested_by: str = "http"
+    ) -> Job:
+        """Fix what the audit finds (only `checks` when named), a batch per transaction, in the background."""
+        params = {"checks": list(checks), "batch": batch}
+        return self.submit_job(REPAIR, params, priority=priority, requested_by=requested_by).job
 
     def resolve(self, job_id: str) -> str:
         """The whole id a job id or unique prefix of it stands for (`memcastle.services.ids`)."""

@@ -49,6 +49,7 @@ from memcastle.model import (
     Wing,
 )
 from memcastle.model.audit import ReadQuery, ReadRecord
+from memcastle.model.integrity import Finding
 from memcastle.model.lifecycle import Lifecycle
 
 
@@ -351,6 +352,23 @@ class AuditStore(Protocol):
         ...
 
 
+class IntegrityStore(Protocol):
+    """The palace audit's checks and repairs (`memcastle.store.sql.integrity`)."""
+
+    def check_names(self) -> list[str]: ...
+    def find(self, name: str) -> Finding:
+        """How many rows break the check `name`, with a few examples."""
+        ...
+
+    def fix(self, name: str, batch: int) -> int:
+        """Repair up to `batch` of them in one transaction; how many (0 when none are left or it has no repair)."""
+        ...
+
+    def without_vectors(self, model: str) -> tuple[int, list[str]]:
+        """How many drawers have no vector of `model`, counted one by one, and a few of their ids."""
+        ...
+
+
 class MinerStore(Protocol):
     """Miners defined through the API, and every miner's enabled state and last run."""
 
@@ -433,6 +451,8 @@ class Store(Protocol):
     def copy(self) -> CopyStore: ...
     @property
     def audit(self) -> AuditStore: ...
+    @property
+    def integrity(self) -> IntegrityStore: ...
 
     def ids_with_prefix(self, kind: str, prefix: str, limit: int) -> list[str]: ...
     def close(self) -> None: ...

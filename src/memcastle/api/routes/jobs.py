@@ -1,4 +1,4 @@
-"""Background jobs: listing, reading, controlling, and the verify job."""
+"""Background jobs: listing, reading, controlling, and the verify, audit and repair jobs."""
 
 from __future__ import annotations
 
@@ -20,7 +20,9 @@ from memcastle.api.routes.common import (
     services,
 )
 from memcastle.api.schemas import (
+    AuditBody,
     EmptyBody,
+    RepairBody,
     VerifyBody,
 )
 from memcastle.model.vocabulary import JobState
@@ -55,5 +57,24 @@ def control_job(job_id: str, action: JobAction, request: Request, body: EmptyBod
 def verify(body: VerifyBody, request: Request) -> dict[str, Any]:
     job = services(request).jobs.submit_verify(
         batch=body.batch, pace_ms=body.pace_ms, priority=body.priority, requested_by=requester(request)
+    )
+    return {"job": job.to_json()}
+
+
+@router.post("/audit", status_code=202, response_model=JobAnswer, tags=["jobs"], dependencies=[Depends(controls)])
+def audit(body: AuditBody, request: Request) -> dict[str, Any]:
+    """Check the palace in the background: orphaned rows, dangling links, drawers the full-text index lacks or
+    that wait for vectors, a damaged vector file. The job's result lists each finding; nothing is changed."""
+    job = services(request).jobs.submit_audit(priority=body.priority, requested_by=requester(request))
+    return {"job": job.to_json()}
+
+
+@router.post("/repair", status_code=202, response_model=JobAnswer, tags=["jobs"], dependencies=[Depends(controls)])
+def repair(body: RepairBody, request: Request) -> dict[str, Any]:
+    """Fix what the audit finds (`checks`: only those), a batch per transaction, in the background; the result
+    says what was repaired and what is left."""
+    jobs = services(request).jobs
+    job = jobs.submit_repair(
+        checks=jobs.known_checks(body.checks), batch=body.batch, priority=body.priority, requested_by=requester(request)
     )
     return {"job": job.to_json()}

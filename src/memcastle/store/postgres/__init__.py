@@ -37,6 +37,7 @@ from memcastle.store.migrate import MIGRATIONS_TABLE, failed, pending
 from memcastle.store.postgres.copying import PalaceCopyRows, _storable
 from memcastle.store.postgres.corpus import CorpusStatistics
 from memcastle.store.postgres.fulltext import CONFIG, bm25_sql, search_text, term_bound, token_count
+from memcastle.store.postgres.integrity import PostgresIntegrity
 from memcastle.store.postgres.jobs import PostgresJobs
 from memcastle.store.postgres.locks import LOCK_NAMESPACE, MIGRATION_LOCK
 from memcastle.store.postgres.vectors import HNSW_MAX_DIMENSION, PostgresEmbeddings
@@ -160,6 +161,7 @@ class PostgresStore(SqlStore):
         self.request_keys = RequestKeyTables(self)
         self.miners = MinerTables(self)
         self.audit = AuditTables(self)
+        self.integrity = PostgresIntegrity(self)
         self.copy = PalaceCopyRows(self)
 
     def _pgvector_version(self) -> tuple[int, ...]:

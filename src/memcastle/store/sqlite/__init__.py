@@ -44,6 +44,7 @@ from memcastle.store.sql.vectors import VectorWrite, vector_chunk
 from memcastle.store.sqlite.failures import sqlite_errors, storage_failure
 from memcastle.store.sqlite.files import mark_in_use, refuse_a_lost_database
 from memcastle.store.sqlite.fulltext import fts5_match, quote_term
+from memcastle.store.sqlite.integrity import SQLiteIntegrity
 
 log = logging.getLogger(__name__)
 
@@ -122,6 +123,7 @@ class SQLiteStore(SqlStore):
         self.request_keys = RequestKeyTables(self)
         self.miners = MinerTables(self)
         self.audit = AuditTables(self)
+        self.integrity = SQLiteIntegrity(self)
         self.copy = SQLiteCopy(self)
 
     # --- connections ----------------------------------------------------------------------------
