@@ -69,13 +69,15 @@ ALLOWED: dict[str, set[str]] = {
         "archive",
     },
     "daemon": VALUES | {"config", "app", "api", "runtime"},
+    "doctor": VALUES | {"config", "app", "daemon", "runtime", "hooks", "store"},
     # interfaces: parse, call one service, render
     "mcp": VALUES | {"modes", "services", "runtime"},
     "api": VALUES | {"modes", "services", "runtime", "mcp", "events", "web"},
     "web": VALUES | {"modes", "services"},
-    "cli": VALUES | {"config", "modes", "runtime", "app", "daemon", "mcp", "preferences", "connectors", "hooks"},
+    "cli": VALUES
+    | {"config", "modes", "runtime", "app", "daemon", "doctor", "mcp", "preferences", "connectors", "hooks"},
 }
-COMPOSITION_ROOTS = {"app", "daemon", "cli", "config", "__main__"}  # `config` itself, which reads the files
+COMPOSITION_ROOTS = {"app", "daemon", "doctor", "cli", "config", "__main__"}  # `config` itself, which reads the files
 DRIVERS = {"sqlite3", "psycopg", "psycopg_pool", "pgvector"}
 
 

