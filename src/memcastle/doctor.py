@@ -11,7 +11,6 @@ import os
 import platform
 import shutil
 import socket
-import sqlite3
 import stat
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from memcastle import __version__
 from memcastle.config import Settings, load_settings, mask_url_password
 from memcastle.errors import MemCastleError
 from memcastle.runtime.daemons import DaemonEntry, is_alive, read_entry, registry_file, state_dir
+from memcastle.store.sqlite.probe import fts5_problem, read_schema_version, sqlite_version
 
 OK, INFO, WARNING, ERROR = "ok", "info", "warning", "error"
 SEVERITY = {OK: 0, INFO: 0, WARNING: 1, ERROR: 2}  # the exit code: the worst finding
@@ -62,13 +62,10 @@ def exit_code(findings: list[Finding]) -> int:
 
 
 def _versions() -> Iterator[Finding]:
-    sqlite = sqlite3.sqlite_version
-    try:
-        sqlite3.connect(":memory:").execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='trigram')")
-        fts = "FTS5 with trigram"
-    except sqlite3.Error as exc:
-        yield Finding("sqlite", ERROR, f"SQLite {sqlite} lacks FTS5 ({exc})", "use a Python built with FTS5")
-        fts = ""
+    sqlite, problem = sqlite_version(), fts5_problem()
+    fts = "FTS5 with trigram" if problem is None else "no FTS5"
+    if problem is not None:
+        yield Finding("sqlite", ERROR, f"SQLite {sqlite} lacks FTS5 ({problem})", "use a Python built with FTS5")
     versions = [f"MemCastle {__version__}", f"Python {platform.python_version()}", f"SQLite {sqlite} ({fts})"]
     for package in ("onnxruntime", "fastapi", "mcp"):
         try:
@@ -127,9 +124,8 @@ def _schema(palace: Path, url: str) -> Iterator[Finding]:
     if not database.exists():
         return
     try:
-        with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as conn:
-            version = conn.execute("SELECT MAX(version) FROM schema_migration").fetchone()[0] or 0
-    except sqlite3.Error as exc:
+        version = read_schema_version(database)
+    except OSError as exc:
         yield Finding(
             "schema", ERROR, f"{database} cannot be read: {exc}", "restore it from a backup (memcastle import)"
         )
