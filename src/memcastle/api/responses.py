@@ -400,6 +400,17 @@ class SourcesOut(Shape):
     sources: list[MinedSourceOut]
 
 
+class PlaceOut(Shape):
+    wing: str
+    room: str | None = None
+    created_at: str
+    drawers: int
+    versions: int
+    rooms: int | None = None
+    last_filed_at: str | None
+    created: bool | None = None
+
+
 class RenamedOut(Shape):
     wing: str
     room: str | None = None

@@ -169,6 +169,14 @@ class RenameBody(Body):
     name: Name
 
 
+class PlaceBody(Body):
+    name: Name
+
+
+class InvalidateBody(Body):
+    reason: Reason
+
+
 class VerifyBody(Body):
     batch: Integer(1, 10_000) = 200  # type: ignore[valid-type]
     pace_ms: Integer(0, 60_000) = 0  # type: ignore[valid-type]

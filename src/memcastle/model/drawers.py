@@ -226,6 +226,28 @@ class Room:
 
 
 @dataclass(frozen=True)
+class PlaceTotals:
+    """A wing's, or a room's, counts: current drawers, every version, its rooms (a wing's), the last filing."""
+
+    wing: str
+    room: str | None
+    created_at: str
+    drawers: int
+    versions: int
+    rooms: int | None
+    last_filed_at: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"wing": self.wing, "created_at": self.created_at, "drawers": self.drawers,
+                               "versions": self.versions, "last_filed_at": self.last_filed_at}  # fmt: skip
+        if self.room is None:
+            out["rooms"] = self.rooms
+        else:
+            out["room"] = self.room
+        return out
+
+
+@dataclass(frozen=True)
 class Page(Generic[T]):
     """A page of a listing; `next_after` is the cursor for the following page, None at the end."""
 

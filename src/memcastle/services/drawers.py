@@ -226,6 +226,17 @@ class DrawerService:
         self._after_write(replacement, supersedes=drawer_id)
         return replacement
 
+    def invalidate_drawer(self, drawer_id: str, *, reason: str) -> Drawer:
+        """Close a current drawer with no replacement — it was wrong, and nothing replaces it. It stays in its
+        history (time travel still finds it), `closed_reason` says why; searches of now no longer return it."""
+        if not reason.strip():
+            raise InvalidRequest("say why the drawer is invalid: reason must not be blank", field="reason")
+        old = self._visible(drawer_id)
+        visibility().writable(old.wing, old.room)
+        closed = self._store.drawers.invalidate_drawer(old.id, f"invalidated: {self._redactor.text(reason).text}")
+        self._publish("drawers", {"action": "invalidated", "drawers": [drawer_ref(closed)]})
+        return closed
+
     def preference_trace(self, drawer_id: str) -> PreferenceTrace:
         """How the effective policy resolves this drawer, from its frozen origin snapshot."""
         drawer = self._visible(drawer_id)

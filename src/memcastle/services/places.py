@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from memcastle.errors import Conflict, NotFound
-from memcastle.model import ForgetReport, Scope
+from memcastle.model import ForgetReport, PlaceTotals, Scope
 from memcastle.model.answers import Renamed
 from memcastle.services.forgetting import ActiveMines, ForgetRequest, ForgetService
 from memcastle.services.reader import palace_wide, visibility
@@ -39,6 +39,23 @@ class PlaceService:
             }
             for source, documents, drawers in self._store.mining.list_sources()
         ]
+
+    def create(self, wing: str, room: str | None = None) -> tuple[PlaceTotals, bool]:
+        """Make an empty wing, or a room (its wing too when new): the place with its totals, and whether it is new."""
+        wing = check_name(wing, "name" if room is None else "wing") or wing
+        room = check_name(room, "name") if room is not None else None
+        visibility().writable(wing, room)
+        created = self._store.drawers.create_place(wing, room)
+        return self._store.drawers.place_totals(wing, room), created
+
+    def totals(self, wing: str, room: str | None = None) -> PlaceTotals:
+        """A wing's (or room's) current drawers, every version, rooms, when it was made and last filed into."""
+        seen = visibility()
+        if not (seen.sees_wing(wing) if room is None else seen.can_read(wing, room)):
+            raise NotFound(f"no wing {wing!r}" if room is None else f"no room {room!r} in wing {wing!r}")
+        if room is None and not seen.can_read(wing, None):
+            raise NotFound(f"no wing {wing!r}")  # a token reading some of its rooms sees no whole-wing total
+        return self._store.drawers.place_totals(wing, room)
 
     def delete(
         self, wing: str, room: str | None = None, *, force: bool = False, dry_run: bool = False, requested_by: str

@@ -14,6 +14,7 @@ from memcastle.api.responses import (
     DrawerVersions,
     DuplicatesOut,
     NoteOut,
+    PlaceOut,
     PreferenceTraceOut,
     RenamedOut,
     RoomsOut,
@@ -28,8 +29,10 @@ from memcastle.api.routes.common import (
     services,
 )
 from memcastle.api.schemas import (
+    InvalidateBody,
     MarksBody,
     NoteBody,
+    PlaceBody,
     RenameBody,
     SupersedeBody,
 )
@@ -114,6 +117,14 @@ def supersede_drawer(drawer_id: str, body: SupersedeBody, request: Request) -> d
     return replacement.to_json()
 
 
+@router.post(
+    "/drawers/{drawer_id}/invalidate", response_model=DrawerOut, tags=["drawers"], dependencies=[Depends(writes)]
+)
+def invalidate_drawer(drawer_id: str, body: InvalidateBody, request: Request) -> dict[str, Any]:
+    """Close a current drawer with no replacement (it was wrong): it stays in history, `closed_reason` says why."""
+    return services(request).drawers.invalidate_drawer(drawer_id, reason=body.reason).to_json()
+
+
 @router.post("/drawers/{drawer_id}/marks", response_model=DrawerOut, tags=["drawers"], dependencies=[Depends(writes)])
 def mark_drawer(drawer_id: str, body: MarksBody, request: Request) -> dict[str, Any]:
     """Pin or unpin, hide or show a drawer (its later versions keep the marks)."""
@@ -138,6 +149,44 @@ def list_rooms(wing: str, request: Request) -> dict[str, Any]:
             for r in services(request).drawers.list_rooms(wing)
         ]
     }
+
+
+@router.post(
+    "/wings",
+    status_code=201,
+    response_model=PlaceOut,
+    responses={200: {"model": PlaceOut, "description": "the wing already existed"}},
+    tags=["drawers"],
+    dependencies=[Depends(writes)],
+)
+def create_wing(body: PlaceBody, request: Request, response: Response) -> dict[str, Any]:
+    place, created = services(request).places.create(body.name)
+    response.status_code = 201 if created else 200
+    return {**place.to_json(), "created": created}
+
+
+@router.post(
+    "/wings/{wing}/rooms",
+    status_code=201,
+    response_model=PlaceOut,
+    responses={200: {"model": PlaceOut, "description": "the room already existed"}},
+    tags=["drawers"],
+    dependencies=[Depends(writes)],
+)
+def create_room(wing: str, body: PlaceBody, request: Request, response: Response) -> dict[str, Any]:
+    place, created = services(request).places.create(wing, body.name)
+    response.status_code = 201 if created else 200
+    return {**place.to_json(), "created": created}
+
+
+@router.get("/wings/{wing}", response_model=PlaceOut, tags=["drawers"], dependencies=[Depends(reads)])
+def show_wing(wing: str, request: Request) -> dict[str, Any]:
+    return services(request).places.totals(wing).to_json()
+
+
+@router.get("/wings/{wing}/rooms/{room}", response_model=PlaceOut, tags=["drawers"], dependencies=[Depends(reads)])
+def show_room(wing: str, room: str, request: Request) -> dict[str, Any]:
+    return services(request).places.totals(wing, room).to_json()
 
 
 @router.post("/wings/{wing}/rename", response_model=RenamedOut, tags=["drawers"], dependencies=[Depends(writes)])

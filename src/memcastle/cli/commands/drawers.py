@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import click
 
@@ -16,7 +17,11 @@ room_app = group("room", app, "Rooms of a wing.")
 
 
 @app.command()
-@click.argument("content")
+@click.argument("words", nargs=-1)
+@click.option(
+    "--file", "from_file", type=click.File("r", encoding="utf-8"), help="read the note from this file (- for stdin)"
+)
+@click.option("--edit", is_flag=True, help="write the note in $EDITOR (with WORDS as its start)")
 @click.option("--wing", help="wing (default: the project's, else 'default')")
 @click.option("--room", help="room (default: the project's, else 'notes')")
 @click.option("--tag", "tags", multiple=True, help="a tag; repeat for more")
@@ -26,7 +31,9 @@ room_app = group("room", app, "Rooms of a wing.")
 @pass_invocation
 def note(
     inv: Invocation,
-    content: str,
+    words: tuple[str, ...],
+    from_file: Any,
+    edit: bool,
     wing: str | None,
     room: str | None,
     tags: tuple[str, ...],
@@ -34,12 +41,14 @@ def note(
     name: str | None,
     expires_at: str | None,
 ) -> None:
-    """Save CONTENT as a note drawer (- reads standard input)."""
+    """Save a note drawer: WORDS as typed (no quotes needed), --file, --edit in $EDITOR, or standard input (`-`,
+    or piped with no words)."""
+    content = _note_text(words, from_file, edit)
     from memcastle.connectors.project import find_project_settings
 
     project = find_project_settings(Path.cwd())
     body = {
-        "content": read_content(content),
+        "content": content,
         "wing": wing or (project.wing if project else None),
         "room": room or (project.room if project else None),
         "tags": list(tags),
@@ -54,6 +63,41 @@ def note(
         render.console.print(f"{verb}: {data['drawer']['id']} in {data['drawer']['wing']}/{data['drawer']['room']}")
 
     inv.emit(data, show)
+
+
+def _note_text(words: tuple[str, ...], from_file: Any, edit: bool) -> str:
+    import sys
+
+    from memcastle.errors import InvalidRequest
+
+    if from_file is not None and (words or edit):
+        raise InvalidRequest("give the note as words, --file or --edit, not several", field="content")
+    if from_file is not None:
+        text = str(from_file.read())
+    elif words == ("-",) or (not words and not edit and not sys.stdin.isatty()):
+        text = sys.stdin.read()
+    elif edit:
+        text = click.edit(" ".join(words) + "\n", extension=".md") or ""
+    else:
+        text = " ".join(words)
+    if not text.strip():
+        raise InvalidRequest(
+            "nothing to save: the note is empty",
+            field="content",
+            help="memcastle note some words, memcastle note --file notes.md, memcastle note --edit, or pipe text in",
+        )
+    return text
+
+
+@drawer_app.command("invalidate")
+@click.argument("drawer_id")
+@click.option("--reason", required=True, help="why it is wrong (kept as the drawer's closing reason)")
+@pass_invocation
+def drawer_invalidate(inv: Invocation, drawer_id: str, reason: str) -> None:
+    """Close a drawer that is wrong, with nothing to replace it: it leaves searches of now, stays in its history
+    (and in time travel to before), with the reason. To correct it instead: drawer supersede."""
+    data = inv.client().post(f"/drawers/{drawer_id}/invalidate", {"reason": reason})
+    inv.emit(data, lambda data: render.show_drawer(data))
 
 
 @drawer_app.command("show")
@@ -190,6 +234,53 @@ def wing_list(inv: Invocation) -> None:
         )
 
     inv.emit(data, show)
+
+
+def _show_place(inv: Invocation, data: dict[str, Any]) -> None:
+    def show(data: Any) -> None:
+        place = data["wing"] + (f"/{data['room']}" if data.get("room") else "")
+        verb = {True: "created ", False: "already there: "}.get(data.get("created"), "")
+        rooms = f", {data['rooms']} room(s)" if data.get("rooms") is not None else ""
+        render.console.print(
+            f"{verb}{place}: {data['drawers']} current drawer(s), {data['versions']} version(s){rooms}; "
+            f"made {render.short_time(data['created_at'])}, last filed {render.short_time(data['last_filed_at'])}"
+        )
+
+    inv.emit(data, show)
+
+
+@wing_app.command("create")
+@click.argument("name")
+@pass_invocation
+def wing_create(inv: Invocation, name: str) -> None:
+    """Make an empty wing NAME (notes and mines make wings as they file; this makes one ahead of them)."""
+    _show_place(inv, inv.client().post("/wings", {"name": name}))
+
+
+@wing_app.command("show")
+@click.argument("name")
+@pass_invocation
+def wing_show(inv: Invocation, name: str) -> None:
+    """A wing's totals: current drawers, every version, rooms, when it was made and last filed into."""
+    _show_place(inv, inv.client().get(f"/wings/{quote(name, safe='')}"))
+
+
+@room_app.command("create")
+@click.argument("wing")
+@click.argument("name")
+@pass_invocation
+def room_create(inv: Invocation, wing: str, name: str) -> None:
+    """Make an empty room NAME in WING (the wing too, when new)."""
+    _show_place(inv, inv.client().post(f"/wings/{quote(wing, safe='')}/rooms", {"name": name}))
+
+
+@room_app.command("show")
+@click.argument("wing")
+@click.argument("name")
+@pass_invocation
+def room_show(inv: Invocation, wing: str, name: str) -> None:
+    """A room's totals: current drawers, every version, when it was made and last filed into."""
+    _show_place(inv, inv.client().get(f"/wings/{quote(wing, safe='')}/rooms/{quote(name, safe='')}"))
 
 
 @room_app.command("list")

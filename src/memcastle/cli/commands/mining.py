@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -50,10 +51,15 @@ def mine(
     """Mine a source into drawers in the background.
 
     SOURCE is the connector (directory, notes, git, claude, codex, chatgpt, …), LOCATOR where it reads (a folder,
-    file or repository), then the connector's options as KEY=VALUE.
+    file or repository), then the connector's options as KEY=VALUE. A path as SOURCE (`memcastle mine .`,
+    `mine ~/notes`, `mine ./src`) mines it with the directory connector.
     """
     inv = ctx.find_object(Invocation)
     assert inv is not None
+    if _is_path(source):
+        # `memcastle mine .`: a folder (or file) is mined by the directory connector, into its project's wing.
+        options = tuple(o for o in (locator, *options) if o is not None)
+        source, locator = "directory", source
     if locator is not None and "=" in locator and not Path(locator).exists():
         options = (locator, *options)
         locator = None
@@ -77,6 +83,18 @@ def mine(
         render.console.print(f"mine job {job['id']} queued{joined}; follow it with: memcastle job show {job['id']}")
 
     inv.emit(data, show)
+
+
+def _is_path(source: str) -> bool:
+    """Whether SOURCE names a folder or file rather than a connector: `.`, `..`, `~…`, anything with a slash, or
+    a word that is an existing folder (connector names have no slash, and a folder named like one needs `./`)."""
+    if source in (".", "..") or source.startswith("~") or "/" in source or os.sep in source:
+        return True
+    return Path(source).is_dir() and source not in KNOWN_CONNECTORS
+
+
+# The builtin connectors' names: a folder of one of these names is mined as `./NAME`.
+KNOWN_CONNECTORS = ("directory", "notes", "git", "claude", "codex", "chatgpt")
 
 
 def _locator(locator: str | None) -> str:

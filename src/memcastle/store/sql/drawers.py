@@ -14,6 +14,7 @@ from memcastle.model import (
     Drawer,
     NewDrawer,
     Page,
+    PlaceTotals,
     Room,
     Scope,
     Wing,
@@ -231,10 +232,51 @@ class DrawerTables(Role):
             new_id = self._supersede(tx, old_id, replacement, self._now())
         return self.get_drawer(new_id)
 
-    def invalidate_drawer(self, drawer_id: str) -> Drawer:
+    def invalidate_drawer(self, drawer_id: str, reason: str | None = None) -> Drawer:
         with self._write() as tx:
-            self._close_current(tx, drawer_id, self._now(), None)
+            self._close_current(tx, drawer_id, self._now(), None, reason=reason)
         return self.get_drawer(drawer_id)
+
+    def create_place(self, wing: str, room: str | None = None) -> bool:
+        """Make an empty wing, or a room of a wing (made too when new); False when it already existed."""
+        with self._write() as tx:
+            at = self._now()
+            if room is None:
+                return tx.run("INSERT INTO wing(name, created_at) VALUES (?, ?) ON CONFLICT DO NOTHING", (wing, at)) > 0
+            existed = tx.one(
+                "SELECT 1 AS found FROM room r JOIN wing w ON w.id = r.wing_id WHERE w.name = ? AND r.name = ?",
+                (wing, room),
+            )
+            self._read_or_make_room(tx, wing, room, at)
+            return existed is None
+
+    def place_totals(self, wing: str, room: str | None = None) -> PlaceTotals:
+        """A wing's (or a room's) counts: current drawers, every version, rooms, and when a drawer was last filed."""
+        where, params = ("w.name = ?", (wing,)) if room is None else ("w.name = ? AND r.name = ?", (wing, room))
+        with self._read() as tx:
+            place = tx.one(
+                f"SELECT MIN(w.created_at) AS wing_at, MIN(r.created_at) AS room_at, COUNT(r.id) AS rooms "
+                f"FROM wing w LEFT JOIN room r ON r.wing_id = w.id WHERE {where}",
+                params,
+            )
+            if place is None or place["wing_at"] is None or (room is not None and place["room_at"] is None):
+                raise NotFound(f"no wing {wing!r}" if room is None else f"no room {room!r} in wing {wing!r}")
+            counts = tx.one(
+                "SELECT COUNT(*) AS versions, COALESCE(SUM(CASE WHEN d.valid_to IS NULL THEN 1 ELSE 0 END), 0) "
+                "AS current, MAX(d.created_at) AS last FROM drawer d JOIN room r ON r.id = d.room_id "
+                f"JOIN wing w ON w.id = r.wing_id WHERE {where}",
+                params,
+            )
+        assert counts is not None
+        return PlaceTotals(
+            wing=wing,
+            room=room,
+            created_at=place["wing_at"] if room is None else place["room_at"],
+            drawers=int(counts["current"]),
+            versions=int(counts["versions"]),
+            rooms=int(place["rooms"]) if room is None else None,
+            last_filed_at=counts["last"],
+        )
 
     def rename_wing(self, wing: str, new_name: str) -> None:
         with self._write() as tx:

@@ -1,0 +1,85 @@
+"""The rest of the original's surface over HTTP: searches as links (GET with query-string filters), wings and rooms
+created and shown with totals, a drawer invalidated without a replacement."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+
+def save(client: TestClient, content: str, **fields: Any) -> dict[str, Any]:
+    answer = client.post("/api/notes", json={"content": content, **fields})
+    assert answer.status_code in (200, 201), answer.text
+    return dict(answer.json()["drawer"])
+
+
+def test_search_and_recall_by_get_take_the_body_fields_as_parameters(client: TestClient) -> None:
+    kept = save(client, "the lighthouse keeper's log", wing="sea", tags=["log", "night"])
+    save(client, "the lighthouse paint schedule", wing="sea", tags=["paint"])
+    save(client, "a lighthouse in another wing", wing="land")
+
+    posted = client.post("/api/search", json={"query": "lighthouse", "wing": "sea", "tags": ["log"], "limit": 5})
+    got = client.get("/api/search", params={"q": "lighthouse", "wing": "sea", "tag": "log", "limit": "5"})
+    assert got.status_code == 200, got.text
+    assert [h["drawer"]["id"] for h in got.json()["hits"]] == [h["drawer"]["id"] for h in posted.json()["hits"]]
+    assert [h["drawer"]["id"] for h in got.json()["hits"]] == [kept["id"]]
+
+    both = client.get("/api/search", params=[("q", "lighthouse"), ("tags", "log,night"), ("full", "false")])
+    assert [h["id"] for h in both.json()["hits"]] == [kept["id"]]  # compact hits, both tags required
+    recall = client.get("/api/recall", params={"q": "lighthouse", "wing": "land"})
+    assert recall.status_code == 200 and len(recall.json()["hits"]) == 1
+
+    for params, field in (
+        ({"q": "lighthouse", "limit": "many"}, "limit"),
+        ({"q": "lighthouse", "ranking": "psychic"}, "ranking"),
+        ({"q": "lighthouse", "sort": "date"}, "sort"),
+        ({"wing": "sea"}, "query"),
+        ([("q", "a"), ("q", "b")], "query"),
+    ):
+        refused = client.get("/api/search", params=params)
+        assert refused.status_code == 400 and refused.json()["field"] == field, (params, refused.text)
+
+
+def test_a_wrong_drawer_is_invalidated_without_a_replacement(client: TestClient) -> None:
+    wrong = save(client, "the vault code is 1234", wing="facts")
+    refused = client.post(f"/api/drawers/{wrong['id']}/invalidate", json={"reason": "  "})
+    assert refused.status_code == 400 and refused.json()["field"] == "reason"
+    assert client.post(f"/api/drawers/{wrong['id']}/invalidate", json={}).json()["field"] == "reason"
+
+    closed = client.post(f"/api/drawers/{wrong['id']}/invalidate", json={"reason": "the code was changed"})
+    assert closed.status_code == 200, closed.text
+    drawer = closed.json()
+    assert drawer["valid_to"] is not None and drawer["superseded_by"] is None
+    assert "the code was changed" in str(drawer)
+    assert client.post("/api/search", json={"query": "vault code", "wing": "facts"}).json()["hits"] == []
+    back = client.post("/api/search", json={"query": "vault code", "wing": "facts", "include_historical": True}).json()[
+        "hits"
+    ]
+    assert [h["drawer"]["id"] for h in back] == [wrong["id"]]  # history keeps it
+    again = client.post(f"/api/drawers/{wrong['id']}/invalidate", json={"reason": "twice"})
+    assert again.status_code == 409
+
+
+def test_wings_and_rooms_are_made_and_shown_with_totals(client: TestClient) -> None:
+    made = client.post("/api/wings", json={"name": "projects"})
+    assert made.status_code == 201 and made.json()["created"] is True
+    assert made.json()["drawers"] == 0 and made.json()["rooms"] == 0
+    assert client.post("/api/wings", json={"name": "projects"}).status_code == 200  # already there
+    room = client.post("/api/wings/projects/rooms", json={"name": "atlas"})
+    assert room.status_code == 201 and room.json()["room"] == "atlas"
+
+    first = save(client, "atlas kickoff notes", wing="projects", room="atlas")
+    client.post(f"/api/drawers/{first['id']}/supersede", json={"content": "atlas kickoff notes, corrected"})
+    save(client, "atlas budget", wing="projects", room="atlas")
+    wing = client.get("/api/wings/projects").json()
+    assert (wing["drawers"], wing["versions"], wing["rooms"]) == (2, 3, 1)
+    assert wing["last_filed_at"] is not None
+    shown = client.get("/api/wings/projects/rooms/atlas").json()
+    assert (shown["room"], shown["drawers"], shown["versions"]) == ("atlas", 2, 3)
+    assert any(w["name"] == "projects" for w in client.get("/api/wings").json()["wings"])
+
+    assert client.get("/api/wings/nowhere").status_code == 404
+    assert client.get("/api/wings/projects/rooms/nowhere").status_code == 404
+    assert client.post("/api/wings", json={"name": ""}).json()["field"] == "name"
+    assert client.post("/api/wings", json={"name": "x", "colour": "red"}).json()["field"] == "colour"
