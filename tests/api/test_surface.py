@@ -83,3 +83,37 @@ def test_wings_and_rooms_are_made_and_shown_with_totals(client: TestClient) -> N
     assert client.get("/api/wings/projects/rooms/nowhere").status_code == 404
     assert client.post("/api/wings", json={"name": ""}).json()["field"] == "name"
     assert client.post("/api/wings", json={"name": "x", "colour": "red"}).json()["field"] == "colour"
+
+
+def test_the_graph_around_an_entity_or_a_drawer_is_bounded_nodes_and_edges(client: TestClient) -> None:
+    evidence = save(client, "Atlas moved to Madrid.", wing="graph")
+    other = save(client, "Atlas is in Lisbon.", wing="graph")
+    for obj, drawer in (("Madrid", evidence), ("Lisbon", other)):
+        made = client.post(
+            "/api/facts",
+            json={"subject": "Atlas", "predicate": "located_in", "object": obj, "evidence_drawer": drawer["id"]},
+        )
+        assert made.status_code == 201, made.text
+    client.post("/api/facts", json={"subject": "Madrid", "predicate": "located_in", "object": "Spain"})
+    atlas = next(e for e in client.get("/api/entities", params={"name": "Atlas"}).json()["entities"])
+
+    near = client.get("/api/graph", params={"entity": atlas["id"]}).json()
+    kinds = {n["label"]: n["kind"] for n in near["nodes"]}
+    assert kinds["Atlas"] == "entity" and kinds["Madrid"] == "entity" and "Spain" not in kinds
+    facts = [n for n in near["nodes"] if n["kind"] == "fact"]
+    assert len(facts) == 2 and {f["state"] for f in facts} == {"conflicting"}
+    assert any(e["kind"] == "contradicts" for e in near["edges"])  # the two claims linked, fact to fact
+    ids = {n["id"] for n in near["nodes"]}
+    assert all(e["from"] in ids and e["to"] in ids for e in near["edges"])
+    assert near["truncated"] is False
+
+    wider = client.get("/api/graph", params={"entity": atlas["id"], "depth": 2}).json()
+    assert "Spain" in {n["label"] for n in wider["nodes"]}
+    cut = client.get("/api/graph", params={"entity": atlas["id"], "depth": 2, "limit": 1}).json()
+    assert cut["truncated"] is True and len([n for n in cut["nodes"] if n["kind"] == "fact"]) == 1
+
+    around = client.get("/api/graph", params={"drawer": evidence["id"]}).json()
+    assert {"kind": "drawer"}.items() <= next(n for n in around["nodes"] if n["id"] == evidence["id"]).items()
+
+    assert client.get("/api/graph").json()["field"] == "entity"
+    assert client.get("/api/graph", params={"entity": atlas["id"], "depth": 3}).json()["field"] == "depth"

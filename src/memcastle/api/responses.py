@@ -400,6 +400,12 @@ class SourcesOut(Shape):
     sources: list[MinedSourceOut]
 
 
+class GraphOut(Shape):
+    nodes: list[Open]
+    edges: list[Open]
+    truncated: bool
+
+
 class PlaceOut(Shape):
     wing: str
     room: str | None = None

@@ -233,6 +233,71 @@ class FactService:
             hints = [h for h in hints if self._entity_visible(h.other_id if h.entity_id == entity.id else h.entity_id)]
         return EntityView(entity, tuple(mentions), tuple(hints))
 
+    # --- the graph around an entity or a drawer --------------------------------------------------
+
+    def graph(
+        self, *, entity: str | None = None, drawer: str | None = None, depth: int = 1, limit: int = 50
+    ) -> dict[str, Any]:
+        """The entities and facts around one entity (or those a drawer mentions), `depth` steps out (1 or 2), at
+        most `limit` facts (1–200), as nodes and edges for a picture: an entity node per entity, a fact node per
+        fact (subject → fact → object), its agreement, conflict and supersession links between fact nodes, and
+        the drawer's mentions. `truncated` says when the bound cut it."""
+        if (entity is None) == (drawer is None):
+            raise InvalidRequest("name exactly one of entity and drawer", field="entity")
+        if depth not in (1, 2):
+            raise InvalidRequest("depth must be 1 or 2", field="depth")
+        limit = check_limit(limit)
+        nodes: dict[str, dict[str, Any]] = {}
+        edges: list[dict[str, Any]] = []
+        if entity is not None:
+            seeds = [self.get_entity(entity).entity.id]
+        else:
+            assert drawer is not None
+            found = self._store.drawers.get_drawer(resolve_id(self._store, "drawer", drawer, field="drawer"))
+            if not visibility().can_read(found.wing, found.room):
+                raise NotFound(f"no drawer {drawer}")
+            seeds = sorted(self._store.graph.entities_of_drawers([found.id]).get(found.id, set()))
+            nodes[found.id] = {
+                "id": found.id,
+                "kind": "drawer",
+                "label": found.name or found.id[:8],
+                "wing": found.wing,
+            }
+            edges.extend({"from": found.id, "to": e, "kind": "mentions"} for e in seeds)
+        facts: dict[str, Assertion] = {}
+        frontier, reached = list(seeds), set(seeds)
+        truncated = False
+        for _ in range(depth):
+            touching = self._visible(self._store.graph.assertions_touching(frontier, limit + 1))
+            fresh = [f for f in touching if f.id not in facts]
+            if len(facts) + len(fresh) > limit:
+                truncated = True
+                fresh = fresh[: limit - len(facts)]
+            facts.update((f.id, f) for f in fresh)
+            frontier = [i for f in fresh for i in (f.subject, f.object) if i not in reached]
+            reached.update(frontier)
+            if truncated or not frontier:
+                break
+        views = self._describe(list(facts.values()), self._now())
+        entities = self._store.graph.get_entities(
+            sorted(reached | {i for f in facts.values() for i in (f.subject, f.object)})
+        )
+        for entity_id, known in entities.items():
+            nodes[entity_id] = {"id": entity_id, "kind": "entity", "label": known.name, "type": known.kind,
+                                "seed": entity_id in seeds}  # fmt: skip
+        shown = {v.id for v in views}
+        for view in views:
+            fact = view.fact
+            nodes[fact.id] = {"id": fact.id, "kind": "fact", "label": fact.predicate.replace("_", " "),
+                              "state": view.state, "level": view.level}  # fmt: skip
+            edges.append({"from": fact.subject, "to": fact.id, "kind": "subject"})
+            edges.append({"from": fact.id, "to": fact.object, "kind": "object"})
+            for link in view.links:
+                if link.from_id == fact.id and link.to_id in shown:
+                    edges.append({"from": link.from_id, "to": link.to_id, "kind": link.kind})
+        self._record("graph", query=f"entity={entity}" if entity else f"drawer={drawer}", fact_ids=sorted(shown))
+        return {"nodes": list(nodes.values()), "edges": edges, "truncated": truncated}
+
     # --- explicit operations --------------------------------------------------------------------
 
     def add(self, spec: FactSpec, *, requested_by: str = "http") -> FactView:

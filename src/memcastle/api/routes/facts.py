@@ -13,6 +13,7 @@ from memcastle.api.responses import (
     EntityDetailOut,
     FactOut,
     FactsOut,
+    GraphOut,
     LinkedFactOut,
     SupersededFactOut,
     SweepOut,
@@ -118,3 +119,15 @@ def list_entities(
 @router.get("/entities/{entity_id}", response_model=EntityDetailOut, tags=["facts"], dependencies=[Depends(reads)])
 def get_entity(entity_id: str, request: Request) -> dict[str, Any]:
     return services(request).facts.get_entity(entity_id).to_json()
+
+
+@router.get("/graph", response_model=GraphOut, tags=["facts"], dependencies=[Depends(reads)])
+def graph(
+    request: Request,
+    entity: QName = None,
+    drawer: QName = None,
+    depth: Annotated[int, Query(ge=1, le=2, description="steps out from the entity: 1 or 2")] = 1,
+    limit: Limit = 50,
+) -> dict[str, Any]:
+    """The entities and facts around an entity, or around the entities a drawer mentions, as nodes and edges."""
+    return services(request).facts.graph(entity=entity, drawer=drawer, depth=depth, limit=limit)
