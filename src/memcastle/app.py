@@ -47,6 +47,7 @@ from memcastle.search.semantic import SemanticIndex
 from memcastle.search.stored import StoredVectorIndex
 from memcastle.search.transition import ModelTransition, Serving, builtin_for, previous_builtin
 from memcastle.services import Services
+from memcastle.services.agents import CHECKPOINT_JOB
 from memcastle.services.audit import ReadAudit
 from memcastle.services.lifecycle import KIND as LIFECYCLE
 from memcastle.services.maintenance import palace_checks
@@ -288,6 +289,7 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
     built: list[Services] = []
     handlers: dict[str, JobHandler] = {
         LIFECYCLE: lambda ctx: built[0].lifecycle.erase_expired(ctx),
+        CHECKPOINT_JOB: lambda ctx: built[0].agents.checkpoint_job(ctx),
         integrity.KIND: partial(integrity.verify_palace, store.drawers),
         pipeline.KIND: mine_pipeline.run,
         archive.EXPORT: archives.export,

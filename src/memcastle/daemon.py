@@ -9,6 +9,7 @@ import signal
 import socket
 import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import uvicorn
 from fastapi import FastAPI
@@ -17,9 +18,10 @@ from memcastle import __version__
 from memcastle.api.app import create_app
 from memcastle.app import Palace, build
 from memcastle.config import Settings
-from memcastle.errors import ConfigError, Conflict
+from memcastle.errors import ConfigError, Conflict, InvalidRequest, MemCastleError
 from memcastle.runtime import logs
 from memcastle.runtime.daemons import find_daemon, remove_entry, state_dir, write_entry
+from memcastle.runtime.spool import set_aside, spooled
 from memcastle.runtime.tokens import MIN_SECRET_CHARS, TokenStore
 
 log = logging.getLogger("memcastle")
@@ -103,6 +105,7 @@ def serve(settings: Settings) -> None:
     palace.start()
     entry = write_entry(states, settings.palace, address, __version__)
     palace.services.runtime.serving(pid=os.getpid(), address=address, started_at=entry.started_at)
+    file_spooled_checkpoints(palace, states)
     log.info("MemCastle %s serving palace %s at %s (pid registered)", __version__, settings.palace, address)
     if settings["logging.format"] == "text":  # a JSON log holds JSON lines only; the log line above says it
         print(f"MemCastle {__version__} serving {settings.palace} at {address}", file=sys.stderr, flush=True)
@@ -114,6 +117,23 @@ def serve(settings: Settings) -> None:
             log.info("requeued %d unfinished job(s): %s", len(requeued), ", ".join(requeued))
         remove_entry(states, settings.palace)
         log.info("MemCastle stopped")
+
+
+def file_spooled_checkpoints(palace: Palace, states: Path) -> None:
+    """Queue the emergency checkpoints written while no daemon answered (`runtime.spool`), then delete their files;
+    one that cannot be filed is set aside with the reason in the log, never dropped."""
+    for path, payload in spooled(states, palace.settings.palace):
+        try:
+            if not isinstance(payload, dict):
+                raise InvalidRequest("the file is not a checkpoint's JSON body")
+            job = palace.services.queue_checkpoint(
+                payload.get("items") or [], payload.get("agent"), str(payload.get("requested_by") or "cli")
+            )
+        except MemCastleError as exc:
+            log.warning("spooled checkpoint %s set aside as %s: %s", path.name, set_aside(path).name, exc.message)
+            continue
+        path.unlink(missing_ok=True)
+        log.info("spooled checkpoint %s queued as job %s", path.name, job.id)
 
 
 def http_app(palace: Palace, *, request_shutdown: Callable[[], None] | None = None) -> FastAPI:

@@ -252,6 +252,11 @@ class CheckpointBody(Body):
     items: Annotated[list[CheckpointItem], Field(min_length=1, max_length=MAX_CHECKPOINT_ITEMS)]
     agent: Name | None = None
     idempotency_key: IdempotencyKeyField = None
+    emergency: bool = Field(
+        False,
+        description="the session is about to end: checked, then queued as a durable job and answered at once (202) "
+        "— the write happens even if the client is gone",
+    )
 
 
 class SupersedeFactBody(Body):

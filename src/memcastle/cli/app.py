@@ -134,6 +134,28 @@ def read_content(content: str) -> str:
     return sys.stdin.read() if content == "-" else content
 
 
+def text_of(words: tuple[str, ...], from_file: Any, edit: bool) -> str:
+    """A note's (or checkpoint's) text: WORDS as typed, --file, --edit in $EDITOR, or standard input (`-`, or piped
+    with no words); an empty one is refused."""
+    if from_file is not None and (words or edit):
+        raise InvalidRequest("give the note as words, --file or --edit, not several", field="content")
+    if from_file is not None:
+        text = str(from_file.read())
+    elif words == ("-",) or (not words and not edit and not sys.stdin.isatty()):
+        text = sys.stdin.read()
+    elif edit:
+        text = click.edit(" ".join(words) + "\n", extension=".md") or ""
+    else:
+        text = " ".join(words)
+    if not text.strip():
+        raise InvalidRequest(
+            "nothing to save: the note is empty",
+            field="content",
+            help="memcastle note some words, memcastle note --file notes.md, memcastle note --edit, or pipe text in",
+        )
+    return text
+
+
 def request_sweep(inv: Invocation, path: str, wait: bool) -> None:
     """Queue a background sweep (or join the queued one); follow it when asked."""
     data = inv.client().post(path)

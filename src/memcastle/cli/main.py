@@ -14,6 +14,7 @@ COMMAND_MODULES = {
     "audit": ("audit",),
     "auth": ("daemon",),
     "completions": ("config",),
+    "checkpoint": ("agents",),
     "config": ("config",),
     "daemon": ("background",),
     "diary": ("agents",),

@@ -18,8 +18,9 @@ Services             the aggregate an interface is handed; one service per conce
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from memcastle.clock import Clock, utc_now
 from memcastle.connectors.registry import ConnectorRegistry
@@ -29,13 +30,13 @@ from memcastle.jobs.queue import JobQueue
 from memcastle.knowledge.dedup import DuplicateFinder
 from memcastle.knowledge.extraction import ExtractionProvider
 from memcastle.mining.roots import MiningRoots
-from memcastle.model import JobStatus, MinerSpec
+from memcastle.model import Job, JobStatus, MinerSpec
 from memcastle.model.answers import PreferenceCheck
-from memcastle.model.requests import SearchRequest
+from memcastle.model.requests import CheckpointItem, SearchRequest, request_of
 from memcastle.preferences import Policy
 from memcastle.search.embeddings import EmbeddingProvider
 from memcastle.search.engine import SearchEngine
-from memcastle.services.agents import AgentService
+from memcastle.services.agents import CHECKPOINT_JOB, AgentService
 from memcastle.services.archives import ArchiveService
 from memcastle.services.audit import ReadAudit
 from memcastle.services.drawers import DrawerService
@@ -112,6 +113,14 @@ class Services:
             paused=lambda: self.jobs.list_jobs(JobStatus.PAUSED.value, None, 200),
             runtime=self.runtime,
         )
+
+    def queue_checkpoint(self, items: Sequence[Any], agent: str | None, requested_by: str) -> Job:
+        """An emergency checkpoint: checked now as a write would be, then queued as a durable high-priority job —
+        committed before this returns, so it is written even if the agent's process is gone a moment later."""
+        checked = [request_of(CheckpointItem, item) for item in items]
+        agent = self.agents.check_checkpoint(checked, agent=agent)
+        params = {"items": [item.to_json() for item in checked], "agent": agent, "requested_by": requested_by}
+        return self.jobs.submit_job(CHECKPOINT_JOB, params, priority="high", requested_by=requested_by).job
 
     def check_preferences(self) -> PreferenceCheck:
         """The preference files read again now: whether they are valid, and whether they still say what the daemon

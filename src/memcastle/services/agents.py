@@ -7,8 +7,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from memcastle.errors import InvalidRequest
+from memcastle.jobs.context import JobContext
 from memcastle.model import Drawer, Scope
-from memcastle.model.requests import CheckpointItem
+from memcastle.model.requests import CheckpointItem, request_of
 from memcastle.services.audit import Record, unrecorded
 from memcastle.services.drawers import DEFAULT_WING, DIARY_ROOM, DrawerService
 from memcastle.services.facts import FactService
@@ -26,6 +27,7 @@ from memcastle.services.validation import (
 from memcastle.store import DrawerStore
 
 CHECKPOINT_ROOM = "checkpoints"
+CHECKPOINT_JOB = "checkpoint"  # the job kind of an emergency checkpoint
 CHECKPOINT_TAG = "checkpoint"
 
 
@@ -92,10 +94,9 @@ class AgentService:
         self._record("diary", query=agent, drawer_ids=[d.id for d in entries])
         return entries
 
-    def checkpoint(
-        self, items: Sequence[CheckpointItem], *, agent: str | None = None, requested_by: str = "http"
-    ) -> list[Drawer]:
-        """Save decisions and state as checkpoint drawers (tag `checkpoint`), all or nothing validated first."""
+    def check_checkpoint(self, items: Sequence[CheckpointItem], *, agent: str | None = None) -> str | None:
+        """Everything a checkpoint's write would refuse, refused now (an emergency checkpoint is checked before it
+        is queued, so its job cannot fail on its input); the agent's name as checked."""
         agent = check_name(agent, "agent")
         if not items:
             raise InvalidRequest("items must not be empty", field="items")
@@ -115,6 +116,26 @@ class AgentService:
                     self.facts.check_spec(item.fact)
                 except InvalidRequest as exc:
                     raise InvalidRequest(exc.message, field=f"items[{index}].fact.{exc.field}") from None
+        return agent
+
+    def checkpoint_job(self, ctx: JobContext) -> dict[str, Any]:
+        """The `checkpoint` job of an emergency checkpoint: the write, once — a resumed job replays the first
+        write's drawers through its own idempotency key instead of filing them twice."""
+        params = ctx.params
+        items = [request_of(CheckpointItem, item) for item in params["items"]]
+        written = self.write_checkpoint(
+            items,
+            agent=params.get("agent"),
+            idempotency_key=f"job:{ctx.job_id}",
+            requested_by=str(params.get("requested_by", "job")),
+        )
+        return {"drawers": [d.id for d in written.drawers], "replayed": written.replayed}
+
+    def checkpoint(
+        self, items: Sequence[CheckpointItem], *, agent: str | None = None, requested_by: str = "http"
+    ) -> list[Drawer]:
+        """Save decisions and state as checkpoint drawers (tag `checkpoint`), all or nothing validated first."""
+        agent = self.check_checkpoint(items, agent=agent)
         saved = []
         for item in items:
             tags = tuple(dict.fromkeys((*check_tags(item.tags), CHECKPOINT_TAG)))

@@ -12,6 +12,7 @@ from memcastle.api.responses import (
     CheckpointOut,
     DiaryEntryOut,
     DiaryOut,
+    JobAnswer,
     WakeUpOut,
 )
 from memcastle.api.routes.common import (
@@ -59,14 +60,20 @@ def wake_up(
 @router.post(
     "/checkpoint",
     status_code=201,
-    response_model=CheckpointOut,
-    responses={200: {"model": CheckpointOut, "description": "a replayed retry (same idempotency key)"}},
+    response_model=CheckpointOut | JobAnswer,
+    responses={
+        200: {"model": CheckpointOut, "description": "a replayed retry (same idempotency key)"},
+        202: {"model": JobAnswer, "description": "emergency: queued as a durable job"},
+    },
     tags=["agents"],
     dependencies=[Depends(writes)],
 )
 def checkpoint(
     body: CheckpointBody, request: Request, response: Response, key: IdempotencyKey = None
 ) -> dict[str, Any]:
+    if body.emergency:
+        response.status_code = 202
+        return {"job": services(request).queue_checkpoint(body.items, body.agent, requester(request)).to_json()}
     written = services(request).agents.write_checkpoint(
         [request_of(CheckpointItem, item) for item in body.items],
         agent=body.agent,

@@ -9,7 +9,7 @@ from urllib.parse import quote
 import click
 
 from memcastle.cli import render
-from memcastle.cli.app import Invocation, app, group, pass_invocation, read_content
+from memcastle.cli.app import Invocation, app, group, pass_invocation, read_content, text_of
 
 drawer_app = group("drawer", app, "Drawers: show, history, supersede, pin, hide, list.")
 wing_app = group("wing", app, "Wings of the palace.")
@@ -43,7 +43,7 @@ def note(
 ) -> None:
     """Save a note drawer: WORDS as typed (no quotes needed), --file, --edit in $EDITOR, or standard input (`-`,
     or piped with no words)."""
-    content = _note_text(words, from_file, edit)
+    content = text_of(words, from_file, edit)
     from memcastle.connectors.project import find_project_settings
 
     project = find_project_settings(Path.cwd())
@@ -63,30 +63,6 @@ def note(
         render.console.print(f"{verb}: {data['drawer']['id']} in {data['drawer']['wing']}/{data['drawer']['room']}")
 
     inv.emit(data, show)
-
-
-def _note_text(words: tuple[str, ...], from_file: Any, edit: bool) -> str:
-    import sys
-
-    from memcastle.errors import InvalidRequest
-
-    if from_file is not None and (words or edit):
-        raise InvalidRequest("give the note as words, --file or --edit, not several", field="content")
-    if from_file is not None:
-        text = str(from_file.read())
-    elif words == ("-",) or (not words and not edit and not sys.stdin.isatty()):
-        text = sys.stdin.read()
-    elif edit:
-        text = click.edit(" ".join(words) + "\n", extension=".md") or ""
-    else:
-        text = " ".join(words)
-    if not text.strip():
-        raise InvalidRequest(
-            "nothing to save: the note is empty",
-            field="content",
-            help="memcastle note some words, memcastle note --file notes.md, memcastle note --edit, or pipe text in",
-        )
-    return text
 
 
 @drawer_app.command("invalidate")
