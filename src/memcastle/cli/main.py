@@ -44,6 +44,7 @@ COMMAND_MODULES = {
     "shutdown": ("daemon",),
     "source": ("mining",),
     "status": ("daemon",),
+    "tui": ("doctor",),
     "verify": ("mining",),
     "wake-up": ("agents",),
     "wing": ("drawers", "forgetting"),

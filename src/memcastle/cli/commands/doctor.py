@@ -1,4 +1,5 @@
-"""`memcastle doctor`: what a support request would ask, checked here, each finding with what to do."""
+"""`memcastle doctor`: what a support request would ask, checked here, each finding with what to do; and
+`memcastle tui`, the terminal console whose readiness view shows the same findings."""
 
 from __future__ import annotations
 
@@ -35,3 +36,32 @@ def doctor(ctx: click.Context) -> None:
 
     inv.emit({"ok": code == 0, "exit_code": code, "findings": [f.to_json() for f in findings]}, show)
     ctx.exit(code)
+
+
+@app.command("tui")
+@click.pass_context
+def tui(ctx: click.Context) -> None:
+    """A terminal console for the running daemon: jobs (live, with pause, resume and cancel), a search test bench
+    (query, ranking, and each hit's score, signals and preference), readiness (doctor's checks) and maintenance
+    (audit and repair). Needs the `tui` extra: pip install 'memcastle[tui]'."""
+    try:
+        from memcastle.cli.tui import Console
+    except ImportError as exc:
+        from memcastle.errors import ConfigError
+
+        raise ConfigError(
+            f"the terminal console needs Textual, which is not installed ({exc.name})",
+            help="pip install 'memcastle[tui]'",
+        ) from None
+    from memcastle.doctor import diagnose
+    from memcastle.runtime.launcher import is_healthy
+
+    inv = ctx.find_object(Invocation)
+    assert inv is not None
+    client = inv.client()
+    flags = {"palace": str(inv.palace) if inv.palace else None, "mode": inv.mode}
+
+    def checks() -> list[dict[str, str]]:
+        return [f.to_json() for f in diagnose(flags=flags, config_file=inv.config, healthy=is_healthy)[1]]
+
+    Console(client.call, checks, palace=str(inv.settings().palace)).run()
