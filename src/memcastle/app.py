@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -208,6 +209,13 @@ def _freshness(settings: Settings) -> Freshness:
         raise settings.error("search.freshness", str(exc)) from None
 
 
+# The job kinds `jobs.background_share` bounds: the sweeps that follow writes by themselves.
+BACKGROUND_SWEEPS = (backfill_kind, sweep.KIND)
+
+# The extraction settings the sweep reads; the rest of `extraction.*` configures the provider.
+SWEEP_SETTINGS = ("extraction.batch_size", "extraction.code", "extraction.max_entities", "extraction.max_relations")
+
+
 @dataclass(frozen=True)
 class Configuration:
     """What a palace is built from besides its store, read and validated from the settings."""
@@ -249,7 +257,7 @@ def read_configuration(settings: Settings) -> Configuration:
         {
             key.removeprefix("extraction."): value
             for key, value in settings.values.items()
-            if key.startswith("extraction.") and key not in ("extraction.batch_size", "extraction.code")
+            if key.startswith("extraction.") and key not in SWEEP_SETTINGS
         }
     )
     _duration(settings, "audit.retention")
@@ -274,7 +282,9 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
     store = open_store(settings, now=now)
     store.lifecycle = lifecycle
     events = EventBus()
-    duplicates = DuplicateFinder(store.near, settings["dedup.near_threshold"], now=now)
+    duplicates = DuplicateFinder(
+        store.near, settings["dedup.near_threshold"], now=now, enabled=settings["dedup.enabled"]
+    )
     mine_pipeline = MinePipeline(
         store,
         connectors,
@@ -283,6 +293,7 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
         duplicates=duplicates,
         now=now,
         on_filed=lambda job_id, filed: events.publish("drawers", mined_event(job_id, filed)),
+        max_documents=settings["mining.max_documents"],
     )
     archives = ArchiveJobs(store, settings.palace)
     # The erase job forgets through the services, built after the pool: its handler finds them once they are.
@@ -303,6 +314,9 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
             min_confidence=settings["extraction.min_confidence"],
             batch_size=settings["extraction.batch_size"],
             code=settings["extraction.code"],
+            max_entities=settings["extraction.max_entities"],
+            max_relations=settings["extraction.max_relations"],
+            fuzzy=settings["dedup.entity_fuzzy"],
             now=now,
         )
         handlers[sweep.KIND] = extract_sweep.run
@@ -391,6 +405,8 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
         now=now,
         on_change=lambda job: events.publish("job", job.to_json()),
         room=room,
+        background=BACKGROUND_SWEEPS,
+        background_workers=math.floor(settings["jobs.background_share"] * settings["jobs.workers"]),
     )
     queue = JobQueue(store.jobs, pool, now=now, on_change=lambda job: events.publish("job", job.to_json()))
     services = Services(
@@ -417,6 +433,7 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
             now=now,
         ),
         check_names=palace_audit.names,
+        entity_fuzzy=settings["dedup.entity_fuzzy"],
         runtime=RuntimeService(
             store,
             admission=Admission(

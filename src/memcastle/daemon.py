@@ -146,4 +146,5 @@ def http_app(palace: Palace, *, request_shutdown: Callable[[], None] | None = No
         tokens=TokenStore(settings.palace, secret=settings["auth.token"] or None) if settings["auth.enabled"] else None,
         request_shutdown=request_shutdown,
         mode=settings["mode"],
+        web=settings["web.enabled"],
     )

@@ -39,6 +39,7 @@ def create_app(
     tokens: TokenStore | None = None,
     request_shutdown: Callable[[], None] | None = None,
     mode: str = "full",
+    web: bool = True,
 ) -> FastAPI:
     """The daemon's HTTP surface over `services`; `tokens` switches bearer authentication on; `request_shutdown` is
     what `POST /api/shutdown` calls; `mode` (the daemon's configured one) is the ceiling of every client's mode. The
@@ -90,8 +91,9 @@ def create_app(
     for concern in CONCERN_ROUTERS:
         app.include_router(concern)
     app.include_router(token_router)
-    app.include_router(web_router)
-    app.mount("/static", StaticFiles(directory=WEB_STATIC), name="static")
+    if web:  # `web.enabled = false`: no page, no static files; the API and MCP as ever
+        app.include_router(web_router)
+        app.mount("/static", StaticFiles(directory=WEB_STATIC), name="static")
     # A raw ASGI endpoint (every method: POST messages, GET the event stream, DELETE the session), not a FastAPI route.
     app.router.routes.append(Route(MCP_PATH, mcp_endpoint, include_in_schema=False))
     return app

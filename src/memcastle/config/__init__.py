@@ -72,6 +72,15 @@ SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec("server.max_body_bytes", int, 8 * 1024 * 1024, "largest request body accepted", minimum=1024),
     SettingSpec("store.url", str, "", "empty for the embedded SQLite palace, or postgresql://…"),
     SettingSpec("jobs.workers", int, 2, "background job worker threads", minimum=1, maximum=32),
+    SettingSpec(
+        "jobs.background_share",
+        float,
+        1.0,
+        "the share of the workers the background sweeps (embed, extract) may take at once, at least one: below 1, "
+        "a mine or an export asked for meanwhile finds a worker free",
+        minimum=0,
+        maximum=1,
+    ),
     SettingSpec("jobs.drain_seconds", float, 10.0, "how long shutdown waits for running jobs", minimum=0),
     SettingSpec(
         "jobs.lease_seconds",
@@ -81,6 +90,14 @@ SETTINGS: tuple[SettingSpec, ...] = (
         minimum=1,
     ),
     SettingSpec("mining.chunk_chars", int, 6000, "largest drawer a mined document is cut into", minimum=200),
+    SettingSpec(
+        "mining.max_documents",
+        int,
+        0,
+        "a mine stops once it has filed this many new or changed documents (unchanged ones do not count; the next "
+        "mine goes on from there; 0: no bound)",
+        minimum=0,
+    ),
     SettingSpec("mining.max_file_bytes", int, 2 * 1024 * 1024, "files larger than this are skipped", minimum=1),
     SettingSpec(
         "mining.roots",
@@ -169,6 +186,20 @@ SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec("extraction.model", str, "", "model name passed to command/http extraction providers"),
     SettingSpec("extraction.command", list, [], "argv of the command extraction provider (no shell)"),
     SettingSpec("extraction.url", str, "", "base URL of an OpenAI-compatible chat completions endpoint"),
+    SettingSpec(
+        "extraction.max_entities",
+        int,
+        100,
+        "the most entities kept from one drawer, in the provider's order (0: no cap)",
+        minimum=0,
+    ),
+    SettingSpec(
+        "extraction.max_relations",
+        int,
+        100,
+        "the most relations kept from one drawer, the most confident first (0: no cap)",
+        minimum=0,
+    ),
     SettingSpec("extraction.api_key", str, "", "bearer key for the http extraction provider", secret=True),
     SettingSpec("extraction.timeout", float, 120.0, "seconds before an extraction call fails", minimum=0.1),
     SettingSpec(
@@ -208,6 +239,21 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "similarity at which drawers of a room count as near copies",
         minimum=0,
         maximum=1,
+    ),
+    SettingSpec("web.enabled", bool, True, "serve the web page (/ and /static); the API and MCP are served either way"),
+    SettingSpec(
+        "dedup.enabled",
+        bool,
+        True,
+        "link the near copies in a room (exact and normalized copies of a note are found either way); off: no "
+        "near-duplicate bookkeeping at all",
+    ),
+    SettingSpec(
+        "dedup.entity_fuzzy",
+        bool,
+        True,
+        "take a name one edit from a known entity's (Atlass, Atlas) for that entity, with an alias; off: only exact "
+        "names, keys and aliases match",
     ),
     SettingSpec(
         "server.allowed_hosts",

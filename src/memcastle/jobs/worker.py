@@ -9,7 +9,7 @@ import threading
 import time
 import traceback
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
 
 from memcastle.clock import Clock, utc_now
@@ -68,7 +68,15 @@ class WorkerPool:
         now: Clock = utc_now,
         on_change: JobListener | None = None,
         room: Callable[[], int | None] | None = None,
+        background: Collection[str] = (),
+        background_workers: int | None = None,
     ) -> None:
+        # `jobs.background_share`: the job kinds of the background sweeps (`background`) take at most this many of
+        # the workers at once, so the others stay free for what a person or an agent asked for.
+        self._background = frozenset(background)
+        self._background_cap = workers if background_workers is None else max(1, min(workers, background_workers))
+        self._running_kinds: dict[str, str] = {}
+        self._claim_lock = threading.Lock()
         self._store = store
         self._now = now
         self._on_change = on_change or _ignore
@@ -243,7 +251,7 @@ class WorkerPool:
         claim_failed = False
         while not self._stopping.is_set():
             try:
-                job = self._store.claim_next_job(self.owner, self._lease_seconds, self._handlers)
+                job = self._claim()
                 claim_failed = False
             except StorageError as exc:
                 if not claim_failed:  # said once per episode: the next claims fail the same way
@@ -265,15 +273,35 @@ class WorkerPool:
                 self._run(job)
             except Exception:
                 log.exception("job %s (%s): its outcome could not be handled; the worker goes on", job.id, job.kind)
+            finally:
+                with self._active_lock:
+                    self._running_kinds.pop(job.id, None)
+
+    def _claim(self) -> Job | None:
+        """The next job this pool may run: any kind it handles, but no more background sweeps at once than its
+        share of the workers."""
+        with self._claim_lock:
+            with self._active_lock:
+                busy = sum(kind in self._background for kind in self._running_kinds.values())
+            kinds: Collection[str] = self._handlers
+            if busy >= self._background_cap:
+                kinds = [kind for kind in self._handlers if kind not in self._background]
+            job = self._store.claim_next_job(self.owner, self._lease_seconds, kinds)
+            if job is not None:
+                with self._active_lock:
+                    self._running_kinds[job.id] = job.kind
+            return job
 
     def _run(self, job: Job) -> None:
         with self._active_lock:
             self._active[job.id] = threading.current_thread()
+            self._running_kinds[job.id] = job.kind
         try:
             self._run_handler(job)
         finally:
             with self._active_lock:
                 self._active.pop(job.id, None)
+                self._running_kinds.pop(job.id, None)
 
     def _run_handler(self, job: Job) -> None:
         try:

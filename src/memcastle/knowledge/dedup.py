@@ -140,13 +140,16 @@ class DuplicateFinder:
     the copies filed before it (so a pair is linked once, from the later drawer to the earlier, as when each was
     linked on its own as it was filed)."""
 
-    def __init__(self, near: NearStore, near_threshold: float, *, now: Clock = utc_now) -> None:
+    def __init__(self, near: NearStore, near_threshold: float, *, now: Clock = utc_now, enabled: bool = True) -> None:
         self._near = near
         self._now = now
         self._threshold = near_threshold
+        self._enabled = enabled  # `dedup.enabled`: off, no keys are filed and nothing is linked
 
     def keys(self, drawer_id: str, wing: str, room: str, content: str) -> NearKeys:
         """What finds the drawer's copies (text normalized once: the store's fingerprint reads the same cache)."""
+        if not self._enabled:
+            return NearKeys(drawer_id)
         normal = normalize_text(content)
         if len(normal) < NEAR_MIN_CHARS:
             return NearKeys(drawer_id)
@@ -178,7 +181,7 @@ class DuplicateFinder:
         return counts
 
     def _links(self, subjects: list[NearSubject]) -> list[DrawerLink]:
-        if not subjects:
+        if not subjects or not self._enabled:
             return []
         now = self._now()
         found: dict[int, dict[str, DrawerLink]] = {s.seq: {} for s in subjects}

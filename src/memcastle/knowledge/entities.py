@@ -61,9 +61,10 @@ class EntityResolver:
     a hundred entities or of a million; what it has looked up or created is remembered for the batch.
     """
 
-    def __init__(self, store: GraphStore, *, now: Clock = utc_now) -> None:
+    def __init__(self, store: GraphStore, *, now: Clock = utc_now, fuzzy: bool = True) -> None:
         self._store = store
         self._now = now
+        self._fuzzy = fuzzy  # `dedup.entity_fuzzy`: off, a name one edit from a known one is another entity
         self.created: list[Entity] = []
         self.aliases: list[tuple[str, str]] = []  # (entity id, spelling) learnt by one-edit matches
         self._learnt: dict[str, list[str]] = {}  # alias key -> entity ids learnt in this batch
@@ -88,7 +89,7 @@ class EntityResolver:
         return list(found.values())
 
     def _near(self, key: str) -> list[Entity]:
-        variants = key_variants(key)
+        variants = key_variants(key) if self._fuzzy else set()
         if not variants:
             return []
         found = {e.id: e for e in self._store.entities_sharing_variants(sorted(variants))}

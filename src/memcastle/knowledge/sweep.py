@@ -65,9 +65,17 @@ class ExtractionSweep:
         min_confidence: float,
         batch_size: int = 16,
         code: bool = False,
+        max_entities: int = 0,
+        max_relations: int = 0,
+        fuzzy: bool = True,
         now: Clock = utc_now,
     ) -> None:
         self._code = code
+        # Per drawer, the most entities and relations kept (0: no cap): a provider that answers a list of every
+        # capitalised word cannot fill the graph with it. `fuzzy`: `dedup.entity_fuzzy`.
+        self._max_entities = max_entities
+        self._max_relations = max_relations
+        self._fuzzy = fuzzy
         self._store = store
         self._now = now
         self._provider = provider
@@ -83,6 +91,7 @@ class ExtractionSweep:
             "facts": 0,
             "links": 0,
             "dropped_below_floor": 0,
+            "dropped_over_cap": 0,
             **{k: int(v) for k, v in ctx.state.items() if isinstance(v, int) and k != "after_seq"},
         }
         # The walk goes by `seq` from where the last checkpoint left it; the pending count is taken once, so no batch
@@ -118,15 +127,24 @@ class ExtractionSweep:
         found = self._provider.extract([extraction_input(d, self._policy) for d in prose]) if prose else []
         extracted = dict(zip((d.id for d in prose), found, strict=True))
         results = [extracted.get(d.id, EMPTY) for d in drawers]
-        resolver = EntityResolver(self._store.graph, now=self._now)
+        resolver = EntityResolver(self._store.graph, now=self._now, fuzzy=self._fuzzy)
         mentions: dict[tuple[str, str, str], Mention] = {}
         hints: list[EntityHint] = []
         assertions: list[Assertion] = []
-        dropped = 0
+        dropped = over_cap = 0
         now = self._now()
         for drawer, result in zip(drawers, results, strict=True):
             ids_by_name: dict[str, str] = {}
-            for entity in result.entities:
+            entities, relations = list(result.entities), list(result.relations)
+            if self._max_entities and len(entities) > self._max_entities:
+                over_cap += len(entities) - self._max_entities
+                entities = entities[: self._max_entities]  # in the provider's order: the first it named
+            kept_relations = [r for r in relations if r.confidence >= self._min_confidence]
+            dropped += len(relations) - len(kept_relations)
+            if self._max_relations and len(kept_relations) > self._max_relations:
+                over_cap += len(kept_relations) - self._max_relations
+                kept_relations = sorted(kept_relations, key=lambda r: -r.confidence)[: self._max_relations]
+            for entity in entities:
                 resolution = resolver.resolve(entity.name, entity.kind)
                 ids_by_name[entity.name] = resolution.entity.id
                 hints.extend(resolution.hints)
@@ -134,11 +152,8 @@ class ExtractionSweep:
                     drawer.id, resolution.entity.id, entity.name
                 )
             origin = drawer.source.origin
-            for relation in result.relations:
-                # The floor applies whatever the source's preference: trust does not make a claim true.
-                if relation.confidence < self._min_confidence:
-                    dropped += 1
-                    continue
+            # The floor applied above whatever the source's preference: trust does not make a claim true.
+            for relation in kept_relations:
                 subject = ids_by_name.get(relation.subject) or resolver.resolve(relation.subject, "other").entity.id
                 object_ = ids_by_name.get(relation.object) or resolver.resolve(relation.object, "other").entity.id
                 assertions.append(
@@ -175,6 +190,7 @@ class ExtractionSweep:
             "facts": len(assertions),
             "links": len(links),
             "dropped_below_floor": dropped,
+            "dropped_over_cap": over_cap,
         }
 
     def _infer(self, assertions: list[Assertion], drawers: list[Drawer], at: str) -> list[FactLink]:

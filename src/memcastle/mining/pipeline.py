@@ -79,7 +79,11 @@ class MinePipeline:
         redactor: Redactor | None = None,
         now: Clock = utc_now,
         on_filed: Callable[[str, Sequence[NewDrawer]], object] | None = None,
+        max_documents: int = 0,
     ) -> None:
+        # `mining.max_documents`: a mine stops once it has filed this many new or changed documents (0: no bound);
+        # unchanged ones cost little and do not count, so the next mine goes on where this one stopped.
+        self._max_documents = max_documents
         self._store = store
         self._now = now
         self._on_filed = on_filed  # told of each document's new drawers (the live event stream)
@@ -127,11 +131,14 @@ class MinePipeline:
         last_save = time.monotonic()
         batch: list[_Prepared] = []  # documents read and cut, to be filed in one transaction
         filed: list[str] = []  # drawers filed since their copies were last linked
+        taken, capped = int(state.get("taken", 0)), False
         for index in range(position, len(candidates)):
             candidate = candidates[index]
             prepared = self._prepare(ctx, connector, spec, source, candidate, keys[index], wing, default_room, tally)
             if prepared is not None:
                 batch.append(prepared)
+                taken += 1
+                capped = bool(self._max_documents) and taken >= self._max_documents
             if candidate.cursor_after is not None:
                 source = SourceRecord(
                     id=source.id,
@@ -141,7 +148,7 @@ class MinePipeline:
                     cursor=candidate.cursor_after,
                     updated_at=source.updated_at,
                 )
-            due = time.monotonic() - last_save >= CHECKPOINT_SECONDS or index == len(candidates) - 1
+            due = time.monotonic() - last_save >= CHECKPOINT_SECONDS or index == len(candidates) - 1 or capped
             if due or len(batch) >= BATCH_DOCUMENTS or sum(p.drawers for p in batch) >= BATCH_DRAWERS:
                 filed += self._file(ctx.job_id, batch, tally)
                 batch = []
@@ -154,13 +161,17 @@ class MinePipeline:
                         "last": keys[index],
                         "tally": tally.to_json(),
                         "start_cursor": start_cursor,
+                        "taken": taken,
                     },
                     current=index + 1,
                     total=len(candidates),
                     message=keys[index],
                 )
                 last_save = time.monotonic()
-        if notices_removal(connector, spec, params.notice_removed):
+            if capped:
+                break
+        # Stopped by `mining.max_documents`, the listing was not gone through: nothing can be said removed.
+        if not capped and notices_removal(connector, spec, params.notice_removed):
             # Everything the source holds was listed: a document with current drawers that is not there was removed.
             listed = set(keys)
             for document in sorted(self._store.mining.current_documents(source_id) - listed):
@@ -169,7 +180,8 @@ class MinePipeline:
                 tally.counts["removed_documents"] += 1
         if self._duplicates is not None:
             self._duplicates.settle()  # what a crashed job filed and never linked
-        return {**tally.to_json(), "source_id": source_id, "wing": wing}
+        stopped = {"stopped": f"after {taken} new or changed documents (mining.max_documents): mine again to go on"}
+        return {**tally.to_json(), "source_id": source_id, "wing": wing, **(stopped if capped else {})}
 
     def _link_copies(self, filed: list[str], tally: MineTally) -> None:
         """Link a batch of filed drawers to the copies filed before them: evidence that repeats other evidence is

@@ -80,6 +80,7 @@ class Services:
         audit: ReadAudit | None = None,
         runtime: RuntimeService | None = None,
         check_names: Callable[[], list[str]] = list,
+        entity_fuzzy: bool = True,
     ) -> None:
         self.store = store
         self.runtime = runtime or RuntimeService(store, now=now)
@@ -88,7 +89,7 @@ class Services:
         self.policy = policy
         self._reread_policy = reread_policy
         self.jobs = JobService(store.jobs, queue, embeddings=embeddings, extraction=extraction, check_names=check_names)
-        self.facts = FactService(store, policy, now=now, record=record)
+        self.facts = FactService(store, policy, now=now, record=record, fuzzy=entity_fuzzy)
         keys = RequestKeys(store.request_keys, now, sole_writer=store.backend == "sqlite")
         self.events = events or EventBus()
         publish = self.events.publish

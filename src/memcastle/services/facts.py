@@ -43,8 +43,15 @@ class FactService:
     """Read facts with their computed state; record explicit decisions as immutable links."""
 
     def __init__(
-        self, store: KnowledgeStore, policy: Policy, *, now: Clock = utc_now, record: Record = unrecorded
+        self,
+        store: KnowledgeStore,
+        policy: Policy,
+        *,
+        now: Clock = utc_now,
+        record: Record = unrecorded,
+        fuzzy: bool = True,
     ) -> None:
+        self._fuzzy = fuzzy  # `dedup.entity_fuzzy`
         self._store = store
         self._record = record
         self._now = now
@@ -184,7 +191,7 @@ class FactService:
     def _entity_ids(self, name: str | None, field: str) -> list[str] | None:
         if name is None:
             return None
-        resolver = EntityResolver(self._store.graph, now=self._now)
+        resolver = EntityResolver(self._store.graph, now=self._now, fuzzy=self._fuzzy)
         matches = [
             e.id
             for e in self._store.graph.list_entities(name, None, 200)
@@ -413,7 +420,7 @@ class FactService:
         if evidence_drawer:
             drawer = self._store.drawers.get_drawer(evidence_drawer)
             origin = drawer.source.origin.to_json() if drawer.source.origin else None
-        resolver = EntityResolver(self._store.graph, now=self._now)
+        resolver = EntityResolver(self._store.graph, now=self._now, fuzzy=self._fuzzy)
         subject_entity = resolver.resolve(subject, valid.subject_kind)
         object_entity = resolver.resolve(object_, valid.object_kind)
         fact = Assertion(
