@@ -400,6 +400,14 @@ class SourcesOut(Shape):
     sources: list[MinedSourceOut]
 
 
+class VectorStateOut(Shape):
+    drawer_id: str
+    model: str | None
+    embedded: bool
+    dimension: int | None
+    supplied: bool
+
+
 class GraphOut(Shape):
     nodes: list[Open]
     edges: list[Open]

@@ -118,6 +118,9 @@ class SearchScopeBody(Body):
     known_until: Instant | None = Field(None, description="… until this one (with known_from)")
 
 
+MAX_DIMENSION = 4096  # the longest vector accepted from a caller
+
+
 class SearchBody(SearchScopeBody):
     limit: Integer(1, 200) = 10  # type: ignore[valid-type]
     ranking: Ranking = "auto"
@@ -128,6 +131,11 @@ class SearchBody(SearchScopeBody):
                        "preference line; no drawer text, no hashes)")  # fmt: skip
     max_chars: Integer(200, 10_000_000) | None = Field(  # type: ignore[valid-type]
         None, description="the answer never exceeds this many characters: whole hits, `omitted` and `note` say the rest"
+    )
+    query_embedding: Annotated[list[float], Field(min_length=1, max_length=MAX_DIMENSION)] | None = Field(
+        None,
+        description="your own vector for the query, of the palace's dimension (GET /api/status embeddings.dimension): "
+        "the semantic leg uses it instead of embedding the text; the text still drives the lexical leg and snippets",
     )
 
 
@@ -167,6 +175,10 @@ class ImportBody(Body):
 
 class RenameBody(Body):
     name: Name
+
+
+class EmbeddingBody(Body):
+    vector: Annotated[list[float], Field(min_length=1, max_length=MAX_DIMENSION)]
 
 
 class PlaceBody(Body):

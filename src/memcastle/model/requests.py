@@ -80,6 +80,7 @@ class SearchRequest:
     known_from: str | None = None
     known_until: str | None = None
     include_hidden: bool = False
+    query_embedding: Sequence[float] | None = None  # the caller's own query vector, for the semantic leg
 
 
 @dataclass(frozen=True)

@@ -101,6 +101,7 @@ class SearchQuery:
     ranking: str = "auto"
     expand: bool = False
     preferences: bool = True
+    vector: tuple[float, ...] | None = None  # a caller-supplied query vector: the semantic leg embeds nothing
 
 
 @dataclass(frozen=True)

@@ -179,6 +179,19 @@ class SearchEngine:
         return self._index.dimension
 
     @property
+    def ranks_by(self) -> str | None:
+        """The model whose vectors the semantic leg ranks by now (None without embeddings)."""
+        if self._index is None or not self.has_embeddings:
+            return None
+        model = getattr(self._index, "model", None)
+        return str(model) if model is not None else None
+
+    def take_new_vectors(self) -> None:
+        """Have the semantic leg load vectors stored outside the embed sweep, without waiting for it."""
+        if self._index is not None:
+            self._index.refresh(wait=False)
+
+    @property
     def semantic_leg(self) -> SemanticLeg | None:
         """The semantic leg searches rank by now (None without embeddings)."""
         return self._index
@@ -361,7 +374,7 @@ class SearchEngine:
             return "lexical", None
         assert self._provider is not None
         try:
-            vector = self._provider.embed([query.text], kind="query")[0]
+            vector = self._query_vector(query)
         except ProviderError as exc:
             if explicit:
                 raise
@@ -371,6 +384,22 @@ class SearchEngine:
         if pending:
             warnings.append(f"{pending} drawer(s) are still waiting for embeddings; the semantic leg misses them")
         return ("hybrid" if query.ranking == "auto" else query.ranking), vector
+
+    def _query_vector(self, query: SearchQuery) -> npt.NDArray[np.float32]:
+        """The query's vector: the caller's own (`query_embedding`, of the dimension the palace's vectors have,
+        normalized here), or the provider's embedding of its text."""
+        if query.vector is None:
+            assert self._provider is not None
+            embedded: npt.NDArray[np.float32] = self._provider.embed([query.text], kind="query")[0]
+            return embedded
+        dimension = self.dimension
+        if dimension is not None and len(query.vector) != dimension:
+            raise InvalidRequest(
+                f"query_embedding has {len(query.vector)} dimensions; this palace's vectors have {dimension}",
+                field="query_embedding",
+            )
+        vector = np.asarray(query.vector, dtype=np.float32)
+        return vector / np.float32(np.linalg.norm(vector))
 
     def _pending_count(self) -> int:
         """Drawers still waiting for vectors. The count only feeds a warning, and taking it reads the whole palace

@@ -94,7 +94,7 @@ class Services:
         self.events = events or EventBus()
         publish = self.events.publish
         self.drawers = DrawerService(store, self.jobs, duplicates, policy, keys, publish, now=now, record=record)
-        self.search = SearchService(search, store.drawers, record=record)
+        self.search = SearchService(search, store.drawers, record=record, vectors=store.embeddings)
         self.agents = AgentService(store.drawers, self.drawers, self.facts, keys, record=record)
         self.mining = MiningService(connectors, self.jobs, roots)
         self.miners = MinerService(store.miners, store.jobs, self.mining, miners, publish=publish, now=now)

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
+
+import numpy as np
 
 from memcastle.clock import parse_instant
-from memcastle.errors import InvalidRequest
+from memcastle.errors import InvalidRequest, NotFound
 from memcastle.model import (
     ANY_TIME,
     CURRENT,
@@ -13,6 +18,7 @@ from memcastle.model import (
     SOURCE_KINDS,
     AsOf,
     Between,
+    Drawer,
     Scope,
     SearchQuery,
     SearchResult,
@@ -22,9 +28,10 @@ from memcastle.model.requests import SearchRequest
 from memcastle.model.time import Axis
 from memcastle.search.engine import SearchEngine
 from memcastle.services.audit import Record, unrecorded
+from memcastle.services.ids import resolve_id
 from memcastle.services.reader import visibility
 from memcastle.services.validation import MAX_QUERY_CHARS, check_limit, check_name, check_tags, check_text
-from memcastle.store import DrawerStore
+from memcastle.store import DrawerStore, EmbeddingStore
 
 PINNED_IN_RECALL = 10  # at most this many pinned drawers join a recall (docs/lifecycle.md, "Pin and hide")
 
@@ -32,7 +39,15 @@ PINNED_IN_RECALL = 10  # at most this many pinned drawers join a recall (docs/li
 class SearchService:
     """`search` (any scope) and `recall` (the agent-facing search: a wing at most)."""
 
-    def __init__(self, engine: SearchEngine, store: DrawerStore, *, record: Record = unrecorded) -> None:
+    def __init__(
+        self,
+        engine: SearchEngine,
+        store: DrawerStore,
+        *,
+        record: Record = unrecorded,
+        vectors: EmbeddingStore | None = None,
+    ) -> None:
+        self._vectors = vectors
         self._engine = engine
         self._store = store
         self._record = record
@@ -51,6 +66,50 @@ class SearchService:
         store leaves every other wing out of each leg, expansion and snippet, before any ranking or limit."""
         query = build_query(request)
         return replace(query, scope=visibility().narrow(query.scope))
+
+    def supply_vector(self, drawer_id: str, vector: Sequence[float]) -> dict[str, Any]:
+        """A caller's own vector for a drawer (`PUT /api/drawers/{id}/embedding`): for a current drawer the client
+        may write, finite and non-zero, of the palace's dimension, stored as the drawer's one passage for the model
+        searches rank by and marked `supplied`. It stays until the model changes: the sweep then embeds the drawer
+        with the new model like any other."""
+        drawer = self._readable(drawer_id)
+        visibility().writable(drawer.wing, drawer.room)
+        if drawer.valid_to is not None:
+            raise InvalidRequest(f"drawer {drawer.id} is closed: only a current drawer is searched", field="drawer_id")
+        model = self._engine.ranks_by
+        if model is None or self._vectors is None:
+            raise InvalidRequest(
+                "this palace has no embeddings (embeddings.provider is 'none'): a vector would never be searched",
+                field="vector",
+            )
+        values = [float(v) for v in vector]
+        if not values or not all(math.isfinite(v) for v in values) or not any(values):
+            raise InvalidRequest("the vector must be non-zero and of finite numbers", field="vector")
+        dimension = self._engine.dimension
+        if dimension is not None and len(values) != dimension:
+            raise InvalidRequest(
+                f"the vector has {len(values)} dimensions; this palace's vectors ({model}) have {dimension}",
+                field="vector",
+            )
+        matrix = np.asarray([values], dtype=np.float32)
+        self._vectors.put_embeddings(model, [(drawer.id, matrix / np.linalg.norm(matrix))], supplied=True)
+        self._engine.take_new_vectors()
+        return self._vector_view(drawer.id, model)
+
+    def vector_state(self, drawer_id: str) -> dict[str, Any]:
+        """The drawer's vectors for the model searches rank by: whether it has them, and whether a caller gave them."""
+        return self._vector_view(self._readable(drawer_id).id, self._engine.ranks_by)
+
+    def _vector_view(self, drawer_id: str, model: str | None) -> dict[str, Any]:
+        state = self._vectors.vector_state(model, drawer_id) if model and self._vectors else None
+        return {"drawer_id": drawer_id, "model": model, "embedded": state is not None,
+                "dimension": state[0] if state else None, "supplied": bool(state and state[1])}  # fmt: skip
+
+    def _readable(self, drawer_id: str) -> Drawer:
+        drawer = self._store.get_drawer(resolve_id(self._store, "drawer", drawer_id, field="drawer_id"))
+        if not visibility().can_read(drawer.wing, drawer.room):
+            raise NotFound(f"no drawer {drawer_id}")
+        return drawer
 
     def waiting_for_vector(self, drawer_id: str) -> bool:
         return self._engine.waiting_for_vector(drawer_id)
@@ -127,6 +186,11 @@ def build_query(request: SearchRequest, default_time: When = CURRENT) -> SearchQ
     if request.preferences not in ("on", "off"):
         raise InvalidRequest("preferences must be 'on' or 'off'", field="preferences")
     when = when_of(request, default_time)
+    vector = None
+    if request.query_embedding is not None:
+        vector = tuple(float(v) for v in request.query_embedding)
+        if not vector or not all(math.isfinite(v) for v in vector) or not any(vector):
+            raise InvalidRequest("query_embedding must be a non-zero vector of finite numbers", field="query_embedding")
     return SearchQuery(
         text=request.query,
         limit=check_limit(request.limit),
@@ -142,4 +206,5 @@ def build_query(request: SearchRequest, default_time: When = CURRENT) -> SearchQ
         ranking=request.ranking,
         expand=request.expand,
         preferences=request.preferences == "on",
+        vector=vector,
     )

@@ -163,10 +163,16 @@ class EmbeddingStore(Protocol):
         *,
         first_passage: int = 0,
         totals: Mapping[str, int] | None = None,
+        supplied: bool = False,
     ) -> None:
         """Store each drawer's passage vectors (float32, shape (passages, dimension)) from passage `first_passage`
         on, and mark it embedded once all `totals[drawer]` passages are in (all of them when no total is given).
-        Starting at passage 0 replaces what the drawer had; a later start adds to it."""
+        Starting at passage 0 replaces what the drawer had; a later start adds to it. `supplied`: a caller's
+        vectors (`PUT /api/drawers/{id}/embedding`), marked so; the sweep's own write clears the mark."""
+        ...
+
+    def vector_state(self, model: str, drawer_id: str) -> tuple[int, bool] | None:
+        """The drawer's vectors of `model`: (dimension, supplied by a caller), or None when it has none."""
         ...
 
     def load_embeddings(self, model: str, after_id: int, dimension: int, *, limit: int) -> VectorChunk:

@@ -18,6 +18,7 @@ from memcastle.api.responses import (
     PreferenceTraceOut,
     RenamedOut,
     RoomsOut,
+    VectorStateOut,
     WingsOut,
 )
 from memcastle.api.routes.common import (
@@ -29,6 +30,7 @@ from memcastle.api.routes.common import (
     services,
 )
 from memcastle.api.schemas import (
+    EmbeddingBody,
     InvalidateBody,
     MarksBody,
     NoteBody,
@@ -123,6 +125,22 @@ def supersede_drawer(drawer_id: str, body: SupersedeBody, request: Request) -> d
 def invalidate_drawer(drawer_id: str, body: InvalidateBody, request: Request) -> dict[str, Any]:
     """Close a current drawer with no replacement (it was wrong): it stays in history, `closed_reason` says why."""
     return services(request).drawers.invalidate_drawer(drawer_id, reason=body.reason).to_json()
+
+
+@router.put(
+    "/drawers/{drawer_id}/embedding", response_model=VectorStateOut, tags=["drawers"], dependencies=[Depends(writes)]
+)
+def supply_embedding(drawer_id: str, body: EmbeddingBody, request: Request) -> dict[str, Any]:
+    """Your own vector for a drawer, of the palace's dimension, for the model searches rank by: marked `supplied`,
+    kept until the model changes (then the drawer is embedded again like any other)."""
+    return services(request).search.supply_vector(drawer_id, body.vector)
+
+
+@router.get(
+    "/drawers/{drawer_id}/embedding", response_model=VectorStateOut, tags=["drawers"], dependencies=[Depends(reads)]
+)
+def embedding_state(drawer_id: str, request: Request) -> dict[str, Any]:
+    return services(request).search.vector_state(drawer_id)
 
 
 @router.post("/drawers/{drawer_id}/marks", response_model=DrawerOut, tags=["drawers"], dependencies=[Depends(writes)])

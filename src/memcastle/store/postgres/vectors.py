@@ -42,7 +42,7 @@ class PostgresEmbeddings(EmbeddingTables):
 
     db: PostgresStore
 
-    def _store_vectors(self, model: str, writes: list[VectorWrite]) -> None:
+    def _store_vectors(self, model: str, writes: list[VectorWrite], *, supplied: bool = False) -> None:
         """pgvector rows under an advisory lock, with an HNSW index per dimension."""
         items = writes
         for dimension in sorted({write.dimension for write in items if write.dimension}):
@@ -71,9 +71,10 @@ class PostgresEmbeddings(EmbeddingTables):
                         )
                 if write.completes:
                     conn.execute(
-                        "INSERT INTO embedded(model, drawer_seq, dimension) VALUES (%s,%s,%s) "
-                        "ON CONFLICT (model, drawer_seq) DO UPDATE SET dimension = excluded.dimension",
-                        (model, seq, write.dimension),
+                        "INSERT INTO embedded(model, drawer_seq, dimension, supplied) VALUES (%s,%s,%s,%s) "
+                        "ON CONFLICT (model, drawer_seq) "
+                        "DO UPDATE SET dimension = excluded.dimension, supplied = excluded.supplied",
+                        (model, seq, write.dimension, int(supplied)),
                     )
 
     def nearest_passages(

@@ -31,9 +31,19 @@ class EmbeddingTables(Role):
         *,
         first_passage: int = 0,
         totals: Mapping[str, int] | None = None,
+        supplied: bool = False,
     ) -> None:
         """See `EmbeddingStore.put_embeddings`; each backend stores the vectors its own way."""
-        self._store_vectors(model, vector_writes(rows, first_passage, totals))
+        self._store_vectors(model, vector_writes(rows, first_passage, totals), supplied=supplied)
+
+    def vector_state(self, model: str, drawer_id: str) -> tuple[int, bool] | None:
+        """The drawer's vectors of `model`: (dimension, supplied by a caller), or None when it has none."""
+        row = self._one(
+            "SELECT e.dimension, e.supplied FROM embedded e JOIN drawer d ON d.seq = e.drawer_seq "
+            "WHERE e.model = ? AND d.id = ?",
+            (model, drawer_id),
+        )
+        return (int(row["dimension"]), bool(row["supplied"])) if row else None
 
     def vectors_of_rows(self, row_ids: Sequence[int], dimension: int) -> np.ndarray:
         """See `EmbeddingStore.vectors_of_rows`; each backend reads the vectors its own way."""
@@ -44,7 +54,7 @@ class EmbeddingTables(Role):
         """(row id, float32 vector) for those of `row_ids` the store holds."""
 
     @abstractmethod
-    def _store_vectors(self, model: str, writes: list[VectorWrite]) -> None: ...
+    def _store_vectors(self, model: str, writes: list[VectorWrite], *, supplied: bool = False) -> None: ...
 
     @abstractmethod
     def load_embeddings(self, model: str, after_id: int, dimension: int, *, limit: int) -> VectorChunk: ...

@@ -409,7 +409,7 @@ class SQLiteEmbeddings(EmbeddingTables):
 
     db: SQLiteStore
 
-    def _store_vectors(self, model: str, writes: list[VectorWrite]) -> None:
+    def _store_vectors(self, model: str, writes: list[VectorWrite], *, supplied: bool = False) -> None:
         """Vectors as little-endian float32 blobs, one row per passage."""
         with self._write() as tx:
             for write in writes:
@@ -426,9 +426,10 @@ class SQLiteEmbeddings(EmbeddingTables):
                 )
                 if write.completes:
                     tx.run(
-                        "INSERT INTO embedded(model, drawer_seq, dimension) VALUES (?,?,?) ON CONFLICT "
-                        "(model, drawer_seq) DO UPDATE SET dimension = excluded.dimension",
-                        (model, seq, write.dimension),
+                        "INSERT INTO embedded(model, drawer_seq, dimension, supplied) VALUES (?,?,?,?) "
+                        "ON CONFLICT (model, drawer_seq) "
+                        "DO UPDATE SET dimension = excluded.dimension, supplied = excluded.supplied",
+                        (model, seq, write.dimension, int(supplied)),
                     )
 
     def _vectors_by_id(self, row_ids: list[int]) -> list[tuple[int, np.ndarray]]:
