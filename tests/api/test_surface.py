@@ -117,3 +117,33 @@ def test_the_graph_around_an_entity_or_a_drawer_is_bounded_nodes_and_edges(clien
 
     assert client.get("/api/graph").json()["field"] == "entity"
     assert client.get("/api/graph", params={"entity": atlas["id"], "depth": 3}).json()["field"] == "depth"
+
+
+def test_aliases_mentions_candidates_and_relationships(client: TestClient) -> None:
+    note = save(client, "Notes from the planning call.", wing="ent")
+    made = client.post(f"/api/drawers/{note['id']}/mentions", json={"entity": "Atlantis Project", "kind": "project"})
+    assert made.status_code == 201, made.text
+    atlantis = made.json()
+    assert atlantis["kind"] == "project" and [m["drawer"] for m in atlantis["mentions"]] == [note["id"]]
+
+    aliased = client.post(f"/api/entities/{atlantis['id']}/aliases", json={"alias": "Project A"})
+    assert aliased.status_code == 200 and "Project A" in aliased.json()["aliases"]
+    # The alias now resolves: a fact about "Project A" is about Atlantis.
+    client.post("/api/facts", json={"subject": "Project A", "predicate": "uses", "object": "Postgres"})
+    relations = client.get(f"/api/entities/{atlantis['id']}/relationships").json()["facts"]
+    assert [f["subject"] for f in relations] == ["Atlantis Project"]
+
+    other = client.post(f"/api/drawers/{note['id']}/mentions", json={"entity": "Vim"}).json()
+    taken = client.post(f"/api/entities/{other['id']}/aliases", json={"alias": "Atlantis Project"})
+    assert taken.status_code == 409 and atlantis["id"] in taken.text
+
+    # The same name as a person and as a place: two entities, and a pair for a person to look at.
+    person = client.post(f"/api/drawers/{note['id']}/mentions", json={"entity": "Mercury", "kind": "person"}).json()
+    place = client.post(f"/api/drawers/{note['id']}/mentions", json={"entity": "Mercury", "kind": "place"}).json()
+    assert person["id"] != place["id"]
+    candidates = client.get("/api/entities/candidates").json()["candidates"]
+    assert any({c["entity"], c["other"]} == {person["id"], place["id"]} for c in candidates), candidates
+
+    missing = client.post("/api/drawers/no-such-drawer/mentions", json={"entity": "Vim"})
+    assert missing.status_code == 404
+    assert client.post(f"/api/drawers/{note['id']}/mentions", json={}).json()["field"] == "entity"

@@ -479,6 +479,10 @@ class EntitiesOut(Shape):
     entities: list[EntityOut]
 
 
+class CandidatesOut(Shape):
+    candidates: list[Open]
+
+
 class JobsOut(Shape):
     jobs: list[JobOut]
 

@@ -286,6 +286,15 @@ class InvalidateFactBody(Body):
     reason: Reason
 
 
+class AliasBody(Body):
+    alias: Name
+
+
+class MentionBody(Body):
+    entity: Name
+    kind: EntityKind = "other"
+
+
 class LinkFactBody(Body):
     to: Name
     kind: ExplicitLink

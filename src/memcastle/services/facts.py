@@ -11,7 +11,16 @@ from memcastle.connectors.secrets import Redactor
 from memcastle.errors import AccessDenied, Conflict, InvalidRequest, NotFound
 from memcastle.knowledge.entities import EntityResolver
 from memcastle.knowledge.facts import LINK_FANOUT, infer_links, make_link, present
-from memcastle.model import FACT_STATES, SINGLE_VALUED_PREDICATES, Assertion, Entity, GraphWrite
+from memcastle.model import (
+    FACT_STATES,
+    SINGLE_VALUED_PREDICATES,
+    Assertion,
+    Entity,
+    EntityHint,
+    GraphWrite,
+    Mention,
+    normalize_text,
+)
 from memcastle.model.answers import EntityView, FactView, Linked, Superseded
 from memcastle.model.requests import FactCorrection, FactSpec
 from memcastle.model.vocabulary import ENTITY_KINDS as ENTITY_KINDS
@@ -239,6 +248,80 @@ class FactService:
             mentions = [m for m in mentions if m.drawer_id in readable]
             hints = [h for h in hints if self._entity_visible(h.other_id if h.entity_id == entity.id else h.entity_id)]
         return EntityView(entity, tuple(mentions), tuple(hints))
+
+    # --- a person's hand on entities: aliases, mentions, candidates, relationships -------------------
+
+    def add_alias(self, entity_id: str, alias: str) -> EntityView:
+        """Teach an entity another spelling: later names in that spelling resolve to it. An alias another entity
+        already answers to is refused, naming it."""
+        alias = require_name(alias, "alias")
+        entity = self.get_entity(entity_id).entity
+        key = normalize_text(alias)
+        others = [e for e in self._store.graph.entities_named(alias, key) + self._store.graph.entities_with_alias(key)
+                  if e.id != entity.id]  # fmt: skip
+        if others:
+            raise Conflict(
+                f"{alias!r} already names entity {others[0].id} ({others[0].name!r})",
+                existing_id=others[0].id,
+                help="one spelling, one entity: give the alias to that one, or choose another",
+            )
+        self._store.graph.apply_graph(GraphWrite(extractor=EXPLICIT, read_drawers=(), aliases=((entity.id, alias),)))
+        return self.get_entity(entity.id)
+
+    def mention(self, drawer_id: str, entity: str, *, kind: str = "other") -> EntityView:
+        """Record that a drawer mentions an entity (named, or by id; a new name makes the entity): what extraction
+        would have found, said by a person. The drawer must be one the client may write."""
+        if kind not in ENTITY_KINDS:
+            raise InvalidRequest(f"unknown kind {kind!r}; one of {', '.join(ENTITY_KINDS)}", field="kind")
+        drawer = self._store.drawers.get_drawer(resolve_id(self._store, "drawer", drawer_id, field="drawer_id"))
+        seen = visibility()
+        if not seen.can_read(drawer.wing, drawer.room):
+            raise NotFound(f"no drawer {drawer_id}")
+        seen.writable(drawer.wing, drawer.room)
+        name = require_name(entity, "entity")
+        known = self._store.ids_with_prefix("entity", name, 2) if len(name) >= 8 else []
+        created: tuple[Entity, ...] = ()
+        hints: tuple[EntityHint, ...] = ()
+        if len(known) == 1:
+            target, spelling = self._store.graph.get_entity(known[0]), name
+        else:
+            resolver = EntityResolver(self._store.graph, now=self._now, fuzzy=self._fuzzy)
+            resolution = resolver.resolve(name, kind)
+            target, spelling = resolution.entity, name
+            created, hints = tuple(resolver.created), tuple(resolution.hints)
+        mention = Mention(drawer.id, target.id, spelling if not known else target.name)
+        self._store.graph.apply_graph(
+            GraphWrite(extractor=EXPLICIT, read_drawers=(), entities=created, hints=hints, mentions=(mention,))
+        )
+        return self.get_entity(target.id)
+
+    def candidates(self, limit: int = 50) -> list[dict[str, Any]]:
+        """Pairs of entities that may be one (a name one edit from another, the same key): for a person to look at;
+        nothing is merged."""
+        hints = self._store.graph.list_hints(check_limit(limit))
+        names = self._store.graph.get_entities([i for h in hints for i in (h.entity_id, h.other_id)])
+        if not visibility().reads_everything:
+            hints = [h for h in hints if self._entity_visible(h.entity_id) and self._entity_visible(h.other_id)]
+        return [
+            {
+                "entity": h.entity_id,
+                "entity_name": names[h.entity_id].name if h.entity_id in names else None,
+                "other": h.other_id,
+                "other_name": names[h.other_id].name if h.other_id in names else None,
+                "kind": h.kind,
+                "reason": h.reason,
+            }  # fmt: skip
+            for h in hints
+        ]
+
+    def relationships(self, entity_id: str, *, limit: int = 50) -> list[FactView]:
+        """The facts an entity takes part in, as subject or object, with their state: its relationships."""
+        entity = self.get_entity(entity_id).entity
+        touching = self._store.graph.assertions_touching([entity.id], check_limit(limit))
+        described = self._describe(touching, self._now())
+        fact_ids, drawer_ids = _ids(described)
+        self._record("relationships", query=f"entity={entity.id}", fact_ids=fact_ids, drawer_ids=drawer_ids)
+        return described
 
     # --- the graph around an entity or a drawer --------------------------------------------------
 

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from memcastle.api.access import reads, writes
 from memcastle.api.openapi import DeclaredRoute
 from memcastle.api.responses import (
+    CandidatesOut,
     EntitiesOut,
     EntityDetailOut,
     FactOut,
@@ -26,10 +27,12 @@ from memcastle.api.routes.common import (
     services,
 )
 from memcastle.api.schemas import (
+    AliasBody,
     EmptyBody,
     FactBody,
     InvalidateFactBody,
     LinkFactBody,
+    MentionBody,
     SupersedeFactBody,
 )
 from memcastle.model.requests import FactCorrection, FactSpec, request_of
@@ -116,6 +119,12 @@ def list_entities(
     return {"entities": [e.to_json() for e in services(request).facts.list_entities(name, kind, limit)]}
 
 
+@router.get("/entities/candidates", response_model=CandidatesOut, tags=["facts"], dependencies=[Depends(reads)])
+def entity_candidates(request: Request, limit: Limit = 50) -> dict[str, Any]:
+    """Pairs of entities that may be one (a name one edit from another): for a person to look at."""
+    return {"candidates": services(request).facts.candidates(limit)}
+
+
 @router.get("/entities/{entity_id}", response_model=EntityDetailOut, tags=["facts"], dependencies=[Depends(reads)])
 def get_entity(entity_id: str, request: Request) -> dict[str, Any]:
     return services(request).facts.get_entity(entity_id).to_json()
@@ -131,3 +140,31 @@ def graph(
 ) -> dict[str, Any]:
     """The entities and facts around an entity, or around the entities a drawer mentions, as nodes and edges."""
     return services(request).facts.graph(entity=entity, drawer=drawer, depth=depth, limit=limit)
+
+
+@router.post(
+    "/entities/{entity_id}/aliases", response_model=EntityDetailOut, tags=["facts"], dependencies=[Depends(writes)]
+)
+def add_alias(entity_id: str, body: AliasBody, request: Request) -> dict[str, Any]:
+    """Teach an entity another spelling (409 when another entity answers to it)."""
+    return services(request).facts.add_alias(entity_id, body.alias).to_json()
+
+
+@router.get(
+    "/entities/{entity_id}/relationships", response_model=FactsOut, tags=["facts"], dependencies=[Depends(reads)]
+)
+def entity_relationships(entity_id: str, request: Request, limit: Limit = 50) -> dict[str, Any]:
+    """The facts the entity takes part in, as subject or object, with their state."""
+    return {"facts": [f.to_json() for f in services(request).facts.relationships(entity_id, limit=limit)]}
+
+
+@router.post(
+    "/drawers/{drawer_id}/mentions",
+    status_code=201,
+    response_model=EntityDetailOut,
+    tags=["facts"],
+    dependencies=[Depends(writes)],
+)
+def mention(drawer_id: str, body: MentionBody, request: Request) -> dict[str, Any]:
+    """Record that the drawer mentions an entity (by name — a new one is made — or id)."""
+    return services(request).facts.mention(drawer_id, body.entity, kind=body.kind).to_json()

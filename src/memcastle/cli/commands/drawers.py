@@ -274,3 +274,14 @@ def room_list(inv: Invocation, wing: str) -> None:
         )
 
     inv.emit(data, show)
+
+
+@drawer_app.command("mention")
+@click.argument("drawer_id")
+@click.argument("entity")
+@click.option("--kind", default="other", help="a new entity's kind: person, organization, project, tool, place, …")
+@pass_invocation
+def drawer_mention(inv: Invocation, drawer_id: str, entity: str, kind: str) -> None:
+    """Record that DRAWER_ID mentions ENTITY (a name — made when new — or an entity id)."""
+    data = inv.client().post(f"/drawers/{drawer_id}/mentions", {"entity": entity, "kind": kind})
+    inv.emit(data, lambda data: render.console.print(f"{drawer_id} mentions {data['name']} ({data['id']})"))

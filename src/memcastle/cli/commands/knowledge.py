@@ -166,3 +166,40 @@ def entity_show(inv: Invocation, entity_id: str) -> None:
             render.console.print(f"  [yellow]{hint['kind']}[/yellow] {hint['other']}: {hint['reason']}")
 
     inv.emit(data, show)
+
+
+@entity_app.command("alias")
+@click.argument("entity_id")
+@click.argument("alias")
+@pass_invocation
+def entity_alias(inv: Invocation, entity_id: str, alias: str) -> None:
+    """Teach ENTITY_ID another spelling, ALIAS: later names in it resolve to this entity."""
+    data = inv.client().post(f"/entities/{entity_id}/aliases", {"alias": alias})
+    inv.emit(data, lambda data: render.console.print(f"{data['name']}: aliases {', '.join(data['aliases'])}"))
+
+
+@entity_app.command("candidates")
+@click.option("--limit", type=int, default=50, help="how many (1-200)")
+@pass_invocation
+def entity_candidates(inv: Invocation, limit: int) -> None:
+    """Pairs of entities that may be one (a name one edit from another), for you to look at; nothing is merged."""
+    data = inv.client().get("/entities/candidates", limit=limit)
+
+    def show(data: Any) -> None:
+        render.table(
+            "possibly the same",
+            ["entity", "other", "why"],
+            [(c["entity_name"], c["other_name"], c["reason"]) for c in data["candidates"]],
+        )
+
+    inv.emit(data, show)
+
+
+@entity_app.command("relationships")
+@click.argument("entity_id")
+@click.option("--limit", type=int, default=50, help="how many (1-200)")
+@pass_invocation
+def entity_relationships(inv: Invocation, entity_id: str, limit: int) -> None:
+    """The facts ENTITY_ID takes part in, as subject or object, with their state."""
+    data = inv.client().get(f"/entities/{entity_id}/relationships", limit=limit)
+    inv.emit(data, lambda data: render.show_facts(data["facts"], links=True))

@@ -240,6 +240,11 @@ class GraphTables(Role):
         )
         return [Mention(drawer_id=r["drawer_id"], entity_id=r["entity_id"], spelling=r["spelling"]) for r in rows]
 
+    def list_hints(self, limit: int) -> list[EntityHint]:
+        """Every hint left for a person (possible duplicates), newest entities first."""
+        rows = self._all("SELECT * FROM entity_hint ORDER BY entity_id DESC, other_id LIMIT ?", (limit,))
+        return [hint_from_row(r) for r in rows]
+
     def entity_hints(self, entity_id: str) -> list[EntityHint]:
         rows = self._all("SELECT * FROM entity_hint WHERE entity_id = ? OR other_id = ?", (entity_id, entity_id))
         return [hint_from_row(r) for r in rows]
