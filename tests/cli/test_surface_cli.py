@@ -51,6 +51,12 @@ def test_mine_dot_mines_the_folder_with_the_directory_connector(module_daemon: A
     assert result["params"]["connector"] == "directory" and result["params"]["locator"] == str(project.resolve())
     assert result["result"]["created"] == 1
 
+    # A project file naming its source: `mine .` uses that connector.
+    (project / ".config").mkdir()
+    (project / ".config" / "memcastle.toml").write_text('[memcastle]\nsource = "notes"\n', encoding="utf-8")
+    again = as_json(module_daemon.cli("mine", ".", "--wait", "--wing", "cli-mine-notes", cwd=project))["job"]
+    assert again["params"]["connector"] == "notes"
+
 
 def test_invalidate_and_places_from_the_command_line(module_daemon: Any) -> None:
     drawer = as_json(module_daemon.cli("note", "the moat is drained", "--wing", "cli-places", "--room", "moat"))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from memcastle.errors import ConfigError
 
-_ALLOWED = {"wing", "room"}
+_ALLOWED = {"wing", "room", "source"}
 
 
 @dataclass(frozen=True)
@@ -18,6 +18,7 @@ class ProjectSettings:
     root: Path
     wing: str | None = None
     room: str | None = None
+    source: str | None = None  # the connector `memcastle mine .` mines the project with (default: directory)
 
 
 def find_project_settings(start: Path) -> ProjectSettings | None:
@@ -61,4 +62,4 @@ def _read(path: Path, root: Path) -> ProjectSettings:
             )
         if not isinstance(value, str) or not value.strip():
             raise ConfigError("must be a non-empty string", file=str(path), key=f"memcastle.{key}")
-    return ProjectSettings(root=root, wing=table.get("wing"), room=table.get("room"))
+    return ProjectSettings(root=root, wing=table.get("wing"), room=table.get("room"), source=table.get("source"))

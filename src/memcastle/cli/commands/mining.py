@@ -52,14 +52,19 @@ def mine(
 
     SOURCE is the connector (directory, notes, git, claude, codex, chatgpt, …), LOCATOR where it reads (a folder,
     file or repository), then the connector's options as KEY=VALUE. A path as SOURCE (`memcastle mine .`,
-    `mine ~/notes`, `mine ./src`) mines it with the directory connector.
+    `mine ~/notes`, `mine ./src`) mines it with its project file's `source` connector (`.config/memcastle.toml`),
+    else the directory connector.
     """
     inv = ctx.find_object(Invocation)
     assert inv is not None
     if _is_path(source):
-        # `memcastle mine .`: a folder (or file) is mined by the directory connector, into its project's wing.
+        # `memcastle mine .`: a folder (or file) is mined by its project file's `source` connector, else by the
+        # directory connector, into its project's wing.
+        from memcastle.connectors.project import find_project_settings
+
+        project = find_project_settings(Path(source))
         options = tuple(o for o in (locator, *options) if o is not None)
-        source, locator = "directory", source
+        source, locator = (project.source if project and project.source else "directory"), source
     if locator is not None and "=" in locator and not Path(locator).exists():
         options = (locator, *options)
         locator = None
