@@ -187,6 +187,15 @@ SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec("extraction.command", list, [], "argv of the command extraction provider (no shell)"),
     SettingSpec("extraction.url", str, "", "base URL of an OpenAI-compatible chat completions endpoint"),
     SettingSpec(
+        "extraction.command_format",
+        str,
+        "objects",
+        "what the command provider sends and expects: objects (texts with id, provenance and preference, answered "
+        "by results) or plain (the original MemCastle's: texts as strings and a vocabulary, answered by "
+        "extractions); either answer is read",
+        choices=("objects", "plain"),
+    ),
+    SettingSpec(
         "extraction.max_entities",
         int,
         100,

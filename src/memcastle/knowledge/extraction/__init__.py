@@ -84,7 +84,8 @@ def build_extraction_provider(config: Mapping[str, Any]) -> ExtractionProvider:
         command = config.get("command")
         if not isinstance(command, (list, tuple)):
             raise ConfigError(f"must be a list of strings (argv, no shell), got {command!r}", key="extraction.command")
-        return CommandProvider(list(command), model, timeout, min_confidence=floor)
+        form = config.get("command_format") or "objects"
+        return CommandProvider(list(command), model, timeout, min_confidence=floor, format=str(form))
     if kind == "http":
         url = config.get("url") or ""
         if not isinstance(url, str) or not url:

@@ -49,10 +49,14 @@ def _read_results(
     max_entities: int = MAX_ENTITIES,
     max_relations: int = MAX_RELATIONS,
 ) -> list[Extraction]:
-    """Check a provider's {"results": [...]} answer against the inputs and normalize each result."""
-    if not isinstance(answer, Mapping) or not isinstance(answer.get("results"), list):
-        raise ProviderError(f'{who} answered without a "results" list: {tail(json.dumps(answer, default=str))}')
-    results: list[Any] = answer["results"]
+    """Check a provider's {"results": [...]} answer against the inputs and normalize each result. The original
+    MemCastle's {"extractions": [...]} (one per text, in order) is read the same way, whichever was asked."""
+    key = next((k for k in ("results", "extractions") if isinstance(answer, Mapping) and k in answer), "results")
+    if not isinstance(answer, Mapping) or not isinstance(answer.get(key), list):
+        raise ProviderError(
+            f'{who} answered without a "results" (or "extractions") list: {tail(json.dumps(answer, default=str))}'
+        )
+    results: list[Any] = answer[key]
     if len(results) != len(inputs):
         raise ProviderError(f"{who} answered {len(results)} results for {len(inputs)} texts")
     extractions = []
@@ -73,9 +77,16 @@ def _read_results(
     return extractions
 
 
+COMMAND_FORMATS = ("objects", "plain")
+
+
 class CommandProvider:
-    """Runs argv (no shell), writes {"model", "texts", "entity_kinds", "predicates"} JSON to stdin, reads
-    {"results"} from stdout."""
+    """Runs argv (no shell), writes one JSON request to stdin and reads one answer from stdout.
+
+    `objects` (the default): {"model", "texts": [{id, text, provenance, preference}], "entity_kinds", "predicates",
+    "vocabulary"}, answered by {"results"}. `plain`, the original MemCastle's contract: {"model", "vocabulary":
+    {"kinds", "predicates"}, "texts": ["…"], "preferences": [{…}]}, answered by {"extractions"}. Either answer is
+    read whichever was asked."""
 
     name = "command"
     is_enabled = True
@@ -89,9 +100,13 @@ class CommandProvider:
         min_confidence: float = DEFAULT_MIN_CONFIDENCE,
         max_entities: int = MAX_ENTITIES,
         max_relations: int = MAX_RELATIONS,
+        format: str = "objects",
     ) -> None:
         if not argv or not all(isinstance(part, str) and part for part in argv):
             raise ConfigError("must be a non-empty list of non-empty strings", key="extraction.command")
+        if format not in COMMAND_FORMATS:
+            raise ConfigError(f"one of {', '.join(COMMAND_FORMATS)}, not {format!r}", key="extraction.command_format")
+        self._format = format
         self._argv = list(argv)
         self.model = model
         self._timeout = timeout
@@ -104,12 +119,23 @@ class CommandProvider:
         if not inputs:
             return []
         who = f"extraction command {self._argv[0]!r}"
-        request = {
-            "model": self.model,
-            "texts": _request_texts(inputs),
-            "entity_kinds": list(ENTITY_KINDS),
-            "predicates": list(PREDICATES),
-        }
+        vocabulary = {"kinds": list(ENTITY_KINDS), "predicates": list(PREDICATES)}
+        request: dict[str, Any]
+        if self._format == "plain":
+            request = {
+                "model": self.model,
+                "vocabulary": vocabulary,
+                "texts": [item.text for item in inputs],
+                "preferences": [_jsonable(item.preference) for item in inputs],
+            }
+        else:
+            request = {
+                "model": self.model,
+                "texts": _request_texts(inputs),
+                "entity_kinds": list(ENTITY_KINDS),
+                "predicates": list(PREDICATES),
+                "vocabulary": vocabulary,
+            }
         answer = ask_command(self._argv, request, timeout=self._timeout, who=who)
         return _read_results(
             answer,
