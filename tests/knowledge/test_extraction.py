@@ -544,7 +544,7 @@ def test_command_provider_reports_a_failed_exit_with_its_stderr(fake_command: li
     [
         ("garbage", "did not print JSON"),
         ("short", "answered 1 results for 2 texts"),
-        ("unlabelled", 'without a "results" (or "extractions") list'),
+        ("unlabelled", 'without a "results" list'),
         ("misaligned", "answered result 0 for id 'd2', but text 0 is 'd1'"),
         ("not-an-object", r"answered badly for text 0 \(d1\): .*must be a JSON object"),
     ],

@@ -54,7 +54,8 @@ def _read_results(
     key = next((k for k in ("results", "extractions") if isinstance(answer, Mapping) and k in answer), "results")
     if not isinstance(answer, Mapping) or not isinstance(answer.get(key), list):
         raise ProviderError(
-            f'{who} answered without a "results" (or "extractions") list: {tail(json.dumps(answer, default=str))}'
+            f'{who} answered without a "results" list (nor an "extractions" one): '
+            f"{tail(json.dumps(answer, default=str))}"
         )
     results: list[Any] = answer[key]
     if len(results) != len(inputs):
