@@ -35,11 +35,12 @@ def read(root: Path, external_id: str = SESSION, **options: str) -> RawDocument:
     return ClaudeConnector().read(SourceSpec(str(root), options), Candidate(external_id))
 
 
-def test_connector_satisfies_the_protocol_and_declares_since_and_session() -> None:
+def test_connector_satisfies_the_protocol_and_declares_since_session_and_dir() -> None:
     connector = ClaudeConnector()
     assert isinstance(connector, Connector)
     assert connector.name == "claude" and connector.source_kind == "transcript"
-    assert set(connector.options) == {"since", "session"}
+    assert set(connector.options) == {"since", "session", "dir"}
+    assert connector.options["dir"].identity, "one project's sessions are a source of their own"
     assert connector.options["since"].type == "date" and not connector.options["since"].identity
     assert not connector.options["session"].identity, "one session is a slice of the same source"
 
@@ -193,6 +194,17 @@ def test_since_leaves_out_sessions_whose_last_activity_is_older(projects: Path) 
     recent = connector.discover(SourceSpec(str(projects), {"since": "2025-06-01"}), None)
     assert [c.external_id for c in recent] == [SESSION]
     assert connector.discover(SourceSpec(str(projects), {"since": "2025-11-21T00:00:00Z"}), None) == []
+
+
+def test_dir_keeps_the_sessions_of_one_working_directory(projects: Path) -> None:
+    connector = ClaudeConnector()
+    shop = SourceSpec(str(projects), {"dir": "/home/alex/code/shop"})
+    assert [c.external_id for c in connector.discover(shop, None)] == [SESSION]
+    notes = SourceSpec(str(projects), {"dir": "/home/alex/notes/"})
+    assert [c.external_id for c in connector.discover(notes, None)] == [OLD_SESSION]
+    assert connector.discover(SourceSpec(str(projects), {"dir": "/home/alex"}), None) == []
+    assert not connector.lists_everything(shop), "a removal cannot be told from a narrowed listing"
+    assert connector.identify(shop) != connector.identify(SourceSpec(str(projects)))
 
 
 def test_non_ascii_paths_and_text_are_read(tmp_path: Path) -> None:

@@ -30,7 +30,7 @@ from memcastle.api.errors import error_body
 
 # The methods the routes change state with. Others (PUT, TRACE, a made-up verb) reach no route and are a 405; a
 # browser cannot send them across origins without a preflight, which gets no CORS answer.
-STATE_CHANGING = frozenset({"POST", "DELETE"})
+STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 LOOPBACK_NAMES = frozenset({"localhost"})
 
 

@@ -9,11 +9,11 @@ meta (`isMeta`), compaction-summary and API-error entries are not part of the co
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from memcastle.connectors.contract import SourceSpec
+from memcastle.connectors.contract import OptionSpec, SourceSpec
 from memcastle.connectors.session_logs import SessionLogConnector, SessionRead
 from memcastle.connectors.transcript import (
     SEGMENT_SEPARATOR,
@@ -48,11 +48,26 @@ class ClaudeConnector(SessionLogConnector):
 
     name = "claude"
     default_locator = DEFAULT_LOCATOR
+    options: Mapping[str, OptionSpec] = {
+        **SessionLogConnector.options,
+        "dir": OptionSpec("string", "only the sessions whose working directory is this folder"),
+    }
+
+    def lists_everything(self, source: SourceSpec) -> bool:
+        """Every session, unless `since`, `session` or `dir` narrows the listing."""
+        return super().lists_everything(source) and not source.options.get("dir")
 
     def session_files(self, root: Path, source: SourceSpec) -> Iterable[Path]:
         """`<project>/<session>.jsonl`; agent-<id>.jsonl holds one sub-agent's side chain, whose result already
-        shows in the main session."""
-        projects = (folder for folder in root.iterdir() if folder.is_dir() and source.may_read(folder))
+        shows in the main session. With `dir`, only the project folder Claude Code keeps that directory's sessions
+        in (its absolute path with every character but a letter or digit written `-`)."""
+        only = source.options.get("dir")
+        wanted = project_folder_name(only) if only else None
+        projects = (
+            folder
+            for folder in root.iterdir()
+            if folder.is_dir() and source.may_read(folder) and (wanted is None or folder.name == wanted)
+        )
         return (path for folder in projects for path in folder.glob("*.jsonl") if not path.name.startswith("agent-"))
 
     def read_session(self, path: Path, lines: JsonLines) -> SessionRead:
@@ -60,6 +75,13 @@ class ClaudeConnector(SessionLogConnector):
         for number, entry in lines.records:
             session.take(number, entry, lines.warnings)
         return SessionRead(session.turns, session.metadata(), session.first_timestamp, session.title())
+
+
+def project_folder_name(directory: str) -> str:
+    """The folder under `~/.claude/projects` that holds the sessions run in `directory`: Claude Code names it by
+    the absolute path with each character other than an ASCII letter or digit replaced by `-`."""
+    resolved = str(Path(directory).expanduser().resolve())
+    return re.sub(r"[^A-Za-z0-9]", "-", resolved)
 
 
 class _Session:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from memcastle.clock import parse_instant, to_datetime
 from memcastle.connectors.contract import (
     Candidate,
     CanonicalDocument,
@@ -22,6 +23,7 @@ from memcastle.connectors.files import (
     walk_files,
 )
 from memcastle.connectors.project import project_wing
+from memcastle.connectors.transcript import identity_options
 
 DEFAULT_MAX_FILE_BYTES = 2 * 1024 * 1024
 
@@ -32,13 +34,16 @@ class DirectoryConnector(ConnectorBase):
     name = "directory"
     source_kind = "file"
     default_room = "files"
-    options: Mapping[str, OptionSpec] = {}
+    options: Mapping[str, OptionSpec] = {
+        "since": OptionSpec("date", "only files modified at or after this instant", identity=False),
+    }
 
     def __init__(self, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> None:
         self.max_file_bytes = max_file_bytes
 
     def identify(self, source: SourceSpec) -> str:
-        return identify_source(self.name, str(source.path.resolve()), dict(source.options))
+        # `since` narrows one pass over the same folder: not part of what the source is.
+        return identify_source(self.name, str(source.path.resolve()), identity_options(self.options, source.options))
 
     def default_wing(self, source: SourceSpec) -> str:
         return project_wing(source.path)
@@ -46,8 +51,13 @@ class DirectoryConnector(ConnectorBase):
     notices_removal = True
 
     def lists_everything(self, source: SourceSpec) -> bool:
-        """Discovery lists every file under the folder."""
-        return True
+        """Discovery lists every file under the folder, unless `since` leaves the older ones out."""
+        return not source.options.get("since")
+
+    def check(self, source: SourceSpec) -> None:
+        """A malformed `since` is refused when the mine is asked for (a 400 naming the option)."""
+        if source.options.get("since"):
+            parse_instant(source.options["since"], field="options.since")
 
     def discover(self, source: SourceSpec, cursor: str | None) -> Iterable[Candidate]:
         root = source.path.resolve()
@@ -55,7 +65,13 @@ class DirectoryConnector(ConnectorBase):
             raise SkipDocument(f"not a folder: {root}")
         repo = repository_info(root, source.may_read)
         hint = {"root": str(root), "git": repo.to_json() if repo else None}
-        return [Candidate(external_id=relative, hint=hint) for relative in walk_files(root, may_read=source.may_read)]
+        since = source.options.get("since")
+        floor = to_datetime(parse_instant(since, field="options.since")).timestamp() if since else None
+        return [
+            Candidate(external_id=relative, hint=hint)
+            for relative in walk_files(root, may_read=source.may_read)
+            if floor is None or _modified(root / relative) >= floor
+        ]
 
     def read(self, source: SourceSpec, candidate: Candidate) -> RawDocument:
         hint = candidate.hint or {}
@@ -76,3 +92,10 @@ class DirectoryConnector(ConnectorBase):
 
     def normalize(self, raw: RawDocument) -> CanonicalDocument:
         return CanonicalDocument(kind="file", segments=(raw.body,), title=raw.title, name=raw.external_id, uri=raw.uri)
+
+
+def _modified(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return float("inf")  # listed, and the read says why it cannot be
