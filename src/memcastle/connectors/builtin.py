@@ -9,6 +9,7 @@ from memcastle.connectors.contract import Connector
 from memcastle.connectors.directory import DirectoryConnector
 from memcastle.connectors.git import GitConnector
 from memcastle.connectors.notes import NotesConnector
+from memcastle.connectors.pi import PiConnector
 
 
 def builtin_connectors(*, max_file_bytes: int) -> dict[str, Connector]:
@@ -18,6 +19,7 @@ def builtin_connectors(*, max_file_bytes: int) -> dict[str, Connector]:
         GitConnector(),
         ClaudeConnector(),
         CodexConnector(),
+        PiConnector(),
         ChatGPTConnector(),
     ]
     return {c.name: c for c in connectors}
