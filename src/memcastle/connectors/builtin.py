@@ -9,6 +9,7 @@ from memcastle.connectors.contract import Connector
 from memcastle.connectors.directory import DirectoryConnector
 from memcastle.connectors.git import GitConnector
 from memcastle.connectors.notes import NotesConnector
+from memcastle.connectors.opencode import OpenCodeConnector
 from memcastle.connectors.pi import PiConnector
 
 
@@ -20,6 +21,7 @@ def builtin_connectors(*, max_file_bytes: int) -> dict[str, Connector]:
         ClaudeConnector(),
         CodexConnector(),
         PiConnector(),
+        OpenCodeConnector(),
         ChatGPTConnector(),
     ]
     return {c.name: c for c in connectors}
