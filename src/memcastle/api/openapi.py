@@ -40,6 +40,7 @@ NOT_FOUND_WITHOUT_PATH_PARAMETERS = frozenset(
         "/api/wake-up",
         "/api/drawers",
         "/api/forget",
+        "/api/graph",
     }
 )
 # Routes that call a provider while the client waits (the query's embedding).
