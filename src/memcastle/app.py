@@ -237,7 +237,12 @@ def read_configuration(settings: Settings) -> Configuration:
     lifecycle = load_lifecycle(settings.tables.get("lifecycle"))
     policy = load_policy(layers_from_settings(settings))
     roots = MiningRoots(settings["mining.roots"])
-    connectors = load_registry(builtin_connectors(max_file_bytes=settings["mining.max_file_bytes"]), access=roots)
+    connectors = load_registry(
+        builtin_connectors(
+            max_file_bytes=settings["mining.max_file_bytes"], github_api_url=settings["mining.github_api_url"]
+        ),
+        access=roots,
+    )
     for position, miner in enumerate(miners.values()):  # in the file's order
         if miner.connector not in connectors.names:
             raise ConfigError(

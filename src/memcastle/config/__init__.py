@@ -91,6 +91,13 @@ SETTINGS: tuple[SettingSpec, ...] = (
     ),
     SettingSpec("mining.chunk_chars", int, 6000, "largest drawer a mined document is cut into", minimum=200),
     SettingSpec(
+        "mining.github_api_url",
+        str,
+        "https://api.github.com",
+        "the GitHub REST API the github connector reads (GitHub Enterprise: https://HOST/api/v3); its token comes "
+        "from GH_TOKEN, else GITHUB_TOKEN, never from a setting",
+    ),
+    SettingSpec(
         "mining.max_documents",
         int,
         0,

@@ -134,12 +134,8 @@ class MinePipeline:
         taken, capped = int(state.get("taken", 0)), False
         for index in range(position, len(candidates)):
             candidate = candidates[index]
-            prepared = self._prepare(ctx, connector, spec, source, candidate, keys[index], wing, default_room, tally)
-            if prepared is not None:
-                batch.append(prepared)
-                taken += 1
-                capped = bool(self._max_documents) and taken >= self._max_documents
             if candidate.cursor_after is not None:
+                # Filed with the document it follows: the cursor saved with a document is past that document.
                 source = SourceRecord(
                     id=source.id,
                     connector=source.connector,
@@ -148,6 +144,11 @@ class MinePipeline:
                     cursor=candidate.cursor_after,
                     updated_at=source.updated_at,
                 )
+            prepared = self._prepare(ctx, connector, spec, source, candidate, keys[index], wing, default_room, tally)
+            if prepared is not None:
+                batch.append(prepared)
+                taken += 1
+                capped = bool(self._max_documents) and taken >= self._max_documents
             due = time.monotonic() - last_save >= CHECKPOINT_SECONDS or index == len(candidates) - 1 or capped
             if due or len(batch) >= BATCH_DOCUMENTS or sum(p.drawers for p in batch) >= BATCH_DRAWERS:
                 filed += self._file(ctx.job_id, batch, tally)

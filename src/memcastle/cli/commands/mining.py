@@ -99,7 +99,7 @@ def _is_path(source: str) -> bool:
 
 
 # The builtin connectors' names: a folder of one of these names is mined as `./NAME`.
-KNOWN_CONNECTORS = ("directory", "notes", "git", "claude", "codex", "chatgpt", "pi", "opencode")
+KNOWN_CONNECTORS = ("directory", "notes", "git", "claude", "codex", "chatgpt", "pi", "opencode", "github")
 
 
 def _locator(locator: str | None) -> str:
