@@ -454,7 +454,12 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
     )
     built.append(services)
     pool.on_finished = services.jobs.after_job
-    triggers = TriggerManager(services.miners.effective, services.miners.run, refusal=services.miners.refusal)
+    triggers = TriggerManager(
+        services.miners.effective,
+        services.miners.run,
+        refusal=services.miners.refusal,
+        probe=lambda spec: services.mining.change_token(spec.connector, spec.locator, spec.options),
+    )
     services.miners.on_change = triggers.reconcile
     return Palace(
         settings=settings,

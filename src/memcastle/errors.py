@@ -149,6 +149,17 @@ class AccessDenied(MemCastleError):
             self.status = 401
 
 
+class TooManyRequests(MemCastleError):
+    """More requests than a bound allows in a while (a webhook flooded); `retry_after` seconds until one fits."""
+
+    code = "too_many_requests"
+    status = 429
+
+    def __init__(self, message: str, *, retry_after: float, help: str | None = None) -> None:
+        super().__init__(message, help=help)
+        self.retry_after = retry_after
+
+
 class ProviderError(MemCastleError):
     """An external provider (embeddings, extraction) failed or answered badly."""
 

@@ -17,7 +17,7 @@ from memcastle.runtime.tokens import TOKEN_STATE, TokenRecord, TokenStore
 from memcastle.services.reader import Reader, reading_as
 
 PUBLIC = {("GET", "/api/health"), ("GET", "/login"), ("POST", "/login")}
-PUBLIC_PREFIXES = ("/static/",)
+PUBLIC_PREFIXES = ("/static/", "/hooks/")  # a webhook delivery is verified by its own signature or token
 COOKIE = "memcastle_token"
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -15,6 +16,7 @@ from memcastle.errors import (
     AccessDenied,
     InvalidRequest,
     MemCastleError,
+    TooManyRequests,
     error_shape,
     field_path,
     http_status,
@@ -75,6 +77,8 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(MemCastleError)
     async def on_memcastle_error(request: Request, exc: MemCastleError) -> JSONResponse:
         headers = {"WWW-Authenticate": "Bearer"} if isinstance(exc, AccessDenied) and exc.unauthenticated else None
+        if isinstance(exc, TooManyRequests):
+            headers = {"Retry-After": str(max(1, math.ceil(exc.retry_after)))}
         return JSONResponse(error_shape(exc), status_code=http_status(exc), headers=headers)
 
     @app.exception_handler(RequestValidationError)

@@ -25,6 +25,7 @@ WHY: dict[int, str] = {
     409: "conflicts with the palace's current state (a name taken, an illegal job transition, an idempotency key)",
     413: "the body is larger than server.max_body_bytes",
     415: "a state change must send a JSON body (Content-Type: application/json)",
+    429: "too many requests in the last minute (a flooded webhook): Retry-After says when one fits",
     502: "an embedding or extraction provider failed",
     503: "the palace's storage failed to read or write (an I/O error, a damaged file); nothing half-written is kept",
     507: "the disk holding the palace is full: the write was refused, nothing acknowledged was lost",
@@ -57,6 +58,8 @@ def error_statuses(path: str, methods: set[str]) -> list[int]:
         statuses += [409, 413, 415, 507]
     if path in PROVIDER_ROUTES:
         statuses.append(502)
+    if path.startswith("/hooks/"):
+        statuses.append(429)
     statuses.append(503)
     return sorted(statuses)
 

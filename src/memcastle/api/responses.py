@@ -408,6 +408,14 @@ class VectorStateOut(Shape):
     supplied: bool
 
 
+class WebhookOut(Shape):
+    duplicate: bool
+    delivery: str | None
+    job: Open | None
+    joined: bool | None = None
+    message: str | None = None
+
+
 class GraphOut(Shape):
     nodes: list[Open]
     edges: list[Open]
@@ -525,6 +533,9 @@ class MinerOut(Shape):
     watch: bool
     debounce: float = Field(description="seconds without a change before a watched source is mined")
     every: float | None = Field(description="the schedule's period in seconds")
+    poll: float | None = Field(None, description="the change check's period in seconds (backed off while unchanged)")
+    webhook: Literal["hmac", "token"] | None = Field(None, description="POST /hooks/{name} asks for a run")
+    secret_env: str | None = Field(None, description="the daemon's environment variable holding the webhook's secret")
     origin: Literal["config", "api"] = Field(description="where it is defined: the config file, or the palace")
     triggers: list[str]
     enabled: bool

@@ -231,6 +231,15 @@ class MinerBody(Body):
     every: Annotated[str, Field(max_length=20)] | float | None = Field(
         None, description="mine on a schedule: a duration such as 5m, 2h or 1d (at least 10 s)"
     )
+    poll: Annotated[str, Field(max_length=20)] | float | None = Field(
+        None, description="check the source for a change so often (at least 30 s), and mine when it changed"
+    )
+    webhook: Literal["hmac", "token"] | None = Field(
+        None, description="POST /hooks/{name} asks for a run, verified by an HMAC-SHA256 signature or a token"
+    )
+    secret_env: Annotated[str, Field(min_length=1, max_length=200)] | None = Field(
+        None, description="the daemon's environment variable holding the webhook's secret (never the secret itself)"
+    )
 
 
 class DiaryBody(Body):

@@ -5,9 +5,22 @@ from __future__ import annotations
 from memcastle.config import RawTable
 from memcastle.config.toml import line_for
 from memcastle.errors import ConfigError
-from memcastle.model.mining import DEFAULT_DEBOUNCE, MAX_DEBOUNCE, MIN_EVERY, MinerSpec, parse_duration
+from memcastle.model.mining import DEFAULT_DEBOUNCE, MAX_DEBOUNCE, MIN_EVERY, MinerSpec, check_triggers, parse_duration
 
-_KEYS = {"name", "connector", "locator", "options", "wing", "full", "watch", "debounce", "every"}
+_KEYS = {
+    "name",
+    "connector",
+    "locator",
+    "options",
+    "wing",
+    "full",
+    "watch",
+    "debounce",
+    "every",
+    "poll",
+    "webhook",
+    "secret_env",
+}
 
 
 def load_miners(table: RawTable | None) -> dict[str, MinerSpec]:
@@ -59,6 +72,13 @@ def load_miners(table: RawTable | None) -> dict[str, MinerSpec]:
                     raise ValueError(f"at least {MIN_EVERY:.0f} s (use watch = true to mine on every change)")
             except ValueError as exc:
                 raise fail(f"{where}.every", str(exc)) from None
+
+        def trigger_fail(key: str, message: str, where: str = where) -> ConfigError:
+            return fail(f"{where}.{key}", message)
+
+        poll, webhook, secret_env = check_triggers(
+            entry.get("poll"), entry.get("webhook"), entry.get("secret_env"), trigger_fail
+        )
         name = entry["name"].strip()
         if name in miners:
             raise fail(f"{where}.name", f"duplicate miner name {name!r}")
@@ -72,5 +92,8 @@ def load_miners(table: RawTable | None) -> dict[str, MinerSpec]:
             watch=watch,
             debounce=debounce,
             every=every,
+            poll=poll,
+            webhook=webhook,
+            secret_env=secret_env,
         )
     return miners

@@ -18,6 +18,7 @@ from memcastle.connectors.contract import (
 )
 from memcastle.connectors.files import (
     file_metadata,
+    folder_token,
     read_text_file,
     repository_info,
     walk_files,
@@ -53,6 +54,10 @@ class DirectoryConnector(ConnectorBase):
     def lists_everything(self, source: SourceSpec) -> bool:
         """Discovery lists every file under the folder, unless `since` leaves the older ones out."""
         return not source.options.get("since")
+
+    def change_token(self, source: SourceSpec) -> str | None:
+        """How many files, and the newest modification among them: what a poll compares (`triggers.poll`)."""
+        return folder_token(source.path.resolve(), source.may_read)
 
     def check(self, source: SourceSpec) -> None:
         """A malformed `since` is refused when the mine is asked for (a 400 naming the option)."""

@@ -187,3 +187,18 @@ def _remote(git_dir: Path, may_read: Callable[[Path], bool]) -> str | None:
     url = parser.get('remote "origin"', "url", fallback=None)
     # Tokens embedded in an https remote must never land in a drawer's metadata snapshot.
     return _CREDENTIALS.sub(r"\1", url) if url else None
+
+
+def folder_token(root: Path, may_read: Callable[[Path], bool]) -> str | None:
+    """A cheap fingerprint of what a folder's mine would list: how many files, and the newest modification time
+    among them (no file is opened). None when the folder is not there."""
+    if not root.is_dir():
+        return None
+    count, newest = 0, 0
+    for relative in walk_files(root, may_read=may_read):
+        try:
+            newest = max(newest, (root / relative).stat().st_mtime_ns)
+        except OSError:
+            continue
+        count += 1
+    return f"{count}:{newest}"

@@ -122,6 +122,11 @@ class GitConnector(ConnectorBase):
         except SkipDocument:
             return project_wing(source.path)
 
+    def change_token(self, source: SourceSpec) -> str | None:
+        """The branch's tip: what a poll compares (`triggers.poll`)."""
+        repository = _open(source)
+        return _resolve_tip(repository.root, source.options.get("branch"))
+
     def discover(self, source: SourceSpec, cursor: str | None) -> list[Candidate]:
         """Commits of the branch, oldest first; after `cursor` when it is an ancestor of the tip, else all."""
         repository = _open(source)

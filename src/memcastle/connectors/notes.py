@@ -19,7 +19,7 @@ from memcastle.connectors.contract import (
     SourceSpec,
     identify_source,
 )
-from memcastle.connectors.files import file_metadata, read_text_file, walk_files
+from memcastle.connectors.files import file_metadata, folder_token, read_text_file, walk_files
 from memcastle.connectors.project import project_wing
 from memcastle.errors import InvalidRequest
 
@@ -50,6 +50,10 @@ class NotesConnector(ConnectorBase):
     def lists_everything(self, source: SourceSpec) -> bool:
         """Discovery lists every file under the folder."""
         return True
+
+    def change_token(self, source: SourceSpec) -> str | None:
+        """How many files, and the newest modification among them: what a poll compares (`triggers.poll`)."""
+        return folder_token(source.path.resolve(), source.may_read)
 
     def discover(self, source: SourceSpec, cursor: str | None) -> Iterable[Candidate]:
         root = source.path.resolve()

@@ -97,6 +97,14 @@ class SessionLogConnector(ConnectorBase):
         """A `session` outside the folder is refused when the mine is asked for (a 400 naming the option)."""
         session_only(source, locator_root(source, self.default_locator))
 
+    def change_token(self, source: SourceSpec) -> str | None:
+        """How many session files, and the newest write among them: what a poll compares (`triggers.poll`)."""
+        root = locator_root(source, self.default_locator)
+        if not root.is_dir():
+            return None
+        stamps = [p.stat().st_mtime_ns for p in self.session_files(root, source) if p.is_file()]
+        return f"{len(stamps)}:{max(stamps, default=0)}"
+
     def discover(self, source: SourceSpec, cursor: str | None) -> list[Candidate]:
         """Every session file, by its path relative to the folder; only the `session` one when given, only those
         active since `since`."""

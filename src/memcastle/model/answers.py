@@ -190,7 +190,17 @@ class MinerView:
 
     @property
     def triggers(self) -> list[str]:
-        return (["watch"] if self.spec.watch else []) + (["schedule"] if self.spec.every else [])
+        spec = self.spec
+        return [
+            trigger
+            for trigger, present in (
+                ("watch", spec.watch),
+                ("schedule", spec.every),
+                ("poll", spec.poll),
+                ("webhook", spec.webhook),
+            )  # fmt: skip
+            if present
+        ]
 
     def to_json(self) -> JSON:
         return {

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,6 +70,32 @@ def parse_duration(value: object) -> float:
     return seconds
 
 
+WEBHOOK_KINDS = ("hmac", "token")
+MIN_POLL = 30.0  # a poll is a change check; more often than this, a watch is what is wanted
+
+
+def check_triggers(poll: Any, webhook: Any, secret_env: Any, fail: Callable[[str, str], Exception]) -> tuple[
+    float | None, str | None, str | None
+]:  # fmt: skip
+    """`poll`, `webhook` and `secret_env` of a miner checked alike wherever it is defined; `fail(key, message)`
+    makes the error that names where."""
+    seconds = None
+    if poll is not None:
+        try:
+            seconds = parse_duration(poll)
+        except ValueError as exc:
+            raise fail("poll", str(exc)) from None
+        if seconds < MIN_POLL:
+            raise fail("poll", f"at least {MIN_POLL:.0f} s (use watch = true to mine on every change)")
+    if webhook is not None and webhook not in WEBHOOK_KINDS:
+        raise fail("webhook", f"one of {', '.join(WEBHOOK_KINDS)}, not {webhook!r}")
+    if webhook is not None and not (isinstance(secret_env, str) and secret_env.strip()):
+        raise fail("secret_env", "a webhook needs the name of the environment variable holding its secret")
+    if secret_env is not None and webhook is None:
+        raise fail("secret_env", "only a webhook has a secret")
+    return seconds, webhook, secret_env.strip() if isinstance(secret_env, str) else None
+
+
 @dataclass(frozen=True)
 class MinerSpec:
     """A named miner: a connector, a locator, options and a wing, to mine again by name; its triggers (`watch`: a
@@ -86,6 +112,17 @@ class MinerSpec:
     debounce: float = DEFAULT_DEBOUNCE
     every: float | None = None
     origin: str = "config"
+    # `poll`: a cheap change check so often (backing off while nothing changes), a run when it sees one;
+    # `webhook`: `POST /hooks/{name}` asks for a run, verified by an HMAC-SHA256 signature (`hmac`) or a token
+    # (`token`) whose secret is in the daemon's environment variable `secret_env` (never in a file or the palace).
+    poll: float | None = None
+    webhook: str | None = None
+    secret_env: str | None = None
+
+    @property
+    def created_disabled(self) -> bool:
+        """A miner that something outside asks to run (a poll, a webhook) starts disabled: a person enables it."""
+        return self.poll is not None or self.webhook is not None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -99,6 +136,9 @@ class MinerSpec:
             "debounce": self.debounce,
             "every": self.every,
             "origin": self.origin,
+            "poll": self.poll,
+            "webhook": self.webhook,
+            "secret_env": self.secret_env,
         }
 
     @classmethod
@@ -114,6 +154,9 @@ class MinerSpec:
             debounce=float(data.get("debounce", DEFAULT_DEBOUNCE)),
             every=float(data["every"]) if data.get("every") is not None else None,
             origin=str(data.get("origin", "api")),
+            poll=float(data["poll"]) if data.get("poll") is not None else None,
+            webhook=data.get("webhook"),
+            secret_env=data.get("secret_env"),
         )
 
 

@@ -161,3 +161,6 @@ class MinerDefinition:
     watch: bool = False
     debounce: str | float = DEFAULT_DEBOUNCE
     every: str | float | None = None
+    poll: str | float | None = None
+    webhook: str | None = None
+    secret_env: str | None = None

@@ -51,6 +51,7 @@ from memcastle.services.requests import RequestKeys
 from memcastle.services.runtime import RuntimeService
 from memcastle.services.search import SearchService, build_query
 from memcastle.services.status import StatusService
+from memcastle.services.webhooks import WebhookService
 from memcastle.store import Store
 
 __all__ = ["ForgetRequest", "SearchRequest", "Services", "build_query"]
@@ -98,6 +99,7 @@ class Services:
         self.agents = AgentService(store.drawers, self.drawers, self.facts, keys, record=record)
         self.mining = MiningService(connectors, self.jobs, roots)
         self.miners = MinerService(store.miners, store.jobs, self.mining, miners, publish=publish, now=now)
+        self.webhooks = WebhookService(self.miners, store.miners, now=now)
         self.forgetting = ForgetService(
             store, search, self.mining.active_mines, publish, self.events.purge, audit=self.audit
         )

@@ -17,7 +17,7 @@ from memcastle.clock import Clock, parse_instant, utc_now
 from memcastle.errors import AccessDenied, Conflict, InvalidRequest, MemCastleError, NotFound
 from memcastle.model import MinerSpec, MinerState, Submitted
 from memcastle.model.answers import LastRun, MinerView
-from memcastle.model.mining import MAX_DEBOUNCE, MIN_EVERY, parse_duration
+from memcastle.model.mining import MAX_DEBOUNCE, MIN_EVERY, check_triggers, parse_duration
 from memcastle.model.requests import MinerDefinition, MineRequest
 from memcastle.services.events import Publish, ignore_event
 from memcastle.services.mining import MiningService
@@ -60,7 +60,10 @@ class MinerService:
     def effective(self) -> dict[str, tuple[MinerSpec, MinerState]]:
         """Every miner by name: the config file's first, then the palace's that no config miner shadows."""
         states = {s.name: s for s in self._store.list_miner_states()}
-        out = {name: (spec, states.get(name) or MinerState(name)) for name, spec in self._configured.items()}
+        out = {
+            name: (spec, states.get(name) or MinerState(name, enabled=not spec.created_disabled))
+            for name, spec in self._configured.items()
+        }
         for name, state in states.items():
             if state.spec is not None and name not in out:
                 out[name] = (state.spec, state)
@@ -122,6 +125,11 @@ class MinerService:
                 help="edit [[miners]] in config.toml to change it",
             )
         every = definition.every
+
+        def refuse(key: str, message: str) -> InvalidRequest:
+            return InvalidRequest(f"{key}: {message}", field=key)
+
+        poll, webhook, secret_env = check_triggers(definition.poll, definition.webhook, definition.secret_env, refuse)
         spec = MinerSpec(
             name=name,
             connector=definition.connector,
@@ -133,6 +141,9 @@ class MinerService:
             debounce=_seconds(definition.debounce, "debounce", most=MAX_DEBOUNCE),
             every=_seconds(every, "every", least=MIN_EVERY) if every is not None else None,
             origin="api",
+            poll=poll,
+            webhook=webhook,
+            secret_env=secret_env,
         )
         self._mining.check_source(spec.connector, spec.locator, spec.options)
         state = self._store.define_miner(spec, at=self._now())
@@ -168,7 +179,7 @@ class MinerService:
             raise Conflict(f"miner {name!r} is disabled", help=f"memcastle miner enable {name}")
         request = MineRequest(spec.connector, spec.locator, spec.options, wing=spec.wing, full=spec.full)
         submitted = self._mining.submit_mine(request, requested_by=requested_by)
-        self._store.note_miner_run(name, submitted.job.id, trigger, at=self._now())
+        self._store.note_miner_run(name, submitted.job.id, trigger, at=self._now(), enabled=state.enabled)
         if trigger != "request":
             self._publish("trigger", {"miner": name, "trigger": trigger, "job_id": submitted.job.id,
                                       "joined": not submitted.created, **details})  # fmt: skip

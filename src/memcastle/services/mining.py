@@ -58,6 +58,13 @@ class MiningService:
             f"{options_digest(spec)}",
         )
 
+    def change_token(self, connector: str, locator: str, options: Mapping[str, Any] | None = None) -> str | None:
+        """A cheap fingerprint of the source (its connector's `change_token`): a poll asks for a run when it differs
+        from the last one; None when the connector has no cheap check."""
+        adapter, spec = self.check_source(connector, locator, options)
+        probe = getattr(adapter, "change_token", None)
+        return probe(spec) if probe is not None else None
+
     def check_source(
         self, connector: str, locator: str, options: Mapping[str, Any] | None = None
     ) -> tuple[Connector, SourceSpec]:

@@ -1,5 +1,5 @@
-"""Triggers that ask for work by themselves (SPEC §2.3): a filesystem watch and a schedule for miners (here), and the
-expiry timer (`triggers.expiry`).
+"""Triggers that ask for work by themselves (SPEC §2.3): a filesystem watch, a schedule and a poll for miners (here),
+and the expiry timer (`triggers.expiry`); webhooks ask through the HTTP API (`services.webhooks`).
 
 `TriggerManager` follows the enabled miners: one `SourceWatch` thread per miner with `watch = true`, one
 `Schedule` thread for every miner with `every`. Both only *ask* for a run (`run(name, trigger, …)`, which queues an
@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from memcastle.model import MinerSpec, MinerState
+from memcastle.triggers.poll import Poller, Probe
 from memcastle.triggers.schedule import Schedule, utc_clock
 from memcastle.triggers.watch import SourceWatch
 
@@ -28,7 +29,13 @@ Refusal = Callable[[MinerSpec], str | None]  # why a miner's source may not be r
 
 class TriggerManager:
     def __init__(
-        self, miners: Miners, run: RunRequest, *, schedule: Schedule | None = None, refusal: Refusal | None = None
+        self,
+        miners: Miners,
+        run: RunRequest,
+        *,
+        schedule: Schedule | None = None,
+        refusal: Refusal | None = None,
+        probe: Probe | None = None,
     ) -> None:
         self._miners = miners
         self._run = run
@@ -38,6 +45,7 @@ class TriggerManager:
         self._lock = threading.Lock()
         self._watches: dict[str, tuple[MinerSpec, SourceWatch]] = {}
         self.schedule = schedule or Schedule(self._request, clock=utc_clock)
+        self.poller = Poller(self._request, probe or (lambda spec: None), clock=utc_clock)
         self._started = False
 
     def _request(self, name: str, trigger: str, **details: Any) -> None:
@@ -51,6 +59,7 @@ class TriggerManager:
             self._started = True
         self.reconcile()
         self.schedule.start()
+        self.poller.start()
 
     def stop(self) -> None:
         with self._lock:
@@ -58,6 +67,7 @@ class TriggerManager:
             watches = [watch for _, watch in self._watches.values()]
             self._watches.clear()
         self.schedule.stop()
+        self.poller.stop()
         for watch in watches:
             watch.stop()
 
@@ -91,6 +101,7 @@ class TriggerManager:
         for watch in starting:
             watch.start()
         self.schedule.follow({name: (spec, state) for name, (spec, state) in miners.items() if spec.every})
+        self.poller.follow({name: (spec, state) for name, (spec, state) in miners.items() if spec.poll})
 
     def describe(self) -> dict[str, str]:
         """Each watched miner's state: `watching`, `waiting for <path>` while its folder does not exist, or why it

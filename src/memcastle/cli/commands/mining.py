@@ -229,6 +229,9 @@ def _last_run(run: Any) -> str:
 @click.option("--watch", is_flag=True, help="mine again whenever the source's files change")
 @click.option("--debounce", default="1.6s", help="quiet time before a watched source is mined")
 @click.option("--every", help="mine on a schedule: 30s, 5m, 2h, 1d")
+@click.option("--poll", help="check the source for a change so often (at least 30s), and mine when it changed")
+@click.option("--webhook", type=click.Choice(["hmac", "token"]), help="POST /hooks/NAME asks for a run")
+@click.option("--secret-env", help="the daemon's environment variable holding the webhook's secret")
 @pass_invocation
 def miner_add(
     inv: Invocation,
@@ -241,8 +244,12 @@ def miner_add(
     watch: bool,
     debounce: str,
     every: str | None,
+    poll: str | None,
+    webhook: str | None,
+    secret_env: str | None,
 ) -> None:
-    """Define a miner kept in the palace (beside config.toml's; a config miner of the same name wins)."""
+    """Define a miner kept in the palace (beside config.toml's; a config miner of the same name wins). One with a
+    poll or a webhook starts disabled: enable it with memcastle miner enable NAME."""
     body = {
         "name": name,
         "connector": connector,
@@ -253,6 +260,9 @@ def miner_add(
         "watch": watch,
         "debounce": debounce,
         "every": every,
+        "poll": poll,
+        "webhook": webhook,
+        "secret_env": secret_env,
     }
     data = inv.client().post("/miners", {k: v for k, v in body.items() if v is not None})
     inv.emit(data, lambda data: render.console.print(f"miner {name} added: {_triggers(data['miner'])}"))

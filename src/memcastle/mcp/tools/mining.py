@@ -30,13 +30,13 @@ def from_path(arguments: dict[str, Any]) -> dict[str, Any]:
 def mine(
     env: Env,
     connector: Annotated[str, Field(min_length=1, description="{connectors}")],
-    locator: Annotated[str, Field(description="path, repository or export file")] = "",
+    locator: Annotated[str, Field(description="path, repository or export")] = "",
     options: Annotated[dict[str, str] | None, Field()] = None,
     wing: Annotated[str | None, Field()] = None,
     full: Annotated[bool, Field(description="re-read unchanged documents too")] = False,
     notice_removed: Annotated[bool | None, Field(description="close drawers of removed documents")] = None,
 ) -> dict[str, Any]:
-    """Queue a mine of a project, repository, notes or chat export (unchanged documents skipped); returns its job."""
+    """Queue a mine of a source (unchanged documents skipped); returns its job."""
     submitted = env.services.mining.submit_mine(request_of(MineRequest, locals()), requested_by=REQUESTER)
     return {"job": job_view(submitted.job), "joined": not submitted.created}
 

@@ -22,9 +22,9 @@ class MinerTables(Role):
         """Keep a miner defined through the API; a definition of the same name replaces it (its state stays)."""
         with self._write() as tx:
             tx.run(
-                "INSERT INTO miner(name, spec, enabled, updated_at) VALUES (?,?,1,?) "
+                "INSERT INTO miner(name, spec, enabled, updated_at) VALUES (?,?,?,?) "
                 "ON CONFLICT (name) DO UPDATE SET spec = excluded.spec, updated_at = excluded.updated_at",
-                (spec.name, dumps(spec.to_json()), at),
+                (spec.name, dumps(spec.to_json()), 0 if spec.created_disabled else 1, at),
             )
         found = self.get_miner_state(spec.name)
         assert found is not None
@@ -46,14 +46,30 @@ class MinerTables(Role):
         assert found is not None
         return found
 
-    def note_miner_run(self, name: str, job_id: str, trigger: str, *, at: str) -> None:
+    def note_miner_run(self, name: str, job_id: str, trigger: str, *, at: str, enabled: bool = True) -> None:
+        """Record a run; `enabled` is the state a miner first recorded here starts in (a run by hand does not enable
+        a miner created disabled)."""
         with self._write() as tx:
             tx.run(
                 "INSERT INTO miner(name, enabled, last_job_id, last_run_at, last_trigger, updated_at) "
-                "VALUES (?,1,?,?,?,?) ON CONFLICT (name) DO UPDATE SET last_job_id = excluded.last_job_id, "
+                "VALUES (?,?,?,?,?,?) ON CONFLICT (name) DO UPDATE SET last_job_id = excluded.last_job_id, "
                 "last_run_at = excluded.last_run_at, last_trigger = excluded.last_trigger, "
                 "updated_at = excluded.updated_at",
-                (name, job_id, at, trigger, at),
+                (name, int(enabled), job_id, at, trigger, at),
+            )
+
+    def note_delivery(self, miner: str, delivery_id: str, *, at: str, forget_before: str) -> bool:
+        """Keep a webhook delivery's id; False when the miner already had it (a replay). Ids older than
+        `forget_before` are forgotten first."""
+        with self._write() as tx:
+            tx.run("DELETE FROM webhook_delivery WHERE received_at < ?", (forget_before,))
+            return (
+                tx.run(
+                    "INSERT INTO webhook_delivery(miner, delivery_id, received_at) VALUES (?,?,?) "
+                    "ON CONFLICT DO NOTHING",
+                    (miner, delivery_id, at),
+                )
+                > 0
             )
 
 

@@ -1,0 +1,8 @@
+-- The deliveries a miner's webhook accepted, by the sender's delivery id: one seen again within a week runs nothing.
+CREATE TABLE webhook_delivery (
+    miner TEXT COLLATE "C" NOT NULL,
+    delivery_id TEXT COLLATE "C" NOT NULL,
+    received_at TEXT COLLATE "C" NOT NULL,
+    PRIMARY KEY (miner, delivery_id)
+);
+CREATE INDEX webhook_delivery_received ON webhook_delivery(received_at);
