@@ -8,6 +8,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from memcastle import archive, integrity
@@ -19,6 +20,9 @@ from memcastle.config.lifecycle import load_lifecycle
 from memcastle.config.miners import load_miners
 from memcastle.config.toml import line_for
 from memcastle.connectors.builtin import builtin_connectors
+from memcastle.connectors.consent import ConsentBook
+from memcastle.connectors.contract import Connector
+from memcastle.connectors.external import load_external
 from memcastle.connectors.registry import ConnectorRegistry, load_registry
 from memcastle.errors import ConfigError, Conflict, NotFound, StorageFull
 from memcastle.events import EventBus
@@ -209,6 +213,16 @@ def _freshness(settings: Settings) -> Freshness:
         raise settings.error("search.freshness", str(exc)) from None
 
 
+def consent_file(settings: Settings) -> Path:
+    """Where the out-of-process connectors a person agreed to are kept: beside the config file."""
+    return settings.config_file.parent / "connectors.json"
+
+
+def with_external(builtin: dict[str, Connector], consents: ConsentBook) -> dict[str, Connector]:
+    """The built-in connectors, and the out-of-process ones agreed to and unchanged since."""
+    return {**builtin, **load_external(consents.manifests(set(builtin)))}
+
+
 # The job kinds `jobs.background_share` bounds: the sweeps that follow writes by themselves.
 BACKGROUND_SWEEPS = (backfill_kind, sweep.KIND)
 
@@ -238,8 +252,11 @@ def read_configuration(settings: Settings) -> Configuration:
     policy = load_policy(layers_from_settings(settings))
     roots = MiningRoots(settings["mining.roots"])
     connectors = load_registry(
-        builtin_connectors(
-            max_file_bytes=settings["mining.max_file_bytes"], github_api_url=settings["mining.github_api_url"]
+        with_external(
+            builtin_connectors(
+                max_file_bytes=settings["mining.max_file_bytes"], github_api_url=settings["mining.github_api_url"]
+            ),
+            ConsentBook(consent_file(settings)),
         ),
         access=roots,
     )

@@ -16,6 +16,7 @@ COMMAND_MODULES = {
     "completions": ("config",),
     "checkpoint": ("agents",),
     "config": ("config",),
+    "connector": ("connectors",),
     "daemon": ("background",),
     "diary": ("agents",),
     "doctor": ("doctor",),
