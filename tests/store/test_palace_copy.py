@@ -30,8 +30,17 @@ from .conftest import PostgresServer, as_url
 EMBEDDER = Path(__file__).resolve().parents[1] / "search" / "embedder.py"
 # Tables a palace copy leaves behind on purpose: the schema's own bookkeeping, the jobs, idempotency keys (a day of
 # retries), SQLite's FTS5 internals.
-# request_key: a day of retries; read_audit: this palace's readers, like its jobs
-NOT_COPIED = {"schema_migration", "job", "sqlite_sequence", "request_key", "read_audit", "read_audit_item"}
+# request_key: a day of retries; read_audit: this palace's readers, like its jobs; webhook_delivery: a week of
+# delivery ids seen, against replays to this daemon
+NOT_COPIED = {
+    "schema_migration",
+    "job",
+    "sqlite_sequence",
+    "request_key",
+    "read_audit",
+    "read_audit_item",
+    "webhook_delivery",
+}
 
 
 def open_palace(palace_dir: Path, url: str = "") -> Palace:
