@@ -42,6 +42,7 @@ ALLOWED: dict[str, set[str]] = {
     "archive": VALUES | {"store", "jobs"},
     "triggers": VALUES | {"connectors"},
     "hooks": VALUES,
+    "integrations": VALUES | {"hooks"},
     "__main__": {"cli"},  # `python -m memcastle`: the command line
     # application seam
     "services": VALUES
@@ -69,13 +70,25 @@ ALLOWED: dict[str, set[str]] = {
         "archive",
     },
     "daemon": VALUES | {"config", "app", "api", "runtime"},
-    "doctor": VALUES | {"config", "app", "daemon", "runtime", "hooks", "store"},
+    "doctor": VALUES | {"config", "app", "daemon", "runtime", "integrations", "store"},
     # interfaces: parse, call one service, render
     "mcp": VALUES | {"modes", "services", "runtime"},
     "api": VALUES | {"modes", "services", "runtime", "mcp", "events", "web"},
     "web": VALUES | {"modes", "services"},
     "cli": VALUES
-    | {"config", "modes", "runtime", "app", "daemon", "doctor", "mcp", "preferences", "connectors", "hooks"},
+    | {
+        "config",
+        "modes",
+        "runtime",
+        "app",
+        "daemon",
+        "doctor",
+        "mcp",
+        "preferences",
+        "connectors",
+        "hooks",
+        "integrations",
+    },
 }
 COMPOSITION_ROOTS = {"app", "daemon", "doctor", "cli", "config", "__main__"}  # `config` itself, which reads the files
 DRIVERS = {"sqlite3", "psycopg", "psycopg_pool", "pgvector"}

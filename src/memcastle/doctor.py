@@ -1,6 +1,6 @@
 """`memcastle doctor`: everything a support request would ask, checked on this machine without a daemon — versions,
 the configuration and its layers, the palace's path, permissions and schema, the embedding model, the daemon and
-its port, agent hooks, the service, disk space — each finding with what to do about it.
+its port, agent integrations, the service, disk space — each finding with what to do about it.
 
 It reads; it never writes (no palace is created, no migration run, no stale registry entry removed).
 """
@@ -53,7 +53,7 @@ def diagnose(
     findings.extend(_palace(settings))
     findings.extend(_model(settings))
     findings.extend(_daemon(settings, healthy))
-    findings.extend(_hooks(settings))
+    findings.extend(_integrations(settings))
     return settings, findings
 
 
@@ -202,16 +202,31 @@ def _daemon(settings: Settings, healthy: Callable[[str], bool]) -> Iterator[Find
         yield Finding("service", INFO, f"{unit.name} is installed ({unit.path}) but the daemon is not running")
 
 
-def _hooks(settings: Settings) -> Iterator[Finding]:
-    from memcastle.hooks import AGENTS, installed, settings_file
+def _integrations(settings: Settings) -> Iterator[Finding]:
+    """The agent integrations installed for this user; one written for another installation (a moved `memcastle`,
+    an older release, another palace than this one or the default) is a warning."""
+    from memcastle.integrations import INTEGRATIONS, status
 
-    found = []
-    for agent in AGENTS:
-        path = settings_file(agent, "user", Path.cwd())
-        events = installed(agent, path)
-        if events:
-            found.append(f"{agent} ({', '.join(events)})")
-    if found:
-        yield Finding("hooks", OK, "installed for " + "; ".join(found))
+    found, stale = [], []
+    for name in INTEGRATIONS:
+        default, this_palace = (status(name, "user", Path.cwd(), palace=p) for p in (None, str(settings.palace)))
+        there = [d.kind for d in default if d.state in ("installed", "outdated")]
+        if not there:
+            continue
+        found.append(f"{name} ({', '.join(there)})")
+        if any(d.state == "outdated" and t.state != "installed" for d, t in zip(default, this_palace, strict=True)):
+            stale.append(name)
+    if stale:
+        yield Finding(
+            "integrations",
+            WARNING,
+            f"installed for {'; '.join(found)}, but {', '.join(stale)} written by another installation or release of "
+            "MemCastle (or for another palace)",
+            " && ".join(f"memcastle integration install {name}" for name in stale),
+        )
+    elif found:
+        yield Finding("integrations", OK, "installed for " + "; ".join(found))
     else:
-        yield Finding("hooks", INFO, "no agent hooks installed for this user", "memcastle hooks install claude")
+        yield Finding(
+            "integrations", INFO, "no agent integration installed for this user", "memcastle integration install claude"
+        )

@@ -140,6 +140,7 @@ def test_install_writes_a_unit_systemd_accepts_and_its_command_serves(
         if line.startswith("Environment=")
     )
     assert environment["XDG_STATE_HOME"] == str(xdg_home.state)  # the registry is where the CLI looks
+    assert environment["PATH"] == home_env["PATH"]  # the programs connectors run (git, opencode) are found
     bare = {k: v for k, v in home_env.items() if not k.startswith("XDG_")}
     service = subprocess.Popen(
         [*command, "--port", "0"], env={**bare, **environment}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL

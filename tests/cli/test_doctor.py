@@ -8,6 +8,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from memcastle.integrations import render
 from memcastle.runtime.daemons import registry_file
 
 
@@ -81,3 +82,22 @@ def test_a_running_daemon_is_seen(daemon: Any) -> None:
     found = {f["check"]: f for f in json.loads(done.stdout)["findings"]}
     assert found["daemon"]["level"] == "ok" and str(served.pid) in found["daemon"]["detail"]
     assert found["schema"]["detail"].endswith("(current)")
+
+
+def test_an_integration_written_for_another_installation_is_a_warning(
+    cli_runner: Any, xdg_home: Any, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    extension = home / ".pi" / "agent" / "extensions" / "memcastle.ts"
+    extension.parent.mkdir(parents=True)
+    extension.write_text(render("pi", "extension", palace="/an/old/palace"))
+    with socket.socket() as spare:
+        spare.bind(("127.0.0.1", 0))
+        port = spare.getsockname()[1]
+    env = xdg_home.env({"HOME": str(home), "MEMCASTLE_SERVER_PORT": str(port), "MEMCASTLE_EMBEDDINGS_PROVIDER": "none"})
+    code, found = doctor(cli_runner, env, "--palace", str(tmp_path / "palace"))
+    assert found["integrations"]["level"] == "warning" and code == 1, found
+    assert found["integrations"]["fix"] == "memcastle integration install pi"
+    extension.write_text(render("pi", "extension", palace=str(tmp_path / "palace")))
+    code, found = doctor(cli_runner, env, "--palace", str(tmp_path / "palace"))
+    assert found["integrations"] == {**found["integrations"], "level": "ok", "detail": "installed for pi (extension)"}

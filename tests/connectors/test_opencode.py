@@ -4,100 +4,26 @@ makes — `db path`, `db --format json <query>` (run for real against an SQLite 
 
 from __future__ import annotations
 
-import json
+import os
 import sqlite3
-import stat
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from agent_logs import ASSISTANT, install_opencode
 
 from memcastle.connectors.contract import Candidate, SkipDocument, SourceSpec
 from memcastle.connectors.opencode import OpenCodeConnector
-
-STAND_IN = """#!{python}
-import json, sqlite3, sys
-from pathlib import Path
-data = Path({data!r})
-args = sys.argv[1:]
-if (data / "fail").exists():
-    print("database is locked", file=sys.stderr); sys.exit(3)
-if args[:2] == ["db", "path"]:
-    print(data / "opencode.db"); sys.exit(0)
-if args[:3] == ["db", "--format", "json"]:
-    rows = sqlite3.connect(data / "opencode.db").execute(args[3]).fetchall()
-    print(json.dumps([{{"id": r[0], "time_updated": r[1]}} for r in rows], indent=2)); sys.exit(0)
-if args[0] == "export":
-    print("Exporting session: " + args[1], file=sys.stderr)
-    path = data / "export" / (args[1] + ".json")
-    if not path.exists():
-        print("Session not found: " + args[1], file=sys.stderr); sys.exit(1)
-    print(path.read_text()); sys.exit(0)
-print("unsupported: " + " ".join(args), file=sys.stderr); sys.exit(2)
-"""
-
-
-def session_export(session_id: str, directory: str, created: int, parts: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
-        "info": {
-            "id": session_id,
-            "slug": "quiet-lake",
-            "projectID": "prj_1",
-            "directory": directory,
-            "title": f"Session {session_id}",
-            "version": "1.18.2",
-            "time": {"created": created, "updated": created + 60_000},
-        },  # fmt: skip
-        "messages": [
-            {
-                "info": {"id": "msg_1", "role": "user", "time": {"created": created}},
-                "parts": [
-                    {"type": "text", "text": "How do I rotate the keys?"},
-                    {"type": "text", "text": "INJECTED CONTEXT", "synthetic": True},
-                    {"type": "file", "filename": "TODO.md", "mime": "text/markdown"},
-                ],
-            },  # fmt: skip
-            {"info": {"id": "msg_2", "role": "assistant", "time": {"created": created + 1000}}, "parts": parts},
-            {
-                "info": {"id": "msg_3", "role": "assistant", "summary": True, "time": {"created": created + 2000}},
-                "parts": [{"type": "text", "text": "COMPACTION SUMMARY"}],
-            },  # fmt: skip
-        ],
-    }
+from memcastle.errors import InvalidRequest
 
 
 @pytest.fixture
 def opencode(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    data = tmp_path / "opencode-data"
-    (data / "export").mkdir(parents=True)
-    db = sqlite3.connect(data / "opencode.db")
-    db.execute("CREATE TABLE session (id TEXT PRIMARY KEY, directory TEXT, time_updated INTEGER)")
-    assistant = [
-        {"type": "step-start"},
-        {"type": "reasoning", "text": "SECRET REASONING"},
-        {"type": "text", "text": "Run the rotation script."},
-        {"type": "tool", "tool": "read", "state": {"status": "completed", "input": {"filePath": "x"},
-                                                   "output": "SECRET TOOL OUTPUT", "title": "scripts/rotate.sh"}},
-        {"type": "patch", "hash": "abc", "files": ["a"]},
-        {"type": "step-finish", "reason": "stop"},
-    ]  # fmt: skip
-    for sid, directory, updated in (("ses_a", "/home/me/app", 1_770_000_000_000),
-                                    ("ses_b", "/home/me/other", 1_770_000_500_000),
-                                    ("ses_c", "/home/me/app/", 1_700_000_000_000)):  # fmt: skip
-        db.execute("INSERT INTO session VALUES (?, ?, ?)", (sid, directory, updated))
-        (data / "export" / f"{sid}.json").write_text(
-            json.dumps(session_export(sid, directory, updated - 60_000, assistant))
-        )
-    db.commit()
-    db.close()
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    program = bin_dir / "opencode"
-    program.write_text(STAND_IN.format(python=sys.executable, data=str(data)), encoding="utf-8")
-    program.chmod(program.stat().st_mode | stat.S_IXUSR)
-    monkeypatch.setenv("PATH", f"{bin_dir}:{__import__('os').environ['PATH']}")
-    return data
+    sessions = [("ses_a", "/home/me/app", 1_770_000_000_000), ("ses_b", "/home/me/other", 1_770_000_500_000),
+                ("ses_c", "/home/me/app/", 1_700_000_000_000)]  # fmt: skip
+    bin_dir = install_opencode(tmp_path, sessions, ASSISTANT)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    return tmp_path / "opencode-data"
 
 
 def test_sessions_are_listed_past_the_cursor_in_update_order(opencode: Path) -> None:
@@ -163,3 +89,15 @@ def test_mining_is_incremental_on_the_update_time(opencode: Path, tmp_path: Path
         assert again["documents"] == 1 and again["unchanged"] == 1  # only the updated one was asked for again
     finally:
         palace.stop()
+
+
+def test_session_mines_one_session_whatever_the_cursor(opencode: Path) -> None:
+    connector = OpenCodeConnector()
+    one = SourceSpec("", {"session": "ses_c"})
+    latest = connector.discover(SourceSpec(""), None)[-1].cursor_after
+    assert connector.discover(one, latest) == [Candidate("ses_c")], "listed past the cursor, which it leaves alone"
+    assert connector.discover(SourceSpec("", {"session": "ses_gone"}), None) == []
+    assert connector.identify(one) == connector.identify(SourceSpec("")), "the same source as the whole history"
+    with pytest.raises(InvalidRequest) as refused:
+        connector.check(SourceSpec("", {"session": "x' OR 1=1 --"}))
+    assert refused.value.field == "options.session"

@@ -3,12 +3,11 @@ text, thinking and toolCall blocks, tool results, the user's bash executions, mo
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
-from typing import Any
 
 import pytest
+from agent_logs import CONVERSATION, entry, write_session
 
 from memcastle.connectors.contract import Candidate, Connector, SourceSpec
 from memcastle.connectors.pi import PiConnector, session_folder_name
@@ -16,59 +15,6 @@ from memcastle.connectors.pi import PiConnector, session_folder_name
 CWD = "/home/ada/atlas-app"
 SESSION_ID = "0199a3c1-7d2e-7000-8000-4b1f2c3d4e5f"
 OLD_ID = "0199a3c1-0000-7000-8000-000000000002"
-
-
-def write_session(root: Path, cwd: str, session_id: str, entries: list[dict[str, Any]], stamp: str) -> Path:
-    folder = root / session_folder_name(cwd)
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{stamp.replace(':', '-').replace('.', '-')}_{session_id}.jsonl"
-    header = {"type": "session", "version": 3, "id": session_id, "timestamp": stamp, "cwd": cwd}
-    path.write_text("\n".join(json.dumps(e) for e in [header, *entries]) + "\n", encoding="utf-8")
-    return path
-
-
-def entry(kind: str, n: int, **fields: Any) -> dict[str, Any]:
-    return {"type": kind, "id": f"e{n:03d}", "parentId": f"e{n - 1:03d}" if n else None,
-            "timestamp": f"2026-03-02T09:{n:02d}:00.000Z", **fields}  # fmt: skip
-
-
-CONVERSATION = [
-    entry("model_change", 0, provider="anthropic", modelId="claude-sonnet-4-5"),
-    entry("message", 1, message={"role": "user", "content": [{"type": "text", "text": "Why does the deploy fail?"}]}),
-    entry(
-        "message",
-        2,
-        message={
-            "role": "assistant",
-            "content": [
-                {"type": "thinking", "thinking": "private reasoning that must not be filed"},
-                {"type": "text", "text": "Let me read the deploy script."},
-                {"type": "toolCall", "id": "call_1", "name": "read", "arguments": {"path": "scripts/deploy.sh"}},
-            ],
-            "provider": "anthropic",
-            "model": "claude-sonnet-4-5",
-        },
-    ),
-    entry(
-        "message",
-        3,
-        message={
-            "role": "toolResult",
-            "toolCallId": "call_1",
-            "toolName": "read",
-            "content": [{"type": "text", "text": "#!/bin/sh\nsecret tool output"}],
-        },
-    ),  # fmt: skip
-    entry("message", 4, message={"role": "bashExecution", "command": "git status", "output": "clean", "exitCode": 0}),
-    entry("thinking_level_change", 5, thinkingLevel="high"),
-    entry("message", 6, message={"role": "user", "content": "And the staging host?"}),
-    entry(
-        "message", 7, message={"role": "custom", "customType": "ext", "content": "extension chatter", "display": False}
-    ),
-    entry(
-        "message", 8, message={"role": "assistant", "content": [{"type": "text", "text": "Staging uses port 8443."}]}
-    ),
-]
 
 
 @pytest.fixture

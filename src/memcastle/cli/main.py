@@ -30,6 +30,7 @@ COMMAND_MODULES = {
     "hook": ("hooks",),
     "hooks": ("hooks",),
     "import": ("archives",),
+    "integration": ("integrations",),
     "job": ("jobs",),
     "mcp": ("daemon",),
     "migrate": ("daemon",),

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -48,6 +49,7 @@ from memcastle.connectors.transcript import (
 from memcastle.errors import InvalidRequest
 
 PROGRAM = "opencode"
+SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
 TIMEOUT_SECONDS = 60.0
 MAX_OUTPUT_BYTES = 16 << 20  # a session export past this is skipped, with the reason
 
@@ -60,6 +62,11 @@ class OpenCodeConnector(ConnectorBase):
     options: Mapping[str, OptionSpec] = {
         "since": SINCE_OPTION,
         "dir": OptionSpec("string", "only the sessions whose working directory is this folder"),
+        "session": OptionSpec(
+            "string",
+            "only this session, by its id (what the OpenCode plugin mines when a session goes idle)",
+            identity=False,
+        ),
     }
 
     def __init__(self, program: str = PROGRAM) -> None:
@@ -81,9 +88,11 @@ class OpenCodeConnector(ConnectorBase):
         return ()
 
     def check(self, source: SourceSpec) -> None:
-        """A malformed `since` is a 400 naming it; a missing `opencode` program, a 400 naming the locator."""
+        """A malformed `since` or `session` is a 400 naming it; a missing `opencode` program, a 400 naming the
+        locator."""
         if source.options.get("since"):
             parse_instant(source.options["since"], field="options.since")
+        _session(source)
         if shutil.which(self.program) is None:
             raise InvalidRequest(
                 f"the {self.program!r} program is not on the daemon's PATH: OpenCode's history is read through it",
@@ -93,6 +102,10 @@ class OpenCodeConnector(ConnectorBase):
 
     def discover(self, source: SourceSpec, cursor: str | None) -> list[Candidate]:
         """The sessions updated past the cursor (`<time_updated>:<id>`), oldest first, each advancing it."""
+        session = _session(source)
+        if session is not None:  # one session, whatever the cursor: it does not move the cursor
+            rows = self._sessions(f"SELECT id, time_updated FROM session WHERE id = {_quote(session)}")
+            return [Candidate(external_id=str(row["id"])) for row in rows]
         after_time, after_id = _cursor(cursor)
         where = [f"(time_updated > {after_time} OR (time_updated = {after_time} AND id > {_quote(after_id)}))"]
         if source.options.get("since"):
@@ -101,6 +114,13 @@ class OpenCodeConnector(ConnectorBase):
         if source.options.get("dir"):
             where.append(f"rtrim(directory, '/') = {_quote(_directory(source.options['dir']))}")
         query = f"SELECT id, time_updated FROM session WHERE {' AND '.join(where)} ORDER BY time_updated, id"
+        return [
+            Candidate(external_id=str(row["id"]), cursor_after=f"{int(row['time_updated'])}:{row['id']}")
+            for row in self._sessions(query)
+        ]
+
+    def _sessions(self, query: str) -> list[dict[str, Any]]:
+        """The `{id, time_updated}` rows `opencode db` answers for a query of its `session` table."""
         try:
             rows = json.loads(self._run(["db", "--format", "json", query]))
         except json.JSONDecodeError as exc:
@@ -108,7 +128,7 @@ class OpenCodeConnector(ConnectorBase):
         if not isinstance(rows, list):
             raise SkipDocument("opencode db answered something other than a list of sessions")
         return [
-            Candidate(external_id=str(row["id"]), cursor_after=f"{int(row['time_updated'])}:{row['id']}")
+            row
             for row in rows
             if isinstance(row, dict) and isinstance(row.get("id"), str) and isinstance(row.get("time_updated"), int)
         ]
@@ -210,6 +230,18 @@ def _cursor(cursor: str | None) -> tuple[int, str]:
         return int(stamp), session
     except ValueError:
         return -1, ""
+
+
+def _session(source: SourceSpec) -> str | None:
+    """The `session` option: an OpenCode session id (`ses_…`: letters, digits, `_` and `-`), else a 400 naming it."""
+    session = source.options.get("session")
+    if not session:
+        return None
+    if not SESSION_ID.fullmatch(session):
+        raise InvalidRequest(
+            f"not an OpenCode session id: {session!r}", field="options.session", help="ids look like ses_3f2a…"
+        )
+    return session
 
 
 def _quote(text: str) -> str:

@@ -10,6 +10,7 @@ it was; installing again changes nothing; uninstalling removes exactly MemCastle
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import json
 import os
@@ -44,11 +45,14 @@ EVENTS: Mapping[str, Mapping[str, tuple[str, str | None]]] = {
 
 @dataclass(frozen=True)
 class Change:
-    """What installing or uninstalling does to one settings file."""
+    """What installing or uninstalling does to one file: a settings file merged into, or a file MemCastle owns
+    (written whole, removed by uninstalling)."""
 
     path: Path
     before: str | None  # None: the file does not exist
-    after: str
+    after: str | None  # None: the file is removed
+    backup: bool = True  # keep a `.bak` copy of the file as it was before the first change (settings files)
+    own_folder: bool = False  # the file's folder is MemCastle's too: removed with the file when left empty
 
     @property
     def changed(self) -> bool:
@@ -56,14 +60,22 @@ class Change:
 
     def diff(self) -> str:
         old = (self.before or "").splitlines(keepends=True)
-        new = self.after.splitlines(keepends=True)
+        new = (self.after or "").splitlines(keepends=True)
         label = str(self.path)
         return "".join(difflib.unified_diff(old, new, f"{label} (now)", f"{label} (after)"))
 
     def write(self) -> None:
-        """Write the new settings next to the old and rename over them; the first change keeps a `.bak` copy."""
+        """Write the new text next to the old and rename it over; the first change of a settings file keeps a `.bak`
+        copy. A removal deletes the file (and its own folder, when that is left empty)."""
+        if self.after is None:
+            if self.before is not None:
+                self.path.unlink(missing_ok=True)
+                if self.own_folder:
+                    with contextlib.suppress(OSError):
+                        self.path.parent.rmdir()
+            return
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        if self.before is not None:
+        if self.before is not None and self.backup:
             backup = self.path.with_name(self.path.name + ".bak")
             if not backup.exists():
                 backup.write_text(self.before, encoding="utf-8")
@@ -81,13 +93,17 @@ def settings_file(agent: str, scope: str, project: Path, home: Path | None = Non
     return (codex_home or (home / ".codex" if scope == "user" else project / ".codex")) / "hooks.json"
 
 
-def hook_command(agent: str, event: str, *, palace: str | None = None) -> str:
-    """The command line an agent runs: this installation's `memcastle`, by absolute path (an agent started from a
-    desktop launcher does not share the shell's PATH)."""
+def memcastle_argv(*, palace: str | None = None) -> list[str]:
+    """This installation's `memcastle`, by absolute path (an agent started from a desktop launcher does not share the
+    shell's PATH), with the palace when one was named."""
     script = Path(sys.executable).with_name("memcastle")
     program = [str(script)] if script.exists() else [sys.executable, "-m", "memcastle"]
-    where = ["--palace", palace] if palace else []
-    return shlex.join([*program, *where, "hook", event, "--agent", agent])
+    return [*program, *(["--palace", palace] if palace else [])]
+
+
+def hook_command(agent: str, event: str, *, palace: str | None = None) -> str:
+    """The command line an agent runs."""
+    return shlex.join([*memcastle_argv(palace=palace), "hook", event, "--agent", agent])
 
 
 def install(agent: str, path: Path, *, palace: str | None = None) -> Change:
@@ -111,7 +127,7 @@ def uninstall(agent: str, path: Path) -> Change:
     before, settings = _read(path)
     hooks = settings.get("hooks")
     if before is None or not isinstance(hooks, dict):
-        return Change(path, before, before or "")
+        return Change(path, before, before)
     for agent_event in list(hooks):
         groups = hooks[agent_event]
         if not isinstance(groups, list):

@@ -2,10 +2,11 @@
 
 - `session-start`: the agent's wake-up bundle (its latest diary entry and the most recent checkpoints) goes back as
   additional context, in the `hookSpecificOutput` both agents read.
-- `stop`, `pre-compact`: the session's transcript (`transcript_path` in the payload) is mined, that one file, as a
-  daemon job: the hook queues it and returns. Unchanged parts of a transcript stay as they were, so mining after
-  every turn costs the new turns only; while one mine of the session waits, another request joins it. With
-  `--checkpoint`, a `last_assistant_message` in the payload (Codex sends one) is saved as a checkpoint too.
+- `stop`, `pre-compact`: the session is mined as a daemon job — for Claude Code, Codex CLI and Pi the transcript file
+  the payload names (`transcript_path`), that one file; for OpenCode the session the payload names (`session_id`),
+  through the opencode connector. The hook queues it and returns. Unchanged parts of a transcript stay as they were,
+  so mining after every turn costs the new turns only; while one mine of the session waits, another request joins
+  it. With `--checkpoint`, a `last_assistant_message` in the payload (Codex sends one) is saved as a checkpoint too.
 
 Both are scoped to the agent and, when the payload names its working folder (`cwd`), to that project's wing: the
 checkpoints a hook saves go there, and the bundle holds that agent's own for that project.
@@ -28,6 +29,7 @@ DEADLINE = 3.0  # seconds a hook may take, end to end
 CALL_TIMEOUT = 2.5  # seconds one call to the daemon may take
 MAX_CONTEXT_BYTES = 8192
 EVENTS = ("session-start", "stop", "pre-compact")
+TRANSCRIPT_AGENTS = ("claude", "codex", "pi")  # whose hooks name a transcript file; OpenCode's names its session
 
 
 class Daemon(Protocol):
@@ -48,12 +50,9 @@ def handle(
     folder the agent works in, when the payload said."""
     if event == "session-start":
         return _wake_up(agent, daemon, project)
-    transcript = payload.get("transcript_path")
-    if agent in ("claude", "codex") and isinstance(transcript, str) and transcript:
-        where = session_source(agent, Path(transcript))
-        if where is not None:
-            root, session = where
-            daemon.post("/mine", {"connector": agent, "locator": str(root), "options": {"session": session}})
+    request = mine_request(agent, payload)
+    if request is not None:
+        daemon.post("/mine", request)
     message = payload.get("last_assistant_message")
     if checkpoint and isinstance(message, str) and message.strip():
         session_id = str(payload.get("session_id") or "")
@@ -63,13 +62,32 @@ def handle(
     return ""
 
 
+def mine_request(agent: str, payload: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The `/mine` request that files the session a payload names, when the agent's sessions are mined and the
+    payload names one."""
+    if agent == "opencode":
+        session = payload.get("session_id")
+        if not isinstance(session, str) or not session:
+            return None
+        return {"connector": "opencode", "locator": "", "options": {"session": session}}
+    transcript = payload.get("transcript_path")
+    if agent not in TRANSCRIPT_AGENTS or not isinstance(transcript, str) or not transcript:
+        return None
+    where = session_source(agent, Path(transcript))
+    if where is None:
+        return None
+    root, session = where
+    return {"connector": agent, "locator": str(root), "options": {"session": session}}
+
+
 def session_source(agent: str, transcript: Path) -> tuple[Path, str] | None:
     """The connector's folder for a transcript and the transcript's path inside it: Claude Code keeps
-    `<projects>/<project>/<session>.jsonl`, Codex `<sessions>/YYYY/MM/DD/rollout-….jsonl`."""
+    `<projects>/<project>/<session>.jsonl`, Pi `<sessions>/--<cwd>--/<timestamp>_<id>.jsonl`, Codex
+    `<sessions>/YYYY/MM/DD/rollout-….jsonl`."""
     path = transcript.expanduser()
     if path.suffix != ".jsonl":
         return None
-    if agent == "claude":
+    if agent in ("claude", "pi"):
         root = path.parent.parent
     else:
         root = next((p for p in path.parents if p.name == "sessions"), path.parent)

@@ -44,10 +44,11 @@ def service_name(states: Path, palace: Path, platform: str) -> str:
     return f"dev.memcastle.{key}" if platform == "launchd" else f"memcastle-{key}.service"
 
 
-# The directories the daemon finds its config, palace and registry through: a service manager starts it without the
-# user's shell, so the values the installing shell has are written into the service (never MEMCASTLE_* variables,
-# which may hold a token).
-CARRIED_ENVIRONMENT = ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME")
+# The directories the daemon finds its config, palace and registry through, and the PATH it finds the programs
+# connectors run on (git, opencode, an out-of-process connector's interpreter — often in ~/.local/bin or a tool's own
+# folder): a service manager starts it without the user's shell, so the values the installing shell has are written
+# into the service (never MEMCASTLE_* variables, which may hold a token).
+CARRIED_ENVIRONMENT = ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "PATH")
 
 
 def carried_environment(environ: Mapping[str, str]) -> dict[str, str]:

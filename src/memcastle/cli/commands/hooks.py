@@ -131,7 +131,11 @@ def _why(exc: BaseException, deadline: float) -> str:
 
 @app.command("hook")
 @click.argument("event", type=click.Choice(("session-start", "stop", "pre-compact")))
-@click.option("--agent", required=True, help="the agent running the hook: claude or codex (any name at session start)")
+@click.option(
+    "--agent",
+    required=True,
+    help="the agent running the hook: claude, codex, pi or opencode (any name at session start)",
+)
 @click.option("--checkpoint", is_flag=True, help="also save the payload's last assistant message as a checkpoint")
 @pass_invocation
 def hook(inv: Invocation, event: str, agent: str, checkpoint: bool) -> None:

@@ -1,0 +1,119 @@
+"""Agent integrations: `integration list`, `integration install|uninstall NAME` (docs/agents.md)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from memcastle.cli import render
+from memcastle.cli.app import Invocation, app, group, pass_invocation
+from memcastle.integrations import INTEGRATIONS, SCOPES
+
+integration_app = group(
+    "integration",
+    app,
+    "Agent integrations: the wake-up at session start, sessions mined as they go (Claude Code, Codex, Pi, OpenCode).",
+)
+
+PROJECT = click.Path(file_okay=False, path_type=Path)
+
+
+def _where(function: Any) -> Any:
+    function = click.option("--dry-run", is_flag=True, help="show the change, write nothing")(function)
+    function = click.option("--project", type=PROJECT, default=Path("."), help="the project (--scope project)")(
+        function
+    )
+    return click.option("--scope", type=click.Choice(SCOPES), default="user", show_default=True, help="whose")(function)
+
+
+def _palace(inv: Invocation) -> str | None:
+    return str(inv.palace.expanduser().absolute()) if inv.palace else None
+
+
+def _apply(inv: Invocation, name: str, changes: Sequence[Any], dry_run: bool) -> None:
+    if not dry_run:
+        for change in changes:
+            if change.changed:
+                change.write()
+    rows = [
+        {
+            "file": str(c.path),
+            "changed": c.changed,
+            "removed": c.after is None and c.before is not None,
+            "diff": c.diff(),
+        }
+        for c in changes
+    ]
+    data = {"integration": name, "dry_run": dry_run, "changes": rows}
+
+    def show(data: Any) -> None:
+        for row in data["changes"]:
+            if not row["changed"]:
+                render.console.print(f"{row['file']}: nothing to change")
+                continue
+            sys.stdout.write(row["diff"])
+            verb = "would be" if dry_run else "was"
+            render.console.print(f"[dim]{row['file']} {verb} {'removed' if row['removed'] else 'written'}[/dim]")
+
+    inv.emit(data, show)
+
+
+@integration_app.command("install")
+@click.argument("name", type=click.Choice(INTEGRATIONS))
+@_where
+@pass_invocation
+def integration_install(inv: Invocation, name: str, scope: str, project: Path, dry_run: bool) -> None:
+    """Install MemCastle into an agent and show each change: Claude Code and Codex CLI get hooks merged into their
+    settings, Pi an extension, OpenCode a plugin; Claude Code and Pi also the `memcastle` agent skill. At session
+    start the agent gets its wake-up bundle; as a session goes, it is mined. Running it again changes nothing."""
+    from memcastle.integrations import install
+
+    _apply(inv, name, install(name, scope, project.resolve(), palace=_palace(inv)), dry_run)
+
+
+@integration_app.command("uninstall")
+@click.argument("name", type=click.Choice(INTEGRATIONS))
+@_where
+@pass_invocation
+def integration_uninstall(inv: Invocation, name: str, scope: str, project: Path, dry_run: bool) -> None:
+    """Remove exactly what installing wrote: MemCastle's hooks (every other hook and setting stays) and its own
+    files (a file of the same name that is not MemCastle's stays)."""
+    from memcastle.integrations import uninstall
+
+    _apply(inv, name, uninstall(name, scope, project.resolve()), dry_run)
+
+
+@integration_app.command("list")
+@click.option("--project", type=PROJECT, default=Path("."), help="the project to look in")
+@pass_invocation
+def integration_list(inv: Invocation, project: Path) -> None:
+    """Every integration, in both scopes: what it installs, where, and whether it is there — `installed`,
+    `outdated` (written by another version or for another palace: install again), `missing` or `foreign` (a file of
+    that name that is not MemCastle's)."""
+    from memcastle.integrations import status
+
+    rows = [
+        {
+            "integration": name,
+            "scope": scope,
+            "kind": part.kind,
+            "file": str(part.path),
+            "state": part.state,
+            "events": list(part.events),
+        }
+        for name in INTEGRATIONS
+        for scope in SCOPES
+        for part in status(name, scope, project.resolve(), palace=_palace(inv))
+    ]
+    inv.emit(
+        {"integrations": rows},
+        lambda data: render.table(
+            "agent integrations",
+            ["integration", "scope", "part", "state", "file"],
+            [(r["integration"], r["scope"], r["kind"], r["state"], r["file"]) for r in data["integrations"]],
+        ),
+    )

@@ -1,0 +1,176 @@
+"""Agent integrations (docs/agents.md): what `memcastle integration install NAME` puts where each agent looks, so
+that a session starts with the agent's wake-up bundle and its transcript is mined as it goes.
+
+Each agent's own mechanism is used, and each runs the same `memcastle hook EVENT --agent NAME` command
+(`memcastle.hooks.runtime`):
+- `claude` — hooks merged into Claude Code's `settings.json` (`memcastle.hooks`), and the agent skill `SKILL.md`;
+- `codex` — hooks merged into Codex CLI's `hooks.json`;
+- `pi` — an extension file in Pi's extensions folder (`pi.on("session_start" | "agent_end" | …)`), and the skill;
+- `opencode` — a plugin file in OpenCode's plugins folder (its `event` and system-prompt hooks).
+
+A file MemCastle writes whole (an extension, a plugin, a skill) carries `MARK`; a file of the same name without it is
+the user's and is never overwritten or removed. Installing again changes nothing when nothing changed; uninstalling
+removes exactly what installing wrote.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from memcastle.errors import ConfigError
+from memcastle.hooks import Change, installed, memcastle_argv, settings_file
+from memcastle.hooks import install as install_hooks
+from memcastle.hooks import uninstall as uninstall_hooks
+
+INTEGRATIONS = ("claude", "codex", "pi", "opencode")
+SCOPES = ("user", "project")
+MARK = "memcastle integration uninstall"  # in every file MemCastle writes whole
+TITLES = {"claude": "Claude Code", "codex": "Codex CLI", "pi": "Pi", "opencode": "OpenCode"}
+
+
+@dataclass(frozen=True)
+class Part:
+    """One thing an integration installs: `hooks` merged into a settings file, or a file of MemCastle's own (an
+    `extension`, a `plugin`, a `skill`)."""
+
+    kind: str
+    path: Path
+
+
+@dataclass(frozen=True)
+class PartStatus:
+    """Whether a part is there: `installed` (as installing would write it now), `outdated` (MemCastle's, written by
+    another version or for another palace: install again), `missing`, or `foreign` (a file of that name that is not
+    MemCastle's, left alone). `events` are the agent events hooks are installed for."""
+
+    kind: str
+    path: Path
+    state: str
+    events: tuple[str, ...] = ()
+
+
+def parts(name: str, scope: str, project: Path, home: Path | None = None) -> list[Part]:
+    """What the integration installs for that scope (`project` is the project folder of the `project` scope)."""
+    home = home or Path.home()
+    user = scope == "user"
+    if name in ("claude", "codex"):
+        found = [Part("hooks", settings_file(name, scope, project, home))]
+        if name == "claude":
+            folder = home / ".claude" if user else project / ".claude"
+            found.append(Part("skill", folder / "skills" / "memcastle" / "SKILL.md"))
+        return found
+    if name == "pi":
+        folder = _pi_agent_dir(home) if user else project / ".pi"
+        return [
+            Part("extension", folder / "extensions" / "memcastle.ts"),
+            Part("skill", folder / "skills" / "memcastle" / "SKILL.md"),
+        ]
+    if name == "opencode":
+        folder = _config_home(home) / "opencode" if user else project / ".opencode"
+        return [Part("plugin", folder / "plugins" / "memcastle.js")]
+    raise ConfigError(f"no integration named {name!r}; one of {', '.join(INTEGRATIONS)}")
+
+
+def install(
+    name: str, scope: str, project: Path, *, palace: str | None = None, home: Path | None = None
+) -> list[Change]:
+    """The changes installing makes (nothing is written: `Change.write` does it)."""
+    changes = []
+    for part in parts(name, scope, project, home):
+        if part.kind == "hooks":
+            changes.append(install_hooks(name, part.path, palace=palace))
+        else:
+            before = _read_own(part.path, refuse=True)
+            after = render(name, part.kind, palace=palace)
+            changes.append(Change(part.path, before, after, backup=False, own_folder=part.kind == "skill"))
+    return changes
+
+
+def uninstall(name: str, scope: str, project: Path, home: Path | None = None) -> list[Change]:
+    """The changes uninstalling makes: MemCastle's hooks out of the settings file, its own files removed (a file of
+    the same name that is not MemCastle's stays)."""
+    changes = []
+    for part in parts(name, scope, project, home):
+        if part.kind == "hooks":
+            changes.append(uninstall_hooks(name, part.path))
+            continue
+        before = _read_own(part.path, refuse=False)
+        ours = before is not None and MARK in before
+        changes.append(Change(part.path, before, None if ours else before, own_folder=part.kind == "skill"))
+    return changes
+
+
+def status(
+    name: str, scope: str, project: Path, *, palace: str | None = None, home: Path | None = None
+) -> list[PartStatus]:
+    """Each part's state, compared with what installing (for `palace`) would write."""
+    found = []
+    for part in parts(name, scope, project, home):
+        if part.kind == "hooks":
+            events = tuple(installed(name, part.path))
+            state = "installed" if events and not install_hooks(name, part.path, palace=palace).changed else (
+                "outdated" if events else "missing"
+            )  # fmt: skip
+            found.append(PartStatus(part.kind, part.path, state, events))
+            continue
+        text = _read_own(part.path, refuse=False)
+        if text is None:
+            state = "missing"
+        elif MARK not in text:
+            state = "foreign"
+        else:
+            state = "installed" if text == render(name, part.kind, palace=palace) else "outdated"
+        found.append(PartStatus(part.kind, part.path, state))
+    return found
+
+
+def render(name: str, kind: str, *, palace: str | None = None) -> str:
+    """The text of a file MemCastle writes whole: the skill, or the extension/plugin — the shared bridge to
+    `memcastle hook` (`assets/hook.js`) followed by the agent's part — naming this installation's `memcastle`."""
+    if kind == "skill":
+        return _asset("SKILL.md").replace("{uninstall}", f"`{MARK} {name}`")
+    agent_part = _asset("pi.ts" if name == "pi" else "opencode.js")
+    header = (
+        f"// MemCastle for {TITLES[name]}: written by `memcastle integration install {name}`, removed by `{MARK} "
+        f"{name}`.\n// Install again rather than edit: an edit is overwritten.\n"
+    )
+    constants = (
+        f"const MEMCASTLE = {json.dumps(memcastle_argv(palace=palace))}; // this installation's memcastle\n"
+        f"const AGENT = {json.dumps(name)};\n"
+    )
+    return f"{header}\n{_asset('hook.js')}\n{constants}\n{agent_part}"
+
+
+def _asset(name: str) -> str:
+    return resources.files("memcastle.integrations").joinpath("assets", name).read_text(encoding="utf-8")
+
+
+def _read_own(path: Path, *, refuse: bool) -> str | None:
+    """A file's text (None when there is none); with `refuse`, a file that is not MemCastle's is a `ConfigError`."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot be read ({exc}); nothing was changed", file=str(path)) from None
+    if refuse and MARK not in text:
+        raise ConfigError("exists and is not MemCastle's; move it away to install, nothing was changed", file=str(path))
+    return text
+
+
+def _pi_agent_dir(home: Path) -> Path:
+    """Pi's agent folder: `$PI_CODING_AGENT_DIR`, else `~/.pi/agent` (Pi's `getAgentDir`)."""
+    configured = os.environ.get("PI_CODING_AGENT_DIR", "").strip()
+    if configured:
+        return Path(configured).expanduser()
+    return home / ".pi" / "agent"
+
+
+def _config_home(home: Path) -> Path:
+    """Where OpenCode keeps its user configuration: `$XDG_CONFIG_HOME`, else `~/.config`."""
+    configured = os.environ.get("XDG_CONFIG_HOME", "").strip()
+    return Path(configured) if configured else home / ".config"

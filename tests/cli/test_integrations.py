@@ -1,0 +1,228 @@
+"""Agent integrations: `memcastle integration list/install/uninstall` over the four agents, and the Pi extension and
+the OpenCode plugin they write, loaded by Node and driven the way Pi and OpenCode drive them (their documented event
+names, handler arguments and context objects), against a real daemon."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agent_logs import ASSISTANT, CONVERSATION, install_opencode, write_session
+from waiting import CEILING, wait_until
+
+from memcastle.errors import ConfigError
+from memcastle.integrations import INTEGRATIONS, install, status, uninstall
+from memcastle.mcp.tools import TOOLS
+
+NODE = shutil.which("node")
+needs_node = pytest.mark.skipif(NODE is None, reason="the Pi extension and the OpenCode plugin are JavaScript")
+
+# Pi's extension events (packages/coding-agent/docs/extensions.md) and OpenCode's plugin hooks (packages/plugin/src/
+# index.ts): what the written files may register for.
+PI_EVENTS = {
+    "session_directory", "session_start", "session_before_switch", "session_switch", "session_before_fork",
+    "session_fork", "session_before_compact", "session_compact", "session_before_tree", "session_tree",
+    "session_shutdown", "before_agent_start", "agent_start", "agent_end", "turn_start", "turn_end", "message_start",
+    "message_update", "message_end", "tool_execution_start", "tool_execution_update", "tool_execution_end",
+    "context", "before_provider_request", "model_select", "tool_call", "tool_result", "user_bash", "input",
+}  # fmt: skip
+OPENCODE_HOOKS = {
+    "event", "config", "tool", "auth", "chat.message", "chat.params", "permission.ask", "tool.execute.before",
+    "tool.execute.after", "shell.env", "experimental.chat.messages.transform", "experimental.chat.system.transform",
+    "experimental.session.compacting",
+}  # fmt: skip
+
+# Loads the written file as Pi does (its default export called with the extension API), then fires the events Pi
+# fires with the context Pi passes; prints what the handlers returned and what they told the user.
+PI_DRIVER = """
+const [file, sessionFile, cwd, ...events] = process.argv.slice(2);
+const handlers = {};
+const notices = [];
+const pi = { on: (name, handler) => (handlers[name] ??= []).push(handler) };
+(await import(file)).default(pi);
+const ctx = {
+  cwd, hasUI: true, ui: { notify: (message, level) => notices.push([level, message]) },
+  sessionManager: { getSessionFile: () => sessionFile, getSessionId: () => "0199a3c1-7d2e", getCwd: () => cwd },
+};
+const results = {};
+for (const name of events) {
+  const event = name === "before_agent_start" ? { type: name, prompt: "hi", systemPrompt: "BASE PROMPT" }
+    : name === "session_switch" ? { type: name, reason: "new", previousSessionFile: sessionFile }
+    : { type: name };
+  for (const handler of handlers[name] ?? []) results[name] = (await handler(event, ctx)) ?? null;
+}
+console.log(JSON.stringify({ registered: Object.keys(handlers), results, notices }));
+"""
+
+# Loads the written file as OpenCode does (each exported plugin function called with the plugin input), then calls
+# its hooks with OpenCode's arguments.
+OPENCODE_DRIVER = """
+const [file, cwd, session] = process.argv.slice(2);
+const logs = [];
+const client = { app: { log: async (entry) => logs.push(entry) } };
+const plugins = Object.values(await import(file));
+const hooks = Object.assign({}, ...(await Promise.all(plugins.map((p) => p({ directory: cwd, worktree: cwd,
+  project: { id: "prj_1" }, client, $: undefined })))));
+const output = { system: ["BASE PROMPT"] };
+await hooks["experimental.chat.system.transform"]({ sessionID: session, model: {} }, output);
+await hooks.event({ event: { type: "message.updated", properties: { info: { sessionID: session } } } });
+await hooks.event({ event: { type: "session.status", properties: { sessionID: session, status: { type: "idle" } } } });
+await hooks.event({ event: { type: "session.idle", properties: { sessionID: session } } });
+console.log(JSON.stringify({ registered: Object.keys(hooks), system: output.system, logs }));
+"""
+
+
+def drive(driver: str, installed: Path, *args: str, env: dict[str, str], cwd: Path) -> dict[str, Any]:
+    """Run a driver in Node over a copy of the written file (Node reads a `.ts` as TypeScript only past 22)."""
+    module = cwd / f"loaded-{installed.stem}.mjs"
+    shutil.copyfile(installed, module)
+    (cwd / "driver.mjs").write_text(driver, encoding="utf-8")
+    assert NODE is not None
+    done = subprocess.run(
+        [NODE, "driver.mjs", str(module), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=CEILING
+    )
+    assert done.returncode == 0, done.stderr
+    answer: dict[str, Any] = json.loads(done.stdout)
+    return answer
+
+
+def test_install_list_and_uninstall_over_the_four_agents(tmp_path: Path) -> None:
+    home, project = tmp_path / "home", tmp_path / "shop"
+    project.mkdir()
+    claude_settings = home / ".claude" / "settings.json"
+    claude_settings.parent.mkdir(parents=True)
+    claude_settings.write_text('{"model": "opus"}\n')
+    for name in INTEGRATIONS:
+        for change in install(name, "user", project, home=home):
+            assert change.changed
+            change.write()
+        assert {s.state for s in status(name, "user", project, home=home)} == {"installed"}, name
+        assert not any(c.changed for c in install(name, "user", project, home=home)), "installing again: no change"
+    assert json.loads(claude_settings.read_text())["model"] == "opus"
+    skill = (home / ".claude" / "skills" / "memcastle" / "SKILL.md").read_text()
+    assert skill.startswith("---\nname: memcastle\ndescription: ")  # the Agent Skills frontmatter
+    named = set(re.findall(r"memcastle_[a-z_]+", skill))
+    assert named and named <= set(TOOLS), "the skill names only tools that exist"
+    assert (home / ".pi" / "agent" / "extensions" / "memcastle.ts").exists()
+    # For another palace, the extension (which names the palace) is no longer what installing would write.
+    elsewhere = {s.kind: s.state for s in status("pi", "user", project, palace="/elsewhere", home=home)}
+    assert elsewhere == {"extension": "outdated", "skill": "installed"}
+    for name in INTEGRATIONS:
+        for change in uninstall(name, "user", project, home=home):
+            change.write()
+        assert {s.state for s in status(name, "user", project, home=home)} == {"missing"}, name
+    assert json.loads(claude_settings.read_text()) == {"model": "opus"}
+    assert not (home / ".claude" / "skills" / "memcastle").exists(), "the skill's own folder goes with it"
+    assert (home / ".pi" / "agent" / "extensions").is_dir(), "Pi's own folder stays"
+
+
+def test_a_file_of_the_users_own_is_never_overwritten_or_removed(tmp_path: Path) -> None:
+    project = tmp_path / "shop"
+    mine = project / ".opencode" / "plugins" / "memcastle.js"
+    mine.parent.mkdir(parents=True)
+    mine.write_text("export const Mine = async () => ({})\n")
+    with pytest.raises(ConfigError) as refused:
+        install("opencode", "project", project)
+    assert str(mine) in refused.value.message and "not MemCastle's" in refused.value.message
+    assert [s.state for s in status("opencode", "project", project)] == ["foreign"]
+    assert not any(c.changed for c in uninstall("opencode", "project", project))
+    assert mine.read_text() == "export const Mine = async () => ({})\n"
+
+
+def test_the_cli_shows_a_dry_run_installs_lists_and_uninstalls(daemon: Any, tmp_path: Path) -> None:
+    served = daemon()
+    project = tmp_path / "shop"
+    project.mkdir()
+    where = ("--scope", "project", "--project", str(project))
+    dry = json.loads(served.cli("--json", "integration", "install", "claude", *where, "--dry-run").stdout)
+    assert dry["dry_run"] and [Path(c["file"]).name for c in dry["changes"]] == ["settings.json", "SKILL.md"]
+    assert not (project / ".claude").exists()
+    done = served.cli("--json", "integration", "install", "opencode", *where)
+    assert done.returncode == 0, done.stderr
+    listed = json.loads(served.cli("--json", "integration", "list", "--project", str(project)).stdout)
+    states = {(r["integration"], r["scope"], r["kind"]): r["state"] for r in listed["integrations"]}
+    assert states[("opencode", "project", "plugin")] == "installed"
+    assert states[("claude", "project", "skill")] == "missing"
+    gone = json.loads(served.cli("--json", "integration", "uninstall", "opencode", *where).stdout)
+    assert gone["changes"][0]["removed"] and not (project / ".opencode" / "plugins" / "memcastle.js").exists()
+    unknown = served.cli("integration", "install", "cursor")
+    assert unknown.returncode == 2 and "cursor" in unknown.stderr
+
+
+@needs_node
+def test_the_pi_extension_wakes_up_and_has_the_session_mined(daemon: Any, tmp_path: Path) -> None:
+    served = daemon()
+    with served.http() as http:
+        saved = {"agent": "pi", "items": [{"content": "Decided: staging deploys go through port 8443."}]}
+        assert http.post("/api/checkpoint", json=saved).status_code == 201
+    project = served.home.root / "atlas-app"
+    project.mkdir()
+    assert served.cli("integration", "install", "pi", "--scope", "project", "--project", str(project)).returncode == 0
+    extension = project / ".pi" / "extensions" / "memcastle.ts"
+    sessions = served.home.root / ".pi" / "agent" / "sessions"
+    session_file = write_session(sessions, str(project), "0199a3c1-7d2e", CONVERSATION, "2026-03-02T09:00:00.000Z")
+    events = ("session_start", "before_agent_start", "agent_end", "session_shutdown")
+    answer = drive(PI_DRIVER, extension, str(session_file), str(project), *events, env=served.env, cwd=tmp_path)
+    assert set(answer["registered"]) <= PI_EVENTS and {"session_start", "agent_end"} <= set(answer["registered"])
+    assert answer["notices"] == []
+    prompt = answer["results"]["before_agent_start"]["systemPrompt"]
+    assert prompt.startswith("BASE PROMPT\n\n") and "port 8443" in prompt
+
+    def search(words: str) -> list[dict[str, Any]]:
+        with served.http() as http:
+            return http.post("/api/search", json={"query": words, "ranking": "lexical"}).json()["hits"]
+
+    hits = wait_until(lambda: search("why does the deploy fail"), what="the Pi session to be mined")
+    assert hits[0]["drawer"]["source"]["origin"]["connector"] == "pi"
+    with served.http() as http:
+        mines = http.get("/api/jobs", params={"kind": "mine"}).json()["jobs"]
+    relative = session_file.relative_to(sessions).as_posix()
+    assert mines and all(j["params"]["options"] == {"session": relative} for j in mines)
+
+
+@needs_node
+def test_without_a_daemon_the_pi_extension_says_why_and_pi_goes_on(tmp_path: Path, xdg_home: Any) -> None:
+    project = tmp_path / "app"
+    for change in install("pi", "project", project):
+        change.write()
+    env = xdg_home.env()
+    answer = drive(PI_DRIVER, project / ".pi" / "extensions" / "memcastle.ts", "", str(project), "session_start",
+                   "before_agent_start", env=env, cwd=tmp_path)  # fmt: skip
+    assert answer["results"]["before_agent_start"] is None, "the prompt is left as it was"
+    ((level, message),) = answer["notices"]
+    assert level == "warning" and message.startswith("memcastle hook session-start: ")
+
+
+@needs_node
+def test_the_opencode_plugin_wakes_up_and_has_the_idle_session_mined_once(daemon: Any, tmp_path: Path) -> None:
+    project = tmp_path / "app"
+    project.mkdir()
+    bin_dir = install_opencode(tmp_path, [("ses_a", str(project), 1_770_000_000_000)], ASSISTANT)
+    served = daemon(extra_env={"PATH": f"{bin_dir}:{os.environ['PATH']}"})
+    with served.http() as http:
+        saved = {"agent": "opencode", "items": [{"content": "Decided: rotate the keys every Monday."}]}
+        assert http.post("/api/checkpoint", json=saved).status_code == 201
+    done = served.cli("integration", "install", "opencode", "--scope", "project", "--project", str(project))
+    assert done.returncode == 0, done.stderr
+    plugin = project / ".opencode" / "plugins" / "memcastle.js"
+    answer = drive(OPENCODE_DRIVER, plugin, str(project), "ses_a", env=served.env, cwd=tmp_path)
+    assert set(answer["registered"]) <= OPENCODE_HOOKS and answer["logs"] == []
+    assert answer["system"][0] == "BASE PROMPT" and "every Monday" in answer["system"][1]
+
+    def mined() -> list[dict[str, Any]]:
+        with served.http() as http:
+            jobs = http.get("/api/jobs", params={"kind": "mine"}).json()["jobs"]
+        return [j for j in jobs if j["status"] == "completed"]
+
+    (job,) = wait_until(mined, what="the idle session to be mined")
+    assert job["params"]["connector"] == "opencode" and job["params"]["options"] == {"session": "ses_a"}
+    assert job["result"]["created"] >= 1
+    with served.http() as http:
+        (hit, *_) = http.post("/api/search", json={"query": "rotation script", "ranking": "lexical"}).json()["hits"]
+    assert hit["drawer"]["source"]["uri"] == "opencode://session/ses_a"
