@@ -254,7 +254,9 @@ def read_configuration(settings: Settings) -> Configuration:
     connectors = load_registry(
         with_external(
             builtin_connectors(
-                max_file_bytes=settings["mining.max_file_bytes"], github_api_url=settings["mining.github_api_url"]
+                max_file_bytes=settings["mining.max_file_bytes"],
+                github_api_url=settings["mining.github_api_url"],
+                github_wiki_url=settings["mining.github_wiki_url"],
             ),
             ConsentBook(consent_file(settings)),
         ),

@@ -4,7 +4,8 @@ files; a 404 repository, a 401 token and a spent rate limit — mined through a 
 
 from __future__ import annotations
 
-import json
+import os
+import subprocess
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -13,6 +14,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from github_api import GitHubHandler
 from waiting import wait_until
 
 from memcastle.app import Palace, build
@@ -74,30 +76,8 @@ class GitHub:
 
 
 def handler_for(state: GitHub) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: Any) -> None:
-            pass
-
-        def answer(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
-            data = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json; charset=utf-8")
-            headers = {"x-ratelimit-limit": "5000", "x-ratelimit-remaining": "4999", **(headers or {})}
-            for key, value in headers.items():
-                self.send_header(key, value)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def page(self, items: list[Any], query: dict[str, list[str]], size: int = 2) -> None:
-            number = int(query.get("page", ["1"])[0])
-            chunk = items[(number - 1) * size : number * size]
-            headers = {}
-            if number * size < len(items):
-                base = urlsplit(self.path).path
-                rest = "&".join(f"{k}={v[0]}" for k, v in query.items() if k != "page")
-                headers["Link"] = f'<http://{self.headers["Host"]}{base}?{rest}&page={number + 1}>; rel="next"'
-            self.answer(200, chunk, headers)
+    class Handler(GitHubHandler):
+        page_size = 2
 
         def do_GET(self) -> None:
             parts = urlsplit(self.path)
@@ -161,6 +141,7 @@ def palace(tmp_path: Path, github: tuple[GitHub, str], monkeypatch: pytest.Monke
         "embeddings.provider": "none",
         "extraction.provider": "none",
         "mining.github_api_url": github[1],
+        "mining.github_wiki_url": f"file://{tmp_path / 'wikis'}",
     }
     built = build(load_settings(flags=flags, env={}, config_file=None))
     built.start()
@@ -239,3 +220,53 @@ def test_include_is_required_and_checked(palace: Palace) -> None:
         with pytest.raises(InvalidRequest) as refused:
             palace.services.mining.submit_mine(MineRequest("github", "", options))
         assert refused.value.field == field
+
+
+def push_wiki(root: Path, repo: str, pages: dict[str, str], when: str) -> None:
+    """Commit `pages` to the wiki repository `<root>/<repo>.wiki.git` (created bare on first use), dated `when`."""
+    bare, work = root / f"{repo}.wiki.git", root / "work" / repo
+    who = {"GIT_AUTHOR_NAME": "Ada", "GIT_AUTHOR_EMAIL": "ada@example.org", "GIT_COMMITTER_NAME": "Ada",
+           "GIT_COMMITTER_EMAIL": "ada@example.org"}  # fmt: skip
+    env = {**os.environ, **who, "GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when}
+
+    def git(*args: str, cwd: Path | None = None) -> None:
+        subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True)
+
+    if not bare.exists():
+        bare.parent.mkdir(parents=True, exist_ok=True)
+        git("init", "--bare", "--quiet", "--initial-branch=master", str(bare))
+        git("clone", "--quiet", str(bare), str(work))
+    for name, text in pages.items():
+        (work / name).write_text(text, encoding="utf-8")
+    git("add", "--all", cwd=work)
+    git("commit", "--quiet", "-m", "Update wiki", cwd=work)
+    git("push", "--quiet", "origin", "HEAD:master", cwd=work)
+
+
+def test_wiki_pages_are_cloned_and_mined_page_by_page(palace: Palace, tmp_path: Path) -> None:
+    wikis = tmp_path / "wikis"
+    push_wiki(wikis, "octo-org/atlas", {"Home.md": "# Atlas\n\nStart at the [[Deploy Guide]].",
+                                        "Deploy-Guide.md": "Deploys go out on Thursdays through the blue pipeline.",
+                                        "_Sidebar.md": "navigation"}, "2026-03-01T10:00:00+00:00")  # fmt: skip
+    guide = "Deploys go out on Thursdays through the blue pipeline.\n\nRoll back with `atlas rollback`."
+    push_wiki(wikis, "octo-org/atlas", {"Deploy-Guide.md": guide}, "2026-03-05T10:00:00+00:00")
+    only = mine(palace, include="octo-org/atlas,octo-org/infra", wiki="only")
+    assert only["created"] == 2, only
+    (skip,) = only["skipped_documents"]
+    assert skip["document"] == "octo-org/infra/wiki" and "has no wiki" in skip["reason"]
+    found = drawers(palace)
+    assert set(found) == {"octo-org/atlas/wiki/Home.md", "octo-org/atlas/wiki/Deploy-Guide.md"}
+    assert "atlas rollback" in found["octo-org/atlas/wiki/Deploy-Guide.md"]
+    page = next(d for d in palace.services.drawers.list_drawers("github", None, 10, None).items
+                if d.source.origin and d.source.origin.document.endswith("Deploy-Guide.md"))  # fmt: skip
+    assert page.source.origin is not None
+    assert page.source.origin.metadata["page"] == "Deploy Guide" and page.source.origin.metadata["kind"] == "wiki"
+    assert page.source.origin.occurred_at and page.source.origin.occurred_at.startswith("2026-03-05")
+    assert page.source.uri == f"file://{wikis}/octo-org/atlas/wiki/Deploy-Guide"
+    assert "wiki" in page.tags
+    push_wiki(wikis, "octo-org/atlas", {"Home.md": "# Atlas\n\nStart at the [[Deploy Guide]]; see [[FAQ]]."},
+              "2026-03-09T10:00:00+00:00")  # fmt: skip
+    again = mine(palace, include="octo-org/atlas,octo-org/infra", wiki="only")
+    assert (again["created"], again["superseded"]) == (0, 1), again  # Home changed; the guide is as it was
+    both = mine(palace, include="octo-org/atlas", wiki="true")
+    assert both["created"] == 5, both  # a source of its own (include and wiki name it): three issues, two pages

@@ -98,6 +98,13 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "from GH_TOKEN, else GITHUB_TOKEN, never from a setting",
     ),
     SettingSpec(
+        "mining.github_wiki_url",
+        str,
+        "https://github.com",
+        "the site the github connector clones a repository's wiki from (<site>/<owner>/<repo>.wiki.git) when its "
+        "wiki option asks for the wiki pages",
+    ),
+    SettingSpec(
         "mining.max_documents",
         int,
         0,

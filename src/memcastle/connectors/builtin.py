@@ -8,13 +8,15 @@ from memcastle.connectors.codex import CodexConnector
 from memcastle.connectors.contract import Connector
 from memcastle.connectors.directory import DirectoryConnector
 from memcastle.connectors.git import GitConnector
-from memcastle.connectors.github import DEFAULT_API, GitHubConnector
+from memcastle.connectors.github import DEFAULT_API, DEFAULT_SITE, GitHubConnector
 from memcastle.connectors.notes import NotesConnector
 from memcastle.connectors.opencode import OpenCodeConnector
 from memcastle.connectors.pi import PiConnector
 
 
-def builtin_connectors(*, max_file_bytes: int, github_api_url: str = DEFAULT_API) -> dict[str, Connector]:
+def builtin_connectors(
+    *, max_file_bytes: int, github_api_url: str = DEFAULT_API, github_wiki_url: str = DEFAULT_SITE
+) -> dict[str, Connector]:
     connectors: list[Connector] = [
         DirectoryConnector(max_file_bytes=max_file_bytes),
         NotesConnector(max_file_bytes=max_file_bytes),
@@ -23,7 +25,7 @@ def builtin_connectors(*, max_file_bytes: int, github_api_url: str = DEFAULT_API
         CodexConnector(),
         PiConnector(),
         OpenCodeConnector(),
-        GitHubConnector(github_api_url),
+        GitHubConnector(github_api_url, github_wiki_url),
         ChatGPTConnector(),
     ]
     return {c.name: c for c in connectors}

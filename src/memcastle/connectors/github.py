@@ -6,7 +6,8 @@ Which repositories: the required `include` patterns (`owner/repo`, `owner/*`, `o
 less those without one of `topics` when given. What of them: every issue and pull request (GitHub's issues list
 holds both) updated since the cursor — or `since` — and, with `labels`, only those carrying one of them; with
 `paths`, only pull requests that touch a matching file. One document per issue or pull request: its text, then each
-comment, review and review comment by author and date.
+comment, review and review comment by author and date. With `wiki = true` (or `only`), each repository's wiki pages
+too (or only them): a wiki is a git repository, cloned from `mining.github_wiki_url` (`github_wiki`).
 
 GitHub's shapes, as its REST reference documents them: lists are pages of at most 100, the next one named by the
 `Link` header's `rel="next"`; an exhausted rate limit is a 403 or 429 with `x-ratelimit-remaining: 0` (and
@@ -36,10 +37,12 @@ from memcastle.connectors.contract import (
     SourceSpec,
     identify_source,
 )
+from memcastle.connectors.github_wiki import WikiPage, wiki_pages
 from memcastle.connectors.transcript import identity_options
 from memcastle.errors import InvalidRequest
 
 DEFAULT_API = "https://api.github.com"
+DEFAULT_SITE = "https://github.com"  # where a repository's wiki is cloned from: <site>/<owner>/<repo>.wiki.git
 PAGE = 100
 TIMEOUT_SECONDS = 30.0
 WAIT_AT_MOST = 10.0  # a `retry-after` this short is waited out once; a longer one stops the mine with the reason
@@ -61,10 +64,12 @@ class GitHubConnector(ConnectorBase):
         "labels": OptionSpec("string", "only issues and pull requests with one of these labels, comma-separated"),
         "topics": OptionSpec("string", "only repositories with one of these topics, comma-separated"),
         "paths": OptionSpec("string", "only pull requests touching a file matching one of these globs"),
+        "wiki": OptionSpec("string", "the repositories' wiki pages too (true), or only them (only)"),
     }
 
-    def __init__(self, api_url: str = DEFAULT_API) -> None:
+    def __init__(self, api_url: str = DEFAULT_API, wiki_url: str = DEFAULT_SITE) -> None:
         self.api_url = api_url.rstrip("/")
+        self.wiki_url = wiki_url.rstrip("/")
 
     def identify(self, source: SourceSpec) -> str:
         return identify_source(self.name, self.api_url, identity_options(self.options, source.options))
@@ -93,6 +98,7 @@ class GitHubConnector(ConnectorBase):
                 )
         if source.options.get("since"):
             parse_instant(source.options["since"], field="options.since")
+        _wiki(source)
 
     # --- discovery ------------------------------------------------------------------------------
 
@@ -103,10 +109,11 @@ class GitHubConnector(ConnectorBase):
         if since is None and source.options.get("since"):
             since = parse_instant(source.options["since"], field="options.since")
         labels = set(_patterns(source.options.get("labels")))
+        wiki = _wiki(source)
         with self._client() as client:
             repositories, missing = self._repositories(client, source)
             found: list[Candidate] = []
-            for repo in repositories:
+            for repo in repositories if wiki != "only" else ():
                 params: dict[str, Any] = {"state": "all", "sort": "updated", "direction": "asc", "per_page": PAGE}
                 if since:
                     params["since"] = _github_time(since)
@@ -117,8 +124,18 @@ class GitHubConnector(ConnectorBase):
                     found.append(Candidate(f"{repo}#{item['number']}", cursor_after=item["updated_at"], hint=item))
         found.sort(key=lambda c: (str(c.cursor_after), c.external_id))
         # A repository `include` names that GitHub does not show is listed as a document that says so when read:
-        # the mine reports it among its skips instead of leaving it out in silence.
-        return [Candidate(repo, hint=MISSING) for repo in missing] + found
+        # the mine reports it among its skips instead of leaving it out in silence; so is a wiki that cannot be read.
+        pages = [page for repo in repositories for page in self._wiki_candidates(repo)] if wiki else []
+        return [Candidate(repo, hint=MISSING) for repo in missing] + pages + found
+
+    def _wiki_candidates(self, repo: str) -> list[Candidate]:
+        """The wiki's pages, listed every mine (a wiki has no update time to list from; an unchanged page is
+        recognized by its text and left as it is), without moving the cursor."""
+        try:
+            pages = wiki_pages(self.wiki_url, repo, _token())
+        except SkipDocument as exc:
+            return [Candidate(f"{repo}/wiki", hint={"skip": str(exc)})]
+        return [Candidate(f"{repo}/wiki/{page.path}", hint=page) for page in pages]
 
     def _repositories(self, client: httpx.Client, source: SourceSpec) -> tuple[list[str], list[str]]:
         """The repositories `include` names, less `exclude`, less those without one of `topics`; and those it names
@@ -150,6 +167,10 @@ class GitHubConnector(ConnectorBase):
     def read(self, source: SourceSpec, candidate: Candidate) -> RawDocument:
         if candidate.hint == MISSING:
             raise SkipDocument("no such repository, or not one this token may read (GitHub answered 404)")
+        if isinstance(candidate.hint, dict) and "skip" in candidate.hint:
+            raise SkipDocument(str(candidate.hint["skip"]))
+        if "/wiki/" in candidate.external_id:
+            return self._read_wiki(candidate)
         repo, _, number = candidate.external_id.rpartition("#")
         with self._client() as client:
             item = (
@@ -210,6 +231,30 @@ class GitHubConnector(ConnectorBase):
             uri=str(item.get("html_url") or f"https://github.com/{repo}/issues/{number}"),
         )
 
+    def _read_wiki(self, candidate: Candidate) -> RawDocument:
+        """One wiki page: its text as written, its time the last commit that changed it."""
+        repo, _, path = candidate.external_id.partition("/wiki/")
+        page = candidate.hint
+        if not isinstance(page, WikiPage):  # listed by an earlier run (a resumed mine): read the wiki again
+            page = next((p for p in wiki_pages(self.wiki_url, repo, _token()) if p.path == path), None)
+            if page is None:
+                raise SkipDocument("the page is no longer in the wiki")
+        metadata = {
+            "repository": repo,
+            "kind": "wiki",
+            "page": page.title,
+            "path": page.path,
+            "updated_at": page.changed_at,
+        }
+        return RawDocument(
+            external_id=candidate.external_id,
+            body=page.text.strip() or page.title,
+            metadata=metadata,
+            occurred_at=page.changed_at,
+            title=page.title,
+            uri=f"{self.wiki_url}/{repo}/wiki/{Path(page.path).stem}",
+        )
+
     def normalize(self, raw: RawDocument) -> CanonicalDocument:
         repo = str(raw.metadata["repository"])
         return CanonicalDocument(
@@ -224,10 +269,24 @@ class GitHubConnector(ConnectorBase):
 
     def _client(self) -> httpx.Client:
         headers = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28"}
-        token = os.environ.get("GH_TOKEN") or os.environ.get("GITHUB_TOKEN")
+        token = _token()
         if token:
             headers["Authorization"] = f"Bearer {token}"
         return httpx.Client(base_url=self.api_url, headers=headers, timeout=TIMEOUT_SECONDS, trust_env=False)
+
+
+def _token() -> str | None:
+    return os.environ.get("GH_TOKEN") or os.environ.get("GITHUB_TOKEN") or None
+
+
+def _wiki(source: SourceSpec) -> str | None:
+    """The `wiki` option: None (issues and pull requests only), "true" (and the wiki pages) or "only"."""
+    value = (source.options.get("wiki") or "").strip().lower()
+    if value in ("", "false", "no"):
+        return None
+    if value in ("true", "yes", "only"):
+        return "only" if value == "only" else "true"
+    raise InvalidRequest(f"wiki must be true, false or only, not {value!r}", field="options.wiki")
 
 
 def _pages(client: httpx.Client, path: str, params: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
