@@ -68,6 +68,7 @@ def create_app(
         dependencies=[Depends(route_groups)],
     )
     app.state.services = services
+    app.state.web = web  # an unknown path or a malformed query asked by a browser gets the error page
     app.state.mcp = mcp_endpoint
     app.state.tokens = tokens
     # The web page's CSRF tokens are HMACs under this key: held by this process only, new at every start.

@@ -8,7 +8,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
@@ -16,6 +16,7 @@ from memcastle.errors import (
     AccessDenied,
     InvalidRequest,
     MemCastleError,
+    NotFound,
     TooManyRequests,
     error_shape,
     field_path,
@@ -96,7 +97,13 @@ def install_error_handlers(app: FastAPI) -> None:
         return JSONResponse({**error_shape(refusal), "details": details}, status_code=400)
 
     @app.exception_handler(StarletteHTTPException)
-    async def on_http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def on_http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        if exc.status_code in (404, 405) and getattr(request.app.state, "web", False):
+            from memcastle.web.pages import error_page, wants_page
+
+            if wants_page(request):
+                missing = NotFound(f"there is no page at {request.url.path}", help="the pages are in the menu above")
+                return error_page(request, missing, exc.status_code)
         if exc.status_code == 400 and exc.detail == "There was an error parsing the body":
             # FastAPI's answer to a body it could not decode at all: said as the invalid request it is, naming it.
             return JSONResponse(error_shape(unreadable_body(exc.__cause__)), status_code=400)

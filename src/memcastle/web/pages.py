@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fastapi import Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, Response
 from fastapi.routing import APIRoute
 
-from memcastle.errors import AccessDenied, MemCastleError, http_status
+from memcastle.errors import AccessDenied, InvalidRequest, MemCastleError, http_status
 from memcastle.modes import HEADER, Access, enforce_mode, parse_mode
 from memcastle.services import Services
 
@@ -44,7 +45,37 @@ def _templates() -> Jinja2Templates:
     """The Jinja2 environment, made by the first page served: Jinja2 is not on the daemon's start-up path."""
     from fastapi.templating import Jinja2Templates
 
-    return Jinja2Templates(directory=str(HERE / "templates"))
+    templates = Jinja2Templates(directory=str(HERE / "templates"))
+    templates.env.filters.update(when=when, readable=readable)
+    return templates
+
+
+def when(instant: str | None, precision: str = "minute") -> str:
+    """An instant as a person reads it: `2026-03-05 10:00 UTC` (`day`: `2026-03-05`; `second`: with seconds), never
+    the microseconds of the stored form; "—" for none."""
+    if not instant:
+        return "—"
+    text = str(instant)
+    day, _, rest = text.partition("T")
+    if precision == "day" or not rest:
+        return day
+    clock = rest[:8] if precision == "second" else rest[:5]
+    zone = " UTC" if rest.endswith(("Z", "+00:00")) else ""
+    return f"{day} {clock}{zone}"
+
+
+def readable(value: Any) -> str:
+    """A metadata value as text: a string as written, a list joined with commas, an object as `key: value` pairs,
+    nothing escaped or quoted (the template escapes it for HTML)."""
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list | tuple):
+        return ", ".join(readable(v) for v in value) or "—"
+    if isinstance(value, dict):
+        return "; ".join(f"{k}: {readable(v)}" for k, v in value.items()) or "—"
+    return str(value)
 
 
 def _csrf_token(request: Request, cookie: str) -> str:
@@ -64,6 +95,24 @@ def page(request: Request, template: str, status: int = 200, **context: Any) -> 
     return answer
 
 
+ERROR_TITLES = {400: "Invalid request", 401: "Sign in", 403: "Not allowed", 404: "Not found", 405: "Not allowed here",
+                409: "Conflict", 413: "Too large", 429: "Too many requests", 500: "Internal error",
+                503: "Unavailable"}  # fmt: skip
+API_PREFIXES = ("/api/", "/mcp", "/hooks/", "/openapi", "/docs", "/redoc", "/static/")
+
+
+def error_page(request: Request, error: MemCastleError, status: int) -> HTMLResponse:
+    """The error page: what went wrong and what to do, titled by the kind of error."""
+    return page(request, "error.html", status=status, error=error, title=ERROR_TITLES.get(status, "Error"))
+
+
+def wants_page(request: Request) -> bool:
+    """Whether an answer goes to a person's browser: a page is asked for (`Accept: text/html`) at a path that is not
+    the API's, MCP's or a webhook's, which answer JSON to everyone."""
+    path = request.url.path
+    return path != "/api" and not path.startswith(API_PREFIXES) and "text/html" in request.headers.get("accept", "")
+
+
 def check_csrf(request: Request, token: str) -> None:
     cookie = request.cookies.get(CSRF_COOKIE)
     if not cookie or not token or not secrets.compare_digest(_csrf_token(request, cookie), token):
@@ -80,6 +129,11 @@ class PageRoute(APIRoute):
             try:
                 return await handler(request)
             except MemCastleError as exc:
-                return page(request, "error.html", status=http_status(exc), error=exc)
+                return error_page(request, exc, http_status(exc))
+            except RequestValidationError as exc:  # `?limit=abc`: said on the page, naming the field
+                first = exc.errors()[0] if exc.errors() else {}
+                field = ".".join(str(p) for p in first.get("loc", ())[1:]) or None
+                refusal = InvalidRequest(f"{field or 'the request'}: {first.get('msg', 'not valid')}", field=field)
+                return error_page(request, refusal, 400)
 
         return handle

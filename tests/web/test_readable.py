@@ -1,0 +1,121 @@
+"""The page reads as text, not as data: a drawer's preference explanation and metadata snapshot as a person writes
+them (never JSON-escaped), its tags, times without microseconds, every part of a long file named in Browse, a
+manual note's preference said in words, and a browser that asks for a missing page or a malformed one gets the error
+page with a title, not raw JSON — in a real browser."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from selenium.webdriver.common.by import By
+from waiting import wait_until
+
+pytestmark = pytest.mark.usefixtures("browser_available")
+
+NOTE = """---
+owner: Ada & Bob <ops@example.org>
+status: it's "final"
+reviewers: [Ada, Bob]
+tags: [deploy, runbook]
+---
+# Deploy runbook
+
+The blue pipeline deploys on Thursdays.
+"""
+
+
+@pytest.fixture
+def served(daemon: Any, tmp_path: Path) -> Any:
+    root = tmp_path
+    palace = root / "palace"
+    palace.mkdir()
+    (palace / "preferences.toml").write_text(
+        '[preferences.sources.notes]\nlevel = "high"\n'
+        '[[preferences.sources.notes.criteria]]\npath = "status"\nequals = "draft"\nlevel = "low"\n'
+    )
+    notes = root / "notes"
+    notes.mkdir()
+    (notes / "runbook.md").write_text(NOTE)
+    (notes / "long.md").write_text("# Long\n\n" + "\n\n".join(f"Paragraph {n}: " + "words " * 60 for n in range(60)))
+    process = daemon(palace, extra_env={"MEMCASTLE_MINING_CHUNK_CHARS": "2000"})
+    with process.http() as http:
+        job = http.post("/api/mine", json={"connector": "notes", "locator": str(notes)}).json()["job"]
+        wait_until(lambda: http.get(f"/api/jobs/{job['id']}").json()["status"] == "completed", what="the mine")
+        http.post("/api/notes", json={"content": "The float valve sticks in winter.", "wing": "readable"})
+    return process
+
+
+def drawer_id(served: Any, words: str) -> str:
+    with served.http() as http:
+        hits = http.post("/api/search", json={"query": words, "ranking": "lexical"}).json()["hits"]
+    return str(hits[0]["drawer"]["id"])
+
+
+def test_the_explanation_and_the_metadata_read_as_text(browser: Any, served: Any) -> None:
+    browser.get(f"{served.address}/drawer/{drawer_id(served, 'blue pipeline Thursdays')}")
+    main = browser.find_element(By.TAG_NAME, "main").text
+    assert "connector 'notes' level 'high'" in main and "\\u0027" not in main
+    snapshot = {
+        dt.text: dd.text
+        for dt, dd in zip(
+            browser.find_elements(By.CSS_SELECTOR, "dl.snapshot dt"),
+            browser.find_elements(By.CSS_SELECTOR, "dl.snapshot dd"),
+            strict=True,
+        )
+    }
+    assert snapshot["owner"] == "Ada & Bob <ops@example.org>"
+    assert snapshot["status"] == 'it\'s "final"' and snapshot["reviewers"] == "Ada, Bob"
+    criteria = browser.find_element(By.CSS_SELECTOR, "table.criteria").text
+    assert "status" in criteria and "draft" in criteria and "no match" in criteria
+    assert [t.text for t in browser.find_elements(By.CSS_SELECTOR, "ul.tags li")] == ["deploy", "runbook"]
+    provenance = browser.find_element(By.CSS_SELECTOR, ".provenance").text
+    assert "UTC" in provenance and not any(part.count(".") and part[-7:].isdigit() for part in provenance.split())
+    assert ".000000" not in main
+
+
+def test_browse_names_every_part_of_a_long_file(browser: Any, served: Any) -> None:
+    browser.get(f"{served.address}/browse?wing=notes&room=notes")
+    labels = [a.text for a in browser.find_elements(By.CSS_SELECTOR, "ul.drawers li a")]
+    parts = [label for label in labels if label.startswith("long.md")]
+    assert len(parts) > 2 and any("part 2" in label for label in parts), labels
+    assert all(label for label in labels), "no drawer without a name"
+
+
+def test_a_manual_note_says_its_preference_in_words(browser: Any, served: Any) -> None:
+    browser.get(f"{served.address}/?query=float+valve+winter&wing=readable")
+    preference = wait_until(lambda: browser.find_elements(By.CSS_SELECTOR, "#results .preference"), what="a hit")
+    assert "None" not in preference[0].text and "a manual write" in preference[0].text
+
+
+def test_a_missing_or_malformed_page_is_the_error_page_to_a_browser_and_json_to_a_client(
+    browser: Any, served: Any
+) -> None:
+    browser.get(f"{served.address}/no/such/page")
+    assert browser.title == "Not found · MemCastle"
+    assert "/no/such/page" in browser.find_element(By.CSS_SELECTOR, "[role=alert]").text
+    browser.get(f"{served.address}/?query=valve&limit=abc")
+    assert browser.title == "Invalid request · MemCastle"
+    assert "limit" in browser.find_element(By.CSS_SELECTOR, "[role=alert]").text
+    with httpx.Client(base_url=served.address, trust_env=False) as http:
+        assert http.get("/no/such/page").json()["code"] == "not_found", "a client without Accept: text/html"
+        api = http.get("/api/nothing", headers={"Accept": "text/html"})
+        assert api.status_code == 404 and api.json()["code"] == "not_found", "the API answers JSON to everyone"
+        icon = browser.find_element(By.CSS_SELECTOR, "link[rel=icon]").get_attribute("href")
+        assert icon and http.get(icon).status_code == 200, "no favicon 404 on a first visit"
+
+
+def test_times_on_the_page_never_carry_microseconds() -> None:
+    from memcastle.web.pages import readable, when
+
+    assert when("2026-03-05T10:00:00.123456Z") == "2026-03-05 10:00 UTC"
+    assert when("2026-03-05T10:00:00.123456Z", "day") == "2026-03-05" and when(None) == "—"
+    assert readable({"a": [1, "x"], "b": None, "c": True}) == "a: 1, x; b: —; c: yes"
+
+
+def test_the_page_source_holds_no_escaped_json(served: Any, tmp_path: Path) -> None:
+    with httpx.Client(base_url=served.address, trust_env=False) as http:
+        html = http.get(f"/drawer/{drawer_id(served, 'blue pipeline Thursdays')}").text
+    assert "\\u0027" not in html and "&#34;owner&#34;" not in html and '"owner":' not in html
