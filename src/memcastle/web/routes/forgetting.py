@@ -2,41 +2,54 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Form, Request
+from collections.abc import Mapping
+from typing import Any
+
+from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
 from memcastle.errors import InvalidRequest
-from memcastle.services import ForgetRequest, SearchRequest
+from memcastle.services import ForgetRequest
 from memcastle.web.pages import PageRoute, allow, check_csrf, page, services_of
+from memcastle.web.routes.search import kept_fields, search_form, search_request
 
 router = APIRouter(include_in_schema=False, route_class=PageRoute)
+# What shapes a search's ranking but not which drawers match: not part of what a forget erases.
+IGNORED = frozenset({"ranking", "expand", "preferences", "limit"})
 
 
-def _forget_request(drawer: str, query: str, wing: str) -> ForgetRequest:
+def _forget_request(values: Mapping[str, Any]) -> tuple[ForgetRequest, dict[str, Any]]:
+    """A drawer, or the search the form describes — every filter of the search page's form (scope, tags, kind,
+    connector, time), not only its words."""
+    drawer = str(values.get("drawer") or "")
+    form = search_form(values)
     if drawer:
-        return ForgetRequest(kind="drawer", drawer_id=drawer)
-    if query.strip():
-        return ForgetRequest(kind="search", search=SearchRequest(query=query, wing=wing or None))
+        return ForgetRequest(kind="drawer", drawer_id=drawer), form
+    if form["query"].strip():
+        return ForgetRequest(kind="search", search=search_request(form)), form
     raise InvalidRequest("say what to forget: a drawer, or a search", field="drawer")
 
 
 @router.get("/forget", response_class=HTMLResponse)
-def forget_preview(request: Request, drawer: str = "", query: str = "", q: str = "", wing: str = "") -> HTMLResponse:
-    """What a forget would erase, with the button that erases it (`q` is `query`'s earlier name)."""
-    query = query or q
+def forget_preview(request: Request) -> HTMLResponse:
+    """What a forget would erase, with the button that erases it."""
     allow(request, "write")
-    preview = services_of(request).forgetting.forget(_forget_request(drawer, query, wing), dry_run=True)
-    return page(request, "forget.html", preview=preview, drawer=drawer, query=query, wing=wing, done=None,
-                title="Forget")  # fmt: skip
+    asked, form = _forget_request(request.query_params)
+    preview = services_of(request).forgetting.forget(asked, dry_run=True)
+    return _page(request, asked, form, preview=preview, done=None)
 
 
 @router.post("/forget", response_class=HTMLResponse)
-def forget(
-    request: Request, csrf: str = Form(""), drawer: str = Form(""), query: str = Form(""), wing: str = Form("")
-) -> HTMLResponse:
-    check_csrf(request, csrf)
+async def forget(request: Request) -> HTMLResponse:
+    values = await request.form()
+    check_csrf(request, str(values.get("csrf") or ""))
     allow(request, "write")
-    done = services_of(request).forgetting.forget(
-        _forget_request(drawer, query, wing), dry_run=False, requested_by="web"
-    )
-    return page(request, "forget.html", preview=None, drawer=drawer, query=query, wing=wing, done=done, title="Forget")
+    asked, form = _forget_request(values)
+    done = services_of(request).forgetting.forget(asked, dry_run=False, requested_by="web")
+    return _page(request, asked, form, preview=None, done=done)
+
+
+def _page(request: Request, asked: ForgetRequest, form: dict[str, Any], **outcome: Any) -> HTMLResponse:
+    scope = [(k, v) for k, v in kept_fields(form) if k not in IGNORED] if asked.kind == "search" else []
+    return page(request, "forget.html", drawer=asked.drawer_id or "", query=form["query"], scope=scope,
+                title="Forget", **outcome)  # fmt: skip

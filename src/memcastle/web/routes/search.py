@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
@@ -23,6 +25,34 @@ TIME_FIELDS = {
     "known_window": ("known_from", "known_until"),
 }
 TIMES = frozenset(field for fields in TIME_FIELDS.values() for field in fields)
+# The form's fields and what each is when not given: a URL carries only what differs from these.
+DEFAULTS: dict[str, Any] = {"query": "", "wing": "", "room": "", "tags": "", "source_kind": "", "connector": "",
+                            "ranking": "auto", "time": "current", "as_of": "", "from": "", "until": "", "known_at": "",
+                            "known_from": "", "known_until": "", "expand": False, "preferences": "on",
+                            "include_hidden": False, "limit": 10}  # fmt: skip
+
+
+def search_form(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The search form's fields from a query string or a posted form (the forget page's): the defaults for what is
+    missing, `q` as `query`'s earlier name."""
+    form = {key: values.get(key, default) for key, default in DEFAULTS.items()}
+    form["query"] = form["query"] or values.get("q", "")
+    for flag in ("expand", "include_hidden"):
+        form[flag] = str(form[flag]).lower() in ("true", "on", "1", "yes")
+    try:
+        form["limit"] = int(form["limit"])
+    except (TypeError, ValueError):
+        raise InvalidRequest(f"limit must be a whole number, not {form['limit']!r}", field="limit") from None
+    return form
+
+
+def kept_fields(form: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The fields that differ from the defaults, as the URL and the forget page carry them."""
+    return [
+        (key, "true" if value is True else str(value))
+        for key, value in form.items()
+        if value != DEFAULTS[key] and value not in ("", False, None)
+    ]
 
 
 @router.get("/", response_class=HTMLResponse)
@@ -65,8 +95,13 @@ def search_page(
         except MemCastleError as exc:
             error = exc
     wings = services.drawers.wing_names()
-    template = "_hits.html" if request.headers.get("hx-request") and query else "search.html"
-    return page(request, template, form=form, result=result, error=error, wings=wings, title="Search")
+    kept = urlencode(kept_fields(form))
+    htmx = bool(request.headers.get("hx-request"))
+    template = "_hits.html" if htmx and query else "search.html"
+    answer = page(request, template, form=form, kept=kept, result=result, error=error, wings=wings, title="Search")
+    if htmx:  # the address pushed into the history: what the form asks, without its empty fields
+        answer.headers["HX-Push-Url"] = "/?" + kept if kept else "/"
+    return answer
 
 
 def search_request(form: dict[str, Any]) -> SearchRequest:

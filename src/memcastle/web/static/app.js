@@ -37,3 +37,31 @@
   source.onerror = function () { live.textContent = "Live updates paused; reconnecting…"; };
   source.onopen = function () { live.textContent = "Live: following the daemon's event stream."; };
 }());
+
+// The search form follows the address: after Back or Forward restores a page of results, its fields are set from
+// that page's URL (the URL is what the results were asked with; the box must not keep a later query).
+(function () {
+  "use strict";
+  if (!document.querySelector("form.search")) { return; }
+  function fill() {
+    // Looked up each time: restoring a page from htmx's history replaces the body, and the form with it.
+    var form = document.querySelector("form.search");
+    if (!form) { return; }
+    var params = new URLSearchParams(window.location.search);
+    if (!params.has("query") && params.has("q")) { params.set("query", params.get("q")); }
+    form.querySelectorAll("[name]").forEach(function (field) {
+      var given = params.get(field.name);
+      if (field.type === "checkbox") {
+        field.checked = given === field.value;
+      } else if (field.type === "radio") {
+        field.checked = field.value === (given === null ? field.getAttribute("data-default") || "current" : given);
+      } else if (field.tagName === "SELECT") {
+        field.value = given === null ? (field.getAttribute("data-default") || field.options[0].value) : given;
+      } else {
+        field.value = given === null ? "" : given;
+      }
+    });
+  }
+  document.body.addEventListener("htmx:historyRestore", fill);
+  window.addEventListener("pageshow", function (event) { if (event.persisted) { fill(); } });
+}());

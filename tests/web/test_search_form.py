@@ -1,0 +1,65 @@
+"""The search form and its address agree, in a real browser: the URL an htmx search pushes carries only the fields
+that were set, Back and Forward bring the query box back with the results it asked for, and "forget what matches…"
+erases exactly what the search matched — every filter kept, not only the words and the wing."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+import pytest
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from waiting import wait_until
+
+pytestmark = pytest.mark.usefixtures("browser_available")
+
+
+def hits(browser: Any) -> list[str]:
+    return [h.text for h in browser.find_elements(By.CSS_SELECTOR, "#results .hit")]
+
+
+def search(browser: Any, words: str) -> None:
+    box = browser.find_element(By.ID, "query")
+    box.clear()
+    box.send_keys(words, Keys.ENTER)
+    wait_until(lambda: hits(browser) and all(words.split()[0] in h.lower() for h in hits(browser)), what=words)
+
+
+def test_the_pushed_address_holds_only_what_was_set_and_back_restores_the_box(browser: Any, daemon: Any) -> None:
+    served = daemon()
+    with served.http() as http:
+        for text in ("The moat valve sticks in winter.", "Bread is baked on Fridays in the tower."):
+            http.post("/api/notes", json={"content": text, "wing": "form"})
+    browser.get(served.address + "/")
+    search(browser, "valve")
+    assert parse_qsl(urlsplit(browser.current_url).query) == [("query", "valve")], browser.current_url
+    search(browser, "bread")
+    browser.back()
+    wait_until(lambda: browser.find_element(By.ID, "query").get_attribute("value") == "valve", what="the old query")
+    wait_until(lambda: hits(browser) and "valve" in hits(browser)[0], what="the old results")
+    browser.forward()
+    wait_until(lambda: browser.find_element(By.ID, "query").get_attribute("value") == "bread", what="the newer query")
+
+
+def test_forget_what_matches_keeps_every_filter_of_the_search(browser: Any, daemon: Any) -> None:
+    served = daemon()
+    with served.http() as http:
+        for n, (wing, room, tags) in enumerate((("castle", "east", ["pump"]), ("castle", "east", []),
+                                                ("castle", "west", ["pump"]), ("village", "east", ["pump"]))):  # fmt: skip
+            note = {"content": f"The {wing} {room} pump leaks (note {n}).", "wing": wing, "room": room, "tags": tags}
+            assert http.post("/api/notes", json=note).status_code == 201
+    browser.get(served.address + "/?query=pump+leaks&wing=castle&room=east&tags=pump&ranking=lexical")
+    wait_until(lambda: len(hits(browser)) == 1, what="the one drawer all filters match")
+    browser.find_element(By.LINK_TEXT, "forget what matches…").click()
+    wait_until(lambda: "/forget" in browser.current_url, what="the forget page")
+    kept = dict(parse_qsl(urlsplit(browser.current_url).query))
+    assert kept == {"query": "pump leaks", "wing": "castle", "room": "east", "tags": "pump", "ranking": "lexical"}
+    counts = browser.find_element(By.CSS_SELECTOR, "dl.counts").text
+    assert "drawers\n1" in counts, counts
+    browser.find_element(By.CSS_SELECTOR, "input[name=confirm]").click()
+    browser.find_element(By.CSS_SELECTOR, "form.confirm button").click()
+    wait_until(lambda: "Forgotten for good" in browser.find_element(By.TAG_NAME, "main").text, what="the erase")
+    with served.http() as http:
+        left = http.post("/api/search", json={"query": "pump leaks", "ranking": "lexical", "limit": 20}).json()["hits"]
+    assert len(left) == 3, "only the drawer the search matched is gone"
