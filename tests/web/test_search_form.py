@@ -45,8 +45,9 @@ def test_the_pushed_address_holds_only_what_was_set_and_back_restores_the_box(br
 def test_forget_what_matches_keeps_every_filter_of_the_search(browser: Any, daemon: Any) -> None:
     served = daemon()
     with served.http() as http:
-        for n, (wing, room, tags) in enumerate((("castle", "east", ["pump"]), ("castle", "east", []),
-                                                ("castle", "west", ["pump"]), ("village", "east", ["pump"]))):  # fmt: skip
+        places = (("castle", "east", ["pump"]), ("castle", "east", []), ("castle", "west", ["pump"]),
+                  ("village", "east", ["pump"]))  # fmt: skip
+        for n, (wing, room, tags) in enumerate(places):
             note = {"content": f"The {wing} {room} pump leaks (note {n}).", "wing": wing, "room": room, "tags": tags}
             assert http.post("/api/notes", json=note).status_code == 201
     browser.get(served.address + "/?query=pump+leaks&wing=castle&room=east&tags=pump&ranking=lexical")

@@ -115,8 +115,14 @@ def install_error_handlers(app: FastAPI) -> None:
         return JSONResponse(error_body(str(exc.detail), code), status_code=exc.status_code, headers=headers)
 
     @app.exception_handler(Exception)
-    async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
+    async def on_unexpected(request: Request, exc: Exception) -> Response:
         log.exception("unexpected error on %s %s", request.method, request.url.path)
+        if getattr(request.app.state, "web", False):
+            from memcastle.web.pages import error_page, wants_page
+
+            if wants_page(request):
+                failure = MemCastleError(f"internal error: {type(exc).__name__}", help="the daemon log has the details")
+                return error_page(request, failure, 500)
         return JSONResponse(
             error_body(
                 f"internal error: {type(exc).__name__}", "internal", "this is a bug; the daemon log has the details"

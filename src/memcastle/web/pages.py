@@ -46,7 +46,7 @@ def _templates() -> Jinja2Templates:
     from fastapi.templating import Jinja2Templates
 
     templates = Jinja2Templates(directory=str(HERE / "templates"))
-    templates.env.filters.update(when=when, readable=readable)
+    templates.env.filters.update(when=when, readable=readable, duration=duration)
     return templates
 
 
@@ -62,6 +62,24 @@ def when(instant: str | None, precision: str = "minute") -> str:
     clock = rest[:8] if precision == "second" else rest[:5]
     zone = " UTC" if rest.endswith(("Z", "+00:00")) else ""
     return f"{day} {clock}{zone}"
+
+
+def duration(start: str | None, end: str | None) -> str:
+    """How long from `start` to `end` (instants), as a person says it: `0.4 s`, `12 s`, `3 min 5 s`, `2 h 10 min`."""
+    from memcastle.clock import to_datetime
+
+    if not start or not end:
+        return "—"
+    seconds = max(0.0, (to_datetime(end) - to_datetime(start)).total_seconds())
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    minutes, rest = divmod(int(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {rest} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min"
 
 
 def readable(value: Any) -> str:

@@ -11,14 +11,22 @@ from memcastle.web.pages import PageRoute, allow, check_csrf, page, services_of
 
 router = APIRouter(include_in_schema=False, route_class=PageRoute)
 ACTIONS = ("pause", "resume", "cancel", "retry")
+# The kinds of job the daemon runs (the worker's handlers in `memcastle.app`), for the page's filter.
+KINDS = ("mine", "embed", "extract", "verify", "audit", "repair", "export", "import", "lifecycle", "checkpoint")
+
+
+PAGE_SIZES = (50, 200)  # the newest 50; all that the API lists at once (its largest limit)
+STATUSES = ("queued", "running", "paused", "completed", "failed", "cancelled")
 
 
 @router.get("/jobs", response_class=HTMLResponse)
-def jobs_page(request: Request) -> HTMLResponse:
+def jobs_page(request: Request, status: str = "", kind: str = "", limit: int = 50) -> HTMLResponse:
     palace_wide("the jobs page")
     jobs = services_of(request).jobs
-    listed = [{**j.to_json(), "waiting": jobs.why_waiting(j)} for j in jobs.list_jobs(None, None, 50)]
-    return page(request, "jobs.html", jobs=listed, title="Jobs")
+    found = jobs.list_jobs(status or None, kind or None, limit)
+    listed = [{**j.to_json(), "waiting": jobs.why_waiting(j)} for j in found]
+    return page(request, "jobs.html", jobs=listed, state=status, kind=kind, limit=limit, statuses=STATUSES,
+                kinds=KINDS, sizes=PAGE_SIZES, full=len(found) == limit, title="Jobs")  # fmt: skip
 
 
 @router.get("/jobs/{job_id}/row", response_class=HTMLResponse)

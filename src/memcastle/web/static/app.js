@@ -20,7 +20,11 @@
           holder.innerHTML = html.trim();
           var row = holder.firstElementChild;
           var old = document.getElementById("job-" + id);
-          if (old) { old.replaceWith(row); } else { rows.prepend(row); }
+          if (old) { old.replaceWith(row); } else {
+            rows.prepend(row);
+            var empty = rows.querySelector("tr.empty");
+            if (empty) { empty.remove(); }
+          }
           if (window.htmx) { window.htmx.process(row); }
         })
         .catch(function () { if (source.readyState === EventSource.OPEN) { pending[id] = "again"; } })
@@ -32,7 +36,10 @@
     }, 150);
   }
   var source = new EventSource(table.getAttribute("data-events"));
-  source.addEventListener("job", function (event) { refresh(JSON.parse(event.data).id); });
+  source.addEventListener("job", function (event) {
+    refresh(JSON.parse(event.data).id);
+    document.dispatchEvent(new CustomEvent("memcastle:job-moved"));
+  });
   source.addEventListener("reset", function () { window.location.reload(); });
   source.onerror = function () { live.textContent = "Live updates paused; reconnecting…"; };
   source.onopen = function () { live.textContent = "Live: following the daemon's event stream."; };
@@ -64,4 +71,39 @@
   }
   document.body.addEventListener("htmx:historyRestore", fill);
   window.addEventListener("pageshow", function (event) { if (event.persisted) { fill(); } });
+}());
+
+// On the jobs page, what a queued job waits behind changes as other jobs move, and a running job's age grows: the
+// queued rows are fetched again (at most every 2 s) whenever any job moves, and ages tick every second.
+(function () {
+  "use strict";
+  if (!document.querySelector("table[data-events]")) { return; }
+  var timer = null;
+  function refreshQueued() {
+    if (timer) { return; }
+    timer = setTimeout(function () {
+      timer = null;
+      document.querySelectorAll("#job-rows tr.status-queued").forEach(function (row) {
+        var id = row.id.replace(/^job-/, "");
+        fetch("/jobs/" + encodeURIComponent(id) + "/row", { headers: { "HX-Request": "true" } })
+          .then(function (answer) { return answer.ok ? answer.text() : ""; })
+          .then(function (html) {
+            var current = document.getElementById("job-" + id);
+            if (!html || !current || !current.classList.contains("status-queued")) { return; }
+            var holder = document.createElement("tbody");
+            holder.innerHTML = html.trim();
+            current.replaceWith(holder.firstElementChild);
+          })
+          .catch(function () {});
+      });
+    }, 2000);
+  }
+  document.addEventListener("memcastle:job-moved", refreshQueued);
+  setInterval(function () {
+    document.querySelectorAll(".running-for[data-since]").forEach(function (cell) {
+      var seconds = Math.max(0, (Date.now() - Date.parse(cell.getAttribute("data-since"))) / 1000);
+      cell.textContent = "running for " + (seconds < 60 ? Math.round(seconds) + " s"
+        : Math.floor(seconds / 60) + " min " + Math.round(seconds % 60) + " s");
+    });
+  }, 1000);
 }());
