@@ -8,6 +8,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 import pytest
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from waiting import wait_until
@@ -16,7 +17,22 @@ pytestmark = pytest.mark.usefixtures("browser_available")
 
 
 def hits(browser: Any) -> list[str]:
-    return [h.text for h in browser.find_elements(By.CSS_SELECTOR, "#results .hit")]
+    """The hits shown now; read again when htmx swapped the results in while they were being read."""
+    for _ in range(20):
+        try:
+            return [h.text for h in browser.find_elements(By.CSS_SELECTOR, "#results .hit")]
+        except StaleElementReferenceException:
+            continue
+    return []
+
+
+def meta(browser: Any) -> str:
+    for _ in range(20):
+        try:
+            return " ".join(e.text for e in browser.find_elements(By.CSS_SELECTOR, "#results .meta"))
+        except StaleElementReferenceException:
+            continue
+    return ""
 
 
 def search(browser: Any, words: str) -> None:
@@ -64,3 +80,24 @@ def test_forget_what_matches_keeps_every_filter_of_the_search(browser: Any, daem
     with served.http() as http:
         left = http.post("/api/search", json={"query": "pump leaks", "ranking": "lexical", "limit": 20}).json()["hits"]
     assert len(left) == 3, "only the drawer the search matched is gone"
+
+
+def test_hits_come_in_pages_of_the_size_the_form_asks(browser: Any, daemon: Any) -> None:
+    served = daemon()
+    with served.http() as http:
+        for n in range(25):
+            http.post("/api/notes", json={"content": f"Lantern {n:02d} hangs in the {n}th window.", "wing": "pages"})
+    browser.get(served.address + "/?query=lantern+window&ranking=lexical")
+    wait_until(lambda: len(hits(browser)) == 10, what="the first page")
+    assert meta(browser).startswith("hits 1–10")
+    first = hits(browser)
+    browser.find_element(By.CSS_SELECTOR, "nav.pager a[rel=next]").click()
+    wait_until(lambda: "hits 11–20" in meta(browser), what="page 2")
+    assert dict(parse_qsl(urlsplit(browser.current_url).query))["page"] == "2"
+    assert not set(hits(browser)) & set(first), "a page holds the hits after the one before it"
+    browser.find_element(By.CSS_SELECTOR, "nav.pager a[rel=next]").click()
+    wait_until(lambda: len(hits(browser)) == 5, what="the last page")
+    assert not browser.find_elements(By.CSS_SELECTOR, "nav.pager a[rel=next]"), "no page past the last hit"
+    browser.get(served.address + "/?query=lantern+window&ranking=lexical&limit=20")
+    wait_until(lambda: len(hits(browser)) == 20, what="twenty to a page")
+    assert browser.find_element(By.CSS_SELECTOR, "select[name=limit]").get_attribute("value") == "20"

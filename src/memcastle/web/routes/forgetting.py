@@ -15,7 +15,7 @@ from memcastle.web.routes.search import kept_fields, search_form, search_request
 
 router = APIRouter(include_in_schema=False, route_class=PageRoute)
 # What shapes a search's ranking but not which drawers match: not part of what a forget erases.
-IGNORED = frozenset({"ranking", "expand", "preferences", "limit"})
+IGNORED = frozenset({"ranking", "expand", "preferences", "limit", "page"})
 
 
 def _forget_request(values: Mapping[str, Any]) -> tuple[ForgetRequest, dict[str, Any]]:

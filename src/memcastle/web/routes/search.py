@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
@@ -29,7 +29,9 @@ TIMES = frozenset(field for fields in TIME_FIELDS.values() for field in fields)
 DEFAULTS: dict[str, Any] = {"query": "", "wing": "", "room": "", "tags": "", "source_kind": "", "connector": "",
                             "ranking": "auto", "time": "current", "as_of": "", "from": "", "until": "", "known_at": "",
                             "known_from": "", "known_until": "", "expand": False, "preferences": "on",
-                            "include_hidden": False, "limit": 10}  # fmt: skip
+                            "include_hidden": False, "limit": 10, "page": 1}  # fmt: skip
+PAGE_SIZES = (5, 10, 20, 50)
+DEEPEST = 200  # a search ranks at most this many hits (the API's largest limit): the last page ends there
 
 
 def search_form(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -39,10 +41,11 @@ def search_form(values: Mapping[str, Any]) -> dict[str, Any]:
     form["query"] = form["query"] or values.get("q", "")
     for flag in ("expand", "include_hidden"):
         form[flag] = str(form[flag]).lower() in ("true", "on", "1", "yes")
-    try:
-        form["limit"] = int(form["limit"])
-    except (TypeError, ValueError):
-        raise InvalidRequest(f"limit must be a whole number, not {form['limit']!r}", field="limit") from None
+    for number in ("limit", "page"):
+        try:
+            form[number] = int(form[number])
+        except (TypeError, ValueError):
+            raise InvalidRequest(f"{number} must be a whole number, not {form[number]!r}", field=number) from None
     return form
 
 
@@ -77,6 +80,7 @@ def search_page(
     preferences: str = "on",
     include_hidden: bool = False,
     limit: int = 10,
+    page_number: Annotated[int, Query(alias="page", ge=1)] = 1,
 ) -> HTMLResponse:
     """The search page; with `query` (`q` is its earlier name), its hits. A refused search is shown beside the form
     it came from, not as an error page."""
@@ -85,23 +89,45 @@ def search_page(
     form = {"query": query, "wing": wing, "room": room, "tags": tags, "source_kind": source_kind,
             "connector": connector, "ranking": ranking, "time": time, "as_of": as_of, "from": from_, "until": until,
             "known_at": known_at, "known_from": known_from, "known_until": known_until, "expand": expand,
-            "preferences": preferences, "include_hidden": include_hidden, "limit": limit}  # fmt: skip
+            "preferences": preferences, "include_hidden": include_hidden, "limit": limit,
+            "page": page_number}  # fmt: skip
     result = None
     error = None
+    shown: dict[str, Any] = {}
     if query.strip():
         try:
             allow(request, "read")
-            result = services.search.search(search_request(form))
+            if not 1 <= limit <= DEEPEST:
+                raise InvalidRequest(f"limit must be from 1 to {DEEPEST}", field="limit")
+            # Page p of a ranking is the ranking's first p × limit hits, less those of the pages before it.
+            wanted = min(page_number * limit, DEEPEST)
+            result = services.search.search(search_request({**form, "limit": wanted}))
+            shown = paged(result.hits, page_number, limit, wanted)
         except MemCastleError as exc:
             error = exc
     wings = services.drawers.wing_names()
     kept = urlencode(kept_fields(form))
     htmx = bool(request.headers.get("hx-request"))
     template = "_hits.html" if htmx and query else "search.html"
-    answer = page(request, template, form=form, kept=kept, result=result, error=error, wings=wings, title="Search")
+    pages = {n: urlencode(kept_fields({**form, "page": n})) for n in (page_number - 1, page_number + 1) if n >= 1}
+    answer = page(request, template, form=form, kept=urlencode(kept_fields({**form, "page": 1})), result=result,
+                  shown=shown, pages=pages, sizes=PAGE_SIZES, error=error, wings=wings, title="Search")  # fmt: skip
     if htmx:  # the address pushed into the history: what the form asks, without its empty fields
         answer.headers["HX-Push-Url"] = "/?" + kept if kept else "/"
     return answer
+
+
+def paged(hits: Sequence[Any], number: int, size: int, wanted: int) -> dict[str, Any]:
+    """The hits of page `number` (the ranked hits; hits added through the graph only on the first page), where
+    they start, and whether a next page may hold more (this one was full and the ranking was not cut short)."""
+    direct = [h for h in hits if not h.via]
+    start = (number - 1) * size
+    return {
+        "direct": direct[start : start + size],
+        "related": [h for h in hits if h.via] if number == 1 else [],
+        "first": start + 1,
+        "more": len(direct) >= wanted and wanted < DEEPEST,
+    }
 
 
 def search_request(form: dict[str, Any]) -> SearchRequest:
@@ -109,7 +135,8 @@ def search_request(form: dict[str, Any]) -> SearchRequest:
     chosen = TIME_FIELDS.get(form["time"])
     if chosen is None:
         raise InvalidRequest(f"unknown time {form['time']!r}; one of {', '.join(TIME_FIELDS)}", field="time")
-    values = {("from_" if k == "from" else k): (v or None) for k, v in form.items() if k not in TIMES or k in chosen}
+    values = {("from_" if k == "from" else k): (v or None) for k, v in form.items()
+              if (k not in TIMES or k in chosen) and k != "page"}  # fmt: skip
     values["include_historical"] = "include_historical" in chosen
     values["tags"] = tuple(t.strip() for t in form["tags"].split(",") if t.strip())
     return request_of(SearchRequest, values, limit=form["limit"], ranking=form["ranking"],
