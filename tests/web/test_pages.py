@@ -219,11 +219,15 @@ def test_the_facts_page_shows_a_conflict_with_its_preferred_fact_and_preferences
             made = http.post("/api/facts", json={"subject": "Ada", "predicate": "located_in", "object": city})
             assert made.status_code == 201, made.text
     browser.get(served.address + "/facts")
-    facts = browser.find_elements(By.CSS_SELECTOR, ".hit")
-    assert len(facts) == 2 and all("conflicting" in f.text for f in facts)
-    assert sum("preferred" in f.text for f in facts) == 2, "each names the group's preferred fact"
-    facts[0].find_element(By.TAG_NAME, "a").click()
+    (card,) = browser.find_elements(By.CSS_SELECTOR, "section.conflict")
+    assert card.find_element(By.TAG_NAME, "h2").text == "Ada · located in: 2 sources disagree"
+    claims = card.find_elements(By.CSS_SELECTOR, "ol.claims > li")
+    assert len(claims) == 2 and "preferred" in claims[0].text and "Shown first:" in claims[0].text
+    assert "preferred" not in claims[1].text
+    claims[1].find_element(By.TAG_NAME, "a").click()
     wait_until(lambda: "History" in " ".join(visible_text(browser, "main")), what="the fact's page")
+    standing = browser.find_element(By.CSS_SELECTOR, "ul.standing").text
+    assert "another claim is preferred" in standing and "{" not in standing, "the lifecycle in words, not JSON"
     browser.get(served.address + "/preferences")
     text = browser.find_element(By.TAG_NAME, "main").text
     assert "notes" in text and "high" in text and "preferences.toml" in text

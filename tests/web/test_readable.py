@@ -119,3 +119,29 @@ def test_the_page_source_holds_no_escaped_json(served: Any, tmp_path: Path) -> N
     with httpx.Client(base_url=served.address, trust_env=False) as http:
         html = http.get(f"/drawer/{drawer_id(served, 'blue pipeline Thursdays')}").text
     assert "\\u0027" not in html and "&#34;owner&#34;" not in html and '"owner":' not in html
+
+
+def test_a_conflict_is_one_card_and_a_facts_links_are_sentences(browser: Any, daemon: Any) -> None:
+    served = daemon()
+    with served.http() as http:
+        made = {}
+        for city in ("Madrid", "Frankfurt", "Dublin"):
+            answer = http.post("/api/facts", json={"subject": "Atlas", "predicate": "located_in", "object": city})
+            assert answer.status_code == 201, answer.text
+            made[city] = answer.json()["id"]
+        link = {"to": made["Dublin"], "kind": "contradicts", "reason": "one headquarters"}
+        assert http.post(f"/api/facts/{made['Madrid']}/link", json=link).status_code in (200, 201)
+    browser.get(served.address + "/facts")
+    cards = browser.find_elements(By.CSS_SELECTOR, "section.conflict")
+    assert len(cards) == 1, [c.text for c in cards]
+    assert cards[0].find_element(By.TAG_NAME, "h2").text == "Atlas · located in: 3 sources disagree"
+    claims = [c.text for c in cards[0].find_elements(By.CSS_SELECTOR, "ol.claims > li")]
+    assert "preferred" in claims[0] and "Shown first:" in claims[0]
+    assert sorted(c.split("\n")[0].split()[0] for c in claims) == ["Dublin", "Frankfurt", "Madrid"]
+    assert all("stated explicitly" in c and "level" in c for c in claims)
+    browser.get(f"{served.address}/facts/{made['Madrid']}")
+    standing = browser.find_element(By.CSS_SELECTOR, "ul.standing").text
+    assert "This fact contradicts Atlas · located in · Dublin" in standing and "one headquarters" in standing
+    browser.get(f"{served.address}/facts/{made['Dublin']}")
+    standing = browser.find_element(By.CSS_SELECTOR, "ul.standing").text
+    assert "Atlas · located in · Madrid contradicts this fact" in standing

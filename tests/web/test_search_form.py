@@ -26,10 +26,11 @@ def hits(browser: Any) -> list[str]:
     return []
 
 
-def meta(browser: Any) -> str:
+def meta(browser: Any, css: str = "#results .meta") -> str:
+    """The text of what matches now; read again when the page changed under the read."""
     for _ in range(20):
         try:
-            return " ".join(e.text for e in browser.find_elements(By.CSS_SELECTOR, "#results .meta"))
+            return " ".join(e.text for e in browser.find_elements(By.CSS_SELECTOR, css))
         except StaleElementReferenceException:
             continue
     return ""
@@ -76,7 +77,7 @@ def test_forget_what_matches_keeps_every_filter_of_the_search(browser: Any, daem
     assert "drawers\n1" in counts, counts
     browser.find_element(By.CSS_SELECTOR, "input[name=confirm]").click()
     browser.find_element(By.CSS_SELECTOR, "form.confirm button").click()
-    wait_until(lambda: "Forgotten for good" in browser.find_element(By.TAG_NAME, "main").text, what="the erase")
+    wait_until(lambda: "Forgotten for good" in meta(browser, "main"), what="the erase")
     with served.http() as http:
         left = http.post("/api/search", json={"query": "pump leaks", "ranking": "lexical", "limit": 20}).json()["hits"]
     assert len(left) == 3, "only the drawer the search matched is gone"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
@@ -20,16 +22,46 @@ def preferences_page(request: Request) -> HTMLResponse:
 
 @router.get("/facts", response_class=HTMLResponse)
 def facts_page(request: Request, state: str = "conflicting", subject: str = "", limit: int = 50) -> HTMLResponse:
-    """Facts, by default where sources disagree: each conflict with its preferred fact and the basis for it."""
+    """Facts, by default where sources disagree: one card per conflict — the question it answers, each claim with
+    its evidence, the preferred claim first with the basis in words."""
     allow(request, "read")
     facts = services_of(request).facts.list_facts(state=state or None, subject=subject or None, limit=limit)
-    return page(request, "facts.html", facts=[f.to_json() for f in facts], state=state, subject=subject, title="Facts")
+    listed = [f.to_json() for f in facts]
+    return page(request, "facts.html", facts=listed, conflicts=conflict_cards(listed), state=state, subject=subject,
+                title="Facts")  # fmt: skip
+
+
+def conflict_cards(facts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The facts of each conflict group together (a group is named by its preferred member), the preferred one
+    first, then the others newest first; facts in no conflict are left to the plain list."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for fact in facts:
+        preferred = fact["lifecycle"].get("preferred_id")
+        if preferred:
+            groups.setdefault(preferred, []).append(fact)
+    cards = []
+    for members in groups.values():
+        members.sort(key=lambda f: (not f["lifecycle"].get("preferred"), _negated(f["valid_from"])))
+        first = members[0]
+        cards.append({"subject": first["subject"], "predicate": first["predicate"].replace("_", " "),
+                      "claims": members, "basis": first["lifecycle"].get("basis")})  # fmt: skip
+    return cards
+
+
+def _negated(instant: str) -> tuple[int, ...]:
+    return tuple(-ord(c) for c in instant)
 
 
 @router.get("/facts/{fact_id}", response_class=HTMLResponse)
 def fact_page(request: Request, fact_id: str) -> HTMLResponse:
     facts = services_of(request).facts
     allow(request, "read")
-    fact = facts.get_fact(fact_id)
+    fact = facts.get_fact(fact_id).to_json()
     history = [f.to_json() for f in facts.fact_history(fact_id)]
-    return page(request, "fact.html", fact=fact.to_json(), history=history, title="Fact")
+    known = {f["id"]: f for f in history}
+    links = []
+    for link in fact["lifecycle"]["links"]:
+        other_id = link["to"] if link["from"] == fact["id"] else link["from"]
+        other = known.get(other_id) or facts.get_fact(other_id).to_json()
+        links.append({**link, "outgoing": link["from"] == fact["id"], "other": other})
+    return page(request, "fact.html", fact=fact, history=history, links=links, title="Fact")
