@@ -145,3 +145,26 @@ def test_a_conflict_is_one_card_and_a_facts_links_are_sentences(browser: Any, da
     browser.get(f"{served.address}/facts/{made['Dublin']}")
     standing = browser.find_element(By.CSS_SELECTOR, "ul.standing").text
     assert "Atlas · located in · Madrid contradicts this fact" in standing
+
+
+def test_no_page_scrolls_sideways_on_a_360_pixel_screen(browser: Any, served: Any) -> None:
+    with served.http() as http:
+        http.post("/api/facts", json={"subject": "Atlas", "predicate": "located_in", "object": "Madrid"})
+        http.post("/api/facts", json={"subject": "Atlas", "predicate": "located_in", "object": "Frankfurt"})
+    drawer = drawer_id(served, "blue pipeline Thursdays")
+    pages = ["/", "/?query=pipeline", f"/drawer/{drawer}", "/browse?wing=notes&room=notes", "/jobs", "/facts",
+             "/preferences", "/audit", f"/forget?drawer={drawer}", "/no/such/page"]  # fmt: skip
+    size = browser.get_window_size()
+    browser.set_window_size(360, 800)
+    try:
+        for path in pages:
+            browser.get(served.address + path)
+            wide = browser.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
+            past = browser.execute_script(
+                "return Array.from(document.querySelectorAll('body *')).filter(e => e.getBoundingClientRect().right"
+                " > window.innerWidth + 1 || e.scrollWidth > window.innerWidth).map(e => e.tagName + '.' + e.className"
+                " + ':' + e.scrollWidth).slice(0, 8)"
+            )
+            assert wide[0] <= wide[1], f"{path} is {wide[0]} px wide on a {wide[1]} px screen: {past}"
+    finally:
+        browser.set_window_size(size["width"], size["height"])
