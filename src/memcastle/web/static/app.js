@@ -107,3 +107,27 @@
     });
   }, 1000);
 }());
+
+// The overview's recent activity: each job event adds a line at the top (what moved, and its state), newest first.
+(function () {
+  "use strict";
+  var list = document.getElementById("activity-list");
+  if (!list || !window.EventSource) { return; }
+  var live = document.getElementById("live");
+  var source = new EventSource(list.getAttribute("data-events"));
+  source.addEventListener("job", function (event) {
+    var job = JSON.parse(event.data);
+    var empty = list.querySelector("li.empty");
+    if (empty) { empty.remove(); }
+    var line = document.createElement("li");
+    var when = document.createElement("time");
+    when.textContent = new Date().toISOString().slice(0, 16).replace("T", " ") + " UTC";
+    line.appendChild(when);
+    line.appendChild(document.createTextNode(" · " + (job.kind || "job") + " " + String(job.id || "").slice(0, 8) +
+      " — " + (job.status || "moved")));
+    list.prepend(line);
+    while (list.children.length > 50) { list.removeChild(list.lastElementChild); }
+  });
+  source.onerror = function () { live.textContent = "Live updates paused; reconnecting…"; };
+  source.onopen = function () { live.textContent = "Live: following the daemon's event stream."; };
+}());
