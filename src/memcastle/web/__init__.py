@@ -17,10 +17,10 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from memcastle.web.pages import STATIC
-from memcastle.web.routes import audit, drawers, forgetting, jobs, knowledge, login, overview, search
+from memcastle.web.routes import audit, drawers, forgetting, jobs, knowledge, login, overview, search, work
 
 router = APIRouter(include_in_schema=False)
-for concern in (search, drawers, jobs, login, forgetting, knowledge, audit, overview):
+for concern in (search, drawers, jobs, login, forgetting, knowledge, audit, overview, work):
     router.include_router(concern.router)
 
 __all__ = ["STATIC", "router"]
