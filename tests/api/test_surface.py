@@ -106,6 +106,8 @@ def test_the_graph_around_an_entity_or_a_drawer_is_bounded_nodes_and_edges(clien
     ids = {n["id"] for n in near["nodes"]}
     assert all(e["from"] in ids and e["to"] in ids for e in near["edges"])
     assert near["truncated"] is False
+    by_name = client.get("/api/graph", params={"entity": "atlas"}).json()  # its name, as a person types it
+    assert {n["id"] for n in by_name["nodes"]} == ids
 
     wider = client.get("/api/graph", params={"entity": atlas["id"], "depth": 2}).json()
     assert "Spain" in {n["label"] for n in wider["nodes"]}

@@ -88,3 +88,23 @@ def test_settings_show_origins_and_mask_secrets(browser: Any, daemon: Any) -> No
     }
     key = rows["extraction.api_key"]
     assert "********" in key and "MEMCASTLE_EXTRACTION_API_KEY" in key
+
+
+def test_the_graph_around_an_entity_is_drawn_and_listed(browser: Any, daemon: Any) -> None:
+    served = daemon()
+    with served.http() as http:
+        ids = [http.post("/api/facts", json={"subject": "Atlas", "predicate": p, "object": o}).json()["id"]
+               for p, o in (("located_in", "Madrid"), ("located_in", "Frankfurt"), ("uses", "Postgres"))]  # fmt: skip
+        http.post(f"/api/facts/{ids[0]}/link", json={"to": ids[1], "kind": "contradicts", "reason": "one seat"})
+    browser.get(served.address + "/graph?entity=Atlas")
+    listed = [li.text for li in browser.find_elements(By.CSS_SELECTOR, "ul.graph-facts li")]
+    assert sorted(listed) == sorted(["Atlas · located in · Madrid (conflicting, level normal)",
+                                     "Atlas · located in · Frankfurt (conflicting, level normal)",
+                                     "Atlas · uses · Postgres (current, level normal)"]), listed  # fmt: skip
+    drawn = wait_until(lambda: browser.find_element(By.ID, "graph").get_attribute("data-drawn"), what="the picture")
+    assert int(drawn) == 7, "four entities and three facts"
+    assert browser.execute_script("return window.memcastleGraph.edges('[kind = \"contradicts\"]').length") >= 1
+    scripts = [s.get_attribute("src") for s in browser.find_elements(By.TAG_NAME, "script") if s.get_attribute("src")]
+    assert all(src.startswith(served.address + "/static/") for src in scripts), "vendored, no CDN"
+    browser.find_element(By.LINK_TEXT, "Postgres").click()
+    wait_until(lambda: "entity=Postgres" in browser.current_url, what="the graph around Postgres")

@@ -154,7 +154,7 @@ def test_no_page_scrolls_sideways_on_a_360_pixel_screen(browser: Any, served: An
     drawer = drawer_id(served, "blue pipeline Thursdays")
     pages = ["/", "/?query=pipeline", f"/drawer/{drawer}", "/browse?wing=notes&room=notes", "/jobs", "/facts",
              "/preferences", "/audit", f"/forget?drawer={drawer}", "/no/such/page", "/overview", "/miners",
-             "/settings", "/mine?connector=notes", "/maintenance", "/diaries"]  # fmt: skip
+             "/settings", "/mine?connector=notes", "/maintenance", "/diaries", "/graph?entity=Atlas"]  # fmt: skip
     size = browser.get_window_size()
     browser.set_window_size(360, 800)
     try:

@@ -211,6 +211,16 @@ class FactService:
             return [] if found.created else [found.entity.id]
         return matches
 
+    def _named(self, name: str) -> list[str]:
+        """The entities a name (or an alias) stands for, exactly, that this reader may see; none when it names none
+        (an id is then tried)."""
+        found = [
+            e.id
+            for e in self._store.graph.list_entities(name, None, 200)
+            if name.casefold() in (e.name.casefold(), e.key) or name in e.aliases
+        ]
+        return found if visibility().reads_everything else [i for i in found if self._entity_visible(i)]
+
     # --- entities -------------------------------------------------------------------------------
 
     def list_entities(self, name: str | None, kind: str | None, limit: int = 50) -> list[Entity]:
@@ -328,10 +338,10 @@ class FactService:
     def graph(
         self, *, entity: str | None = None, drawer: str | None = None, depth: int = 1, limit: int = 50
     ) -> dict[str, Any]:
-        """The entities and facts around one entity (or those a drawer mentions), `depth` steps out (1 or 2), at
-        most `limit` facts (1–200), as nodes and edges for a picture: an entity node per entity, a fact node per
-        fact (subject → fact → object), its agreement, conflict and supersession links between fact nodes, and
-        the drawer's mentions. `truncated` says when the bound cut it."""
+        """The entities and facts around one entity — by its name or alias, else its id — (or those a drawer
+        mentions), `depth` steps out (1 or 2), at most `limit` facts (1–200), as nodes and edges for a picture: an
+        entity node per entity, a fact node per fact (subject → fact → object), its agreement, conflict and
+        supersession links between fact nodes, and the drawer's mentions. `truncated` says when the bound cut it."""
         if (entity is None) == (drawer is None):
             raise InvalidRequest("name exactly one of entity and drawer", field="entity")
         if depth not in (1, 2):
@@ -340,7 +350,7 @@ class FactService:
         nodes: dict[str, dict[str, Any]] = {}
         edges: list[dict[str, Any]] = []
         if entity is not None:
-            seeds = [self.get_entity(entity).entity.id]
+            seeds = self._named(entity) or [self.get_entity(entity).entity.id]
         else:
             assert drawer is not None
             found = self._store.drawers.get_drawer(resolve_id(self._store, "drawer", drawer, field="drawer"))

@@ -65,3 +65,14 @@ def fact_page(request: Request, fact_id: str) -> HTMLResponse:
         other = known.get(other_id) or facts.get_fact(other_id).to_json()
         links.append({**link, "outgoing": link["from"] == fact["id"], "other": other})
     return page(request, "fact.html", fact=fact, history=history, links=links, title="Fact")
+
+
+@router.get("/graph", response_class=HTMLResponse)
+def graph_page(request: Request, entity: str = "", drawer: str = "", depth: int = 1) -> HTMLResponse:
+    """The entities and facts around an entity or a drawer, bounded (`/api/graph`): drawn with Cytoscape.js, and
+    listed as text beside the picture."""
+    allow(request, "read")
+    graph = None
+    if entity or drawer:
+        graph = services_of(request).facts.graph(entity=entity or None, drawer=drawer or None, depth=depth, limit=80)
+    return page(request, "graph.html", graph=graph, entity=entity, drawer=drawer, depth=depth, title="Graph")

@@ -131,3 +131,49 @@
   source.onerror = function () { live.textContent = "Live updates paused; reconnecting…"; };
   source.onopen = function () { live.textContent = "Live: following the daemon's event stream."; };
 }());
+
+// The graph page's picture: the nodes and edges the page lists as text, drawn by Cytoscape.js (vendored beside
+// htmx). Entities are round, facts are small squares labelled with their predicate; links between facts are dashed.
+(function () {
+  "use strict";
+  var holder = document.getElementById("graph");
+  var data = document.getElementById("graph-data");
+  if (!holder || !data) { return; }
+  function draw() {
+    if (!window.cytoscape) { return; }
+    var graph = JSON.parse(data.textContent);
+    var elements = graph.nodes.map(function (n) {
+      return { data: { id: n.id, label: n.label, kind: n.kind, seed: n.seed ? "yes" : "no", state: n.state || "" } };
+    });
+    var known = {};
+    graph.nodes.forEach(function (n) { known[n.id] = true; });
+    graph.edges.forEach(function (e, i) {
+      if (known[e.from] && known[e.to]) {
+        elements.push({ data: { id: "e" + i, source: e.from, target: e.to, kind: e.kind } });
+      }
+    });
+    var dark = window.matchMedia && window.matchMedia("(prefers-color-scheme: dark)").matches;
+    var ink = dark ? "#e8e6df" : "#1d1d1b";
+    window.memcastleGraph = window.cytoscape({
+      container: holder,
+      elements: elements,
+      layout: { name: "cose", animate: false },
+      style: [
+        { selector: "node", style: { label: "data(label)", color: ink, "font-size": 11, "text-wrap": "wrap",
+                                     "text-max-width": 120 } },
+        { selector: "node[kind = 'entity']", style: { "background-color": "#2b5fab", width: 22, height: 22 } },
+        { selector: "node[seed = 'yes']", style: { "border-width": 3, "border-color": "#d9730d" } },
+        { selector: "node[kind = 'fact']", style: { shape: "round-rectangle", "background-color": "#8a8677",
+                                                    width: 10, height: 10 } },
+        { selector: "node[state = 'conflicting']", style: { "background-color": "#a3461c" } },
+        { selector: "node[kind = 'drawer']", style: { shape: "diamond", "background-color": "#1e7a3c" } },
+        { selector: "edge", style: { width: 1, "line-color": "#8a8677", "curve-style": "bezier",
+                                     "target-arrow-shape": "triangle", "target-arrow-color": "#8a8677" } },
+        { selector: "edge[kind != 'subject'][kind != 'object'][kind != 'mentions']",
+          style: { "line-style": "dashed", "line-color": "#d9730d", "target-arrow-color": "#d9730d" } }
+      ]
+    });
+    holder.setAttribute("data-drawn", String(window.memcastleGraph.nodes().length));
+  }
+  if (window.cytoscape) { draw(); } else { window.addEventListener("load", draw); }
+}());
