@@ -169,3 +169,12 @@ def test_no_page_scrolls_sideways_on_a_360_pixel_screen(browser: Any, served: An
             assert wide[0] <= wide[1], f"{path} is {wide[0]} px wide on a {wide[1]} px screen: {past}"
     finally:
         browser.set_window_size(size["width"], size["height"])
+
+
+def test_an_empty_palace_says_what_its_pages_are_for(browser: Any, daemon: Any) -> None:
+    served = daemon()
+    for path, words in (("/browse", "No wings yet"), ("/overview", "No wings yet"), ("/miners", "No miners yet"),
+                        ("/diaries", "No agent has written a diary yet"), ("/facts", "the conflict shows here"),
+                        ("/maintenance", "No audit has run yet")):  # fmt: skip
+        browser.get(served.address + path)
+        assert words in browser.find_element(By.TAG_NAME, "main").text, path
