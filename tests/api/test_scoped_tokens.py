@@ -28,7 +28,7 @@ from waiting import CEILING
 
 from memcastle.mcp.tools import TOOLS
 from memcastle.runtime.tokens import ROUTE_GROUPS, TokenStore
-from memcastle.web.routes import audit, drawers, forgetting, jobs, knowledge, login, search
+from memcastle.web.routes import audit, drawers, forgetting, jobs, knowledge, login, overview, search, work
 
 MARKER = "zqxmarker7731"
 PLANTED_WING = "vault"
@@ -99,6 +99,8 @@ def scoped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Daemon, s
         shown = {"content": "The shared notice board is green.", "wing": "shared", "room": "public"}
         assert owner.post("/api/notes", json=shown).status_code == 201
         assert owner.post("/api/drawers/" + planted.ids["drawer"] + "/marks", json={"pinned": True}).status_code == 200
+        diary = {"agent": "keeper", "content": f"Moved the {MARKER} code 4411.", "wing": PLANTED_WING}
+        assert owner.post("/api/diary", json=diary).status_code == 201
     yield daemon, full, limited, planted
     daemon.kill()
 
@@ -301,8 +303,20 @@ def test_no_web_page_shows_the_scoped_token_anything_outside_its_wings(
         "/forget": [f"/forget?query={MARKER}", f"/forget?drawer={drawer}", f"/forget?wing={PLANTED_WING}"],
         "/login": ["/login"],
         "/audit": ["/audit", f"/audit?drawer={drawer}"],
+        "/graph": [
+            "/graph",
+            f"/graph?entity=Ana%20{MARKER}",
+            f"/graph?entity={planted.ids['entity']}",
+            f"/graph?drawer={drawer}",
+        ],  # fmt: skip
+        "/overview": ["/overview"],
+        "/miners": ["/miners"],
+        "/settings": ["/settings"],
+        "/mine": ["/mine", "/mine?connector=notes"],
+        "/maintenance": ["/maintenance"],
+        "/diaries": ["/diaries", "/diaries?agent=keeper", f"/diaries?agent=keeper&wing={PLANTED_WING}"],
     }
-    concerns = (audit, drawers, forgetting, jobs, knowledge, login, search)
+    concerns = (audit, drawers, forgetting, jobs, knowledge, login, search, overview, work)
     shown = {r.path for c in concerns for r in c.router.routes if "GET" in getattr(r, "methods", ())}
     assert shown == set(pages), "every page is visited (a new page needs its visits here)"
     leaks = []

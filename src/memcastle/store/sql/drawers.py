@@ -346,8 +346,9 @@ class DrawerTables(Role):
 
     def list_wings(self) -> list[Wing]:
         rows = self._all(
-            "SELECT w.name, w.created_at, (SELECT COUNT(*) FROM drawer d JOIN room r ON r.id = d.room_id "
-            "WHERE r.wing_id = w.id AND d.valid_to IS NULL) AS n FROM wing w ORDER BY w.name"
+            # Summed room by room, each a count of the `drawer_current` index (migration 19), never a drawer row.
+            "SELECT w.name, w.created_at, COALESCE((SELECT SUM((SELECT COUNT(*) FROM drawer d WHERE d.room_id = r.id "
+            "AND d.valid_to IS NULL)) FROM room r WHERE r.wing_id = w.id), 0) AS n FROM wing w ORDER BY w.name"
         )
         return [Wing(name=r["name"], drawers=int(r["n"]), created_at=r["created_at"]) for r in rows]
 
