@@ -33,3 +33,19 @@ def test_counts_cover_only_the_places_of_the_scope(store: Store) -> None:
     assert store.search.count_in_scope(Scope(places=())) == 0, "no place: nothing"
     assert store.search.count_facts_in(scope) == 0
     assert store.search.count_facts_in(Scope(places=(("shared", None),))) == 1
+
+
+def test_the_drawers_holding_every_word_are_counted_within_scope_and_up_to_a_bound(store: Store) -> None:
+    from memcastle.model import LexicalQuery
+
+    for n in range(7):
+        store.drawers.add_drawer(NewDrawer(wing="team", room="notes", content=f"The harbour pump {n} leaks oil."))
+    store.drawers.add_drawer(NewDrawer(wing="shared", room="public", content="The harbour pump is painted red."))
+    store.drawers.add_drawer(NewDrawer(wing="shared", room="public", content="The harbour crane leaks."))
+    every = LexicalQuery(("harbour", "pump"), require_all=True)
+    assert store.search.count_matching(every, Scope(), 100) == 8
+    assert store.search.count_matching(every, Scope(wing="shared"), 100) == 1
+    assert store.search.count_matching(every, Scope(), 5) == 5, "counted up to the bound"
+    assert store.search.count_matching(LexicalQuery(("harbour", "leaks"), require_all=True), Scope(), 100) == 8
+    assert store.search.count_matching(LexicalQuery(("nowhere",), require_all=True), Scope(), 100) == 0
+    assert store.search.count_matching(LexicalQuery(("crane", "pump"), require_all=False), Scope(), 100) == 9

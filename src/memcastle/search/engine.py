@@ -420,6 +420,13 @@ class SearchEngine:
     def _recount(self) -> None:
         self._pending_seen = (time.monotonic(), self._pending())
 
+    def count_matching(self, query: SearchQuery, at_most: int) -> int:
+        """How many drawers in the search's scope and time hold every word of its query, up to `at_most`."""
+        terms = tuple(query_terms(query.text))
+        if not terms:
+            return 0
+        return self._store.search.count_matching(LexicalQuery(terms, require_all=True), query.scope, at_most)
+
     def lexical_leg(self, query: SearchQuery, limit: int, fill_rows: int | None = None) -> list[ScoredDrawer]:
         """See `lexical_leg_exact`: the candidates alone."""
         return self.lexical_leg_exact(query, limit, fill_rows)[0]

@@ -119,6 +119,11 @@ class SearchService:
         hybrid fusion asks during a backlog: `memcastle.search.fusion`)."""
         return self._engine.lexical_leg_exact(self.query(request), depth, self._engine.fill_rows)[1]
 
+    def count_matching(self, request: SearchRequest, at_most: int = 1000) -> int:
+        """How many drawers the search's scope holds that have every word of its query (counted up to `at_most`):
+        what a page of hits is out of. Drawers found for their meaning alone are not counted."""
+        return self._engine.count_matching(self.query(request), max(1, min(at_most, 10_000)))
+
     def recall(self, request: SearchRequest) -> SearchResult:
         """The agent-facing search: a wing at most, never a room."""
         if request.room is not None:

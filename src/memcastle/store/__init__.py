@@ -117,6 +117,11 @@ class SearchStore(Protocol):
     """The lexical leg and the eligibility every leg filters by (scope and time, before any limit)."""
 
     def lexical_candidates(self, query: LexicalQuery, scope: Scope, limit: int) -> list[ScoredDrawer]: ...
+    def count_matching(self, query: LexicalQuery, scope: Scope, at_most: int) -> int:
+        """How many eligible drawers the full-text index matches for `query` (each of its terms when `require_all`),
+        counted up to `at_most` (a search page's "N drawers hold these words"; past it, `at_most`)."""
+        ...
+
     def term_statistics(self, words: Sequence[str]) -> TermStatistics:
         """The full-text index's drawer count and mean length, and per word how many drawers it is found in: what
         BM25 weighs a word with, as the lexical leg does."""

@@ -298,6 +298,22 @@ class PostgresSearch(SearchTables):
 
     db: PostgresStore
 
+    def count_matching(self, query: LexicalQuery, scope: Scope, at_most: int) -> int:
+        words = [search_text(term) for term in query.terms]
+        if (query.require_all and any(not w for w in words)) or not any(words):
+            return 0
+        words = [w for w in words if w]
+        glue = " && " if query.require_all else " || "
+        match = glue.join([f"phraseto_tsquery('{CONFIG}', ?)"] * len(words))
+        where, params = filter_sql(scope, self._now(), self.lifecycle, self.backend)
+        with self.db._read() as tx:
+            row = tx.one(
+                "SELECT COUNT(*) AS n FROM (SELECT 1 FROM drawer d JOIN room r ON r.id = d.room_id "
+                f"JOIN wing w ON w.id = r.wing_id WHERE d.search @@ ({match}){where} LIMIT ?) AS found",
+                (*words, *params, at_most),
+            )
+        return int(row["n"]) if row else 0
+
     def lexical_candidates(self, query: LexicalQuery, scope: Scope, limit: int) -> list[ScoredDrawer]:
         """BM25's best `limit` eligible drawers, ties by id, with FTS5's statistics (kept in memory: see
         `memcastle.store.postgres.corpus`).

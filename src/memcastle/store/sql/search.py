@@ -20,6 +20,9 @@ class SearchTables(Role):
     def lexical_candidates(self, query: LexicalQuery, scope: Scope, limit: int) -> list[ScoredDrawer]: ...
 
     @abstractmethod
+    def count_matching(self, query: LexicalQuery, scope: Scope, at_most: int) -> int: ...
+
+    @abstractmethod
     def term_statistics(self, words: Sequence[str]) -> TermStatistics: ...
 
     def eligible_ids(self, drawer_ids: Sequence[str], scope: Scope) -> set[str]:

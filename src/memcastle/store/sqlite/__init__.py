@@ -305,6 +305,18 @@ class SQLiteSearch(SearchTables):
                     return enough
         return self._ranked(query, scope, limit)
 
+    def count_matching(self, query: LexicalQuery, scope: Scope, at_most: int) -> int:
+        match = fts5_match(query)
+        if match is None:
+            return 0
+        where, params = filter_sql(scope, self._now(), self.lifecycle, self.backend)
+        row = self._one(
+            "SELECT COUNT(*) AS n FROM (SELECT 1 FROM drawer_fts JOIN drawer d ON d.seq = drawer_fts.rowid "
+            f"JOIN room r ON r.id = d.room_id JOIN wing w ON w.id = r.wing_id WHERE drawer_fts MATCH ?{where} LIMIT ?)",
+            (match, *params, at_most),
+        )
+        return int(row["n"]) if row else 0
+
     def _ranked(self, query: LexicalQuery, scope: Scope, limit: int) -> list[ScoredDrawer]:
         match = fts5_match(query)
         if match is None:

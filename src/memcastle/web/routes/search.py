@@ -32,6 +32,7 @@ DEFAULTS: dict[str, Any] = {"query": "", "wing": "", "room": "", "tags": "", "so
                             "include_hidden": False, "limit": 10, "page": 1}  # fmt: skip
 PAGE_SIZES = (5, 10, 20, 50)
 DEEPEST = 200  # a search ranks at most this many hits (the API's largest limit): the last page ends there
+COUNTED = 1000  # the drawers holding every word are counted up to this many ("1,000+")
 
 
 def search_form(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -101,8 +102,10 @@ def search_page(
                 raise InvalidRequest(f"limit must be from 1 to {DEEPEST}", field="limit")
             # Page p of a ranking is the ranking's first p × limit hits, less those of the pages before it.
             wanted = min(page_number * limit, DEEPEST)
-            result = services.search.search(search_request({**form, "limit": wanted}))
+            asked = search_request({**form, "limit": wanted})
+            result = services.search.search(asked)
             shown = paged(result.hits, page_number, limit, wanted)
+            shown["total"] = services.search.count_matching(asked, at_most=COUNTED)
         except MemCastleError as exc:
             error = exc
     wings = services.drawers.wing_names()
