@@ -178,3 +178,24 @@ def test_an_empty_palace_says_what_its_pages_are_for(browser: Any, daemon: Any) 
                         ("/maintenance", "No audit has run yet")):  # fmt: skip
         browser.get(served.address + path)
         assert words in browser.find_element(By.TAG_NAME, "main").text, path
+
+
+def test_graph_expansion_brings_drawers_through_a_specific_entity_not_a_generic_one(browser: Any, daemon: Any) -> None:
+    served = daemon()
+    with served.http() as http:
+
+        def note(text: str, *entities: str) -> str:
+            made = http.post("/api/notes", json={"content": text, "wing": "expand"}).json()["drawer"]["id"]
+            for entity in entities:
+                assert http.post(f"/api/drawers/{made}/mentions", json={"entity": entity}).status_code in (200, 201)
+            return made
+
+        note("The lighthouse lamp was replaced in March.", "Atlas", "Files")
+        note("Atlas keeps its spare bulbs in the north shed.", "Atlas")
+        for n in range(30):  # an entity all over the palace names no topic
+            note(f"Inventory sheet {n} lists rope and tar.", "Files")
+    browser.get(served.address + "/?query=lighthouse+lamp&wing=expand&expand=true&ranking=lexical")
+    related = wait_until(lambda: browser.find_elements(By.CSS_SELECTOR, "ol.hits.related .hit"), what="related hits")
+    texts = [r.text for r in related]
+    assert len(texts) == 1 and "spare bulbs" in texts[0] and "via Atlas" in texts[0], texts
+    assert not any("Inventory sheet" in t for t in texts), "nothing came through the generic entity"
