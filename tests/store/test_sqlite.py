@@ -193,14 +193,14 @@ def test_the_bounded_lexical_leg_ranks_exactly_as_one_full_pass(
 ) -> None:
     """Top k inside FTS5, then scope, time and joins: identical hits and scores to BM25 over every match, for narrow
     and broad scopes, ties (identical texts), closed drawers, and limits past the first round."""
-    import memcastle.store.sqlite as sqlite_module
+    import memcastle.store.sqlite.search as sqlite_search
     from memcastle.clock import utc_now
     from memcastle.model import ANY_TIME, LexicalQuery, Scope
     from memcastle.store.sql.filters import filter_sql
     from memcastle.store.sqlite.fulltext import fts5_match
 
-    monkeypatch.setattr(sqlite_module, "LEXICAL_HEAD", head[0])
-    monkeypatch.setattr(sqlite_module, "LEXICAL_MIN_HEAD", head[1])
+    monkeypatch.setattr(sqlite_search, "LEXICAL_HEAD", head[0])
+    monkeypatch.setattr(sqlite_search, "LEXICAL_MIN_HEAD", head[1])
     store = SQLiteStore(tmp_path / "palace")
     try:
         words = ["drawbridge", "moat", "tower", "keep", "banner", "gate"]
