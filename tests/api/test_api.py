@@ -285,6 +285,7 @@ def test_unknown_job_action_is_a_400_naming_the_action(client: TestClient) -> No
         ("GET", "/api/drawers?after=nope"),
         ("GET", "/api/wings/nowhere/rooms"),
         ("GET", "/api/jobs/nope"),
+        ("GET", "/api/jobs?before=nope"),
         ("POST", "/api/jobs/nope/cancel"),
         ("GET", "/api/no-such-route"),
     ],
@@ -303,6 +304,10 @@ def test_job_endpoints_list_show_and_control(client: TestClient) -> None:
     assert job["id"] in [j["id"] for j in listed]
     shown = client.get(f"/api/jobs/{job['id']}").json()
     assert shown["id"] == job["id"] and shown["params"] == {"batch": 10, "pace_ms": 0}
+    older = client.post("/api/verify", json={"batch": 11}).json()["job"]  # joins or follows: either way a page on
+    first = client.get("/api/jobs", params={"kind": "verify", "limit": 1}).json()["jobs"]
+    rest = client.get("/api/jobs", params={"kind": "verify", "before": first[0]["id"][:8]}).json()["jobs"]
+    assert {j["id"] for j in first + rest} == {job["id"], older["id"]} and first[0]["id"] not in {j["id"] for j in rest}
 
 
 def test_refused_job_transition_is_a_409(client: TestClient) -> None:

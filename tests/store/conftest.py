@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 from postgres_support import PostgresServer, as_url, dbname  # noqa: F401 - re-exported for the store tests
@@ -22,15 +23,16 @@ BACKENDS = ("sqlite", "postgres")
 
 @dataclass
 class BackendPalace:
-    """One empty palace on one backend; `open()` opens a store on it (again), every store is closed at teardown."""
+    """One empty palace on one backend; `open()` opens a store on it (again), every store is closed at teardown.
+    `open(now=...)` gives the store a clock of the test's own."""
 
     backend: str
-    opener: Callable[[], Store]
+    opener: Callable[..., Store]
     location: str
     opened: list[Store] = field(default_factory=list)
 
-    def open(self) -> Store:
-        store = self.opener()
+    def open(self, **options: Any) -> Store:
+        store = self.opener(**options)
         self.opened.append(store)
         return store
 
@@ -43,7 +45,7 @@ class BackendPalace:
 def _palace(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[BackendPalace]:
     if backend == "sqlite":
         folder = tmp_path / "palace"
-        palace = BackendPalace(backend, lambda: SQLiteStore(folder), str(folder))
+        palace = BackendPalace(backend, lambda **options: SQLiteStore(folder, **options), str(folder))
         yield palace
         palace.close_all()
         return
@@ -52,7 +54,7 @@ def _palace(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Ite
     conninfo = server.create_database() if private else server.clean_database()
     from memcastle.store.postgres import PostgresStore
 
-    palace = BackendPalace(backend, lambda: PostgresStore(conninfo, max_connections=4), conninfo)
+    palace = BackendPalace(backend, lambda **options: PostgresStore(conninfo, max_connections=4, **options), conninfo)
     try:
         yield palace
     finally:

@@ -947,6 +947,26 @@ def test_illegal_transition_is_a_conflict_naming_the_job(shared_store: Store) ->
     assert job.id in refused.value.message
 
 
+def test_jobs_page_on_from_a_cursor_without_skipping_jobs_created_in_the_same_instant(
+    palace_backend: BackendPalace,
+) -> None:
+    clock = ["2026-01-01T00:00:00.000000Z"]
+    store = palace_backend.open(now=lambda: clock[0])
+    created = []
+    for n in range(7):
+        clock[0] = "2026-01-01T00:00:00.000000Z" if n < 3 else "2026-01-02T00:00:00.000000Z"
+        created.append(store.jobs.create_job(NewJob(kind="probe", params={"n": n}))[0].id)
+    seen: list[str] = []
+    page = store.jobs.list_jobs(None, "probe", 2)
+    while page:
+        seen += [job.id for job in page]
+        page = store.jobs.list_jobs(None, "probe", 2, before=page[-1].id)
+    assert sorted(seen) == sorted(created) and len(seen) == 7, "every job once, across the pages"
+    newest_first = [job.id for job in store.jobs.list_jobs(None, "probe", 7)]
+    assert seen == newest_first
+    assert set(newest_first[:4]) == set(created[3:]), "the later instant's four first"
+
+
 def test_transition_fenced_by_owner_is_refused_for_another_owner(store: Store) -> None:
     job, _ = store.jobs.create_job(NewJob(kind="fenced"))
     claimed = store.jobs.claim_next_job("worker-a", 30, ["fenced"])

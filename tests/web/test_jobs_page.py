@@ -66,3 +66,32 @@ def test_a_queued_jobs_reason_follows_the_job_ahead_of_it(browser: Any, daemon: 
     seen = set(texts(browser, row))
     # The queued job itself sends no event while it waits: its reason moves because the big mine's events do.
     wait_until(lambda: bool(seen.add(" ".join(texts(browser, row))) or len(seen - {""}) >= 3), what="it to follow")
+
+
+def test_older_jobs_page_on_past_the_newest_and_new_ones_stay_on_the_first_page(browser: Any, daemon: Any) -> None:
+    served = daemon()
+    ids = []
+    with served.http() as http:
+        for n in range(3):
+            folder = served.home.root / f"shelf-{n}"
+            folder.mkdir()
+            (folder / "note.md").write_text(f"# Shelf {n}\n\nThe shelf of the north tower, number {n}.\n")
+            ids.append(http.post("/api/mine", json={"connector": "notes", "locator": str(folder)}).json()["job"]["id"])
+    browser.get(served.address + "/jobs?kind=mine&limit=2")
+    first = [row.get_attribute("id") for row in browser.find_elements(By.CSS_SELECTOR, "#job-rows tr")]
+    assert first == [f"job-{ids[2]}", f"job-{ids[1]}"], "the newest two, newest first"
+    browser.find_element(By.CSS_SELECTOR, "nav.pager a[rel=next]").click()
+    wait_until(lambda: "before=" in browser.current_url, what="the older page")
+    older = [row.get_attribute("id") for row in browser.find_elements(By.CSS_SELECTOR, "#job-rows tr")]
+    assert older == [f"job-{ids[0]}"], "the page before the cursor holds the oldest, and only it"
+    assert "kind=mine" in browser.current_url and "limit=2" in browser.current_url, "the filters page on with it"
+    with served.http() as http:
+        folder = served.home.root / "shelf-new"
+        folder.mkdir()
+        (folder / "note.md").write_text("# A new shelf\n")
+        fresh = http.post("/api/mine", json={"connector": "notes", "locator": str(folder)}).json()["job"]["id"]
+        wait_until(lambda: http.get(f"/api/jobs/{fresh}").json()["status"] == "completed", what="the new mine")
+    wait_until(lambda: texts(browser, f"#job-{ids[0]} .status") == ["completed"], what="the old row, live")
+    assert not browser.find_elements(By.ID, f"job-{fresh}"), "a new job does not land on a page of older ones"
+    browser.find_element(By.LINK_TEXT, "back to the newest").click()
+    wait_until(lambda: bool(browser.find_elements(By.ID, f"job-{fresh}")), what="the newest page with the new job")

@@ -125,21 +125,28 @@ class JobService:
             return f"next; every worker is busy ({busy})"
         return "next; a worker picks it up in a moment"
 
-    def list_jobs(self, status: str | None, kind: str | None, limit: int = 50) -> list[Job]:
+    def list_jobs(self, status: str | None, kind: str | None, limit: int = 50, before: str | None = None) -> list[Job]:
+        """Newest first; `before` (a job id or a unique prefix of one) pages on to the jobs created before it."""
         if status is not None and status not in {s.value for s in JobStatus}:
             raise InvalidRequest(
                 f"unknown job status {status!r}; one of {', '.join(s.value for s in JobStatus)}", field="status"
             )
         limit = check_limit(limit)
-        found = self._store.list_jobs(status, kind, limit)
+        cursor = self._cursor(before) if before else None
+        found = self._store.list_jobs(status, kind, limit, cursor)
         if status == JobStatus.PAUSED.value:  # and those paused while the pause could not be written yet
             found = sorted(
-                [*found, *self._store.list_jobs(JobStatus.RUNNING.value, kind, limit)],
-                key=lambda job: job.created_at,
+                [*found, *self._store.list_jobs(JobStatus.RUNNING.value, kind, limit, cursor)],
+                key=lambda job: (job.created_at, job.id),
                 reverse=True,
             )
         jobs = [self.queue.as_known(job) for job in found]
         return [job for job in jobs if status is None or job.status.value == status][:limit]
+
+    def _cursor(self, before: str) -> str:
+        """The job a page continues from: not found (404) when there is none, like a listing of drawers `after`."""
+        cursor = resolve_id(self._store, "job", before, field="before")
+        return self._store.get_job(cursor).id
 
     def control_job(self, job_id: str, action: str) -> Job:
         actions = {

@@ -36,9 +36,11 @@ def list_jobs(
     status: Annotated[JobState | None, Query()] = None,
     kind: str | None = None,
     limit: Limit = 50,
+    before: Annotated[str | None, Query(description="a job's id: the jobs created before it (the next page)")] = None,
 ) -> dict[str, Any]:
     jobs = services(request).jobs
-    return {"jobs": [{**j.to_json(), "waiting": jobs.why_waiting(j)} for j in jobs.list_jobs(status, kind, limit)]}
+    listed = jobs.list_jobs(status, kind, limit, before)
+    return {"jobs": [{**j.to_json(), "waiting": jobs.why_waiting(j)} for j in listed]}
 
 
 @router.get("/jobs/{job_id}", response_model=JobOut, tags=["jobs"], dependencies=[Depends(reads)])

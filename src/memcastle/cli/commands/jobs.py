@@ -14,10 +14,11 @@ job_app = group("job", app, "Background jobs: list, show and control them.")
 @click.option("--status", "status_", help="queued, running, paused, completed, …")
 @click.option("--kind", help="job kind, e.g. mine, embed, verify")
 @click.option("--limit", type=int, default=50, help="how many (1-200)")
+@click.option("--before", metavar="JOB_ID", help="only the jobs created before this one (the next page)")
 @pass_invocation
-def job_list(inv: Invocation, status_: str | None, kind: str | None, limit: int) -> None:
+def job_list(inv: Invocation, status_: str | None, kind: str | None, limit: int, before: str | None) -> None:
     """List jobs, newest first."""
-    data = inv.client().get("/jobs", status=status_, kind=kind, limit=limit)
+    data = inv.client().get("/jobs", status=status_, kind=kind, limit=limit, before=before)
     inv.emit(data, lambda data: render.show_jobs(data["jobs"]))
 
 

@@ -19,9 +19,10 @@ def job_list(
     status: JobState | None = None,
     kind: Annotated[str | None, Field(description="mine, embed, extract, ...")] = None,
     limit: Limit = 20,
+    before: Annotated[str | None, Field(description="a job id: the jobs created before it (the next page)")] = None,
 ) -> dict[str, Any]:
     """Background jobs, newest first: status, progress, error."""
-    return {"jobs": [job_view(j) for j in env.services.jobs.list_jobs(status, kind, limit)]}
+    return {"jobs": [job_view(j) for j in env.services.jobs.list_jobs(status, kind, limit, before)]}
 
 
 @tool("memcastle_job_get", "Get a job", "read", read_only=True, aliases=JOB_ALIASES, palace_wide=True)

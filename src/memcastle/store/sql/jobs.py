@@ -124,14 +124,20 @@ class JobTables(Role):
         with self._read() as tx:
             return self._job(tx, job_id)
 
-    def list_jobs(self, status: str | None, kind: str | None, limit: int) -> list[Job]:
+    def list_jobs(self, status: str | None, kind: str | None, limit: int, before: str | None = None) -> list[Job]:
         clauses, params = [], []
         for column, value in (("status", status), ("kind", kind)):
             if value:
                 clauses.append(f"{column} = ?")
                 params.append(value)
+        if before is not None:  # (created_at, id) below the cursor job's: ties in the instant do not skip a job
+            clauses.append(
+                "(created_at < (SELECT created_at FROM job WHERE id = ?)"
+                " OR (created_at = (SELECT created_at FROM job WHERE id = ?) AND id < ?))"
+            )
+            params.extend((before, before, before))
         where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
-        rows = self._all(f"SELECT * FROM job{where} ORDER BY created_at DESC LIMIT ?", (*params, limit))
+        rows = self._all(f"SELECT * FROM job{where} ORDER BY created_at DESC, id DESC LIMIT ?", (*params, limit))
         return [job_from_row(r) for r in rows]
 
     def count_jobs(self) -> dict[str, int]:

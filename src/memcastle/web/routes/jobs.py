@@ -20,13 +20,14 @@ STATUSES = ("queued", "running", "paused", "completed", "failed", "cancelled")
 
 
 @router.get("/jobs", response_class=HTMLResponse)
-def jobs_page(request: Request, status: str = "", kind: str = "", limit: int = 50) -> HTMLResponse:
+def jobs_page(request: Request, status: str = "", kind: str = "", limit: int = 50, before: str = "") -> HTMLResponse:
+    """The newest jobs, or with `before` (a job id) the page of those created before it: "older jobs" pages on."""
     palace_wide("the jobs page")
     jobs = services_of(request).jobs
-    found = jobs.list_jobs(status or None, kind or None, limit)
+    found = jobs.list_jobs(status or None, kind or None, limit, before or None)
     listed = [{**j.to_json(), "waiting": jobs.why_waiting(j)} for j in found]
-    return page(request, "jobs.html", jobs=listed, state=status, kind=kind, limit=limit, statuses=STATUSES,
-                kinds=KINDS, sizes=PAGE_SIZES, full=len(found) == limit, title="Jobs")  # fmt: skip
+    return page(request, "jobs.html", jobs=listed, state=status, kind=kind, limit=limit, before=before,
+                statuses=STATUSES, kinds=KINDS, sizes=PAGE_SIZES, full=len(found) == limit, title="Jobs")  # fmt: skip
 
 
 @router.get("/jobs/{job_id}/row", response_class=HTMLResponse)

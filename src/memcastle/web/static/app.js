@@ -20,7 +20,9 @@
           holder.innerHTML = html.trim();
           var row = holder.firstElementChild;
           var old = document.getElementById("job-" + id);
-          if (old) { old.replaceWith(row); } else {
+          if (old) { old.replaceWith(row); } else if (table.getAttribute("data-new") === "yes" &&
+              (!table.getAttribute("data-kind") || row.getAttribute("data-kind") === table.getAttribute("data-kind"))) {
+            // A new job goes on top of the newest page only, and only when the page's kind filter holds it.
             rows.prepend(row);
             var empty = rows.querySelector("tr.empty");
             if (empty) { empty.remove(); }
