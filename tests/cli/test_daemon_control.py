@@ -19,6 +19,7 @@ from conftest import ENTRY
 from waiting import CEILING, wait_until
 
 from memcastle.runtime.daemons import find_daemon, is_alive, registry_file
+from memcastle.runtime.launcher import is_healthy
 from memcastle.runtime.service_unit import parse_systemd_command
 
 
@@ -146,7 +147,11 @@ def test_install_writes_a_unit_systemd_accepts_and_its_command_serves(
         [*command, "--port", "0"], env={**bare, **environment}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     try:
-        entry = wait_until(lambda: find_daemon(xdg_home.state_dir, palace)[0], what="the service's daemon")
+        # Registered before it listens: it is up once its entry is there and it answers.
+        entry = wait_until(
+            lambda: (found := find_daemon(xdg_home.state_dir, palace)[0]) and is_healthy(found.address) and found,
+            what="the service's daemon to answer",
+        )
         assert entry.pid == service.pid
         code, status = daemon_cli(cli_runner, palace, home_env, "status")
         assert code == 0 and status["service"]["installed"] is True and status["pid"] == service.pid

@@ -26,6 +26,9 @@ STOP_TIMEOUT = 60.0
 # `python -c` rather than `-m memcastle`: the same command line as the `memcastle` script, whatever the current
 # directory holds (a `memcastle/` folder there would shadow the package under `-m`).
 ENTRY = ("-c", "from memcastle.cli.main import run; run()")
+# Daemons this process started: kept so a long-lived starter (the MCP bridge, a test) reaps one that exits instead of
+# leaving a zombie, and so dropping the handle of a daemon that is meant to outlive it warns of nothing.
+_started: list[subprocess.Popen[bytes]] = []
 
 
 def log_file(states: Path, palace: Path) -> Path:
@@ -96,6 +99,7 @@ def start_daemon(
             start_new_session=True,
             env=env,
         )
+    _started[:] = [*(earlier for earlier in _started if earlier.poll() is None), process]
     deadline = time.monotonic() + timeout
     while True:
         entry, _ = find_daemon(states, palace)

@@ -19,10 +19,11 @@ def job_list(
     status: JobState | None = None,
     kind: Annotated[str | None, Field(description="mine, embed, extract, ...")] = None,
     limit: Limit = 20,
-    before: Annotated[str | None, Field(description="a job id: the jobs created before it (the next page)")] = None,
 ) -> dict[str, Any]:
     """Background jobs, newest first: status, progress, error."""
-    return {"jobs": [job_view(j) for j in env.services.jobs.list_jobs(status, kind, limit, before)]}
+    # No `before` cursor here (REST, the CLI and the page have one): an agent asks about recent work, the newest 200
+    # at most, and every agent reads this tool list at start.
+    return {"jobs": [job_view(j) for j in env.services.jobs.list_jobs(status, kind, limit)]}
 
 
 @tool("memcastle_job_get", "Get a job", "read", read_only=True, aliases=JOB_ALIASES, palace_wide=True)
