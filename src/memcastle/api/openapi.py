@@ -42,6 +42,7 @@ NOT_FOUND_WITHOUT_PATH_PARAMETERS = frozenset(
         "/api/drawers",
         "/api/forget",
         "/api/graph",
+        "/api/jobs",
     }
 )
 # Routes that call a provider while the client waits (the query's embedding).
