@@ -51,6 +51,8 @@ _SECRET_NAMES: tuple[tuple[str, str], ...] = (
     ("*.asc", "armored key"),
     ("*.ppk", "PuTTY private key"),
 )
+# All of them as one expression: most names match none, and one match says so (the loop below then names which).
+_ANY_SECRET_NAME = re.compile("|".join(fnmatch.translate(pattern) for pattern, _ in _SECRET_NAMES))
 _PRIVATE_KEY = re.compile(
     r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----.*?"
     r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)",
@@ -109,6 +111,8 @@ _SECRET_NAME = re.compile(
 def secret_file_reason(relative: str) -> str | None:
     """Why a file is a secret by its name alone, or None."""
     name = PurePosixPath(relative).name.lower()
+    if not _ANY_SECRET_NAME.match(name):
+        return None
     for pattern, what in _SECRET_NAMES:
         if fnmatch.fnmatchcase(name, pattern):
             return f"secret file ({what}: {pattern})"

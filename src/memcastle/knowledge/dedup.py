@@ -39,6 +39,7 @@ MIN_SHARED_BANDS = 2
 ESTIMATE_SLACK = 0.15
 _PRIME = np.uint64((1 << 31) - 1)
 _SHIFT = np.uint64(31)
+_WINDOW = np.uint64((1 << (8 * SHINGLE)) - 1)
 _BLOCK = 1024  # grams hashed at a time: 32 × 1024 × 8 bytes, 256 KB, stays in a core's cache
 # Fixed coefficients: signatures must be comparable across runs and daemons.
 _RANDOM = np.random.default_rng(20261129)
@@ -66,13 +67,15 @@ def similarity(a: str, b: str) -> float:
 
 def gram_hashes(normal: str) -> npt.NDArray[np.uint64]:
     """31-bit hashes of the distinct 5-byte windows of a normalized text, computed with numpy in one pass."""
-    data = np.frombuffer(normal.encode("utf-8"), dtype=np.uint8).astype(np.uint64)
+    data = normal.encode("utf-8")
     if len(data) < SHINGLE:
-        return np.array([zlib.crc32(data.tobytes()) % int(_PRIME)], dtype=np.uint64)
-    count = len(data) - 4
-    windows = data[:count].copy()
-    for offset in range(1, SHINGLE):
-        windows |= data[offset : count + offset] << np.uint64(8 * offset)
+        wide = np.frombuffer(data, dtype=np.uint8).astype(np.uint64).tobytes()  # as signatures were always made
+        return np.array([zlib.crc32(wide) % int(_PRIME)], dtype=np.uint64)
+    count = len(data) - (SHINGLE - 1)
+    # Each window's five bytes as a little-endian integer: an 8-byte read at every byte offset (three bytes of
+    # padding keep the last read inside the buffer), the three bytes past the window masked off.
+    padded = data + bytes(8 - SHINGLE)
+    windows = np.ndarray((count,), dtype="<u8", buffer=padded, strides=(1,)) & _WINDOW
     # Distinct windows by sorting (numpy's hashed `unique` takes ~6× longer on arrays this size).
     windows.sort()
     distinct = np.empty(count, dtype=bool)

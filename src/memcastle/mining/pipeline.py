@@ -130,6 +130,7 @@ class MinePipeline:
             tally = MineTally()  # discovery changed under a resumed job: count again from the start
         last_save = time.monotonic()
         batch: list[_Prepared] = []  # documents read and cut, to be filed in one transaction
+        batch_drawers = 0  # the new drawers of those documents
         filed: list[str] = []  # drawers filed since their copies were last linked
         taken, capped = int(state.get("taken", 0)), False
         for index in range(position, len(candidates)):
@@ -147,12 +148,13 @@ class MinePipeline:
             prepared = self._prepare(ctx, connector, spec, source, candidate, keys[index], wing, default_room, tally)
             if prepared is not None:
                 batch.append(prepared)
+                batch_drawers += prepared.drawers
                 taken += 1
                 capped = bool(self._max_documents) and taken >= self._max_documents
             due = time.monotonic() - last_save >= CHECKPOINT_SECONDS or index == len(candidates) - 1 or capped
-            if due or len(batch) >= BATCH_DOCUMENTS or sum(p.drawers for p in batch) >= BATCH_DRAWERS:
+            if due or len(batch) >= BATCH_DOCUMENTS or batch_drawers >= BATCH_DRAWERS:
                 filed += self._file(ctx.job_id, batch, tally)
-                batch = []
+                batch, batch_drawers = [], 0
             if due:  # what the checkpoint says was done is filed, and linked to its copies
                 self._link_copies(filed, tally)
                 filed = []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import uuid
 from abc import abstractmethod
 from collections.abc import Mapping, Sequence
@@ -15,6 +16,7 @@ from memcastle.model import (
     NewDrawer,
     Page,
     PlaceTotals,
+    Provenance,
     Room,
     Scope,
     Wing,
@@ -111,8 +113,8 @@ class DrawerTables(Role):
             "source_id": origin.source_id if origin else None,
             "document": origin.document if origin else None,
             "origin": dumps(origin.to_json()) if origin else None,
-            "tags": dumps(list(new.tags)),
-            "provenance": dumps(new.provenance.to_json()),
+            "tags": dumps(list(new.tags)) if new.tags else "[]",
+            "provenance": _provenance_json(new.provenance),
             "valid_from": parse_instant(new.valid_from, field="valid_from") if new.valid_from else at,
             "valid_to": None,
             "supersedes": supersedes,
@@ -400,3 +402,9 @@ class DrawerTables(Role):
             (*params, *times, limit),
         )
         return [self._as_read(r) for r in rows]
+
+
+@functools.lru_cache(maxsize=64)
+def _provenance_json(provenance: Provenance) -> str:
+    """A provenance as stored: a mine's thousands of drawers share one (its job's)."""
+    return dumps(provenance.to_json())
