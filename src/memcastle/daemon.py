@@ -98,7 +98,9 @@ def serve(settings: Settings) -> None:
             server.request_exit()
 
     app = http_app(palace, request_shutdown=request_shutdown)
-    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5)
+    # ws="none": the daemon serves no WebSocket (its live events are server-sent), so uvicorn need not import a
+    # WebSocket library at start.
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5, ws="none")
     server = _Server(config)
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, server.request_exit)

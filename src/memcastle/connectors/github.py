@@ -24,9 +24,7 @@ import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from memcastle.clock import from_epoch, parse_instant
 from memcastle.connectors.contract import (
@@ -42,6 +40,9 @@ from memcastle.connectors.contract import (
 from memcastle.connectors.github_wiki import WikiPage, wiki_pages
 from memcastle.connectors.transcript import identity_options
 from memcastle.errors import InvalidRequest
+
+if TYPE_CHECKING:
+    import httpx  # imported when a GitHub source is read: the daemon starts without it
 
 DEFAULT_API = "https://api.github.com"
 DEFAULT_SITE = "https://github.com"  # where a repository's wiki is cloned from: <site>/<owner>/<repo>.wiki.git
@@ -282,6 +283,8 @@ class GitHubConnector(ConnectorBase):
             headers = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28"}
             if token:
                 headers["Authorization"] = f"Bearer {token}"
+            import httpx
+
             client = httpx.Client(base_url=self.api_url, headers=headers, timeout=TIMEOUT_SECONDS, trust_env=False)
             found = (token, client)
             self._local.client = found
@@ -328,6 +331,8 @@ def _request(
     client: httpx.Client, url: str, params: Mapping[str, Any] | None, *, missing_ok: bool = False
 ) -> httpx.Response:
     """One GET; a spent rate limit waits a short `retry-after` out once, else stops the mine with when it resets."""
+    import httpx  # loaded already: the client was made with it
+
     for attempt in (1, 2):
         try:
             answer = client.get(url, params=params)
