@@ -16,8 +16,8 @@ import httpx2
 import pytest
 from addresses import LOCAL
 from clocks import ManualClock
-from conftest import Daemon, launch_daemon, make_home
 from fastapi.testclient import TestClient
+from live_daemon import Daemon, launch_daemon, make_home
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import Implementation

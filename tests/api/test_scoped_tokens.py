@@ -20,7 +20,7 @@ import anyio
 import httpx
 import httpx2
 import pytest
-from conftest import Daemon, launch_daemon, make_home
+from live_daemon import Daemon, launch_daemon, make_home
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import TextContent

@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import ENTRY
+from daemon_use import ENTRY
 from waiting import CEILING, wait_until
 
 from memcastle.runtime.daemons import find_daemon, is_alive, registry_file

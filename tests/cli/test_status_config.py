@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from conftest import ENTRY
+from daemon_use import ENTRY
 from waiting import CEILING
 
 from memcastle.app import build
