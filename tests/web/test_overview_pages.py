@@ -108,3 +108,25 @@ def test_the_graph_around_an_entity_is_drawn_and_listed(browser: Any, daemon: An
     assert all(src.startswith(served.address + "/static/") for src in scripts), "vendored, no CDN"
     browser.find_element(By.LINK_TEXT, "Postgres").click()
     wait_until(lambda: "entity=Postgres" in browser.current_url, what="the graph around Postgres")
+
+
+def test_recent_activity_keeps_one_line_per_job_and_shows_notes_and_forgets(browser: Any, daemon: Any) -> None:
+    served = daemon()
+    browser.get(served.address + "/overview")
+    wait_until(lambda: "Live:" in text(browser, "#live"), what="the event stream")
+    folder = notes(served.home.root / "docks", 400)  # a mine that reports its progress many times
+    with served.http() as http:
+        job = http.post("/api/mine", json={"connector": "notes", "locator": str(folder), "wing": "docks"}).json()
+        job_id = job["job"]["id"]
+        wait_until(lambda: http.get(f"/api/jobs/{job_id}").json()["status"] == "completed", what="the mine")
+        http.post("/api/notes", json={"content": "The crane is serviced on Fridays.", "wing": "docks"})
+        search = {"query": "crane", "wing": "docks"}
+        forgot = http.post("/api/forget", json={"scope": "search", "search": search, "dry_run": False})
+        assert forgot.status_code == 200, forgot.text
+    line = f'#activity-list li[data-key="job-{job_id}"]'
+    wait_until(lambda: text(browser, f"{line} .state") == "completed", what="the mine's line to say it completed")
+    assert len(browser.find_elements(By.CSS_SELECTOR, line)) == 1, "one line for the job, however often it reported"
+    wait_until(lambda: "filed a note in docks/" in text(browser, "#activity-list li"), what="the note's line")
+    wait_until(lambda: "forgot 1 drawers, 1 versions" in text(browser, "#activity-list li"), what="the forget's line")
+    assert "0 facts" not in text(browser, "#activity-list li"), "a forget says what it erased, not the zeros"
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#activity-list li")) < 10

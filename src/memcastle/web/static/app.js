@@ -110,25 +110,56 @@
   }, 1000);
 }());
 
-// The overview's recent activity: each job event adds a line at the top (what moved, and its state), newest first.
+// The overview's recent activity, newest first: one line per job, kept up to date as it moves (a mine reports
+// progress several times a second: that is one line, not a line per report); a line for each note, checkpoint or
+// diary entry filed outside a job; a line for each forget.
 (function () {
   "use strict";
   var list = document.getElementById("activity-list");
   if (!list || !window.EventSource) { return; }
   var live = document.getElementById("live");
-  var source = new EventSource(list.getAttribute("data-events"));
-  source.addEventListener("job", function (event) {
-    var job = JSON.parse(event.data);
+  function add(key, words) {
     var empty = list.querySelector("li.empty");
     if (empty) { empty.remove(); }
     var line = document.createElement("li");
+    if (key) { line.setAttribute("data-key", key); }
     var when = document.createElement("time");
     when.textContent = new Date().toISOString().slice(0, 16).replace("T", " ") + " UTC";
     line.appendChild(when);
-    line.appendChild(document.createTextNode(" · " + (job.kind || "job") + " " + String(job.id || "").slice(0, 8) +
-      " — " + (job.status || "moved")));
+    line.appendChild(document.createTextNode(" · " + words));
     list.prepend(line);
     while (list.children.length > 50) { list.removeChild(list.lastElementChild); }
+    return line;
+  }
+  var source = new EventSource(list.getAttribute("data-events"));
+  source.addEventListener("job", function (event) {
+    var job = JSON.parse(event.data);
+    var progress = job.progress || {};
+    var state = (job.status || "moved") + (job.status === "running" && progress.total ?
+      " (" + (progress.current || 0) + "/" + progress.total + ")" : "");
+    var line = list.querySelector('li[data-key="job-' + job.id + '"]');
+    if (!line) {
+      line = add("job-" + job.id, (job.kind || "job") + " " + String(job.id || "").slice(0, 8) + " — ");
+      var span = document.createElement("span");
+      span.className = "state";
+      line.appendChild(span);
+    }
+    line.querySelector(".state").textContent = state;
+  });
+  source.addEventListener("drawers", function (event) {
+    var filed = JSON.parse(event.data);
+    if (filed.job_id || !filed.drawers || !filed.drawers.length) { return; }  // a job's drawers: its line says so
+    var first = filed.drawers[0];
+    var verb = filed.action === "marked" ? "marked a " : filed.action === "invalidated" ? "closed a " :
+      filed.supersedes ? "filed a replacing " : "filed a ";
+    add(null, verb + (first.kind || "drawer") + " in " + first.wing + "/" + first.room +
+      (filed.drawers.length > 1 ? " (" + filed.drawers.length + " drawers)" : ""));
+  });
+  source.addEventListener("forget", function (event) {
+    var counts = (JSON.parse(event.data).tombstone || {}).counts || {};
+    var said = Object.keys(counts).filter(function (k) { return counts[k]; });  // what it erased, not the zeros
+    add(null, "forgot " + (said.map(function (k) { return counts[k] + " " + k.replace("_", " "); }).join(", ") ||
+      "nothing"));
   });
   source.onerror = function () { live.textContent = "Live updates paused; reconnecting…"; };
   source.onopen = function () { live.textContent = "Live: following the daemon's event stream."; };
