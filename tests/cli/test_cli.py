@@ -261,7 +261,9 @@ def test_job_show_of_an_unknown_job_exits_1(module_daemon: Any) -> None:
 
 
 def test_mine_wait_exits_1_when_the_job_does_not_complete(module_daemon: Any, tmp_path: Path, poll: Poll) -> None:
-    blockers = [slow_verify(module_daemon, f"cli-mine-block-{i}", notes=4, pace_ms=400) for i in range(2)]
+    # Both workers busy for as long as the test needs (a verify re-hashes every drawer, one each 2 s; both are
+    # cancelled at the end): on a loaded machine the CLI may take seconds to start, and the mine must still queue.
+    blockers = [slow_verify(module_daemon, f"cli-mine-block-{i}", notes=4, pace_ms=2000) for i in range(2)]
     source = tmp_path / "project"
     source.mkdir()
     (source / "readme.md").write_text("a file to mine\n")
@@ -298,6 +300,7 @@ def test_mine_wait_exits_1_when_the_job_does_not_complete(module_daemon: Any, tm
     finally:
         if waiting.poll() is None:
             waiting.kill()
+            waiting.communicate()  # its pipes closed now, not when a later test's collector finds them
         with httpx.Client(base_url=module_daemon.address, trust_env=False) as http:
             for blocker in blockers:
                 http.post(f"/api/jobs/{blocker['id']}/cancel", json={})
