@@ -95,3 +95,23 @@ def test_older_jobs_page_on_past_the_newest_and_new_ones_stay_on_the_first_page(
     assert not browser.find_elements(By.ID, f"job-{fresh}"), "a new job does not land on a page of older ones"
     browser.find_element(By.LINK_TEXT, "back to the newest").click()
     wait_until(lambda: bool(browser.find_elements(By.ID, f"job-{fresh}")), what="the newest page with the new job")
+
+
+def test_a_status_filtered_page_takes_in_a_job_only_once_it_has_that_status(browser: Any, daemon: Any) -> None:
+    served = daemon()
+    folder = served.home.root / "annex"
+    folder.mkdir()
+    for i in range(10):
+        (folder / f"note-{i}.md").write_text(f"# Annex {i}\n\nThe annex key hangs by door {i}.\n")
+    browser.get(served.address + "/jobs?status=completed")
+    with served.http() as http:
+        done = http.post("/api/mine", json={"connector": "notes", "locator": str(folder)}).json()["job"]["id"]
+        wait_until(lambda: http.get(f"/api/jobs/{done}").json()["status"] == "completed", what="the mine")
+        slow = http.post("/api/verify", json={"batch": 1, "pace_ms": 2000}).json()["job"]["id"]  # ~20 s running
+        wait_until(lambda: http.get(f"/api/jobs/{slow}").json()["status"] == "running", what="the verify to run")
+        wait_until(lambda: bool(browser.find_elements(By.ID, f"job-{done}")), what="the completed mine on the page")
+        assert http.get(f"/api/jobs/{slow}").json()["status"] == "running"
+        assert not browser.find_elements(By.ID, f"job-{slow}"), "a running job is not shown under 'completed'"
+        http.post(f"/api/jobs/{slow}/cancel", json={})
+        wait_until(lambda: http.get(f"/api/jobs/{slow}").json()["status"] == "cancelled", what="the cancel")
+    assert not browser.find_elements(By.ID, f"job-{slow}"), "nor once it is cancelled"

@@ -20,9 +20,11 @@
           holder.innerHTML = html.trim();
           var row = holder.firstElementChild;
           var old = document.getElementById("job-" + id);
+          var kind = table.getAttribute("data-kind"), state = table.getAttribute("data-status");
           if (old) { old.replaceWith(row); } else if (table.getAttribute("data-new") === "yes" &&
-              (!table.getAttribute("data-kind") || row.getAttribute("data-kind") === table.getAttribute("data-kind"))) {
-            // A new job goes on top of the newest page only, and only when the page's kind filter holds it.
+              (!kind || row.getAttribute("data-kind") === kind) && (!state || row.classList.contains("status-" + state))) {
+            // A row not shown yet goes on top of the newest page only, and only when the page's filters hold it (a
+            // job that reaches the filtered status later is added then, by the event that moved it there).
             rows.prepend(row);
             var empty = rows.querySelector("tr.empty");
             if (empty) { empty.remove(); }
