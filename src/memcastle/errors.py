@@ -15,7 +15,8 @@
     ├── StorageError               the palace's storage failed to read or write (HTTP 503); retry later
     │   ├── StorageFull            the disk holding the palace is full (HTTP 507); free some space
     │   └── PalaceDamaged          the palace file is damaged or missing; restore it (the daemon stops)
-    └── DaemonNotRunning           no live daemon serves this palace (CLI exit code 3)
+    ├── DaemonNotRunning           no live daemon serves this palace (CLI exit code 3)
+    └── InternalError              a bug: something MemCastle did not raise on purpose (HTTP 500); the log has it
 
 Each class carries its meaning: `code`, the HTTP `status` (REST and the web page answer it) and the CLI's
 `exit_code`. Errors become responses at each edge, in one shape (`error_shape`): `api.errors` for HTTP, `mcp.server`
@@ -235,6 +236,18 @@ class DaemonNotRunning(MemCastleError):
 
     code = "daemon_not_running"
     exit_code = 3
+
+
+class InternalError(MemCastleError):
+    """Something failed that MemCastle did not raise on purpose: a bug. Every interface answers it in the one shape
+    (never a bare failure), naming only the exception's type; the daemon's log has the traceback."""
+
+    code = "internal"
+    help = "this is a bug; the daemon log has the details"
+
+    @classmethod
+    def of(cls, exc: BaseException) -> InternalError:
+        return cls(f"internal error: {type(exc).__name__}")
 
 
 # --- the error shape every interface answers with ---------------------------------------------------------------

@@ -128,3 +128,40 @@ def test_during_a_backlog_a_meaning_only_drawer_follows_the_waiting_ones_only_be
     if method == "calibrated":  # there a meaning-only drawer's 0.4 passes the weak lexical matches
         loose_order = [r.drawer_id for r in fuse(lexical, semantic, weights, waiting=waiting, exact=False)]
         assert loose_order.index("meaning") < loose_order.index("weak")
+
+
+# Scores as the legs give them during a backlog: zeros, ties and empty legs included; the legs share drawers (ids
+# from one small pool) and any subset of the lexical leg is waiting for its vectors.
+SCORES = st.one_of(st.just(0.0), st.sampled_from([0.5, 1.0]), st.floats(0.0, 30.0, allow_nan=False))
+LEG = st.dictionaries(st.integers(0, 40), SCORES, max_size=30)
+
+
+@settings(max_examples=500, deadline=None)
+# The failure a backlog met: the best meaning-only drawer and the lowest waiting one both fused to 0.
+@example(lexical={0: 2.0, 1: 1.0}, semantic={0: 0.5, 2: 0.1}, waiting_ids={1}, exact=True, method="calibrated")
+@example(lexical={0: 0.0, 1: 0.0}, semantic={0: 0.0}, waiting_ids={0, 1}, exact=True, method="calibrated")
+@given(
+    lexical=LEG,
+    semantic=LEG,
+    waiting_ids=st.sets(st.integers(0, 40)),
+    exact=st.booleans(),
+    method=st.sampled_from(["calibrated", "rrf"]),
+)
+def test_fusion_during_a_backlog_never_fails_and_keeps_every_candidate_once(
+    lexical: dict[int, float], semantic: dict[int, float], waiting_ids: set[int], exact: bool, method: str
+) -> None:
+    """Whatever the legs score — both 0, all tied, one leg empty — fusion answers: every candidate once, finite
+    non-negative scores, best first, and with an exact match the meaning-only drawers behind every waiting one."""
+    lex = sorted((ScoredDrawer(f"d{i:02}", s) for i, s in lexical.items()), key=lambda c: -c.signal)
+    # A drawer waiting for its vectors cannot be in the semantic leg.
+    waiting = {f"d{i:02}" for i in waiting_ids if i in lexical}
+    sem_items = [(f"d{i:02}", s) for i, s in semantic.items() if f"d{i:02}" not in waiting]
+    sem = sorted((ScoredDrawer(d, s) for d, s in sem_items), key=lambda c: -c.signal)
+    fused = fuse(lex, sem, FusionWeights(method=method), waiting=waiting.__contains__, exact=exact)
+    assert sorted(r.drawer_id for r in fused) == sorted({c.drawer_id for c in [*lex, *sem]})
+    assert all(0.0 <= r.base < float("inf") for r in fused)
+    assert [r.base for r in fused] == sorted((r.base for r in fused), reverse=True)
+    pending = [i for i, r in enumerate(fused) if "semantic_pending" in r.signals]
+    if exact and pending:
+        meaning_only = [i for i, r in enumerate(fused) if "lexical" not in r.signals]
+        assert all(i > max(pending) for i in meaning_only), "meaning-only drawers come after every waiting one"

@@ -14,6 +14,7 @@ from starlette.routing import Match
 
 from memcastle.errors import (
     AccessDenied,
+    InternalError,
     InvalidRequest,
     MemCastleError,
     NotFound,
@@ -121,11 +122,5 @@ def install_error_handlers(app: FastAPI) -> None:
             from memcastle.web.pages import error_page, wants_page
 
             if wants_page(request):
-                failure = MemCastleError(f"internal error: {type(exc).__name__}", help="the daemon log has the details")
-                return error_page(request, failure, 500)
-        return JSONResponse(
-            error_body(
-                f"internal error: {type(exc).__name__}", "internal", "this is a bug; the daemon log has the details"
-            ),
-            status_code=500,
-        )
+                return error_page(request, InternalError.of(exc), 500)
+        return JSONResponse(error_shape(InternalError.of(exc)), status_code=500)

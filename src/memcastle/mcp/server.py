@@ -1,12 +1,14 @@
 """The MCP server over `Services` (SPEC §7): binds every tool `memcastle.mcp.tools` declares — its arguments checked
 (other clients' names translated, an unknown one refused by name, then pydantic), its session's memory mode gated,
 one service call, the answer as compact JSON text. A `MemCastleError` becomes a tool error in one place
-(`tool_error`); anything else is a bug the SDK reports as a generic tool failure."""
+(`tool_error`); anything else is a bug, logged with its traceback and answered in the same shape as an
+`InternalError` (never the SDK's bare "Error executing tool")."""
 
 from __future__ import annotations
 
 import inspect
 import json
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -20,7 +22,7 @@ from pydantic import ValidationError
 from starlette.types import ASGIApp
 
 from memcastle import __version__
-from memcastle.errors import AccessDenied, MemCastleError, error_shape, invalid_arguments
+from memcastle.errors import AccessDenied, InternalError, MemCastleError, error_shape, invalid_arguments
 from memcastle.mcp.endpoint import MCP_PATH
 from memcastle.mcp.sessions import SessionModes, mode_of, session_of
 from memcastle.mcp.tools import TOOLS, Env, ToolSpec, prepare
@@ -30,6 +32,8 @@ from memcastle.modes import enforce_mode
 from memcastle.runtime.tokens import token_of
 from memcastle.services import Services
 from memcastle.services.reader import Reader, palace_wide, reading_as
+
+log = logging.getLogger(__name__)
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 WIRE_NAMES = {python: wire for wire, python in PYTHON_NAMES.items()}
@@ -167,6 +171,9 @@ def bind(
                 return answer(spec.fn(Env(services, ctx, modes), **given))
         except MemCastleError as exc:
             return tool_error(exc)
+        except Exception as exc:  # a bug: answered in the documented shape, the traceback in the log
+            log.exception("unexpected error in MCP tool %s", spec.name)
+            return tool_error(InternalError.of(exc))
 
     context = inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Context)
     run.__signature__ = signature.replace(parameters=[context, *params], return_annotation=CallToolResult)  # type: ignore[attr-defined]

@@ -118,9 +118,9 @@ def _behind_the_waiting(signals: dict[str, dict[str, float]]) -> dict[str, float
     are: there the meaning-only drawers are often the answer.
 
     Their fused scores are scaled by one factor to just below the lowest waiting one (`BACKLOG_SHARE`), or to 0 when
-    that one fused to 0, and they are marked `semantic_backlog`; the sort keeps them behind the waiting ones where
-    rounding ties them, in their own order: returned are their scores before, by drawer. Without a waiting drawer
-    nothing changes."""
+    that one fused to 0 (then they fused to 0 too: the legs had nothing to tell them apart by), and they are marked
+    `semantic_backlog`; the sort keeps them behind the waiting ones where rounding ties them, in their own order:
+    returned are their scores before, by drawer. Without a waiting drawer nothing changes."""
     waiting = [e["fusion"] for e in signals.values() if "semantic_pending" in e]
     if not waiting:
         return {}
@@ -131,7 +131,7 @@ def _behind_the_waiting(signals: dict[str, dict[str, float]]) -> dict[str, float
     for entry in only_meaning.values():
         entry["semantic_backlog"] = 1.0
         if top >= floor:
-            entry["fusion"] *= BACKLOG_SHARE * floor / top
+            entry["fusion"] = entry["fusion"] * BACKLOG_SHARE * floor / top if top > 0 else 0.0
     return before
 
 
