@@ -20,7 +20,8 @@ from memcastle.model.requests import SearchRequest
 MODULES = ("argparse", "asyncio", "collections", "csv", "datetime", "email", "functools", "http.client", "json",
            "logging", "os", "pathlib", "pickle", "re", "shutil", "socket", "sqlite3", "string", "subprocess",
            "tarfile", "threading", "unittest", "urllib.parse", "uuid", "zipfile", "textwrap", "random")  # fmt: skip
-QUERIES = ("HTTP cookie parsing", "parse command line arguments", "read a file", "the server socket connection", "date and time",
+QUERIES = ("HTTP cookie parsing", "parse command line arguments", "read a file", "the server socket connection",
+           "date and time",
            "encode json", "run a subprocess", "log a message", "regular expression match", "a thread lock",
            "archive files", "path of the file", "random numbers", "how do I copy a directory tree",
            "test case", "the module", "object", "string formatting", "a list of values", "email message", "file",
