@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from memcastle.clock import eta_text
+from memcastle.model.answers import standing_line
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -175,6 +176,9 @@ def explain_signals(hit: Mapping[str, Any]) -> str:
     fresh = signals.get("freshness")
     if fresh:
         parts.append(f"freshness {fresh['adjustment']:+.3f} ({fresh['age_days']:g} days old)")
+    contested = standing_line(signals.get("standing"))
+    if contested:
+        parts.append(contested)
     if hit["drawer"].get("pinned"):
         parts.append("pinned")
     if hit.get("via"):

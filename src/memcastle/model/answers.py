@@ -372,3 +372,17 @@ class PreferenceCheck:
 
     def to_json(self) -> JSON:
         return {"ok": self.ok, "error": self.error, "current": self.current, "layers": self.layers}
+
+
+def standing_line(standing: Mapping[str, Any] | None) -> str | None:
+    """What a hit's drawer evidences about a contested fact, in a line: `conflicting: Harbor located_in Frankfurt;
+    stands: Harbor located_in Berlin (acfb7462), equal quality; later valid_from (…)` — or, for the claim that stands,
+    its state and why it stands. The score's move, when the hit traded places for it, ends the line."""
+    if not standing:
+        return None
+    moved = float(standing.get("adjustment") or 0.0)
+    end = f" [{moved:+.3f}]" if moved else ""
+    if standing.get("stands"):
+        return f"{standing['state']}: {standing['fact']} stands, {standing['basis']}{end}"
+    claim = f"{standing['standing']} ({str(standing['standing_id'])[:8]})"
+    return f"{standing['state']}: {standing['fact']}; stands: {claim}, {standing['basis']}{end}"

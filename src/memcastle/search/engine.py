@@ -20,7 +20,8 @@ import numpy.typing as npt
 
 from memcastle.clock import Clock, utc_now
 from memcastle.errors import InvalidRequest, ProviderError
-from memcastle.model import AsOf, Drawer, Hit, LexicalQuery, Scope, ScoredDrawer, SearchQuery, SearchResult
+from memcastle.knowledge.standing import Standing, stand_first, standings
+from memcastle.model import AsOf, Assertion, Drawer, Hit, LexicalQuery, Scope, ScoredDrawer, SearchQuery, SearchResult
 from memcastle.preferences import NEUTRAL, NO_FRESHNESS, Freshness, Policy, PoolEntry, pools_for, rerank
 from memcastle.search.embeddings import EmbeddingProvider
 from memcastle.search.expansion import expand
@@ -159,9 +160,27 @@ class SearchEngine:
         """The policy's adjustment (unless the search turned preferences off) and the freshness boost, which is
         counted from the instant the search is about."""
         policy = self.policy if query.preferences else NEUTRAL
+        return rerank(policy, entries, drawers, freshness=self.freshness, at=self._at(query))
+
+    def _at(self, query: SearchQuery) -> str:
+        """The instant a search is about: its `as_of` on the valid axis, else now."""
         when = query.scope.when
-        at = when.at if isinstance(when, AsOf) and when.axis == "valid" else self._now()
-        return rerank(policy, entries, drawers, freshness=self.freshness, at=at)
+        return when.at if isinstance(when, AsOf) and when.axis == "valid" else self._now()
+
+    def _standing(self, query: SearchQuery, drawer_ids: Sequence[str]) -> dict[str, Standing]:
+        """The pool's drawers that evidence a contested fact, with the standing signal of each
+        (`memcastle.knowledge.standing`); facts whose evidence lies outside the client's places are not seen."""
+        places = query.scope.places
+
+        def readable(facts: Sequence[Assertion]) -> set[str]:
+            allowed = set(places or ())
+            where = self._store.search.drawer_places([f.drawer_id for f in facts if f.drawer_id])
+            seen = {d for d, p in where.items() if (p.wing, None) in allowed or (p.wing, p.room) in allowed}
+            return {f.id for f in facts if f.drawer_id in seen}
+
+        return standings(
+            self._store.graph, drawer_ids, self.policy, self._at(query), readable=None if places is None else readable
+        )
 
     @property
     def fill_rows(self) -> int | None:
@@ -296,17 +315,44 @@ class SearchEngine:
         `wanted` hits not `shown` already."""
         if wanted <= 0:
             return []
+        found = self._standing(query, [r.drawer_id for r in pooled])
         if self._adjusts(query):
             # The policy reads every pooled drawer's origin.
             drawers = self._store.drawers.get_drawers([r.drawer_id for r in pooled])
             pooled = [r for r in pooled if r.drawer_id in drawers]
             relevance = pool_relevance([r.base for r in pooled])
             entries = [PoolEntry(r.drawer_id, r.base, r.signals, rel) for r, rel in zip(pooled, relevance, strict=True)]
-            return [hit for hit in self._rerank(query, entries, drawers) if hit.drawer.id not in shown][:wanted]
+            reranked = self._rerank(query, entries, drawers)
+            if found:
+                reranked = stand_first(
+                    [_marked(h, found) for h in reranked],
+                    found,
+                    drawer_of=lambda h: h.drawer.id,
+                    score_of=lambda h: h.score,
+                    rescored=lambda h, score, s: dataclasses.replace(
+                        h, score=score, signals={**h.signals, "standing": s.to_json()}
+                    ),
+                )
+            return [hit for hit in reranked if hit.drawer.id not in shown][:wanted]
         # The order is the base signal's: only the drawers shown are read.
         relevance = pool_relevance([r.base for r in pooled])
+        scored = list(zip(pooled, relevance, strict=True))
+        if found:
+            scored = stand_first(
+                [
+                    (Ranked(r.drawer_id, r.base, _marked_signals(r.drawer_id, r.signals, found)), rel)
+                    for r, rel in scored
+                ],
+                found,
+                drawer_of=lambda pair: pair[0].drawer_id,
+                score_of=lambda pair: pair[0].base,
+                rescored=lambda pair, score, s: (
+                    Ranked(pair[0].drawer_id, score, {**pair[0].signals, "standing": s.to_json()}),
+                    pair[1],
+                ),
+            )
         hits: list[Hit] = []
-        ranked = [(r, rel) for r, rel in zip(pooled, relevance, strict=True) if r.drawer_id not in shown]
+        ranked = [(r, rel) for r, rel in scored if r.drawer_id not in shown]
         while ranked and len(hits) < wanted:
             batch, ranked = ranked[: wanted - len(hits)], ranked[wanted - len(hits) :]
             drawers = self._store.drawers.get_drawers([r.drawer_id for r, _ in batch])
@@ -487,6 +533,16 @@ class SearchEngine:
             return fill_below(first, group[RESCORE_DEPTH:], len(group))
 
         return again(found), again(some)
+
+
+def _marked_signals(drawer_id: str, signals: Mapping[str, Any], found: Mapping[str, Standing]) -> dict[str, Any]:
+    """The signals, with the drawer's standing where it evidences a contested fact (`stand_first` may move it)."""
+    stand = found.get(drawer_id)
+    return {**signals, "standing": stand.to_json()} if stand is not None else dict(signals)
+
+
+def _marked(hit: Hit, found: Mapping[str, Standing]) -> Hit:
+    return dataclasses.replace(hit, signals=_marked_signals(hit.drawer.id, hit.signals, found))
 
 
 def fill_below(first: list[ScoredDrawer], more: list[ScoredDrawer], limit: int) -> list[ScoredDrawer]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from memcastle.model import ScoredDrawer
 
@@ -29,7 +30,7 @@ class Ranked:
 
     drawer_id: str
     base: float
-    signals: dict[str, float]
+    signals: dict[str, Any]  # the legs' scores (floats), and a contested fact's standing
 
 
 def fuse(

@@ -14,7 +14,7 @@ from typing import Any
 
 from memcastle.errors import InvalidRequest
 from memcastle.model import Drawer, Hit, Job, SearchResult
-from memcastle.model.answers import FactView, MinerView
+from memcastle.model.answers import FactView, MinerView, standing_line
 from memcastle.services.ids import MIN_PREFIX
 
 SIGNALS = ("lexical", "semantic", "fusion", "graph", "relevance", "coverage")
@@ -96,6 +96,9 @@ def hit_view(hit: Hit, *, full: bool = False) -> dict[str, Any]:
     fresh = hit.signals.get("freshness")
     if fresh:
         out["freshness"] = f"{float(fresh['adjustment']):+.3f} ({fresh['age_days']:g} days old)"
+    contested = standing_line(hit.signals.get("standing"))
+    if contested is not None:
+        out["contested"] = contested
     if hit.via is not None:
         out["via"] = list(hit.via)
     return out

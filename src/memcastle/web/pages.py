@@ -18,6 +18,7 @@ from fastapi.responses import HTMLResponse, Response
 from fastapi.routing import APIRoute
 
 from memcastle.errors import AccessDenied, InvalidRequest, MemCastleError, http_status
+from memcastle.model.answers import standing_line
 from memcastle.modes import HEADER, Access, enforce_mode, parse_mode
 from memcastle.services import Services
 
@@ -46,7 +47,7 @@ def _templates() -> Jinja2Templates:
     from fastapi.templating import Jinja2Templates
 
     templates = Jinja2Templates(directory=str(HERE / "templates"))
-    templates.env.filters.update(when=when, readable=readable, duration=duration)
+    templates.env.filters.update(when=when, readable=readable, duration=duration, standing_line=standing_line)
     return templates
 
 
