@@ -43,8 +43,11 @@ MemCastle is your long-term memory: verbatim evidence (drawers) with provenance,
 Every tool works on this memory alone (nothing outside it); ids may be shortened to their first 8 characters.
 - Start each session with memcastle_wake_up (your agent name): your last diary entry and recent checkpoints.
 - Before answering about past work, decisions or code history, memcastle_search; read a hit whole with
-  memcastle_get_drawer. Check a hit's origin and preference before trusting it; say when sources conflict.
-- When memory is wrong, correct it: memcastle_drawer_supersede, memcastle_fact_supersede or _invalidate.
+  memcastle_get_drawer. Check a hit's origin and preference before trusting it; a hit marked `contested`
+  evidences a disputed fact and names the claim that stands: say so when you use it.
+- When memory is wrong, correct it: a drawer's text is wrong or outdated → memcastle_drawer_supersede (new text);
+  a fact's value changed → memcastle_fact_supersede; a fact is simply wrong → memcastle_fact_invalidate.
+  Each changes what the next search ranks first.
 - When a decision is made or work changes state, memcastle_checkpoint; other context, memcastle_note.
 - End a session with memcastle_diary_write: what was done, what is open, what comes next.
 - If a tool says memory is disabled or read-only, respect it.
