@@ -13,6 +13,7 @@ COUNTERS = (
     "created",
     "superseded",
     "invalidated",
+    "candidates",
     "unchanged",
     "skipped",
     "similar",

@@ -276,6 +276,7 @@ class MinePipeline:
             tally.counts["created"] += len(changes.created)
             tally.counts["superseded"] += len(changes.superseded)
             tally.counts["invalidated"] += len(changes.invalidated)
+            tally.counts["candidates"] += len(changes.candidates)
             if self._on_filed is not None and fresh:
                 self._on_filed(job_id, fresh)
             filed += [new.id for new in fresh if new.id]
@@ -302,15 +303,20 @@ class MinePipeline:
             list(line_ranges(text, spans, raw.first_line)) if raw.first_line is not None else [None] * len(spans)
         )
         hashes = [content_hash(c) for c in chunks]
-        old = self._previous_drawers(record)
         room = changes_room(document, default_room)
+        old = self._previous_drawers(record, wing, room, hashes)
         created: list[NewDrawer] = []
         superseded: list[tuple[str, NewDrawer]] = []
+        candidates: list[tuple[str, NewDrawer]] = []
         drawer_ids: list[str] = []
         for index, chunk in enumerate(chunks):
             previous = old[index] if index < len(old) else None
             if previous is not None and _is_kept(previous, hashes[index], lines[index], raw, wing, room):
                 drawer_ids.append(previous.id)
+                continue
+            head = self._correction_of(previous) if previous is not None and not previous.is_current else None
+            if previous is not None and head is not None and previous.content_hash == hashes[index]:
+                drawer_ids.append(previous.id)  # the source still says what was corrected: nothing new
                 continue
             new = NewDrawer(
                 id=drawer_id_for(job_id, source.id, raw.external_id, index),
@@ -336,7 +342,9 @@ class MinePipeline:
                 provenance=Provenance(requested_by="job", job_id=job_id),
             )
             drawer_ids.append(new.id or "")
-            if previous is not None and previous.is_current:
+            if head is not None:
+                candidates.append((head.id, new))  # the correction stays current; the source's text beside it
+            elif previous is not None and previous.is_current:
                 superseded.append((previous.id, new))
             else:
                 created.append(new)
@@ -361,6 +369,7 @@ class MinePipeline:
             created=tuple(created),
             superseded=tuple(superseded),
             invalidated=invalidated,
+            candidates=tuple(candidates),
             at=self._event_time(raw, closing),
             near=near,
         )
@@ -376,11 +385,32 @@ class MinePipeline:
             return None
         return event
 
-    def _previous_drawers(self, record: DocumentRecord | None) -> list[Drawer | None]:
+    def _previous_drawers(
+        self, record: DocumentRecord | None, wing: str, room: str, hashes: Sequence[str]
+    ) -> list[Drawer | None]:
+        """What each chunk was filed as before: the document's recorded drawers; for a document new to this source
+        (a file renamed or moved back), a closed drawer of the room holding the same text whose line a correction
+        took over — so the rename does not bring the corrected text back as current."""
         if record is None:
-            return []
+            corrected = self._store.drawers.corrected_lines(wing, room, hashes)
+            return [corrected.get(h) for h in hashes] if corrected else []
         found = self._store.drawers.get_drawers(record.drawer_ids)
         return [found.get(drawer_id) for drawer_id in record.drawer_ids]
+
+    def _correction_of(self, previous: Drawer) -> Drawer | None:
+        """The current drawer that took over a closed one's line by a correction (an agent's or a person's
+        supersession, not a mine's): the end of its `superseded_by` chain, when that end is current and no mine
+        filed it (ADR 0044)."""
+        node, seen = previous, {previous.id}
+        while node.superseded_by and node.superseded_by not in seen:
+            following = self._store.drawers.get_drawers([node.superseded_by]).get(node.superseded_by)
+            if following is None:
+                return None
+            node = following
+            seen.add(node.id)
+        if node.id == previous.id or not node.is_current or node.provenance.requested_by == "job":
+            return None
+        return node
 
 
 @dataclass(frozen=True)

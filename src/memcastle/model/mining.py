@@ -46,6 +46,9 @@ class DocumentChanges:
     invalidated: tuple[str, ...] = ()
     at: str | None = None
     near: tuple[NearKeys, ...] = ()  # what finds the new drawers' copies, filed with them (linked later, in a batch)
+    # (current correction's id, the source's new text): a line an agent or person corrected changed at its source
+    # again; the new text is filed as a closed version beside the correction, never over it (ADR 0044).
+    candidates: tuple[tuple[str, NewDrawer], ...] = ()
 
 
 DEFAULT_DEBOUNCE = 1.6  # seconds without a change before a watched source is mined (watchfiles' own default)

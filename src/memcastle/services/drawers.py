@@ -17,7 +17,7 @@ from memcastle.services.audit import Record, unrecorded
 from memcastle.services.events import Publish, drawer_ref, filed_event, ignore_event
 from memcastle.services.ids import resolve_id
 from memcastle.services.jobs import JobService
-from memcastle.services.reader import visibility
+from memcastle.services.reader import reader, visibility
 from memcastle.services.requests import RequestKeys
 from memcastle.services.validation import check_content, check_expiry, check_limit, check_name, check_tags
 from memcastle.store import Store
@@ -210,6 +210,9 @@ class DrawerService:
         old = self._visible(drawer_id)
         drawer_id = old.id
         visibility().writable(old.wing, old.room)
+        # The correction stands in the same line of evidence: it keeps the origin (connector, document, lines, the
+        # metadata snapshot its preference resolves from); its author is whoever corrected it (ADR 0044).
+        author = reader().client or reader().token or old.source.agent
         replacement = self._store.drawers.supersede_drawer(
             drawer_id,
             NewDrawer(
@@ -218,7 +221,7 @@ class DrawerService:
                 content=content,
                 name=old.name,
                 tags=old.tags,
-                source=Source(kind=old.source.kind, uri=old.source.uri, agent=old.source.agent),
+                source=Source(kind=old.source.kind, uri=old.source.uri, agent=author, origin=old.source.origin),
                 provenance=Provenance(requested_by=requested_by, reason=reason),
                 expires_at=old.expires_at,
             ),

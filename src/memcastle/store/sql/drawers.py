@@ -169,6 +169,28 @@ class DrawerTables(Role):
             (at, successor, recorded or at, reason, drawer_id),
         )
 
+    def _file_candidate(
+        self,
+        tx: Tx,
+        head_id: str,
+        new: NewDrawer,
+        at: str,
+        *,
+        recorded: str | None = None,
+        rooms: dict[tuple[str, str], int] | None = None,
+    ) -> str:
+        """File a source's new text for a line a correction replaced: a version closed as it is filed, pointing at
+        the correction that stays current (`superseded_by`), and linked to it as a `candidate` (ADR 0044). Unnamed:
+        the correction holds the name."""
+        drawer_id = self._insert_drawer(tx, dataclasses.replace(new, name=None), at, recorded=recorded, rooms=rooms)
+        self._close_current(tx, drawer_id, at, head_id, recorded=recorded, reason=candidate_reason(head_id))
+        tx.run(
+            "INSERT INTO drawer_link(from_id, to_id, verdict, similarity, created_at) VALUES (?,?,?,?,?) "
+            "ON CONFLICT DO NOTHING",
+            (drawer_id, head_id, CANDIDATE, 1.0, recorded or at),
+        )
+        return drawer_id
+
     def _supersede(self, tx: Tx, old_id: str, replacement: NewDrawer, at: str, recorded: str | None = None) -> str:
         new_id = replacement.id or str(uuid.uuid4())
         self._close_current(tx, old_id, at, new_id, recorded=recorded)
@@ -319,7 +341,8 @@ class DrawerTables(Role):
         return found
 
     def drawer_history(self, drawer_id: str) -> list[Drawer]:
-        """Every version of the drawer, oldest first: `supersedes` back, `superseded_by` forward."""
+        """Every version of the drawer, oldest first: `supersedes` back, `superseded_by` forward; then the source's
+        texts filed beside a correction as its candidate updates (ADR 0044), oldest first."""
         start = self.get_drawer(drawer_id)
         chain, seen = [start], {start.id}
         for step in ("supersedes", "superseded_by"):
@@ -328,7 +351,26 @@ class DrawerTables(Role):
                 node = self.get_drawer(following)
                 seen.add(node.id)
                 chain.insert(0, node) if step == "supersedes" else chain.append(node)
-        return chain
+        rows = self._all(
+            f"SELECT from_id FROM drawer_link WHERE verdict = ? AND to_id IN ({marks(chain)}) ORDER BY created_at",
+            (CANDIDATE, *(d.id for d in chain)),
+        )
+        found = self.get_drawers([r["from_id"] for r in rows if r["from_id"] not in seen])
+        return chain + [found[r["from_id"]] for r in rows if r["from_id"] in found]
+
+    def corrected_lines(self, wing: str, room: str, hashes: Sequence[str]) -> dict[str, Drawer]:
+        """Closed drawers of the room holding one of these texts (by content hash) whose line a correction took
+        over: a mined document filed anew (renamed, moved back) that still says what was corrected."""
+        if not hashes:
+            return {}
+        rows = self._all(
+            f"SELECT d.id, d.content_hash, d.superseded_by FROM drawer d JOIN room r ON r.id = d.room_id "
+            f"JOIN wing w ON w.id = r.wing_id WHERE w.name = ? AND r.name = ? AND d.content_hash IN ({marks(hashes)}) "
+            "AND d.valid_to IS NOT NULL AND d.superseded_by IS NOT NULL ORDER BY d.seq",
+            (wing, room, *hashes),
+        )
+        found = self.get_drawers([r["id"] for r in rows])
+        return {r["content_hash"]: found[r["id"]] for r in rows if r["id"] in found}
 
     def find_current_copy(self, wing: str, room: str, content_hash: str, agent: str | None = None) -> Drawer | None:
         """An unnamed current drawer with this content in the room (written by `agent`, when one is given)."""
@@ -408,3 +450,10 @@ class DrawerTables(Role):
 def _provenance_json(provenance: Provenance) -> str:
     """A provenance as stored: a mine's thousands of drawers share one (its job's)."""
     return dumps(provenance.to_json())
+
+
+CANDIDATE = "candidate"  # the drawer_link verdict from a source's new text to the correction it did not replace
+
+
+def candidate_reason(head_id: str) -> str:
+    return f"candidate update of {head_id}: the source changed after a correction, which stays current"

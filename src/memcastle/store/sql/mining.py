@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 from memcastle.model import DocumentChanges, DocumentRecord, SourceRecord
@@ -64,13 +65,19 @@ class MiningTables(Role):
 
     def close_removed(self, source_id: str, document: str, reason: str) -> int:
         """Close a document's current drawers now, with `reason`, and drop its record (a document that comes back
-        is mined as new); how many drawers closed."""
+        is mined as new); how many drawers closed. A correction of one of its drawers (an agent's or a person's,
+        keeping the document's origin) is no longer what the source says, and stays (ADR 0044)."""
         with self._write() as tx:
             at = self._now()
-            rows = tx.all(
-                f"SELECT id FROM drawer WHERE source_id = ? AND document = ? AND {self.NO_INDEX}valid_to IS NULL",
-                (source_id, document),
-            )
+            rows = [
+                row
+                for row in tx.all(
+                    "SELECT id, provenance FROM drawer WHERE source_id = ? AND document = ? "
+                    f"AND {self.NO_INDEX}valid_to IS NULL",
+                    (source_id, document),
+                )
+                if mined(row["provenance"])
+            ]
             for row in rows:
                 self.drawers._close_current(tx, row["id"], at, None, reason=reason)
             tx.run("DELETE FROM document WHERE source_id = ? AND external_id = ?", (source_id, document))
@@ -114,6 +121,8 @@ class MiningTables(Role):
                 self.drawers._insert_drawer(tx, replacement, at, recorded=recorded, rooms=rooms)
         for new in changes.created:
             self.drawers._insert_drawer(tx, new, at, recorded=recorded, rooms=rooms)
+        for head_id, new in changes.candidates:
+            self.drawers._file_candidate(tx, head_id, new, at, recorded=recorded, rooms=rooms)
         tx.run(
             "INSERT INTO document(source_id, external_id, revision, chunk_hashes, drawer_ids, updated_at) "
             "VALUES (?,?,?,?,?,?) ON CONFLICT (source_id, external_id) DO UPDATE SET "
@@ -128,3 +137,9 @@ class MiningTables(Role):
                 recorded,
             ),
         )
+
+
+def mined(provenance: object) -> bool:
+    """Whether a drawer's provenance (its stored JSON) says a mine job filed it."""
+    data = json.loads(provenance) if isinstance(provenance, str) else provenance
+    return isinstance(data, dict) and data.get("requested_by") == "job"
