@@ -133,6 +133,18 @@ def test_an_explicit_fact_comes_first_whatever_its_quality() -> None:
     assert preferred(strong, weak) == ("weak", "explicit assertion comes first")
 
 
+def test_a_fact_whose_evidence_was_forgotten_is_never_shown_first() -> None:
+    """`forget` keeps a fact without evidence when a confirming fact's evidence stays: it says nothing of its own."""
+    from dataclasses import replace
+
+    kept = replace(claim("kept", confidence=0.95, days_ago=0, status="final"), drawer_id=None, origin=None)
+    evidenced = claim("evidenced", confidence=0.4, days_ago=90)
+    assert preferred(kept, evidenced) == (
+        "evidenced",
+        "a fact with evidence comes before one whose evidence was forgotten",
+    )
+
+
 def test_higher_confidence_wins_between_equal_sources_of_equal_age() -> None:
     chosen, basis = preferred(claim("a", confidence=0.7), claim("b", confidence=0.9))
     assert chosen == "b"

@@ -168,6 +168,9 @@ class ConnectorBase:
 
     default_room: str | None = None
     notices_removal: bool = False
+    # Reads a local folder's files as its documents: two such connectors on one folder would file every file twice,
+    # so a folder mined by one is refused to the others (`MiningService.submit_mine`).
+    reads_files: bool = False
 
     def check(self, source: SourceSpec) -> None:
         return None
@@ -179,7 +182,7 @@ class ConnectorBase:
         return False  # never close a document it does not list
 
 
-CAPABILITIES = ("default_room", "notices_removal", "check", "local_paths", "lists_everything")
+CAPABILITIES = ("default_room", "notices_removal", "reads_files", "check", "local_paths", "lists_everything")
 
 
 class _WithDefaults(ConnectorBase):

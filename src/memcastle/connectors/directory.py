@@ -34,6 +34,7 @@ class DirectoryConnector(ConnectorBase):
 
     name = "directory"
     source_kind = "file"
+    reads_files = True
     default_room = "files"
     options: Mapping[str, OptionSpec] = {
         "since": OptionSpec("date", "only files modified at or after this instant", identity=False),

@@ -33,6 +33,7 @@ class NotesConnector(ConnectorBase):
 
     name = "notes"
     source_kind = "note"
+    reads_files = True
     default_room = "notes"
     options: Mapping[str, OptionSpec] = {}
 

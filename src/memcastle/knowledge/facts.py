@@ -193,11 +193,19 @@ def quality(fact: Assertion, policy: Policy, at: str) -> float:
 
 
 def choose_preferred(group: Sequence[Assertion], policy: Policy, at: str) -> tuple[Assertion, str]:
-    """Presentation only: explicit first; then quality; then later valid_from; then id. Returns (fact, basis)."""
+    """Presentation only: explicit first; then a fact with evidence before one whose evidence was forgotten (kept
+    for a confirmation, it says nothing of its own); then quality; then later valid_from; then id. Returns (fact,
+    basis)."""
 
     ordered = sorted(
         group,
-        key=lambda f: (0 if f.explicit else 1, -round(quality(f, policy, at), 6), _descending(f.valid_from), f.id),
+        key=lambda f: (
+            0 if f.explicit else 1,
+            0 if f.explicit or f.drawer_id else 1,
+            -round(quality(f, policy, at), 6),
+            _descending(f.valid_from),
+            f.id,
+        ),
     )
     first, second = ordered[0], ordered[1]
     adj_first, level_first = adjustment_of(first, policy)
@@ -205,6 +213,8 @@ def choose_preferred(group: Sequence[Assertion], policy: Policy, at: str) -> tup
     q1, q2 = quality(first, policy, at), quality(second, policy, at)
     if first.explicit != second.explicit:
         basis = "explicit assertion comes first"
+    elif bool(first.drawer_id) != bool(second.drawer_id):
+        basis = "a fact with evidence comes before one whose evidence was forgotten"
     elif round(q1, 6) != round(q2, 6):
         parts = (
             f"confidence {first.confidence:.2f} vs {second.confidence:.2f}, freshness "

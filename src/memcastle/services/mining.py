@@ -9,7 +9,7 @@ from typing import Any
 
 from memcastle.connectors.contract import Connector, SourceSpec
 from memcastle.connectors.registry import ConnectorRegistry
-from memcastle.errors import InvalidRequest, MemCastleError
+from memcastle.errors import Conflict, InvalidRequest, MemCastleError
 from memcastle.mining.params import MineParams
 from memcastle.mining.pipeline import KIND as MINE
 from memcastle.mining.pipeline import notices_removal
@@ -18,6 +18,7 @@ from memcastle.model import Job, Submitted
 from memcastle.model.requests import MineRequest
 from memcastle.services.jobs import JobService
 from memcastle.services.validation import MAX_LOCATOR_CHARS, check_name, check_text
+from memcastle.store import MiningStore
 
 
 class MiningService:
@@ -27,8 +28,10 @@ class MiningService:
         self,
         connectors: ConnectorRegistry,
         jobs: JobService,
+        sources: MiningStore,
         roots: MiningRoots | None = None,
     ) -> None:
+        self._sources = sources
         self._connectors = connectors
         self._roots = roots or MiningRoots()
         self._jobs = jobs
@@ -36,6 +39,7 @@ class MiningService:
     def submit_mine(self, request: MineRequest, *, requested_by: str = "http") -> Submitted:
         """Queue a background mine; a request for the same source joins one that is still queued."""
         adapter, spec = self.check_source(request.connector, request.locator, request.options)
+        self._one_reader_of(adapter, spec)
         source_id = adapter.identify(spec)
         notices_removal(adapter, spec, request.notice_removed)  # refused now, not when the job runs
         params = MineParams(
@@ -57,6 +61,27 @@ class MiningService:
             coalesce_key=f"mine:{source_id}:{params.wing or ''}:{int(params.full)}:{params.notice_removed}:"
             f"{options_digest(spec)}",
         )
+
+    def _one_reader_of(self, adapter: Connector, spec: SourceSpec) -> None:
+        """One folder, one source: a folder whose files another connector already mined is refused by name (every
+        file would be filed twice, and its facts doubled); forgetting that source first frees it."""
+        if not getattr(adapter, "reads_files", False):
+            return
+        for other in self._sources.sources_at(spec.locator):
+            if other.connector == adapter.name:
+                continue
+            try:
+                theirs = self._connectors.get(other.connector)
+            except MemCastleError:
+                continue
+            if getattr(theirs, "reads_files", False):
+                short = other.id[:8]
+                raise Conflict(
+                    f"{spec.locator} is already mined by connector {other.connector!r} (source {short}); mining it "
+                    f"with {adapter.name!r} too would file every file twice",
+                    existing_id=other.id,
+                    help=f"mine it with connector {other.connector!r}, or forget source {short} first",
+                )
 
     def change_token(self, connector: str, locator: str, options: Mapping[str, Any] | None = None) -> str | None:
         """A cheap fingerprint of the source (its connector's `change_token`): a poll asks for a run when it differs

@@ -51,6 +51,16 @@ class MiningTables(Role):
         )
         return [(source_from_row(r), int(r["documents"]), int(r["drawers"])) for r in rows]
 
+    def sources_at(self, locator: str) -> list[SourceRecord]:
+        """The sources mined from this locator, by any connector, that still hold drawers (a forgotten source's
+        record stays, empty)."""
+        rows = self._all(
+            "SELECT * FROM source s WHERE s.locator = ? "
+            "AND EXISTS (SELECT 1 FROM drawer d WHERE d.source_id = s.id) ORDER BY s.id",
+            (locator,),
+        )
+        return [source_from_row(r) for r in rows]
+
     def get_document(self, source_id: str, external_id: str) -> DocumentRecord | None:
         row = self._one("SELECT * FROM document WHERE source_id = ? AND external_id = ?", (source_id, external_id))
         return document_from_row(row) if row else None
