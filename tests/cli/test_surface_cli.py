@@ -51,11 +51,16 @@ def test_mine_dot_mines_the_folder_with_the_directory_connector(module_daemon: A
     assert result["params"]["connector"] == "directory" and result["params"]["locator"] == str(project.resolve())
     assert result["result"]["created"] == 1
 
-    # A project file naming its source: `mine .` uses that connector.
-    (project / ".config").mkdir()
-    (project / ".config" / "memcastle.toml").write_text('[memcastle]\nsource = "notes"\n', encoding="utf-8")
-    again = as_json(module_daemon.cli("mine", ".", "--wait", "--wing", "cli-mine-notes", cwd=project))["job"]
+    # A project file naming its source: `mine .` uses that connector (in a folder of its own: a folder one
+    # files-reading connector mined is refused to another, tests/mcp/test_one_folder_one_source.py).
+    notes = tmp_path / "castle-notes"
+    (notes / ".config").mkdir(parents=True)
+    (notes / "moat.md").write_text("# Moat\n\nThe moat was drained in May.\n", encoding="utf-8")
+    (notes / ".config" / "memcastle.toml").write_text('[memcastle]\nsource = "notes"\n', encoding="utf-8")
+    again = as_json(module_daemon.cli("mine", ".", "--wait", "--wing", "cli-mine-notes", cwd=notes))["job"]
     assert again["params"]["connector"] == "notes"
+    same = module_daemon.cli("mine", ".", "--wait", "--wing", "cli-mine-dot", cwd=project)
+    assert same.returncode == 0, "a folder goes on being mined by the connector that mined it"
 
 
 def test_invalidate_and_places_from_the_command_line(module_daemon: Any) -> None:

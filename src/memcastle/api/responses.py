@@ -458,6 +458,9 @@ class WakeUpOut(Shape):
     pinned: list[DrawerOut] = Field(description="pinned drawers of the wing (and of no project): first, always")
     diary: list[DrawerOut]
     checkpoints: list[DrawerOut]
+    decisions: list[DrawerOut] = Field(
+        description="the wing's decisions (checkpoint items tagged decision), by any agent; after the diary"
+    )
     bytes: int
     omitted: int
 

@@ -97,11 +97,13 @@ def session_source(agent: str, transcript: Path) -> tuple[Path, str] | None:
 def _wake_up(agent: str, daemon: Daemon, project: str | None) -> str:
     scope = {"wing": project} if project else {}
     bundle = daemon.get("/wake-up", agent=agent, max_bytes=MAX_CONTEXT_BYTES, **scope)
-    drawers = [*bundle.get("diary", []), *bundle.get("checkpoints", [])]
+    drawers = [*(bundle.get(part, []) for part in ("pinned", "diary", "decisions", "checkpoints"))]
+    drawers = [drawer for part in drawers for drawer in part]
     if not drawers:
         return ""
     lines = [
-        "MemCastle memory for this agent (verbatim drawers: the latest diary entry, then recent checkpoints). "
+        "MemCastle memory for this agent (verbatim drawers: pinned ones, the latest diary entry, the project's "
+        "decisions by any agent, then recent checkpoints). "
         "Search it with the memcastle_search tool before answering questions about past work."
     ]
     for drawer in drawers:

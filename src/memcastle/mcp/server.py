@@ -48,7 +48,8 @@ Every tool works on this memory alone (nothing outside it); ids may be shortened
 - When memory is wrong, correct it: a drawer's text is wrong or outdated → memcastle_drawer_supersede (new text);
   a fact's value changed → memcastle_fact_supersede; a fact is simply wrong → memcastle_fact_invalidate.
   Each changes what the next search ranks first.
-- When a decision is made or work changes state, memcastle_checkpoint; other context, memcastle_note.
+- When a decision is made or work changes state, memcastle_checkpoint; tag a decision `decision` and every agent
+  waking up in that wing sees it. Other context, memcastle_note.
 - End a session with memcastle_diary_write: what was done, what is open, what comes next.
 - If a tool says memory is disabled or read-only, respect it.
 """

@@ -29,6 +29,9 @@ from memcastle.store import DrawerStore
 CHECKPOINT_ROOM = "checkpoints"
 CHECKPOINT_JOB = "checkpoint"  # the job kind of an emergency checkpoint
 CHECKPOINT_TAG = "checkpoint"
+# A checkpoint item tagged so is a project's decision: every agent's wake-up in that wing shows it, not only its
+# author's (docs/agents.md).
+DECISION_TAG = "decision"
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,7 @@ class WakeUp:
     bytes: int
     omitted: int
     pinned: tuple[Drawer, ...] = ()  # pinned drawers of the wing (and of no project): they come first
+    decisions: tuple[Drawer, ...] = ()  # the wing's decisions, checkpointed by any agent: after the diary
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -56,6 +60,7 @@ class WakeUp:
             "pinned": [d.to_json() for d in self.pinned],
             "diary": [d.to_json() for d in self.diary],
             "checkpoints": [d.to_json() for d in self.checkpoints],
+            "decisions": [d.to_json() for d in self.decisions],
             "bytes": self.bytes,
             "omitted": self.omitted,
         }
@@ -209,9 +214,10 @@ class AgentService:
     def wake_up_bundle(
         self, agent: str, *, wing: str | None = None, max_items: int = 10, max_bytes: int = 8192
     ) -> WakeUp:
-        """What an agent needs at the start of a session: its latest diary entry and its most recent checkpoints —
-        with `wing` (its project), those of that project and those in no project — trimmed by whole drawers to the
-        budget."""
+        """What an agent needs at the start of a session: the pinned drawers, its latest diary entry, its project's
+        recent decisions (checkpoint items tagged `decision`, by any agent: with `wing` only) and its own most recent
+        checkpoints — with `wing` (its project), those of that project and those in no project — trimmed by whole
+        drawers to the budget, in that order."""
         agent = require_name(agent, "agent")
         if not 1 <= max_items <= MAX_LIMIT:
             raise InvalidRequest(f"max_items must be from 1 to {MAX_LIMIT}", field="max_items")
@@ -222,11 +228,19 @@ class AgentService:
         diary = self._latest(Scope(room=DIARY_ROOM, agent=agent), wing, 1)
         # The agent's own checkpoints only: one agent's saved state is not another's (nor a person's, who has none).
         checkpoints = self._latest(Scope(tags=(CHECKPOINT_TAG,), agent=agent), wing, max_items)
+        # A project's decisions are every agent's: the next agent in the wing sees what the last one decided.
+        decisions = (
+            self._store.latest_drawers(
+                visibility().narrow(Scope(tags=(CHECKPOINT_TAG, DECISION_TAG), wing=wing)), max_items
+            )
+            if wing is not None
+            else []
+        )
         chosen: list[Drawer] = []
         used = 0
         omitted = 0
         # Pinned drawers first: they always enter, before the diary and checkpoints, within the same budget.
-        for drawer in {d.id: d for d in [*pinned, *diary, *checkpoints]}.values():
+        for drawer in {d.id: d for d in [*pinned, *diary, *decisions, *checkpoints]}.values():
             size = len(drawer.content.encode("utf-8"))
             if len(chosen) >= max_items or used + size > max_bytes:
                 omitted += 1
@@ -239,7 +253,10 @@ class AgentService:
             wing=wing,
             pinned=tuple(d for d in chosen if d.pinned),
             diary=tuple(d for d in chosen if d.room == DIARY_ROOM and d.source.agent == agent and not d.pinned),
-            checkpoints=tuple(d for d in chosen if CHECKPOINT_TAG in d.tags and not d.pinned),
+            decisions=tuple(d for d in chosen if d.id in {x.id for x in decisions} and not d.pinned),
+            checkpoints=tuple(
+                d for d in chosen if CHECKPOINT_TAG in d.tags and not d.pinned and d.id not in {x.id for x in decisions}
+            ),
             bytes=used,
             omitted=omitted,
         )

@@ -19,11 +19,11 @@ diary_app = group("diary", app, "An agent's diary: write and read entries.")
 @click.option("--max-bytes", type=int, default=8192, help="at most this many bytes of content")
 @pass_invocation
 def wake_up(inv: Invocation, agent: str, wing: str | None, max_items: int, max_bytes: int) -> None:
-    """The agent's latest diary entry and the most recent checkpoints, within a budget."""
+    """The agent's latest diary entry, its project's decisions and its recent checkpoints, within a budget."""
     data = inv.client().get("/wake-up", agent=agent, wing=wing, max_items=max_items, max_bytes=max_bytes)
 
     def show(data: Any) -> None:
-        for drawer in data.get("pinned", []) + data["diary"] + data["checkpoints"]:
+        for drawer in data.get("pinned", []) + data["diary"] + data.get("decisions", []) + data["checkpoints"]:
             render.show_drawer(drawer)
         render.console.print(f"[dim]{data['bytes']} bytes; {data['omitted']} drawer(s) left out by the budget[/dim]")
 

@@ -23,13 +23,15 @@ def wake_up(
     max_bytes: Annotated[int, Field(ge=256, le=1_048_576)] = 8192,
     max_chars: MaxChars = None,
 ) -> dict[str, Any]:
-    """At every session's start: your latest diary entry and checkpoints."""
+    """Each session's start: your diary, checkpoints, the wing's decisions."""
     bundle = env.services.agents.wake_up_bundle(agent, wing=wing, max_items=max_items, max_bytes=max_bytes)
     out: dict[str, Any] = {"agent": bundle.agent, "wing": bundle.wing}
     if bundle.pinned:
         out["pinned"] = [drawer_view(d, content=True) for d in bundle.pinned]
+    out |= {"diary": [drawer_view(d, content=True) for d in bundle.diary]}
+    if bundle.decisions:
+        out["decisions"] = [drawer_view(d, content=True) | {"agent": d.source.agent} for d in bundle.decisions]
     out |= {
-        "diary": [drawer_view(d, content=True) for d in bundle.diary],
         "checkpoints": [drawer_view(d, content=True) for d in bundle.checkpoints],
         "omitted": bundle.omitted,
     }
