@@ -423,6 +423,8 @@ def test_an_unknown_mode_header_is_refused_until_the_session_sets_a_mode(module_
 def test_a_sessionless_client_is_told_to_use_the_header(module_daemon: Any) -> None:
     async def scenario() -> None:
         async with connect(module_daemon.address, mode="auto") as client:  # 2026-07-28: no sessions
+            listed = {tool.name for tool in (await client.list_tools()).tools}
+            assert "memcastle_set_mode" not in listed and "memcastle_note" in listed, "offered only where it works"
             result = await refused(client, "memcastle_set_mode", mode="read_only")
             assert "X-MemCastle-Mode" in result.content[0].text  # type: ignore[union-attr]
         async with connect(module_daemon.address, mode="auto", headers={"X-MemCastle-Mode": "disabled"}) as client:
@@ -432,6 +434,37 @@ def test_a_sessionless_client_is_told_to_use_the_header(module_daemon: Any) -> N
             assert (await call(client, "memcastle_status"))["mode"] == "disabled"
 
     run(scenario)
+
+
+def test_a_sessionless_client_with_a_token_sets_its_mode(tmp_path: Path) -> None:
+    """The SDK's default negotiation (sessionless) with a bearer token: the choice is kept for the token."""
+    from live_daemon import launch_daemon, make_home
+
+    from memcastle.runtime.tokens import TokenStore
+
+    palace = tmp_path / "palace"
+    secret = TokenStore(palace).create("agent-token")
+    daemon = launch_daemon(palace, make_home(tmp_path / "xdg"), extra_env={"MEMCASTLE_AUTH_ENABLED": "true"})
+    bearer = {"Authorization": f"Bearer {secret}"}
+    try:
+
+        async def scenario() -> None:
+            async with connect(daemon.address, mode="auto", headers=bearer) as client:
+                listed = {tool.name for tool in (await client.list_tools()).tools}
+                assert "memcastle_set_mode" in listed
+                await call(client, "memcastle_note", content="written before the mode", wing="token-mode")
+                changed = await call(client, "memcastle_set_mode", mode="read_only")
+                assert changed == {"mode": "read_only", "previous": "full", "scope": "token"}
+                note = await refused(client, "memcastle_note", content="refused now", wing="token-mode")
+                assert note.structured_content is not None and note.structured_content["code"] == "forbidden"
+                status = await call(client, "memcastle_status")
+                assert (status["mode"], status["mode_source"]) == ("read_only", "token")
+            async with connect(daemon.address, mode="auto", headers=bearer) as again:  # the next connection too
+                await refused(again, "memcastle_note", content="still refused", wing="token-mode")
+
+        run(scenario)
+    finally:
+        daemon.kill()
 
 
 # --- DNS-rebinding defence ------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from typing import Any
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import CallToolResult, InputRequiredResult, ListToolsResult, PaginatedRequestParams, TextContent
@@ -35,6 +36,7 @@ from memcastle.services.reader import Reader, palace_wide, reading_as
 
 log = logging.getLogger(__name__)
 
+SET_MODE = "memcastle_set_mode"
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 WIRE_NAMES = {python: wire for wire, python in PYTHON_NAMES.items()}
 
@@ -51,7 +53,8 @@ Every tool works on this memory alone (nothing outside it); ids may be shortened
 - When a decision is made or work changes state, memcastle_checkpoint; tag a decision `decision` and every agent
   waking up in that wing sees it. Other context, memcastle_note.
 - End a session with memcastle_diary_write: what was done, what is open, what comes next.
-- If a tool says memory is disabled or read-only, respect it.
+- If a tool says memory is disabled or read-only, respect it. memcastle_set_mode is offered where a choice can be
+  kept (an MCP session, or a bearer token); otherwise the client's X-MemCastle-Mode header sets the mode.
 """
 
 
@@ -84,9 +87,13 @@ class MemCastleServer(MCPServer):
         lists only what it may call, and its context holds only those."""
         listed = await super()._handle_list_tools(ctx, params)
         record = token_of(ctx.request)
-        if record is None or record.tools is None:
-            return listed
-        return ListToolsResult(tools=[tool for tool in listed.tools if tool.name in record.tools])
+        tools = listed.tools
+        if record is not None and record.tools is not None:
+            tools = [tool for tool in tools if tool.name in record.tools]
+        if record is None and ctx.request is not None and not ctx.request.headers.get(MCP_SESSION_ID_HEADER):
+            # A sessionless client without a token: nothing to keep a mode choice for (the instructions say why).
+            tools = [tool for tool in tools if tool.name != SET_MODE]
+        return listed if tools is listed.tools else ListToolsResult(tools=tools)
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None

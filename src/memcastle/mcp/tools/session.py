@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from memcastle.errors import AccessDenied, Conflict, InvalidRequest
-from memcastle.mcp.sessions import session_of
+from memcastle.mcp.sessions import mode_key
 from memcastle.mcp.tools.base import Env, tool
 from memcastle.modes import MODES, narrows, parse_mode
 
@@ -24,14 +24,14 @@ def set_mode(
     env: Env,
     mode: Annotated[str, Field(json_schema_extra={"enum": list(MODES)})],
 ) -> dict[str, Any]:
-    """Narrow this session's memory mode (read_only refuses writes, disabled reads too); never widen it."""
+    """Narrow this session's (or token's) memory mode: read_only refuses writes, disabled reads too; never widen."""
     chosen = parse_mode(mode, field="mode")
-    session = session_of(env.ctx)
-    if session is None:
+    key = mode_key(env.ctx)
+    if key is None:
         raise Conflict(
-            "this connection has no MCP session to keep a memory mode for",
-            help="send the X-MemCastle-Mode header with each request instead, or connect with a "
-            "session (streamable HTTP with an initialize handshake)",
+            "this connection has no MCP session or token to keep a memory mode for",
+            help="send the X-MemCastle-Mode header with each request instead, or connect with a bearer token "
+            "or a session (an initialize handshake)",
         )
     try:
         previous: str | None = env.mode()[0]
@@ -43,5 +43,5 @@ def set_mode(
             f"memcastle_set_mode can only narrow this session's mode ({previous}), never widen it to {chosen}",
             help="the mode a client is given is a ceiling: only whoever starts or configures the client can change it",
         )
-    env.modes.set(session, chosen)
-    return {"mode": chosen, "previous": previous, "scope": "session"}
+    env.modes.set(":".join(key), chosen)
+    return {"mode": chosen, "previous": previous, "scope": key[0]}
