@@ -15,8 +15,8 @@ from .support import Palaces, extracted
 
 # The older note says more about the build server, so it is the more relevant one by words alone.
 OLD = (
-    "Harbor build server: the build server is located in Frankfurt. The build server runs the nightly builds, "
-    "and the build server keeps the release artifacts."
+    "The Harbor build server is located in Frankfurt. The build server runs the nightly builds, and the build "
+    "server keeps the release artifacts."
 )
 NEW = "Moved last week: the Harbor build server is located in Berlin now."
 QUERY = "Harbor build server location"

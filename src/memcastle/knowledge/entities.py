@@ -104,19 +104,16 @@ class EntityResolver:
         name = " ".join(name.split())
         key = normalize_text(name)
         named = self._named(name, key)
-        for how, matches in (
-            ("name", [e for e in named if e.name == name and self._compatible(e, kind)]),
-            ("key", [e for e in named if e.key == key and self._compatible(e, kind)]),
-            ("alias", [e for e in self._aliased(key) if self._compatible(e, kind)]),
-        ):
-            if matches:
-                return Resolution(entity=_oldest(matches), created=False, how=how)
+        found = self._known(name, key, kind, named)
+        if found is not None:
+            return found
+        bare = _ARTICLE.sub("", name)
+        if bare and bare != name:  # "the Harbor build server" is the Harbor build server a note named
+            bare_key = normalize_text(bare)
+            found = self._known(bare, bare_key, kind, self._named(bare, bare_key), learn=False)
+            if found is not None:
+                return Resolution(entity=found.entity, created=False, how=f"{found.how} without the article")
         near = [e for e in self._near(key) if self._compatible(e, kind)]
-        if len(near) == 1:
-            # The spelling becomes an alias, so the same spelling resolves the same way later on.
-            self.aliases.append((near[0].id, name))
-            self._learnt.setdefault(key, []).append(near[0].id)
-            return Resolution(entity=near[0], created=False, how="one edit")
         entity = Entity(id=entity_id_for(kind, key), name=name, kind=kind, key=key, aliases=(), created_at=self._now())
         self.created.append(entity)
         hints = [
@@ -129,6 +126,27 @@ class EntityResolver:
             for other in same_key
         ]
         return Resolution(entity=entity, created=True, how="new", hints=hints)
+
+    def _known(self, name: str, key: str, kind: str, named: list[Entity], *, learn: bool = True) -> Resolution | None:
+        """An existing entity the name resolves to: by exact name, key, recorded alias, or the single entity one
+        edit away (whose alias the spelling then becomes, when `learn`); None when there is none."""
+        for how, matches in (
+            ("name", [e for e in named if e.name == name and self._compatible(e, kind)]),
+            ("key", [e for e in named if e.key == key and self._compatible(e, kind)]),
+            ("alias", [e for e in self._aliased(key) if self._compatible(e, kind)]),
+        ):
+            if matches:
+                return Resolution(entity=_oldest(matches), created=False, how=how)
+        near = [e for e in self._near(key) if self._compatible(e, kind)]
+        if len(near) == 1 and learn:
+            # The spelling becomes an alias, so the same spelling resolves the same way later on.
+            self.aliases.append((near[0].id, name))
+            self._learnt.setdefault(key, []).append(near[0].id)
+            return Resolution(entity=near[0], created=False, how="one edit")
+        return None
+
+
+_ARTICLE = re.compile(r"^(?:the|a|an)\s+", re.IGNORECASE)
 
 
 def _oldest(matches: list[Entity]) -> Entity:

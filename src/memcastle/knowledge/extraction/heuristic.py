@@ -25,8 +25,10 @@ _SENTENCE_BREAK = re.compile(
     r"|\n(?=[ \t]*(?:[-*+>#|]|\d+[.)])\s)"  # a new list item, heading, quote or table row
 )
 _CODE_SPAN = re.compile(r"`([^`\n]+)`")
-# A code span names a tool when it is a name or a short command, not a whole expression.
-_TOOL_NAME = re.compile(r"[\w@/.:+#-]+(?: [\w@/.:+#-]+){0,2}")
+# A code span names a tool when it is a name or a short command (`git rebase`), not a whole expression, a flag
+# (`--verbose`, `--bar --foo`), punctuation (`--`) or a sentence fragment (`echo uses Windows`).
+_TOOL_NAME = re.compile(r"[\w@/.:+#][\w@/.:+#-]*|[a-z][\w./+-]*(?: [a-z][\w./+-]*){1,2}")
+_HAS_LETTER = re.compile(r"[^\W\d_]")
 # Not inside an e-mail address, and not a decorator such as @dataclass(frozen=True).
 _HANDLE = re.compile(r"(?<![\w@.])@[A-Za-z0-9_](?:[\w.-]*\w)?(?![\w(])")
 _WORD = re.compile(r"[^\W_](?:[\w’'-]|\.(?=\w))*")
@@ -160,6 +162,10 @@ def _read_heuristically(text: str) -> dict[str, Any]:
             if before == 0 or after == len(mentions):
                 continue
             subject, obj = mentions[before - 1], mentions[after]
+            if phrase.subject_kind is None:
+                subject = _with_noun_tail(subject, masked[subject.end : match.start()])
+                if subject.name != mentions[before - 1].name:
+                    spellings.setdefault(_key(subject.name), subject.name)
             for mention, kind in ((subject, phrase.subject_kind), (obj, phrase.object_kind)):
                 if kind is not None:
                     roles.setdefault(_key(mention.name), set()).add(kind)
@@ -173,6 +179,31 @@ def _read_heuristically(text: str) -> dict[str, Any]:
             )
     entities = [{"name": name, "kind": _heuristic_kind(key, name, fixed, roles)} for key, name in spellings.items()]
     return {"entities": entities, "relations": relations}
+
+
+# Words that end a name's noun tail: "Harbor from the team uses …" is Harbor, "the Harbor build server is located
+# in …" is the Harbor build server.
+_FUNCTION_WORDS = frozenset(
+    """
+    a an the this that these those of in on at to for from with by via and or but nor not no never also now still
+    just only then often always usually sometimes mostly mainly currently already again soon even too very
+    is are was were be been being has have had will would can could should may might must do does did
+    who whom which whose what it its he she they we you i me us him her them my our your his their there here
+""".split()
+)
+_TAIL_WORD = re.compile(r"[a-z][a-z-]*")
+
+
+def _with_noun_tail(subject: _Mention, gap: str) -> _Mention:
+    """The subject with the lower-case nouns between it and the phrase ("Harbor" + " build server "), up to three
+    plain words; unchanged when the gap holds anything else (punctuation, a function word, an adverb)."""
+    words = gap.split()
+    if not 1 <= len(words) <= 3 or gap != " " + " ".join(words) + " ":
+        return subject  # only plain single spaces: a line break or a masked span ends the name
+    if any(not _TAIL_WORD.fullmatch(w) or w in _FUNCTION_WORDS or w.endswith("ly") for w in words):
+        return subject
+    name = f"{subject.name} {' '.join(words)}"
+    return _Mention(subject.start, subject.end + len(gap.rstrip()), name, subject.kind)
 
 
 def _heuristic_kind(key: str, name: str, fixed: Mapping[str, str], roles: Mapping[str, set[str]]) -> str:
@@ -198,7 +229,7 @@ def _mentions(sentence: str) -> tuple[str, list[_Mention]]:
 
     for match in _CODE_SPAN.finditer(sentence):
         inner = match.group(1).strip()
-        if _TOOL_NAME.fullmatch(inner) and len(inner) <= 60:
+        if _TOOL_NAME.fullmatch(inner) and _HAS_LETTER.search(inner) and len(inner) <= 60:
             mentions.append(_Mention(match.start(), match.end(), inner, "tool"))
         mask(match.start(), match.end())
     for match in _HANDLE.finditer("".join(chars)):
