@@ -301,10 +301,11 @@ def from_answer(status: int, body: Mapping[str, Any]) -> MemCastleError:
     return error
 
 
-def field_path(loc: Sequence[Any]) -> str:
-    """A validation error's location as a field path: `items[0].content`, `limit` (the leading `body`/`query`/…
-    that says where the value was is dropped)."""
-    parts = list(loc[1:] if loc and loc[0] in _WHERE else loc)
+def field_path(loc: Sequence[Any], *, located: bool = True) -> str:
+    """A validation error's location as a field path: `items[0].content`, `limit` (with `located`, an HTTP
+    request's: the leading `body`/`query`/… that says where the value was is dropped; a tool's arguments have no
+    such part, and one of them may well be named `query`)."""
+    parts = list(loc[1:] if located and loc and loc[0] in _WHERE else loc)
     path = ""
     for part in parts:
         if isinstance(part, int):
@@ -314,11 +315,12 @@ def field_path(loc: Sequence[Any]) -> str:
     return path or "body"
 
 
-def invalid_arguments(errors: Sequence[Mapping[str, Any]], help: str) -> InvalidRequest:
+def invalid_arguments(errors: Sequence[Mapping[str, Any]], help: str, *, located: bool = True) -> InvalidRequest:
     """The first of a validator's errors (pydantic's `errors()` shape: loc, msg, type) as an `InvalidRequest` naming
-    its field; never the rejected value, never a link to the validator's documentation."""
+    its field (`located`: see `field_path`); never the rejected value, never a link to the validator's
+    documentation."""
     first: Mapping[str, Any] = errors[0] if errors else {"loc": (), "msg": "invalid request", "type": "invalid"}
-    field = field_path(tuple(first.get("loc", ())))
+    field = field_path(tuple(first.get("loc", ())), located=located)
     kind = first.get("type")
     if kind == "json_invalid":
         context = first.get("ctx") or {}

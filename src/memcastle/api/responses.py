@@ -2,8 +2,7 @@
 
 Routes return the domain's JSON (`Drawer.to_json()` …); FastAPI checks it against these models before it is sent,
 so the OpenAPI schema cannot drift from what the daemon answers. Closed shapes forbid extra keys; what is open by
-nature (a metadata snapshot, a job's params and result, ranking signals, a status section) is an object.
-"""
+nature (a metadata snapshot, a job's params and result, ranking signals, a status section) is an object."""
 
 from __future__ import annotations
 
@@ -458,9 +457,7 @@ class WakeUpOut(Shape):
     pinned: list[DrawerOut] = Field(description="pinned drawers of the wing (and of no project): first, always")
     diary: list[DrawerOut]
     checkpoints: list[DrawerOut]
-    decisions: list[DrawerOut] = Field(
-        description="the wing's decisions (checkpoint items tagged decision), by any agent; after the diary"
-    )
+    decisions: list[DrawerOut] = Field(description="the wing's decisions (items tagged decision), by any agent")
     bytes: int
     omitted: int
 

@@ -6,6 +6,7 @@ one service call, the answer as compact JSON text. A `MemCastleError` becomes a 
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import json
 import logging
@@ -23,7 +24,7 @@ from pydantic import ValidationError
 from starlette.types import ASGIApp
 
 from memcastle import __version__
-from memcastle.errors import AccessDenied, InternalError, MemCastleError, error_shape, invalid_arguments
+from memcastle.errors import AccessDenied, InternalError, MemCastleError, NotFound, error_shape, invalid_arguments
 from memcastle.mcp.endpoint import MCP_PATH
 from memcastle.mcp.sessions import SessionModes, mode_of, session_of
 from memcastle.mcp.tools import TOOLS, Env, ToolSpec, prepare
@@ -102,6 +103,8 @@ class MemCastleServer(MCPServer):
             name, implied = OTHER_NAMES[name]
             arguments = {**(arguments or {}), **implied}
         spec = TOOLS.get(name)
+        if spec is None and name not in self.accepted:
+            return tool_error(unknown_tool(name))
         if spec is not None:
             try:
                 arguments = prepare(spec, arguments or {}, self.accepted[name])
@@ -112,7 +115,16 @@ class MemCastleServer(MCPServer):
         except ToolError as exc:
             if isinstance(exc, UnexpectedToolError) or not isinstance(exc.__cause__, ValidationError):
                 raise
-            return tool_error(invalid_arguments(exc.__cause__.errors(), ARGUMENTS_HELP))
+            return tool_error(invalid_arguments(exc.__cause__.errors(), ARGUMENTS_HELP, located=False))
+
+
+def unknown_tool(name: str) -> NotFound:
+    """A tool that does not exist, with the nearest names there are (a misspelt or another server's name)."""
+    nearest = difflib.get_close_matches(name, list(TOOLS), n=3, cutoff=0.5) or difflib.get_close_matches(
+        f"memcastle_{name}", list(TOOLS), n=3, cutoff=0.5
+    )
+    hint = f"nearest: {', '.join(nearest)}" if nearest else "tools/list names every tool"
+    return NotFound(f"unknown tool {name!r}", help=hint)
 
 
 def mcp_transport_security(allowed_hosts: Sequence[str]) -> TransportSecuritySettings:

@@ -97,7 +97,7 @@ class Services:
         self.drawers = DrawerService(store, self.jobs, duplicates, policy, keys, publish, now=now, record=record)
         self.search = SearchService(search, store.drawers, record=record, vectors=store.embeddings)
         self.agents = AgentService(store.drawers, self.drawers, self.facts, keys, record=record)
-        self.mining = MiningService(connectors, self.jobs, store.mining, roots)
+        self.mining = MiningService(connectors, self.jobs, roots, sources=store.mining)
         self.miners = MinerService(store.miners, store.jobs, self.mining, miners, publish=publish, now=now)
         self.webhooks = WebhookService(self.miners, store.miners, now=now)
         self.forgetting = ForgetService(

@@ -64,6 +64,8 @@ class ForgetService:
         scope = scope_of(request)
         if scope.drawer_id is not None:
             scope = replace(scope, drawer_id=resolve_id(self._store, "drawer", scope.drawer_id, field="drawer_id"))
+        if scope.source_id is not None:
+            scope = replace(scope, source_id=resolve_id(self._store, "source", scope.source_id, field="source_id"))
         self._within_scope(scope)
         if dry_run is None:
             dry_run = scope.broad

@@ -28,8 +28,9 @@ class MiningService:
         self,
         connectors: ConnectorRegistry,
         jobs: JobService,
-        sources: MiningStore,
         roots: MiningRoots | None = None,
+        *,
+        sources: MiningStore | None = None,
     ) -> None:
         self._sources = sources
         self._connectors = connectors
@@ -65,7 +66,7 @@ class MiningService:
     def _one_reader_of(self, adapter: Connector, spec: SourceSpec) -> None:
         """One folder, one source: a folder whose files another connector already mined is refused by name (every
         file would be filed twice, and its facts doubled); forgetting that source first frees it."""
-        if not getattr(adapter, "reads_files", False):
+        if self._sources is None or not getattr(adapter, "reads_files", False):
             return
         for other in self._sources.sources_at(spec.locator):
             if other.connector == adapter.name:

@@ -239,6 +239,14 @@ def fit(
     out = left_out(kept)
     while size(out) > max_chars and out[key]:  # a long warning: drop more rather than overflow
         out = left_out(out[key][:-1])
+    if not out[key] and items and shrink is not None:
+        # Not even one item whole: the first one at its shortest, with a shorter note, rather than nothing.
+        more = len(items) - 1
+        skeleton = {**answer, key: [], "omitted": more,
+                    "note": f"the first of {key} cut to fit max_chars {max_chars}; {more} more left out"}  # fmt: skip
+        smaller = shrink(items[0], max_chars - size(skeleton))
+        if smaller is not None and size(skeleton) + size(smaller) <= max_chars:
+            return {**skeleton, key: [smaller]}
     return out
 
 
@@ -251,13 +259,29 @@ def shorter_hit(hit: dict[str, Any], room: int) -> dict[str, Any] | None:
         text = hit["content"]
     else:
         return None
-    overhead = size({**hit, field: ""} if field == "content" else {**hit, "snippet": {**hit["snippet"], "text": ""}})
-    allowed = room - overhead - 20
-    if allowed < 80:
-        return None
-    cut = text[:allowed]
-    if "\n" in cut:
-        cut = cut[: cut.rindex("\n")]
-    if field == "content":
-        return {**hit, "content": cut, "cut": True}
-    return {**hit, "snippet": {**hit["snippet"], "text": cut}, "cut": True}
+    for shape in (hit, _bare(hit, field)):  # the hit as it is, then only what names it and its text
+        overhead = size(
+            {**shape, field: "", "cut": True}
+            if field == "content"
+            else {**shape, "snippet": {**shape["snippet"], "text": ""}, "cut": True}
+        )
+        allowed = room - overhead
+        if allowed < MIN_CUT:
+            continue
+        cut = text[:allowed]
+        if "\n" in cut[MIN_CUT:]:
+            cut = cut[: cut.rindex("\n")]
+        cut = cut[: max(0, allowed - (size(cut) - len(cut)))]  # escapes take room too
+        if field == "content":
+            return {**shape, "content": cut, "cut": True}
+        return {**shape, "snippet": {**shape["snippet"], "text": cut}, "cut": True}
+    return None
+
+
+MIN_CUT = 20  # the fewest characters of text a shortened hit keeps
+
+
+def _bare(hit: dict[str, Any], field: str) -> dict[str, Any]:
+    """A hit with only its id (the 8 characters that stand for it), its score and its text."""
+    text = {"snippet": {"text": hit["snippet"]["text"]}} if field == "snippet" else {"content": hit.get("content")}
+    return {"id": short(hit.get("id")), **({"score": hit["score"]} if "score" in hit else {}), **text}

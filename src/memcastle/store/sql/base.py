@@ -11,7 +11,8 @@ from typing import Any, Protocol
 from memcastle.model.lifecycle import Lifecycle
 
 Row = Mapping[str, Any]
-ID_TABLES = {"drawer": "drawer", "job": "job", "fact": "assertion", "entity": "entity"}  # what an id names → table
+# What an id names → its table.
+ID_TABLES = {"drawer": "drawer", "job": "job", "fact": "assertion", "entity": "entity", "source": "source"}
 BATCH = 500  # ids bound into one `IN (…)`: well under SQLite's variable limit, small enough for any planner
 
 
