@@ -1,5 +1,5 @@
 """Ids a person and an agent can use: a unique prefix of at least 8 characters stands for an id in every REST path
-that takes one; a prefix that starts several ids is a 409 listing them; shorter prefixes name nothing."""
+that takes one; a prefix that starts several ids is a 409 listing them; shorter ones are refused saying 8 are needed."""
 
 from __future__ import annotations
 
@@ -18,7 +18,10 @@ def test_a_unique_prefix_of_eight_characters_stands_for_a_drawer(client: TestCli
     replaced = client.post(f"/api/drawers/{prefix}/supersede", json={"content": "the drawbridge opens at six"})
     assert replaced.status_code == 201, replaced.text
     assert replaced.json()["supersedes"] == drawer["id"]
-    assert client.get(f"/api/drawers/{drawer['id'][:7]}").status_code == 404, "seven characters stand for nothing"
+    short = client.get(f"/api/drawers/{drawer['id'][:7]}")
+    assert short.status_code == 400, "seven characters stand for nothing, and the answer says how many do"
+    assert "first 8 characters" in short.json()["error"] + short.json()["help"]
+    assert client.get(f"/api/drawers/{prefix.upper()}").json()["id"] == drawer["id"], "ids are hex: any case"
 
 
 def test_an_ambiguous_prefix_is_a_409_listing_the_candidates(client: TestClient, palace: Palace) -> None:
