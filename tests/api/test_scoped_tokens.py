@@ -388,11 +388,14 @@ def test_a_token_limited_to_some_tools_lists_and_calls_only_those(
         async with httpx2.AsyncClient(headers=headers, trust_env=False, timeout=CEILING) as http:
             async with Client(streamable_http_client(daemon.address + "/mcp", http_client=http)) as client:
                 outcome["listed"] = [tool.name for tool in (await client.list_tools()).tools]
+                outcome["instructions"] = client.instructions or ""
                 outcome["search"] = await client.call_tool("memcastle_search", {"query": "team lantern"})
                 outcome["note"] = await client.call_tool("memcastle_note", {"content": "not allowed"})
 
     anyio.run(scenario)
     assert outcome["listed"] == ["memcastle_search"], "an agent lists only the tools it may call"
+    told = set(re.findall(r"memcastle_[a-z_]+", outcome["instructions"]))
+    assert told == {"memcastle_search"}, "and is told only about those"
     assert not outcome["search"].is_error
     assert outcome["note"].is_error and "memcastle_search" in outcome["note"].content[0].text
 

@@ -26,6 +26,7 @@ from starlette.types import ASGIApp
 from memcastle import __version__
 from memcastle.errors import AccessDenied, InternalError, MemCastleError, NotFound, error_shape, invalid_arguments
 from memcastle.mcp.endpoint import MCP_PATH
+from memcastle.mcp.instructions import INSTRUCTIONS, instructions_for
 from memcastle.mcp.sessions import SessionModes, mode_of, session_of
 from memcastle.mcp.tools import TOOLS, Env, ToolSpec, prepare
 from memcastle.mcp.tools.base import OTHER_NAMES, PYTHON_NAMES
@@ -40,24 +41,6 @@ log = logging.getLogger(__name__)
 SET_MODE = "memcastle_set_mode"
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 WIRE_NAMES = {python: wire for wire, python in PYTHON_NAMES.items()}
-
-INSTRUCTIONS = """\
-MemCastle is your long-term memory: verbatim evidence (drawers) with provenance, searchable across sessions.
-Every tool works on this memory alone (nothing outside it); ids may be shortened to their first 8 characters.
-- Start each session with memcastle_wake_up (your agent name): your last diary entry and recent checkpoints.
-- Before answering about past work, decisions or code history, memcastle_search; read a hit whole with
-  memcastle_get_drawer. Check a hit's origin and preference before trusting it; a hit marked `contested`
-  evidences a disputed fact and names the claim that stands: say so when you use it.
-- When memory is wrong, correct it: a drawer's text is wrong or outdated → memcastle_drawer_supersede (new text);
-  a fact's value changed → memcastle_fact_supersede; a fact is simply wrong → memcastle_fact_invalidate.
-  Each changes what the next search ranks first.
-- When a decision is made or work changes state, memcastle_checkpoint; tag a decision `decision` and every agent
-  waking up in that wing sees it. Other context, memcastle_note.
-- End a session with memcastle_diary_write: what was done, what is open, what comes next.
-- If a tool says memory is disabled or read-only, respect it. memcastle_set_mode is offered where a choice can be
-  kept (an MCP session, or a bearer token); otherwise the client's X-MemCastle-Mode header sets the mode.
-"""
-
 
 # --- errors: the one translation point ------------------------------------------------------------
 
@@ -116,6 +99,17 @@ class MemCastleServer(MCPServer):
             if isinstance(exc, UnexpectedToolError) or not isinstance(exc.__cause__, ValidationError):
                 raise
             return tool_error(invalid_arguments(exc.__cause__.errors(), ARGUMENTS_HELP, located=False))
+
+
+async def scoped_instructions(ctx: ServerRequestContext[Any], call_next: Any) -> Any:
+    """Server middleware: a session whose token may call only some tools is told only about those, at `initialize`
+    and `server/discover` alike (the tools it lists are filtered the same way, `_handle_list_tools`)."""
+    result = await call_next(ctx)
+    if ctx.method in ("initialize", "server/discover") and isinstance(result, dict) and "instructions" in result:
+        record = token_of(ctx.request)
+        if record is not None and record.tools is not None:
+            result = {**result, "instructions": instructions_for(record.tools)}
+    return result
 
 
 def unknown_tool(name: str) -> NotFound:
@@ -231,6 +225,7 @@ def build_mcp_server(
 ) -> MCPServer:
     """The MemCastle MCP server; its streamable HTTP transport (`session_manager`) is configured for `MCP_PATH`."""
     server = MemCastleServer("memcastle", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+    server._lowlevel_server.middleware.append(scoped_instructions)
     modes = SessionModes()
     connectors = ", ".join(c["name"] for c in services.mining.list_connectors())
     server.accepted = {}

@@ -1,0 +1,78 @@
+"""What the server tells an agent at initialize: how to use this memory, in clauses each tied to the tool it names,
+so a session limited to some tools (a token's `--tools`) is told only about those (SPEC §7)."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from collections.abc import Collection
+
+INTRO = (
+    "MemCastle is your long-term memory: verbatim evidence (drawers) with provenance, searchable across sessions.\n"
+    "Every tool works on this memory alone (nothing outside it); ids may be shortened to their first 8 characters.\n"
+)
+
+# Each bullet is a run of clauses; a clause is shown when every tool it names, and every tool it speaks of without
+# naming (the second element of a pair), may be called.
+Clause = str | tuple[str, str]
+SEARCH = "memcastle_search"
+GUIDE: tuple[tuple[Clause, ...], ...] = (
+    ("Start each session with memcastle_wake_up (your agent name): your last diary entry and recent checkpoints.",),
+    (
+        "Before answering about past work, decisions or code history, memcastle_search.",
+        "Read a hit whole with memcastle_get_drawer.",
+        (
+            "Check a hit's origin and preference before trusting it; a hit marked `contested` evidences a disputed"
+            " fact and names the claim that stands: say so when you use it.",
+            SEARCH,
+        ),
+    ),
+    (
+        "When memory is wrong, correct it:",
+        "a drawer's text is wrong or outdated → memcastle_drawer_supersede (new text);",
+        "a fact's value changed → memcastle_fact_supersede;",
+        "a fact is simply wrong → memcastle_fact_invalidate.",
+        ("Each changes what the next search ranks first.", SEARCH),
+    ),
+    (
+        "When a decision is made or work changes state, memcastle_checkpoint; tag a decision `decision` and every"
+        " agent waking up in that wing sees it.",
+        "Other context, memcastle_note.",
+    ),
+    ("End a session with memcastle_diary_write: what was done, what is open, what comes next.",),
+    ("If a tool says memory is disabled or read-only, respect it.",),
+    (
+        "memcastle_set_mode is offered where a choice can be kept (an MCP session, or a bearer token); otherwise the"
+        " client's X-MemCastle-Mode header sets the mode.",
+    ),
+)
+
+_TOOL = re.compile(r"\bmemcastle_[a-z_]+")
+_WIDTH = 116
+
+
+def instructions_for(tools: Collection[str] | None = None) -> str:
+    """The instructions for a session that may call `tools` (None: every tool). A clause about a tool the session
+    may not call is left out, and so is a bullet left with nothing to do (only its lead-in)."""
+    lines = [INTRO.rstrip("\n")]
+    for bullet in GUIDE:
+        texts = [_text(clause) for clause in bullet if _allowed(clause, tools)]
+        if any(_TOOL.search(_text(c)) for c in bullet) and not any(_TOOL.search(text) for text in texts):
+            continue  # every clause that did something was about a tool this session cannot call
+        if texts:
+            lines.extend(textwrap.wrap(" ".join(texts), _WIDTH, initial_indent="- ", subsequent_indent="  "))
+    return "\n".join(lines) + "\n"
+
+
+def _text(clause: Clause) -> str:
+    return clause if isinstance(clause, str) else clause[0]
+
+
+def _allowed(clause: Clause, tools: Collection[str] | None) -> bool:
+    if tools is None:
+        return True
+    text, needs = (clause, "") if isinstance(clause, str) else clause
+    return all(name in tools for name in [*_TOOL.findall(text), *([needs] if needs else [])])
+
+
+INSTRUCTIONS = instructions_for()
