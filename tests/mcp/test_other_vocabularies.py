@@ -22,6 +22,9 @@ def test_the_original_memcastles_calls_are_understood(module_daemon: Any, tmp_pa
     folder = tmp_path / "project"
     folder.mkdir()
     (folder / "plan.md").write_text("The drawbridge is raised at dusk by the night watch.\n")
+    vault = tmp_path / "vault"  # one folder, one source: the notes connector mines a folder of its own
+    vault.mkdir()
+    (vault / "watch.md").write_text("The night watch keeps the lantern lit.\n")
 
     async def scenario() -> None:
         async with over_http(module_daemon.address) as client:
@@ -57,7 +60,9 @@ def test_the_original_memcastles_calls_are_understood(module_daemon: Any, tmp_pa
             assert woken["diary"] and kept["id"] in {d["id"] for d in woken["checkpoints"]}
 
             by_path = await call(client, "memcastle_mine", path=str(folder), wing="orig-mined")
-            by_source = await call(client, "memcastle_mine", source="notes", locator=str(folder), wing="orig-notes")
+            twice = await refused(client, "memcastle_mine", source="notes", locator=str(folder), wing="orig-notes")
+            assert twice["code"] == "conflict" and "directory" in twice["error"], "a folder being mined is its own"
+            by_source = await call(client, "memcastle_mine", source="notes", locator=str(vault), wing="orig-notes")
             for queued in (by_path, by_source):
                 with anyio.fail_after(30):
                     while (await call(client, "memcastle_job_get", id=queued["job"]["id"]))["status"] != "completed":

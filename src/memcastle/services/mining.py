@@ -64,24 +64,31 @@ class MiningService:
         )
 
     def _one_reader_of(self, adapter: Connector, spec: SourceSpec) -> None:
-        """One folder, one source: a folder whose files another connector already mined is refused by name (every
-        file would be filed twice, and its facts doubled); forgetting that source first frees it."""
+        """One folder, one source: a folder whose files another connector mined, or is mining now (a job queued or
+        running), is refused by name (every file would be filed twice, and its facts doubled); forgetting that
+        source first frees it."""
         if self._sources is None or not getattr(adapter, "reads_files", False):
             return
-        for other in self._sources.sources_at(spec.locator):
-            if other.connector == adapter.name:
+        others = [(other.connector, other.id) for other in self._sources.sources_at(spec.locator)]
+        others += [
+            (params.connector, source_id)
+            for job, source_id, _ in self.active_mines()
+            if (params := MineParams.from_json(job.params)).locator == spec.locator
+        ]
+        for connector, source_id in others:
+            if connector == adapter.name:
                 continue
             try:
-                theirs = self._connectors.get(other.connector)
+                theirs = self._connectors.get(connector)
             except MemCastleError:
                 continue
             if getattr(theirs, "reads_files", False):
-                short = other.id[:8]
+                short = source_id[:8]
                 raise Conflict(
-                    f"{spec.locator} is already mined by connector {other.connector!r} (source {short}); mining it "
+                    f"{spec.locator} is already mined by connector {connector!r} (source {short}); mining it "
                     f"with {adapter.name!r} too would file every file twice",
-                    existing_id=other.id,
-                    help=f"mine it with connector {other.connector!r}, or forget source {short} first",
+                    existing_id=source_id,
+                    help=f"mine it with connector {connector!r}, or forget source {short} first",
                 )
 
     def change_token(self, connector: str, locator: str, options: Mapping[str, Any] | None = None) -> str | None:
