@@ -149,4 +149,5 @@ def http_app(palace: Palace, *, request_shutdown: Callable[[], None] | None = No
         request_shutdown=request_shutdown,
         mode=settings["mode"],
         web=settings["web.enabled"],
+        mcp_tools=settings["mcp.tools"],
     )

@@ -245,6 +245,10 @@ MCP_ARGUMENTS: dict[str, list[dict[str, Any]]] = {
     "memcastle_miner_list": [{}],
     "memcastle_miner_get": [{"name": "any"}],
     "memcastle_miner_run": [{"name": "any"}],
+    "memcastle_entity": [{"entity": f"Ana {MARKER}"}, {"entity": "{entity}"}],
+    "memcastle_graph": [{"entity": f"Ana {MARKER}", "depth": 2}, {"drawer": "{drawer}"}],
+    "memcastle_audit": [{}],
+    "memcastle_repair": [{}, {"dry_run": False}],
     "memcastle_status": [{}],
     "memcastle_set_mode": [{"mode": "read_only"}],
 }
@@ -256,7 +260,7 @@ def test_no_mcp_tool_shows_the_scoped_token_anything_outside_its_wings(
     daemon, _, limited, planted = scoped
     assert set(MCP_ARGUMENTS) == set(TOOLS), "every tool is driven (a new tool needs its arguments here)"
     ids = {"drawer": planted.ids["drawer"], "drawer8": planted.ids["drawer"][:8], "fact": planted.ids["fact"],
-           "fact8": planted.ids["fact"][:8], "job": planted.ids["job"]}  # fmt: skip
+           "fact8": planted.ids["fact"][:8], "job": planted.ids["job"], "entity": planted.ids["entity"]}  # fmt: skip
     leaks: list[Any] = []
     answered: list[str] = []
 

@@ -24,6 +24,8 @@ from memcastle.app import build
 from memcastle.config import load_settings
 from memcastle.daemon import http_app
 from memcastle.mcp import server as mcp_server
+from memcastle.mcp.profiles import CORE
+from memcastle.mcp.profiles import HEADER as PROFILE_HEADER
 from memcastle.mcp.tools import TOOLS
 from memcastle.model import FACT_STATES, RANKINGS, SOURCE_KINDS, JobStatus, vocabulary
 from memcastle.modes import MODES
@@ -59,8 +61,10 @@ WRITES = {
     "memcastle_fact_link",
     "memcastle_job_control",
     "memcastle_miner_run",
+    "memcastle_audit",
+    "memcastle_repair",
 }
-DESTRUCTIVE = {"memcastle_forget"}
+DESTRUCTIVE = {"memcastle_forget", "memcastle_repair"}
 INITIALIZE = {
     "jsonrpc": "2.0",
     "id": 1,
@@ -117,11 +121,16 @@ async def refused(client: Client, tool: str, **arguments: Any) -> CallToolResult
 def test_tools_are_listed_with_hints_and_agent_descriptions(module_daemon: Any) -> None:
     async def scenario() -> None:
         async with connect(module_daemon.address) as client:
+            core = await client.list_tools()
+            # A tool the profile does not list still answers by name (a profile never forbids).
+            await call(client, "memcastle_job_list", limit=1)
+        async with connect(module_daemon.address, headers={PROFILE_HEADER: "full"}) as client:
             listed = await client.list_tools()
             tools = {tool.name: tool for tool in listed.tools}
-        # Every agent reads the whole list at every start: it stays within what a small context affords.
-        dumped = json.dumps(listed.model_dump(mode="json", by_alias=True, exclude_none=True), separators=(",", ":"))
-        assert len(dumped) <= 14_000, len(dumped)
+        # Every agent reads the whole default list at every start: it stays within what a small context affords.
+        dumped = json.dumps(core.model_dump(mode="json", by_alias=True, exclude_none=True), separators=(",", ":"))
+        assert len(dumped) <= 8_000, len(dumped)
+        assert {tool.name for tool in core.tools} == set(CORE)
         assert REQUIRED <= set(tools)
         assert set(tools) == set(TOOLS)
         for name, tool in tools.items():
@@ -551,7 +560,7 @@ def test_the_rest_answers_while_the_mcp_server_is_still_being_built(
 
 def test_forget_is_a_destructive_tool_that_previews_broad_scopes(module_daemon: Any) -> None:
     async def scenario() -> None:
-        async with connect(module_daemon.address) as client:
+        async with connect(module_daemon.address, headers={PROFILE_HEADER: "full"}) as client:
             tools = {t.name: t for t in (await client.list_tools()).tools}
             hints = tools["memcastle_forget"].annotations
             assert hints is not None and hints.destructive_hint is True and not hints.read_only_hint

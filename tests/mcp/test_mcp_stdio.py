@@ -16,6 +16,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp_types import TextContent
 
+from memcastle.mcp.profiles import CORE
 from memcastle.mcp.tools import TOOLS
 from memcastle.runtime.daemons import find_daemon
 
@@ -65,9 +66,9 @@ def test_the_bridge_serves_the_daemons_tools(module_daemon: Any, tmp_path: Path)
             assert client.server_info is not None and client.server_info.name == "memcastle"
             assert "memcastle_wake_up" in (client.instructions or "")
             tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-            assert set(tools) == set(TOOLS)
-            for name, spec in TOOLS.items():
-                assert tools[name].annotations == spec.annotations(), name
+            assert set(tools) == set(CORE), "the daemon's default profile"
+            for name in CORE:
+                assert tools[name].annotations == TOOLS[name].annotations(), name
 
             saved = await call(client, "memcastle_note", content="The bridge keeps otter-9 in the loop.", wing="stdio")
             found = await call(client, "memcastle_search", query="otter-9", wing="stdio")
@@ -90,6 +91,14 @@ def test_the_bridge_serves_the_daemons_tools(module_daemon: Any, tmp_path: Path)
             status = await call(client, "memcastle_status")
             assert (status["mode"], status["mode_source"]) == ("disabled", "session")
             assert "mode" in await refused(client, "memcastle_set_mode", mode="sleepy")
+
+        log = tmp_path / "full.log"
+        async with bridge(module_daemon.palace, module_daemon.env, log, "mcp", "--tools", "full") as client:
+            tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+            assert set(tools) == set(TOOLS), "memcastle mcp --tools full"
+            for name, spec in TOOLS.items():
+                assert tools[name].annotations == spec.annotations(), name
+            assert "are listed with the header" not in (client.instructions or "")
 
     run(scenario)
 

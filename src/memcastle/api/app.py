@@ -40,9 +40,11 @@ def create_app(
     request_shutdown: Callable[[], None] | None = None,
     mode: str = "full",
     web: bool = True,
+    mcp_tools: str = "core",
 ) -> FastAPI:
     """The daemon's HTTP surface over `services`; `tokens` switches bearer authentication on; `request_shutdown` is
-    what `POST /api/shutdown` calls; `mode` (the daemon's configured one) is the ceiling of every client's mode. The
+    what `POST /api/shutdown` calls; `mode` (the daemon's configured one) is the ceiling of every client's mode;
+    `mcp_tools` the tool profile an MCP session lists unless it chooses. The
     composition root (`memcastle.daemon.http_app`) reads the settings.
 
     The MCP endpoint answers only while the app's lifespan runs (uvicorn with lifespan on; TestClient as a context
@@ -51,7 +53,7 @@ def create_app(
     def build_mcp() -> MCPServer:
         from memcastle.mcp.server import build_mcp_server
 
-        return build_mcp_server(services, allowed_hosts=allowed_hosts, max_body_bytes=max_body_bytes)
+        return build_mcp_server(services, allowed_hosts=allowed_hosts, max_body_bytes=max_body_bytes, tools=mcp_tools)
 
     mcp_endpoint = LazyEndpoint(build_mcp)
 

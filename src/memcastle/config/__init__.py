@@ -291,6 +291,14 @@ SETTINGS: tuple[SettingSpec, ...] = (
         [],
         "hosts accepted as server.allowed_hosts are (kept for configurations written for /mcp alone)",
     ),
+    SettingSpec(
+        "mcp.tools",
+        str,
+        "core",
+        "the tool profile an MCP session lists unless it chooses (header X-MemCastle-Tools, memcastle mcp --tools): "
+        "core, what an agent needs every session; full, every tool. Unlisted tools still answer by name",
+        choices=("core", "full"),
+    ),
 )
 
 SPEC_BY_KEY = {spec.key: spec for spec in SETTINGS}

@@ -36,6 +36,7 @@ from mcp_types import (
 from memcastle import __version__
 from memcastle.errors import AccessDenied, DaemonNotRunning, MemCastleError
 from memcastle.mcp.endpoint import MCP_PATH
+from memcastle.mcp.profiles import HEADER as PROFILE_HEADER
 from memcastle.runtime import launcher
 from memcastle.runtime.daemons import find_daemon, state_dir
 
@@ -94,11 +95,15 @@ class _Upstream:
 class DaemonLink:
     """The bridge's MCP client session to the daemon, owned by `run` and replaced on demand."""
 
-    def __init__(self, locate: Callable[[], str], *, mode: str, token: str | None = None) -> None:
+    def __init__(
+        self, locate: Callable[[], str], *, mode: str, token: str | None = None, tools: str | None = None
+    ) -> None:
         self._locate = locate
         self._headers = {"X-MemCastle-Mode": mode, "X-MemCastle-Client": "mcp"}
         if token:
             self._headers["Authorization"] = f"Bearer {token}"
+        if tools:
+            self._headers[PROFILE_HEADER] = tools
         self._upstream: _Upstream | None = None
         self._error: MemCastleError | None = None
         self._settled = anyio.Event()
@@ -327,10 +332,13 @@ def _bridge_error(exc: MemCastleError) -> CallToolResult:
     )
 
 
-async def serve_bridge(locate: Callable[[], str], *, mode: str, token: str | None = None) -> None:
+async def serve_bridge(
+    locate: Callable[[], str], *, mode: str, token: str | None = None, tools: str | None = None
+) -> None:
     """Connect to the daemon (raising DaemonNotRunning before any MCP traffic when it fails), then serve stdio
-    until the client closes standard input. `mode` and `token` go with every request to the daemon."""
-    link = DaemonLink(locate, mode=mode, token=token)
+    until the client closes standard input. `mode`, `token` and `tools` (the tool profile or names the session
+    lists) go with every request to the daemon."""
+    link = DaemonLink(locate, mode=mode, token=token, tools=tools)
     async with anyio.create_task_group() as tasks:
         await tasks.start(link.run)
         listed = await link.request(lambda client: client.list_tools(), repeatable=True)
@@ -343,10 +351,10 @@ async def serve_bridge(locate: Callable[[], str], *, mode: str, token: str | Non
         tasks.cancel_scope.cancel()
 
 
-def run_bridge(locate: Callable[[], str], *, mode: str, token: str | None = None) -> None:
+def run_bridge(locate: Callable[[], str], *, mode: str, token: str | None = None, tools: str | None = None) -> None:
     """The `memcastle mcp` command's body."""
     try:
-        anyio.run(lambda: serve_bridge(locate, mode=mode, token=token))
+        anyio.run(lambda: serve_bridge(locate, mode=mode, token=token, tools=tools))
     except BaseExceptionGroup as group:
         errors = [e for e in group.exceptions if isinstance(e, MemCastleError)]
         if errors:

@@ -7,6 +7,8 @@ import re
 import textwrap
 from collections.abc import Collection
 
+from memcastle.mcp.profiles import HEADER as PROFILE_HEADER
+
 INTRO = (
     "MemCastle is your long-term memory: verbatim evidence (drawers) with provenance, searchable across sessions.\n"
     "Every tool works on this memory alone (nothing outside it); ids may be shortened to their first 8 characters.\n"
@@ -51,9 +53,10 @@ _TOOL = re.compile(r"\bmemcastle_[a-z_]+")
 _WIDTH = 116
 
 
-def instructions_for(tools: Collection[str] | None = None) -> str:
-    """The instructions for a session that may call `tools` (None: every tool). A clause about a tool the session
-    may not call is left out, and so is a bullet left with nothing to do (only its lead-in)."""
+def instructions_for(tools: Collection[str] | None = None, *, every: Collection[str] = ()) -> str:
+    """The instructions for a session that lists `tools` (None: every tool). A clause about a tool the session
+    does not list is left out, and so is a bullet left with nothing to do (only its lead-in); when `every` (all
+    the tools there are) holds more than the session lists, the last line says how to list them."""
     lines = [INTRO.rstrip("\n")]
     for bullet in GUIDE:
         texts = [_text(clause) for clause in bullet if _allowed(clause, tools)]
@@ -61,6 +64,12 @@ def instructions_for(tools: Collection[str] | None = None) -> str:
             continue  # every clause that did something was about a tool this session cannot call
         if texts:
             lines.extend(textwrap.wrap(" ".join(texts), _WIDTH, initial_indent="- ", subsequent_indent="  "))
+    hidden = len(set(every) - set(tools)) if tools is not None else 0
+    if hidden:
+        lines.append(
+            f"- {hidden} more tools (history, entities and the graph, jobs, mining, triggers, audit) are listed with"
+            f" the header {PROFILE_HEADER}: full."
+        )
     return "\n".join(lines) + "\n"
 
 

@@ -27,6 +27,8 @@ from memcastle import __version__
 from memcastle.errors import AccessDenied, InternalError, MemCastleError, NotFound, error_shape, invalid_arguments
 from memcastle.mcp.endpoint import MCP_PATH
 from memcastle.mcp.instructions import INSTRUCTIONS, instructions_for
+from memcastle.mcp.profiles import HEADER as PROFILE_HEADER
+from memcastle.mcp.profiles import tool_set
 from memcastle.mcp.sessions import SessionModes, mode_of, session_of
 from memcastle.mcp.tools import TOOLS, Env, ToolSpec, prepare
 from memcastle.mcp.tools.base import OTHER_NAMES, PYTHON_NAMES
@@ -64,20 +66,40 @@ class MemCastleServer(MCPServer):
 
     accepted: dict[str, frozenset[str]]
 
+    default_tools: frozenset[str]
+
     async def _handle_list_tools(
         self, ctx: ServerRequestContext[Any], params: PaginatedRequestParams | None
     ) -> ListToolsResult:
-        """The tools of the token that authenticated the request, when it is limited to some (`--tools`): an agent
-        lists only what it may call, and its context holds only those."""
+        """The session's tools (`listed_tools`): its profile's, or its token's when that is limited to some; an
+        agent's context holds only what it lists."""
         listed = await super()._handle_list_tools(ctx, params)
-        record = token_of(ctx.request)
-        tools = listed.tools
+        chosen = self.listed_tools(ctx.request)
+        tools = [tool for tool in listed.tools if tool.name in chosen]
+        return listed if len(tools) == len(listed.tools) else ListToolsResult(tools=tools)
+
+    def listed_tools(self, request: Any, *, sessionless: bool | None = None) -> frozenset[str]:
+        """What a request's session lists: the tools its `X-MemCastle-Tools` header names (a profile or tool
+        names), else those of the token's `--tools` when it is limited, else the daemon's `mcp.tools` profile — and
+        never a tool the token may not call, nor `memcastle_set_mode` where no choice can be kept (a sessionless
+        client without a token; the instructions say why). `sessionless` says whether the client has a session when
+        its request cannot (`initialize` comes before the session id); by default, whether the request carries one."""
+        record = token_of(request)
+        headers = getattr(request, "headers", None) or {}
+        asked = headers.get(PROFILE_HEADER)
+        if asked is not None:
+            chosen = tool_set(asked, list(TOOLS))
+        elif record is not None and record.tools is not None:
+            chosen = frozenset(record.tools)
+        else:
+            chosen = self.default_tools
         if record is not None and record.tools is not None:
-            tools = [tool for tool in tools if tool.name in record.tools]
-        if record is None and ctx.request is not None and not ctx.request.headers.get(MCP_SESSION_ID_HEADER):
-            # A sessionless client without a token: nothing to keep a mode choice for (the instructions say why).
-            tools = [tool for tool in tools if tool.name != SET_MODE]
-        return listed if tools is listed.tools else ListToolsResult(tools=tools)
+            chosen = chosen & frozenset(record.tools)
+        if sessionless is None:
+            sessionless = request is not None and not headers.get(MCP_SESSION_ID_HEADER)
+        if record is None and sessionless:
+            chosen = chosen - {SET_MODE}
+        return chosen
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
@@ -101,15 +123,21 @@ class MemCastleServer(MCPServer):
             return tool_error(invalid_arguments(exc.__cause__.errors(), ARGUMENTS_HELP, located=False))
 
 
-async def scoped_instructions(ctx: ServerRequestContext[Any], call_next: Any) -> Any:
-    """Server middleware: a session whose token may call only some tools is told only about those, at `initialize`
-    and `server/discover` alike (the tools it lists are filtered the same way, `_handle_list_tools`)."""
-    result = await call_next(ctx)
-    if ctx.method in ("initialize", "server/discover") and isinstance(result, dict) and "instructions" in result:
-        record = token_of(ctx.request)
-        if record is not None and record.tools is not None:
-            result = {**result, "instructions": instructions_for(record.tools)}
-    return result
+def scoped_instructions(server: MemCastleServer) -> Any:
+    """Server middleware: a session is told only about the tools it lists (`listed_tools`: its profile, its
+    token's tools), at `initialize` and `server/discover` alike, and when it lists only some, how to list all."""
+
+    async def middleware(ctx: ServerRequestContext[Any], call_next: Any) -> Any:
+        result = await call_next(ctx)
+        if ctx.method in ("initialize", "server/discover") and isinstance(result, dict) and "instructions" in result:
+            # initialize opens a session (the handshake protocol); server/discover is the sessionless protocol's.
+            listed = server.listed_tools(ctx.request, sessionless=ctx.method == "server/discover")
+            # A missing set_mode is explained by the instructions themselves, not as a tool to list.
+            every = set(TOOLS) - ({SET_MODE} - listed)
+            result = {**result, "instructions": instructions_for(listed, every=every)}
+        return result
+
+    return middleware
 
 
 def unknown_tool(name: str) -> NotFound:
@@ -221,11 +249,17 @@ def mcp_reader(ctx: Context) -> Reader:
 
 
 def build_mcp_server(
-    services: Services, *, allowed_hosts: Sequence[str], max_body_bytes: int = 8 * 1024 * 1024
+    services: Services,
+    *,
+    allowed_hosts: Sequence[str],
+    max_body_bytes: int = 8 * 1024 * 1024,
+    tools: str = "core",
 ) -> MCPServer:
-    """The MemCastle MCP server; its streamable HTTP transport (`session_manager`) is configured for `MCP_PATH`."""
+    """The MemCastle MCP server; its streamable HTTP transport (`session_manager`) is configured for `MCP_PATH`;
+    `tools` is the profile (or tool names) a session lists when it does not choose (`mcp.tools`)."""
     server = MemCastleServer("memcastle", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
-    server._lowlevel_server.middleware.append(scoped_instructions)
+    server._lowlevel_server.middleware.append(scoped_instructions(server))
+    server.default_tools = tool_set(tools, list(TOOLS), field="mcp.tools")
     modes = SessionModes()
     connectors = ", ".join(c["name"] for c in services.mining.list_connectors())
     server.accepted = {}

@@ -259,6 +259,22 @@ class FactService:
             hints = [h for h in hints if self._entity_visible(h.other_id if h.entity_id == entity.id else h.entity_id)]
         return EntityView(entity, tuple(mentions), tuple(hints))
 
+    def find_entity(self, name: str) -> tuple[EntityView, list[Entity]]:
+        """The entity a name, an alias or an id (or its 8-character prefix) stands for, and the other entities the
+        same name stands for (one name, several entities: a person decides whether they are one)."""
+        name = require_name(name, "entity")
+        named = self._named(name)
+        if not named:
+            try:
+                return self.get_entity(name), []
+            except NotFound:
+                raise NotFound(
+                    f"no entity named {name!r}",
+                    help="names and aliases match whatever their case; fact_list shows the entities facts name",
+                ) from None
+        others = self._store.graph.get_entities(named[1:])
+        return self.get_entity(named[0]), [others[i] for i in named[1:] if i in others]
+
     # --- a person's hand on entities: aliases, mentions, candidates, relationships -------------------
 
     def add_alias(self, entity_id: str, alias: str) -> EntityView:

@@ -52,6 +52,19 @@ class JobService:
             )
         return list(dict.fromkeys(names))
 
+    def checks_found(self, job_id: str) -> list[str]:
+        """The checks a finished audit job found something for that a repair can fix (`repair` set), in its order:
+        what `repair` based on that audit does. A job that is not a finished audit is refused, saying why."""
+        job = self.get_job(job_id)
+        if job.kind != AUDIT:
+            raise InvalidRequest(f"job {job.id[:8]} is a {job.kind} job, not an audit", field="based_on_job")
+        if job.status is not JobStatus.COMPLETED or not isinstance(job.result, Mapping):
+            raise InvalidRequest(
+                f"audit {job.id[:8]} is {job.status.value}: base a repair on a finished audit", field="based_on_job"
+            )
+        findings = job.result.get("findings") or []
+        return [f["check"] for f in findings if f.get("count") and f.get("repair")]
+
     def submit_job(
         self,
         kind: str,

@@ -13,8 +13,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from memcastle.errors import InvalidRequest
-from memcastle.model import Drawer, Hit, Job, SearchResult
-from memcastle.model.answers import FactView, MinerView, standing_line
+from memcastle.model import Drawer, Entity, Hit, Job, SearchResult
+from memcastle.model.answers import EntityView, FactView, MinerView, standing_line
 from memcastle.services.ids import MIN_PREFIX
 
 SIGNALS = ("lexical", "semantic", "fusion", "graph", "relevance", "coverage")
@@ -172,6 +172,65 @@ def fact_view(view: FactView) -> dict[str, Any]:
 def short(value: str | None) -> str | None:
     """An id by the 8 characters that stand for it wherever an id is taken (`memcastle.services.ids`)."""
     return value[:MIN_PREFIX] if value else None
+
+
+ENTITY_MENTIONS = 10  # drawers named on an entity's page; `mentioned` counts them all
+
+
+def entity_page(found: EntityView, others: Sequence[Entity], relationships: Sequence[FactView]) -> dict[str, Any]:
+    """An entity as an agent reads it: what it is, its facts as `fact_view`s, the first drawers mentioning it (by
+    the 8 characters of their ids) and how many there are, possible duplicates, other entities of the same name."""
+    known = found.entity
+    hints = [
+        f"{h.kind} {short(h.other_id if h.entity_id == known.id else h.entity_id)}: {h.reason}" for h in found.hints
+    ]
+    return _present(
+        {
+            "id": known.id,
+            "name": known.name,
+            "kind": known.kind,
+            "aliases": list(known.aliases),
+            "facts": [fact_view(f) for f in relationships],
+            "mentioned": len(found.mentions),
+            "mentions": [short(m.drawer_id) for m in found.mentions[:ENTITY_MENTIONS]],
+            "possibly_same": hints,
+            "same_name": [f"{o.name} ({o.kind}) {short(o.id)}" for o in others],
+        }
+    )
+
+
+def graph_view(found: dict[str, Any]) -> dict[str, Any]:
+    """The service's nodes and edges as an agent reads them: each fact `subject predicate object` with its state
+    and short id, the links between facts, the entities the walk started from and reached."""
+    nodes = {node["id"]: node for node in found["nodes"]}
+    ends: dict[str, dict[str, str]] = {}
+    links: list[str] = []
+    for edge in found["edges"]:
+        if edge["kind"] in ("subject", "object"):
+            fact = edge["to"] if edge["kind"] == "subject" else edge["from"]
+            other = edge["from"] if edge["kind"] == "subject" else edge["to"]
+            ends.setdefault(fact, {})[edge["kind"]] = nodes.get(other, {}).get("label", short(other) or "")
+        elif edge["kind"] != "mentions":
+            links.append(f"{short(edge['from'])} {edge['kind']} {short(edge['to'])}")
+    facts = []
+    for node in found["nodes"]:
+        if node["kind"] != "fact":
+            continue
+        end = ends.get(node["id"], {})
+        facts.append(
+            f"{end.get('subject', '?')} {node['label'].replace(' ', '_')} {end.get('object', '?')}"
+            f" [{node['state']}] {short(node['id'])}"
+        )
+    entities = [node for node in found["nodes"] if node["kind"] == "entity"]
+    return _present(
+        {
+            "from": [f"{n['label']} ({n['type']}) {short(n['id'])}" for n in entities if n.get("seed")],
+            "reached": len(entities),
+            "facts": facts,
+            "links": links,
+            "truncated": found["truncated"] or None,
+        }
+    )
 
 
 def miner_view(miner: MinerView) -> dict[str, Any]:

@@ -125,16 +125,29 @@ def shutdown(inv: Invocation) -> None:
 
 @app.command("mcp")
 @click.option("--start", is_flag=True, help="start the palace's daemon in the background if none runs, and wait for it")
+@click.option(
+    "--tools",
+    metavar="PROFILE|NAMES",
+    default=None,
+    help="the tools the session lists: a profile (core, full) or tool names, comma-separated; default the "
+    "daemon's mcp.tools (unlisted tools still answer by name)",
+)
 @pass_invocation
-def mcp_bridge(inv: Invocation, start: bool) -> None:
+def mcp_bridge(inv: Invocation, start: bool, tools: str | None) -> None:
     """Speak MCP on standard input/output and forward every request to the palace's daemon (for MCP clients that
-    only spawn processes); --mode is sent as the X-MemCastle-Mode header, auth.token as the bearer token."""
+    only spawn processes); --mode is sent as the X-MemCastle-Mode header, --tools as X-MemCastle-Tools, auth.token
+    as the bearer token."""
     from memcastle.mcp.bridge import locate_daemon, run_bridge, start_daemon
 
     settings = inv.settings()
     if start:
         start_daemon(settings.palace, config_file=inv.config)
-    run_bridge(lambda: locate_daemon(settings.palace), mode=settings["mode"], token=settings["auth.token"] or None)
+    run_bridge(
+        lambda: locate_daemon(settings.palace),
+        mode=settings["mode"],
+        token=settings["auth.token"] or None,
+        tools=tools,
+    )
 
 
 @token_app.command("create")

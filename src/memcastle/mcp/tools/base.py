@@ -102,13 +102,13 @@ def tool(
 
 
 def known_tools(names: Sequence[str] | None, field: str = "tools") -> list[str] | None:
-    """A token's tool set, each a declared tool (refused by name otherwise); None for every tool."""
+    """A token's tool set, each a declared tool or a profile (`memcastle.mcp.profiles`: `core`, `full`), refused
+    by name otherwise; None for every tool."""
+    from memcastle.mcp.profiles import expand
+
     if names is None:
         return None
-    unknown = sorted(set(names) - set(TOOLS))
-    if unknown:
-        raise InvalidRequest(f"no MCP tool named {unknown[0]!r}; the tools: {', '.join(TOOLS)}", field=field)
-    return list(names)
+    return expand(names, list(TOOLS), field=field)
 
 
 # --- the vocabulary of other clients -------------------------------------------------------------------------------

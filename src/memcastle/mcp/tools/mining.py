@@ -41,13 +41,16 @@ def mine(
     return {"job": job_view(submitted.job), "joined": not submitted.created}
 
 
-@tool("memcastle_miner_list", "List miners", "read", read_only=True, palace_wide=True)
+@tool("memcastle_miner_list", "List miners", "read", read_only=True, palace_wide=True,
+      other_names={"memcastle_trigger_list": {}})  # fmt: skip
 def miner_list(env: Env) -> dict[str, Any]:
     """Miners: sources mined on a watch or a schedule."""
     return {"miners": [miner_view(m) for m in env.services.miners.list_miners()]}
 
 
-@tool("memcastle_miner_get", "Get a miner", "read", read_only=True, aliases={"id": "name"}, palace_wide=True)
+@tool("memcastle_miner_get", "Get a miner", "read", read_only=True, palace_wide=True,
+      aliases={"id": "name", "trigger_id": "name", "miner": "name"},
+      other_names={"memcastle_trigger_get": {}})  # fmt: skip
 def miner_get(env: Env, name: MinerName) -> dict[str, Any]:
     """A miner whole, with its last run."""
     return env.services.miners.get_miner(name).to_json()

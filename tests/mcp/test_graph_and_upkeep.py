@@ -1,0 +1,103 @@
+"""The tools of the full profile that real use asked for: an entity's page, the graph around an entity or a drawer,
+the original's trigger names for miners, and an audit a repair can be based on — over the SDK, against a daemon."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from typing import Any
+
+from test_mcp_http import call, connect, refused, run
+
+from memcastle.mcp.profiles import HEADER
+
+FULL = {HEADER: "full"}
+CEILING = 60.0
+
+
+async def finished(client: Any, job_id: str) -> dict[str, Any]:
+    deadline = time.monotonic() + CEILING
+    while True:
+        job = await call(client, "memcastle_job_get", job_id=job_id)
+        if job["status"] in ("completed", "failed"):
+            return job
+        assert time.monotonic() < deadline, f"job {job_id} did not finish"
+        time.sleep(0.05)
+
+
+def test_an_entity_page_and_its_neighbourhood(module_daemon: Any) -> None:
+    async def scenario() -> None:
+        async with connect(module_daemon.address, headers=FULL) as client:
+            items = [
+                {"content": "Otterby uses Skiff for deploys.", "wing": "graph",
+                 "fact": {"subject": "Otterby", "predicate": "uses", "object": "Skiff"}},
+                {"content": "Skiff depends on Lantern.", "wing": "graph",
+                 "fact": {"subject": "Skiff", "predicate": "depends_on", "object": "Lantern"}},
+            ]  # fmt: skip
+            written = (await call(client, "memcastle_checkpoint", items=items))["drawers"]
+            page = await call(client, "memcastle_entity", entity="otterby")  # names match whatever their case
+            assert page["name"] == "Otterby"
+            assert "Otterby uses Skiff" in {f["fact"] for f in page["facts"]}
+            assert written[0]["id"][:8] in page["mentions"]
+            by_id = await call(client, "memcastle_entity", id=page["id"][:8])  # the original's argument name
+            assert by_id["id"] == page["id"]
+
+            near = await call(client, "memcastle_graph", entity="Otterby")
+            assert any(line.startswith("Otterby uses Skiff [current]") for line in near["facts"])
+            assert not any("Lantern" in line for line in near["facts"]), "depth 1 stops at the neighbours"
+            far = await call(client, "memcastle_graph", entity="Otterby", depth=2)
+            assert any(line.startswith("Skiff depends_on Lantern") for line in far["facts"])
+            around = await call(client, "memcastle_graph", drawer=written[1]["id"])
+            assert any("Skiff depends_on Lantern" in line for line in around["facts"])
+
+            missing = await refused(client, "memcastle_entity", entity="Nobody-Here")
+            assert missing.structured_content is not None and missing.structured_content["code"] == "not_found"
+            deep = await refused(client, "memcastle_graph", entity="Otterby", depth=3)
+            assert deep.structured_content is not None and deep.structured_content["field"] == "depth"
+
+    run(scenario)
+
+
+def test_the_originals_trigger_names_reach_the_miners(module_daemon: Any) -> None:
+    async def scenario() -> None:
+        async with connect(module_daemon.address) as client:  # not listed by core; answered by name
+            listed = await call(client, "memcastle_trigger_list")
+            assert "miners" in listed
+            unknown = await refused(client, "memcastle_trigger_get", trigger_id="no-such-miner")
+            assert unknown.structured_content is not None and unknown.structured_content["code"] == "not_found"
+            assert "no-such-miner" in unknown.structured_content["error"]
+
+    run(scenario)
+
+
+def test_an_audit_then_a_repair_based_on_it(module_daemon: Any) -> None:
+    async def scenario() -> None:
+        db = sqlite3.connect(module_daemon.palace / "palace.sqlite3", isolation_level=None)
+        db.execute("INSERT INTO drawer_tag(drawer_seq, tag) VALUES (434343, 'ghost-of-mcp')")
+        db.close()
+        async with connect(module_daemon.address, headers=FULL) as client:
+            audit = await finished(client, (await call(client, "memcastle_audit"))["job"]["id"])
+            assert audit["status"] == "completed"
+            based = audit["id"][:8]
+            would = await call(client, "memcastle_repair", based_on_job=based, checks=["orphan_tags"])
+            assert would == {"would_repair": ["orphan_tags"], "dry_run": True}, "a dry run by default"
+            preview = await call(client, "memcastle_repair")
+            assert preview["dry_run"] is True and preview["job"]["kind"] == "audit"
+
+            unknown = await refused(client, "memcastle_repair", checks=["everything_else"])
+            assert unknown.structured_content is not None and unknown.structured_content["field"] == "checks"
+            applied = await call(client, "memcastle_repair", based_on_job=based, checks=["orphan_tags"], dry_run=False)
+            done = await finished(client, applied["job"]["id"])
+            assert done["kind"] == "repair" and done["result"]["repaired"] == {"orphan_tags": 1}, done
+            not_audit = await refused(client, "memcastle_repair", based_on_job=done["id"][:8], dry_run=False)
+            assert not_audit.structured_content is not None
+            assert not_audit.structured_content["field"] == "based_on_job"
+            clean = await finished(client, (await call(client, "memcastle_audit"))["job"]["id"])
+            again = await call(client, "memcastle_repair", based_on_job=clean["id"], checks=["orphan_tags"])
+            assert again["job"] is None and "found nothing" in again["note"]
+
+            await call(client, "memcastle_set_mode", mode="read_only")
+            denied = await refused(client, "memcastle_repair", dry_run=False)
+            assert denied.structured_content is not None and denied.structured_content["code"] == "forbidden"
+
+    run(scenario)
