@@ -50,6 +50,8 @@ def test_an_entity_page_and_its_neighbourhood(module_daemon: Any) -> None:
             around = await call(client, "memcastle_graph", drawer=written[1]["id"])
             assert any("Skiff depends_on Lantern" in line for line in around["facts"])
 
+            missing = await refused(client, "memcastle_graph", entity="Nobody-Here")
+            assert missing.structured_content is not None and "fact_list" in missing.structured_content["help"]
             missing = await refused(client, "memcastle_entity", entity="Nobody-Here")
             assert missing.structured_content is not None and missing.structured_content["code"] == "not_found"
             deep = await refused(client, "memcastle_graph", entity="Otterby", depth=3)

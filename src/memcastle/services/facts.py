@@ -366,7 +366,7 @@ class FactService:
         nodes: dict[str, dict[str, Any]] = {}
         edges: list[dict[str, Any]] = []
         if entity is not None:
-            seeds = self._named(entity) or [self.get_entity(entity).entity.id]
+            seeds = self._named(entity) or [self.find_entity(entity)[0].entity.id]
         else:
             assert drawer is not None
             found = self._store.drawers.get_drawer(resolve_id(self._store, "drawer", drawer, field="drawer"))
