@@ -23,7 +23,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from bench.common import command_line, machine, open_palace, write_section
+from bench.common import add_overrides, apply_overrides, command_line, machine, open_palace, write_section
 from bench.questions import RANKINGS, Run, ask, mine, show, table
 from memcastle.model.search import Hit
 
@@ -103,7 +103,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--keep", type=Path)
     parser.add_argument("--reuse", type=Path)
     parser.add_argument("--write", action="store_true")
+    add_overrides(parser)
     args = parser.parse_args(argv)
+    apply_overrides(parser, args)
     work = Path(tempfile.mkdtemp(prefix="memcastle-code-questions-"))
     root = stdlib()
     excluded = [name for name in args.exclude.split(",") if name]

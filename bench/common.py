@@ -43,10 +43,28 @@ def parse_override(text: str) -> tuple[str, Any]:
         return key.strip(), value
 
 
+def add_overrides(parser: Any) -> None:
+    """`--set KEY=VALUE` (repeatable) on a benchmark's parser; `apply_overrides` reads it."""
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="a setting other than the default (repeatable)"
+    )
+
+
+def apply_overrides(parser: Any, args: Any) -> None:
+    """The parsed `--set`s into OVERRIDES; a run that writes the recorded results takes none."""
+    try:
+        OVERRIDES.update(parse_override(pair) for pair in args.set)
+    except ValueError as exc:
+        parser.error(str(exc))
+    if args.set and getattr(args, "write", False):
+        parser.error("the recorded results are measured with the defaults; drop --set")
+
+
 def open_palace(path: Path, **flags: Any) -> Palace:
-    """Build and start a palace with the given settings (dotted keys), no environment or config file."""
+    """Build and start a palace with the given settings (dotted keys) and the run's `--set` overrides, no environment
+    or config file."""
     settings = load_settings(
-        flags={"palace": str(path), "mining.roots": BENCH_ROOTS, **flags}, env={}, config_file=None
+        flags={"palace": str(path), "mining.roots": BENCH_ROOTS, **flags, **OVERRIDES}, env={}, config_file=None
     )
     palace = build(settings)
     palace.start()

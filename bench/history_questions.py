@@ -21,7 +21,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from bench.common import command_line, machine, open_palace, write_section
+from bench.common import add_overrides, apply_overrides, command_line, machine, open_palace, write_section
 from bench.questions import RANKINGS, Run, ask, mine, show, table
 from memcastle.model.search import Hit
 
@@ -96,7 +96,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--repo", type=Path, required=True, help="a clone of sqlite-utils holding commit " + TIP)
     parser.add_argument("--rankings", default=",".join(RANKINGS))
     parser.add_argument("--write", action="store_true")
+    add_overrides(parser)
     args = parser.parse_args(argv)
+    apply_overrides(parser, args)
     repo = args.repo.resolve()
     check(repo)
     with tempfile.TemporaryDirectory(prefix="memcastle-history-questions-") as work:

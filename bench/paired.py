@@ -1,6 +1,7 @@
 """`python -m bench.paired A.json B.json`: is B's difference from A on the same questions more than noise?
 
 Reads two `--per-question` files of `bench.locomo` (each question's recall@10, per level/ranking, in the same order)
+or of `bench.judged` (recall@5, recall@10 and MRR per ranking/category: `--metric recall_at_5`)
 and, per level/ranking, reports the mean difference B − A, a paired bootstrap 95 % interval of it (10,000 resamples of
 the questions, seeded), and the questions B does better and worse on with the two-sided sign test's p-value. A
 difference whose interval holds 0 is, on these questions, noise.
@@ -29,11 +30,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("baseline", type=Path)
     parser.add_argument("candidate", type=Path)
+    parser.add_argument("--metric", default="recall_at_10", help="recall_at_10 (default), recall_at_5 or mrr")
     args = parser.parse_args()
-    a = json.loads(args.baseline.read_text("utf-8"))["recall_at_10"]
-    b = json.loads(args.candidate.read_text("utf-8"))["recall_at_10"]
+    try:
+        a = json.loads(args.baseline.read_text("utf-8"))[args.metric]
+        b = json.loads(args.candidate.read_text("utf-8"))[args.metric]
+    except KeyError:
+        raise SystemExit(f"--metric {args.metric}: not in both files") from None
+    label = {"recall_at_10": "R@10", "recall_at_5": "R@5", "mrr": "MRR"}.get(args.metric, args.metric)
     rng = np.random.default_rng(20261203)
-    print("| level/ranking | questions | A R@10 | B R@10 | B − A | 95 % interval | B better / worse | sign test p |")
+    print(f"| set | questions | A {label} | B {label} | B − A | 95 % interval | B better / worse | sign test p |")
     print("|---|---|---|---|---|---|---|---|")
     for key in sorted(set(a) & set(b)):
         x, y = np.array(a[key]), np.array(b[key])

@@ -6,11 +6,13 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 from bench.common import OVERRIDES, parse_override
 from bench.judged.data import PARITY, RANKINGS, ROOT
 from bench.judged.metrics import parity_gaps, parity_problems
-from bench.judged.report import measure, write_baseline
+from bench.judged.report import Evaluation, measure, write_baseline
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -30,6 +32,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="a setting other than the default (repeatable)"
     )
+    parser.add_argument(
+        "--per-question",
+        type=Path,
+        metavar="FILE",
+        help="write each query's recall@5, recall@10 and MRR per ranking/category (JSON) for bench.paired",
+    )
     args = parser.parse_args(argv)
     try:
         OVERRIDES.update(parse_override(pair) for pair in args.set)
@@ -46,9 +54,28 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
+PAIRED_METRICS = {"recall_at_5": "recall@5", "recall_at_10": "recall@10", "mrr": "mrr"}
+
+
+def per_question(run: Evaluation) -> dict[str, Any]:
+    """Each query's metrics, in the queries' order, keyed `ranking/category` (and `ranking/all`): what
+    `bench.paired --metric …` compares query by query."""
+    out: dict[str, Any] = {name: {} for name in PAIRED_METRICS}
+    for ranking, outcomes in run.outcomes.items():
+        for name, metric in PAIRED_METRICS.items():
+            groups: dict[str, list[float]] = {f"{ranking}/all": []}
+            for outcome in outcomes:
+                groups[f"{ranking}/all"].append(outcome.metrics[metric])
+                groups.setdefault(f"{ranking}/{outcome.query.category}", []).append(outcome.metrics[metric])
+            out[name].update(groups)
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     run = measure(args.rankings, verbose=args.verbose, store_url=args.store)
+    if args.per_question:
+        args.per_question.write_text(json.dumps(per_question(run)) + "\n", encoding="utf-8")
     if args.store:
         baseline = json.loads((ROOT / "baseline.json").read_text(encoding="utf-8"))
         print(

@@ -48,6 +48,7 @@ from memcastle.search.embeddings import EmbeddingProvider, build_provider
 from memcastle.search.engine import SearchEngine, SemanticLeg
 from memcastle.search.fusion import FusionWeights
 from memcastle.search.maintainer import IndexMaintainer
+from memcastle.search.second_stage import SecondStage
 from memcastle.search.semantic import SemanticIndex
 from memcastle.search.stored import StoredVectorIndex
 from memcastle.search.transition import ModelTransition, Serving, builtin_for, previous_builtin
@@ -384,6 +385,9 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
         else None,
         policy=policy,
         freshness=_freshness(settings),
+        second_stage=SecondStage(
+            settings["search.rerank"], depth=settings["search.rerank_depth"], weight=settings["search.rerank_weight"]
+        ),
         now=now,
         parallel=settings["search.parallel"],
         passages=(settings["embeddings.passage_chars"], settings["embeddings.passage_overlap"]),

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
-from memcastle.model.vocabulary import EntityKind, ExplicitLink, Predicate, Ranking, SourceKind, Switch
+from memcastle.model.vocabulary import EntityKind, ExplicitLink, Predicate, Ranking, Rerank, SourceKind, Switch
 from memcastle.modes import Mode
 from memcastle.services.validation import (
     MAX_CHECKPOINT_ITEMS,
@@ -126,6 +126,9 @@ class SearchBody(SearchScopeBody):
     ranking: Ranking = "auto"
     expand: bool = False
     preferences: Switch = "on"
+    rerank: Rerank | None = Field(
+        None, description="the second stage over the fused pool: off, on, auto; default the palace's search.rerank"
+    )
     include_hidden: bool = Field(False, description="the drawers a person hid too")
     full: bool = Field(True, description="false: the compact hits MCP answers with (snippet, origin, signals, a "
                        "preference line; no drawer text, no hashes)")  # fmt: skip

@@ -168,6 +168,12 @@ def explain_signals(hit: Mapping[str, Any]) -> str:
     for key in ("lexical", "semantic", "fusion", "graph", "relevance"):
         if key in signals and signals[key] is not None:
             parts.append(f"{key} {signals[key]:.3f}")
+    stage = signals.get("rerank")
+    if stage:
+        parts.append(
+            f"re-rank +{stage['added']:.3f} (words {stage['coverage']:g}, near {stage['proximity']:g}; "
+            f"fused {signals['fused']:.3f})"
+        )
     preference = signals.get("preference")
     if preference:
         criterion = preference.get("criterion")

@@ -37,6 +37,12 @@ OPTIONS: dict[str, Callable[[F], F]] = {
     "preferences": click.option(
         "--preferences", default="on", help="on, or off to see the ranking without source preferences"
     ),
+    "rerank": click.option(
+        "--rerank",
+        type=click.Choice(("off", "on", "auto")),
+        default=None,
+        help="the second stage over the fused pool; default the palace's search.rerank",
+    ),
     "include_hidden": click.option("--include-hidden", is_flag=True, help="the drawers a person hid too"),
 }
 # What a forget by search takes: where and when, no ranking.

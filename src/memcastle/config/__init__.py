@@ -151,6 +151,31 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "search.parallel", int, 0, "searches computed at once, the others wait (0: one per CPU core)", minimum=0
     ),
     SettingSpec(
+        "search.rerank",
+        str,
+        "off",
+        "the second stage over the fused pool (docs/adr/0047-second-stage.md): on re-scores its best candidates by how "
+        "much of the query each holds and how close together; auto, for queries of two words or more; off, the "
+        "fusion's order",
+        choices=("off", "on", "auto"),
+    ),
+    SettingSpec(
+        "search.rerank_depth",
+        int,
+        40,
+        "how many of the fused pool's best candidates the second stage re-scores",
+        minimum=2,
+        maximum=200,
+    ),
+    SettingSpec(
+        "search.rerank_weight",
+        float,
+        0.3,
+        "the most the second stage adds to a candidate's fused relevance (which spans 0-1 among those re-scored)",
+        minimum=0,
+        maximum=1,
+    ),
+    SettingSpec(
         "search.freshness",
         str,
         "",

@@ -76,6 +76,7 @@ class SearchRequest:
     include_historical: bool = False
     expand: bool = False
     preferences: str = "on"
+    rerank: str | None = None  # the second stage: off, on or auto; None: the palace's search.rerank
     known_at: str | None = None
     known_from: str | None = None
     known_until: str | None = None

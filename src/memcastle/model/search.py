@@ -102,6 +102,7 @@ class SearchQuery:
     expand: bool = False
     preferences: bool = True
     vector: tuple[float, ...] | None = None  # a caller-supplied query vector: the semantic leg embeds nothing
+    rerank: str | None = None  # the second stage: off, on or auto; None: the palace's search.rerank
 
 
 @dataclass(frozen=True)

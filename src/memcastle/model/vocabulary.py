@@ -13,6 +13,7 @@ FactState = Literal["current", "conflicting", "superseded", "invalidated", "hist
 JobState = Literal["queued", "running", "paused", "completed", "failed", "cancelled"]
 ExplicitLink = Literal["confirms", "contradicts", "refines"]
 Switch = Literal["on", "off"]
+Rerank = Literal["off", "on", "auto"]
 
 # The same vocabularies as tuples, for validation and listings: derived, so each is written once.
 SOURCE_KINDS: tuple[str, ...] = get_args(SourceKind)

@@ -29,6 +29,7 @@ from memcastle.search.fusion import FusionWeights, Ranked, fuse, pool_relevance
 from memcastle.search.lexical import query_terms
 from memcastle.search.passage_bm25 import best_passage_scores, idf, rescored
 from memcastle.search.passages import PASSAGE_OVERLAP_CHARS, PASSAGE_WINDOW_CHARS
+from memcastle.search.second_stage import NO_SECOND_STAGE, Candidate, SecondStage
 from memcastle.search.snippets import TermMatcher, snippet
 from memcastle.search.turns import Turns
 from memcastle.store import KnowledgeStore
@@ -97,8 +98,10 @@ class SearchEngine:
         passages: tuple[int, int] = (PASSAGE_WINDOW_CHARS, PASSAGE_OVERLAP_CHARS),
         fill_rows: int = FILL_ROWS,
         pending_ttl: float = PENDING_TTL,
+        second_stage: SecondStage = NO_SECOND_STAGE,
     ) -> None:
         self._store = store
+        self.second_stage = second_stage
         # At most `parallel` searches compute at once (0: one per CPU core); the others wait their turn. Sixteen
         # searches on two cores at once spent a third more CPU each (their threads trading the interpreter and the
         # cores) than the same searches taken two or three at a time (docs/adr/0015-search-at-scale.md).
@@ -254,9 +257,12 @@ class SearchEngine:
             early.cancel()
             early = None
         direct: list[Hit] = []
+        rescoring = self.second_stage.applies(query.text, query.rerank)
         for size in pools:
             pooled = self._pool(query, ranking, vector, size, early)
             early = None
+            if rescoring:
+                pooled = self.second_stage.rescore(query.text, pooled, self._texts, self._idf)
             shown = {hit.drawer.id for hit in direct}
             direct += self._ranked(query, pooled, shown, min(size, query.limit) - len(direct))
             if len(pooled) < size:
@@ -274,6 +280,16 @@ class SearchEngine:
         return SearchResult(
             hits=tuple(self._with_snippets(query, direct + related, vector)), ranking=ranking, warnings=tuple(warnings)
         )
+
+    def _texts(self, drawer_ids: Sequence[str]) -> dict[str, Candidate]:
+        """What the second stage reads of the candidates: their texts, and a file's path."""
+        return {
+            d.id: Candidate(d.content, file_path(d)) for d in self._store.drawers.get_drawers(list(drawer_ids)).values()
+        }
+
+    def _idf(self, words: Sequence[str]) -> list[float]:
+        stats = self._store.search.term_statistics(list(words))
+        return idf(stats.drawers, stats.frequencies)
 
     def _palace_drawers(self) -> int:
         """How many drawers the palace holds, counted at most once a minute: expansion measures how generic an
@@ -543,6 +559,19 @@ def _marked_signals(drawer_id: str, signals: Mapping[str, Any], found: Mapping[s
 
 def _marked(hit: Hit, found: Mapping[str, Standing]) -> Hit:
     return dataclasses.replace(hit, signals=_marked_signals(hit.drawer.id, hit.signals, found))
+
+
+def file_path(drawer: Drawer) -> str | None:
+    """A mined file's path, relative to the folder mined where the connector says so (else its URI's path)."""
+    if drawer.source.kind != "file":
+        return None
+    origin = drawer.source.origin
+    metadata = origin.metadata if origin is not None else None
+    relative = metadata.get("relative_path") if isinstance(metadata, Mapping) else None
+    if isinstance(relative, str) and relative:
+        return relative
+    uri = drawer.source.uri or ""
+    return uri.removeprefix("file://") or None
 
 
 def fill_below(first: list[ScoredDrawer], more: list[ScoredDrawer], limit: int) -> list[ScoredDrawer]:

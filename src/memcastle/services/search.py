@@ -27,6 +27,7 @@ from memcastle.model import (
 from memcastle.model.requests import SearchRequest
 from memcastle.model.time import Axis
 from memcastle.search.engine import SearchEngine
+from memcastle.search.second_stage import RERANK_MODES
 from memcastle.services.audit import Record, unrecorded
 from memcastle.services.ids import resolve_id
 from memcastle.services.reader import visibility
@@ -190,6 +191,8 @@ def build_query(request: SearchRequest, default_time: When = CURRENT) -> SearchQ
         )
     if request.preferences not in ("on", "off"):
         raise InvalidRequest("preferences must be 'on' or 'off'", field="preferences")
+    if request.rerank is not None and request.rerank not in RERANK_MODES:
+        raise InvalidRequest(f"unknown rerank {request.rerank!r}; one of {', '.join(RERANK_MODES)}", field="rerank")
     when = when_of(request, default_time)
     vector = None
     if request.query_embedding is not None:
@@ -212,4 +215,5 @@ def build_query(request: SearchRequest, default_time: When = CURRENT) -> SearchQ
         expand=request.expand,
         preferences=request.preferences == "on",
         vector=vector,
+        rerank=request.rerank,
     )

@@ -22,7 +22,7 @@ from memcastle.mcp.tools.base import (
     tool,
 )
 from memcastle.model.requests import request_of
-from memcastle.model.vocabulary import Ranking, SourceKind, Switch
+from memcastle.model.vocabulary import Ranking, Rerank, SourceKind, Switch
 from memcastle.services import SearchRequest
 from memcastle.services.views import MIN_BUDGET, drawer_view, fit, search_view, shorter_hit, size
 
@@ -32,6 +32,7 @@ Historical = Annotated[bool, Field(description="superseded versions too")]
 AsOf = Annotated[str | None, Field(description="RFC 3339: what held then")]
 Expand = Annotated[bool, Field(description="add graph neighbours")]
 Preferences = Annotated[Switch, Field(description="source trust")]
+Rescore = Annotated[Rerank | None, Field(description="second stage")]
 
 
 @tool("memcastle_search", "Search memory", "read", read_only=True)
@@ -54,6 +55,7 @@ def search(
     known_until: Annotated[str | None, Field()] = None,
     expand: Expand = False,
     preferences: Preferences = "on",
+    rerank: Rescore = None,
     full: Full = False,
     max_chars: MaxChars = None,
 ) -> dict[str, Any]:
@@ -78,6 +80,7 @@ def recall(
     ranking: Ranking = "auto",
     expand: bool = False,
     preferences: Switch = "on",
+    rerank: Rescore = None,
     full: bool = False,
     max_chars: Annotated[int | None, Field(ge=MIN_BUDGET)] = None,
 ) -> dict[str, Any]:

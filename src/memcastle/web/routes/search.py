@@ -29,7 +29,7 @@ TIMES = frozenset(field for fields in TIME_FIELDS.values() for field in fields)
 DEFAULTS: dict[str, Any] = {"query": "", "wing": "", "room": "", "tags": "", "source_kind": "", "connector": "",
                             "ranking": "auto", "time": "current", "as_of": "", "from": "", "until": "", "known_at": "",
                             "known_from": "", "known_until": "", "expand": False, "preferences": "on",
-                            "include_hidden": False, "limit": 10, "page": 1}  # fmt: skip
+                            "rerank": "", "include_hidden": False, "limit": 10, "page": 1}  # fmt: skip
 PAGE_SIZES = (5, 10, 20, 50)
 DEEPEST = 200  # a search ranks at most this many hits (the API's largest limit): the last page ends there
 COUNTED = 1000  # the drawers holding every word are counted up to this many ("1,000+")
@@ -79,6 +79,7 @@ def search_page(
     known_until: str = "",
     expand: bool = False,
     preferences: str = "on",
+    rerank: str = "",
     include_hidden: bool = False,
     limit: int = 10,
     page_number: Annotated[int, Query(alias="page", ge=1)] = 1,
@@ -90,7 +91,7 @@ def search_page(
     form = {"query": query, "wing": wing, "room": room, "tags": tags, "source_kind": source_kind,
             "connector": connector, "ranking": ranking, "time": time, "as_of": as_of, "from": from_, "until": until,
             "known_at": known_at, "known_from": known_from, "known_until": known_until, "expand": expand,
-            "preferences": preferences, "include_hidden": include_hidden, "limit": limit,
+            "preferences": preferences, "rerank": rerank, "include_hidden": include_hidden, "limit": limit,
             "page": page_number}  # fmt: skip
     result = None
     error = None
