@@ -37,6 +37,8 @@ def main() -> None:
         b = json.loads(args.candidate.read_text("utf-8"))[args.metric]
     except KeyError:
         raise SystemExit(f"--metric {args.metric}: not in both files") from None
+    except OSError as exc:
+        raise SystemExit(f"cannot read {exc.filename}: {exc.strerror}") from None
     label = {"recall_at_10": "R@10", "recall_at_5": "R@5", "mrr": "MRR"}.get(args.metric, args.metric)
     rng = np.random.default_rng(20261203)
     print(f"| set | questions | A {label} | B {label} | B − A | 95 % interval | B better / worse | sign test p |")

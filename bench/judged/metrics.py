@@ -163,8 +163,10 @@ def run_query(mined: MinedPalace, query: Query, ranking: str) -> Outcome:
     related = [Entry(mined.doc_key(h.drawer), h.drawer, h.score) for h in result.hits if h.via is not None]
     entries = direct
     # With `search.fill_rows` set by hand the hybrid leg's fill may be bounded where the lexical ranking never is, so
-    # the legs fetched again would not be the ones fused: the response is scored as it is.
-    if result.ranking == "hybrid" and "search.fill_rows" not in OVERRIDES:
+    # the legs fetched again would not be the ones fused: the response is scored as it is; so is one the second stage
+    # re-ordered (its hits keep the fusion's score as `fused`).
+    restaged = any("fused" in h.signals for h in result.hits)
+    if result.ranking == "hybrid" and "search.fill_rows" not in OVERRIDES and not restaged:
         entries = fused_entries(mined, query)
         got = [e.score for e in direct]
         want = [e.score for e in entries[: len(direct)]]
