@@ -26,9 +26,10 @@ from memcastle.model.requests import (
 # A caller's own query vector is for a script with its own embedder, over REST: a person typing a query (CLI, the
 # web form) and an agent (MCP, whose tool list every agent reads at start) search by text.
 SEARCH = set(field_names(SearchRequest)) - {"query_embedding"}
-# A forget by search picks drawers by where and when only: no ranking, so no limit, ranking, expansion or preference.
+# A forget by search picks drawers by where and when only: no ranking, so no limit, ranking, expansion, preference
+# or second stage.
 # A forget reaches hidden drawers too, so it has no include_hidden.
-FORGET = SEARCH - {"limit", "ranking", "expand", "preferences", "include_hidden"}
+FORGET = SEARCH - {"limit", "ranking", "expand", "preferences", "rerank", "include_hidden"}
 # A recall searches a whole wing: never a room (SearchService.recall refuses one).
 RECALL = SEARCH - {"room"}
 # MCP recall also leaves out the connector and record time, to keep the tool list every agent reads at start small:

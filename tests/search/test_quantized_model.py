@@ -52,11 +52,12 @@ def test_its_vectors_stay_close_to_the_shipped_models(
     assert any((tmp_path / "memcastle" / "models").iterdir()), "made in the user's cache"
 
 
-def test_the_shipped_graph_is_the_default_and_the_copy_is_chosen_by_name() -> None:
-    assert build_provider({"provider": "builtin"}).model == BUILTIN_MODEL
-    assert build_provider({"provider": "builtin", "model": "all-MiniLM-L6-v2"}).model == BUILTIN_MODEL
-    assert BuiltinProvider().model == BUILTIN_MODEL
-    assert build_provider({"provider": "builtin", "model": QUANTIZED_MODEL}).model == QUANTIZED_MODEL
+def test_the_int8_copy_is_the_default_and_the_shipped_graph_is_chosen_by_name() -> None:
+    """ADR 0048: the paired gate found no category worse beyond its interval, so the copy is the default."""
+    assert build_provider({"provider": "builtin"}).model == QUANTIZED_MODEL
+    assert build_provider({"provider": "builtin", "model": "all-MiniLM-L6-v2"}).model == QUANTIZED_MODEL
+    assert BuiltinProvider().model == QUANTIZED_MODEL
+    assert build_provider({"provider": "builtin", "model": BUILTIN_MODEL}).model == BUILTIN_MODEL
 
 
 def test_the_builtin_provider_names_its_two_models() -> None:

@@ -188,8 +188,9 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "embeddings.model",
         str,
         "",
-        "model name passed to command/http providers; for builtin, all-MiniLM-L6-v2-int8 (as shipped, the default), "
-        "all-MiniLM-L6-v2-q8 (its copy for the CPU's int8 units) or multilingual-e5-small (the multilingual extra)",
+        "model name passed to command/http providers; for builtin, all-MiniLM-L6-v2-q8 (the default: the shipped "
+        "model's copy for the CPU's int8 units, made on first use), all-MiniLM-L6-v2-int8 (as shipped) or "
+        "multilingual-e5-small (the multilingual extra)",
     ),
     SettingSpec("embeddings.command", list, [], "argv of the command provider (no shell)"),
     SettingSpec("embeddings.url", str, "", "base URL of an OpenAI-compatible embeddings endpoint"),
