@@ -9,6 +9,7 @@ how long the whole drawer is (`chars`), read with `full` or the one-drawer read.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -138,6 +139,36 @@ def job_view(job: Job | Mapping[str, Any]) -> dict[str, Any]:
             "waiting": data.get("waiting"),
         }
     )
+
+
+JOB_NOTE_CHARS = 40  # a listed job's progress message, cut to a glance
+
+
+def job_list_view(jobs: Sequence[Job]) -> dict[str, Any]:
+    """Jobs as a list an agent reads at a glance (`memcastle_job_list`): each by its 8-character id, one instant
+    (`at`: when it finished, else when it was asked for, to the second), its source with the folder every listed
+    source shares said once (`under`), its progress unless it completed all of it, a short note; `memcastle_job_get`
+    has the whole job."""
+    views = [job_view(job) for job in jobs]
+    folders = [v["source"].split(" ", 1)[1] for v in views if " /" in v.get("source", "")]
+    under = os.path.commonpath(folders) if len(folders) > 1 else ""
+    under = under if len(under) > 1 else ""
+    listed = []
+    for view in views:
+        at = view.pop("finished_at", None) or view.pop("created_at", None)
+        view.pop("created_at", None)
+        source = view.get("source")
+        if under and source and " /" in source:
+            connector, folder = source.split(" ", 1)
+            view["source"] = f"{connector} {os.path.relpath(folder, under)}"
+        progress = view.get("progress", "")
+        if view["status"] == "completed" and "/" in progress and len(set(progress.split("/"))) == 1:
+            view.pop("progress")  # all of it: said by `completed`
+        if view.get("note") and len(view["note"]) > JOB_NOTE_CHARS:
+            view["note"] = view["note"][: JOB_NOTE_CHARS - 1] + "…"
+        listed.append({**view, "id": short(view["id"]), "at": at[:19] + "Z" if at else None})
+    out: dict[str, Any] = {"under": under} if under else {}
+    return {**out, "jobs": [_present(v) for v in listed]}
 
 
 def fact_view(view: FactView) -> dict[str, Any]:

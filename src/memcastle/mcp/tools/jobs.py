@@ -8,7 +8,7 @@ from pydantic import Field
 
 from memcastle.mcp.tools.base import Env, JobId, Limit, tool
 from memcastle.model.vocabulary import JobState
-from memcastle.services.views import job_view
+from memcastle.services.views import job_list_view, job_view
 
 JOB_ALIASES = {"id": "job_id"}
 
@@ -20,10 +20,10 @@ def job_list(
     kind: Annotated[str | None, Field(description="mine, embed, extract, ...")] = None,
     limit: Limit = 20,
 ) -> dict[str, Any]:
-    """Background jobs, newest first: status, progress, error."""
+    """Background jobs, newest first (8-char ids): status, progress, when, error."""
     # No `before` cursor here (REST, the CLI and the page have one): an agent asks about recent work, the newest 200
     # at most, and every agent reads this tool list at start.
-    return {"jobs": [job_view(j) for j in env.services.jobs.list_jobs(status, kind, limit)]}
+    return job_list_view(env.services.jobs.list_jobs(status, kind, limit))
 
 
 @tool("memcastle_job_get", "Get a job", "read", read_only=True, aliases=JOB_ALIASES, palace_wide=True)
