@@ -103,3 +103,24 @@ def test_an_audit_then_a_repair_based_on_it(module_daemon: Any) -> None:
             assert denied.structured_content is not None and denied.structured_content["code"] == "forbidden"
 
     run(scenario)
+
+
+def test_a_facts_history_as_it_stood_then_by_the_originals_names(module_daemon: Any) -> None:
+    async def scenario() -> None:
+        async with connect(module_daemon.address, headers=FULL) as client:
+            item = {"content": "The Quayside staging port is 8443.", "wing": "history-as-of",
+                    "fact": {"subject": "Quayside staging", "predicate": "uses", "object": "port 8443"}}  # fmt: skip
+            await call(client, "memcastle_checkpoint", items=[item])
+            [fact] = (await call(client, "memcastle_fact_list", subject="Quayside staging"))["facts"]
+            middle = (await call(client, "memcastle_fact_get", fact_id=fact["id"]))["valid_from"]
+            time.sleep(0.01)
+            changed = await call(client, "memcastle_fact_supersede", fact_id=fact["id"], object="port 9443",
+                                 reason="moved")  # fmt: skip
+            now = await call(client, "memcastle_fact_history", relationship_id=fact["id"][:8])
+            assert [f["id"] for f in now["facts"]] == [fact["id"], changed["fact"]["id"]]
+            then = await call(client, "memcastle_fact_history", relationship_id=fact["id"], as_of=middle)
+            assert [(f["id"], f["state"]) for f in then["facts"]] == [(fact["id"], "current")], then
+            bad = await refused(client, "memcastle_fact_history", fact_id=fact["id"], as_of="yesterday-ish")
+            assert bad.structured_content is not None and bad.structured_content["field"] == "as_of"
+
+    run(scenario)

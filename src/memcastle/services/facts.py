@@ -163,8 +163,10 @@ class FactService:
         at = parse_instant(as_of, field="as_of") if as_of else self._now()
         return self._describe([self._readable(fact_id)], at)[0]
 
-    def fact_history(self, fact_id: str) -> list[FactView]:
-        """The fact and everything transitively linked to it, ordered by valid_from."""
+    def fact_history(self, fact_id: str, *, as_of: str | None = None) -> list[FactView]:
+        """The fact and everything transitively linked to it, ordered by valid_from; with `as_of`, the history as it
+        stood then: the facts valid from that instant or before, in the states they had at it."""
+        at = parse_instant(as_of, field="as_of") if as_of else self._now()
         fact_id = self._readable(fact_id).id
         seen = {fact_id: self._store.graph.get_assertion(fact_id)}
         frontier = [fact_id]
@@ -176,8 +178,9 @@ class FactService:
                     if other not in seen:
                         seen[other] = self._store.graph.get_assertion(other)
                         frontier.append(other)
-        ordered = sorted(self._visible(list(seen.values())), key=lambda f: (f.valid_from, f.id))
-        history = self._describe(ordered, self._now())
+        known = [f for f in self._visible(list(seen.values())) if as_of is None or f.valid_from <= at]
+        ordered = sorted(known, key=lambda f: (f.valid_from, f.id))
+        history = self._describe(ordered, at)
         facts, drawers = _ids(history)
         self._record("facts", fact_ids=facts, drawer_ids=drawers)
         return history

@@ -75,8 +75,8 @@ def get_fact(fact_id: str, request: Request, as_of: QInstant = None) -> dict[str
 
 
 @router.get("/facts/{fact_id}/history", response_model=FactsOut, tags=["facts"], dependencies=[Depends(reads)])
-def fact_history(fact_id: str, request: Request) -> dict[str, Any]:
-    return {"facts": [f.to_json() for f in services(request).facts.fact_history(fact_id)]}
+def fact_history(fact_id: str, request: Request, as_of: QInstant = None) -> dict[str, Any]:
+    return {"facts": [f.to_json() for f in services(request).facts.fact_history(fact_id, as_of=as_of)]}
 
 
 @router.post("/facts", status_code=201, response_model=FactOut, tags=["facts"], dependencies=[Depends(writes)])

@@ -15,6 +15,9 @@ FACT_ALIASES = {"id": "fact_id", "relationship_id": "fact_id"}
 Name = Annotated[str | None, Field()]
 
 
+AsOfFact = Annotated[str | None, Field(description="what held then (RFC 3339)")]
+
+
 @tool("memcastle_fact_list", "List facts", "read", read_only=True)
 def fact_list(
     env: Env,
@@ -22,7 +25,7 @@ def fact_list(
     predicate: Predicate | None = None,
     object: Name = None,
     state: FactState | None = None,
-    as_of: Annotated[str | None, Field(description="what held then (RFC 3339)")] = None,
+    as_of: AsOfFact = None,
     limit: Limit = 20,
 ) -> dict[str, Any]:
     """Facts (subject predicate object): state, evidence, links; in a conflict, the preferred one and why."""
@@ -39,9 +42,9 @@ def fact_get(env: Env, fact_id: FactId) -> dict[str, Any]:
 
 
 @tool("memcastle_fact_history", "Fact history", "read", read_only=True, aliases=FACT_ALIASES)
-def fact_history(env: Env, fact_id: FactId) -> dict[str, Any]:
+def fact_history(env: Env, fact_id: FactId, as_of: AsOfFact = None) -> dict[str, Any]:
     """A fact and the facts linked to it, oldest first: how it changed, and why."""
-    return {"facts": [fact_view(f) for f in env.services.facts.fact_history(fact_id)]}
+    return {"facts": [fact_view(f) for f in env.services.facts.fact_history(fact_id, as_of=as_of)]}
 
 
 @tool("memcastle_fact_supersede", "Correct a fact", "write", read_only=False, idempotent=False,
