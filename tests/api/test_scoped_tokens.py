@@ -32,6 +32,9 @@ from memcastle.web.routes import audit, drawers, forgetting, jobs, knowledge, lo
 
 MARKER = "zqxmarker7731"
 PLANTED_WING = "vault"
+# An alias the owner gives the planted entity "Vaultcity": the scoped token types it (and the entity's id) in its own
+# entity writes; the canonical name, the ids and the alias's owner must never come back (ADR 0049).
+PLANTED_ALIAS = "Vcity Keepers"
 
 
 class Planted:
@@ -42,6 +45,7 @@ class Planted:
 
     def __init__(self) -> None:
         self.ids: dict[str, str] = {}
+        self.own: dict[str, str] = {}  # ids the scoped token may see and write
 
     def leaks(self, text: str, sent: str = "", refused: bool = False) -> list[str]:
         """What of the planted memory `text` shows. An id the request itself named may come back in its refusal
@@ -79,6 +83,9 @@ def scoped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Daemon, s
         assert fact.status_code == 201, fact.text
         planted.ids["fact"] = fact.json()["id"]
         planted.ids["entity"] = fact.json()["subject_id"]
+        planted.ids["object entity"] = fact.json()["object_id"]
+        alias = owner.post(f"/api/entities/{planted.ids['object entity']}/aliases", json={"alias": PLANTED_ALIAS})
+        assert alias.status_code == 200, alias.text
         folder = root / "mined"
         folder.mkdir()
         (folder / "plan.md").write_text(f"# Plan\n\nThe {MARKER} tunnel opens at dawn.\n", encoding="utf-8")
@@ -93,6 +100,11 @@ def scoped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Daemon, s
         planted.ids["mined drawer"] = next(d["id"] for d in mined if d["id"] != planted.ids["drawer"])
         visible = owner.post("/api/notes", json={"content": "The team lantern is blue.", "wing": "team"})
         assert visible.status_code == 201
+        # A drawer and an entity of the token's own: its entity writes name what is out of scope.
+        own = owner.post("/api/notes", json={"content": "The notes owl keeps the index.", "wing": "notes"}).json()
+        planted.own["drawer"] = own["drawer"]["id"]
+        owl = owner.post(f"/api/drawers/{planted.own['drawer']}/mentions", json={"entity": "Notes Owl"})
+        planted.own["entity"] = owl.json()["id"]
         # A wing the token reads one room of: the room beside it holds the marker too.
         beside = {"content": f"The shared locker {MARKER} code is 4411.", "wing": "shared", "room": "private"}
         planted.ids["room drawer"] = owner.post("/api/notes", json=beside).json()["drawer"]["id"]
@@ -166,7 +178,23 @@ def _rest_calls(paths: dict[str, Any], planted: Planted) -> list[tuple[str, str,
         "/api/facts": [{"subject": "Ana", "predicate": "uses", "object": "Vim",
                         "evidence_drawer": planted.ids["drawer"]}],
     }  # fmt: skip
-    calls = []
+    # Entity writes on the token's own drawer and entity that name the planted entity by alias and by id: they must
+    # resolve among what it sees, as if nothing else held that name (no 409 naming another, no other entity back).
+    own_drawer, own_entity = planted.own["drawer"], planted.own["entity"]
+    calls = [
+        ("POST", f"/api/entities/{own_entity}/aliases", {"alias": PLANTED_ALIAS}),
+        ("POST", f"/api/drawers/{own_drawer}/mentions", {"entity": PLANTED_ALIAS}),
+        ("POST", f"/api/drawers/{own_drawer}/mentions", {"entity": planted.ids["object entity"]}),
+        ("POST", f"/api/drawers/{own_drawer}/mentions", {"entity": planted.ids["entity"], "kind": "person"}),
+        ("POST", "/api/facts", {"subject": PLANTED_ALIAS, "predicate": "uses", "object": "Notes Owl",
+                                "evidence_drawer": own_drawer}),
+        ("GET", f"/api/entities/{own_entity}", {}),
+        ("GET", f"/api/entities/{own_entity}/relationships", {}),
+        ("GET", f"/api/graph?entity={PLANTED_ALIAS}&depth=2", {}),
+        ("GET", f"/api/graph?drawer={own_drawer}&depth=2", {}),
+        ("GET", f"/api/entities?name={PLANTED_ALIAS}", {}),
+        ("GET", "/api/entities/candidates", {}),
+    ]  # fmt: skip
     for path, methods in paths.items():
         for method in methods:
             if path in ("/api/health", "/api/shutdown", "/api/events"):
@@ -196,14 +224,23 @@ def test_no_rest_route_shows_the_scoped_token_anything_outside_its_wings(
     calls = _rest_calls(paths, planted)
     assert len({(m, u.split("/")[2]) for m, u, _ in calls}) > 20, "every route group is driven"
     leaks = []
+    owned: list[tuple[str, int, str]] = []  # the answers to its writes on its own drawer and entity: done, not refused
     with _http(daemon, limited) as http:
         for method, url, body in calls:
-            params = {"q": MARKER, "query": MARKER, "wing": PLANTED_WING, "drawer": planted.ids["drawer"], "agent": "a"}
+            params: dict[str, str] | None = {"q": MARKER, "query": MARKER, "wing": PLANTED_WING,
+                                             "drawer": planted.ids["drawer"], "agent": "a"}  # fmt: skip
+            params = None if "?" in url else params  # a call that names its own query asks just that
             answer = http.request(method, url, json=body if method != "GET" else None, params=params)
             sent = f"{url} {json.dumps(body)} {json.dumps(params)}"
             found = planted.leaks(answer.text, sent, refused=answer.status_code >= 400)
             if found:
                 leaks.append((method, url, answer.status_code, found))
+            if planted.own["drawer"] in url or planted.own["entity"] in url:
+                owned.append((url, answer.status_code, answer.text[:200]))
+        # The alias is its entity's (nobody it sees holds it), the name then resolves to that; by id the planted
+        # entity is as unknown.
+        assert [c for _, c, _ in owned[:4]] == [200, 201, 404, 404], owned[:4]
+        assert [o for o in owned[4:] if o[1] != 200] == []
         # A write outside the write scope is refused, naming it; the planted drawer is still there.
         assert http.post("/api/notes", json={"content": MARKER, "wing": PLANTED_WING}).status_code == 403
     assert not leaks, leaks
@@ -245,8 +282,18 @@ MCP_ARGUMENTS: dict[str, list[dict[str, Any]]] = {
     "memcastle_miner_list": [{}],
     "memcastle_miner_get": [{"name": "any"}],
     "memcastle_miner_run": [{"name": "any"}],
-    "memcastle_entity": [{"entity": f"Ana {MARKER}"}, {"entity": "{entity}"}],
-    "memcastle_graph": [{"entity": f"Ana {MARKER}", "depth": 2}, {"drawer": "{drawer}"}],
+    "memcastle_entity": [
+        {"entity": f"Ana {MARKER}"},
+        {"entity": "{entity}"},
+        {"entity": PLANTED_ALIAS},
+        {"entity": "{object}"},
+    ],
+    "memcastle_graph": [
+        {"entity": f"Ana {MARKER}", "depth": 2},
+        {"drawer": "{drawer}"},
+        {"entity": PLANTED_ALIAS, "depth": 2},
+        {"drawer": "{own}", "depth": 2},
+    ],
     "memcastle_audit": [{}],
     "memcastle_repair": [{}, {"dry_run": False}],
     "memcastle_status": [{}],
@@ -260,7 +307,8 @@ def test_no_mcp_tool_shows_the_scoped_token_anything_outside_its_wings(
     daemon, _, limited, planted = scoped
     assert set(MCP_ARGUMENTS) == set(TOOLS), "every tool is driven (a new tool needs its arguments here)"
     ids = {"drawer": planted.ids["drawer"], "drawer8": planted.ids["drawer"][:8], "fact": planted.ids["fact"],
-           "fact8": planted.ids["fact"][:8], "job": planted.ids["job"], "entity": planted.ids["entity"]}  # fmt: skip
+           "fact8": planted.ids["fact"][:8], "job": planted.ids["job"], "entity": planted.ids["entity"],
+           "object": planted.ids["object entity"], "own": planted.own["drawer"]}  # fmt: skip
     leaks: list[Any] = []
     answered: list[str] = []
 
@@ -312,6 +360,8 @@ def test_no_web_page_shows_the_scoped_token_anything_outside_its_wings(
             f"/graph?entity=Ana%20{MARKER}",
             f"/graph?entity={planted.ids['entity']}",
             f"/graph?drawer={drawer}",
+            f"/graph?entity={PLANTED_ALIAS}",
+            f"/graph?drawer={planted.own['drawer']}",
         ],  # fmt: skip
         "/overview": ["/overview"],
         "/miners": ["/miners"],

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from memcastle.clock import Clock, utc_now
@@ -59,12 +60,23 @@ class EntityResolver:
 
     Every step is an index lookup (name, key, alias, key variants), so resolving a name costs the same in a palace of
     a hundred entities or of a million; what it has looked up or created is remembered for the batch.
+
+    `visible`, for a write on behalf of a scoped client, keeps the palace's entities it may see (ADR 0049): one it
+    may not is as if it did not exist — the name makes a new entity, under an id of its own.
     """
 
-    def __init__(self, store: GraphStore, *, now: Clock = utc_now, fuzzy: bool = True) -> None:
+    def __init__(
+        self,
+        store: GraphStore,
+        *,
+        now: Clock = utc_now,
+        fuzzy: bool = True,
+        visible: Callable[[Sequence[str]], set[str]] | None = None,
+    ) -> None:
         self._store = store
         self._now = now
         self._fuzzy = fuzzy  # `dedup.entity_fuzzy`: off, a name one edit from a known one is another entity
+        self._visible = visible
         self.created: list[Entity] = []
         self.aliases: list[tuple[str, str]] = []  # (entity id, spelling) learnt by one-edit matches
         self._learnt: dict[str, list[str]] = {}  # alias key -> entity ids learnt in this batch
@@ -73,13 +85,28 @@ class EntityResolver:
     def _compatible(entity: Entity, kind: str) -> bool:
         return entity.kind == kind or "other" in (entity.kind, kind)
 
+    def _seen(self, entities: Sequence[Entity]) -> list[Entity]:
+        """Those of the palace's entities the write may resolve to: all, or the client's visible ones."""
+        if self._visible is None or not entities:
+            return list(entities)
+        kept = self._visible([e.id for e in entities])
+        return [e for e in entities if e.id in kept]
+
+    def _new_id(self, kind: str, key: str) -> str:
+        """The deterministic id; for a scoped write whose (kind, key) an invisible entity already holds, a fresh one
+        (the answer must not be that entity)."""
+        wanted = entity_id_for(kind, key)
+        if self._visible is not None and self._store.get_entities([wanted]):
+            return str(uuid.uuid4())
+        return wanted
+
     def _named(self, name: str, key: str) -> list[Entity]:
-        found = {e.id: e for e in self._store.entities_named(name, key)}
+        found = {e.id: e for e in self._seen(self._store.entities_named(name, key))}
         found.update({e.id: e for e in self.created if e.name == name or e.key == key})
         return list(found.values())
 
     def _aliased(self, key: str) -> list[Entity]:
-        found = {e.id: e for e in self._store.entities_with_alias(key)}
+        found = {e.id: e for e in self._seen(self._store.entities_with_alias(key))}
         learnt = set(self._learnt.get(key, ()))
         if learnt:
             known = {e.id: e for e in self.created if e.id in learnt}
@@ -92,7 +119,7 @@ class EntityResolver:
         variants = key_variants(key) if self._fuzzy else set()
         if not variants:
             return []
-        found = {e.id: e for e in self._store.entities_sharing_variants(sorted(variants))}
+        found = {e.id: e for e in self._seen(self._store.entities_sharing_variants(sorted(variants)))}
         found.update({e.id: e for e in self.created if key_variants(e.key) & variants})
         return [
             e
@@ -114,7 +141,7 @@ class EntityResolver:
             if found is not None:
                 return Resolution(entity=found.entity, created=False, how=f"{found.how} without the article")
         near = [e for e in self._near(key) if self._compatible(e, kind)]
-        entity = Entity(id=entity_id_for(kind, key), name=name, kind=kind, key=key, aliases=(), created_at=self._now())
+        entity = Entity(id=self._new_id(kind, key), name=name, kind=kind, key=key, aliases=(), created_at=self._now())
         self.created.append(entity)
         hints = [
             EntityHint(entity.id, other.id, "possibly_same", f"{name!r} is one edit from {other.name!r}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Sequence
 from typing import Any, NamedTuple
@@ -34,6 +35,7 @@ from memcastle.services.validation import check_limit, require_name
 from memcastle.store import KnowledgeStore
 
 EXPLICIT = "explicit"
+_WHOLE_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
 
 
 class ValidFact(NamedTuple):
@@ -242,6 +244,19 @@ class FactService:
             return True
         return bool(self._visible(self._store.graph.assertions_touching([entity_id], 200)))
 
+    def _visible_entities(self, entity_ids: Sequence[str]) -> set[str]:
+        if visibility().reads_everything:
+            return set(entity_ids)
+        return {i for i in entity_ids if self._entity_visible(i)}
+
+    def _resolver(self) -> EntityResolver:
+        """The resolver of a write made for the current client: among the entities it may see (ADR 0049), so a
+        name only another wing's memory uses makes a new entity rather than answering with that one."""
+        scoped = not visibility().reads_everything
+        return EntityResolver(
+            self._store.graph, now=self._now, fuzzy=self._fuzzy, visible=self._visible_entities if scoped else None
+        )
+
     def _readable_drawers(self, drawer_ids: Sequence[str]) -> set[str]:
         seen = visibility()
         places = self._store.search.drawer_places(drawer_ids)
@@ -286,8 +301,9 @@ class FactService:
         alias = require_name(alias, "alias")
         entity = self.get_entity(entity_id).entity
         key = normalize_text(alias)
-        others = [e for e in self._store.graph.entities_named(alias, key) + self._store.graph.entities_with_alias(key)
-                  if e.id != entity.id]  # fmt: skip
+        named = self._store.graph.entities_named(alias, key) + self._store.graph.entities_with_alias(key)
+        visible = self._visible_entities([e.id for e in named if e.id != entity.id])
+        others = [e for e in named if e.id in visible]  # one the client may not see does not exist for it
         if others:
             raise Conflict(
                 f"{alias!r} already names entity {others[0].id} ({others[0].name!r})",
@@ -309,12 +325,16 @@ class FactService:
         seen.writable(drawer.wing, drawer.room)
         name = require_name(entity, "entity")
         known = self._store.ids_with_prefix("entity", name, 2) if len(name) >= 8 else []
+        known = sorted(self._visible_entities(known))
+        if not known and _WHOLE_ID.fullmatch(name):
+            # A whole id names an entity, never a new one called by it: one the client may not see is as unknown.
+            raise NotFound(f"no entity {name}", help="mention an entity by its name (a new name makes one) or id")
         created: tuple[Entity, ...] = ()
         hints: tuple[EntityHint, ...] = ()
         if len(known) == 1:
             target, spelling = self._store.graph.get_entity(known[0]), name
         else:
-            resolver = EntityResolver(self._store.graph, now=self._now, fuzzy=self._fuzzy)
+            resolver = self._resolver()
             resolution = resolver.resolve(name, kind)
             target, spelling = resolution.entity, name
             created, hints = tuple(resolver.created), tuple(resolution.hints)
@@ -532,7 +552,7 @@ class FactService:
         if evidence_drawer:
             drawer = self._store.drawers.get_drawer(evidence_drawer)
             origin = drawer.source.origin.to_json() if drawer.source.origin else None
-        resolver = EntityResolver(self._store.graph, now=self._now, fuzzy=self._fuzzy)
+        resolver = self._resolver()
         subject_entity = resolver.resolve(subject, valid.subject_kind)
         object_entity = resolver.resolve(object_, valid.object_kind)
         fact = Assertion(
