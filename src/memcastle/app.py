@@ -251,7 +251,7 @@ def read_configuration(settings: Settings) -> Configuration:
     miners = load_miners(settings.tables.get("miners"))
     lifecycle = load_lifecycle(settings.tables.get("lifecycle"))
     policy = load_policy(layers_from_settings(settings))
-    roots = MiningRoots(settings["mining.roots"])
+    roots = MiningRoots(settings["mining.roots"], hard_links=settings["mining.hard_links"])
     connectors = load_registry(
         with_external(
             builtin_connectors(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from collections.abc import Iterator
@@ -200,3 +201,68 @@ def _finished(client: TestClient, job_id: str) -> dict[str, Any]:
             what=f"job {job_id}",
         )
     )
+
+
+# --- a hard link has no path that says where its data lives (ADR 0050) ----------------------------------------------
+
+
+def _linked_folder(name: str) -> tuple[Path, Path]:
+    """A folder inside the roots holding an ordinary note and a hard link to a key under ~/.ssh."""
+    home = Path(os.environ["HOME"])
+    (home / ".ssh").mkdir(exist_ok=True)
+    key = home / ".ssh" / f"{name}-key"
+    key.write_text("hardlinked-secret-marker deploy passphrase\n")
+    folder = home / name
+    folder.mkdir()
+    (folder / "plain.md").write_text("# Plain\nan ordinary note\n")
+    os.link(key, folder / "key.md")
+    return folder, key
+
+
+@pytest.mark.parametrize("connector", ["directory", "notes"])
+def test_a_hard_link_to_a_file_under_ssh_is_skipped_with_a_reason(client: TestClient, connector: str) -> None:
+    folder, _ = _linked_folder(f"hardlink-{connector}")
+    job = client.post("/api/mine", json={"connector": connector, "locator": str(folder), "wing": "hl"}).json()["job"]
+    done = _finished(client, job["id"])
+    assert done["status"] == "completed" and done["result"]["created"] == 1, done["result"]
+    reasons = json.dumps(done["result"])
+    assert "hard link (2 names)" in reasons and "mining.hard_links" in reasons
+    found = client.post("/api/search", json={"query": "hardlinked-secret-marker", "ranking": "lexical"}).json()
+    assert found["hits"] == []
+
+
+def test_a_hard_link_in_a_session_log_folder_is_skipped(tmp_path: Path) -> None:
+    from memcastle.connectors.contract import SkipDocument
+    from memcastle.connectors.transcript import read_jsonl
+
+    original = tmp_path / "a.jsonl"
+    original.write_text('{"type": "user"}\n')
+    os.link(original, tmp_path / "b.jsonl")
+    with pytest.raises(SkipDocument, match="hard link"):
+        read_jsonl(tmp_path / "b.jsonl")
+    assert read_jsonl(tmp_path / "b.jsonl", hard_links=True).records == [(1, {"type": "user"})]
+
+
+def test_the_setting_lets_hard_links_be_mined(tmp_path: Path) -> None:
+    from clocks import DistinctClock
+
+    from memcastle.app import build
+    from memcastle.config import load_settings
+
+    folder, _ = _linked_folder("hardlink-allowed")
+    settings = load_settings(
+        flags={"palace": str(tmp_path / "p"), "embeddings.provider": "none", "mining.hard_links": True},
+        env={},
+        config_file=None,
+    )
+    palace = build(settings, now=DistinctClock())
+    palace.start()
+    try:
+        job = palace.services.mining.submit_mine(MineRequest("notes", str(folder), {}, wing="hl")).job
+        done = wait_until(
+            lambda: (j := palace.services.jobs.get_job(job.id)).status.value in ("completed", "failed") and j,
+            what="the mine",
+        )
+        assert done.result["created"] == 2, done.result
+    finally:
+        palace.stop()

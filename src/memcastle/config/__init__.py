@@ -114,6 +114,12 @@ SETTINGS: tuple[SettingSpec, ...] = (
     ),
     SettingSpec("mining.max_file_bytes", int, 2 * 1024 * 1024, "files larger than this are skipped", minimum=1),
     SettingSpec(
+        "mining.hard_links",
+        bool,
+        False,
+        "mine a file that has more than one name (a hard link): its other names may lie outside mining.roots",
+    ),
+    SettingSpec(
         "mining.roots",
         list,
         ["~"],

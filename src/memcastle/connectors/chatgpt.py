@@ -26,6 +26,7 @@ from memcastle.connectors.contract import (
     SourceSpec,
     identify_source,
 )
+from memcastle.connectors.files import open_local, read_local_bytes
 from memcastle.connectors.transcript import (
     DEFAULT_ROOM,
     SEGMENT_SEPARATOR,
@@ -76,7 +77,7 @@ class ChatGPTConnector(ConnectorBase):
         """Every conversation of the export, by id; an unreadable export raises `SkipDocument`."""
         since = since_instant(source)
         candidates = []
-        for external_id, conversation in sorted(_load_conversations(_export_path(source), source.may_read).items()):
+        for external_id, conversation in sorted(_load_conversations(source).items()):
             if isinstance(conversation, dict) and since is not None:
                 last = instant(conversation.get("update_time")) or instant(conversation.get("create_time"))
                 if not is_active_since(last, since):
@@ -88,7 +89,7 @@ class ChatGPTConnector(ConnectorBase):
         """One conversation's current branch rendered as turns; a malformed one raises `SkipDocument`."""
         conversation = candidate.hint
         if conversation is None:
-            conversation = _load_conversations(_export_path(source), source.may_read).get(candidate.external_id)
+            conversation = _load_conversations(source).get(candidate.external_id)
             if conversation is None:
                 raise SkipDocument(f"conversation {candidate.external_id} is not in the export")
         if not isinstance(conversation, dict):
@@ -145,10 +146,10 @@ def _export_path(source: SourceSpec) -> Path:
     return source.path
 
 
-def _load_conversations(path: Path, may_read: Callable[[Path], bool]) -> dict[str, Any]:
+def _load_conversations(source: SourceSpec) -> dict[str, Any]:
     """The export's conversations by id; an entry without an id is kept under `invalid-<n>` for `read` to refuse."""
     entries: list[Any] = []
-    for name, data in _export_files(path, may_read):
+    for name, data in _export_files(_export_path(source), source.may_read, source.hard_links):
         try:
             value = json.loads(data.decode("utf-8-sig"))
         except UnicodeDecodeError as exc:
@@ -169,7 +170,7 @@ def _load_conversations(path: Path, may_read: Callable[[Path], bool]) -> dict[st
     return conversations
 
 
-def _export_files(path: Path, may_read: Callable[[Path], bool]) -> list[tuple[str, bytes]]:
+def _export_files(path: Path, may_read: Callable[[Path], bool], hard_links: bool) -> list[tuple[str, bytes]]:
     """The conversation files of an export, named for messages, in order (a symbolic link out of what the mine may
     read is left out)."""
     if path.is_dir():
@@ -183,23 +184,23 @@ def _export_files(path: Path, may_read: Callable[[Path], bool]) -> list[tuple[st
             if _is_export_file(child.relative_to(path).as_posix()) and may_read(child)
         )
         if found:
-            return [(str(child), _read_bytes(child)) for child in found]
+            return [(str(child), read_local_bytes(child, hard_links=hard_links)) for child in found]
         archives = sorted(child for child in path.glob("*.zip") if may_read(child))
         if len(archives) != 1:
             raise SkipDocument(f"no conversations.json and not exactly one export .zip in {path}")
         path = archives[0]
     if path.suffix.lower() == ".zip":
-        return _archive_files(path)
-    return [(str(path), _read_bytes(path))]
+        return _archive_files(path, hard_links)
+    return [(str(path), read_local_bytes(path, hard_links=hard_links))]
 
 
 def _folders(path: Path, may_read: Callable[[Path], bool]) -> list[Path]:
     return [child for child in path.iterdir() if child.is_dir() and may_read(child)]
 
 
-def _archive_files(path: Path) -> list[tuple[str, bytes]]:
+def _archive_files(path: Path, hard_links: bool) -> list[tuple[str, bytes]]:
     try:
-        with zipfile.ZipFile(path) as archive:
+        with open_local(path, hard_links=hard_links) as handle, zipfile.ZipFile(handle) as archive:
             names = sorted(name for name in archive.namelist() if _is_export_file(name))
             if not names:
                 raise SkipDocument(f"no conversations.json in {path}")
@@ -214,13 +215,6 @@ def _is_export_file(relative: str) -> bool:
     parts = relative.split("/")
     # macOS archivers add __MACOSX/._conversations.json resource forks next to the real files.
     return bool(_EXPORT_FILE.fullmatch(parts[-1])) and not any(part.startswith(("__MACOSX", ".")) for part in parts)
-
-
-def _read_bytes(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise SkipDocument(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
 def _current_branch(mapping: dict[str, Any], current_node: Any) -> list[dict[str, Any]]:

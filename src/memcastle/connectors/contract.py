@@ -32,6 +32,10 @@ class PathAccess(Protocol):
     """Which local paths a mine may read (`memcastle.mining.roots.MiningRoots`: inside `mining.roots`, outside the
     stores of credentials)."""
 
+    # Whether a file with more than one name may be read: its other names may lie outside the boundary, and no path
+    # says where (`mining.hard_links`, ADR 0050).
+    hard_links: bool
+
     def allows(self, path: Path) -> bool:
         """Whether `path` (absolute, resolved) may be read."""
         ...
@@ -54,6 +58,11 @@ class SourceSpec:
 
     def may_read(self, path: Path) -> bool:
         return self.access is None or self.access.allows(path.resolve())
+
+    @property
+    def hard_links(self) -> bool:
+        """Whether a file with more than one name (a hard link) may be read (no boundary: yes)."""
+        return self.access is None or self.access.hard_links
 
 
 @dataclass(frozen=True)

@@ -82,7 +82,7 @@ class DirectoryConnector(ConnectorBase):
     def read(self, source: SourceSpec, candidate: Candidate) -> RawDocument:
         hint = candidate.hint or {}
         root = Path(hint.get("root") or source.path.resolve())
-        text, stat = read_text_file(root / candidate.external_id, self.max_file_bytes)
+        text, stat = read_text_file(root / candidate.external_id, self.max_file_bytes, hard_links=source.hard_links)
         metadata = file_metadata(root, candidate.external_id, stat)
         if hint.get("git"):
             metadata["git"] = hint["git"]

@@ -7,10 +7,11 @@ import errno
 import os
 import re
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from stat import S_ISREG
-from typing import Any
+from typing import Any, BinaryIO
 
 from memcastle.clock import from_epoch
 from memcastle.connectors.contract import SkipDocument
@@ -68,26 +69,63 @@ def walk_files(
     yield from entries
 
 
-def read_text_file(path: Path, max_bytes: int) -> tuple[str, os.stat_result]:
-    """The file's text, or `SkipDocument` with the reason: a secret (by name or content), unreadable, empty, too
-    large, binary, not UTF-8."""
-    secret = secret_file_reason(path.name)
-    if secret:
-        raise SkipDocument(secret)
+def hard_link_refusal(stat: os.stat_result, allowed: bool) -> None:
+    """`SkipDocument` for a file with more than one name, unless `mining.hard_links` allows it: the roots are checked
+    on the path, and a hard link's other names — which may lie in `~/.ssh` — are not on it (ADR 0050)."""
+    if stat.st_nlink > 1 and not allowed and S_ISREG(stat.st_mode):
+        raise SkipDocument(
+            f"hard link ({stat.st_nlink} names): its data may also live outside mining.roots, which no path shows "
+            "(mining.hard_links = true mines such files)"
+        )
+
+
+def _open_file(path: Path) -> int:
     try:
         # O_NOFOLLOW: a file swapped for a symbolic link after the walk listed it is refused, not followed.
-        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        return os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise SkipDocument("symbolic link") from None
         if isinstance(exc, PermissionError):
             raise SkipDocument("permission denied") from None
         raise SkipDocument(f"cannot read: {exc.strerror or exc}") from None
+
+
+@contextmanager
+def open_local(path: Path, *, hard_links: bool) -> Iterator[BinaryIO]:
+    """A local file opened as a mine reads it: a regular file, not through a symbolic link, and a hard link only when
+    allowed (judged on the open file, so a swap after the walk changes nothing)."""
+    handle = os.fdopen(_open_file(path), "rb")
+    with handle:
+        stat = os.fstat(handle.fileno())
+        if not S_ISREG(stat.st_mode):
+            raise SkipDocument("not a regular file")
+        hard_link_refusal(stat, hard_links)
+        yield handle
+
+
+def read_local_bytes(path: Path, *, hard_links: bool) -> bytes:
+    """A local file's bytes (`open_local`); an unreadable one is a `SkipDocument` naming it."""
+    try:
+        with open_local(path, hard_links=hard_links) as handle:
+            return handle.read()
+    except OSError as exc:
+        raise SkipDocument(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def read_text_file(path: Path, max_bytes: int, *, hard_links: bool = False) -> tuple[str, os.stat_result]:
+    """The file's text, or `SkipDocument` with the reason: a secret (by name or content), unreadable, empty, too
+    large, binary, not UTF-8, a hard link (unless `hard_links`)."""
+    secret = secret_file_reason(path.name)
+    if secret:
+        raise SkipDocument(secret)
+    descriptor = _open_file(path)
     try:
         with os.fdopen(descriptor, "rb") as handle:
             stat = os.fstat(handle.fileno())
             if not S_ISREG(stat.st_mode):
                 raise SkipDocument("not a regular file")
+            hard_link_refusal(stat, hard_links)
             if stat.st_size == 0:
                 raise SkipDocument("empty file")
             if stat.st_size > max_bytes:

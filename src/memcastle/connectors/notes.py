@@ -66,7 +66,7 @@ class NotesConnector(ConnectorBase):
     def read(self, source: SourceSpec, candidate: Candidate) -> RawDocument:
         hint = candidate.hint or {}
         root = Path(hint.get("root") or source.path.resolve())
-        text, stat = read_text_file(root / candidate.external_id, self.max_file_bytes)
+        text, stat = read_text_file(root / candidate.external_id, self.max_file_bytes, hard_links=source.hard_links)
         front, body, warning = split_front_matter(text)
         if not body.strip():
             raise SkipDocument("no text after the front matter")

@@ -127,7 +127,7 @@ class SessionLogConnector(ConnectorBase):
     def read(self, source: SourceSpec, candidate: Candidate) -> RawDocument:
         """One session rendered as turns, with its metadata snapshot."""
         path = session_file(source, locator_root(source, self.default_locator), candidate.external_id)
-        lines = read_jsonl(path)
+        lines = read_jsonl(path, hard_links=source.hard_links)
         session = self.read_session(path, lines)
         segments = render_turns(session.turns)
         if not segments:

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from memcastle.clock import from_epoch, parse_instant
 from memcastle.connectors.contract import OptionSpec, SkipDocument, SourceSpec, local_path
+from memcastle.connectors.files import read_local_bytes
 from memcastle.connectors.secrets import Redactor
 from memcastle.errors import InvalidRequest
 
@@ -123,12 +124,10 @@ def split_segments(body: str) -> tuple[str, ...]:
     return tuple(segments)
 
 
-def read_jsonl(path: Path) -> JsonLines:
-    """Parse a JSONL file: a corrupt line becomes a warning; an unreadable or non-UTF-8 file, a `SkipDocument`."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise SkipDocument(f"cannot read {path}: {exc.strerror or exc}") from None
+def read_jsonl(path: Path, *, hard_links: bool = False) -> JsonLines:
+    """Parse a JSONL file: a corrupt line becomes a warning; an unreadable or non-UTF-8 file, a hard link (unless
+    `hard_links`), a `SkipDocument`."""
+    data = read_local_bytes(path, hard_links=hard_links)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -51,8 +51,10 @@ def _inside(path: Path, folder: Path) -> bool:
 class MiningRoots:
     """The folders mining may read: every path a source reads is checked, after it is resolved, against them."""
 
-    def __init__(self, roots: Sequence[str | Path] = DEFAULT_ROOTS) -> None:
+    def __init__(self, roots: Sequence[str | Path] = DEFAULT_ROOTS, *, hard_links: bool = False) -> None:
         self.roots = tuple(_resolved(root) for root in roots)
+        # A file with several names is read only when allowed: where its other names lie, no path says (ADR 0050).
+        self.hard_links = hard_links
         self._secrets = tuple(_resolved(store) for store in SECRET_STORES)
 
     def allows(self, path: Path) -> bool:
