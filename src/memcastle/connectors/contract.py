@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, cast, runtime_checkable
 
-from memcastle.errors import InvalidRequest
+from memcastle.errors import AccessDenied, InvalidRequest
 
 OptionType = Literal["string", "path", "date"]
 
@@ -229,7 +229,19 @@ def local_path(source: SourceSpec, default: str | None = None) -> Path:
             field="locator",
             help="send an absolute path (the CLI makes a relative one absolute where it was typed)",
         )
-    return path.resolve()
+    try:
+        return path.resolve()
+    except PermissionError as exc:
+        raise refused_by_os(text, exc) from None
+
+
+def refused_by_os(locator: str | Path, error: OSError) -> AccessDenied:
+    """The refusal of a locator the operating system will not let the daemon read: a 403 naming it, as one outside
+    `mining.roots` is."""
+    return AccessDenied(
+        f"{locator} cannot be mined: the operating system refuses the daemon access ({error.strerror or error})",
+        help="mine a folder the daemon's user may read, inside mining.roots",
+    )
 
 
 def canonical_json(value: Any) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from memcastle.connectors.contract import Connector, SourceSpec, local_path
+from memcastle.connectors.contract import Connector, SourceSpec, local_path, refused_by_os
 from memcastle.errors import AccessDenied, NotFound
 
 # Refused unless a root lies inside one of them (so naming one explicitly is the only way in).
@@ -72,12 +72,15 @@ class MiningRoots:
         self.check_path(local_path(SourceSpec(locator)))
 
     def check_path(self, path: Path) -> None:
-        path = path.resolve()
-        refusal = self._refusal(path)
-        if refusal is not None:
-            raise refusal
-        if not path.exists():
-            raise NotFound(f"{path} does not exist", help="check the path")
+        try:
+            path = path.resolve()
+            refusal = self._refusal(path)
+            if refusal is not None:
+                raise refusal
+            if not path.exists():
+                raise NotFound(f"{path} does not exist", help="check the path")
+        except PermissionError as exc:
+            raise refused_by_os(path, exc) from None
 
     def _refusal(self, path: Path) -> AccessDenied | None:
         for store in self._secrets:

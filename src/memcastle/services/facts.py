@@ -29,6 +29,7 @@ from memcastle.model.vocabulary import EXPLICIT_LINKS
 from memcastle.model.vocabulary import PREDICATES as PREDICATES
 from memcastle.preferences import Policy
 from memcastle.services.audit import Record, unrecorded
+from memcastle.services.graph_scope import GraphScope
 from memcastle.services.ids import resolve_id
 from memcastle.services.reader import visibility
 from memcastle.services.validation import check_limit, require_name
@@ -68,6 +69,7 @@ class FactService:
         self._now = now
         self._policy = policy
         self._redactor = Redactor()  # a stated fact is text like a note: credentials never reach the graph
+        self._scope = GraphScope(store)  # what of the graph the current client may see
 
     # --- reading --------------------------------------------------------------------------------
 
@@ -110,34 +112,12 @@ class FactService:
         """The whole id a fact id or unique prefix of it stands for (`memcastle.services.ids`), among the facts the
         client may see."""
         seen = visibility()
-        visible = None if seen.reads_everything else self._visible_ids
+        visible = None if seen.reads_everything else self._scope.visible_fact_ids
         return resolve_id(self._store, "fact", fact_id, field=field, visible=visible)
-
-    # --- what a scoped client sees: the facts read from drawers of its wings -------------------------------------
-
-    def _places_of(self, facts: Sequence[Assertion]) -> dict[str, tuple[str, str] | None]:
-        """The wing and room of each fact's evidence drawer (None for a fact stated without evidence)."""
-        places = self._store.search.drawer_places([f.drawer_id for f in facts if f.drawer_id])
-        return {
-            f.id: ((places[f.drawer_id].wing, places[f.drawer_id].room) if f.drawer_id in places else None)
-            for f in facts
-        }
-
-    def _visible(self, facts: Sequence[Assertion]) -> list[Assertion]:
-        """Those of the facts the client may read: all of them, or for a scoped client those whose evidence drawer
-        lies in a wing it reads (a fact stated without evidence belongs to no wing, so to no scope)."""
-        seen = visibility()
-        if seen.reads_everything:
-            return list(facts)
-        places = self._places_of(facts)
-        return [f for f in facts if (place := places[f.id]) is not None and seen.can_read(*place)]
-
-    def _visible_ids(self, fact_ids: Sequence[str]) -> set[str]:
-        return {f.id for f in self._visible(list(self._store.graph.get_assertions(fact_ids).values()))}
 
     def _readable(self, fact_id: str) -> Assertion:
         fact = self._store.graph.get_assertion(self.resolve(fact_id))
-        if not self._visible([fact]):
+        if not self._scope.facts([fact]):
             raise NotFound(f"no fact {fact_id}")
         return fact
 
@@ -145,7 +125,7 @@ class FactService:
         """A change to a fact: its evidence's wing must be in the client's write scope."""
         seen = visibility()
         if seen.write is not None:
-            place = self._places_of([fact])[fact.id]
+            place = self._scope.places_of([fact])[fact.id]
             if place is None:
                 raise AccessDenied(
                     f"fact {fact.id} has no evidence drawer, so no wing; this token may write only to "
@@ -180,7 +160,7 @@ class FactService:
                     if other not in seen:
                         seen[other] = self._store.graph.get_assertion(other)
                         frontier.append(other)
-        known = [f for f in self._visible(list(seen.values())) if as_of is None or f.valid_from <= at]
+        known = [f for f in self._scope.facts(list(seen.values())) if as_of is None or f.valid_from <= at]
         ordered = sorted(known, key=lambda f: (f.valid_from, f.id))
         history = self._describe(ordered, at)
         facts, drawers = _ids(history)
@@ -190,11 +170,11 @@ class FactService:
     def _describe(self, facts: Sequence[Assertion], at: str) -> list[FactView]:
         """The facts with their state and links, computed among the facts the client may see: for a scoped client a
         conflict, a supersession or a link with a fact outside its wings does not exist."""
-        facts = self._visible(facts)
+        facts = self._scope.facts(facts)
         links = self._store.graph.links_of([f.id for f in facts])
         related = self._store.graph.get_assertions([i for link in links for i in (link.from_id, link.to_id)])
         if not visibility().reads_everything:
-            related = {f.id: f for f in self._visible(list(related.values()))}
+            related = {f.id: f for f in self._scope.facts(list(related.values()))}
             known = related.keys() | {f.id for f in facts}
             links = [link for link in links if link.from_id in known and link.to_id in known]
         everything = {**related, **{f.id: f for f in facts}}
@@ -224,7 +204,7 @@ class FactService:
             for e in self._store.graph.list_entities(name, None, 200)
             if name.casefold() in (e.name.casefold(), e.key) or name in e.aliases
         ]
-        return found if visibility().reads_everything else [i for i in found if self._entity_visible(i)]
+        return found if visibility().reads_everything else [i for i in found if self._scope.entity_visible(i)]
 
     # --- entities -------------------------------------------------------------------------------
 
@@ -235,46 +215,34 @@ class FactService:
         if visibility().reads_everything:
             return self._store.graph.list_entities(name, kind, limit)
         found = self._store.graph.list_entities(name, kind, 1000)
-        return [e for e in found if self._entity_visible(e.id)][:limit]
-
-    def _entity_visible(self, entity_id: str) -> bool:
-        """An entity a scoped client may see: mentioned in a drawer of its wings, or named by a fact it sees."""
-        mentioned = [m.drawer_id for m in self._store.graph.entity_mentions(entity_id, 200)]
-        if self._readable_drawers(mentioned):
-            return True
-        return bool(self._visible(self._store.graph.assertions_touching([entity_id], 200)))
-
-    def _visible_entities(self, entity_ids: Sequence[str]) -> set[str]:
-        if visibility().reads_everything:
-            return set(entity_ids)
-        return {i for i in entity_ids if self._entity_visible(i)}
+        return [e for e in found if self._scope.entity_visible(e.id)][:limit]
 
     def _resolver(self) -> EntityResolver:
         """The resolver of a write made for the current client: among the entities it may see (ADR 0049), so a
         name only another wing's memory uses makes a new entity rather than answering with that one."""
         scoped = not visibility().reads_everything
         return EntityResolver(
-            self._store.graph, now=self._now, fuzzy=self._fuzzy, visible=self._visible_entities if scoped else None
+            self._store.graph,
+            now=self._now,
+            fuzzy=self._fuzzy,
+            visible=self._scope.visible_entities if scoped else None,
         )
-
-    def _readable_drawers(self, drawer_ids: Sequence[str]) -> set[str]:
-        seen = visibility()
-        places = self._store.search.drawer_places(drawer_ids)
-        return {i for i, place in places.items() if seen.can_read(place.wing, place.room)}
 
     def get_entity(self, entity_id: str) -> EntityView:
         seen = visibility()
-        visible = None if seen.reads_everything else (lambda ids: {i for i in ids if self._entity_visible(i)})
+        visible = None if seen.reads_everything else (lambda ids: {i for i in ids if self._scope.entity_visible(i)})
         resolved = resolve_id(self._store, "entity", entity_id, field="entity_id", visible=visible)
         entity = self._store.graph.get_entity(resolved)
         mentions = self._store.graph.entity_mentions(entity.id, 200)
         hints = self._store.graph.entity_hints(entity.id)
         if not seen.reads_everything:
-            if not self._entity_visible(entity.id):
+            if not self._scope.entity_visible(entity.id):
                 raise NotFound(f"no entity {entity_id}")
-            readable = self._readable_drawers([m.drawer_id for m in mentions])
+            readable = self._scope.readable_drawers([m.drawer_id for m in mentions])
             mentions = [m for m in mentions if m.drawer_id in readable]
-            hints = [h for h in hints if self._entity_visible(h.other_id if h.entity_id == entity.id else h.entity_id)]
+            hints = [
+                h for h in hints if self._scope.entity_visible(h.other_id if h.entity_id == entity.id else h.entity_id)
+            ]
         return EntityView(entity, tuple(mentions), tuple(hints))
 
     def find_entity(self, name: str) -> tuple[EntityView, list[Entity]]:
@@ -302,7 +270,7 @@ class FactService:
         entity = self.get_entity(entity_id).entity
         key = normalize_text(alias)
         named = self._store.graph.entities_named(alias, key) + self._store.graph.entities_with_alias(key)
-        visible = self._visible_entities([e.id for e in named if e.id != entity.id])
+        visible = self._scope.visible_entities([e.id for e in named if e.id != entity.id])
         others = [e for e in named if e.id in visible]  # one the client may not see does not exist for it
         if others:
             raise Conflict(
@@ -325,7 +293,7 @@ class FactService:
         seen.writable(drawer.wing, drawer.room)
         name = require_name(entity, "entity")
         known = self._store.ids_with_prefix("entity", name, 2) if len(name) >= 8 else []
-        known = sorted(self._visible_entities(known))
+        known = sorted(self._scope.visible_entities(known))
         if not known and _WHOLE_ID.fullmatch(name):
             # A whole id names an entity, never a new one called by it: one the client may not see is as unknown.
             raise NotFound(f"no entity {name}", help="mention an entity by its name (a new name makes one) or id")
@@ -350,7 +318,9 @@ class FactService:
         hints = self._store.graph.list_hints(check_limit(limit))
         names = self._store.graph.get_entities([i for h in hints for i in (h.entity_id, h.other_id)])
         if not visibility().reads_everything:
-            hints = [h for h in hints if self._entity_visible(h.entity_id) and self._entity_visible(h.other_id)]
+            hints = [
+                h for h in hints if self._scope.entity_visible(h.entity_id) and self._scope.entity_visible(h.other_id)
+            ]
         return [
             {
                 "entity": h.entity_id,
@@ -407,7 +377,7 @@ class FactService:
         frontier, reached = list(seeds), set(seeds)
         truncated = False
         for _ in range(depth):
-            touching = self._visible(self._store.graph.assertions_touching(frontier, limit + 1))
+            touching = self._scope.facts(self._store.graph.assertions_touching(frontier, limit + 1))
             fresh = [f for f in touching if f.id not in facts]
             if len(facts) + len(fresh) > limit:
                 truncated = True

@@ -7,7 +7,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from memcastle.connectors.contract import Connector, SourceSpec
+from memcastle.connectors.contract import Connector, SourceSpec, refused_by_os
 from memcastle.connectors.registry import ConnectorRegistry
 from memcastle.errors import Conflict, InvalidRequest, MemCastleError
 from memcastle.mining.params import MineParams
@@ -109,10 +109,14 @@ class MiningService:
             )
         check_text(locator, "locator")
         check_text(dict(options or {}), "options")
-        spec = self._connectors.source_spec(connector, locator, options or {})
-        adapter = self._connectors.get(connector)
-        self._roots.check_source(adapter, spec)
-        adapter.check(spec)
+        try:
+            spec = self._connectors.source_spec(connector, locator, options or {})
+            adapter = self._connectors.get(connector)
+            self._roots.check_source(adapter, spec)
+            adapter.check(spec)
+        except PermissionError as exc:
+            # What the operating system will not let the daemon look at is refused as what mining.roots refuses.
+            raise refused_by_os(locator, exc) from None
         return adapter, spec
 
     def active_mines(self) -> list[tuple[Job, str, str]]:
