@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -60,6 +60,7 @@ from memcastle.services.maintenance import palace_checks
 from memcastle.services.runtime import Admission, RuntimeService
 from memcastle.store import NearestStore, Store
 from memcastle.store.copy import CopyProgress, CopyReport, copy_palace
+from memcastle.store.reserve import StorageReserve
 from memcastle.store.sqlite import DB_FILE, SQLiteStore
 from memcastle.store.sqlite.failures import NEARLY_FULL_BYTES, free_bytes
 from memcastle.triggers import TriggerManager
@@ -87,12 +88,15 @@ class Palace:
     maintainer: IndexMaintainer | None = None  # keeps the semantic leg's graph, when there are embeddings
     triggers: TriggerManager | None = None  # the miners' watch and schedule triggers
     expiry: ExpiryTimer | None = None  # asks for the erase of what `[[lifecycle]]` rules expired long ago
+    reserve: StorageReserve | None = None  # room held back for cancel, pause and forget on a full disk
     started: bool = field(default=False)
     stopped: bool = field(default=False)
 
     def start(self) -> None:
         """Recover jobs a crashed daemon left running, then start the workers. Returns without loading the vectors:
         the semantic index's background thread does (most of a minute at a million), while the daemon serves."""
+        if self.reserve is not None:
+            self.reserve.lay()
         for job in self.pool.recover():
             log.warning("job %s (%s) was interrupted; now %s", job.id, job.kind, job.status.value)
         if self.services.status.embeddings_pending():
@@ -424,6 +428,12 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
     handlers[AUDIT], handlers[REPAIR] = palace_audit.audit, palace_audit.repair
     # The room left on the palace's disk, to resume jobs a full disk paused (a PostgreSQL server's is not ours).
     room = (lambda: free_bytes(settings.palace)) if store.backend == "sqlite" else None
+    # Room held back for cancel, pause and forget on a full disk (ADR 0051): on the palace's own disk only.
+    reserve = (
+        StorageReserve(settings.palace, settings["storage.reserve_bytes"], exclusive=store.exclusive)
+        if isinstance(store, SQLiteStore)
+        else None
+    )
     pool = WorkerPool(
         store.jobs,
         handlers,
@@ -433,10 +443,14 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
         now=now,
         on_change=lambda job: events.publish("job", job.to_json()),
         room=room,
+        resume_free_bytes=settings["jobs.resume_free_bytes"],
+        on_room=_room_again(store, reserve),
         background=BACKGROUND_SWEEPS,
         background_workers=math.floor(settings["jobs.background_share"] * settings["jobs.workers"]),
     )
-    queue = JobQueue(store.jobs, pool, now=now, on_change=lambda job: events.publish("job", job.to_json()))
+    queue = JobQueue(
+        store.jobs, pool, now=now, on_change=lambda job: events.publish("job", job.to_json()), reserve=reserve
+    )
     services = Services(
         store=store,
         queue=queue,
@@ -453,6 +467,7 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
         events=events,
         reread_policy=lambda: load_policy(layers_from_settings(settings)),
         room=room,
+        reserve=reserve,
         audit=ReadAudit(
             store.audit,
             enabled=settings["audit.enabled"],
@@ -493,7 +508,16 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
         maintainer=maintainer,
         triggers=triggers,
         expiry=ExpiryTimer(services.lifecycle.request_erase) if lifecycle.erases else None,
+        reserve=reserve,
     )
+
+
+def _room_again(store: Store, reserve: StorageReserve | None) -> Callable[[], object] | None:
+    """What the palace does once a full disk has room again: the reserve laid again, an owed index merge made."""
+    if reserve is None or not isinstance(store, SQLiteStore):
+        return None
+    forgetting = store.forgetting
+    return lambda: (reserve.lay(), forgetting.merge_index())
 
 
 def file_name(text: str) -> str:

@@ -219,7 +219,7 @@ class StorageFull(StorageError):
         free = f"{free_bytes:,} bytes free" if free_bytes is not None else "no space left"
         super().__init__(
             f"the palace's disk is full: {path} ({free}); nothing was written",
-            help="free some space on that disk; paused jobs resume by themselves once there is room",
+            help="free some space on that disk, then resume the paused jobs (or cancel them: that always works)",
         )
         self.path = path
         self.free_bytes = free_bytes

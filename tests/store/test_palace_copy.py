@@ -40,6 +40,7 @@ NOT_COPIED = {
     "read_audit",
     "read_audit_item",
     "webhook_delivery",
+    "index_merge_owed",  # SQLite's own full-text upkeep: PostgreSQL's index lives in the row
 }
 
 

@@ -114,6 +114,20 @@ SETTINGS: tuple[SettingSpec, ...] = (
     ),
     SettingSpec("mining.max_file_bytes", int, 2 * 1024 * 1024, "files larger than this are skipped", minimum=1),
     SettingSpec(
+        "jobs.resume_free_bytes",
+        int,
+        1 << 30,
+        "free bytes the palace's disk needs before jobs a full disk paused resume by themselves (0: only by hand)",
+        minimum=0,
+    ),
+    SettingSpec(
+        "storage.reserve_bytes",
+        int,
+        4 << 20,
+        "room kept back in <palace>/reserve so cancel, pause and forget work on a full disk (0: none)",
+        minimum=0,
+    ),
+    SettingSpec(
         "mining.hard_links",
         bool,
         False,

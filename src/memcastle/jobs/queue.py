@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from memcastle.clock import Clock, utc_now
@@ -10,6 +11,7 @@ from memcastle.jobs.context import JobListener, ignore_change
 from memcastle.jobs.worker import WorkerPool
 from memcastle.model import Job, JobStatus, NewJob
 from memcastle.store import JobStore
+from memcastle.store.reserve import StorageReserve, spending_reserve
 
 
 class JobQueue:
@@ -22,7 +24,10 @@ class JobQueue:
         *,
         now: Clock = utc_now,
         on_change: JobListener | None = None,
+        reserve: StorageReserve | None = None,
     ) -> None:
+        # Control must work on a full disk: a write refused for want of room spends the reserve (ADR 0051).
+        self._reserve = reserve
         self._store = store
         self._now = now
         self._pool = pool
@@ -46,39 +51,61 @@ class JobQueue:
         return job, created
 
     def pause(self, job_id: str) -> Job:
+        self._settled(job_id)
         job = self._store.get_job(job_id)
         if job.status is not JobStatus.RUNNING:
             raise IllegalTransition(job_id, job.status.value, JobStatus.PAUSED.value)
-        return self._told(self._store.request_job_stop(job_id, pause=True))
+        return self._told(self._room_for(lambda: self._store.request_job_stop(job_id, pause=True)))
 
     def resume(self, job_id: str) -> Job:
+        self._settled(job_id)
         self._require(job_id, JobStatus.PAUSED, JobStatus.QUEUED)
         # A job paused by a storage failure carried it as its error: resumed, it is no longer true.
-        job = self._told(self._store.transition_job(job_id, JobStatus.QUEUED, pause_requested=0, error=None))
+        job = self._told(
+            self._room_for(lambda: self._store.transition_job(job_id, JobStatus.QUEUED, pause_requested=0, error=None))
+        )
         if self._pool is not None:
             self._pool.wake()
         return job
 
     def cancel(self, job_id: str) -> Job:
+        self._settled(job_id)
         job = self._store.get_job(job_id)
         if job.status in (JobStatus.QUEUED, JobStatus.PAUSED):
             return self._told(
-                self._store.transition_job(job_id, JobStatus.CANCELLED, finished_at=self._now(), cancel_requested=1)
+                self._room_for(
+                    lambda: self._store.transition_job(
+                        job_id, JobStatus.CANCELLED, finished_at=self._now(), cancel_requested=1
+                    )
+                )
             )
         if job.status is JobStatus.RUNNING:
-            return self._told(self._store.request_job_stop(job_id, cancel=True))
+            return self._told(self._room_for(lambda: self._store.request_job_stop(job_id, cancel=True)))
         raise IllegalTransition(job_id, job.status.value, JobStatus.CANCELLED.value)
 
     def retry(self, job_id: str) -> Job:
         self._require(job_id, JobStatus.FAILED, JobStatus.QUEUED)
+        # A retry is a person's decision to run the job again: it starts with a fresh recovery budget.
         job = self._told(
-            self._store.transition_job(
-                job_id, JobStatus.QUEUED, error=None, finished_at=None, cancel_requested=0, pause_requested=0
+            self._room_for(
+                lambda: self._store.transition_job(
+                    job_id, JobStatus.QUEUED, error=None, finished_at=None, cancel_requested=0, pause_requested=0,
+                    recovery_attempts=0,
+                )
             )
-        )
+        )  # fmt: skip
         if self._pool is not None:
             self._pool.wake()
         return job
+
+    def _room_for(self, write: Callable[[], Job]) -> Job:
+        return spending_reserve(self._reserve, write)
+
+    def _settled(self, job_id: str) -> None:
+        """A pause a full disk kept from being written is written first (`WorkerPool.settle`)."""
+        if self._pool is not None:
+            pool = self._pool
+            spending_reserve(self._reserve, lambda: pool.settle(job_id))
 
     def _told(self, job: Job) -> Job:
         self._on_change(job)

@@ -26,10 +26,11 @@ log = logging.getLogger(__name__)
 _LIVE_OWNERS: set[str] = set()
 
 # After a storage failure (a full disk, an I/O error), paused jobs are resumed after this many seconds, doubling
-# while failures go on, up to the most; and only once the palace's disk has this much room, when it can be measured.
+# while failures go on, up to the most; and only once the palace's disk has `jobs.resume_free_bytes` free, when it
+# can be measured (a margin met by freeing a few megabytes would only fill the disk again: ADR 0051).
 STORAGE_RETRY_FIRST = 2.0
 STORAGE_RETRY_MOST = 60.0
-STORAGE_ROOM_BYTES = 1 << 20
+RESUME_FREE_BYTES = 1 << 30
 
 
 def owner_is_dead(owner: str | None) -> bool:
@@ -68,6 +69,8 @@ class WorkerPool:
         now: Clock = utc_now,
         on_change: JobListener | None = None,
         room: Callable[[], int | None] | None = None,
+        resume_free_bytes: int = RESUME_FREE_BYTES,
+        on_room: Callable[[], object] | None = None,
         background: Collection[str] = (),
         background_workers: int | None = None,
     ) -> None:
@@ -98,6 +101,10 @@ class WorkerPool:
         # whose pause could not be recorded yet (still `running` in the store, under this pool's lease), and when
         # the paused ones may be tried again.
         self._room = room or (lambda: None)
+        # Free bytes the disk must have before jobs a storage failure paused resume by themselves (0: never, only
+        # when a person resumes them); `on_room` is told once there is (the storage reserve is laid again).
+        self._resume_free = resume_free_bytes
+        self._on_room = on_room or (lambda: None)
         self._stalled: dict[str, str] = {}
         self._storage_lock = threading.Lock()
         self._storage_trouble = threading.Event()
@@ -158,6 +165,24 @@ class WorkerPool:
         """The reason a job was paused for a storage failure, while the pause itself could not be written yet."""
         with self._storage_lock:
             return self._stalled.get(job_id)
+
+    def settle(self, job_id: str) -> None:
+        """Write down the pause of a job a storage failure stopped, if it could not be written yet: a person's
+        resume, cancel or retry then acts on the job as it is (a `StorageError` when writes still fail)."""
+        with self._storage_lock:
+            message = self._stalled.get(job_id)
+        if message is not None:
+            self._record_stalled(job_id, message)
+
+    def _record_stalled(self, job_id: str, message: str) -> None:
+        try:
+            self._store.transition_job(
+                job_id, JobStatus.PAUSED, owner=self.owner, lease_owner=None, lease_expires_at=None, error=message
+            )
+        except Conflict:
+            pass  # no longer ours (taken over on a shared palace, or requeued by a drain)
+        with self._storage_lock:
+            self._stalled.pop(job_id, None)
 
     def running_here(self) -> list[str]:
         """Ids of the jobs this pool's workers are running now."""
@@ -380,8 +405,7 @@ class WorkerPool:
                 continue
             with self._storage_lock:
                 wait = self._storage_retry_at - time.monotonic()
-            room = self._room()
-            if wait > 0 or (room is not None and room < STORAGE_ROOM_BYTES):
+            if wait > 0:
                 self._halted.wait(max(0.2, min(wait, 1.0)))
                 continue
             if self._halted.is_set():
@@ -396,17 +420,17 @@ class WorkerPool:
                 self._note_storage_failure()
 
     def _resume_after_storage(self) -> None:
+        """Write down the pauses that could not be written; then, once the disk has `jobs.resume_free_bytes` free
+        (or its room cannot be measured), resume the jobs a storage failure paused."""
         with self._storage_lock:
             stalled = dict(self._stalled)
         for job_id, message in stalled.items():
-            try:
-                self._store.transition_job(
-                    job_id, JobStatus.PAUSED, owner=self.owner, lease_owner=None, lease_expires_at=None, error=message
-                )
-            except Conflict:
-                pass  # no longer ours (taken over on a shared palace, or requeued by a drain)
-            with self._storage_lock:
-                self._stalled.pop(job_id, None)
+            self._record_stalled(job_id, message)
+        room = self._room()
+        if room is not None and (self._resume_free <= 0 or room < self._resume_free):
+            self._halted.wait(1.0)  # looked at again in a second: paused until there is room, or a person resumes
+            return
+        self._on_room()
         resumed = 0
         for job in self._store.list_jobs(JobStatus.PAUSED.value, None, 500):
             if not paused_by_storage(job):

@@ -144,11 +144,21 @@ def is_legal_transition(current: JobStatus, target: JobStatus) -> bool:
 
 # The error a job paused by a storage failure carries: the worker pool resumes such jobs by itself once writes work
 # again (a user's pause carries no error and waits for the user).
-STORAGE_PAUSE = "paused while the palace's storage failed; it resumes by itself once writes work again: "
+STORAGE_PAUSE = (
+    "paused while the palace's storage failed; resume it once there is room (it resumes by itself when the disk has "
+    "jobs.resume_free_bytes free): "
+)
+# What the pause said before the margin (jobs paused then are still recognised).
+_EARLIER_STORAGE_PAUSE = "paused while the palace's storage failed; it resumes by itself once writes work again: "
 
 
 def paused_by_storage(job: Job) -> bool:
-    return job.status is JobStatus.PAUSED and (job.error or "").startswith(STORAGE_PAUSE)
+    return job.status is JobStatus.PAUSED and (job.error or "").startswith((STORAGE_PAUSE, _EARLIER_STORAGE_PAUSE))
+
+
+def storage_cause(job: Job) -> str:
+    """What failed, from a storage pause's message."""
+    return (job.error or "").removeprefix(STORAGE_PAUSE).removeprefix(_EARLIER_STORAGE_PAUSE)
 
 
 RECOVERY_BUDGET = 3

@@ -53,6 +53,7 @@ from memcastle.services.search import SearchService, build_query
 from memcastle.services.status import StatusService
 from memcastle.services.webhooks import WebhookService
 from memcastle.store import Store
+from memcastle.store.reserve import StorageReserve
 
 __all__ = ["ForgetRequest", "SearchRequest", "Services", "build_query"]
 
@@ -79,6 +80,7 @@ class Services:
         reread_policy: Callable[[], Policy] | None = None,
         room: Callable[[], int | None] | None = None,
         audit: ReadAudit | None = None,
+        reserve: StorageReserve | None = None,
         runtime: RuntimeService | None = None,
         check_names: Callable[[], list[str]] = list,
         entity_fuzzy: bool = True,
@@ -101,7 +103,7 @@ class Services:
         self.miners = MinerService(store.miners, store.jobs, self.mining, miners, publish=publish, now=now)
         self.webhooks = WebhookService(self.miners, store.miners, now=now)
         self.forgetting = ForgetService(
-            store, search, self.mining.active_mines, publish, self.events.purge, audit=self.audit
+            store, search, self.mining.active_mines, publish, self.events.purge, audit=self.audit, reserve=reserve
         )
         self.places = PlaceService(store, self.forgetting, self.mining.active_mines)
         self.lifecycle = LifecycleService(store.drawers, self.jobs, self.forgetting, now=now)

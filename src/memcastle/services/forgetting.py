@@ -18,6 +18,7 @@ from memcastle.services.reader import visibility
 from memcastle.services.search import build_query
 from memcastle.services.validation import check_limit, check_name, check_text
 from memcastle.store import Store
+from memcastle.store.reserve import StorageReserve, spending_reserve
 
 # The mine jobs queued or running, as (job, source id, wing it files into): a forget of their wing or source waits.
 ActiveMines = Callable[[], list[tuple[Job, str, str]]]
@@ -48,7 +49,9 @@ class ForgetService:
         purge: Callable[[Collection[str]], object] | None = None,
         *,
         audit: ReadAudit | None = None,
+        reserve: StorageReserve | None = None,
     ) -> None:
+        self._reserve = reserve  # a forget gives room back: on a full disk it spends the reserve (ADR 0051)
         self._store = store
         self._audit = audit
         self._publish = publish
@@ -73,7 +76,9 @@ class ForgetService:
             self._refuse_while_mining(scope)
             if self._audit is not None:
                 self._audit.flush()  # the reads recorded so far are written, so the cascade erases their ids
-        report = self._store.forgetting.forget(scope, dry_run=dry_run, requested_by=requested_by)
+        report = spending_reserve(
+            self._reserve, lambda: self._store.forgetting.forget(scope, dry_run=dry_run, requested_by=requested_by)
+        )
         if not dry_run:
             if self._audit is not None:
                 self._audit.drop(report.drawer_ids)

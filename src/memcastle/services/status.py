@@ -10,8 +10,9 @@ from memcastle import __version__
 from memcastle.knowledge.extraction import ExtractionProvider
 from memcastle.knowledge.sweep import KIND as EXTRACT
 from memcastle.knowledge.sweep import extractor_key
-from memcastle.model import ANY_TIME, STORAGE_PAUSE, Job, JobStatus, Scope, paused_by_storage
+from memcastle.model import ANY_TIME, Job, JobStatus, Scope, paused_by_storage
 from memcastle.model.answers import Backlog, EmbeddingStatus, ExtractionStatus, PalaceStatus
+from memcastle.model.jobs import storage_cause
 from memcastle.search.backfill import KIND as EMBED
 from memcastle.search.backfill import model_key
 from memcastle.search.embeddings import EmbeddingProvider
@@ -156,10 +157,9 @@ class StatusService:
             )
         stuck = [job for job in self._paused() if paused_by_storage(job)]
         if stuck:
-            cause = (stuck[0].error or "").removeprefix(STORAGE_PAUSE)
             warnings.append(
-                f"{len(stuck)} job(s) paused because the palace's storage failed ({cause}); they resume by themselves "
-                "once writes work again"
+                f"{len(stuck)} job(s) paused because the palace's storage failed ({storage_cause(stuck[0])}); resume "
+                "them once there is room (they resume by themselves once the disk has jobs.resume_free_bytes free)"
             )
         if self._embeddings.is_enabled:
             latest = self._store.jobs.list_jobs(None, EMBED, 1)

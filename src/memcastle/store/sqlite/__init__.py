@@ -18,7 +18,7 @@ from typing import Any, cast
 import numpy as np
 
 from memcastle.clock import format_instant, to_datetime, utc_now
-from memcastle.errors import MigrationError
+from memcastle.errors import MigrationError, StorageFull
 from memcastle.model import Job, LexicalQuery
 from memcastle.model.scripts import has_unspaced, index_text
 from memcastle.store import VectorChunk
@@ -117,6 +117,7 @@ class SQLiteStore(SqlStore):
         self.audit = AuditTables(self)
         self.integrity = SQLiteIntegrity(self)
         self.copy = SQLiteCopy(self)
+        self.forgetting.merge_index()  # what a forget on a full disk left owed, once there is room
 
     # --- connections ----------------------------------------------------------------------------
 
@@ -157,6 +158,10 @@ class SQLiteStore(SqlStore):
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
+
+    def exclusive(self) -> threading.RLock:
+        """The palace's write lock: while it is held, no other write of this process runs (`store.reserve`)."""
+        return self._lock
 
     def close(self) -> None:
         with self._readers_lock:
@@ -206,7 +211,11 @@ class SQLiteStore(SqlStore):
         they were before. Readers finishing a statement are waited for (the busy timeout)."""
         with self._lock:
             for _ in range(3):
-                busy = self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+                try:
+                    busy = self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+                except sqlite3.Error as exc:  # a full disk: the log is copied in later (the next forget or start)
+                    log.warning("the write-ahead log of %s could not be emptied: %s", self.path, exc)
+                    return
                 if not busy:
                     return
             log.warning("the write-ahead log of %s could not be emptied: readers held it", self.path)
@@ -327,10 +336,26 @@ class SQLiteForgetting(ForgetTables):
             "INSERT INTO drawer_fts(drawer_fts, rowid, content) VALUES ('delete', ?, ?)",
             [(r["seq"], index_text(r["content"])) for r in rows],
         )
-        tx.run("INSERT INTO drawer_fts(drawer_fts) VALUES ('optimize')")
+        # The merge is owed until it is made, in a transaction of its own: on a full disk the forget still commits.
+        tx.run("INSERT INTO index_merge_owed(id, since) VALUES (1, ?) ON CONFLICT DO NOTHING", (self._now(),))
 
     def _after_forget(self) -> None:
+        self.merge_index()
+
+    def merge_index(self) -> bool:
+        """Merge the full-text index without the words of forgotten drawers, if a forget left that owed, and empty
+        the write-ahead log; whether nothing is owed any more (False: no room yet, it is made later)."""
+        try:
+            with self._write() as tx:
+                if tx.one("SELECT 1 AS owed FROM index_merge_owed") is None:
+                    return True
+                tx.run("INSERT INTO drawer_fts(drawer_fts) VALUES ('optimize')")
+                tx.run("DELETE FROM index_merge_owed")
+        except StorageFull as exc:
+            log.warning("the full-text index keeps forgotten words until there is room to merge it: %s", exc.message)
+            return False
         self.db._empty_log()
+        return True
 
 
 class SQLiteArchive(ArchiveTables):
