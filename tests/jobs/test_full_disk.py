@@ -20,7 +20,7 @@ import pytest
 from addresses import LOCAL
 from clocks import DistinctClock
 from fastapi.testclient import TestClient
-from waiting import CEILING, wait_until
+from waiting import wait_until
 
 from memcastle.app import build
 from memcastle.config import load_settings
