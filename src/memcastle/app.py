@@ -60,6 +60,7 @@ from memcastle.services.maintenance import palace_checks
 from memcastle.services.runtime import Admission, RuntimeService
 from memcastle.store import NearestStore, Store
 from memcastle.store.copy import CopyProgress, CopyReport, copy_palace
+from memcastle.store.notices import Notices
 from memcastle.store.reserve import StorageReserve
 from memcastle.store.sqlite import DB_FILE, SQLiteStore
 from memcastle.store.sqlite.failures import NEARLY_FULL_BYTES, free_bytes
@@ -351,6 +352,15 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
         handlers[sweep.KIND] = extract_sweep.run
     index: SemanticLeg | None = None
     memory: SemanticIndex | None = None
+    notices = Notices(settings.palace, now=now)
+
+    def rebuilt(path: str, why: str) -> None:
+        notices.add(
+            "vector cache rebuilt",
+            path,
+            f"the vector cache {path} was damaged ({why}) and is being rebuilt from the palace's stored vectors; "
+            "nothing was lost, and meaning search uses the exact scan meanwhile",
+        )
 
     def make_index(key: str) -> SemanticLeg:
         if store.backend == "postgres":
@@ -361,6 +371,7 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
             key,
             ann_path=settings.palace / "vectors" / f"{file_name(key)}.usearch",
             ann_min_rows=settings["search.ann_min_rows"],
+            on_rebuilt=rebuilt,
         )
 
     # A palace embedded by another builtin model ranks by it until the configured one has embedded every drawer.
@@ -468,6 +479,7 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
         reread_policy=lambda: load_policy(layers_from_settings(settings)),
         room=room,
         reserve=reserve,
+        notices=notices,
         audit=ReadAudit(
             store.audit,
             enabled=settings["audit.enabled"],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -492,3 +493,29 @@ def test_an_unknown_field_is_refused_by_name_with_the_accepted_ones(client: Test
     assert "unknown field" in body["error"] and "from" in body["error"] and "max_chars" in body["error"]
     nested = client.post("/api/checkpoint", json={"items": [{"content": "c", "destination": "x"}]})
     assert nested.json()["field"] == "items[0].destination" and "room" in nested.json()["error"]
+
+
+def test_a_notice_is_a_status_warning_until_acknowledged(client: TestClient, palace_dir: Path) -> None:
+    """What the daemon did on its own (a damaged vector cache rebuilt) is not only a log line."""
+    from memcastle.store.notices import Notices
+
+    assert client.get("/api/status").json()["warnings"] == []
+    Notices(palace_dir).add("vector cache rebuilt", "/p/vectors/m.usearch", "the vector cache was damaged and rebuilt")
+    warnings = client.get("/api/status").json()["warnings"]
+    assert len(warnings) == 1 and "damaged and rebuilt" in warnings[0] and "--acknowledge" in warnings[0]
+    assert client.get("/api/status").json()["warnings"] == warnings, "it stays until acknowledged"
+    answer = client.post("/api/status/acknowledge", json={})
+    assert answer.status_code == 200 and answer.json() == {"acknowledged": 1}
+    assert client.get("/api/status").json()["warnings"] == []
+    assert client.post("/api/status/acknowledge", json={}).json() == {"acknowledged": 0}
+
+
+def test_a_bare_secret_typed_as_a_query_is_not_kept_in_the_read_audit(client: TestClient, palace: Any) -> None:
+    """Shaped credentials were redacted in the audit's queries; a bare random key was kept verbatim."""
+    bare, hexed, shaped = "Zx9kQ2mP7vL4nR8tW3yB6cD1fG5h", "a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6", "ghp_" + "A1b2" * 9
+    for query in (f"deploy key {bare}", f"token {hexed}", f"github {shaped}", "staging deploy 3b42fba"):
+        assert client.post("/api/search", json={"query": query}).status_code == 200
+    palace.services.audit.flush()
+    kept = [r["query"] for r in client.get("/api/audit/reads", params={"limit": 50}).json()["reads"]]
+    assert bare not in str(kept) and hexed not in str(kept) and shaped not in str(kept)
+    assert {"deploy key [redacted:token]", "token [redacted:token]", "staging deploy 3b42fba"} <= set(kept), kept

@@ -16,6 +16,7 @@ from memcastle.model import ForgetScope, NewDrawer, Scope
 from memcastle.search import semantic
 from memcastle.search.maintainer import IndexMaintainer
 from memcastle.search.semantic import SemanticIndex
+from memcastle.store.notices import Notices
 from memcastle.store.sqlite import SQLiteStore
 
 DIM = 32
@@ -225,10 +226,15 @@ def test_the_saved_graph_is_reused_and_a_stale_or_damaged_one_rebuilt(
 
     path.write_bytes(b"not a graph at all")
     caplog.clear()
+    notices = Notices(tmp_path)
+    told = lambda where, why: notices.add("vector cache rebuilt", where, f"{where} rebuilt: {why}")  # noqa: E731
     with caplog.at_level(logging.WARNING):
-        rebuilt = SemanticIndex(store, "m", ann_path=path, ann_min_rows=200)
+        rebuilt = SemanticIndex(store, "m", ann_path=path, ann_min_rows=200, on_rebuilt=told)
         assert rebuilt.maintain() > 0
     assert "rebuilding the vector index" in caplog.text
+    # Not a log line alone: a notice, kept until a person acknowledges it.
+    (notice,) = Notices(tmp_path).current()
+    assert notice.subject == str(path) and "unreadable" in notice.text
 
 
 def test_a_graph_from_a_palace_with_other_rows_is_rebuilt(store: SQLiteStore, tmp_path: Path) -> None:

@@ -242,6 +242,10 @@ class Ok(Shape):
     ok: bool
 
 
+class AcknowledgedOut(Shape):
+    acknowledged: int = Field(description="how many notices were cleared from the status warnings")
+
+
 class VectorIndexOut(BaseModel):
     search: Literal["exact", "graph", "pgvector"] = Field(
         description="graph once the in-memory HNSW graph is built, else exact; pgvector: searched in PostgreSQL"
@@ -568,33 +572,3 @@ class ConfigOut(Shape):
 class ShutdownOut(Shape):
     ok: bool
     message: str
-
-
-class TokenOut(Shape):
-    name: str
-    created_at: str
-    mode: str = Field(description="the most a client holding it may do")
-    read: list[str] | None = Field(description="the only wings it may read (null: every wing)")
-    write: list[str] | None = Field(description="the only wings it may write to (null: every wing)")
-    tools: list[str] | None = Field(description="the only MCP tools it may list and call (null: every tool)")
-    routes: list[str] | None = Field(description="the only REST route groups it may use (null: every group)")
-
-
-class TokensOut(Shape):
-    tokens: list[TokenOut]
-    configured_secret: bool
-
-
-class CreatedTokenOut(Shape):
-    name: str
-    token: str = Field(description="shown only in this answer; the palace keeps its digest")
-    created_at: str
-    mode: str
-    read: list[str] | None
-    write: list[str] | None
-    tools: list[str] | None
-    routes: list[str] | None
-
-
-class RevokedOut(Shape):
-    revoked: str

@@ -8,13 +8,45 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request
+from pydantic import Field
 
 from memcastle.api.access import controls, palace_wide
 from memcastle.api.openapi import DeclaredRoute
-from memcastle.api.responses import CreatedTokenOut, RevokedOut, TokensOut
+from memcastle.api.responses import Shape
 from memcastle.api.schemas import EmptyBody, TokenBody
 from memcastle.errors import AccessDenied
 from memcastle.runtime.tokens import TokenStore, known_routes
+
+
+class TokenOut(Shape):
+    name: str
+    created_at: str
+    mode: str = Field(description="the most a client holding it may do")
+    read: list[str] | None = Field(description="the only wings it may read (null: every wing)")
+    write: list[str] | None = Field(description="the only wings it may write to (null: every wing)")
+    tools: list[str] | None = Field(description="the only MCP tools it may list and call (null: every tool)")
+    routes: list[str] | None = Field(description="the only REST route groups it may use (null: every group)")
+
+
+class TokensOut(Shape):
+    tokens: list[TokenOut]
+    configured_secret: bool
+
+
+class CreatedTokenOut(Shape):
+    name: str
+    token: str = Field(description="shown only in this answer; the palace keeps its digest")
+    created_at: str
+    mode: str
+    read: list[str] | None
+    write: list[str] | None
+    tools: list[str] | None
+    routes: list[str] | None
+
+
+class RevokedOut(Shape):
+    revoked: str
+
 
 router = APIRouter(prefix="/api/auth", tags=["auth"], route_class=DeclaredRoute, dependencies=[Depends(palace_wide)])
 

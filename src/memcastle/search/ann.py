@@ -68,6 +68,7 @@ class AnnIndex:
         from usearch.index import Index
 
         self.shape = shape
+        self.rebuilt_because: str | None = None  # why a saved graph was not used (`open`): it is built anew
         self._lock = threading.Lock()  # searches, and each change of the graph
         self._changing = threading.Lock()  # changes and saves, one at a time
         self._graph = Index(
@@ -190,7 +191,9 @@ class AnnIndex:
             why = f"unreadable ({exc})"
         if why:
             log.warning("rebuilding the vector index %s: %s", path.name, why)
-            return cls(shape)
+            rebuilt = cls(shape)
+            rebuilt.rebuilt_because = why
+            return rebuilt
         fresh.saved_size = len(fresh._graph)
         return fresh
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +57,10 @@ class SemanticIndex:
         *,
         ann_path: Path | None = None,
         ann_min_rows: int = ANN_MIN_ROWS,
+        on_rebuilt: Callable[[str, str], object] | None = None,
     ) -> None:
+        # Told (the cache's file, why) when a saved graph was damaged and is built anew: a status warning until seen.
+        self._on_rebuilt = on_rebuilt
         self._store = store
         self.model = model
         self._ann_path = ann_path
@@ -550,6 +553,8 @@ class SemanticIndex:
 
         ann = AnnIndex.open(self._ann_path, shape, last_row=int(keys[-1]), stored=stored)
         self._ann_saved_at = time.monotonic()
+        if ann.rebuilt_because is not None and self._on_rebuilt is not None:
+            self._on_rebuilt(str(self._ann_path), ann.rebuilt_because)
         return ann
 
 

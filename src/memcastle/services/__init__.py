@@ -53,6 +53,7 @@ from memcastle.services.search import SearchService, build_query
 from memcastle.services.status import StatusService
 from memcastle.services.webhooks import WebhookService
 from memcastle.store import Store
+from memcastle.store.notices import Notices
 from memcastle.store.reserve import StorageReserve
 
 __all__ = ["ForgetRequest", "SearchRequest", "Services", "build_query"]
@@ -81,6 +82,7 @@ class Services:
         room: Callable[[], int | None] | None = None,
         audit: ReadAudit | None = None,
         reserve: StorageReserve | None = None,
+        notices: Notices | None = None,
         runtime: RuntimeService | None = None,
         check_names: Callable[[], list[str]] = list,
         entity_fuzzy: bool = True,
@@ -117,6 +119,7 @@ class Services:
             room=room,
             paused=lambda: self.jobs.list_jobs(JobStatus.PAUSED.value, None, 200),
             runtime=self.runtime,
+            notices=notices,
         )
 
     def queue_checkpoint(self, items: Sequence[Any], agent: str | None, requested_by: str) -> Job:

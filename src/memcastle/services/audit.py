@@ -11,6 +11,7 @@ the same thread; a forgotten drawer's ids leave the audit with it (the forget ca
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from collections.abc import Iterable
 from dataclasses import replace
@@ -49,6 +50,20 @@ MAX_IDS = 200  # ids kept per record (a search returns at most that many)
 MAX_QUERY = 1000  # characters of a query kept
 
 
+# A word of a query that looks like a key with no shape the redactor knows: 24 or more characters of a token's
+# alphabet, holding a digit, a small and a capital letter — or 32 or more hexadecimal digits. A query is asked, not
+# stored knowledge: such a word in it is far likelier a pasted secret than a thing to look up later by.
+_BARE_TOKEN = re.compile(
+    r"(?<![\w/+=-])(?:(?=[\w+/=-]*\d)(?=[\w+/=-]*[a-z])(?=[\w+/=-]*[A-Z])[\w+/=-]{24,}|[0-9a-fA-F]{32,})(?![\w/+=-])"
+)
+
+
+def bare_tokens_redacted(query: str) -> str:
+    """The query with the words that look like bare secrets replaced by `[redacted:token]` (what the redactor
+    already replaced by shape stays as it is)."""
+    return _BARE_TOKEN.sub("[redacted:token]", query)
+
+
 class ReadAudit:
     def __init__(
         self,
@@ -83,7 +98,7 @@ class ReadAudit:
         who = reader()
         if not self.enabled or who.interface == INTERNAL:
             return
-        text = self._redactor.text(query[:MAX_QUERY]).text if query else None
+        text = bare_tokens_redacted(self._redactor.text(query[:MAX_QUERY]).text) if query else None
         entry = ReadRecord(
             at=self._now(),
             interface=who.interface,

@@ -17,9 +17,10 @@ from memcastle.search.backfill import KIND as EMBED
 from memcastle.search.backfill import model_key
 from memcastle.search.embeddings import EmbeddingProvider
 from memcastle.search.engine import SearchEngine
-from memcastle.services.reader import visibility
+from memcastle.services.reader import palace_wide, visibility
 from memcastle.services.runtime import RuntimeService
 from memcastle.store import Store
+from memcastle.store.notices import Notices
 
 # Below this much room on the palace's disk, status warns.
 LOW_ROOM_BYTES = 64 << 20
@@ -39,7 +40,9 @@ class StatusService:
         room: Callable[[], int | None] | None = None,
         paused: Callable[[], list[Job]] | None = None,
         runtime: RuntimeService | None = None,
+        notices: Notices | None = None,
     ) -> None:
+        self._notices = notices  # what the daemon did on its own, shown until acknowledged
         self._runtime = runtime or RuntimeService(store)
         self._store = store
         self._room = room or (lambda: None)
@@ -148,8 +151,16 @@ class StatusService:
             provider.name, provider.model or None, self._store.graph.count_to_extract(extractor_key(provider)), facts
         )
 
+    def acknowledge(self) -> int:
+        """Clear the notices (`status.warnings` of what the daemon did on its own); how many there were."""
+        palace_wide("acknowledging the palace's notices")
+        return self._notices.acknowledge() if self._notices is not None else 0
+
     def _warnings(self) -> list[str]:
-        warnings = []
+        warnings = [
+            f"{n.text} ({n.at}; memcastle status --acknowledge clears this)"
+            for n in (self._notices.current() if self._notices is not None else [])
+        ]
         room = self._room()
         if room is not None and room < LOW_ROOM_BYTES:
             warnings.append(

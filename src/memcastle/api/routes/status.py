@@ -9,6 +9,7 @@ from fastapi import APIRouter, Depends, Request
 from memcastle.api.access import controls, opens, palace_wide
 from memcastle.api.openapi import DeclaredRoute
 from memcastle.api.responses import (
+    AcknowledgedOut,
     ConfigOut,
     ConnectorsOut,
     Ok,
@@ -34,6 +35,18 @@ def health() -> dict[str, Any]:
 @router.get("/status", response_model=StatusOut, tags=["status"], dependencies=[Depends(opens)])
 def status(request: Request) -> dict[str, Any]:
     return services(request).status.status().to_json()
+
+
+@router.post(
+    "/status/acknowledge",
+    response_model=AcknowledgedOut,
+    tags=["status"],
+    dependencies=[Depends(controls), Depends(palace_wide)],
+)
+def acknowledge(request: Request, body: EmptyBody) -> dict[str, Any]:
+    """Clear the notices among the status warnings: what the daemon did on its own (a damaged vector cache
+    rebuilt), shown until a person has seen it."""
+    return {"acknowledged": services(request).status.acknowledge()}
 
 
 @router.get("/config", response_model=ConfigOut, tags=["status"], dependencies=[Depends(opens), Depends(palace_wide)])

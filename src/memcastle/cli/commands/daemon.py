@@ -62,11 +62,14 @@ def migrate(inv: Invocation, to: str) -> None:
 
 
 @app.command()
+@click.option("--acknowledge", is_flag=True, help="first clear the notices of what the daemon did on its own")
 @click.pass_context
-def status(ctx: click.Context) -> None:
+def status(ctx: click.Context, acknowledge: bool) -> None:
     """Is the daemon running and healthy? Exit 0 healthy, 1 degraded, 3 not running."""
     inv = ctx.find_object(Invocation)
     assert inv is not None
+    if acknowledge:
+        inv.client().post("/status/acknowledge", {})
     data = inv.client().get("/status")
     degraded = bool(data.get("warnings"))
 
