@@ -13,8 +13,9 @@ import pytest
 from addresses import LOCAL
 from clocks import DistinctClock
 from fastapi.testclient import TestClient
-from live_daemon import Daemon, XdgHome, launch_daemon, make_home, run_cli
+from live_daemon import STARTS_VARIABLE, Daemon, XdgHome, launch_daemon, make_home, run_cli
 from postgres_support import PostgresServer, session_server
+from served import Served, serve_palace
 from waiting import wait_until
 
 from memcastle.app import Palace, build
@@ -113,8 +114,26 @@ def cli_runner() -> Callable[..., subprocess.CompletedProcess[str]]:
 
 
 @pytest.fixture
-def daemon(tmp_path: Path, xdg_home: XdgHome) -> Iterator[Callable[..., Daemon]]:
-    """Factory: `daemon(palace=None, extra_env=None, wait=True)` starts a real daemon in this test's XDG home.
+def daemon(tmp_path: Path, xdg_home: XdgHome) -> Iterator[Callable[..., Served]]:
+    """Factory: `daemon(palace=None, extra_env=None)` builds a palace in this test's XDG home and serves it on a real
+    loopback socket from a thread (tests/served.py): a daemon's HTTP surface, registry entry and CLI reach, without a
+    process start. Every one is stopped at teardown. A test about the process itself uses `daemon_process`."""
+    started: list[Served] = []
+
+    def start(palace: Path | None = None, *, extra_env: Mapping[str, str] | None = None) -> Served:
+        served = serve_palace(palace or tmp_path / "palace", xdg_home, extra_env=extra_env)
+        started.append(served)
+        return served
+
+    yield start
+    for served in started:
+        served.kill()
+
+
+@pytest.fixture
+def daemon_process(tmp_path: Path, xdg_home: XdgHome) -> Iterator[Callable[..., Daemon]]:
+    """Factory: `daemon_process(palace=None, extra_env=None, wait=True)` starts a real `memcastle serve` subprocess
+    in this test's XDG home — for tests whose subject is the process (signals, drain, the registry, crashes).
 
     Every daemon started is killed at teardown."""
     started: list[Daemon] = []
@@ -138,10 +157,43 @@ def daemon(tmp_path: Path, xdg_home: XdgHome) -> Iterator[Callable[..., Daemon]]
 
 
 @pytest.fixture(scope="module")
-def module_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
-    """One daemon shared by a module's tests (each test keeps to its own wing so they stay independent)."""
+def module_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """One served palace shared by a module's tests (each test keeps to its own wing so they stay independent)."""
+    root = tmp_path_factory.mktemp("module-daemon")
+    served = serve_palace(root / "palace", make_home(root / "xdg"))
+    yield served
+    served.kill()
+
+
+@pytest.fixture(scope="module")
+def module_daemon_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    """One `memcastle serve` subprocess shared by a module's tests whose subject is the process."""
     root = tmp_path_factory.mktemp("module-daemon")
     home = make_home(root / "xdg")
     process = launch_daemon(root / "palace", home)
     yield process
     process.kill()
+
+
+# --- how many daemon processes a run starts -------------------------------------------------------------------------
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The controller names a file every worker's `live_daemon.count_start` appends to (workers inherit it)."""
+    if hasattr(config, "workerinput"):
+        return
+    import tempfile
+
+    handle, path = tempfile.mkstemp(prefix="memcastle-daemon-starts-")
+    os.close(handle)
+    os.environ[STARTS_VARIABLE] = path
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    path = os.environ.get(STARTS_VARIABLE)
+    if hasattr(config, "workerinput") or not path or not os.path.exists(path):
+        return
+    with open(path, encoding="utf-8") as starts:
+        count = sum(1 for _ in starts)
+    os.unlink(path)
+    terminalreporter.write_line(f"subprocess daemon starts: {count} (tests whose subject is the daemon process)")

@@ -40,6 +40,9 @@ def count_drawers(http: httpx.Client, wing: str) -> int:
 
 def serve_once(palace: Path, home: Any) -> subprocess.CompletedProcess[str]:
     """`memcastle serve` on a palace it must refuse: it exits by itself, with a message and no traceback."""
+    from live_daemon import count_start
+
+    count_start()
     done = subprocess.run(
         [*ENTRY, "--palace", str(palace), "serve", "--port", "0"],
         env=home.env({"MEMCASTLE_EMBEDDINGS_PROVIDER": "none"}),

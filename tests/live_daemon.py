@@ -20,6 +20,15 @@ from waiting import CEILING
 from memcastle.runtime.daemons import DaemonEntry, find_daemon, registry_file
 
 DAEMON_START_TIMEOUT = CEILING
+# The file a run counts its daemon process starts in (one line a start; conftest.py prints the count).
+STARTS_VARIABLE = "PYTEST_MEMCASTLE_DAEMON_STARTS"
+
+
+def count_start() -> None:
+    path = os.environ.get(STARTS_VARIABLE)
+    if path:
+        with open(path, "a", encoding="utf-8") as starts:
+            starts.write("1\n")
 
 
 @dataclass(frozen=True)
@@ -144,6 +153,7 @@ def launch_daemon(
 
     Embeddings are off unless `extra_env` turns them on, so no daemon test waits on a model."""
     env = home.env({"MEMCASTLE_EMBEDDINGS_PROVIDER": "none", **(extra_env or {})})
+    count_start()
     log_path = home.root / f"daemon-{time.monotonic_ns()}.log"
     with log_path.open("wb") as log:
         proc = subprocess.Popen(

@@ -92,8 +92,8 @@ def start_slow_verify(http: httpx.Client, poll: Poll, *, until: int) -> dict[str
 # --- registry -------------------------------------------------------------------------------------
 
 
-def test_registry_file_records_pid_address_and_version(daemon: Callable[..., Any]) -> None:
-    served = daemon()
+def test_registry_file_records_pid_address_and_version(daemon_process: Callable[..., Any]) -> None:
+    served = daemon_process()
     entry = json.loads(served.registry_path.read_text())
     assert entry["pid"] == served.pid
     assert entry["version"] == __version__
@@ -137,9 +137,9 @@ def test_status_with_a_stale_registry_exits_3_and_removes_it(
 
 
 def test_a_second_daemon_for_the_same_palace_is_refused(
-    daemon: Callable[..., Any], cli_runner: Callable[..., Any]
+    daemon_process: Callable[..., Any], cli_runner: Callable[..., Any]
 ) -> None:
-    served = daemon()
+    served = daemon_process()
     again = cli_runner(["--palace", str(served.palace), "serve", "--port", "0"], env=served.env, timeout=CEILING)
     assert again.returncode == 1
     assert str(served.pid) in again.stderr and "already served" in again.stderr
@@ -147,12 +147,12 @@ def test_a_second_daemon_for_the_same_palace_is_refused(
     assert httpx.get(served.address + "/api/health", trust_env=False).status_code == 200
 
 
-def test_a_palace_that_fails_to_migrate_stops_the_daemon(daemon: Callable[..., Any], tmp_path: Path) -> None:
+def test_a_palace_that_fails_to_migrate_stops_the_daemon(daemon_process: Callable[..., Any], tmp_path: Path) -> None:
     palace = tmp_path / "future"
     fill_palace(palace, 1)
     with sqlite3.connect(palace / DB_FILE) as conn:
         conn.execute("INSERT INTO schema_migration(version, name, applied_at) VALUES (999, 'future', 'x')")
-    refused = daemon(palace, wait=False)
+    refused = daemon_process(palace, wait=False)
     assert refused.wait_exit(30) == 1
     assert "999" in refused.log() and "newer" in refused.log()
     assert not refused.registry_path.exists()
@@ -161,8 +161,8 @@ def test_a_palace_that_fails_to_migrate_stops_the_daemon(daemon: Callable[..., A
 # --- stopping -------------------------------------------------------------------------------------
 
 
-def test_shutdown_endpoint_exits_the_process_and_removes_the_registry(daemon: Callable[..., Any]) -> None:
-    served = daemon()
+def test_shutdown_endpoint_exits_the_process_and_removes_the_registry(daemon_process: Callable[..., Any]) -> None:
+    served = daemon_process()
     answer = httpx.post(served.address + "/api/shutdown", json={}, trust_env=False)
     assert answer.status_code == 202 and answer.json()["ok"] is True
     assert served.wait_exit(20) == 0
@@ -170,9 +170,11 @@ def test_shutdown_endpoint_exits_the_process_and_removes_the_registry(daemon: Ca
     assert "MemCastle stopped" in served.log()
 
 
-def test_sigint_drains_the_running_job_and_exits(daemon: Callable[..., Any], tmp_path: Path, poll: Poll) -> None:
+def test_sigint_drains_the_running_job_and_exits(
+    daemon_process: Callable[..., Any], tmp_path: Path, poll: Poll
+) -> None:
     fill_palace(tmp_path / "palace", 200)
-    served = daemon(tmp_path / "palace")
+    served = daemon_process(tmp_path / "palace")
     with served.http() as http:
         job = start_slow_verify(http, poll, until=5)
     served.proc.send_signal(signal.SIGINT)
@@ -185,10 +187,10 @@ def test_sigint_drains_the_running_job_and_exits(daemon: Callable[..., Any], tmp
 
 
 def test_sigterm_drains_the_running_job_and_removes_the_registry(
-    daemon: Callable[..., Any], tmp_path: Path, poll: Poll
+    daemon_process: Callable[..., Any], tmp_path: Path, poll: Poll
 ) -> None:
     fill_palace(tmp_path / "palace", 200)
-    served = daemon(tmp_path / "palace")
+    served = daemon_process(tmp_path / "palace")
     with served.http() as http:
         job = start_slow_verify(http, poll, until=5)
     served.proc.send_signal(signal.SIGTERM)
@@ -205,11 +207,11 @@ def test_sigterm_drains_the_running_job_and_removes_the_registry(
 
 
 def test_kill_9_during_a_job_then_restart_resumes_it_from_its_checkpoint(
-    daemon: Callable[..., Any], tmp_path: Path, poll: Poll
+    daemon_process: Callable[..., Any], tmp_path: Path, poll: Poll
 ) -> None:
     palace = tmp_path / "palace"
     ids = fill_palace(palace, NOTES)
-    first = daemon(palace)
+    first = daemon_process(palace)
     with first.http() as http:
         job = start_slow_verify(http, poll, until=25)
     first.kill()
@@ -227,7 +229,7 @@ def test_kill_9_during_a_job_then_restart_resumes_it_from_its_checkpoint(
     tamper(palace, behind)
     tamper(palace, ahead)
 
-    second = daemon(palace)
+    second = daemon_process(palace)
     assert second.pid != first.pid
     seen: list[int] = []
     with second.http() as http:
@@ -249,8 +251,8 @@ def test_kill_9_during_a_job_then_restart_resumes_it_from_its_checkpoint(
 # --- latency --------------------------------------------------------------------------------------
 
 
-def test_keep_alive_requests_are_answered_without_a_nagle_stall(daemon: Callable[..., Any]) -> None:
-    served = daemon()
+def test_keep_alive_requests_are_answered_without_a_nagle_stall(daemon_process: Callable[..., Any]) -> None:
+    served = daemon_process()
     with served.http() as http:
         for _ in range(3):
             http.get("/api/health")
@@ -265,7 +267,9 @@ def test_keep_alive_requests_are_answered_without_a_nagle_stall(daemon: Callable
 # --- a clean stop under load ----------------------------------------------------------------------
 
 
-def test_shutdown_mid_sweep_drains_requeues_and_exits_0(daemon: Callable[..., Any], tmp_path: Path, poll: Poll) -> None:
+def test_shutdown_mid_sweep_drains_requeues_and_exits_0(
+    daemon_process: Callable[..., Any], tmp_path: Path, poll: Poll
+) -> None:
     """The builtin model embedding and the heuristic extractor reading, on both workers, when `memcastle shutdown`
     comes: the daemon drains, requeues, waits for the unit of work in flight, then closes the store and exits 0."""
     palace = tmp_path / "palace"
@@ -277,7 +281,7 @@ def test_shutdown_mid_sweep_drains_requeues_and_exits_0(daemon: Callable[..., An
             store.drawers.add_drawer(NewDrawer(wing="w", room="r", content=f"note {i}: {words}"))
     finally:
         store.close()
-    served = daemon(
+    served = daemon_process(
         palace,
         extra_env={
             "MEMCASTLE_EMBEDDINGS_PROVIDER": "builtin",

@@ -8,6 +8,8 @@ import os
 import signal
 import socket
 import sys
+import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -70,6 +72,66 @@ def check_exposure(settings: Settings) -> None:
         )
 
 
+def bind(host: str, port: int) -> tuple[socket.socket, str]:
+    """A listening socket on `host`:`port` (0: any free port) and the address it answers at."""
+    # IPPROTO_TCP (not 0) so asyncio sets TCP_NODELAY on accepted sockets: no Nagle stall on keep-alive replies.
+    listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind((host, port))
+    bound_port = listener.getsockname()[1]
+    shown_host = f"[{host}]" if ":" in host else host
+    return listener, f"http://{shown_host}:{bound_port}"
+
+
+class ServedPalace:
+    """An already built palace's HTTP surface on a real socket: bound at construction, served by `run` (the
+    foreground daemon) or from a thread by `start` … `stop` (an embedding program, the test suite). Building,
+    starting and stopping the palace stay the caller's."""
+
+    def __init__(
+        self,
+        palace: Palace,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        bound: tuple[socket.socket, str] | None = None,
+    ) -> None:
+        self.palace = palace
+        self.listener, self.address = bound or bind(host, port)
+        app = http_app(palace, request_shutdown=self.request_exit)
+        # ws="none": the daemon serves no WebSocket (its live events are server-sent), so uvicorn need not import a
+        # WebSocket library at start.
+        config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5, ws="none")
+        self.server = _Server(config)
+        self._thread: threading.Thread | None = None
+
+    def request_exit(self, *_: object) -> None:
+        """Stop serving (SIGINT, SIGTERM, `POST /api/shutdown`): `run` returns, a thread ends."""
+        self.server.request_exit()
+
+    def run(self) -> None:
+        """Serve in this thread until asked to exit."""
+        self.server.run(sockets=[self.listener])
+
+    def start(self, timeout: float = 60.0) -> ServedPalace:
+        """Serve from a thread of its own; returns once the socket answers."""
+        self._thread = threading.Thread(target=self.run, name="memcastle-served", daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + timeout
+        while not self.server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"the palace could not be served at {self.address}")
+            time.sleep(0.005)
+        return self
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop serving and wait for the thread (open event streams are closed at once)."""
+        self.request_exit()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        self.listener.close()
+
+
 def serve(settings: Settings) -> None:
     """Build the palace, bind, register, serve until SIGINT/SIGTERM or POST /api/shutdown, then drain."""
     logs.configure(settings["logging.level"], settings["logging.format"])
@@ -80,30 +142,13 @@ def serve(settings: Settings) -> None:
             f"palace {settings.palace} is already served by pid {running.pid} at {running.address}",
             help="stop it first (memcastle shutdown) or choose another --palace",
         )
-    host, port = settings["server.host"], settings["server.port"]
     check_exposure(settings)
-    # IPPROTO_TCP (not 0) so asyncio sets TCP_NODELAY on accepted sockets: no Nagle stall on keep-alive replies.
-    listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind((host, port))
-    bound_port = listener.getsockname()[1]
-    shown_host = f"[{host}]" if ":" in host else host
-    address = f"http://{shown_host}:{bound_port}"
-
+    bound = bind(settings["server.host"], settings["server.port"])  # a port in use stops the start before any build
     palace = build(settings)
-    server: _Server | None = None
-
-    def request_shutdown() -> None:
-        if server is not None:
-            server.request_exit()
-
-    app = http_app(palace, request_shutdown=request_shutdown)
-    # ws="none": the daemon serves no WebSocket (its live events are server-sent), so uvicorn need not import a
-    # WebSocket library at start.
-    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5, ws="none")
-    server = _Server(config)
+    served = ServedPalace(palace, bound=bound)
+    address = served.address
     for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, server.request_exit)
+        signal.signal(signum, served.server.request_exit)
     palace.start()
     entry = write_entry(states, settings.palace, address, __version__)
     palace.services.runtime.serving(pid=os.getpid(), address=address, started_at=entry.started_at)
@@ -112,7 +157,7 @@ def serve(settings: Settings) -> None:
     if settings["logging.format"] == "text":  # a JSON log holds JSON lines only; the log line above says it
         print(f"MemCastle {__version__} serving {settings.palace} at {address}", file=sys.stderr, flush=True)
     try:
-        server.run(sockets=[listener])
+        served.run()
     finally:
         requeued = palace.stop()
         if requeued:

@@ -136,13 +136,13 @@ def test_a_bad_kind_is_a_400_and_a_foreign_page_is_refused(module_daemon: Any) -
 
 
 def test_the_stream_needs_the_token_when_auth_is_on_and_a_daemon_with_a_stream_open_stops(
-    daemon: Any, tmp_path: Path
+    daemon_process: Any, tmp_path: Path
 ) -> None:
     from memcastle.runtime.tokens import TokenStore
 
     palace = tmp_path / "secured"
     token = TokenStore(palace).create("events")
-    served = daemon(palace, extra_env={"MEMCASTLE_AUTH_ENABLED": "true"})
+    served = daemon_process(palace, extra_env={"MEMCASTLE_AUTH_ENABLED": "true"})
     with httpx.Client(base_url=served.address, timeout=CEILING, trust_env=False) as http:
         assert http.get("/api/events").status_code == 401
     client = httpx.Client(

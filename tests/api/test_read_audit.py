@@ -17,10 +17,11 @@ import pytest
 from addresses import LOCAL
 from clocks import ManualClock
 from fastapi.testclient import TestClient
-from live_daemon import Daemon, launch_daemon, make_home
+from live_daemon import make_home
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import Implementation
+from served import Served, serve_palace
 from waiting import CEILING
 
 from memcastle.app import Palace, build
@@ -168,16 +169,16 @@ def _query(**fields: Any) -> Any:
 
 
 @pytest.fixture
-def audited(tmp_path: Path) -> Iterator[tuple[Daemon, str]]:
+def audited(tmp_path: Path) -> Iterator[tuple[Served, str]]:
     palace = tmp_path / "palace"
     token = TokenStore(palace).create("agent-box")
-    daemon = launch_daemon(palace, make_home(tmp_path / "xdg2"), extra_env={"MEMCASTLE_AUTH_ENABLED": "true"})
+    daemon = serve_palace(palace, make_home(tmp_path / "xdg2"), extra_env={"MEMCASTLE_AUTH_ENABLED": "true"})
     yield daemon, token
     daemon.kill()
 
 
 def test_an_mcp_agent_is_recorded_by_its_name_and_session_and_listed_by_the_cli_and_the_page(
-    audited: tuple[Daemon, str], cli_runner: Any
+    audited: tuple[Served, str], cli_runner: Any
 ) -> None:
     daemon, token = audited
     headers = {"Authorization": f"Bearer {token}"}

@@ -20,10 +20,11 @@ import anyio
 import httpx
 import httpx2
 import pytest
-from live_daemon import Daemon, launch_daemon, make_home
+from live_daemon import make_home
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import TextContent
+from served import Served, serve_palace
 from waiting import CEILING
 
 from memcastle.mcp.tools import TOOLS
@@ -61,14 +62,14 @@ class Planted:
 
 
 @pytest.fixture(scope="module")
-def scoped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Daemon, str, str, Planted]]:
+def scoped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Served, str, str, Planted]]:
     root = tmp_path_factory.mktemp("scoped")
     palace = root / "palace"
     tokens = TokenStore(palace)
     full = tokens.create("owner")
     limited = tokens.create("agent", read=["team", "notes", "shared/public"], write=["notes", "shared/drafts"])
     tokens.create("searcher", tools=["memcastle_search", "memcastle_get_drawer"])
-    daemon = launch_daemon(palace, make_home(root / "xdg"), extra_env={"MEMCASTLE_AUTH_ENABLED": "true"})
+    daemon = serve_palace(palace, make_home(root / "xdg"), extra_env={"MEMCASTLE_AUTH_ENABLED": "true"})
     planted = Planted()
     owner = httpx.Client(base_url=daemon.address, headers={"Authorization": f"Bearer {full}"}, trust_env=False)
     with owner:
@@ -117,11 +118,11 @@ def scoped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Daemon, s
     daemon.kill()
 
 
-def _http(daemon: Daemon, token: str) -> httpx.Client:
+def _http(daemon: Served, token: str) -> httpx.Client:
     return httpx.Client(base_url=daemon.address, headers={"Authorization": f"Bearer {token}"}, trust_env=False)
 
 
-def test_the_scoped_token_sees_and_writes_its_own_wings(scoped: tuple[Daemon, str, str, Planted]) -> None:
+def test_the_scoped_token_sees_and_writes_its_own_wings(scoped: tuple[Served, str, str, Planted]) -> None:
     daemon, full, limited, planted = scoped
     with _http(daemon, limited) as http:
         found = http.post("/api/search", json={"query": "team lantern", "ranking": "lexical"}).json()
@@ -216,7 +217,7 @@ def _combos(names: list[str], values: dict[str, list[str]]) -> list[tuple[str, .
 
 
 def test_no_rest_route_shows_the_scoped_token_anything_outside_its_wings(
-    scoped: tuple[Daemon, str, str, Planted],
+    scoped: tuple[Served, str, str, Planted],
 ) -> None:
     daemon, full, limited, planted = scoped
     with _http(daemon, full) as owner:
@@ -302,7 +303,7 @@ MCP_ARGUMENTS: dict[str, list[dict[str, Any]]] = {
 
 
 def test_no_mcp_tool_shows_the_scoped_token_anything_outside_its_wings(
-    scoped: tuple[Daemon, str, str, Planted],
+    scoped: tuple[Served, str, str, Planted],
 ) -> None:
     daemon, _, limited, planted = scoped
     assert set(MCP_ARGUMENTS) == set(TOOLS), "every tool is driven (a new tool needs its arguments here)"
@@ -334,7 +335,7 @@ def test_no_mcp_tool_shows_the_scoped_token_anything_outside_its_wings(
 
 
 def test_no_web_page_shows_the_scoped_token_anything_outside_its_wings(
-    scoped: tuple[Daemon, str, str, Planted],
+    scoped: tuple[Served, str, str, Planted],
 ) -> None:
     daemon, _, limited, planted = scoped
     drawer, fact = planted.ids["drawer"], planted.ids["fact"]
@@ -384,7 +385,7 @@ def test_no_web_page_shows_the_scoped_token_anything_outside_its_wings(
     assert not leaks, leaks
 
 
-def test_the_event_stream_carries_only_the_scope(scoped: tuple[Daemon, str, str, Planted]) -> None:
+def test_the_event_stream_carries_only_the_scope(scoped: tuple[Served, str, str, Planted]) -> None:
     daemon, full, limited, planted = scoped
     with _http(daemon, limited) as http:
         assert http.get("/api/events", params={"kinds": "job"}).status_code == 403, "job events cover the palace"
@@ -418,7 +419,7 @@ def test_the_event_stream_carries_only_the_scope(scoped: tuple[Daemon, str, str,
 
 
 def test_a_token_limited_to_some_tools_lists_and_calls_only_those(
-    scoped: tuple[Daemon, str, str, Planted], tmp_path: Path, cli_runner: Any
+    scoped: tuple[Served, str, str, Planted], tmp_path: Path, cli_runner: Any
 ) -> None:
     daemon, full, _, _ = scoped
     created = cli_runner(
@@ -454,7 +455,7 @@ def test_a_token_limited_to_some_tools_lists_and_calls_only_those(
     assert outcome["note"].is_error and "memcastle_search" in outcome["note"].content[0].text
 
 
-def test_a_token_limited_to_some_route_groups_uses_only_those(scoped: tuple[Daemon, str, str, Planted]) -> None:
+def test_a_token_limited_to_some_route_groups_uses_only_those(scoped: tuple[Served, str, str, Planted]) -> None:
     daemon, full, _, _ = scoped
     with _http(daemon, full) as owner:
         groups = {tag for ops in owner.get("/openapi.json").json()["paths"].values() for op in ops.values()
@@ -472,7 +473,7 @@ def test_a_token_limited_to_some_route_groups_uses_only_those(scoped: tuple[Daem
 
 
 def test_tokens_list_their_scope_and_the_cli_creates_one(
-    scoped: tuple[Daemon, str, str, Planted], tmp_path: Path
+    scoped: tuple[Served, str, str, Planted], tmp_path: Path
 ) -> None:
     daemon, full, limited, _ = scoped
     with _http(daemon, full) as owner:

@@ -52,7 +52,7 @@ def test_a_checkpoint_queued_before_a_kill_is_written_once(daemon: Any, tmp_path
 
 
 def test_with_no_daemon_the_checkpoint_waits_on_disk_for_the_next_one(
-    daemon: Any, xdg_home: Any, tmp_path: Path, cli_runner: Any
+    daemon_process: Any, xdg_home: Any, tmp_path: Path, cli_runner: Any
 ) -> None:
     palace = tmp_path / "spool-palace"
     env = xdg_home.env({"MEMCASTLE_EMBEDDINGS_PROVIDER": "none"})
@@ -62,7 +62,7 @@ def test_with_no_daemon_the_checkpoint_waits_on_disk_for_the_next_one(
     assert kept.exists() and kept.parent == spool_dir(xdg_home.state_dir, palace)
     broken = spool(xdg_home.state_dir, palace, {"items": [{"content": ""}]})  # invalid: set aside, not lost
 
-    served = daemon(palace)
+    served = daemon_process(palace)
     found = wait_until(lambda: checkpoints(served, "cp"), what="the spooled checkpoint")
     assert [d["content"] for d in found] == ["last words"]
     assert not kept.exists() and not broken.exists()

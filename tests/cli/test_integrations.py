@@ -200,11 +200,11 @@ def test_without_a_daemon_the_pi_extension_says_why_and_pi_goes_on(tmp_path: Pat
 
 
 @needs_node
-def test_the_opencode_plugin_wakes_up_and_has_the_idle_session_mined_once(daemon: Any, tmp_path: Path) -> None:
+def test_the_opencode_plugin_wakes_up_and_has_the_idle_session_mined_once(daemon_process: Any, tmp_path: Path) -> None:
     project = tmp_path / "app"
     project.mkdir()
     bin_dir = install_opencode(tmp_path, [("ses_a", str(project), 1_770_000_000_000)], ASSISTANT)
-    served = daemon(extra_env={"PATH": f"{bin_dir}:{os.environ['PATH']}"})
+    served = daemon_process(extra_env={"PATH": f"{bin_dir}:{os.environ['PATH']}"})
     with served.http() as http:
         saved = {"agent": "opencode", "items": [{"content": "Decided: rotate the keys every Monday."}]}
         assert http.post("/api/checkpoint", json=saved).status_code == 201

@@ -27,8 +27,8 @@ workers = 3
 """
 
 
-def test_status_names_the_process_and_the_schema(daemon: Any) -> None:
-    served = daemon(extra_env={"MEMCASTLE_MODE": "read_only"})
+def test_status_names_the_process_and_the_schema(daemon_process: Any) -> None:
+    served = daemon_process(extra_env={"MEMCASTLE_MODE": "read_only"})
     done = served.cli("status")
     assert done.returncode == 0, done.stderr
     status = json.loads(done.stdout)
@@ -82,8 +82,8 @@ def test_the_api_and_the_cli_show_the_same_configuration_with_secrets_masked(dae
     assert TOKEN not in text and "hunter2" not in text
 
 
-def test_a_json_log_is_one_object_per_line(daemon: Any) -> None:
-    served = daemon(extra_env={"MEMCASTLE_LOGGING_FORMAT": "json", "MEMCASTLE_LOGGING_LEVEL": "debug"})
+def test_a_json_log_is_one_object_per_line(daemon_process: Any) -> None:
+    served = daemon_process(extra_env={"MEMCASTLE_LOGGING_FORMAT": "json", "MEMCASTLE_LOGGING_LEVEL": "debug"})
     with served.http() as http:
         assert http.get("/api/status").json()["daemon"]["logging"] == {"level": "debug", "format": "json"}
         http.post("/api/shutdown", json={})

@@ -15,10 +15,11 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
-from live_daemon import Daemon, launch_daemon, make_home
+from live_daemon import make_home
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from postgres_support import PostgresServer, as_url
+from served import Served, serve_palace
 
 SERVER_OLD = "The Harbor build server is located in Frankfurt. It runs the nightly builds and keeps the artifacts.\n"
 SERVER_NEW = "Moved last week: the Harbor build server is located in Berlin now.\n"
@@ -27,14 +28,14 @@ FILLER = ("argparse", "json", "logging", "pathlib", "subprocess", "threading", "
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
-def served(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Daemon]:
+def served(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Served]:
     env = {"MEMCASTLE_EMBEDDINGS_PROVIDER": "builtin"}
     conninfo = ""
     if request.param == "postgres":
         server: PostgresServer = request.getfixturevalue("postgres_server")
         conninfo = server.create_database()
         env["MEMCASTLE_STORE_URL"] = as_url(conninfo)
-    daemon = launch_daemon(tmp_path / "palace", make_home(tmp_path / "xdg"), extra_env=env)
+    daemon = serve_palace(tmp_path / "palace", make_home(tmp_path / "xdg"), extra_env=env)
     try:
         yield daemon
     finally:
@@ -69,7 +70,7 @@ async def completed(client: Client, job_id: str) -> None:
             await anyio.sleep(0.05)
 
 
-def test_an_agent_can_trust_what_memory_says(served: Daemon, tmp_path: Path) -> None:
+def test_an_agent_can_trust_what_memory_says(served: Served, tmp_path: Path) -> None:
     folder = notes_folder(tmp_path)
 
     async def scenario() -> None:

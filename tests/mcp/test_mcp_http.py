@@ -447,13 +447,14 @@ def test_a_sessionless_client_is_told_to_use_the_header(module_daemon: Any) -> N
 
 def test_a_sessionless_client_with_a_token_sets_its_mode(tmp_path: Path) -> None:
     """The SDK's default negotiation (sessionless) with a bearer token: the choice is kept for the token."""
-    from live_daemon import launch_daemon, make_home
+    from live_daemon import make_home
+    from served import serve_palace
 
     from memcastle.runtime.tokens import TokenStore
 
     palace = tmp_path / "palace"
     secret = TokenStore(palace).create("agent-token")
-    daemon = launch_daemon(palace, make_home(tmp_path / "xdg"), extra_env={"MEMCASTLE_AUTH_ENABLED": "true"})
+    daemon = serve_palace(palace, make_home(tmp_path / "xdg"), extra_env={"MEMCASTLE_AUTH_ENABLED": "true"})
     bearer = {"Authorization": f"Bearer {secret}"}
     try:
 

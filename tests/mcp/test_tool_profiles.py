@@ -10,8 +10,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from live_daemon import Daemon, launch_daemon, make_home
+from live_daemon import make_home
 from mcp.shared.exceptions import MCPError
+from served import Served, serve_palace
 from test_mcp_http import call, connect, refused, run
 
 from memcastle.mcp.profiles import CORE, HEADER
@@ -23,7 +24,7 @@ TOOL_NAME = re.compile(r"\bmemcastle_[a-z_]+")
 
 
 @pytest.fixture(scope="module")
-def guarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Daemon, dict[str, str]]]:
+def guarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Served, dict[str, str]]]:
     """A daemon that requires tokens: one for every tool, one limited to the core profile, one to two tools."""
     root = tmp_path_factory.mktemp("profiles")
     palace = root / "palace"
@@ -33,7 +34,7 @@ def guarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Daemon, 
         "core": store.create("core-agent", tools=known_tools(["core"])),  # as `memcastle token create --tools core`
         "searcher": store.create("searcher", tools=["memcastle_search", "memcastle_get_drawer"]),
     }
-    daemon = launch_daemon(palace, make_home(root / "xdg"), extra_env={"MEMCASTLE_AUTH_ENABLED": "true"})
+    daemon = serve_palace(palace, make_home(root / "xdg"), extra_env={"MEMCASTLE_AUTH_ENABLED": "true"})
     yield daemon, tokens
     daemon.kill()
 
@@ -51,7 +52,7 @@ def bearer(token: str, **more: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}", **more}
 
 
-def test_each_profile_lists_its_tools_and_says_how_to_list_the_rest(guarded: tuple[Daemon, dict[str, str]]) -> None:
+def test_each_profile_lists_its_tools_and_says_how_to_list_the_rest(guarded: tuple[Served, dict[str, str]]) -> None:
     daemon, tokens = guarded
 
     async def scenario() -> None:
@@ -73,7 +74,7 @@ def test_each_profile_lists_its_tools_and_says_how_to_list_the_rest(guarded: tup
 
 
 def test_an_unlisted_tool_still_answers_and_an_unknown_name_is_refused_by_name(
-    guarded: tuple[Daemon, dict[str, str]],
+    guarded: tuple[Served, dict[str, str]],
 ) -> None:
     daemon, tokens = guarded
 
@@ -95,7 +96,7 @@ def test_an_unlisted_tool_still_answers_and_an_unknown_name_is_refused_by_name(
     run(scenario)
 
 
-def test_a_token_tool_set_bounds_what_any_profile_lists(guarded: tuple[Daemon, dict[str, str]]) -> None:
+def test_a_token_tool_set_bounds_what_any_profile_lists(guarded: tuple[Served, dict[str, str]]) -> None:
     daemon, tokens = guarded
 
     async def scenario() -> None:
@@ -117,7 +118,7 @@ def test_a_token_tool_set_bounds_what_any_profile_lists(guarded: tuple[Daemon, d
 
 
 def test_the_daemon_default_is_a_setting(tmp_path: Path) -> None:
-    daemon = launch_daemon(tmp_path / "palace", make_home(tmp_path / "xdg"), extra_env={"MEMCASTLE_MCP_TOOLS": "full"})
+    daemon = serve_palace(tmp_path / "palace", make_home(tmp_path / "xdg"), extra_env={"MEMCASTLE_MCP_TOOLS": "full"})
     try:
 
         async def scenario() -> None:

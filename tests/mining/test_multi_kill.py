@@ -85,21 +85,23 @@ def finish(http: httpx.Client, job_ids: list[str]) -> None:
     wait_until(done, what="the mines to complete")
 
 
-def test_random_kills_end_exactly_where_an_undisturbed_run_does(daemon: Callable[..., Any], tmp_path: Path) -> None:
+def test_random_kills_end_exactly_where_an_undisturbed_run_does(
+    daemon_process: Callable[..., Any], tmp_path: Path
+) -> None:
     seed = int(os.environ.get("MEMCASTLE_KILL_SEED") or random.SystemRandom().randrange(1 << 30))
     print(f"MEMCASTLE_KILL_SEED={seed}")
     rng = random.Random(seed)
     code, notes = corpus(tmp_path / "corpus")
 
     reference = tmp_path / "reference"
-    quiet = daemon(palace=reference)
+    quiet = daemon_process(palace=reference)
     with quiet.http(timeout=CEILING) as http:
         finish(http, start_mines(http, code, notes))
     quiet.close()
     quiet.proc.wait(timeout=CEILING)
 
     palace = tmp_path / "under-fire"
-    current = daemon(palace=palace)
+    current = daemon_process(palace=palace)
     with current.http(timeout=CEILING) as http:
         jobs = start_mines(http, code, notes)
     address: list[str] = [current.address]
@@ -135,7 +137,7 @@ def test_random_kills_end_exactly_where_an_undisturbed_run_does(daemon: Callable
         for _ in range(KILLS):
             time.sleep(rng.uniform(0.2, 2.5))
             current.kill()
-            current = daemon(palace=palace)
+            current = daemon_process(palace=palace)
             address[0] = current.address
         writer.join(timeout=CEILING * 2)
         assert not writer.is_alive(), "the writer never got every note acknowledged"

@@ -50,11 +50,11 @@ def _wait_job(http: httpx.Client, job_id: str, done: Callable[[dict[str, Any]], 
 
 @pytest.mark.slow
 def test_kill_9_during_a_mine_resumes_and_ends_with_exactly_the_clean_drawers(
-    tmp_path: Path, daemon: Callable[..., Any]
+    tmp_path: Path, daemon_process: Callable[..., Any]
 ) -> None:
     tree = _tree(tmp_path / "tree", FILES)
     crashed_palace = tmp_path / "crashed"
-    first = daemon(palace=crashed_palace)
+    first = daemon_process(palace=crashed_palace)
     with first.http() as http:
         job = http.post("/api/mine", json={"connector": "directory", "locator": str(tree)}).json()["job"]
         running = _wait_job(
@@ -65,7 +65,7 @@ def test_kill_9_during_a_mine_resumes_and_ends_with_exactly_the_clean_drawers(
     assert running["status"] == "running", "the mine finished before it could be interrupted"
     first.kill()
 
-    second = daemon(palace=crashed_palace)
+    second = daemon_process(palace=crashed_palace)
     with second.http() as http:
         resumed = _wait_job(http, job["id"], lambda j: j["status"] in ("completed", "failed"))
     assert resumed["status"] == "completed", resumed["error"]
@@ -74,7 +74,7 @@ def test_kill_9_during_a_mine_resumes_and_ends_with_exactly_the_clean_drawers(
     second.close()
 
     clean_palace = tmp_path / "clean"
-    third = daemon(palace=clean_palace)
+    third = daemon_process(palace=clean_palace)
     with third.http() as http:
         job = http.post("/api/mine", json={"connector": "directory", "locator": str(tree)}).json()["job"]
         clean = _wait_job(http, job["id"], lambda j: j["status"] in ("completed", "failed"))
@@ -85,7 +85,7 @@ def test_kill_9_during_a_mine_resumes_and_ends_with_exactly_the_clean_drawers(
 
 
 def test_a_connector_from_another_distribution_mines_with_no_change_to_memcastle(
-    tmp_path: Path, daemon: Callable[..., Any]
+    tmp_path: Path, daemon_process: Callable[..., Any]
 ) -> None:
     site = tmp_path / "site"
     package = site / "shouting_connector"
@@ -130,7 +130,7 @@ def test_a_connector_from_another_distribution_mines_with_no_change_to_memcastle
     (source / "a.txt").write_text("quiet words")
     (source / "b.md").write_text("not for this connector")
 
-    running = daemon(extra_env={"PYTHONPATH": str(site)})
+    running = daemon_process(extra_env={"PYTHONPATH": str(site)})
     with running.http() as http:
         names = [c["name"] for c in http.get("/api/connectors").json()["connectors"]]
         assert "shout" in names

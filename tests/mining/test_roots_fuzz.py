@@ -174,7 +174,10 @@ def _outside_the_roots(tree: Tree, path: str) -> bool:
         return False
     # The interpreter's own files (a lazy import), the null device git is given, and git's view of the process.
     tooling = (Path(sys.prefix), Path(sys.base_prefix), Path("/dev"), Path("/proc"))
-    return not any(resolved == t or t in resolved.parents for t in tooling)
+    if any(resolved == t or t in resolved.parents for t in tooling):
+        return False
+    # A lazy import lists the folders on the import path (the suite's own among them): the import system's, not a read.
+    return str(resolved) not in {str(Path(entry or ".").resolve()) for entry in sys.path}
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

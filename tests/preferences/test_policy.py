@@ -524,13 +524,13 @@ def test_building_a_palace_with_an_invalid_layer_is_refused_before_the_store_is_
 
 
 def test_a_daemon_with_an_invalid_palace_file_exits_1_naming_the_file_and_key(
-    daemon: Callable[..., Any],
+    daemon_process: Callable[..., Any],
     tmp_path: Path,
 ) -> None:
     palace = tmp_path / "palace"
     palace.mkdir()
     (palace / PALACE_FILE).write_text('[preferences]\ndefault = "urgent"\n')
-    served = daemon(palace, wait=False)
+    served = daemon_process(palace, wait=False)
     assert served.wait_exit() == 1
     squeezed = "".join(served.log().split())  # the error renderer may wrap a long path anywhere
     assert "".join(f"{palace / PALACE_FILE}:2 key 'preferences.default'".split()) in squeezed, served.log()

@@ -33,8 +33,8 @@ def limit_file_size(pid: int, most: int | None) -> None:
 NOTES = 4000
 
 
-def test_failing_writes_are_named_nothing_acknowledged_is_lost_and_jobs_resume(daemon: Any) -> None:
-    served = daemon()
+def test_failing_writes_are_named_nothing_acknowledged_is_lost_and_jobs_resume(daemon_process: Any) -> None:
+    served = daemon_process()
     # Enough notes that the mine is still filing when the writes start failing (it files ~500 a second).
     folder = notes_folder(served.home.root, NOTES)
     acknowledged = []

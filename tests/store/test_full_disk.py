@@ -61,11 +61,12 @@ NOTES = 4000
 
 
 def test_a_full_disk_is_said_plainly_and_work_resumes_when_room_returns(
-    small_disk: Path, xdg_home: Any, daemon: Any
+    small_disk: Path, xdg_home: Any, daemon_process: Any
 ) -> None:
     palace = small_disk / "palace"
     (small_disk / "filler").touch()
-    served = daemon(palace)
+    # Resumed by itself once the disk has 4 MiB free (the default asks for 1 GiB, more than this tmpfs holds).
+    served = daemon_process(palace, extra_env={"MEMCASTLE_JOBS_RESUME_FREE_BYTES": str(4 << 20)})
     try:
         # Enough notes that the mine is still filing when the disk fills (it files ~500 a second).
         folder = notes_folder(served.home.root, NOTES)
@@ -112,7 +113,7 @@ def test_a_full_disk_is_said_plainly_and_work_resumes_when_room_returns(
         assert "the palace's disk is full" in done.stderr and str(palace) in done.stderr
     finally:
         filler.unlink(missing_ok=True)
-    restarted = daemon(palace)  # and with room again, it starts with everything in place
+    restarted = daemon_process(palace)  # and with room again, it starts with everything in place
     try:
         with restarted.http(timeout=CEILING) as http:
             assert count_drawers(http, "storage-notes") == NOTES

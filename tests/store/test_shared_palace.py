@@ -234,13 +234,13 @@ def drawer_set(server: PostgresServer, conninfo: str) -> set[tuple[str, str, int
 
 
 def test_two_daemons_share_the_queue_and_every_job_runs_exactly_once(
-    tmp_path: Path, daemon: Callable[..., Any], postgres_server: PostgresServer, conninfo: str
+    tmp_path: Path, daemon_process: Callable[..., Any], postgres_server: PostgresServer, conninfo: str
 ) -> None:
     folders, files = 12, 30
     sources = notes(tmp_path / "notes", folders, files)
     env = shared_env(as_url(conninfo))
-    first = daemon(palace=tmp_path / "palace-a", extra_env=env)
-    second = daemon(palace=tmp_path / "palace-b", extra_env=env)
+    first = daemon_process(palace=tmp_path / "palace-a", extra_env=env)
+    second = daemon_process(palace=tmp_path / "palace-b", extra_env=env)
     daemons = {first.pid: first, second.pid: second}
     seen_running: set[int | None] = set()
     with first.http() as a, second.http() as b:
@@ -333,7 +333,7 @@ def install_gated_connector(site: Path) -> Path:
 
 @pytest.mark.slow
 def test_kill_9_of_one_daemon_mid_mine_the_other_takes_over_after_the_lease_with_no_duplicates(
-    tmp_path: Path, daemon: Callable[..., Any], postgres_server: PostgresServer, conninfo: str
+    tmp_path: Path, daemon_process: Callable[..., Any], postgres_server: PostgresServer, conninfo: str
 ) -> None:
     files = 300
     tree = python_tree(tmp_path / "tree", files)
@@ -348,7 +348,7 @@ def test_kill_9_of_one_daemon_mid_mine_the_other_takes_over_after_the_lease_with
         GATE_FILE=str(gate),
         GATE_AT="pkg01/module_0150.py",
     )
-    first = daemon(palace=tmp_path / "palace-a", extra_env=env)
+    first = daemon_process(palace=tmp_path / "palace-a", extra_env=env)
     with first.http() as a:
         job_id = a.post("/api/mine", json={"connector": "gated", "locator": str(tree)}).json()["job"]["id"]
         deadline = time.monotonic() + 60
@@ -361,7 +361,7 @@ def test_kill_9_of_one_daemon_mid_mine_the_other_takes_over_after_the_lease_with
     assert held["status"] == "running" and pid_of(held["lease_owner"]) == first.pid
 
     # A second daemon starts while the first is mid-mine: its start-up recovery must leave the live job alone ...
-    second = daemon(palace=tmp_path / "palace-b", extra_env=env)
+    second = daemon_process(palace=tmp_path / "palace-b", extra_env=env)
     with second.http() as b:
         job = b.get(f"/api/jobs/{job_id}").json()
         assert job["status"] == "running" and pid_of(job["lease_owner"]) == first.pid, job

@@ -11,6 +11,24 @@ from typing import Any
 import pytest
 from waiting import CEILING
 
+# The pages a browser drives in the default run; every other browser test is marked `browser` and run by `.ci/run`
+# (`pytest -m browser`), each module sharing one served palace.
+SMOKE = {
+    "test_a_query_typed_in_the_page_shows_hits_with_their_evidence",
+    "test_a_drawer_page_shows_the_verbatim_text_and_what_it_said_before",
+    "test_the_graph_around_an_entity_is_drawn_and_listed",
+    "test_a_mine_is_launched_from_its_connectors_form",
+    "test_no_page_scrolls_sideways_on_a_360_pixel_screen",
+}
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by the marks
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "browser" in getattr(item, "fixturenames", ()) and item.name.split("[")[0] not in SMOKE:
+            item.add_marker(pytest.mark.browser)
+
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 DRIVER = shutil.which("chromedriver")
 

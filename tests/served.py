@@ -1,0 +1,97 @@
+"""A built palace served on a real loopback socket from a thread of the test process (`daemon.ServedPalace`): what
+a test whose subject is not the daemon process uses instead of a `memcastle serve` subprocess.
+
+It has the helpers of `live_daemon.Daemon` — `address`, `http()`, `cli()`, `palace`, `home`, `env`, `kill()` — and is
+registered in its home's daemon registry under this process's pid, so the command line run as a subprocess finds it
+as it finds a daemon. What only a process has (`proc`, `pid`, its log, signals) is not there: a test that needs it is
+about the process, and uses `launch_daemon` (the `daemon_process` fixtures).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+from live_daemon import XdgHome, run_cli
+
+from memcastle import __version__
+from memcastle.app import Palace, build
+from memcastle.config import load_settings
+from memcastle.daemon import ServedPalace, file_spooled_checkpoints
+from memcastle.runtime.daemons import registry_file, remove_entry, write_entry
+
+# A served palace's jobs are drained for this long when it stops (a killed subprocess waited for none).
+DRAIN_SECONDS = "2"
+
+
+@dataclass
+class Served:
+    """A palace built from its home's configuration and environment, started and served."""
+
+    palace: Path
+    home: XdgHome
+    built: Palace
+    server: ServedPalace
+    env: dict[str, str] = field(default_factory=dict)
+    stopped: bool = False
+
+    @property
+    def address(self) -> str:
+        return self.server.address
+
+    @property
+    def pid(self) -> int:
+        """The pid its registry entry names: this test process's."""
+        return os.getpid()
+
+    @property
+    def registry_path(self) -> Path:
+        return registry_file(self.home.state_dir, self.palace)
+
+    def http(self, timeout: float = 60.0) -> httpx.Client:
+        return httpx.Client(base_url=self.address, timeout=timeout, trust_env=False)
+
+    def cli(
+        self, *args: str, input: str | None = None, extra_env: Mapping[str, str] | None = None, cwd: Path | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """`memcastle --palace P ARGS` against this palace, as a subprocess (the command line is its subject)."""
+        env = {**self.env, **(extra_env or {})}
+        return run_cli(["--palace", str(self.palace), *args], env=env, input=input, cwd=cwd or self.home.root)
+
+    def kill(self) -> None:
+        """Stop serving, drain and close the palace, leave the registry (as a daemon's clean stop does)."""
+        if self.stopped:
+            return
+        self.stopped = True
+        try:
+            self.server.stop()
+        finally:
+            self.built.stop()
+            remove_entry(self.home.state_dir, self.palace)
+
+    close = kill
+
+
+def serve_palace(palace: Path, home: XdgHome, *, extra_env: Mapping[str, str] | None = None) -> Served:
+    """Build the palace as `memcastle --palace P serve` would in `home` with `extra_env`, start it and serve it on a
+    free loopback port; registered, and the checkpoints spooled while nothing answered are filed (as at a start)."""
+    env = home.env({"MEMCASTLE_EMBEDDINGS_PROVIDER": "none", "MEMCASTLE_JOBS_DRAIN_SECONDS": DRAIN_SECONDS,
+                    **(extra_env or {})})  # fmt: skip
+    config = home.config_file if home.config_file.exists() else None
+    settings = load_settings(flags={"palace": str(palace)}, env=env, config_file=config)
+    built = build(settings)
+    server = ServedPalace(built)
+    try:
+        built.start()
+        entry = write_entry(home.state_dir, palace, server.address, __version__)
+        built.services.runtime.serving(pid=entry.pid, address=server.address, started_at=entry.started_at)
+        file_spooled_checkpoints(built, home.state_dir)
+        server.start()
+    except BaseException:
+        built.stop()
+        raise
+    return Served(palace=palace, home=home, built=built, server=server, env=env)
