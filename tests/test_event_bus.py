@@ -101,3 +101,26 @@ def test_kinds_filter_and_a_forget_purges_what_named_its_drawers() -> None:
         return await take(bus.subscribe(last_id=f"{bus.epoch}-0", kinds=frozenset({"drawers"})), 1)
 
     assert [e.id for e in asyncio.run(scenario())] == [kept.id]
+
+
+def test_closing_the_bus_ends_every_stream_without_counting_a_drop() -> None:
+    """A server that stops serving must not wait on open event streams (a browser's page holds one)."""
+    bus = EventBus()
+
+    async def follow() -> list[str]:
+        seen = []
+        async for event in bus.subscribe():
+            seen.append(event.kind)
+        return seen
+
+    async def scenario() -> list[str]:
+        task = asyncio.create_task(follow())
+        while bus.subscribers == 0:
+            await asyncio.sleep(0.001)
+        bus.publish("job", {"id": "a"})
+        await asyncio.sleep(0.01)
+        threading.Thread(target=bus.close).start()  # from another thread, as a server's stop does
+        return await asyncio.wait_for(task, 5.0)
+
+    assert asyncio.run(scenario()) == ["job"]
+    assert (bus.subscribers, bus.dropped) == (0, 0)

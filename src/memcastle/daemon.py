@@ -125,7 +125,8 @@ class ServedPalace:
         return self
 
     def stop(self, timeout: float = 30.0) -> None:
-        """Stop serving and wait for the thread (open event streams are closed at once)."""
+        """Stop serving and wait for the thread (open event streams are ended first: no wait on them)."""
+        self.palace.services.events.close()
         self.request_exit()
         if self._thread is not None:
             self._thread.join(timeout)

@@ -39,6 +39,12 @@ class _Subscriber:
         self.queue: asyncio.Queue[Event | None] = asyncio.Queue(SUBSCRIBER_BUFFER)
         self.dropped = False
 
+    def end(self) -> None:
+        """On the subscriber's loop: no more events (what is queued is dropped, the stream finishes)."""
+        while not self.queue.empty():
+            self.queue.get_nowait()
+        self.queue.put_nowait(None)
+
     def offer(self, event: Event) -> None:
         """On the subscriber's loop: queue the event, or drop a subscriber that stopped reading."""
         if self.dropped:
@@ -63,6 +69,18 @@ class EventBus:
         self._evicted = 0  # the sequence number of the newest event that fell out of the history (0: none yet)
         self._subscribers: set[_Subscriber] = set()
         self.dropped = 0  # subscribers dropped for falling behind, since start
+        self._closed = False
+
+    def close(self) -> None:
+        """End every subscription (the server stops serving): each stream finishes instead of holding the stop."""
+        with self._lock:
+            self._closed = True
+            subscribers = list(self._subscribers)
+        for subscriber in subscribers:
+            try:
+                subscriber.loop.call_soon_threadsafe(subscriber.end)
+            except RuntimeError:  # its loop has closed: the client is gone
+                self._forget(subscriber)
 
     def publish(self, kind: str, data: Mapping[str, Any]) -> Event:
         with self._lock:
@@ -122,11 +140,11 @@ class EventBus:
             for event in missed:
                 if kinds is None or event.kind in kinds:
                     yield event
-            while True:
+            while not self._closed:
                 queued = await subscriber.queue.get()
                 if queued is None:
                     with self._lock:
-                        self.dropped += 1
+                        self.dropped += 0 if self._closed else 1
                     return
                 yield queued
         finally:

@@ -30,7 +30,7 @@ from memcastle.jobs.worker import RECOVERY_BUDGET, WorkerPool
 from memcastle.model import Job, JobStatus, NewJob
 from memcastle.store.sqlite import SQLiteStore
 
-DISK_BYTES = 24 << 20
+DISK_BYTES = 16 << 20
 RESERVE = 2 << 20
 FILLER = 3 << 20  # freed later: more than the reserve, far less than the margin
 
@@ -89,7 +89,7 @@ def test_a_full_disk_pauses_the_mine_which_stays_paused_and_can_be_cancelled_and
     small_disk: Path, tmp_path: Path
 ) -> None:
     home = Path(os.environ["HOME"])
-    folder = _notes(home, 1500)  # about 12 MB of words: with their index, more than the disk holds
+    folder = _notes(home, 900)  # about 6 MB of words: with their index, more than the disk holds
     filler = small_disk / "filler"
     filler.write_bytes(b"\0" * FILLER)
     settings = load_settings(
@@ -108,7 +108,7 @@ def test_a_full_disk_pauses_the_mine_which_stays_paused_and_can_be_cancelled_and
 
             # A few megabytes freed: far below jobs.resume_free_bytes, so the mine stays paused.
             filler.unlink()
-            time.sleep(4.0)  # the storage watch looks every second and first retries after two
+            time.sleep(3.0)  # the storage watch looks every second and first retries after two
             assert _paused_for_storage(http, job_id), "a paused mine resumed on a nearly full disk"
 
             # Resumed by hand, it fills the disk again; then cancel and forget still answer.

@@ -30,7 +30,7 @@ def limit_file_size(pid: int, most: int | None) -> None:
     resource.prlimit(pid, resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY if most is None else most, hard))
 
 
-NOTES = 4000
+NOTES = 1500
 
 
 def test_failing_writes_are_named_nothing_acknowledged_is_lost_and_jobs_resume(daemon_process: Any) -> None:

@@ -19,9 +19,11 @@ enforced: this process has no sandbox for a child's sockets.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import signal
 import subprocess
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -227,16 +229,19 @@ class ExternalConnector(ConnectorBase):
         argv = [str(manifest.folder / manifest.command[0]) if (manifest.folder / manifest.command[0]).is_file()
                 else manifest.command[0], *manifest.command[1:]]  # fmt: skip
         try:
+            # A session of its own: on a timeout the whole group goes — a child the program started (`sleep` under
+            # `sh`) would otherwise hold its output open, and the mine's worker with it, for as long as it lives.
             process = subprocess.Popen(
                 argv, cwd=manifest.folder, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
+                stderr=subprocess.PIPE, start_new_session=True,
             )  # fmt: skip
         except OSError as exc:
             raise SkipDocument(f"connector {self.name!r} could not be started: {exc}") from None
         try:
             out, err = process.communicate(payload.encode(), timeout=manifest.timeout)
         except subprocess.TimeoutExpired:
-            process.kill()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
             process.communicate()
             raise SkipDocument(f"connector {self.name!r} did not answer within {manifest.timeout:g} s") from None
         if len(out) > manifest.max_output_bytes:
