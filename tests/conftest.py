@@ -187,6 +187,8 @@ def pytest_configure(config: pytest.Config) -> None:
     handle, path = tempfile.mkstemp(prefix="memcastle-daemon-starts-")
     os.close(handle)
     os.environ[STARTS_VARIABLE] = path
+    # One cache for the run: the builtin model's int8 copy (search/quantized.py) is made once, not once a worker.
+    os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="memcastle-test-cache-")
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
@@ -196,4 +198,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     with open(path, encoding="utf-8") as starts:
         count = sum(1 for _ in starts)
     os.unlink(path)
+    import shutil
+
+    shutil.rmtree(os.environ.get("XDG_CACHE_HOME", ""), ignore_errors=True)
     terminalreporter.write_line(f"subprocess daemon starts: {count} (tests whose subject is the daemon process)")

