@@ -3,6 +3,7 @@ real daemon subprocesses on ephemeral ports."""
 
 from __future__ import annotations
 
+import collections
 import os
 import subprocess
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -195,10 +196,12 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     path = os.environ.get(STARTS_VARIABLE)
     if hasattr(config, "workerinput") or not path or not os.path.exists(path):
         return
-    with open(path, encoding="utf-8") as starts:
-        count = sum(1 for _ in starts)
-    os.unlink(path)
     import shutil
 
+    with open(path, encoding="utf-8") as starts:
+        started = [line.strip() for line in starts]
+    os.unlink(path)
     shutil.rmtree(os.environ.get("XDG_CACHE_HOME", ""), ignore_errors=True)
-    terminalreporter.write_line(f"subprocess daemon starts: {count} (tests whose subject is the daemon process)")
+    terminalreporter.write_line(f"subprocess daemon starts: {len(started)} (tests whose subject is the daemon process)")
+    for name, times in sorted(collections.Counter(started).items()):
+        terminalreporter.write_line(f"  {times} × {name}")

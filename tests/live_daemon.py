@@ -28,7 +28,7 @@ def count_start() -> None:
     path = os.environ.get(STARTS_VARIABLE)
     if path:
         with open(path, "a", encoding="utf-8") as starts:
-            starts.write("1\n")
+            starts.write(os.environ.get("PYTEST_CURRENT_TEST", "?").split(" ")[0] + "\n")
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from memcastle import __version__
 from memcastle.app import Palace, build
 from memcastle.config import load_settings
 from memcastle.daemon import ServedPalace, file_spooled_checkpoints
-from memcastle.runtime.daemons import registry_file, remove_entry, write_entry
+from memcastle.runtime.daemons import DaemonEntry, registry_file, remove_entry, write_entry
 
 # A served palace's jobs are drained for this long when it stops (a killed subprocess waited for none).
 DRAIN_SECONDS = "2"
@@ -37,6 +37,7 @@ class Served:
     home: XdgHome
     built: Palace
     server: ServedPalace
+    entry: DaemonEntry | None = None  # its registry entry
     env: dict[str, str] = field(default_factory=dict)
     stopped: bool = False
 
@@ -102,7 +103,7 @@ def serve_palace(palace: Path, home: XdgHome, *, extra_env: Mapping[str, str] | 
     except BaseException:
         built.stop()
         raise
-    return Served(palace=palace, home=home, built=built, server=server, env=env)
+    return Served(palace=palace, home=home, built=built, server=server, entry=entry, env=env)
 
 
 def cli_in_process(

@@ -192,13 +192,24 @@ def test_the_table_itself_has_no_cycle() -> None:
         ("mcp/server.py", "from memcastle.api.access import reads", "mcp → api is not an allowed edge"),
     ],
 )
-def test_the_contract_breaks_on_a_forbidden_import(tmp_path: Path, file: str, line: str, expected: str) -> None:
-    copy = tmp_path / "memcastle"
+def test_the_contract_breaks_on_a_forbidden_import(package_copy: Path, file: str, line: str, expected: str) -> None:
+    target = package_copy / file
+    original = target.read_text(encoding="utf-8")
+    target.write_text(original + f"\n{line}\n", encoding="utf-8")
+    try:
+        found = violations(package_copy, ALLOWED)
+    finally:
+        target.write_text(original, encoding="utf-8")
+    assert any(expected in problem for problem in found), found
+
+
+@pytest.fixture(scope="module")
+def package_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the package that holds to the contract (each case breaks one file of it, then puts it back)."""
+    copy = tmp_path_factory.mktemp("contract") / "memcastle"
     shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns("__pycache__", "data", "migrations"))
     assert not violations(copy, ALLOWED)
-    target = copy / file
-    target.write_text(target.read_text(encoding="utf-8") + f"\n{line}\n", encoding="utf-8")
-    assert any(expected in problem for problem in violations(copy, ALLOWED)), violations(copy, ALLOWED)
+    return copy
 
 
 def test_a_cycle_between_units_is_found() -> None:

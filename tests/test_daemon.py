@@ -251,8 +251,8 @@ def test_kill_9_during_a_job_then_restart_resumes_it_from_its_checkpoint(
 # --- latency --------------------------------------------------------------------------------------
 
 
-def test_keep_alive_requests_are_answered_without_a_nagle_stall(daemon_process: Callable[..., Any]) -> None:
-    served = daemon_process()
+def test_keep_alive_requests_are_answered_without_a_nagle_stall(daemon: Callable[..., Any]) -> None:
+    served = daemon()  # the listener's socket options are the subject, not the process
     with served.http() as http:
         for _ in range(3):
             http.get("/api/health")

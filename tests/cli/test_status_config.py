@@ -27,8 +27,8 @@ workers = 3
 """
 
 
-def test_status_names_the_process_and_the_schema(daemon_process: Any) -> None:
-    served = daemon_process(extra_env={"MEMCASTLE_MODE": "read_only"})
+def test_status_names_the_process_and_the_schema(daemon: Any) -> None:
+    served = daemon(extra_env={"MEMCASTLE_MODE": "read_only"})  # registered under this process's pid
     done = served.cli("status")
     assert done.returncode == 0, done.stderr
     status = json.loads(done.stdout)
