@@ -61,6 +61,8 @@ class XdgHome:
                 "PYTHONUNBUFFERED": "1",
             }
         )
+        if os.environ.get("XDG_CACHE_HOME"):  # the run's cache: the builtin model's int8 copy is made once a run
+            base["XDG_CACHE_HOME"] = os.environ["XDG_CACHE_HOME"]
         base.update(extra or {})
         return base
 
