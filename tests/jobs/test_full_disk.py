@@ -31,8 +31,8 @@ from memcastle.model import Job, JobStatus, NewJob
 from memcastle.store.sqlite import SQLiteStore
 
 DISK_BYTES = 16 << 20
-RESERVE = 2 << 20
-FILLER = 3 << 20  # freed later: more than the reserve, far less than the margin
+RESERVE = 4 << 20  # the default (storage.reserve_bytes)
+FILLER = 3 << 20  # freed later: far less than the margin
 
 
 @pytest.fixture
