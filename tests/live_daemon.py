@@ -8,9 +8,10 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -88,6 +89,20 @@ def run_cli(
     )
 
 
+def palace_cli(
+    daemon: Any,
+    args: Sequence[str],
+    *,
+    input: str | None = None,
+    extra_env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    run: Callable[..., subprocess.CompletedProcess[str]] = run_cli,
+) -> subprocess.CompletedProcess[str]:
+    """`memcastle --palace P ARGS` against a daemon (its `palace`, `env` and `home`), run by `run`."""
+    env = {**daemon.env, **(extra_env or {})}
+    return run(["--palace", str(daemon.palace), *args], env=env, input=input, cwd=cwd or daemon.home.root)
+
+
 @dataclass
 class Daemon:
     """A `memcastle serve --port 0` subprocess and how to reach it."""
@@ -122,8 +137,7 @@ class Daemon:
         self, *args: str, input: str | None = None, extra_env: Mapping[str, str] | None = None, cwd: Path | None = None
     ) -> subprocess.CompletedProcess[str]:
         """`memcastle --palace P ARGS` against this daemon."""
-        env = {**self.env, **(extra_env or {})}
-        return run_cli(["--palace", str(self.palace), *args], env=env, input=input, cwd=cwd or self.home.root)
+        return palace_cli(self, args, input=input, extra_env=extra_env, cwd=cwd)
 
     def wait_exit(self, timeout: float = CEILING) -> int:
         return self.proc.wait(timeout=timeout)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
-from live_daemon import XdgHome, run_cli
+from live_daemon import XdgHome, palace_cli
 
 from memcastle import __version__
 from memcastle.app import Palace, build
@@ -61,15 +61,13 @@ class Served:
         self, *args: str, input: str | None = None, extra_env: Mapping[str, str] | None = None, cwd: Path | None = None
     ) -> subprocess.CompletedProcess[str]:
         """`memcastle --palace P ARGS` against this palace, run in this process (`cli_in_process`)."""
-        env = {**self.env, **(extra_env or {})}
-        return cli_in_process(["--palace", str(self.palace), *args], env=env, input=input, cwd=cwd or self.home.root)
+        return palace_cli(self, args, input=input, extra_env=extra_env, cwd=cwd, run=cli_in_process)
 
     def cli_process(
         self, *args: str, input: str | None = None, extra_env: Mapping[str, str] | None = None, cwd: Path | None = None
     ) -> subprocess.CompletedProcess[str]:
         """The same, as a subprocess: for a test whose subject is the console entry itself."""
-        env = {**self.env, **(extra_env or {})}
-        return run_cli(["--palace", str(self.palace), *args], env=env, input=input, cwd=cwd or self.home.root)
+        return palace_cli(self, args, input=input, extra_env=extra_env, cwd=cwd)
 
     def kill(self) -> None:
         """Stop serving, drain and close the palace, leave the registry (as a daemon's clean stop does)."""

@@ -9,7 +9,6 @@ the palace's reserve (ADR 0051). Mounting a tmpfs needs root; elsewhere the test
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import time
 from collections.abc import Iterator
@@ -19,6 +18,7 @@ from typing import Any
 import pytest
 from addresses import LOCAL
 from clocks import DistinctClock
+from disks import small_tmpfs
 from fastapi.testclient import TestClient
 from waiting import wait_until
 
@@ -37,22 +37,8 @@ FILLER = 3 << 20  # freed later: far less than the margin
 
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    if os.geteuid() != 0 or shutil.which("mount") is None:
-        pytest.skip("mounting a tmpfs needs root")
-    made = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={DISK_BYTES}", "tmpfs", str(mount)], capture_output=True, check=False
-    )
-    if made.returncode != 0:
-        reason = f"cannot mount a small tmpfs here: {made.stderr.decode().strip()}"
-        if os.environ.get("CI") == "true":
-            pytest.fail(reason)
-        pytest.skip(reason)
-    try:
+    with small_tmpfs(tmp_path / "disk", DISK_BYTES) as mount:
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 def _notes(root: Path, count: int) -> Path:

@@ -6,14 +6,13 @@ a machine where mounting is not allowed skips it with the reason; under `CI=true
 
 from __future__ import annotations
 
-import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from daemon_use import count_drawers, jobs, notes_folder, serve_once
+from disks import small_tmpfs
 from waiting import CEILING, wait_until
 
 pytestmark = pytest.mark.slow
@@ -21,18 +20,8 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(disk)], capture_output=True)
-    if mounted.returncode != 0:
-        reason = f"cannot mount a small tmpfs here: {mounted.stderr.decode().strip()}"
-        if os.environ.get("CI") == "true":
-            pytest.fail(reason)
-        pytest.skip(reason)
-    try:
+    with small_tmpfs(tmp_path / "disk", 64 << 20) as disk:
         yield disk
-    finally:
-        subprocess.run(["umount", "-l", str(disk)], check=False)
 
 
 def fill(disk: Path) -> Path:
