@@ -16,7 +16,7 @@ from clocks import DistinctClock
 from fastapi.testclient import TestClient
 from live_daemon import STARTS_VARIABLE, Daemon, XdgHome, launch_daemon, make_home, run_cli
 from postgres_support import PostgresServer, session_server
-from served import Served, serve_palace
+from served import Served, cli_in_process, serve_palace
 from waiting import wait_until
 
 from memcastle.app import Palace, build
@@ -105,10 +105,22 @@ def poll() -> Callable[..., Any]:
 # --- the real console entry -----------------------------------------------------------------------
 
 
+# Commands whose subject is a process of their own: a daemon (`serve`, `daemon …`), the stdio bridge, a copy to
+# another store. Any other command runs through the console entry's `run()` in the test process.
+OWN_PROCESS = frozenset({"serve", "daemon", "mcp", "migrate"})
+
+
 @pytest.fixture(scope="session")
 def cli_runner() -> Callable[..., subprocess.CompletedProcess[str]]:
-    """`cli_runner(args, env=…, input=…)` runs the real console entry."""
-    return run_cli
+    """`cli_runner(args, env=…, input=…, cwd=…)` runs the real console entry: in this process
+    (`served.cli_in_process`), or as a subprocess for the commands of `OWN_PROCESS`."""
+
+    def run(args: Sequence[str], **options: Any) -> subprocess.CompletedProcess[str]:
+        if OWN_PROCESS & set(args) or "timeout" in options:
+            return run_cli(args, **options)
+        return cli_in_process(args, **options)
+
+    return run
 
 
 # --- real daemons -----------------------------------------------------------------------------------

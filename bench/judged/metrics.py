@@ -281,9 +281,22 @@ def parity_problems(
     problems = []
     for gap in parity_gaps(current, baseline, ranking):
         explained = f"{ranking}/{gap.category}" in known
-        if abs(gap.difference) > parity + EPSILON and (gap.category == "all" or (gap.difference < 0 and not explained)):
+        bound = max(parity, one_query_step(baseline[gap.category].get("n", 0)))
+        if abs(gap.difference) > bound + EPSILON and (gap.category == "all" or (gap.difference < 0 and not explained)):
             problems.append(str(gap))
     return problems
+
+
+def one_query_step(queries: float) -> float:
+    """The least a category's metric can move when one query is answered differently — its first answer from first
+    place to second is half a reciprocal rank, over `queries` — plus the rounding of two figures kept to 4 decimals.
+
+    The int8 model copy is quantized on the machine that runs it, and CPUs' int8 kernels round differently (AVX-512
+    VNNI sums exactly where AVX2 saturates): measured, one temporal query's first answer moved from first to second
+    place on an AMD EPYC with VNNI, MRR 0.9028 → 0.8611 over 12 queries. A bound below one such step would fail on
+    any machine but the one the baseline was written on; the category "all" (123 queries) still catches any change
+    that reaches more than a query or two."""
+    return 0.5 / queries + 1e-4 if queries else 0.0
 
 
 def regressions(
@@ -291,15 +304,17 @@ def regressions(
     baseline: Mapping[str, Mapping[str, float]],
     tolerance: float = TOLERANCE,
 ) -> list[str]:
-    """Each metric more than `tolerance` below its baseline, as a readable line."""
+    """Each metric more than `tolerance` below its baseline — or, in a category of few queries, more than one query's
+    step (`one_query_step`) — as a readable line."""
     problems = []
     for category, metrics in baseline.items():
+        bound = max(tolerance, one_query_step(metrics.get("n", 0)))
         for metric, expected in metrics.items():
             if metric == "n":
                 continue
             got = current.get(category, {}).get(metric)
             if got is None:
                 problems.append(f"{category} {metric}: missing (baseline {expected:.3f})")
-            elif got < expected - tolerance - EPSILON:
-                problems.append(f"{category} {metric}: {got:.3f} < baseline {expected:.3f} - {tolerance}")
+            elif got < expected - bound - EPSILON:
+                problems.append(f"{category} {metric}: {got:.3f} < baseline {expected:.3f} - {bound:.3f}")
     return problems
