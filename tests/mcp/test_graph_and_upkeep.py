@@ -124,3 +124,27 @@ def test_a_facts_history_as_it_stood_then_by_the_originals_names(module_daemon: 
             assert bad.structured_content is not None and bad.structured_content["field"] == "as_of"
 
     run(scenario)
+
+
+def test_a_corrected_or_ended_fact_read_alone_says_what_replaced_it_or_why(module_daemon: Any) -> None:
+    """The old fact's links used to read `supersedes <new>` — the new fact's word for it — and an invalidation just
+    `invalidates`, with neither target nor reason."""
+
+    async def scenario() -> None:
+        async with connect(module_daemon.address, headers=FULL) as client:
+            item = {"content": "The Wharfside build runs on port 7001.", "wing": "links-read-alone",
+                    "fact": {"subject": "Wharfside build", "predicate": "uses", "object": "port 7001"}}  # fmt: skip
+            await call(client, "memcastle_checkpoint", items=[item])
+            [fact] = (await call(client, "memcastle_fact_list", subject="Wharfside build"))["facts"]
+            changed = await call(client, "memcastle_fact_supersede", fact_id=fact["id"], object="port 7002",
+                                 reason="moved")  # fmt: skip
+            new = changed["fact"]["id"]
+            old, replacement = (await call(client, "memcastle_fact_history", fact_id=fact["id"]))["facts"]
+            assert old["state"] == "superseded" and old["links"] == [f"superseded by {new[:8]}"], old
+            assert replacement["links"] == [f"supersedes {fact['id'][:8]}"], replacement
+            await call(client, "memcastle_fact_invalidate", fact_id=new, reason="the build moved to CI")
+            _, ended = (await call(client, "memcastle_fact_history", fact_id=new))["facts"]
+            assert ended["state"] == "invalidated", ended
+            assert sorted(ended["links"]) == ["invalidated: the build moved to CI", f"supersedes {fact['id'][:8]}"]
+
+    run(scenario)

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from memcastle.errors import InvalidRequest
-from memcastle.model import Drawer, Entity, Hit, Job, SearchResult
+from memcastle.model import Drawer, Entity, FactLink, Hit, Job, SearchResult
 from memcastle.model.answers import EntityView, FactView, MinerView, standing_line
 from memcastle.services.ids import MIN_PREFIX
 
@@ -176,12 +176,7 @@ def fact_view(view: FactView) -> dict[str, Any]:
     their ids (memcastle_fact_get has the whole record). In a conflict the preferred fact carries `preferred: true`
     and the basis of the choice; the others name it (`outranked_by`)."""
     fact, conflict = view.fact, view.conflict
-    links = [
-        f"{link.kind} {short(link.to_id if link.from_id == fact.id else link.from_id)}"
-        if link.from_id != link.to_id
-        else link.kind
-        for link in view.links
-    ]
+    links = [_link_text(link, fact.id) for link in view.links]
     preferred = conflict.preferred_id == fact.id if conflict else None
     subject = view.subject_name if view.subject_name is not None else fact.subject
     object_ = view.object_name if view.object_name is not None else fact.object
@@ -201,6 +196,24 @@ def fact_view(view: FactView) -> dict[str, Any]:
             "links": links,
         }
     )
+
+
+# How a link reads from the fact it points at: the new fact `supersedes` the old one, which is `superseded by` it.
+_PASSIVE = {
+    "supersedes": "superseded by",
+    "confirms": "confirmed by",
+    "contradicts": "contradicted by",
+    "refines": "refined by",
+}
+
+
+def _link_text(link: FactLink, fact_id: str) -> str:
+    """One link as read from this fact, on its own: which way it points, the other fact, and why a fact ended."""
+    if link.from_id == link.to_id:  # an invalidation is recorded as a link of the fact to itself
+        return f"invalidated: {link.reason}" if link.kind == "invalidates" else f"{link.kind}: {link.reason}"
+    if link.from_id == fact_id:
+        return f"{link.kind} {short(link.to_id)}"
+    return f"{_PASSIVE.get(link.kind, link.kind + ' (from)')} {short(link.from_id)}"
 
 
 def short(value: str | None) -> str | None:
