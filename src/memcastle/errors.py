@@ -79,6 +79,8 @@ class NotFound(MemCastleError):
 
     code = "not_found"
     status = 404
+    # Said when the raiser has nothing more particular: an agent told only "no drawer x" does not know what to try.
+    help = "ids are taken whole or by their first 8 characters; a search or a wing's listing shows what there is"
 
 
 class Conflict(MemCastleError):

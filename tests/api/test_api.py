@@ -519,3 +519,9 @@ def test_a_bare_secret_typed_as_a_query_is_not_kept_in_the_read_audit(client: Te
     kept = [r["query"] for r in client.get("/api/audit/reads", params={"limit": 50}).json()["reads"]]
     assert bare not in str(kept) and hexed not in str(kept) and shaped not in str(kept)
     assert {"deploy key [redacted:token]", "token [redacted:token]", "staging deploy 3b42fba"} <= set(kept), kept
+
+
+def test_a_missing_thing_says_how_to_find_what_there_is(client: TestClient) -> None:
+    """`no drawer zzzzzzzz` was the one error without a hint."""
+    answer = client.get("/api/drawers/zzzzzzzz")
+    assert answer.status_code == 404 and "first 8 characters" in answer.json()["help"]
