@@ -5,6 +5,7 @@ allows; its instructions name only what it lists; a tool it does not list still 
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -74,7 +75,7 @@ def test_each_profile_lists_its_tools_and_says_how_to_list_the_rest(guarded: tup
 
 
 def test_an_unlisted_tool_still_answers_and_an_unknown_name_is_refused_by_name(
-    guarded: tuple[Served, dict[str, str]],
+    guarded: tuple[Served, dict[str, str]], caplog: pytest.LogCaptureFixture
 ) -> None:
     daemon, tokens = guarded
 
@@ -93,7 +94,12 @@ def test_an_unlisted_tool_still_answers_and_an_unknown_name_is_refused_by_name(
             assert isinstance(leaf, MCPError), leaf
             assert "no MCP tool or profile named 'memcastle_teleport'" in str(leaf) and "memcastle_search" in str(leaf)
 
-    run(scenario)
+    with caplog.at_level(logging.WARNING):
+        run(scenario)
+    # The client's mistake is a warning of one line in the daemon's log, not an error with a traceback.
+    refusals = [r for r in caplog.records if "memcastle_teleport" in r.getMessage()]
+    assert refusals and all(r.levelno == logging.WARNING and r.exc_info is None for r in refusals), refusals
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text[-2000:]
 
 
 def test_a_token_tool_set_bounds_what_any_profile_lists(guarded: tuple[Served, dict[str, str]]) -> None:

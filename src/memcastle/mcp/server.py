@@ -19,12 +19,28 @@ from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp_types import CallToolResult, InputRequiredResult, ListToolsResult, PaginatedRequestParams, TextContent
+from mcp.shared.exceptions import MCPError
+from mcp_types import (
+    INVALID_PARAMS,
+    CallToolResult,
+    InputRequiredResult,
+    ListToolsResult,
+    PaginatedRequestParams,
+    TextContent,
+)
 from pydantic import ValidationError
 from starlette.types import ASGIApp
 
 from memcastle import __version__
-from memcastle.errors import AccessDenied, InternalError, MemCastleError, NotFound, error_shape, invalid_arguments
+from memcastle.errors import (
+    AccessDenied,
+    InternalError,
+    InvalidRequest,
+    MemCastleError,
+    NotFound,
+    error_shape,
+    invalid_arguments,
+)
 from memcastle.mcp.endpoint import MCP_PATH
 from memcastle.mcp.instructions import INSTRUCTIONS, instructions_for
 from memcastle.mcp.profiles import HEADER as PROFILE_HEADER
@@ -88,7 +104,12 @@ class MemCastleServer(MCPServer):
         headers = getattr(request, "headers", None) or {}
         asked = headers.get(PROFILE_HEADER)
         if asked is not None:
-            chosen = tool_set(asked, list(TOOLS))
+            try:
+                chosen = tool_set(asked, list(TOOLS))
+            except InvalidRequest as exc:
+                # The client's mistake, answered as a JSON-RPC error it can read: one line in the log, no traceback.
+                log.warning("refused %s header: %s", PROFILE_HEADER, exc.message)
+                raise MCPError(INVALID_PARAMS, f"{PROFILE_HEADER}: {exc.message}", error_shape(exc)) from None
         elif record is not None and record.tools is not None:
             chosen = frozenset(record.tools)
         else:
