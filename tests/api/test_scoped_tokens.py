@@ -42,7 +42,8 @@ class Planted:
     """What lies outside the scope: its words and ids must never reach the scoped client."""
 
     # Words of the planted note, the mined file and the stated fact (with the entity it names) that no request sends.
-    WORDS = ("4411", "tunnel opens", "Vaultcity")
+    # (a code no random token on a page — the form token every page carries — can hold by chance)
+    WORDS = ("kq4411x", "tunnel opens", "Vaultcity")
 
     def __init__(self) -> None:
         self.ids: dict[str, str] = {}
@@ -73,7 +74,7 @@ def scoped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Served, s
     planted = Planted()
     owner = httpx.Client(base_url=daemon.address, headers={"Authorization": f"Bearer {full}"}, trust_env=False)
     with owner:
-        secret = owner.post("/api/notes", json={"content": f"The {MARKER} vault code is 4411.", "wing": PLANTED_WING})
+        secret = owner.post("/api/notes", json={"content": f"The {MARKER} vault code is kq4411x.", "wing": PLANTED_WING})
         assert secret.status_code == 201, secret.text
         planted.ids["drawer"] = secret.json()["drawer"]["id"]
         fact = owner.post(
@@ -107,12 +108,12 @@ def scoped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Served, s
         owl = owner.post(f"/api/drawers/{planted.own['drawer']}/mentions", json={"entity": "Notes Owl"})
         planted.own["entity"] = owl.json()["id"]
         # A wing the token reads one room of: the room beside it holds the marker too.
-        beside = {"content": f"The shared locker {MARKER} code is 4411.", "wing": "shared", "room": "private"}
+        beside = {"content": f"The shared locker {MARKER} code is kq4411x.", "wing": "shared", "room": "private"}
         planted.ids["room drawer"] = owner.post("/api/notes", json=beside).json()["drawer"]["id"]
         shown = {"content": "The shared notice board is green.", "wing": "shared", "room": "public"}
         assert owner.post("/api/notes", json=shown).status_code == 201
         assert owner.post("/api/drawers/" + planted.ids["drawer"] + "/marks", json={"pinned": True}).status_code == 200
-        diary = {"agent": "keeper", "content": f"Moved the {MARKER} code 4411.", "wing": PLANTED_WING}
+        diary = {"agent": "keeper", "content": f"Moved the {MARKER} code kq4411x.", "wing": PLANTED_WING}
         assert owner.post("/api/diary", json=diary).status_code == 201
     yield daemon, full, limited, planted
     daemon.kill()
@@ -406,7 +407,7 @@ def test_the_event_stream_carries_only_the_scope(scoped: tuple[Served, str, str,
     assert ready.wait(CEILING)
     time.sleep(0.5)  # the subscription is in place once the response has started
     with _http(daemon, full) as owner:
-        hidden = owner.post("/api/notes", json={"content": f"{MARKER} 4411 again", "wing": PLANTED_WING}).json()
+        hidden = owner.post("/api/notes", json={"content": f"{MARKER} kq4411x again", "wing": PLANTED_WING}).json()
         shown = owner.post("/api/notes", json={"content": "A team note for the board", "wing": "team"}).json()
         awaited["id"] = shown["drawer"]["id"]
         owner.post("/api/notes", json={"content": "One more team note", "wing": "team"})  # wakes a follower that
