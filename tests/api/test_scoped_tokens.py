@@ -74,7 +74,8 @@ def scoped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Served, s
     planted = Planted()
     owner = httpx.Client(base_url=daemon.address, headers={"Authorization": f"Bearer {full}"}, trust_env=False)
     with owner:
-        secret = owner.post("/api/notes", json={"content": f"The {MARKER} vault code is kq4411x.", "wing": PLANTED_WING})
+        planted_note = {"content": f"The {MARKER} vault code is kq4411x.", "wing": PLANTED_WING}
+        secret = owner.post("/api/notes", json=planted_note)
         assert secret.status_code == 201, secret.text
         planted.ids["drawer"] = secret.json()["drawer"]["id"]
         fact = owner.post(
