@@ -105,13 +105,19 @@ def test_an_audit_then_a_repair_based_on_it(module_daemon: Any) -> None:
     run(scenario)
 
 
+async def checkpointed_fact(client: Any, content: str, wing: str, subject: str, object_: str) -> dict[str, Any]:
+    """A checkpoint that states `subject uses object_`, and that fact as memcastle_fact_list shows it."""
+    item = {"content": content, "wing": wing, "fact": {"subject": subject, "predicate": "uses", "object": object_}}
+    await call(client, "memcastle_checkpoint", items=[item])
+    [fact] = (await call(client, "memcastle_fact_list", subject=subject))["facts"]
+    return dict(fact)
+
+
 def test_a_facts_history_as_it_stood_then_by_the_originals_names(module_daemon: Any) -> None:
     async def scenario() -> None:
         async with connect(module_daemon.address, headers=FULL) as client:
-            item = {"content": "The Quayside staging port is 8443.", "wing": "history-as-of",
-                    "fact": {"subject": "Quayside staging", "predicate": "uses", "object": "port 8443"}}  # fmt: skip
-            await call(client, "memcastle_checkpoint", items=[item])
-            [fact] = (await call(client, "memcastle_fact_list", subject="Quayside staging"))["facts"]
+            fact = await checkpointed_fact(client, "The Quayside staging port is 8443.", "history-as-of",
+                                           "Quayside staging", "port 8443")  # fmt: skip
             middle = (await call(client, "memcastle_fact_get", fact_id=fact["id"]))["valid_from"]
             time.sleep(0.01)
             changed = await call(client, "memcastle_fact_supersede", fact_id=fact["id"], object="port 9443",
@@ -132,10 +138,8 @@ def test_a_corrected_or_ended_fact_read_alone_says_what_replaced_it_or_why(modul
 
     async def scenario() -> None:
         async with connect(module_daemon.address, headers=FULL) as client:
-            item = {"content": "The Wharfside build runs on port 7001.", "wing": "links-read-alone",
-                    "fact": {"subject": "Wharfside build", "predicate": "uses", "object": "port 7001"}}  # fmt: skip
-            await call(client, "memcastle_checkpoint", items=[item])
-            [fact] = (await call(client, "memcastle_fact_list", subject="Wharfside build"))["facts"]
+            fact = await checkpointed_fact(client, "The Wharfside build runs on port 7001.", "links-read-alone",
+                                           "Wharfside build", "port 7001")  # fmt: skip
             changed = await call(client, "memcastle_fact_supersede", fact_id=fact["id"], object="port 7002",
                                  reason="moved")  # fmt: skip
             new = changed["fact"]["id"]
