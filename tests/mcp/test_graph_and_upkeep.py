@@ -152,3 +152,19 @@ def test_a_corrected_or_ended_fact_read_alone_says_what_replaced_it_or_why(modul
             assert sorted(ended["links"]) == ["invalidated: the build moved to CI", f"supersedes {fact['id'][:8]}"]
 
     run(scenario)
+
+
+def test_a_correction_keeps_the_agent_that_made_it(module_daemon: Any) -> None:
+    """`memcastle_drawer_supersede` took no agent: a correction read as the MCP client's ("mcp")."""
+
+    async def scenario() -> None:
+        async with connect(module_daemon.address, headers=FULL) as client:
+            noted = await call(client, "memcastle_note", content="The gate opens at six.", wing="corrector",
+                               agent="claude-code")  # fmt: skip
+            fixed = await call(client, "memcastle_drawer_supersede", drawer_id=noted["drawer"]["id"],
+                               content="The gate opens at seven.", reason="new hours", agent="codex")  # fmt: skip
+            with module_daemon.http() as http:
+                shown = http.get(f"/api/drawers/{fixed['drawer']['id']}").json()
+            assert shown["source"]["agent"] == "codex" and shown["provenance"]["reason"] == "new hours", shown
+
+    run(scenario)

@@ -96,6 +96,7 @@ class MarksBody(Body):
 class SupersedeBody(Body):
     content: Content
     reason: Reason | None = None
+    agent: Name | None = None  # who corrects it (default: the token's name)
 
 
 class SearchScopeBody(Body):

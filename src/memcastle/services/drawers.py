@@ -201,9 +201,16 @@ class DrawerService:
         return versions
 
     def supersede_drawer(
-        self, drawer_id: str, content: str, *, reason: str | None = None, requested_by: str = "http"
+        self,
+        drawer_id: str,
+        content: str,
+        *,
+        reason: str | None = None,
+        requested_by: str = "http",
+        agent: str | None = None,
     ) -> Drawer:
         check_content(content)
+        agent = check_name(agent, "agent")
         content = self._redactor.text(content).text
         if reason is not None and not reason.strip():
             raise InvalidRequest("reason must not be blank when given", field="reason")
@@ -211,8 +218,9 @@ class DrawerService:
         drawer_id = old.id
         visibility().writable(old.wing, old.room)
         # The correction stands in the same line of evidence: it keeps the origin (connector, document, lines, the
-        # metadata snapshot its preference resolves from); its author is whoever corrected it (ADR 0044).
-        author = reader().client or reader().token or old.source.agent
+        # metadata snapshot its preference resolves from); its author is whoever corrected it (ADR 0044): the agent
+        # that says who it is, else the MCP client's name or the token's.
+        author = agent or reader().client or reader().token or old.source.agent
         replacement = self._store.drawers.supersede_drawer(
             drawer_id,
             NewDrawer(

@@ -115,7 +115,9 @@ def drawer_duplicates(drawer_id: str, request: Request) -> dict[str, Any]:
 )
 def supersede_drawer(drawer_id: str, body: SupersedeBody, request: Request) -> dict[str, Any]:
     drawers = services(request).drawers
-    replacement = drawers.supersede_drawer(drawer_id, body.content, reason=body.reason, requested_by=requester(request))
+    replacement = drawers.supersede_drawer(
+        drawer_id, body.content, reason=body.reason, requested_by=requester(request), agent=body.agent
+    )
     return replacement.to_json()
 
 

@@ -20,9 +20,12 @@ def drawer_supersede(
     drawer_id: DrawerId,
     content: Annotated[str, Field(min_length=1, description="the corrected text, whole")],
     reason: Reason = None,
+    agent: Annotated[str | None, Field(description="you, the corrector")] = None,
 ) -> dict[str, Any]:
     """Correct a wrong or outdated drawer; the old version stays in its history."""
-    replacement = env.services.drawers.supersede_drawer(drawer_id, content, reason=reason, requested_by=REQUESTER)
+    replacement = env.services.drawers.supersede_drawer(
+        drawer_id, content, reason=reason, requested_by=REQUESTER, agent=agent
+    )
     return {"drawer": drawer_view(replacement, content=False)}
 
 
