@@ -202,6 +202,11 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ[STARTS_VARIABLE] = path
     # One cache for the run: the builtin model's int8 copy (search/quantized.py) is made once, not once a worker.
     os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="memcastle-test-cache-")
+    # Every daemon, CLI and bridge process a test starts imports the package: compiled once here, each start reads
+    # the bytecode instead of compiling ~250 modules again (where PYTHONDONTWRITEBYTECODE is set, none is written).
+    import compileall
+
+    compileall.compile_dir(Path(__file__).parents[1] / "src" / "memcastle", quiet=1, workers=0)
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:

@@ -7,11 +7,14 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+from addresses import LOCAL
 from fastapi.testclient import TestClient
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memcastle.app import Palace
+from memcastle.app import Palace, build
+from memcastle.config import load_settings
+from memcastle.daemon import http_app
 from memcastle.knowledge.extraction import HeuristicProvider
 from memcastle.knowledge.facts import infer_links, link_id, make_link, state_of
 from memcastle.knowledge.sweep import ExtractionSweep
@@ -480,6 +483,22 @@ def test_a_checkpoint_item_with_a_fact_records_it_explicitly_with_its_drawer_as_
     assert recorded["confidence"] == 0.9
     assert recorded["provenance"]["drawer"] == drawer["id"] and recorded["provenance"]["extractor"] == "explicit"
     assert "checkpoint" in drawer["tags"]
+
+
+def test_the_drawer_stating_a_fact_mentions_both_its_ends_without_extraction(palace_dir: Path) -> None:
+    settings = load_settings(
+        flags={"palace": str(palace_dir), "embeddings.provider": "none", "extraction.provider": "none"},
+        env={},
+        config_file=None,
+    )
+    with TestClient(http_app(build(settings)), base_url=LOCAL) as client:
+        item = {"content": "Atlas moves to Porto.", "wing": "w"}
+        fact = {"subject": "Atlas", "predicate": "located_in", "object": "Porto"}
+        drawer = client.post("/api/checkpoint", json={"items": [{**item, "fact": fact}]}).json()["drawers"][0]
+        (recorded,) = client.get("/api/facts", params={"subject": "Atlas"}).json()["facts"]
+        for end in ("subject", "object"):  # an entity's page lists the drawer that states its fact
+            page = client.get(f"/api/entities/{recorded[end + '_id']}").json()
+            assert page["mentions"] == [{"drawer": drawer["id"], "spelling": recorded[end]}], page
 
 
 def test_a_checkpoint_with_an_invalid_fact_stores_nothing(client: TestClient) -> None:

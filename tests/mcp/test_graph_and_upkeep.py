@@ -7,7 +7,7 @@ import sqlite3
 import time
 from typing import Any
 
-from test_mcp_http import call, connect, refused, run
+from test_mcp_http import call, connect, in_process, refused, run
 
 from memcastle.mcp.profiles import HEADER
 
@@ -27,7 +27,7 @@ async def finished(client: Any, job_id: str) -> dict[str, Any]:
 
 def test_an_entity_page_and_its_neighbourhood(module_daemon: Any) -> None:
     async def scenario() -> None:
-        async with connect(module_daemon.address, headers=FULL) as client:
+        async with in_process(module_daemon, tools="full") as client:
             items = [
                 {"content": "Otterby uses Skiff for deploys.", "wing": "graph",
                  "fact": {"subject": "Otterby", "predicate": "uses", "object": "Skiff"}},
@@ -62,7 +62,7 @@ def test_an_entity_page_and_its_neighbourhood(module_daemon: Any) -> None:
 
 def test_the_originals_trigger_names_reach_the_miners(module_daemon: Any) -> None:
     async def scenario() -> None:
-        async with connect(module_daemon.address) as client:  # not listed by core; answered by name
+        async with in_process(module_daemon) as client:  # not listed by core; answered by name
             listed = await call(client, "memcastle_trigger_list")
             assert "miners" in listed
             unknown = await refused(client, "memcastle_trigger_get", trigger_id="no-such-miner")
@@ -77,7 +77,7 @@ def test_an_audit_then_a_repair_based_on_it(module_daemon: Any) -> None:
         db = sqlite3.connect(module_daemon.palace / "palace.sqlite3", isolation_level=None)
         db.execute("INSERT INTO drawer_tag(drawer_seq, tag) VALUES (434343, 'ghost-of-mcp')")
         db.close()
-        async with connect(module_daemon.address, headers=FULL) as client:
+        async with connect(module_daemon.address, headers=FULL) as client:  # set_mode: a mode is kept per HTTP session
             audit = await finished(client, (await call(client, "memcastle_audit"))["job"]["id"])
             assert audit["status"] == "completed"
             based = audit["id"][:8]
@@ -115,7 +115,7 @@ async def checkpointed_fact(client: Any, content: str, wing: str, subject: str, 
 
 def test_a_facts_history_as_it_stood_then_by_the_originals_names(module_daemon: Any) -> None:
     async def scenario() -> None:
-        async with connect(module_daemon.address, headers=FULL) as client:
+        async with in_process(module_daemon, tools="full") as client:
             fact = await checkpointed_fact(client, "The Quayside staging port is 8443.", "history-as-of",
                                            "Quayside staging", "port 8443")  # fmt: skip
             middle = (await call(client, "memcastle_fact_get", fact_id=fact["id"]))["valid_from"]
@@ -137,7 +137,7 @@ def test_a_corrected_or_ended_fact_read_alone_says_what_replaced_it_or_why(modul
     `invalidates`, with neither target nor reason."""
 
     async def scenario() -> None:
-        async with connect(module_daemon.address, headers=FULL) as client:
+        async with in_process(module_daemon, tools="full") as client:
             fact = await checkpointed_fact(client, "The Wharfside build runs on port 7001.", "links-read-alone",
                                            "Wharfside build", "port 7001")  # fmt: skip
             changed = await call(client, "memcastle_fact_supersede", fact_id=fact["id"], object="port 7002",
@@ -158,7 +158,7 @@ def test_a_correction_keeps_the_agent_that_made_it(module_daemon: Any) -> None:
     """`memcastle_drawer_supersede` took no agent: a correction read as the MCP client's ("mcp")."""
 
     async def scenario() -> None:
-        async with connect(module_daemon.address, headers=FULL) as client:
+        async with in_process(module_daemon, tools="full") as client:
             noted = await call(client, "memcastle_note", content="The gate opens at six.", wing="corrector",
                                agent="claude-code")  # fmt: skip
             fixed = await call(client, "memcastle_drawer_supersede", drawer_id=noted["drawer"]["id"],

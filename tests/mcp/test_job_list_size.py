@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from test_agent_flow import call as call_sized
-from test_mcp_http import call, connect, run
+from test_mcp_http import call, in_process, run
 
 CEILING = 60.0
 
@@ -23,7 +23,7 @@ def test_twenty_jobs_fit_three_thousand_characters(module_daemon: Any, tmp_path:
         folders.append(folder)
 
     async def scenario() -> None:
-        async with connect(module_daemon.address) as client:
+        async with in_process(module_daemon) as client:
             for folder in folders:  # one after the other: each mine and the extraction it asks for, twenty jobs
                 await call(client, "memcastle_mine", connector="directory", locator=str(folder), wing="jobs-size")
                 deadline = time.monotonic() + CEILING

@@ -1,4 +1,5 @@
-"""MCP over streamable HTTP at /mcp: the official `mcp` client against a real daemon."""
+"""MCP at /mcp: the official `mcp` client over streamable HTTP against a served palace (the tool list, profiles,
+modes, sessions, hosts), and over the SDK's in-memory transport for what a tool does (`in_process`)."""
 
 from __future__ import annotations
 
@@ -85,6 +86,15 @@ async def connect(
     async with httpx2.AsyncClient(headers=headers or {}, trust_env=False, timeout=15.0) as http:
         async with Client(streamable_http_client(address + "/mcp", http_client=http), mode=mode) as client:
             yield client
+
+
+@asynccontextmanager
+async def in_process(served: Any, *, tools: str = "core") -> AsyncIterator[Client]:
+    """The official MCP client on the served palace's MCP server through the SDK's in-memory transport: what a test of
+    a tool's behaviour uses (the transports have their own tests); `tools` is the profile the session lists."""
+    server = mcp_server.build_mcp_server(served.built.services, allowed_hosts=[], tools=tools)
+    async with Client(server, mode="legacy") as client:  # a session, as a client that initializes has
+        yield client
 
 
 def run(scenario: Callable[[], Awaitable[None]]) -> None:
@@ -217,7 +227,7 @@ def test_mined_evidence_is_found_with_origin_and_preference_signals(daemon: Call
 
 def test_note_search_checkpoint_history_wake_up_and_diary(module_daemon: Any) -> None:
     async def scenario() -> None:
-        async with connect(module_daemon.address) as client:
+        async with in_process(module_daemon) as client:
             saved = await call(
                 client,
                 "memcastle_note",
@@ -283,7 +293,7 @@ def test_note_search_checkpoint_history_wake_up_and_diary(module_daemon: Any) ->
 
 def test_service_errors_become_tool_errors_with_message_and_help(module_daemon: Any) -> None:
     async def scenario() -> None:
-        async with connect(module_daemon.address) as client:
+        async with in_process(module_daemon) as client:
             missing = await refused(client, "memcastle_history", drawer_id="no-such-drawer")
             assert missing.structured_content is not None and missing.structured_content["code"] == "not_found"
             bad = await refused(client, "memcastle_search", query="x", as_of="yesterday-ish")
@@ -316,7 +326,7 @@ def test_mine_checks_the_path_it_would_read_not_the_locators_syntax(module_daemo
     keys.mkdir(exist_ok=True)
 
     async def scenario() -> None:
-        async with connect(module_daemon.address) as client:
+        async with in_process(module_daemon) as client:
             before = (await call(client, "memcastle_job_list", kind="mine"))["jobs"]
             scheme = await refused(client, "memcastle_mine", connector="directory", locator=f"{keys}/x://..")
             assert scheme.structured_content is not None and scheme.structured_content["code"] == "forbidden"
@@ -329,7 +339,7 @@ def test_mine_checks_the_path_it_would_read_not_the_locators_syntax(module_daemo
 
 def test_a_retried_write_with_its_idempotency_key_is_answered_without_a_second_copy(module_daemon: Any) -> None:
     async def scenario() -> None:
-        async with connect(module_daemon.address) as client:
+        async with in_process(module_daemon) as client:
             items = [
                 {
                     "content": "we retry writes with a key",
@@ -561,7 +571,9 @@ def test_the_rest_answers_while_the_mcp_server_is_still_being_built(
 
 def test_forget_is_a_destructive_tool_that_previews_broad_scopes(module_daemon: Any) -> None:
     async def scenario() -> None:
-        async with connect(module_daemon.address, headers={PROFILE_HEADER: "full"}) as client:
+        async with connect(
+            module_daemon.address, headers={PROFILE_HEADER: "full"}
+        ) as client:  # set_mode: per HTTP session
             tools = {t.name: t for t in (await client.list_tools()).tools}
             hints = tools["memcastle_forget"].annotations
             assert hints is not None and hints.destructive_hint is True and not hints.read_only_hint
@@ -575,7 +587,7 @@ def test_forget_is_a_destructive_tool_that_previews_broad_scopes(module_daemon: 
             denied = await refused(client, "memcastle_forget", scope="drawer", drawer_id=saved["drawer"]["id"])
             assert denied.structured_content is not None and denied.structured_content["code"] == "forbidden"
 
-        async with connect(module_daemon.address) as client:
+        async with in_process(module_daemon) as client:
             done = await call(client, "memcastle_forget", scope="drawer", drawer_id=saved["drawer"]["id"])
             assert done["dry_run"] is False and done["tombstone"]["requested_by"] == "mcp"
             missing = await refused(client, "memcastle_history", drawer_id=saved["drawer"]["id"])
@@ -586,7 +598,7 @@ def test_forget_is_a_destructive_tool_that_previews_broad_scopes(module_daemon: 
 
 def test_an_agent_and_a_person_pin_and_hide_drawers(module_daemon: Any) -> None:
     async def scenario() -> None:
-        async with connect(module_daemon.address) as client:
+        async with in_process(module_daemon) as client:
             secret = await call(client, "memcastle_note", content="the vault code is written on the mirror",
                                 wing="mcp-marks")  # fmt: skip
             rule = await call(client, "memcastle_note", content="always sign the visitor book", wing="mcp-marks")

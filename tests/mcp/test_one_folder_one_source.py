@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from test_agent_flow import over_http, refused, run
+from test_agent_flow import refused, run
+from test_mcp_http import in_process
 
 from memcastle.errors import Conflict
 
@@ -26,7 +27,7 @@ def test_a_folder_mined_by_notes_is_refused_to_directory_everywhere(module_daemo
     assert "'notes'" in body["error"] and "twice" in body["error"] and "'notes'" in body["help"]
 
     async def scenario() -> None:
-        async with over_http(module_daemon.address) as client:  # the original's shape: a path, no connector
+        async with in_process(module_daemon) as client:  # the original's shape: a path, no connector
             error = await refused(client, "memcastle_mine", path=str(folder))
             assert error["code"] == "conflict" and "'notes'" in error["help"], error
 

@@ -7,7 +7,8 @@ import re
 import time
 from typing import Any
 
-from test_agent_flow import over_http, refused, run
+from test_agent_flow import refused, run
+from test_mcp_http import in_process
 
 from memcastle.errors import IllegalTransition, MemCastleError, NotFound, from_answer
 
@@ -42,7 +43,7 @@ def test_pausing_a_finished_job_and_reading_a_missing_drawer_mean_the_same_every
             assert cli.returncode == kind.exit_code and rest.json()["error"] in cli.stderr, cli.stderr
 
             async def scenario(tool: str = tool, arguments: dict[str, Any] = arguments, code: str = kind.code) -> None:
-                async with over_http(module_daemon.address) as client:
+                async with in_process(module_daemon) as client:
                     error = await refused(client, tool, **arguments)
                     assert error["code"] == code, error
 

@@ -10,7 +10,8 @@ from typing import Any
 
 import anyio
 from test_agent_flow import call as call_sized
-from test_agent_flow import over_http, refused, run
+from test_agent_flow import refused, run
+from test_mcp_http import in_process
 
 
 async def call(client: Any, tool: str, **arguments: Any) -> dict[str, Any]:
@@ -27,7 +28,7 @@ def test_the_original_memcastles_calls_are_understood(module_daemon: Any, tmp_pa
     (vault / "watch.md").write_text("The night watch keeps the lantern lit.\n")
 
     async def scenario() -> None:
-        async with over_http(module_daemon.address) as client:
+        async with in_process(module_daemon) as client:
             written = await call(
                 client,
                 "memcastle_checkpoint",
@@ -116,7 +117,7 @@ def test_the_original_memcastles_calls_are_understood(module_daemon: Any, tmp_pa
 
 def test_arguments_no_name_covers_are_refused_by_name_never_dropped(module_daemon: Any) -> None:
     async def scenario() -> None:
-        async with over_http(module_daemon.address) as client:
+        async with in_process(module_daemon) as client:
             unknown = await refused(client, "memcastle_search", query="x", wing_name="w")
             assert unknown["field"] == "wing_name"
             assert "wing_name" in unknown["error"] and "wing" in unknown["error"] and "max_chars" in unknown["error"]
@@ -155,7 +156,7 @@ def test_an_agent_lists_reads_and_runs_miners(module_daemon: Any, tmp_path: Path
         assert defined.status_code == 201, defined.text
 
     async def scenario() -> None:
-        async with over_http(module_daemon.address) as client:
+        async with in_process(module_daemon) as client:
             listed = await call(client, "memcastle_miner_list")
             mine = next(m for m in listed["miners"] if m["name"] == "mcp-vault")
             assert mine["source"] == f"notes {vault}" and mine["state"] == "enabled" and "locator" not in mine

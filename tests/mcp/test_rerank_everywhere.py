@@ -8,10 +8,9 @@ from typing import Any
 
 import anyio
 import httpx
-from test_mcp_http import call, connect
+from test_mcp_http import call, in_process
 
 from memcastle.cli.render import explain_signals
-from memcastle.mcp.profiles import HEADER
 
 NOTES = [
     "The lighthouse keeper logs the tide tables every morning at six.",
@@ -50,7 +49,7 @@ def test_rerank_is_asked_and_explained_on_every_interface(module_daemon: Any) ->
     assert bad.returncode != 0 and "rerank" in bad.stderr
 
     async def scenario() -> None:
-        async with connect(module_daemon.address, headers={HEADER: "core"}) as client:
+        async with in_process(module_daemon) as client:
             hits = (await call(client, "memcastle_search", query=QUERY, wing=wing, ranking="lexical", rerank="on"))[
                 "hits"
             ]

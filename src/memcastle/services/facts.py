@@ -440,7 +440,12 @@ class FactService:
         link = make_link(fact.id, old.id, "supersedes", EXPLICIT, reason, at, fact.drawer_id)
         self._store.graph.apply_graph(
             GraphWrite(
-                extractor=EXPLICIT, read_drawers=(), entities=write.entities, aliases=write.aliases, hints=write.hints
+                extractor=EXPLICIT,
+                read_drawers=(),
+                entities=write.entities,
+                aliases=write.aliases,
+                hints=write.hints,
+                mentions=write.mentions,
             )
         )
         # The replacement is compared with what the palace holds as any stated fact is (`_new_fact`): inside a
@@ -557,6 +562,12 @@ class FactService:
             hints=tuple(subject_entity.hints + object_entity.hints),
             assertions=(fact,),
             links=tuple(links),
+            # The drawer that states it mentions both ends: its entity pages list it at once, not after extraction.
+            mentions=tuple(
+                Mention(evidence_drawer, end.entity.id, spelling)
+                for end, spelling in ((subject_entity, subject), (object_entity, object_))
+                if evidence_drawer
+            ),
         )
         return fact, write
 
