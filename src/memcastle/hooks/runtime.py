@@ -94,6 +94,14 @@ def session_source(agent: str, transcript: Path) -> tuple[Path, str] | None:
     return root, path.relative_to(root).as_posix()
 
 
+# What a session's context starts with, above the drawers; it names only tools the integrations' sessions list.
+WAKE_UP_HEAD = (
+    "MemCastle memory for this agent (verbatim drawers: pinned ones, the latest diary entry, the project's "
+    "decisions by any agent, then recent checkpoints). "
+    "Search it with the memcastle_search tool before answering questions about past work."
+)
+
+
 def _wake_up(agent: str, daemon: Daemon, project: str | None) -> str:
     scope = {"wing": project} if project else {}
     bundle = daemon.get("/wake-up", agent=agent, max_bytes=MAX_CONTEXT_BYTES, **scope)
@@ -101,11 +109,7 @@ def _wake_up(agent: str, daemon: Daemon, project: str | None) -> str:
     drawers = [drawer for part in drawers for drawer in part]
     if not drawers:
         return ""
-    lines = [
-        "MemCastle memory for this agent (verbatim drawers: pinned ones, the latest diary entry, the project's "
-        "decisions by any agent, then recent checkpoints). "
-        "Search it with the memcastle_search tool before answering questions about past work."
-    ]
+    lines = [WAKE_UP_HEAD]
     for drawer in drawers:
         when = (drawer.get("valid_from") or "")[:19].replace("T", " ")
         lines.append(f"\n--- {drawer['wing']}/{drawer['room']} · {when} · {drawer['id']}\n{drawer['content']}")

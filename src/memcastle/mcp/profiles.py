@@ -1,11 +1,13 @@
 """Tool profiles (docs/mcp.md, "Tool profiles"; ADR 0046): which tools a session *lists*, so that the list an agent
 reads at every start stays small while the palace's whole vocabulary stays callable.
 
-`core` is what an agent needs every session — resume, search, read, write, correct — and is listed by default;
-`full` lists every tool. A session chooses with the `X-MemCastle-Tools` header (a profile, tool names, or both,
-comma-separated; the stdio bridge sends `memcastle mcp --tools`), the daemon's default is `mcp.tools`, and a token
-limited to some tools (`--tools`) lists only those whatever is asked. A profile never forbids: a tool it does not
-list still answers when called by name (what a token allows is the only permission)."""
+`core` is what an agent needs every session — resume, search, read and trace, write, correct — and is listed by
+default (ADR 0052 says why these); `full` lists every tool. Everything MemCastle tells an agent — the instructions,
+the skill, the wake-up text — names only `core` tools, the profile the integrations ask for (tested). A session
+chooses with the `X-MemCastle-Tools` header (a profile, tool names, or both, comma-separated; the stdio bridge sends
+`memcastle mcp --tools`), the daemon's default is `mcp.tools`, and a token limited to some tools (`--tools`) lists
+only those whatever is asked. A profile never forbids: a tool it does not list still answers when called by name
+(what a token allows is the only permission)."""
 
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ CORE = (
     "memcastle_checkpoint",
     "memcastle_diary_write",
     "memcastle_drawer_supersede",
+    "memcastle_history",
     "memcastle_fact_list",
     "memcastle_fact_supersede",
     "memcastle_fact_invalidate",
@@ -30,7 +33,7 @@ CORE = (
 )
 FULL = "full"
 PROFILES = {
-    "core": "what an agent needs every session: wake up, search, read, note, checkpoint, diary, correct",
+    "core": "what an agent needs every session: wake up, search, read, trace, note, checkpoint, diary, correct",
     FULL: "every tool: also recall, history, facts' history and links, entities and the graph, jobs, mining, "
     "miners and triggers, audit and repair, forgetting",
 }
