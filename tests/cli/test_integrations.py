@@ -18,19 +18,21 @@ from waiting import CEILING, wait_until
 
 from memcastle.errors import ConfigError
 from memcastle.integrations import INTEGRATIONS, install, status, uninstall
+from memcastle.mcp.profiles import CORE
 from memcastle.mcp.tools import TOOLS
 
 NODE = shutil.which("node")
 needs_node = pytest.mark.skipif(NODE is None, reason="the Pi extension and the OpenCode plugin are JavaScript")
 
-# Pi's extension events (packages/coding-agent/docs/extensions.md) and OpenCode's plugin hooks (packages/plugin/src/
-# index.ts): what the written files may register for.
+# Pi's extension events (packages/coding-agent/docs/extensions.md; not `session_switch` and `session_fork`, which
+# the newest Pi folds into `session_start` with a `reason` and the `previousSessionFile`) and OpenCode's plugin hooks
+# (packages/plugin/src/index.ts): what the written files may register for.
 PI_EVENTS = {
-    "session_directory", "session_start", "session_before_switch", "session_switch", "session_before_fork",
-    "session_fork", "session_before_compact", "session_compact", "session_before_tree", "session_tree",
-    "session_shutdown", "before_agent_start", "agent_start", "agent_end", "turn_start", "turn_end", "message_start",
-    "message_update", "message_end", "tool_execution_start", "tool_execution_update", "tool_execution_end",
-    "context", "before_provider_request", "model_select", "tool_call", "tool_result", "user_bash", "input",
+    "session_directory", "session_start", "session_before_switch", "session_before_fork", "session_before_compact",
+    "session_compact", "session_before_tree", "session_tree", "session_shutdown", "before_agent_start",
+    "agent_start", "agent_end", "turn_start", "turn_end", "message_start", "message_update", "message_end",
+    "tool_execution_start", "tool_execution_update", "tool_execution_end", "context", "before_provider_request",
+    "model_select", "tool_call", "tool_result", "user_bash", "input",
 }  # fmt: skip
 OPENCODE_HOOKS = {
     "event", "config", "tool", "auth", "chat.message", "chat.params", "permission.ask", "tool.execute.before",
@@ -44,7 +46,11 @@ PI_DRIVER = """
 const [file, sessionFile, cwd, ...events] = process.argv.slice(2);
 const handlers = {};
 const notices = [];
-const pi = { on: (name, handler) => (handlers[name] ??= []).push(handler) };
+const tools = {};
+const pi = {
+  on: (name, handler) => (handlers[name] ??= []).push(handler),
+  registerTool: (tool) => (tools[tool.name] = tool),
+};
 (await import(file)).default(pi);
 const ctx = {
   cwd, hasUI: true, ui: { notify: (message, level) => notices.push([level, message]) },
@@ -53,11 +59,22 @@ const ctx = {
 const results = {};
 for (const name of events) {
   const event = name === "before_agent_start" ? { type: name, prompt: "hi", systemPrompt: "BASE PROMPT" }
-    : name === "session_switch" ? { type: name, reason: "new", previousSessionFile: sessionFile }
+    : name === "session_start" && process.env.PI_PREVIOUS
+    ? { type: name, reason: "new", previousSessionFile: process.env.PI_PREVIOUS }
     : { type: name };
   for (const handler of handlers[name] ?? []) results[name] = (await handler(event, ctx)) ?? null;
 }
-console.log(JSON.stringify({ registered: Object.keys(handlers), results, notices }));
+// Then the model's tool calls, as Pi makes them: execute(toolCallId, params, signal, onUpdate, ctx).
+const calls = [];
+for (const [tool, params] of JSON.parse(process.env.PI_TOOL_CALLS ?? "[]")) {
+  try {
+    calls.push({ tool, result: await tools[tool].execute("call-1", params, undefined, undefined, ctx) });
+  } catch (error) {
+    calls.push({ tool, error: error.message });
+  }
+}
+const listed = Object.values(tools).map(({ name, description, parameters }) => ({ name, description, parameters }));
+console.log(JSON.stringify({ registered: Object.keys(handlers), results, notices, tools: listed, calls }));
 """
 
 # Loads the written file as OpenCode does (each exported plugin function called with the plugin input), then calls
@@ -130,7 +147,7 @@ def test_a_file_of_the_users_own_is_never_overwritten_or_removed(tmp_path: Path)
     with pytest.raises(ConfigError) as refused:
         install("opencode", "project", project)
     assert str(mine) in refused.value.message and "not MemCastle's" in refused.value.message
-    assert [s.state for s in status("opencode", "project", project)] == ["foreign"]
+    assert {s.kind: s.state for s in status("opencode", "project", project)} == {"plugin": "foreign", "mcp": "missing"}
     assert not any(c.changed for c in uninstall("opencode", "project", project))
     assert mine.read_text() == "export const Mine = async () => ({})\n"
 
@@ -141,7 +158,11 @@ def test_the_cli_shows_a_dry_run_installs_lists_and_uninstalls(daemon: Any, tmp_
     project.mkdir()
     where = ("--scope", "project", "--project", str(project))
     dry = json.loads(served.cli("--json", "integration", "install", "claude", *where, "--dry-run").stdout)
-    assert dry["dry_run"] and [Path(c["file"]).name for c in dry["changes"]] == ["settings.json", "SKILL.md"]
+    assert dry["dry_run"] and [Path(c["file"]).name for c in dry["changes"]] == [
+        "settings.json",
+        "SKILL.md",
+        ".mcp.json",
+    ]
     assert not (project / ".claude").exists()
     done = served.cli("--json", "integration", "install", "opencode", *where)
     assert done.returncode == 0, done.stderr
@@ -163,16 +184,35 @@ def test_the_pi_extension_wakes_up_and_has_the_session_mined(daemon: Any, tmp_pa
         assert http.post("/api/checkpoint", json=saved).status_code == 201
     project = served.home.root / "atlas-app"
     project.mkdir()
-    assert served.cli("integration", "install", "pi", "--scope", "project", "--project", str(project)).returncode == 0
+    port = {"MEMCASTLE_SERVER_PORT": served.address.rsplit(":", 1)[1]}  # the address the extension is written for
+    where = ("--scope", "project", "--project", str(project))
+    assert served.cli("integration", "install", "pi", *where, extra_env=port).returncode == 0
     extension = project / ".pi" / "extensions" / "memcastle.ts"
     sessions = served.home.root / ".pi" / "agent" / "sessions"
     session_file = write_session(sessions, str(project), "0199a3c1-7d2e", CONVERSATION, "2026-03-02T09:00:00.000Z")
     events = ("session_start", "before_agent_start", "agent_end", "session_shutdown")
-    answer = drive(PI_DRIVER, extension, str(session_file), str(project), *events, env=served.env, cwd=tmp_path)
+    calls = [
+        ["memcastle_search", {"query": "staging deploys port", "ranking": "lexical"}],
+        ["memcastle_checkpoint", {"agent": "pi", "items": [{"content": "Decided: Pi files its own checkpoints."}]}],
+        ["memcastle_get_drawer", {"drawer_id": "zzzzzzzz"}],
+    ]
+    env = {**served.env, "PI_TOOL_CALLS": json.dumps(calls)}
+    answer = drive(PI_DRIVER, extension, str(session_file), str(project), *events, env=env, cwd=tmp_path)
     assert set(answer["registered"]) <= PI_EVENTS and {"session_start", "agent_end"} <= set(answer["registered"])
     assert answer["notices"] == []
     prompt = answer["results"]["before_agent_start"]["systemPrompt"]
     assert prompt.startswith("BASE PROMPT\n\n") and "port 8443" in prompt
+    # Pi's model has the core tools, as every MCP client of the integrations has them (ADR 0052).
+    assert {tool["name"] for tool in answer["tools"]} == set(CORE) - {"memcastle_set_mode"}, "no session: no set_mode"
+    for tool in answer["tools"]:
+        assert tool["description"] and tool["parameters"]["type"] == "object", tool
+    searched, filed, missing = answer["calls"]
+    (hit, *_) = json.loads(searched["result"]["content"][0]["text"])["hits"]
+    assert "8443" in hit["snippet"]["text"]
+    (written,) = json.loads(filed["result"]["content"][0]["text"])["drawers"]
+    with served.http() as http:
+        assert http.get(f"/api/drawers/{written['id']}").json()["content"] == "Decided: Pi files its own checkpoints."
+    assert "no drawer" in missing["error"] and "hint: " in missing["error"], "an error reaches the model with its hint"
 
     def search(words: str) -> list[dict[str, Any]]:
         with served.http() as http:
@@ -195,8 +235,10 @@ def test_without_a_daemon_the_pi_extension_says_why_and_pi_goes_on(tmp_path: Pat
     answer = drive(PI_DRIVER, project / ".pi" / "extensions" / "memcastle.ts", "", str(project), "session_start",
                    "before_agent_start", env=env, cwd=tmp_path)  # fmt: skip
     assert answer["results"]["before_agent_start"] is None, "the prompt is left as it was"
-    ((level, message),) = answer["notices"]
-    assert level == "warning" and message.startswith("memcastle hook session-start: ")
+    (hook, tools) = sorted(answer["notices"], key=lambda notice: notice[1])
+    assert hook[0] == "warning" and hook[1].startswith("memcastle hook session-start: ")
+    assert tools[0] == "warning" and tools[1].startswith("memcastle tools: MemCastle at http://127.0.0.1:8420/mcp")
+    assert answer["tools"] == [], "none registered; told once, tried again at the next prompt"
 
 
 @needs_node

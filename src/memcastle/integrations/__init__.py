@@ -2,11 +2,14 @@
 that a session starts with the agent's wake-up bundle and its transcript is mined as it goes.
 
 Each agent's own mechanism is used, and each runs the same `memcastle hook EVENT --agent NAME` command
-(`memcastle.hooks.runtime`):
-- `claude` — hooks merged into Claude Code's `settings.json` (`memcastle.hooks`), and the agent skill `SKILL.md`;
-- `codex` — hooks merged into Codex CLI's `hooks.json`;
-- `pi` — an extension file in Pi's extensions folder (`pi.on("session_start" | "agent_end" | …)`), and the skill;
-- `opencode` — a plugin file in OpenCode's plugins folder (its `event` and system-prompt hooks).
+(`memcastle.hooks.runtime`); the model gets MemCastle's tools (the `core` profile) in the same step:
+- `claude` — hooks merged into Claude Code's `settings.json` (`memcastle.hooks`), the MCP server entry
+  (`registration`), and the agent skill `SKILL.md`;
+- `codex` — hooks merged into Codex CLI's `hooks.json`, and the MCP server entry in its `config.toml`;
+- `pi` — an extension file in Pi's extensions folder (`pi.on("session_start" | "agent_end" | …)`, and the tools it
+  registers itself: Pi has no MCP), and the skill;
+- `opencode` — a plugin file in OpenCode's plugins folder (its `event` and system-prompt hooks), and the MCP server
+  entry in its `opencode.json`.
 
 A file MemCastle writes whole (an extension, a plugin, a skill) carries `MARK`; a file of the same name without it is
 the user's and is never overwritten or removed. Installing again changes nothing when nothing changed; uninstalling
@@ -20,11 +23,21 @@ import os
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from memcastle.errors import ConfigError
 from memcastle.hooks import Change, installed, memcastle_argv, settings_file
 from memcastle.hooks import install as install_hooks
 from memcastle.hooks import uninstall as uninstall_hooks
+from memcastle.integrations.registration import (
+    TOKEN_VARIABLE,
+    Endpoint,
+    register,
+    registered,
+    registration_file,
+    unregister,
+)
+from memcastle.integrations.registration import entry as mcp_entry
 
 INTEGRATIONS = ("claude", "codex", "pi", "opencode")
 SCOPES = ("user", "project")
@@ -44,48 +57,80 @@ class Part:
 @dataclass(frozen=True)
 class PartStatus:
     """Whether a part is there: `installed` (as installing would write it now), `outdated` (MemCastle's, written by
-    another version or for another palace: install again), `missing`, or `foreign` (a file of that name that is not
-    MemCastle's, left alone). `events` are the agent events hooks are installed for."""
+    another version or for another palace or address: install again), `missing`, or `foreign` (a file of that name
+    that is not MemCastle's, left alone). `events` are the agent events hooks are installed for; `mcp` is the MCP
+    server entry as the agent's file holds it."""
 
     kind: str
     path: Path
     state: str
     events: tuple[str, ...] = ()
+    mcp: dict[str, Any] | None = None
+
+
+def default_endpoint(palace: str | None = None) -> Endpoint:
+    """The daemon's `/mcp` at the default address (`server.host`, `server.port`); the CLI passes the configured one."""
+    return endpoint_of("127.0.0.1", 8420, auth=False, palace=palace)
+
+
+def endpoint_of(host: str, port: int, *, auth: bool, palace: str | None) -> Endpoint:
+    """How an agent reaches a daemon configured with that address: HTTP when the port is fixed (a wildcard host is
+    reached on loopback), the stdio bridge (which finds the daemon, or starts one) when it is chosen at start."""
+    bridge = (*memcastle_argv(palace=palace), "mcp", "--start", "--tools", "core")
+    if port == 0:
+        return Endpoint(None, bridge, auth)
+    shown = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
+    shown = f"[{shown}]" if ":" in shown else shown
+    return Endpoint(f"http://{shown}:{port}/mcp", bridge, auth)
 
 
 def parts(name: str, scope: str, project: Path, home: Path | None = None) -> list[Part]:
     """What the integration installs for that scope (`project` is the project folder of the `project` scope)."""
     home = home or Path.home()
     user = scope == "user"
+    found = []
     if name in ("claude", "codex"):
-        found = [Part("hooks", settings_file(name, scope, project, home))]
-        if name == "claude":
-            folder = home / ".claude" if user else project / ".claude"
-            found.append(Part("skill", folder / "skills" / "memcastle" / "SKILL.md"))
-        return found
+        found.append(Part("hooks", settings_file(name, scope, project, home)))
+    if name == "claude":
+        folder = home / ".claude" if user else project / ".claude"
+        found.append(Part("skill", folder / "skills" / "memcastle" / "SKILL.md"))
     if name == "pi":
         folder = _pi_agent_dir(home) if user else project / ".pi"
-        return [
-            Part("extension", folder / "extensions" / "memcastle.ts"),
-            Part("skill", folder / "skills" / "memcastle" / "SKILL.md"),
-        ]
+        found.append(Part("extension", folder / "extensions" / "memcastle.ts"))
+        found.append(Part("skill", folder / "skills" / "memcastle" / "SKILL.md"))
     if name == "opencode":
-        folder = _config_home(home) / "opencode" if user else project / ".opencode"
-        return [Part("plugin", folder / "plugins" / "memcastle.js")]
+        folder = _opencode_dir(home) if user else project / ".opencode"
+        found.append(Part("plugin", folder / "plugins" / "memcastle.js"))
+    config_dir = _codex_home(home) if name == "codex" else _opencode_dir(home)
+    registration = registration_file(name, scope, project, home, config_dir)
+    if registration is not None:
+        found.append(Part("mcp", registration))
+    if found:
+        return found
     raise ConfigError(f"no integration named {name!r}; one of {', '.join(INTEGRATIONS)}")
 
 
 def install(
-    name: str, scope: str, project: Path, *, palace: str | None = None, home: Path | None = None
+    name: str,
+    scope: str,
+    project: Path,
+    *,
+    palace: str | None = None,
+    home: Path | None = None,
+    endpoint: Endpoint | None = None,
 ) -> list[Change]:
-    """The changes installing makes (nothing is written: `Change.write` does it)."""
+    """The changes installing makes (nothing is written: `Change.write` does it); `endpoint` is how the agent reaches
+    the daemon's MCP tools (`endpoint_of` the configured address)."""
+    endpoint = endpoint or default_endpoint(palace)
     changes = []
     for part in parts(name, scope, project, home):
         if part.kind == "hooks":
             changes.append(install_hooks(name, part.path, palace=palace))
+        elif part.kind == "mcp":
+            changes.append(register(name, part.path, endpoint))
         else:
             before = _read_own(part.path, refuse=True)
-            after = render(name, part.kind, palace=palace)
+            after = render(name, part.kind, palace=palace, endpoint=endpoint)
             changes.append(Change(part.path, before, after, backup=False, own_folder=part.kind == "skill"))
     return changes
 
@@ -98,6 +143,9 @@ def uninstall(name: str, scope: str, project: Path, home: Path | None = None) ->
         if part.kind == "hooks":
             changes.append(uninstall_hooks(name, part.path))
             continue
+        if part.kind == "mcp":
+            changes.append(unregister(name, part.path))
+            continue
         before = _read_own(part.path, refuse=False)
         ours = before is not None and MARK in before
         changes.append(Change(part.path, before, None if ours else before, own_folder=part.kind == "skill"))
@@ -105,11 +153,23 @@ def uninstall(name: str, scope: str, project: Path, home: Path | None = None) ->
 
 
 def status(
-    name: str, scope: str, project: Path, *, palace: str | None = None, home: Path | None = None
+    name: str,
+    scope: str,
+    project: Path,
+    *,
+    palace: str | None = None,
+    home: Path | None = None,
+    endpoint: Endpoint | None = None,
 ) -> list[PartStatus]:
-    """Each part's state, compared with what installing (for `palace`) would write."""
+    """Each part's state, compared with what installing (for `palace` and `endpoint`) would write."""
+    endpoint = endpoint or default_endpoint(palace)
     found = []
     for part in parts(name, scope, project, home):
+        if part.kind == "mcp":
+            held = registered(name, part.path)
+            state = "missing" if held is None else "installed" if held == mcp_entry(name, endpoint) else "outdated"
+            found.append(PartStatus(part.kind, part.path, state, mcp=held))
+            continue
         if part.kind == "hooks":
             events = tuple(installed(name, part.path))
             state = "installed" if events and not install_hooks(name, part.path, palace=palace).changed else (
@@ -123,12 +183,12 @@ def status(
         elif MARK not in text:
             state = "foreign"
         else:
-            state = "installed" if text == render(name, part.kind, palace=palace) else "outdated"
+            state = "installed" if text == render(name, part.kind, palace=palace, endpoint=endpoint) else "outdated"
         found.append(PartStatus(part.kind, part.path, state))
     return found
 
 
-def render(name: str, kind: str, *, palace: str | None = None) -> str:
+def render(name: str, kind: str, *, palace: str | None = None, endpoint: Endpoint | None = None) -> str:
     """The text of a file MemCastle writes whole: the skill, or the extension/plugin — the shared bridge to
     `memcastle hook` (`assets/hook.js`) followed by the agent's part — naming this installation's `memcastle`."""
     if kind == "skill":
@@ -142,6 +202,10 @@ def render(name: str, kind: str, *, palace: str | None = None) -> str:
         f"const MEMCASTLE = {json.dumps(memcastle_argv(palace=palace))}; // this installation's memcastle\n"
         f"const AGENT = {json.dumps(name)};\n"
     )
+    if name == "pi":  # the daemon's MCP endpoint, for the tools the extension registers (None: none to register)
+        endpoint = endpoint or default_endpoint(palace)
+        token = json.dumps(TOKEN_VARIABLE if endpoint.token else None)
+        constants += f"const MCP_URL = {json.dumps(endpoint.url)};\nconst TOKEN_VARIABLE = {token};\n"
     return f"{header}\n{_asset('hook.js')}\n{constants}\n{agent_part}"
 
 
@@ -170,7 +234,17 @@ def _pi_agent_dir(home: Path) -> Path:
     return home / ".pi" / "agent"
 
 
-def _config_home(home: Path) -> Path:
-    """Where OpenCode keeps its user configuration: `$XDG_CONFIG_HOME`, else `~/.config`."""
-    configured = os.environ.get("XDG_CONFIG_HOME", "").strip()
-    return Path(configured) if configured else home / ".config"
+def _opencode_dir(home: Path) -> Path:
+    """Where OpenCode keeps its user configuration: `$OPENCODE_CONFIG_DIR`, else `$XDG_CONFIG_HOME/opencode`, else
+    `~/.config/opencode`."""
+    configured = os.environ.get("OPENCODE_CONFIG_DIR", "").strip()
+    if configured:
+        return Path(configured).expanduser()
+    xdg = os.environ.get("XDG_CONFIG_HOME", "").strip()
+    return (Path(xdg) if xdg else home / ".config") / "opencode"
+
+
+def _codex_home(home: Path) -> Path:
+    """Codex CLI's folder: `$CODEX_HOME`, else `~/.codex`."""
+    configured = os.environ.get("CODEX_HOME", "").strip()
+    return Path(configured).expanduser() if configured else home / ".codex"

@@ -34,6 +34,16 @@ def _palace(inv: Invocation) -> str | None:
     return str(inv.palace.expanduser().absolute()) if inv.palace else None
 
 
+def _endpoint(inv: Invocation) -> Any:
+    """How the agents reach this palace's daemon, from its configured address."""
+    from memcastle.integrations import endpoint_of
+
+    settings = inv.settings()
+    return endpoint_of(
+        settings["server.host"], settings["server.port"], auth=settings["auth.enabled"], palace=_palace(inv)
+    )
+
+
 def _apply(inv: Invocation, name: str, changes: Sequence[Any], dry_run: bool) -> None:
     if not dry_run:
         for change in changes:
@@ -68,11 +78,14 @@ def _apply(inv: Invocation, name: str, changes: Sequence[Any], dry_run: bool) ->
 @pass_invocation
 def integration_install(inv: Invocation, name: str, scope: str, project: Path, dry_run: bool) -> None:
     """Install MemCastle into an agent and show each change: Claude Code and Codex CLI get hooks merged into their
-    settings, Pi an extension, OpenCode a plugin; Claude Code and Pi also the `memcastle` agent skill. At session
-    start the agent gets its wake-up bundle; as a session goes, it is mined. Running it again changes nothing."""
+    settings, Pi an extension, OpenCode a plugin; Claude Code, Codex and OpenCode get MemCastle's MCP server in their
+    configuration (Pi's extension registers the tools itself); Claude Code and Pi also the `memcastle` agent skill.
+    At session start the agent gets its wake-up bundle and its model the memory tools; as a session goes, it is
+    mined. Running it again changes nothing."""
     from memcastle.integrations import install
 
-    _apply(inv, name, install(name, scope, project.resolve(), palace=_palace(inv)), dry_run)
+    changes = install(name, scope, project.resolve(), palace=_palace(inv), endpoint=_endpoint(inv))
+    _apply(inv, name, changes, dry_run)
 
 
 @integration_app.command("uninstall")
@@ -80,8 +93,9 @@ def integration_install(inv: Invocation, name: str, scope: str, project: Path, d
 @_where
 @pass_invocation
 def integration_uninstall(inv: Invocation, name: str, scope: str, project: Path, dry_run: bool) -> None:
-    """Remove exactly what installing wrote: MemCastle's hooks (every other hook and setting stays) and its own
-    files (a file of the same name that is not MemCastle's stays)."""
+    """Remove exactly what installing wrote (also `integration remove`): MemCastle's hooks and MCP server entry
+    (every other hook, server and setting stays; a file nothing else changed in is given back byte for byte) and its
+    own files (a file of the same name that is not MemCastle's stays)."""
     from memcastle.integrations import uninstall
 
     _apply(inv, name, uninstall(name, scope, project.resolve()), dry_run)
@@ -96,6 +110,7 @@ def integration_list(inv: Invocation, project: Path) -> None:
     that name that is not MemCastle's)."""
     from memcastle.integrations import status
 
+    endpoint = _endpoint(inv)
     rows = [
         {
             "integration": name,
@@ -107,7 +122,7 @@ def integration_list(inv: Invocation, project: Path) -> None:
         }
         for name in INTEGRATIONS
         for scope in SCOPES
-        for part in status(name, scope, project.resolve(), palace=_palace(inv))
+        for part in status(name, scope, project.resolve(), palace=_palace(inv), endpoint=endpoint)
     ]
     inv.emit(
         {"integrations": rows},
@@ -117,3 +132,6 @@ def integration_list(inv: Invocation, project: Path) -> None:
             [(r["integration"], r["scope"], r["kind"], r["state"], r["file"]) for r in data["integrations"]],
         ),
     )
+
+
+integration_app.add_command(integration_uninstall, "remove")
