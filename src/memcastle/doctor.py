@@ -15,6 +15,7 @@ import stat
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from memcastle import __version__
 from memcastle.config import Settings, load_settings, mask_url_password
@@ -205,11 +206,18 @@ def _daemon(settings: Settings, healthy: Callable[[str], bool]) -> Iterator[Find
 def _integrations(settings: Settings) -> Iterator[Finding]:
     """The agent integrations installed for this user; one written for another installation (a moved `memcastle`,
     an older release, another palace than this one or the default) is a warning."""
-    from memcastle.integrations import INTEGRATIONS, status
+    from memcastle.integrations import INTEGRATIONS, endpoint_of, status
+
+    def endpoint(palace: str | None) -> Any:  # where this configuration's daemon answers, as installing writes it
+        return endpoint_of(
+            settings["server.host"], settings["server.port"], auth=settings["auth.enabled"], palace=palace
+        )
 
     found, stale = [], []
     for name in INTEGRATIONS:
-        default, this_palace = (status(name, "user", Path.cwd(), palace=p) for p in (None, str(settings.palace)))
+        default, this_palace = (
+            status(name, "user", Path.cwd(), palace=p, endpoint=endpoint(p)) for p in (None, str(settings.palace))
+        )
         there = [d.kind for d in default if d.state in ("installed", "outdated")]
         if not there:
             continue

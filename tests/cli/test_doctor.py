@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from memcastle.integrations import render
+from memcastle.integrations import endpoint_of, render
 from memcastle.runtime.daemons import registry_file
 
 
@@ -98,6 +98,11 @@ def test_an_integration_written_for_another_installation_is_a_warning(
     code, found = doctor(cli_runner, env, "--palace", str(tmp_path / "palace"))
     assert found["integrations"]["level"] == "warning" and code == 1, found
     assert found["integrations"]["fix"] == "memcastle integration install pi"
+    # Written for this palace, but for the default port: its tools would look for the daemon where it is not.
     extension.write_text(render("pi", "extension", palace=str(tmp_path / "palace")))
+    code, found = doctor(cli_runner, env, "--palace", str(tmp_path / "palace"))
+    assert found["integrations"]["level"] == "warning", found
+    here = endpoint_of("127.0.0.1", port, auth=False, palace=str(tmp_path / "palace"))
+    extension.write_text(render("pi", "extension", palace=str(tmp_path / "palace"), endpoint=here))
     code, found = doctor(cli_runner, env, "--palace", str(tmp_path / "palace"))
     assert found["integrations"] == {**found["integrations"], "level": "ok", "detail": "installed for pi (extension)"}

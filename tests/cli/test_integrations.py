@@ -147,7 +147,11 @@ def test_a_file_of_the_users_own_is_never_overwritten_or_removed(tmp_path: Path)
     with pytest.raises(ConfigError) as refused:
         install("opencode", "project", project)
     assert str(mine) in refused.value.message and "not MemCastle's" in refused.value.message
-    assert {s.kind: s.state for s in status("opencode", "project", project)} == {"plugin": "foreign", "mcp": "missing"}
+    assert {s.kind: s.state for s in status("opencode", "project", project)} == {
+        "plugin": "foreign",
+        "skill": "missing",
+        "mcp": "missing",
+    }
     assert not any(c.changed for c in uninstall("opencode", "project", project))
     assert mine.read_text() == "export const Mine = async () => ({})\n"
 

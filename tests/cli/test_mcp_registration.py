@@ -126,6 +126,11 @@ def test_each_agent_gets_a_server_its_client_reaches_and_removing_gives_its_file
                     assert found["hits"][0]["id"][:8] == filed["drawers"][0]["id"][:8]
 
         anyio.run(scenario)
+    told = served.cli("--json", "integration", "status", extra_env={**private, "MEMCASTLE_AUTH_TOKEN": token})
+    answering = {row["integration"]: row["answers"] for row in json.loads(told.stdout)["integrations"]}
+    assert answering == {"claude": True, "codex": True, "opencode": True, "pi": False}, told.stdout
+    refused = json.loads(served.cli("--json", "integration", "status", "codex", extra_env=private).stdout)
+    assert refused["integrations"][0]["why"].endswith("answered 401"), "no token: the daemon refuses, and it is said"
     for agent in ("claude", "codex", "opencode"):
         gone = served.cli("--json", "integration", "remove", agent, extra_env=private)
         assert gone.returncode == 0, gone.stderr

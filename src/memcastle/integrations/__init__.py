@@ -5,11 +5,11 @@ Each agent's own mechanism is used, and each runs the same `memcastle hook EVENT
 (`memcastle.hooks.runtime`); the model gets MemCastle's tools (the `core` profile) in the same step:
 - `claude` — hooks merged into Claude Code's `settings.json` (`memcastle.hooks`), the MCP server entry
   (`registration`), and the agent skill `SKILL.md`;
-- `codex` — hooks merged into Codex CLI's `hooks.json`, and the MCP server entry in its `config.toml`;
+- `codex` — hooks merged into Codex CLI's `hooks.json`, the MCP server entry in its `config.toml`, and the skill;
 - `pi` — an extension file in Pi's extensions folder (`pi.on("session_start" | "agent_end" | …)`, and the tools it
   registers itself: Pi has no MCP), and the skill;
-- `opencode` — a plugin file in OpenCode's plugins folder (its `event` and system-prompt hooks), and the MCP server
-  entry in its `opencode.json`.
+- `opencode` — a plugin file in OpenCode's plugins folder (its `event` and system-prompt hooks), the MCP server
+  entry in its `opencode.json`, and the skill.
 
 A file MemCastle writes whole (an extension, a plugin, a skill) carries `MARK`; a file of the same name without it is
 the user's and is never overwritten or removed. Installing again changes nothing when nothing changed; uninstalling
@@ -98,9 +98,13 @@ def parts(name: str, scope: str, project: Path, home: Path | None = None) -> lis
         folder = _pi_agent_dir(home) if user else project / ".pi"
         found.append(Part("extension", folder / "extensions" / "memcastle.ts"))
         found.append(Part("skill", folder / "skills" / "memcastle" / "SKILL.md"))
+    if name == "codex":  # Codex reads skills from $CODEX_HOME/skills, and from a repository's .agents/skills
+        folder = _codex_home(home) if user else project / ".agents"
+        found.append(Part("skill", folder / "skills" / "memcastle" / "SKILL.md"))
     if name == "opencode":
         folder = _opencode_dir(home) if user else project / ".opencode"
         found.append(Part("plugin", folder / "plugins" / "memcastle.js"))
+        found.append(Part("skill", folder / "skill" / "memcastle" / "SKILL.md"))
     config_dir = _codex_home(home) if name == "codex" else _opencode_dir(home)
     registration = registration_file(name, scope, project, home, config_dir)
     if registration is not None:

@@ -33,6 +33,7 @@ from memcastle.hooks import Change
 SERVER = "memcastle"  # the entry's name in every agent's configuration
 TOOLS_HEADER = ("X-MemCastle-Tools", "core")  # the profile the skill is checked against (memcastle.mcp.profiles)
 TOKEN_VARIABLE = "MEMCASTLE_AUTH_TOKEN"
+PROTOCOL = "2026-07-28"  # the stateless MCP protocol the Pi extension and `answers` speak (one POST a request)
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,35 @@ def unregister(agent: str, path: Path) -> Change:
     elif not document.plain():
         return Change(path, document.before, None)  # MemCastle made the file
     return Change(path, document.before, document.text())
+
+
+def answers(url: str | None, token: str | None = None, timeout: float = 3.0) -> str | None:
+    """None when the MCP endpoint at `url` lists tools (a stateless `tools/list`, as the Pi extension asks), else
+    why not, in a few words."""
+    if url is None:
+        return "the stdio bridge finds the daemon when the agent starts it"
+    meta = {"io.modelcontextprotocol/protocolVersion": PROTOCOL, "io.modelcontextprotocol/clientCapabilities": {}}
+    headers = {
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": PROTOCOL,
+        "Mcp-Method": "tools/list",
+        TOOLS_HEADER[0]: TOOLS_HEADER[1],
+        **({"Authorization": f"Bearer {token}"} if token else {}),
+    }
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}}
+    import httpx  # on use: the command line's other commands do not load an HTTP client for it
+
+    try:
+        answer = httpx.post(url, json=body, headers=headers, timeout=timeout, trust_env=False)
+    except httpx.HTTPError as exc:
+        return f"no answer at {url} ({exc.__class__.__name__})"
+    if answer.status_code != 200:
+        return f"{url} answered {answer.status_code}"
+    try:
+        tools = answer.json()["result"]["tools"]
+    except (ValueError, KeyError, TypeError):
+        return f"{url} did not answer as an MCP endpoint"
+    return None if tools else f"{url} lists no tools"
 
 
 def registered(agent: str, path: Path) -> dict[str, Any] | None:

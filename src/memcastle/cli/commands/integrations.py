@@ -134,4 +134,55 @@ def integration_list(inv: Invocation, project: Path) -> None:
     )
 
 
+@integration_app.command("status")
+@click.argument("names", nargs=-1, type=click.Choice(INTEGRATIONS))
+@click.option("--scope", type=click.Choice(SCOPES), default="user", show_default=True, help="whose")
+@click.option("--project", type=PROJECT, default=Path("."), help="the project (--scope project)")
+@pass_invocation
+def integration_status(inv: Invocation, names: tuple[str, ...], scope: str, project: Path) -> None:
+    """Per agent (every one unless named): each part and its state, what its model's MCP server is registered as,
+    and whether that server answers now (its tools listed, with $MEMCASTLE_AUTH_TOKEN when one is needed)."""
+    import os
+
+    from memcastle.integrations import status
+    from memcastle.integrations.registration import TOKEN_VARIABLE, answers
+
+    endpoint = _endpoint(inv)
+    token = os.environ.get(TOKEN_VARIABLE) or inv.settings()["auth.token"] or None
+    rows = []
+    for name in names or INTEGRATIONS:
+        parts = status(name, scope, project.resolve(), palace=_palace(inv), endpoint=endpoint)
+        tools = next((p for p in parts if p.kind in ("mcp", "extension")), None)
+        url = (tools.mcp or {}).get("url") if tools is not None and tools.kind == "mcp" else endpoint.url
+        present = tools is not None and tools.state in ("installed", "outdated")
+        problem = answers(url, token) if present else "not registered"
+        rows.append(
+            {
+                "integration": name,
+                "scope": scope,
+                "parts": {p.kind: p.state for p in parts},
+                "mcp": tools.mcp if tools is not None and tools.kind == "mcp" else {"url": url},
+                "answers": problem is None,
+                "why": problem,
+            }
+        )
+
+    def show(data: Any) -> None:
+        render.table(
+            f"agent integrations ({scope} scope)",
+            ["integration", "parts", "tools at", "answers"],
+            [
+                (
+                    r["integration"],
+                    ", ".join(f"{kind} {state}" for kind, state in r["parts"].items()),
+                    (r["mcp"] or {}).get("url") or "the stdio bridge",
+                    "yes" if r["answers"] else f"no: {r['why']}",
+                )
+                for r in data["integrations"]
+            ],
+        )
+
+    inv.emit({"integrations": rows}, show)
+
+
 integration_app.add_command(integration_uninstall, "remove")
