@@ -5,10 +5,13 @@ session start, the session's transcript mined when it stops, quiet and quick wit
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +20,7 @@ from waiting import CEILING, wait_until
 
 from memcastle.errors import ConfigError
 from memcastle.hooks import install, installed, uninstall
+from memcastle.hooks.runtime import DEADLINE
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 USER_SETTINGS = {
@@ -251,3 +255,44 @@ def test_hooks_answer_within_their_budget_while_the_daemon_mines_beside_cpu_hogs
         for hog in hogs:
             hog.kill()
             hog.wait()
+
+
+def test_a_session_start_the_daemon_cannot_answer_gets_the_saved_wake_up_marked_with_its_age(daemon: Any) -> None:
+    served = daemon()
+    with served.http() as http:
+        saved = {"agent": "claude", "items": [{"content": "Decided: the shop ships on Thursdays."}]}
+        assert http.post("/api/checkpoint", json=saved).status_code == 201
+    payload = json.dumps({"session_id": "s1", "hook_event_name": "SessionStart", "source": "startup"})
+    fresh = served.cli("hook", "session-start", "--agent", "claude", input=payload)
+    assert "ships on Thursdays" in fresh.stdout and fresh.stderr == ""
+    (kept,) = served.home.root.rglob("wake-up/*/*.json")
+    served.kill()
+
+    def context(done: Any) -> str:
+        assert done.returncode == 0 and done.stderr.count("\n") == 1, done.stderr
+        text: str = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+        return text
+
+    stopped = served.cli("hook", "session-start", "--agent", "claude", input=payload)
+    assert stopped.stderr.startswith("memcastle hook session-start: no daemon registered for palace")
+    assert stopped.stderr.rstrip().endswith("answered with the wake-up saved 0 min ago")
+    text = context(stopped)
+    assert text.startswith("[Saved 0 min ago — the MemCastle daemon did not answer in time") and "Thursdays" in text
+    # A daemon that takes the connection and never answers: the hook's budget ends, the saved bundle answers.
+    with socket.socket() as stalled:
+        stalled.bind(("127.0.0.1", 0))
+        stalled.listen(8)
+        entry = {"pid": os.getpid(), "address": f"http://127.0.0.1:{stalled.getsockname()[1]}", "version": "0",
+                 "palace": str(served.palace.resolve()), "started_at": "2026-12-07T08:00:00Z"}  # fmt: skip
+        served.registry_path.parent.mkdir(parents=True, exist_ok=True)
+        served.registry_path.write_text(json.dumps(entry), encoding="utf-8")
+        aged = json.loads(kept.read_text())
+        aged["saved_at"] = (datetime.now(UTC) - timedelta(days=3, minutes=5)).isoformat()
+        kept.write_text(json.dumps(aged))
+        started = time.monotonic()
+        slow = served.cli("hook", "session-start", "--agent", "claude", input=payload)
+        took = time.monotonic() - started
+    assert took < DEADLINE + 2, took
+    assert "did not answer" in slow.stderr and "answered with the wake-up saved 3 days ago" in slow.stderr
+    assert context(slow).startswith("[Saved ") and " days ago" in context(slow).split("\n")[0]
+    served.registry_path.unlink()

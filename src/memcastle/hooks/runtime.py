@@ -13,13 +13,18 @@ checkpoints a hook saves go there, and the bundle holds that agent's own for tha
 
 A hook never blocks or fails the agent: it gives up after `DEADLINE` seconds in all and exits 0. When it could not
 do its work (no daemon, a daemon too slow to answer, a refusal) it says so in one line on standard error, so that a
-hook that did nothing is never mistaken for one that had nothing to do.
+hook that did nothing is never mistaken for one that had nothing to do. A session start is never left empty for that:
+each wake-up the daemon sends is kept on disk (`SavedWakeUp`), and when the daemon is stopped or slow the hook answers
+with the last one, marked as such with its age.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 from collections.abc import Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -37,6 +42,48 @@ class Daemon(Protocol):
     def post(self, path: str, body: Any = None) -> Any: ...
 
 
+class SavedWakeUp:
+    """The last wake-up the daemon sent for an agent in a project, kept in the state folder (one small JSON file per
+    palace, agent and project), for a session start the daemon cannot answer in time."""
+
+    def __init__(self, state: Path, palace: Path, agent: str, project: str | None) -> None:
+        digest = hashlib.sha256(str(palace).encode()).hexdigest()[:16]
+        key = hashlib.sha256(f"{agent}\0{project or ''}".encode()).hexdigest()[:16]
+        self.path = state / "wake-up" / digest / f"{key}.json"
+
+    def keep(self, output: str, at: str) -> None:
+        """Keep what a session start answered (nothing when it had nothing to say)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}")
+        temporary.write_text(json.dumps({"saved_at": at, "output": output}), encoding="utf-8")
+        os.replace(temporary, self.path)
+
+    def answer(self, at: str, why: str) -> tuple[str, str] | None:
+        """The saved answer, marked with its age and why it is not fresh, and the one line that says so; None when
+        nothing was saved."""
+        try:
+            saved = json.loads(self.path.read_text(encoding="utf-8"))
+            age = _age((datetime.fromisoformat(at) - datetime.fromisoformat(saved["saved_at"])).total_seconds())
+            bundle = json.loads(saved["output"]) if saved["output"] else None
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        told = f"{why}; answered with the wake-up saved {age} ago"
+        if bundle is None:
+            return "", told
+        mark = f"[Saved {age} ago — the MemCastle daemon did not answer in time ({why}); the last wake-up it gave.]\n"
+        context = bundle["hookSpecificOutput"]["additionalContext"]
+        bundle["hookSpecificOutput"]["additionalContext"] = mark + context
+        return json.dumps(bundle, ensure_ascii=False), told
+
+
+def _age(seconds: float) -> str:
+    minutes = max(0, int(seconds // 60))
+    if minutes < 60:
+        return f"{minutes} min"
+    hours = minutes // 60
+    return f"{hours} h {minutes % 60} min" if hours < 48 else f"{hours // 24} days"
+
+
 def handle(
     agent: str,
     event: str,
@@ -45,11 +92,16 @@ def handle(
     *,
     checkpoint: bool = False,
     project: str | None = None,
+    saved: SavedWakeUp | None = None,
+    now: str | None = None,
 ) -> str:
     """The hook's standard output for this event (empty when there is nothing to say). `project` is the wing of the
-    folder the agent works in, when the payload said."""
+    folder the agent works in, when the payload said; a session start's answer is kept in `saved` (at `now`)."""
     if event == "session-start":
-        return _wake_up(agent, daemon, project)
+        output = _wake_up(agent, daemon, project)
+        if saved is not None and now is not None:
+            saved.keep(output, now)
+        return output
     request = mine_request(agent, payload)
     if request is not None:
         daemon.post("/mine", request)

@@ -140,16 +140,26 @@ def _why(exc: BaseException, deadline: float) -> str:
 @pass_invocation
 def hook(inv: Invocation, event: str, agent: str, checkpoint: bool) -> None:
     """Run by an agent's hook with its JSON on standard input (see `hooks install`); never fails the agent."""
-    from memcastle.hooks.runtime import CALL_TIMEOUT, DEADLINE, handle, read_payload
+    from memcastle.clock import utc_now
+    from memcastle.hooks.runtime import CALL_TIMEOUT, DEADLINE, SavedWakeUp, handle, read_payload
+    from memcastle.runtime.daemons import state_dir
 
     def give_up(*_: object) -> None:
         raise TimeoutError
 
+    def stop_timer() -> None:
+        if hasattr(signal, "setitimer"):
+            signal.setitimer(signal.ITIMER_REAL, 0)
+
     if hasattr(signal, "setitimer"):
         signal.signal(signal.SIGALRM, give_up)
         signal.setitimer(signal.ITIMER_REAL, DEADLINE)
+    saved: SavedWakeUp | None = None
     try:
         payload = read_payload(sys.stdin.read() if not sys.stdin.isatty() else "")
+        project = _project(payload.get("cwd"))
+        if event == "session-start":
+            saved = SavedWakeUp(state_dir(), inv.settings().palace, agent, project)
         from memcastle.cli.client import DaemonClient
 
         output = handle(
@@ -158,12 +168,21 @@ def hook(inv: Invocation, event: str, agent: str, checkpoint: bool) -> None:
             payload,
             DaemonClient(inv.settings(), timeout=CALL_TIMEOUT),
             checkpoint=checkpoint,
-            project=_project(payload.get("cwd")),
+            project=project,
+            saved=saved,
+            now=utc_now(),
         )
+        stop_timer()
         if output:
             sys.stdout.write(output + "\n")
     except Exception as exc:  # noqa: BLE001 - no daemon, a slow one, a refusal, a payload it cannot use: the agent goes on
-        sys.stderr.write(f"memcastle hook {event}: {_why(exc, DEADLINE)}\n")
+        stop_timer()
+        why = _why(exc, DEADLINE)
+        fallback = saved.answer(utc_now(), why.split(";")[0]) if saved is not None else None
+        if fallback is not None:  # a session start is answered from the last wake-up rather than left empty
+            output, why = fallback
+            if output:
+                sys.stdout.write(output + "\n")
+        sys.stderr.write(f"memcastle hook {event}: {why}\n")
     finally:
-        if hasattr(signal, "setitimer"):
-            signal.setitimer(signal.ITIMER_REAL, 0)
+        stop_timer()
