@@ -196,4 +196,5 @@ def http_app(palace: Palace, *, request_shutdown: Callable[[], None] | None = No
         mode=settings["mode"],
         web=settings["web.enabled"],
         mcp_tools=settings["mcp.tools"],
+        mcp_max_chars=settings["mcp.max_chars"],
     )

@@ -41,10 +41,12 @@ def create_app(
     mode: str = "full",
     web: bool = True,
     mcp_tools: str = "core",
+    mcp_max_chars: int = 16_000,
 ) -> FastAPI:
     """The daemon's HTTP surface over `services`; `tokens` switches bearer authentication on; `request_shutdown` is
     what `POST /api/shutdown` calls; `mode` (the daemon's configured one) is the ceiling of every client's mode;
-    `mcp_tools` the tool profile an MCP session lists unless it chooses. The
+    `mcp_tools` the tool profile an MCP session lists unless it chooses, `mcp_max_chars` an MCP answer's size
+    when the call does not set one. The
     composition root (`memcastle.daemon.http_app`) reads the settings.
 
     The MCP endpoint answers only while the app's lifespan runs (uvicorn with lifespan on; TestClient as a context
@@ -53,7 +55,13 @@ def create_app(
     def build_mcp() -> MCPServer:
         from memcastle.mcp.server import build_mcp_server
 
-        return build_mcp_server(services, allowed_hosts=allowed_hosts, max_body_bytes=max_body_bytes, tools=mcp_tools)
+        return build_mcp_server(
+            services,
+            allowed_hosts=allowed_hosts,
+            max_body_bytes=max_body_bytes,
+            tools=mcp_tools,
+            max_chars=mcp_max_chars,
+        )
 
     mcp_endpoint = LazyEndpoint(build_mcp)
 

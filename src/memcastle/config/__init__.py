@@ -338,6 +338,14 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "hosts accepted as server.allowed_hosts are (kept for configurations written for /mcp alone)",
     ),
     SettingSpec(
+        "mcp.max_chars",
+        int,
+        16_000,
+        "the most characters an MCP answer holds when the call does not set max_chars: whole items are kept, and "
+        "what is left out is counted (omitted) with a note saying how to ask for it",
+        minimum=1_000,
+    ),
+    SettingSpec(
         "mcp.tools",
         str,
         "core",

@@ -53,11 +53,21 @@ _TOOL = re.compile(r"\bmemcastle_[a-z_]+")
 _WIDTH = 116
 
 
-def instructions_for(tools: Collection[str] | None = None, *, every: Collection[str] = ()) -> str:
+DEFAULT_BUDGET = 16_000  # characters an answer holds unless a call sets max_chars (the mcp.max_chars setting)
+
+
+def instructions_for(
+    tools: Collection[str] | None = None, *, every: Collection[str] = (), budget: int = DEFAULT_BUDGET
+) -> str:
     """The instructions for a session that lists `tools` (None: every tool). A clause about a tool the session
     does not list is left out, and so is a bullet left with nothing to do (only its lead-in); when `every` (all
-    the tools there are) holds more than the session lists, the last line says how to list them."""
+    the tools there are) holds more than the session lists, the last line says how to list them. `budget` is the
+    size of an answer that does not set its own."""
     lines = [INTRO.rstrip("\n")]
+    lines.append(
+        f"An answer holds at most {budget:,} characters unless the call sets max_chars: it keeps whole items, counts"
+        " what it left out (omitted) and its note says how to ask for it."
+    )
     for bullet in GUIDE:
         texts = [_text(clause) for clause in bullet if _allowed(clause, tools)]
         if any(_TOOL.search(_text(c)) for c in bullet) and not any(_TOOL.search(text) for text in texts):
@@ -67,8 +77,8 @@ def instructions_for(tools: Collection[str] | None = None, *, every: Collection[
     hidden = len(set(every) - set(tools)) if tools is not None else 0
     if hidden:
         lines.append(
-            f"- {hidden} more tools (history, entities and the graph, jobs, mining, triggers, audit) are listed with"
-            f" the header {PROFILE_HEADER}: full."
+            f"- {hidden} more tools (recall, facts' history and links, entities and the graph, jobs, mining, triggers,"
+            f" audit) are listed with the header {PROFILE_HEADER}: full."
         )
     return "\n".join(lines) + "\n"
 

@@ -42,7 +42,7 @@ from memcastle.errors import (
     invalid_arguments,
 )
 from memcastle.mcp.endpoint import MCP_PATH
-from memcastle.mcp.instructions import INSTRUCTIONS, instructions_for
+from memcastle.mcp.instructions import DEFAULT_BUDGET, instructions_for
 from memcastle.mcp.profiles import HEADER as PROFILE_HEADER
 from memcastle.mcp.profiles import tool_set
 from memcastle.mcp.sessions import SessionModes, mode_of, session_of
@@ -53,6 +53,7 @@ from memcastle.modes import enforce_mode
 from memcastle.runtime.tokens import token_of
 from memcastle.services import Services
 from memcastle.services.reader import Reader, palace_wide, reading_as
+from memcastle.services.views import within
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +84,8 @@ class MemCastleServer(MCPServer):
     accepted: dict[str, frozenset[str]]
 
     default_tools: frozenset[str]
+
+    max_chars: int  # an answer's size when the call does not set max_chars (mcp.max_chars)
 
     async def _handle_list_tools(
         self, ctx: ServerRequestContext[Any], params: PaginatedRequestParams | None
@@ -155,7 +158,7 @@ def scoped_instructions(server: MemCastleServer) -> Any:
             listed = server.listed_tools(ctx.request, sessionless=ctx.method == "server/discover")
             # A missing set_mode is explained by the instructions themselves, not as a tool to list.
             every = set(TOOLS) - ({SET_MODE} - listed)
-            result = {**result, "instructions": instructions_for(listed, every=every)}
+            result = {**result, "instructions": instructions_for(listed, every=every, budget=server.max_chars)}
         return result
 
     return middleware
@@ -212,12 +215,14 @@ def compact_schema(schema: Any) -> Any:
 
 
 def bind(
-    spec: ToolSpec, services: Services, modes: SessionModes
+    spec: ToolSpec, services: Services, modes: SessionModes, budget: int = DEFAULT_BUDGET
 ) -> tuple[Callable[..., CallToolResult], frozenset[str]]:
     """The tool as the SDK registers it — the function's own signature with the SDK's `ctx` in place of `env` —
-    and the argument names it accepts."""
+    and the argument names it accepts. Its answer holds at most `budget` characters unless the call sets its own
+    `max_chars` (a tool that takes one fits its items itself; any other answer is cut by `within`)."""
     signature = inspect.signature(spec.fn, eval_str=True)
     params = [p for p in signature.parameters.values() if p.name != "env"]
+    takes_budget = any(p.name == "max_chars" for p in params)
 
     def run(ctx: Context, **arguments: Any) -> CallToolResult:
         try:
@@ -234,7 +239,10 @@ def bind(
                     )
                 if spec.palace_wide:
                     palace_wide(spec.name)
-                return answer(spec.fn(Env(services, ctx, modes), **given))
+                asked = given.get("max_chars")
+                if takes_budget and asked is None:
+                    given["max_chars"] = budget
+                return answer(within(spec.fn(Env(services, ctx, modes), **given), asked or budget))
         except MemCastleError as exc:
             return tool_error(exc)
         except Exception as exc:  # a bug: answered in the documented shape, the traceback in the log
@@ -275,17 +283,21 @@ def build_mcp_server(
     allowed_hosts: Sequence[str],
     max_body_bytes: int = 8 * 1024 * 1024,
     tools: str = "core",
+    max_chars: int = DEFAULT_BUDGET,
 ) -> MCPServer:
     """The MemCastle MCP server; its streamable HTTP transport (`session_manager`) is configured for `MCP_PATH`;
     `tools` is the profile (or tool names) a session lists when it does not choose (`mcp.tools`)."""
-    server = MemCastleServer("memcastle", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+    server = MemCastleServer(
+        "memcastle", version=__version__, instructions=instructions_for(budget=max_chars), log_level="WARNING"
+    )
+    server.max_chars = max_chars
     server._lowlevel_server.middleware.append(scoped_instructions(server))
     server.default_tools = tool_set(tools, list(TOOLS), field="mcp.tools")
     modes = SessionModes()
     connectors = ", ".join(c["name"] for c in services.mining.list_connectors())
     server.accepted = {}
     for spec in TOOLS.values():
-        run, accepted = bind(spec, services, modes)
+        run, accepted = bind(spec, services, modes, max_chars)
         description = inspect.cleandoc(spec.fn.__doc__ or "")
         # No title: the name says it, and every agent reads the whole list at every start.
         server.add_tool(

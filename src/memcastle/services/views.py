@@ -308,6 +308,29 @@ def check_budget(max_chars: int | None, field: str = "max_chars") -> None:
         raise InvalidRequest(f"{field} must be at least {MIN_BUDGET}", field=field)
 
 
+def within(answer: Any, budget: int) -> Any:
+    """Any answer within `budget` characters: its longest lists cut to whole items (`fit`) until it holds; an
+    answer that still does not (one item longer than the budget) becomes its first characters, marked `cut`, with
+    what to do about it."""
+    if not isinstance(answer, dict) or size(answer) <= budget:
+        return answer
+    for key in sorted((k for k, v in answer.items() if isinstance(v, list) and v), key=lambda k: -size(answer[k])):
+        answer = fit(answer, key, budget)
+        if size(answer) <= budget:
+            return answer
+    text = json.dumps(answer, ensure_ascii=False, separators=(",", ":"))
+    note = (
+        f"this answer has {len(text):,} characters, more than the {budget:,} sent at once: ask for less (fewer items,"
+        " a narrower scope, lines of a drawer) or set max_chars"
+    )
+    skeleton = {"cut": True, "chars": len(text), "note": note, "start": ""}
+    low, high = 0, max(0, budget - size(skeleton))  # the longest start that fits once encoded (escapes grow it)
+    while low < high:
+        middle = (low + high + 1) // 2
+        low, high = (middle, high) if size({**skeleton, "start": text[:middle]}) <= budget else (low, middle - 1)
+    return {**skeleton, "start": text[:low]}
+
+
 def fit(
     answer: dict[str, Any],
     key: str,
