@@ -218,11 +218,12 @@ def test_present_marks_one_of_the_contradicting_pair_preferred_and_leaves_both_o
         assert shown[id_]["valid_to"] is None and lifecycle["state"] == "conflicting"
         assert lifecycle["preferred"] is is_preferred and lifecycle["preferred_id"] == "lisbon"
         assert lifecycle["basis"].startswith("higher quality")
-        assert lifecycle["preference"] == {"level": level, "adjustment": 0.08 if level == "high" else 0.0}
+        preference = lifecycle["preference"]
+        assert (preference["level"], preference["adjustment"]) == (level, 0.08 if level == "high" else 0.0)
     assert shown["alone"]["lifecycle"] == {
         "state": "current",
         "links": [],
-        "preference": {"level": "normal", "adjustment": 0.0},
+        "preference": {"level": "normal", "adjustment": 0.0, "connector": "notes", "criterion": None},
     }, "a fact outside any conflict carries its evidence's preference too, and nothing about a conflict"
     assert (shown["lisbon"]["subject_name"], shown["lisbon"]["object_name"]) == ("Ana", "Place-Lisbon")
 
@@ -294,7 +295,12 @@ def test_a_contradiction_between_mined_notes_is_presented_with_the_preferred_sou
     assert lisbon["preferred_id"] == porto["preferred_id"] == shown["Lisbon"]["id"]
     # Same evidence date and confidence: only the source preference decided, and the basis says so.
     assert "confidence 0.60 vs 0.60" in lisbon["basis"] and "(high) vs +0.00 (normal)" in lisbon["basis"]
-    assert lisbon["preference"] == {"level": "high", "adjustment": 0.08}
+    assert lisbon["preference"] == {
+        "level": "high",
+        "adjustment": 0.08,
+        "connector": "notes",
+        "criterion": {"path": "status", "equals": "final", "level": "high"},
+    }, "what decided the level: the evidence's connector and the criterion that matched"
 
     # An explicit decision that Ana lives in Faro contradicting Lisbon: explicit comes first.
     faro = http.post(
@@ -348,7 +354,12 @@ def test_two_stated_facts_on_a_single_valued_predicate_conflict_and_one_group_na
     again = facts.add(FactSpec(subject="Ada Lovelace", predicate="works_on", object="Engine")).to_json()
     assert [link["kind"] for link in again["lifecycle"]["links"]] == ["confirms"]
     assert again["lifecycle"]["state"] == "current"
-    assert again["lifecycle"]["preference"] == {"level": "normal", "adjustment": 0.0}
+    assert again["lifecycle"]["preference"] == {
+        "level": "normal",
+        "adjustment": 0.0,
+        "connector": None,
+        "criterion": None,
+    }
 
 
 def test_a_replacement_for_a_fact_inside_a_conflict_stays_in_the_conflict_group(palaces: Palaces) -> None:

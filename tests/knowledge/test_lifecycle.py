@@ -333,7 +333,8 @@ def test_an_explicit_fact_resolves_its_entities_and_is_current(client: TestClien
     assert first["explicit"] is True and first["confidence"] == 0.9
     assert first["valid_from"] == "2024-01-01T00:00:00.000000Z" and first["valid_to"] is None
     assert first["provenance"] == {"drawer": None, "extractor": "explicit", "job_id": None, "origin": None}
-    assert first["lifecycle"] == {"state": "current", "links": [], "preference": {"level": "normal", "adjustment": 0.0}}
+    stated = {"level": "normal", "adjustment": 0.0, "connector": None, "criterion": None}  # no evidence: the default
+    assert first["lifecycle"] == {"state": "current", "links": [], "preference": stated}
     assert (first["subject_name"], first["object_name"]) == ("Ana Lopez", "Lisbon")
     assert second["subject"] == first["subject"] and second["confidence"] == 1.0
     kinds = {e["name"]: e["kind"] for e in client.get("/api/entities").json()["entities"]}

@@ -146,10 +146,20 @@ def test_a_corrected_or_ended_fact_read_alone_says_what_replaced_it_or_why(modul
             old, replacement = (await call(client, "memcastle_fact_history", fact_id=fact["id"]))["facts"]
             assert old["state"] == "superseded" and old["links"] == [f"superseded by {new[:8]}"], old
             assert replacement["links"] == [f"supersedes {fact['id'][:8]}"], replacement
+            # The old fact keeps its evidence; the replacement, given none, says so; both say why they rank so.
+            assert old["evidence"] == fact["evidence"] and replacement["evidence"] == "none given", replacement
+            assert old["preference"] == replacement["preference"] == "normal +0.000 (default)"
+            given = await call(client, "memcastle_fact_supersede", fact_id=new, object="port 7003",
+                               evidence_drawer=fact["evidence"], reason="moved again")  # fmt: skip
+            assert given["fact"]["evidence"] == fact["evidence"], "the evidence it was given"
+            new = given["fact"]["id"]
             await call(client, "memcastle_fact_invalidate", fact_id=new, reason="the build moved to CI")
-            _, ended = (await call(client, "memcastle_fact_history", fact_id=new))["facts"]
+            ended = (await call(client, "memcastle_fact_history", fact_id=new))["facts"][-1]
             assert ended["state"] == "invalidated", ended
-            assert sorted(ended["links"]) == ["invalidated: the build moved to CI", f"supersedes {fact['id'][:8]}"]
+            assert sorted(ended["links"]) == [
+                "invalidated: the build moved to CI",
+                f"supersedes {changed['fact']['id'][:8]}",
+            ]
 
     run(scenario)
 

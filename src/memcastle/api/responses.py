@@ -127,9 +127,20 @@ class FactLinkOut(Shape):
     evidence_drawer: str | None = None
 
 
+class CriterionOut(Shape):
+    path: str
+    equals: Any
+    level: str
+
+
 class LevelOut(Shape):
+    """The preference level of a fact's evidence, its ranking adjustment, and what decided it: the evidence's
+    connector (null: no connector, the default level) and the criterion that matched, if one did (ADR 048)."""
+
     level: str
     adjustment: float
+    connector: str | None = None
+    criterion: CriterionOut | None = None
 
 
 class LifecycleOut(Shape):

@@ -23,7 +23,7 @@ from memcastle.model import (
 )
 from memcastle.model.answers import ConflictChoice, FactView
 from memcastle.model.vocabulary import FactState
-from memcastle.preferences import Policy, resolve
+from memcastle.preferences import Policy, PreferenceMatch, resolve
 
 FRESHNESS_MAX = 0.12
 FRESHNESS_DAYS = 30.0
@@ -181,9 +181,14 @@ def freshness(fact: Assertion, at: str) -> float:
     return FRESHNESS_MAX / (1 + days / FRESHNESS_DAYS)
 
 
-def adjustment_of(fact: Assertion, policy: Policy) -> tuple[float, str]:
+def preference_of(fact: Assertion, policy: Policy) -> PreferenceMatch:
+    """The preference of a fact's evidence: its level, and the connector and criterion that decided it."""
     origin = Origin.from_json(fact.origin) if fact.origin and fact.origin.get("connector") else None
-    match = resolve(policy, origin)
+    return resolve(policy, origin)
+
+
+def adjustment_of(fact: Assertion, policy: Policy) -> tuple[float, str]:
+    match = preference_of(fact, policy)
     return match.adjustment, match.level
 
 
@@ -255,7 +260,7 @@ def present(
                 chosen_in.update(dict.fromkeys((f.id for f in group), decision))
             chosen, basis = chosen_in[fact.id]
             conflict = ConflictChoice(chosen.id, basis)
-        adjustment, level = adjustment_of(fact, policy)  # of its evidence, always
+        match = preference_of(fact, policy)  # of its evidence, always
         out.append(
             FactView(
                 fact=fact,
@@ -263,9 +268,10 @@ def present(
                 object_name=entities[fact.object].name if fact.object in entities else None,
                 state=state,
                 links=tuple(link for link in links if fact.id in (link.from_id, link.to_id)),
-                level=level,
-                adjustment=adjustment,
+                level=match.level,
+                adjustment=match.adjustment,
                 conflict=conflict,
+                resolved=match.to_json(),
             )
         )
     return out

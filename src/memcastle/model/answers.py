@@ -42,6 +42,18 @@ class FactView:
     level: str
     adjustment: float
     conflict: ConflictChoice | None = None
+    resolved: Mapping[str, Any] | None = None  # what decided the level: the evidence's connector and criterion
+
+    @property
+    def preference(self) -> dict[str, Any]:
+        """The level, its adjustment and what it was resolved from (ADR 048: every fact says why it ranks so)."""
+        found = dict(self.resolved or {})
+        return {
+            "level": self.level,
+            "adjustment": self.adjustment,
+            "connector": found.get("connector"),
+            "criterion": found.get("criterion"),
+        }
 
     @property
     def id(self) -> str:
@@ -52,7 +64,7 @@ class FactView:
         lifecycle: JSON = {
             "state": self.state,
             "links": [link.to_json() for link in self.links],
-            "preference": {"level": self.level, "adjustment": self.adjustment},
+            "preference": self.preference,
         }
         if self.conflict is not None:
             lifecycle.update(

@@ -191,8 +191,10 @@ def fact_view(view: FactView) -> dict[str, Any]:
             "confidence": _rounded(fact.confidence) if fact.confidence != 1.0 else None,
             "valid_from": fact.valid_from,
             "valid_to": fact.valid_to,
-            "evidence": fact.drawer_id,
+            # A stated fact without a drawer says so rather than leaving the reader to guess.
+            "evidence": fact.drawer_id or ("none given" if fact.explicit else None),
             "explicit": fact.explicit or None,
+            "preference": preference_line(view.preference),
             "links": links,
         }
     )
