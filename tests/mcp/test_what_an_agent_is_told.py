@@ -5,6 +5,7 @@ misspelt one."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -65,3 +66,18 @@ def test_a_source_is_named_by_eight_characters(palace: Palace, tmp_path: Path) -
         ForgetRequest(kind="source", source_id=source["id"][:8].upper()), dry_run=True
     )
     assert report.to_json()["counts"]["drawers"] == 1
+
+
+def test_a_transcript_hit_names_the_lines_to_read(palace: Palace, tmp_path: Path) -> None:
+    """A transcript has no document lines; its hits used to carry none, so an agent could only read it whole."""
+    projects = tmp_path / "projects"
+    shutil.copytree(Path(__file__).parents[1] / "fixtures" / "claude" / "projects", projects)
+    job = palace.services.mining.submit_mine(MineRequest("claude", str(projects), {}, wing="shop")).job
+    wait_until(lambda: palace.services.jobs.get_job(job.id).is_finished, what="the mine")
+    (found,) = calls(palace, ("memcastle_search", {"query": "rounding", "ranking": "lexical", "limit": 1}))
+    (hit,) = json.loads(found.content[0].text)["hits"]
+    first, last = hit["snippet"]["lines"]
+    assert hit["origin"]["connector"] == "claude" and 1 <= first <= last, hit
+    (read,) = calls(palace, ("memcastle_get_drawer", {"drawer_id": hit["id"], "lines": [first, last]}))
+    part = json.loads(read.content[0].text)
+    assert part["lines"] == [first, last] and hit["snippet"]["text"].splitlines()[0] in part["content"]

@@ -392,7 +392,9 @@ class SearchEngine:
                 hit.drawer.content,
                 matcher,
                 nearest_passage=nearest.get(hit.drawer.id),
-                first_line=origin.lines[0] if origin is not None and origin.lines else None,
+                # Numbered as memcastle_get_drawer reads them: the document's lines, else the drawer's own from 1
+                # (a transcript, a note), so every hit names the lines to read.
+                first_line=origin.lines[0] if origin is not None and origin.lines else 1,
                 passages=self._passages,
             )
             # How much of the query the drawer holds, in absolute terms: relevance is relative to the pool (its best
