@@ -14,7 +14,8 @@ from mcp import Client
 from waiting import wait_until
 
 from memcastle.app import Palace
-from memcastle.mcp.server import build_mcp_server
+from memcastle.errors import Conflict, InvalidRequest, MemCastleError
+from memcastle.mcp.server import build_mcp_server, tool_error
 from memcastle.model.requests import MineRequest
 from memcastle.services import ForgetRequest
 
@@ -53,6 +54,15 @@ def test_an_agent_is_told_what_it_got_wrong_by_name(palace: Palace) -> None:
     assert len(answer) <= 200 and json.loads(answer)["hits"][0]["cut"] is True
     assert json.loads(answer)["hits"][0]["id"] == note.drawer.id[:8]
     assert misspelt.is_error and "memcastle_search" in misspelt.structured_content["help"]
+    for refused in (missing, wrong_type, short, misspelt):  # every tool error says what to do about it
+        assert "\nhint: " in refused.content[0].text and refused.structured_content["help"], refused
+
+
+def test_an_error_raised_without_a_hint_gets_its_codes() -> None:
+    for error in (InvalidRequest("x must be y", field="x"), Conflict("taken"), MemCastleError("odd")):
+        shown = tool_error(error)
+        assert shown.structured_content is not None and shown.structured_content["help"], error
+        assert shown.content[0].text.startswith(error.message + "\nhint: ")  # type: ignore[union-attr]
 
 
 def test_a_source_is_named_by_eight_characters(palace: Palace, tmp_path: Path) -> None:

@@ -64,10 +64,31 @@ WIRE_NAMES = {python: wire for wire, python in PYTHON_NAMES.items()}
 # --- errors: the one translation point ------------------------------------------------------------
 
 
+# What an agent can do about an error that came without its own hint, by its code: every tool error says one thing.
+DEFAULT_HELP = {
+    "invalid_request": "correct the argument named (field) and call again; tools/list gives each argument's range",
+    "unknown_option": "tools/list names every argument a tool takes",
+    "not_found": "memcastle_search (or a listing) gives ids that exist; 8 characters of one are enough",
+    "conflict": "read the current state first (the id it names), then decide; do not retry as it is",
+    "ambiguous_id": "give more characters of the id",
+    "illegal_transition": "read the item's current state first; the call does not apply to it",
+    "forbidden": "the user decides what this connection may do (its token, its memory mode); tell them",
+    "too_many_requests": "wait a moment and call again",
+    "provider_error": "call again later, or without the part that needs the provider (e.g. ranking lexical)",
+    "storage_full": "tell the user: the palace's disk is full, nothing was written",
+    "storage_error": "tell the user: the palace could not be written; nothing was acknowledged",
+    "internal": "call again; if it persists, tell the user (the daemon's log has the details)",
+}
+GENERIC_HELP = "tell the user what failed; the daemon's log has the details"
+
+
 def tool_error(exc: MemCastleError) -> CallToolResult:
-    """A `MemCastleError` as an MCP tool error: the message and hint as text, `{error, code, help, field}` as data."""
+    """A `MemCastleError` as an MCP tool error: the message and hint as text, `{error, code, help, field}` as data;
+    an error raised without a hint gets its code's (`DEFAULT_HELP`), so no tool error leaves the agent guessing."""
+    if not exc.help:
+        exc.help = DEFAULT_HELP.get(exc.code, GENERIC_HELP)
     data = error_shape(exc)
-    text = exc.message + (f"\nhint: {exc.help}" if exc.help else "")
+    text = exc.message + f"\nhint: {exc.help}"
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data, is_error=True)
 
 
