@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from agent_logs import ASSISTANT, CONVERSATION, install_opencode, write_session
 from waiting import CEILING, wait_until
 
@@ -129,7 +130,7 @@ def test_install_list_and_uninstall_over_the_four_agents(tmp_path: Path) -> None
     assert (home / ".pi" / "agent" / "extensions" / "memcastle.ts").exists()
     # For another palace, the extension (which names the palace) is no longer what installing would write.
     elsewhere = {s.kind: s.state for s in status("pi", "user", project, palace="/elsewhere", home=home)}
-    assert elsewhere == {"extension": "outdated", "skill": "installed"}
+    assert elsewhere == {"extension": "outdated", "skill": "installed", "command": "installed"}
     for name in INTEGRATIONS:
         for change in uninstall(name, "user", project, home=home):
             change.write()
@@ -150,6 +151,7 @@ def test_a_file_of_the_users_own_is_never_overwritten_or_removed(tmp_path: Path)
     assert {s.kind: s.state for s in status("opencode", "project", project)} == {
         "plugin": "foreign",
         "skill": "missing",
+        "command": "missing",
         "mcp": "missing",
     }
     assert not any(c.changed for c in uninstall("opencode", "project", project))
@@ -165,6 +167,7 @@ def test_the_cli_shows_a_dry_run_installs_lists_and_uninstalls(daemon: Any, tmp_
     assert dry["dry_run"] and [Path(c["file"]).name for c in dry["changes"]] == [
         "settings.json",
         "SKILL.md",
+        "memcastle-checkpoint.md",
         ".mcp.json",
     ]
     assert not (project / ".claude").exists()
@@ -272,3 +275,28 @@ def test_the_opencode_plugin_wakes_up_and_has_the_idle_session_mined_once(daemon
     with served.http() as http:
         (hit, *_) = http.post("/api/search", json={"query": "rotation script", "ranking": "lexical"}).json()["hits"]
     assert hit["drawer"]["source"]["uri"] == "opencode://session/ses_a"
+
+
+def test_each_agent_gets_a_checkpoint_command_in_its_own_folder_and_format(tmp_path: Path, monkeypatch: Any) -> None:
+    home, project = tmp_path / "home", tmp_path / "shop"
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    for variable in ("OPENCODE_CONFIG_DIR", "CODEX_HOME", "PI_CODING_AGENT_DIR"):
+        monkeypatch.delenv(variable, raising=False)
+    where = {
+        "claude": home / ".claude" / "commands",
+        "codex": home / ".codex" / "prompts",  # Codex reads prompts from its home only (`/prompts:NAME`)
+        "opencode": home / ".config" / "opencode" / "command",
+        "pi": home / ".pi" / "agent" / "prompts",  # Pi's prompt templates
+    }
+    for name in INTEGRATIONS:
+        for change in install(name, "user", project, home=home):
+            change.write()
+        text = (where[name] / "memcastle-checkpoint.md").read_text()
+        _, front, body = text.split("---\n", 2)
+        meta = yaml.safe_load(front)  # the agents read YAML frontmatter; MemCastle's mark is a comment in it
+        assert set(meta) == {"description", "argument-hint"} and f"memcastle integration install {name}" in front
+        assert "$ARGUMENTS" in body and "memcastle_checkpoint" in body and "decision" in body, name
+        for change in uninstall(name, "user", project, home=home):
+            change.write()
+        assert not (where[name] / "memcastle-checkpoint.md").exists()
+    assert not any(c.kind == "command" for c in status("codex", "project", project, home=home))

@@ -40,6 +40,7 @@ def test_every_text_an_agent_reads_names_only_tools_its_session_lists(palace: Pa
     assert set(shown) == set(CORE) and size <= 8_000, size
     texts = {
         "the skill": render("claude", "skill"),
+        "the checkpoint command": render("claude", "command"),
         "the instructions": INSTRUCTIONS,
         "the wake-up text": WAKE_UP_HEAD,
         **{f"{name}'s listing": listing for name, listing in shown.items()},

@@ -86,6 +86,8 @@ def endpoint_of(host: str, port: int, *, auth: bool, palace: str | None) -> Endp
 
 def parts(name: str, scope: str, project: Path, home: Path | None = None) -> list[Part]:
     """What the integration installs for that scope (`project` is the project folder of the `project` scope)."""
+    if name not in INTEGRATIONS:
+        raise ConfigError(f"no integration named {name!r}; one of {', '.join(INTEGRATIONS)}")
     home = home or Path.home()
     user = scope == "user"
     found = []
@@ -105,13 +107,14 @@ def parts(name: str, scope: str, project: Path, home: Path | None = None) -> lis
         folder = _opencode_dir(home) if user else project / ".opencode"
         found.append(Part("plugin", folder / "plugins" / "memcastle.js"))
         found.append(Part("skill", folder / "skill" / "memcastle" / "SKILL.md"))
+    command = _command_file(name, user, project, home)
+    if command is not None:
+        found.append(Part("command", command))
     config_dir = _codex_home(home) if name == "codex" else _opencode_dir(home)
     registration = registration_file(name, scope, project, home, config_dir)
     if registration is not None:
         found.append(Part("mcp", registration))
-    if found:
-        return found
-    raise ConfigError(f"no integration named {name!r}; one of {', '.join(INTEGRATIONS)}")
+    return found
 
 
 def install(
@@ -197,6 +200,8 @@ def render(name: str, kind: str, *, palace: str | None = None, endpoint: Endpoin
     `memcastle hook` (`assets/hook.js`) followed by the agent's part — naming this installation's `memcastle`."""
     if kind == "skill":
         return _asset("SKILL.md").replace("{uninstall}", f"`{MARK} {name}`")
+    if kind == "command":
+        return _asset("checkpoint.md").replace("{agent}", name).replace("{uninstall}", f"`{MARK} {name}`")
     agent_part = _asset("pi.ts" if name == "pi" else "opencode.js")
     header = (
         f"// MemCastle for {TITLES[name]}: written by `memcastle integration install {name}`, removed by `{MARK} "
@@ -228,6 +233,21 @@ def _read_own(path: Path, *, refuse: bool) -> str | None:
     if refuse and MARK not in text:
         raise ConfigError("exists and is not MemCastle's; move it away to install, nothing was changed", file=str(path))
     return text
+
+
+COMMAND = "memcastle-checkpoint"  # `/memcastle-checkpoint [focus]`: the agent's model files its own checkpoint
+
+
+def _command_file(name: str, user: bool, project: Path, home: Path) -> Path | None:
+    """Where the agent reads user commands: Claude Code's `commands/`, Codex CLI's `prompts/` (its home only),
+    OpenCode's `command/`, Pi's prompt templates (`prompts/`)."""
+    if name == "claude":
+        return (home / ".claude" if user else project / ".claude") / "commands" / f"{COMMAND}.md"
+    if name == "codex":
+        return _codex_home(home) / "prompts" / f"{COMMAND}.md" if user else None
+    if name == "opencode":
+        return (_opencode_dir(home) if user else project / ".opencode") / "command" / f"{COMMAND}.md"
+    return (_pi_agent_dir(home) if user else project / ".pi") / "prompts" / f"{COMMAND}.md"
 
 
 def _pi_agent_dir(home: Path) -> Path:
