@@ -216,7 +216,8 @@ def _integrations(settings: Settings) -> Iterator[Finding]:
     found, stale = [], []
     for name in INTEGRATIONS:
         default, this_palace = (
-            status(name, "user", Path.cwd(), palace=p, endpoint=endpoint(p)) for p in (None, str(settings.palace))
+            status(name, "user", Path.cwd(), palace=p, endpoint=endpoint(p), reminder=settings["hooks.reminder"])
+            for p in (None, str(settings.palace))
         )
         there = [d.kind for d in default if d.state in ("installed", "outdated")]
         if not there:

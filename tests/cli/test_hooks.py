@@ -20,7 +20,7 @@ from waiting import CEILING, wait_until
 
 from memcastle.errors import ConfigError
 from memcastle.hooks import install, installed, uninstall
-from memcastle.hooks.runtime import DEADLINE
+from memcastle.hooks.runtime import DEADLINE, REMINDER
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 USER_SETTINGS = {
@@ -40,7 +40,7 @@ def test_install_merges_shows_a_diff_is_idempotent_and_uninstall_restores(tmp_pa
     merged = json.loads(settings.read_text())
     assert merged["model"] == "opus" and merged["permissions"] == USER_SETTINGS["permissions"]
     assert merged["hooks"]["Stop"][0] == USER_SETTINGS["hooks"]["Stop"][0], "the user's own hook stays first"
-    assert installed("claude", settings) == ["PreCompact", "SessionStart", "Stop"]
+    assert installed("claude", settings) == ["PreCompact", "SessionStart", "Stop", "UserPromptSubmit"]
     start = merged["hooks"]["SessionStart"][0]
     assert start["matcher"] == "startup|resume|clear|compact"
     command = start["hooks"][0]["command"]
@@ -85,6 +85,7 @@ def test_the_cli_installs_for_a_project_with_a_dry_run_first(daemon: Any, tmp_pa
         "PreCompact",
         "SessionStart",
         "Stop",
+        "UserPromptSubmit",
     ]
 
 
@@ -296,3 +297,27 @@ def test_a_session_start_the_daemon_cannot_answer_gets_the_saved_wake_up_marked_
     assert "did not answer" in slow.stderr and "answered with the wake-up saved 3 days ago" in slow.stderr
     assert context(slow).startswith("[Saved ") and " days ago" in context(slow).split("\n")[0]
     served.registry_path.unlink()
+
+
+def test_the_prompt_hook_reminds_at_the_level_the_user_set(cli_runner: Any, xdg_home: Any, tmp_path: Path) -> None:
+    def prompts(level: str, session: str, *texts: str) -> list[bool]:
+        told = []
+        for text in texts:
+            done = cli_runner(
+                ["--palace", str(tmp_path / "palace"), "hook", "prompt", "--agent", "claude"],
+                env=xdg_home.env({"MEMCASTLE_HOOKS_REMINDER": level}),
+                input=json.dumps({"session_id": session, "prompt": text, "hook_event_name": "UserPromptSubmit"}),
+            )
+            assert done.returncode == 0 and done.stderr == "", done.stderr
+            if done.stdout:
+                context = json.loads(done.stdout)["hookSpecificOutput"]
+                assert context["hookEventName"] == "UserPromptSubmit" and context["additionalContext"] == REMINDER
+            told.append(bool(done.stdout))
+        return told
+
+    plain = [f"rename variable {n}" for n in range(2, 10)]
+    sometimes = prompts("sometimes", "s1", "fix the typo", *plain, "and this one", "why did we pick Postgres?")
+    assert sometimes == [True, *[False] * 8, True, True], "the first, every tenth, and one asking about the past"
+    assert prompts("always", "s2", "fix the typo", "rename it") == [True, True]
+    assert prompts("off", "s3", "what did we decide last time?") == [False]
+    assert prompts("sometimes", "s1", "rename it too") == [False], "the count is the session's (12th)"

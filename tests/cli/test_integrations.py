@@ -18,6 +18,7 @@ from agent_logs import ASSISTANT, CONVERSATION, install_opencode, write_session
 from waiting import CEILING, wait_until
 
 from memcastle.errors import ConfigError
+from memcastle.hooks.runtime import REMINDER
 from memcastle.integrations import INTEGRATIONS, install, status, uninstall
 from memcastle.mcp.profiles import CORE
 from memcastle.mcp.tools import TOOLS
@@ -88,6 +89,8 @@ const plugins = Object.values(await import(file));
 const hooks = Object.assign({}, ...(await Promise.all(plugins.map((p) => p({ directory: cwd, worktree: cwd,
   project: { id: "prj_1" }, client, $: undefined })))));
 const output = { system: ["BASE PROMPT"] };
+const message = { message: {}, parts: [{ type: "text", text: "What did we decide about the keys?" }] };
+await hooks["chat.message"]({ sessionID: session, agent: "build" }, message);
 await hooks["experimental.chat.system.transform"]({ sessionID: session, model: {} }, output);
 await hooks.event({ event: { type: "message.updated", properties: { info: { sessionID: session } } } });
 await hooks.event({ event: { type: "session.status", properties: { sessionID: session, status: { type: "idle" } } } });
@@ -209,6 +212,7 @@ def test_the_pi_extension_wakes_up_and_has_the_session_mined(daemon: Any, tmp_pa
     assert answer["notices"] == []
     prompt = answer["results"]["before_agent_start"]["systemPrompt"]
     assert prompt.startswith("BASE PROMPT\n\n") and "port 8443" in prompt
+    assert prompt.endswith("\n\n" + REMINDER), "a session's first prompt carries the reminder"
     # Pi's model has the core tools, as every MCP client of the integrations has them (ADR 0052).
     assert {tool["name"] for tool in answer["tools"]} == set(CORE) - {"memcastle_set_mode"}, "no session: no set_mode"
     for tool in answer["tools"]:
@@ -263,6 +267,7 @@ def test_the_opencode_plugin_wakes_up_and_has_the_idle_session_mined_once(daemon
     answer = drive(OPENCODE_DRIVER, plugin, str(project), "ses_a", env=served.env, cwd=tmp_path)
     assert set(answer["registered"]) <= OPENCODE_HOOKS and answer["logs"] == []
     assert answer["system"][0] == "BASE PROMPT" and "every Monday" in answer["system"][1]
+    assert answer["system"][2] == REMINDER, "a question about the past gets the reminder (hooks.reminder sometimes)"
 
     def mined() -> list[dict[str, Any]]:
         with served.http() as http:

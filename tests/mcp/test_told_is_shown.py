@@ -11,7 +11,7 @@ import anyio
 from mcp import Client
 
 from memcastle.app import Palace
-from memcastle.hooks.runtime import WAKE_UP_HEAD
+from memcastle.hooks.runtime import REMINDER, WAKE_UP_HEAD
 from memcastle.integrations import render
 from memcastle.mcp.instructions import INSTRUCTIONS
 from memcastle.mcp.profiles import CORE
@@ -43,6 +43,7 @@ def test_every_text_an_agent_reads_names_only_tools_its_session_lists(palace: Pa
         "the checkpoint command": render("claude", "command"),
         "the instructions": INSTRUCTIONS,
         "the wake-up text": WAKE_UP_HEAD,
+        "the per-turn reminder": REMINDER,
         **{f"{name}'s listing": listing for name, listing in shown.items()},
     }
     for where, text in texts.items():

@@ -338,6 +338,15 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "hosts accepted as server.allowed_hosts are (kept for configurations written for /mcp alone)",
     ),
     SettingSpec(
+        "hooks.reminder",
+        str,
+        "sometimes",
+        "how often an agent's prompt carries the reminder to search memory first (Claude Code's UserPromptSubmit "
+        "hook; Pi's extension and OpenCode's plugin, written at install): always; sometimes — a session's first "
+        "prompt, one asking about past work, every tenth; off",
+        choices=("off", "sometimes", "always"),
+    ),
+    SettingSpec(
         "mcp.max_chars",
         int,
         16_000,

@@ -32,6 +32,7 @@ MARK = " hook "  # MemCastle's entries are the commands that run `memcastle … 
 EVENTS: Mapping[str, Mapping[str, tuple[str, str | None]]] = {
     "claude": {
         "SessionStart": ("session-start", "startup|resume|clear|compact"),
+        "UserPromptSubmit": ("prompt", None),  # the search reminder, at the level of `hooks.reminder`
         "Stop": ("stop", None),
         "PreCompact": ("pre-compact", "manual|auto"),
     },

@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
@@ -33,7 +34,19 @@ from typing import Any, Protocol
 DEADLINE = 3.0  # seconds a hook may take, end to end
 CALL_TIMEOUT = 2.5  # seconds one call to the daemon may take
 MAX_CONTEXT_BYTES = 8192
-EVENTS = ("session-start", "stop", "pre-compact")
+EVENTS = ("session-start", "prompt", "stop", "pre-compact")
+# The per-turn reminder (`hooks.reminder`): `always` each prompt; `sometimes` a session's first prompt, a prompt that
+# asks about past work (CUES), and every REMIND_EVERY-th; `off` never. Said in one line, naming only core tools.
+REMINDER_LEVELS = ("off", "sometimes", "always")
+REMINDER = (
+    "MemCastle: if this touches past work, decisions or code history, search memory first (memcastle_search) and "
+    "say where what you use came from; file decisions as you make them (memcastle_checkpoint)."
+)
+CUES = (
+    r"\b(remember|recall|last time|previous(ly)?|earlier|before|again|yesterday|last (week|month|session)|history|"
+    r"decided|decision|why did|did we|we (agreed|chose|said)|what was|who (owns|wrote)|used to)\b"
+)
+REMIND_EVERY = 10
 TRANSCRIPT_AGENTS = ("claude", "codex", "pi")  # whose hooks name a transcript file; OpenCode's names its session
 
 
@@ -82,6 +95,41 @@ def _age(seconds: float) -> str:
         return f"{minutes} min"
     hours = minutes // 60
     return f"{hours} h {minutes % 60} min" if hours < 48 else f"{hours // 24} days"
+
+
+def remind(level: str, prompt: str, count: int) -> bool:
+    """Whether the `count`-th prompt of a session (from 1) gets the reminder at this level."""
+    if level == "always":
+        return True
+    if level != "sometimes":
+        return False
+    return count == 1 or count % REMIND_EVERY == 0 or re.search(CUES, prompt, re.IGNORECASE) is not None
+
+
+class PromptCount:
+    """How many prompts a session has had, kept in the state folder (one small file per session, for `sometimes`)."""
+
+    def __init__(self, state: Path, agent: str, session: str) -> None:
+        key = hashlib.sha256(f"{agent}\0{session}".encode()).hexdigest()[:16]
+        self.path = state / "prompts" / key
+
+    def next(self) -> int:
+        try:
+            count = int(self.path.read_text(encoding="utf-8")) + 1
+        except (OSError, ValueError):
+            count = 1
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.write_text(str(count), encoding="utf-8")
+        return count
+
+
+def reminder_output(level: str, payload: Mapping[str, Any], count: int) -> str:
+    """The `prompt` hook's answer: the reminder as the prompt's additional context, or nothing."""
+    prompt = payload.get("prompt")
+    if not remind(level, prompt if isinstance(prompt, str) else "", count):
+        return ""
+    output = {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": REMINDER}}
+    return json.dumps(output, ensure_ascii=False)
 
 
 def handle(

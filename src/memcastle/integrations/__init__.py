@@ -29,6 +29,7 @@ from memcastle.errors import ConfigError
 from memcastle.hooks import Change, installed, memcastle_argv, settings_file
 from memcastle.hooks import install as install_hooks
 from memcastle.hooks import uninstall as uninstall_hooks
+from memcastle.hooks.runtime import CUES, REMIND_EVERY, REMINDER
 from memcastle.integrations.registration import (
     TOKEN_VARIABLE,
     Endpoint,
@@ -125,6 +126,7 @@ def install(
     palace: str | None = None,
     home: Path | None = None,
     endpoint: Endpoint | None = None,
+    reminder: str = "sometimes",
 ) -> list[Change]:
     """The changes installing makes (nothing is written: `Change.write` does it); `endpoint` is how the agent reaches
     the daemon's MCP tools (`endpoint_of` the configured address)."""
@@ -137,7 +139,7 @@ def install(
             changes.append(register(name, part.path, endpoint))
         else:
             before = _read_own(part.path, refuse=True)
-            after = render(name, part.kind, palace=palace, endpoint=endpoint)
+            after = render(name, part.kind, palace=palace, endpoint=endpoint, reminder=reminder)
             changes.append(Change(part.path, before, after, backup=False, own_folder=part.kind == "skill"))
     return changes
 
@@ -167,6 +169,7 @@ def status(
     palace: str | None = None,
     home: Path | None = None,
     endpoint: Endpoint | None = None,
+    reminder: str = "sometimes",
 ) -> list[PartStatus]:
     """Each part's state, compared with what installing (for `palace` and `endpoint`) would write."""
     endpoint = endpoint or default_endpoint(palace)
@@ -190,12 +193,15 @@ def status(
         elif MARK not in text:
             state = "foreign"
         else:
-            state = "installed" if text == render(name, part.kind, palace=palace, endpoint=endpoint) else "outdated"
+            written = render(name, part.kind, palace=palace, endpoint=endpoint, reminder=reminder)
+            state = "installed" if text == written else "outdated"
         found.append(PartStatus(part.kind, part.path, state))
     return found
 
 
-def render(name: str, kind: str, *, palace: str | None = None, endpoint: Endpoint | None = None) -> str:
+def render(
+    name: str, kind: str, *, palace: str | None = None, endpoint: Endpoint | None = None, reminder: str = "sometimes"
+) -> str:
     """The text of a file MemCastle writes whole: the skill, or the extension/plugin — the shared bridge to
     `memcastle hook` (`assets/hook.js`) followed by the agent's part — naming this installation's `memcastle`."""
     if kind == "skill":
@@ -210,6 +216,10 @@ def render(name: str, kind: str, *, palace: str | None = None, endpoint: Endpoin
     constants = (
         f"const MEMCASTLE = {json.dumps(memcastle_argv(palace=palace))}; // this installation's memcastle\n"
         f"const AGENT = {json.dumps(name)};\n"
+        f"const REMINDER_LEVEL = {json.dumps(reminder)}; // hooks.reminder when this was written\n"
+        f"const REMINDER = {json.dumps(REMINDER)};\n"
+        f"const CUES = {json.dumps(CUES)};\n"
+        f"const REMIND_EVERY = {REMIND_EVERY};\n"
     )
     if name == "pi":  # the daemon's MCP endpoint, for the tools the extension registers (None: none to register)
         endpoint = endpoint or default_endpoint(palace)

@@ -130,7 +130,7 @@ def _why(exc: BaseException, deadline: float) -> str:
 
 
 @app.command("hook")
-@click.argument("event", type=click.Choice(("session-start", "stop", "pre-compact")))
+@click.argument("event", type=click.Choice(("session-start", "prompt", "stop", "pre-compact")))
 @click.option(
     "--agent",
     required=True,
@@ -157,6 +157,16 @@ def hook(inv: Invocation, event: str, agent: str, checkpoint: bool) -> None:
     saved: SavedWakeUp | None = None
     try:
         payload = read_payload(sys.stdin.read() if not sys.stdin.isatty() else "")
+        if event == "prompt":  # the search reminder: decided here, without the daemon, in milliseconds
+            from memcastle.hooks.runtime import PromptCount, reminder_output
+
+            level = inv.settings()["hooks.reminder"]
+            session = str(payload.get("session_id") or "")
+            count = PromptCount(state_dir(), agent, session).next() if session and level == "sometimes" else 1
+            output = reminder_output(level, payload, count)
+            if output:
+                sys.stdout.write(output + "\n")
+            return
         project = _project(payload.get("cwd"))
         if event == "session-start":
             saved = SavedWakeUp(state_dir(), inv.settings().palace, agent, project)

@@ -84,7 +84,8 @@ def integration_install(inv: Invocation, name: str, scope: str, project: Path, d
     mined. Running it again changes nothing."""
     from memcastle.integrations import install
 
-    changes = install(name, scope, project.resolve(), palace=_palace(inv), endpoint=_endpoint(inv))
+    reminder = inv.settings()["hooks.reminder"]
+    changes = install(name, scope, project.resolve(), palace=_palace(inv), endpoint=_endpoint(inv), reminder=reminder)
     _apply(inv, name, changes, dry_run)
 
 
@@ -111,6 +112,7 @@ def integration_list(inv: Invocation, project: Path) -> None:
     from memcastle.integrations import status
 
     endpoint = _endpoint(inv)
+    settings = inv.settings()
     rows = [
         {
             "integration": name,
@@ -122,7 +124,9 @@ def integration_list(inv: Invocation, project: Path) -> None:
         }
         for name in INTEGRATIONS
         for scope in SCOPES
-        for part in status(name, scope, project.resolve(), palace=_palace(inv), endpoint=endpoint)
+        for part in status(
+            name, scope, project.resolve(), palace=_palace(inv), endpoint=endpoint, reminder=settings["hooks.reminder"]
+        )
     ]
     inv.emit(
         {"integrations": rows},
@@ -151,7 +155,14 @@ def integration_status(inv: Invocation, names: tuple[str, ...], scope: str, proj
     token = os.environ.get(TOKEN_VARIABLE) or inv.settings()["auth.token"] or None
     rows = []
     for name in names or INTEGRATIONS:
-        parts = status(name, scope, project.resolve(), palace=_palace(inv), endpoint=endpoint)
+        parts = status(
+            name,
+            scope,
+            project.resolve(),
+            palace=_palace(inv),
+            endpoint=endpoint,
+            reminder=inv.settings()["hooks.reminder"],
+        )
         tools = next((p for p in parts if p.kind in ("mcp", "extension")), None)
         url = (tools.mcp or {}).get("url") if tools is not None and tools.kind == "mcp" else endpoint.url
         present = tools is not None and tools.state in ("installed", "outdated")

@@ -42,3 +42,12 @@ function wakeUpText(out) {
     return "";
   }
 }
+
+// The per-turn reminder to search memory first, at the level chosen at install (`hooks.reminder`), by the same rule
+// as `memcastle hook prompt`: always; sometimes — a session's first prompt, one asking about past work, every
+// REMIND_EVERY-th; off.
+function remindNow(prompt, count) {
+  if (REMINDER_LEVEL === "always") return true;
+  if (REMINDER_LEVEL !== "sometimes") return false;
+  return count === 1 || count % REMIND_EVERY === 0 || new RegExp(CUES, "i").test(prompt ?? "");
+}

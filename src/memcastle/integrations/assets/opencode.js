@@ -1,5 +1,6 @@
 // OpenCode: the wake-up bundle of a session is fetched at its first model request and added to the system prompt
-// of each (`experimental.chat.system.transform`); when a session goes idle (the agent finished answering) or is
+// of each (`experimental.chat.system.transform`), with the search reminder on the turns its level picks (a user
+// message arrives through `chat.message`); when a session goes idle (the agent finished answering) or is
 // about to be compacted, it is mined (a daemon job, through `opencode export`; the same session idle twice within a
 // moment is mined once).
 
@@ -8,6 +9,8 @@ const REMINE_AFTER_MS = 2000;
 export const MemCastle = async ({ directory, client }) => {
   const memory = new Map();
   const mined = new Map();
+  const prompts = new Map(); // a session's prompts so far, and whether this one gets the reminder
+  const remindThisTurn = new Map();
 
   async function run(event, body) {
     const { out, err } = await memcastleHook(event, body);
@@ -36,12 +39,20 @@ export const MemCastle = async ({ directory, client }) => {
       if (idle) await mine("stop", properties.sessionID);
     },
     "experimental.session.compacting": async (input) => mine("pre-compact", input.sessionID),
+    "chat.message": async (input, output) => {
+      const key = input.sessionID ?? "";
+      const count = (prompts.get(key) ?? 0) + 1;
+      prompts.set(key, count);
+      const text = (output?.parts ?? []).filter((part) => part.type === "text").map((part) => part.text);
+      remindThisTurn.set(key, remindNow(text.join("\n"), count));
+    },
     "experimental.chat.system.transform": async (input, output) => {
       const key = input.sessionID ?? "";
       if (!memory.has(key)) {
         memory.set(key, wakeUpText(await run("session-start", { session_id: key, cwd: directory })));
       }
       if (memory.get(key)) output.system.push(memory.get(key));
+      if (remindThisTurn.get(key)) output.system.push(REMINDER);
     },
   };
 };

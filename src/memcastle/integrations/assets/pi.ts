@@ -108,14 +108,18 @@ export default function memcastle(pi) {
   }
   registerTools(null);
 
+  let prompts = 0;
   pi.on("session_start", async (event, ctx) => {
+    prompts = 0;
     await registerTools(ctx);
     if (event?.previousSessionFile) await mine(ctx, "stop", event.previousSessionFile);
     await wakeUp(ctx);
   });
   pi.on("before_agent_start", async (event, ctx) => {
     await registerTools(ctx);
-    return memory ? { systemPrompt: `${event.systemPrompt}\n\n${memory}` } : undefined;
+    prompts += 1;
+    const added = [memory, tools && remindNow(event.prompt, prompts) ? REMINDER : ""].filter(Boolean);
+    return added.length ? { systemPrompt: [event.systemPrompt, ...added].join("\n\n") } : undefined;
   });
   pi.on("agent_end", async (_event, ctx) => mine(ctx, "stop"));
   pi.on("session_before_compact", async (_event, ctx) => {
