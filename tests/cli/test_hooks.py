@@ -16,11 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agent_logs import CONVERSATION, write_session
 from waiting import CEILING, wait_until
 
 from memcastle.errors import ConfigError
 from memcastle.hooks import install, installed, uninstall
-from memcastle.hooks.runtime import DEADLINE, REMINDER
+from memcastle.hooks.runtime import DEADLINE, REMINDER, last_exchange
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 USER_SETTINGS = {
@@ -321,3 +322,34 @@ def test_the_prompt_hook_reminds_at_the_level_the_user_set(cli_runner: Any, xdg_
     assert prompts("always", "s2", "fix the typo", "rename it") == [True, True]
     assert prompts("off", "s3", "what did we decide last time?") == [False]
     assert prompts("sometimes", "s1", "rename it too") == [False], "the count is the session's (12th)"
+
+
+def test_the_last_exchange_is_read_from_each_agents_transcript(tmp_path: Path) -> None:
+    claude = FIXTURES / "claude" / "projects" / "-home-alex-code-shop" / "4f35e220-c435-4cf7-b9b9-f40426042847.jsonl"
+    codex = next((FIXTURES / "codex" / "sessions" / "2025" / "09").rglob("rollout-*.jsonl"))
+    pi = write_session(tmp_path / "sessions", "/home/alex/app", "0199a3c1-7d2e", CONVERSATION, "2026-03-02T09:00:00Z")
+    assert last_exchange(claude)[1] == "Fixed both call sites and committed. All 14 tests pass now."
+    assert last_exchange(codex)[0].startswith("Add a --since flag to `ledger report`")
+    assert last_exchange(codex)[1].startswith("Done. `ledger report --since 2025-01-01`")
+    assert last_exchange(pi) == ("And the staging host?", "Staging uses port 8443.")
+    assert last_exchange(tmp_path / "missing.jsonl") == ("", "")
+
+
+def test_before_compaction_the_work_is_checkpointed_and_the_wake_up_after_it_holds_it(daemon: Any) -> None:
+    served = daemon()
+    projects = served.home.root / ".claude" / "projects"
+    shutil.copytree(FIXTURES / "claude" / "projects", projects)
+    transcript = projects / "-home-alex-code-shop" / "4f35e220-c435-4cf7-b9b9-f40426042847.jsonl"
+    payload = {"session_id": "4f35e220", "transcript_path": str(transcript), "hook_event_name": "PreCompact",
+               "trigger": "auto"}  # fmt: skip
+    for _ in range(2):  # compacted twice: one emergency checkpoint, replaced
+        run_hook(served, "pre-compact", "claude", payload)
+    after = {"session_id": "4f35e220", "hook_event_name": "SessionStart", "source": "compact"}
+    out, _ = run_hook(served, "session-start", "claude", after)
+    context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    assert "Before compacting the context of session 4f35e220" in context
+    assert "Answered: Fixed both call sites and committed." in context
+    with served.http() as http:
+        listed = http.get("/api/drawers", params={"wing": "default", "room": "checkpoints"}).json()["drawers"]
+    (emergency,) = [d for d in listed if d["name"] == "claude-4f35e220-pre-compact"]
+    assert "pre-compact" in emergency["tags"] and emergency["supersedes"], "the second replaced the first"

@@ -29,6 +29,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from memcastle.errors import Conflict
+
 # Agents allow a hook 10 s or more; a session start should not wait that long. A wake-up reads only what it answers
 # with (an index per agent), so these leave room for a daemon busy mining and embedding on a loaded machine.
 DEADLINE = 3.0  # seconds a hook may take, end to end
@@ -153,13 +155,108 @@ def handle(
     request = mine_request(agent, payload)
     if request is not None:
         daemon.post("/mine", request)
+    session_id = str(payload.get("session_id") or "")
     message = payload.get("last_assistant_message")
     if checkpoint and isinstance(message, str) and message.strip():
-        session_id = str(payload.get("session_id") or "")
         name = f"{agent}-{session_id}-{event}" if session_id else None
         item = {"content": message, "name": name, **({"wing": project} if project else {})}
-        daemon.post("/checkpoint", {"agent": agent, "items": [item]})
+        file_checkpoint(daemon, agent, item)
+    if event == "pre-compact":
+        emergency = emergency_checkpoint(agent, payload, project)
+        if emergency is not None:
+            file_checkpoint(daemon, agent, emergency)
     return ""
+
+
+def file_checkpoint(daemon: Daemon, agent: str, item: dict[str, Any]) -> None:
+    """File one checkpoint item; a session's named checkpoint filed again replaces its current version (a
+    supersession, the old one kept in its history) instead of being refused as a clash of names."""
+    try:
+        daemon.post("/checkpoint", {"agent": agent, "items": [item]})
+    except Conflict as clash:
+        if not item.get("name") or not clash.existing_id:
+            raise
+        correction = {"content": item["content"], "reason": "a later checkpoint of the same session", "agent": agent}
+        daemon.post(f"/drawers/{clash.existing_id}/supersede", correction)
+
+
+# An emergency checkpoint holds at most this much of the last exchange: what the next wake-up needs, not a transcript.
+EMERGENCY_CHARS = 1500
+TAIL_BYTES = 512 * 1024  # how much of a transcript's end is read for it
+
+
+def emergency_checkpoint(agent: str, payload: Mapping[str, Any], project: str | None) -> dict[str, Any] | None:
+    """Before a context is compacted, where the work stood — the last request and the last answer, from the end of
+    the transcript — as a checkpoint tagged `pre-compact`, one per session (a later one replaces it), so the
+    wake-up after the compaction carries it. None when the payload names no transcript with an exchange in it."""
+    transcript = payload.get("transcript_path")
+    if not isinstance(transcript, str) or not transcript:
+        return None
+    asked, answered = last_exchange(Path(transcript).expanduser())
+    if not answered:
+        return None
+    half = EMERGENCY_CHARS // 2
+    text = (f"Asked: {_clip(asked, half)}\n" if asked else "") + f"Answered: {_clip(answered, half)}"
+    session = str(payload.get("session_id") or "")
+    content = (
+        f"Before compacting the context{f' of session {session}' if session else ''}, the work stood here.\n{text}"
+    )
+    name = f"{agent}-{session}-pre-compact" if session else None
+    return {"content": content, "name": name, "tags": ["pre-compact"], **({"wing": project} if project else {})}
+
+
+def last_exchange(transcript: Path) -> tuple[str, str]:
+    """The last user request and the last assistant text in a transcript's JSON lines, in Claude Code's, Codex CLI's
+    or Pi's shape ("" when there is none); only the file's end is read."""
+    try:
+        with transcript.open("rb") as handle:
+            handle.seek(max(0, transcript.stat().st_size - TAIL_BYTES))
+            lines = handle.read().decode("utf-8", errors="replace").splitlines()
+    except OSError:
+        return "", ""
+    asked = answered = ""
+    for line in reversed(lines):
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        role, text = _turn(record)
+        if role == "assistant" and text and not answered:
+            answered = text
+        elif role == "user" and text and answered:
+            asked = text
+            break
+    return asked, answered
+
+
+def _turn(record: Any) -> tuple[str, str]:
+    """(role, text) of one transcript line: Claude Code's `{type, message: {role, content}}`, Pi's `{type: "message",
+    message: {…}}`, Codex CLI's `{type: "response_item", payload: {type: "message", role, content}}`."""
+    if not isinstance(record, dict):
+        return "", ""
+    message = record.get("payload") if record.get("type") == "response_item" else record.get("message")
+    if not isinstance(message, dict) or record.get("isMeta") or record.get("isSidechain"):
+        return "", ""
+    content = message.get("content")
+    if isinstance(content, str):
+        text = content
+    elif isinstance(content, list):
+        text = "\n".join(
+            part["text"]
+            for part in content
+            if isinstance(part, dict)
+            and part.get("type") in ("text", "input_text", "output_text")
+            and isinstance(part.get("text"), str)
+        )
+    else:
+        text = ""
+    if text.lstrip().startswith("<"):  # a command's or a hook's markup, not the user's words
+        text = ""
+    return str(message.get("role") or ""), text.strip()
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def mine_request(agent: str, payload: Mapping[str, Any]) -> dict[str, Any] | None:
