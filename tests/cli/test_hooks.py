@@ -144,7 +144,8 @@ def test_a_stop_mines_the_session_incrementally_and_returns_at_once(daemon: Any)
         )
     run_hook(served, "pre-compact", "claude", {**payload, "hook_event_name": "PreCompact", "trigger": "auto"})
     wait_until(lambda: search("pin linter version"), what="the new turn")
-    (now,) = {h["drawer"]["id"] for h in search("pin linter version")}
+    # The transcript's drawers (pre-compact also files an emergency checkpoint, which may match too).
+    (now,) = {h["drawer"]["id"] for h in search("pin linter version") if h["drawer"]["source"]["kind"] == "transcript"}
     with served.http() as http:
         versions = http.get(f"/api/drawers/{now}/history").json()["versions"]
     # A short session is one drawer: its new version supersedes the old (a long one changes its last chunks only).
