@@ -213,7 +213,7 @@ def _integrations(settings: Settings) -> Iterator[Finding]:
             settings["server.host"], settings["server.port"], auth=settings["auth.enabled"], palace=palace
         )
 
-    found, stale = [], []
+    found, stale, registered = [], [], {}
     for name in INTEGRATIONS:
         default, this_palace = (
             status(name, "user", Path.cwd(), palace=p, endpoint=endpoint(p), reminder=settings["hooks.reminder"])
@@ -225,6 +225,23 @@ def _integrations(settings: Settings) -> Iterator[Finding]:
         found.append(f"{name} ({', '.join(there)})")
         if any(d.state == "outdated" and t.state != "installed" for d, t in zip(default, this_palace, strict=True)):
             stale.append(name)
+        url = next((d.mcp.get("url") for d in default if d.kind == "mcp" and d.mcp), None)
+        if url:
+            registered[name] = url
+    # Whether the agents' tools answer, asked only of a running daemon (a stopped one is its own finding).
+    running = read_entry(registry_file(state_dir(), settings.palace))
+    if running is not None and registered:
+        from memcastle.integrations.registration import answers
+
+        token = os.environ.get("MEMCASTLE_AUTH_TOKEN") or settings["auth.token"] or None
+        silent = {name: why for name, url in registered.items() if (why := answers(url, token)) is not None}
+        if silent:
+            yield Finding(
+                "agent tools",
+                WARNING,
+                "the MCP server registered for " + "; ".join(f"{n}: {why}" for n, why in silent.items()),
+                "memcastle integration status",
+            )
     if stale:
         yield Finding(
             "integrations",

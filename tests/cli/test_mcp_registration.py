@@ -131,6 +131,11 @@ def test_each_agent_gets_a_server_its_client_reaches_and_removing_gives_its_file
     assert answering == {"claude": True, "codex": True, "opencode": True, "pi": False}, told.stdout
     refused = json.loads(served.cli("--json", "integration", "status", "codex", extra_env=private).stdout)
     assert refused["integrations"][0]["why"].endswith("answered 401"), "no token: the daemon refuses, and it is said"
+    # doctor asks the same of a running daemon's registered servers.
+    checked = {f["check"]: f for f in json.loads(served.cli("doctor", extra_env=private).stdout)["findings"]}
+    assert checked["agent tools"]["level"] == "warning" and "answered 401" in checked["agent tools"]["detail"]
+    with_token = served.cli("doctor", extra_env={**private, "MEMCASTLE_AUTH_TOKEN": token}).stdout
+    assert "agent tools" not in {f["check"] for f in json.loads(with_token)["findings"]}
     for agent in ("claude", "codex", "opencode"):
         gone = served.cli("--json", "integration", "remove", agent, extra_env=private)
         assert gone.returncode == 0, gone.stderr
