@@ -19,7 +19,7 @@ from waiting import CEILING, wait_until
 
 from memcastle.errors import ConfigError
 from memcastle.hooks.runtime import REMINDER
-from memcastle.integrations import INTEGRATIONS, install, status, uninstall
+from memcastle.integrations import INTEGRATIONS, endpoint_of, install, status, uninstall
 from memcastle.mcp.profiles import CORE
 from memcastle.mcp.tools import TOOLS
 
@@ -305,3 +305,13 @@ def test_each_agent_gets_a_checkpoint_command_in_its_own_folder_and_format(tmp_p
             change.write()
         assert not (where[name] / "memcastle-checkpoint.md").exists()
     assert not any(c.kind == "command" for c in status("codex", "project", project, home=home))
+
+
+@needs_node
+def test_a_pi_extension_written_for_a_port_chosen_at_start_says_it_has_no_tools(tmp_path: Path, xdg_home: Any) -> None:
+    project = tmp_path / "app"
+    for change in install("pi", "project", project, endpoint=endpoint_of("127.0.0.1", 0, auth=False, palace=None)):
+        change.write()
+    answer = drive(PI_DRIVER, project / ".pi" / "extensions" / "memcastle.ts", "", str(project), "session_start",
+                   env=xdg_home.env(), cwd=tmp_path)  # fmt: skip
+    assert answer["tools"] == [] and any("server.port = 0" in message for _, message in answer["notices"])

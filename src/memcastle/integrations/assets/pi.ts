@@ -102,6 +102,10 @@ export default function memcastle(pi) {
     return tools;
   }
   function registerTools(ctx) {
+    if (!MCP_URL && ctx?.hasUI && !told) {
+      ctx.ui.notify("memcastle tools: the daemon's port is chosen at start (server.port = 0): set one and install again", "warning");
+      told = true;
+    }
     if (tools || !MCP_URL) return Promise.resolve(tools);
     registering ??= attempt(ctx);
     return registering;
