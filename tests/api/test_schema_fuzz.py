@@ -17,7 +17,6 @@ that does not end (tests/api/test_events.py), and `/api/shutdown`, which ends th
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import subprocess
 import sys
@@ -30,8 +29,9 @@ import pytest
 SCHEMATHESIS = Path(sys.executable).with_name("schemathesis")
 
 
-# The default run's 10 s fuzz every operation (78 of 78, about 600 cases: the fuzzing phase goes through them all, the
-# coverage phase spends 15 s on a dozen); the slow run adds the example, coverage and stateful phases within 90 s.
+# The default run fuzzes for 10 s: on an idle machine its fuzzing phase reaches all 78 operations (about 600 cases;
+# the coverage phase reached a dozen in 15 s), fewer under load — schemathesis bounds the phase by time, not by
+# examples, so how many is not asserted. The slow run adds the example, coverage and stateful phases within 90 s.
 @pytest.mark.skipif(not SCHEMATHESIS.exists() and shutil.which("schemathesis") is None, reason="schemathesis")
 @pytest.mark.parametrize(
     ("budget", "examples", "phases"),
@@ -85,10 +85,6 @@ def test_a_schema_driven_fuzzer_finds_no_server_error_and_no_undeclared_answer(
     result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=budget * 4 + 120)
     assert result.returncode == 0, result.stdout[-20_000:] + result.stderr[-5_000:]
     assert "operations" in result.stdout.lower()
-    if phases == "fuzzing":  # no operation is left out of the quick run
-        tested = re.search(r"Tested: (\d+)", result.stdout)
-        selected = re.search(r"Selected: (\d+)/", result.stdout)
-        assert tested and selected and tested.group(1) == selected.group(1), result.stdout[-3_000:]
     # The daemon is still serving after the run.
     with running.http() as http:
         assert http.get("/api/health").status_code == 200
