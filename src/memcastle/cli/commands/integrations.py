@@ -186,7 +186,7 @@ def integration_status(inv: Invocation, names: tuple[str, ...], scope: str, proj
                 (
                     r["integration"],
                     ", ".join(f"{kind} {state}" for kind, state in r["parts"].items()),
-                    (r["mcp"] or {}).get("url") or "the stdio bridge",
+                    ((r["mcp"] or {}).get("url") or "the stdio bridge") if r["why"] != "not registered" else "—",
                     "yes" if r["answers"] else f"no: {r['why']}",
                 )
                 for r in data["integrations"]
