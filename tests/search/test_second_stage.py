@@ -4,7 +4,7 @@ candidates below its depth in the fusion's order, and that `rerank=off` is the r
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -67,6 +67,29 @@ def test_auto_applies_to_questions_of_two_words_or_more() -> None:
     assert stage.applies("harbor build server") and not stage.applies("harbor")
     assert not stage.applies("the of and harbor"), "stop words are not words of the question"
     assert SecondStage("off").applies("harbor build", "on") and not SecondStage("on").applies("a b c", "off")
+
+
+def test_auto_leaves_a_pool_of_short_drawers_alone_and_says_so_on_each() -> None:
+    """Conversation turns did not move with the stage (LoCoMo); code, documents and history did (ADR 0054)."""
+    pool = ranked(50)
+    short = {r.drawer_id: "Caroline: the harbor build server is in frankfurt" for r in pool}
+    long = {r.drawer_id: "def build(server):\n" + "    frankfurt = harbor(server)\n" * 30 for r in pool}
+    long["d03"] = "the harbor build server is in frankfurt\n" * 20
+
+    def reader(texts: Mapping[str, str]) -> Callable[[Sequence[str]], Mapping[str, Candidate]]:
+        return lambda ids: {i: Candidate(texts[i]) for i in ids}
+
+    auto = SecondStage("auto")
+    kept = auto.rescore("where is the harbor build server", pool, reader(short))
+    assert [r.drawer_id for r in kept] == [r.drawer_id for r in pool] and [r.base for r in kept] == [
+        r.base for r in pool
+    ], "the fusion's order, exactly"
+    assert kept[0].signals["rerank"] == {"skipped": "auto: short drawers (median 49 characters)"}
+    assert "rerank" not in kept[45].signals, "below the depth, nothing is said"
+    rescored = auto.rescore("where is the harbor build server", pool, reader(long))
+    assert "added" in rescored[0].signals["rerank"], "a pool of longer drawers is re-scored"
+    on = SecondStage("auto").rescore("where is the harbor build server", pool, reader(short), asked="on")
+    assert "added" in on[0].signals["rerank"], "asked for, the stage runs whatever the drawers"
 
 
 @pytest.fixture

@@ -169,7 +169,9 @@ def explain_signals(hit: Mapping[str, Any]) -> str:
         if key in signals and signals[key] is not None:
             parts.append(f"{key} {signals[key]:.3f}")
     stage = signals.get("rerank")
-    if stage:
+    if stage and "skipped" in stage:
+        parts.append(f"re-rank off ({stage['skipped']})")
+    elif stage:
         parts.append(
             f"re-rank +{stage['added']:.3f} (words {stage['coverage']:g}, near {stage['proximity']:g}; "
             f"fused {signals['fused']:.3f})"

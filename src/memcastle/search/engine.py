@@ -262,7 +262,7 @@ class SearchEngine:
             pooled = self._pool(query, ranking, vector, size, early)
             early = None
             if rescoring:
-                pooled = self.second_stage.rescore(query.text, pooled, self._texts, self._idf)
+                pooled = self.second_stage.rescore(query.text, pooled, self._texts, self._idf, asked=query.rerank)
             shown = {hit.drawer.id for hit in direct}
             direct += self._ranked(query, pooled, shown, min(size, query.limit) - len(direct))
             if len(pooled) < size:

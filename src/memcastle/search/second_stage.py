@@ -30,6 +30,9 @@ WEIGHT = 0.3  # the most the stage adds to a candidate's fused relevance (which 
 PROXIMITY_SHARE = 0.3  # of the stage's score: how close the words stand; the rest is how many of them are there
 PATH_SHARE = 0.5  # of the stage's bound, for a file: the query's words in its path (the module named by a behaviour)
 SUPPORT_SHARE = 0.5  # of the stage's bound, taken from a test or a doc file when the query asks for neither
+# `auto` leaves a pool alone when its candidates are short drawers — conversation turns, one-line notes — where the
+# stage did not help (LoCoMo's turns did not move), and re-scores code, documents and history, where it did (ADR 0054).
+CONVERSATIONAL_CHARS = 400  # the median candidate under this many characters makes a pool conversational
 _WORDS = re.compile(r"\w+")
 _SEPARATORS = re.compile(r"[/\\._\-]+")
 # A path segment that makes a file a test or documentation rather than the code that implements a behaviour.
@@ -67,16 +70,25 @@ class SecondStage:
         pooled: Sequence[Ranked],
         read: Callable[[Sequence[str]], Mapping[str, Candidate]],
         weigh: Callable[[Sequence[str]], Sequence[float]] | None = None,
+        *,
+        asked: str | None = None,
     ) -> list[Ranked]:
         """`pooled` (best first) with its first `depth` candidates re-scored and re-ordered; `read` gives their
         texts, `weigh` the query words' weights (their IDF in the palace: a rare word held counts more). Each
         re-scored candidate's signals keep the fusion's score (`fused`) and add the stage's (`rerank`:
-        coverage, proximity, the bounded score added)."""
+        coverage, proximity, the bounded score added). In `auto` (the mode `asked`, else the stage's), a pool of
+        short drawers is left in the fusion's order, each of its first candidates saying so (`rerank.skipped`)."""
         matcher = TermMatcher(query_text)
         top, rest = list(pooled[: self.depth]), list(pooled[self.depth :])
         if not matcher or len(top) < 2:
             return list(pooled)
         found = read([r.drawer_id for r in top])
+        if (asked or self.mode) == "auto":
+            lengths = sorted(len(found[r.drawer_id].text) for r in top if r.drawer_id in found)
+            typical = lengths[len(lengths) // 2] if lengths else 0
+            if typical < CONVERSATIONAL_CHARS:
+                why = {"skipped": f"auto: short drawers (median {typical} characters)"}
+                return [Ranked(r.drawer_id, r.base, {**r.signals, "rerank": why}) for r in top] + rest
         weights = list(weigh(matcher.words)) if weigh is not None else [1.0] * len(matcher.words)
         relevance = pool_relevance([r.base for r in top])
         asks_support = bool(_ASKS_SUPPORT.search(query_text))

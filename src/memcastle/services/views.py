@@ -92,7 +92,9 @@ def hit_view(hit: Hit, *, full: bool = False) -> dict[str, Any]:
     out["score"] = _rounded(hit.score)
     out["signals"] = {key: _rounded(hit.signals[key]) for key in SIGNALS if hit.signals.get(key) is not None}
     stage = hit.signals.get("rerank")
-    if stage:  # the second stage: what it added to the fused relevance, and what it read (docs/adr/0047)
+    if stage and "skipped" in stage:  # `auto` left this pool in the fusion's order, and says why
+        out["signals"]["rerank"] = f"off ({stage['skipped']})"
+    elif stage:  # the second stage: what it added to the fused relevance, and what it read (docs/adr/0047)
         out["signals"]["rerank"] = f"+{stage['added']:.3f} (words {stage['coverage']:g}, near {stage['proximity']:g})"
     line = preference_line(hit.signals.get("preference"))
     if line is not None:
