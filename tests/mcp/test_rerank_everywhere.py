@@ -40,11 +40,17 @@ def test_rerank_is_asked_and_explained_on_every_interface(module_daemon: Any) ->
         assert page.status_code == 200 and "re-rank +" in page.text and "fused" in page.text
         plain = http.get("/", params={"q": QUERY, "wing": wing, "ranking": "lexical", "rerank": "off"})
         assert "re-rank +" not in plain.text
+        default = http.post("/api/search", json=body).json()["hits"]
+        assert default[0]["signals"]["rerank"]["skipped"].startswith("auto: short drawers"), default[0]["signals"]
+        page = http.get("/", params={"q": QUERY, "wing": wing, "ranking": "lexical"})
+        assert "re-rank off (auto: short drawers" in page.text
 
     shown = module_daemon.cli("search", QUERY, "--wing", wing, "--ranking", "lexical", "--rerank", "on")
     assert shown.returncode == 0, shown.stderr
     [first, *_] = json.loads(shown.stdout)["hits"]  # piped: JSON; on a terminal, the line below
     assert "re-rank +" in explain_signals(first) and "fused" in explain_signals(first)
+    auto = json.loads(module_daemon.cli("search", QUERY, "--wing", wing, "--ranking", "lexical").stdout)["hits"]
+    assert "re-rank off (auto: short drawers" in explain_signals(auto[0])
     bad = module_daemon.cli("search", QUERY, "--rerank", "sometimes")
     assert bad.returncode != 0 and "rerank" in bad.stderr
 
@@ -58,6 +64,7 @@ def test_rerank_is_asked_and_explained_on_every_interface(module_daemon: Any) ->
                               full=True)  # fmt: skip
             assert full["hits"][0]["signals"]["rerank"].startswith("+")
             plain = await call(client, "memcastle_search", query=QUERY, wing=wing, ranking="lexical")
-            assert "rerank" not in plain["hits"][0]["signals"], "the palace's default: off"
+            # The palace's default, auto: short notes are left in the fusion's order, and each hit says why.
+            assert plain["hits"][0]["signals"]["rerank"].startswith("off (auto: short drawers"), plain["hits"][0]
 
     anyio.run(scenario)

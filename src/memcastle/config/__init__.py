@@ -173,10 +173,11 @@ SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec(
         "search.rerank",
         str,
-        "off",
+        "auto",
         "the second stage over the fused pool (docs/adr/0047-second-stage.md): on re-scores its best candidates by how "
-        "much of the query each holds and how close together; auto, for queries of two words or more; off, the "
-        "fusion's order",
+        "much of the query each holds and how close together; auto (the default), for queries of two words or more "
+        "over a pool of code, documents or history, not of short drawers such as conversation turns (ADR 0054); "
+        "off, the fusion's order",
         choices=("off", "on", "auto"),
     ),
     SettingSpec(
