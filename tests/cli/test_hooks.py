@@ -60,7 +60,8 @@ def test_codex_hooks_json_and_a_broken_file_is_refused_with_its_line(tmp_path: P
     assert change.before is None
     change.write()
     written = json.loads(hooks.read_text())["hooks"]
-    assert set(written) == {"SessionStart", "Stop", "PreCompact"} and "matcher" not in written["Stop"][0]
+    assert set(written) == {"SessionStart", "UserPromptSubmit", "Stop", "PreCompact"}
+    assert "matcher" not in written["Stop"][0] and "matcher" not in written["UserPromptSubmit"][0]
     broken = tmp_path / "settings.json"
     broken.write_text('{\n  "hooks": {\n    "Stop": [,]\n  }\n}\n')
     with pytest.raises(ConfigError) as refused:

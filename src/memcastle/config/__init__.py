@@ -342,9 +342,9 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "hooks.reminder",
         str,
         "sometimes",
-        "how often an agent's prompt carries the reminder to search memory first (Claude Code's UserPromptSubmit "
-        "hook; Pi's extension and OpenCode's plugin, written at install): always; sometimes — a session's first "
-        "prompt, one asking about past work, every tenth; off",
+        "how often an agent's prompt carries the reminder to search memory first (Claude Code's and Codex CLI's "
+        "UserPromptSubmit hook; Pi's extension and OpenCode's plugin, written at install): always; sometimes — a "
+        "session's first prompt, one asking about past work, every tenth; off",
         choices=("off", "sometimes", "always"),
     ),
     SettingSpec(

@@ -38,6 +38,9 @@ EVENTS: Mapping[str, Mapping[str, tuple[str, str | None]]] = {
     },
     "codex": {
         "SessionStart": ("session-start", "startup|resume|clear"),
+        # codex-rs/hooks/src/events/user_prompt_submit.rs: the same input (`session_id`, `prompt`) and output
+        # (`hookSpecificOutput.additionalContext`) as Claude Code's.
+        "UserPromptSubmit": ("prompt", None),
         "Stop": ("stop", None),
         "PreCompact": ("pre-compact", None),
     },
