@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -199,3 +200,19 @@ def test_a_configuration_that_cannot_be_kept_is_refused_naming_it(tmp_path: Path
 
 def test_the_header_written_is_the_profile_header() -> None:
     assert TOOLS_HEADER == (HEADER, "core") and set(INTEGRATIONS) >= {"claude", "codex", "opencode"}
+
+
+def test_installing_with_no_daemon_says_what_to_do_next(cli_runner: Any, xdg_home: Any, tmp_path: Path) -> None:
+    with socket.socket() as spare:  # a port where nothing answers
+        spare.bind(("127.0.0.1", 0))
+        port = spare.getsockname()[1]
+    home = tmp_path / "home"
+    env = xdg_home.env({"HOME": str(home), "MEMCASTLE_SERVER_PORT": str(port)})
+    done = cli_runner(["--palace", str(tmp_path / "palace"), "--json", "integration", "install", "claude"], env=env)
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)
+    assert answer["next"].startswith("next: start the daemon (`memcastle daemon start`)")
+    assert f"127.0.0.1:{port}/mcp" in answer["next"]
+    dry = cli_runner(["--palace", str(tmp_path / "palace"), "--json", "integration", "install", "codex", "--dry-run"],
+                     env=env)  # fmt: skip
+    assert "next" not in json.loads(dry.stdout), "a dry run changes nothing and promises nothing"

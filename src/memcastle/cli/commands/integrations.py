@@ -44,7 +44,7 @@ def _endpoint(inv: Invocation) -> Any:
     )
 
 
-def _apply(inv: Invocation, name: str, changes: Sequence[Any], dry_run: bool) -> None:
+def _apply(inv: Invocation, name: str, changes: Sequence[Any], dry_run: bool, next_step: str | None = None) -> None:
     if not dry_run:
         for change in changes:
             if change.changed:
@@ -58,7 +58,7 @@ def _apply(inv: Invocation, name: str, changes: Sequence[Any], dry_run: bool) ->
         }
         for c in changes
     ]
-    data = {"integration": name, "dry_run": dry_run, "changes": rows}
+    data = {"integration": name, "dry_run": dry_run, "changes": rows, **({"next": next_step} if next_step else {})}
 
     def show(data: Any) -> None:
         for row in data["changes"]:
@@ -68,6 +68,8 @@ def _apply(inv: Invocation, name: str, changes: Sequence[Any], dry_run: bool) ->
             sys.stdout.write(row["diff"])
             verb = "would be" if dry_run else "was"
             render.console.print(f"[dim]{row['file']} {verb} {'removed' if row['removed'] else 'written'}[/dim]")
+        if data.get("next"):
+            render.console.print(data["next"])
 
     inv.emit(data, show)
 
@@ -83,10 +85,20 @@ def integration_install(inv: Invocation, name: str, scope: str, project: Path, d
     At session start the agent gets its wake-up bundle and its model the memory tools; as a session goes, it is
     mined. Running it again changes nothing."""
     from memcastle.integrations import install
+    from memcastle.integrations.registration import answers
 
+    endpoint = _endpoint(inv)
     reminder = inv.settings()["hooks.reminder"]
-    changes = install(name, scope, project.resolve(), palace=_palace(inv), endpoint=_endpoint(inv), reminder=reminder)
-    _apply(inv, name, changes, dry_run)
+    changes = install(name, scope, project.resolve(), palace=_palace(inv), endpoint=endpoint, reminder=reminder)
+    # The agent reaches its tools only through a running daemon: say so now rather than at its first session.
+    silent = answers(endpoint.url) if endpoint.url and not dry_run else None
+    next_step = (
+        f"next: start the daemon (`memcastle daemon start`) — {name}'s tools are at {endpoint.url}, where nothing "
+        "answers yet; `memcastle integration status` checks it"
+        if silent is not None and "no answer" in silent
+        else None
+    )
+    _apply(inv, name, changes, dry_run, next_step)
 
 
 @integration_app.command("uninstall")
