@@ -85,9 +85,11 @@ OPENCODE_DRIVER = """
 const [file, cwd, session] = process.argv.slice(2);
 const logs = [];
 const client = { app: { log: async (entry) => logs.push(entry) } };
-const plugins = Object.values(await import(file));
-const hooks = Object.assign({}, ...(await Promise.all(plugins.map((p) => p({ directory: cwd, worktree: cwd,
-  project: { id: "prj_1" }, client, $: undefined })))));
+// As OpenCode 1.x's `applyPlugin` does: a default `{ id, server }` (`readV1Plugin`), its `server` called once.
+const mod = await import(file);
+if (Object.keys(mod).join() !== "default" || typeof mod.default.id !== "string") throw new Error("not { id, server }");
+const input = { directory: cwd, worktree: cwd, project: { id: "prj_1" }, client, $: undefined };
+const hooks = await mod.default.server(input);
 const output = { system: ["BASE PROMPT"] };
 const message = { message: {}, parts: [{ type: "text", text: "What did we decide about the keys?" }] };
 await hooks["chat.message"]({ sessionID: session, agent: "build" }, message);
@@ -96,6 +98,36 @@ await hooks.event({ event: { type: "message.updated", properties: { info: { sess
 await hooks.event({ event: { type: "session.status", properties: { sessionID: session, status: { type: "idle" } } } });
 await hooks.event({ event: { type: "session.idle", properties: { sessionID: session } } });
 console.log(JSON.stringify({ registered: Object.keys(hooks), system: output.system, logs }));
+"""
+
+# Loads the written file as OpenCode 2's config-plugin loader does (a default `{ id, setup }`), calls `setup` with a
+# context that offers the session's `request.before` hook, then makes two model requests of one turn and a second
+# turn, as the host sends them; the session then goes quiet (option `idleMs`) and the cleanup runs at exit.
+OPENCODE2_DRIVER = """
+const [file, cwd, session] = process.argv.slice(2);
+process.chdir(cwd);
+const { default: plugin } = await import(file);
+if (typeof plugin.id !== "string" || typeof plugin.setup !== "function") throw new Error("not { id, setup }");
+const before = [];
+const cleanup = await plugin.setup({
+  options: { idleMs: 300 },
+  session: { request: { before: async (callback) => (before.push(callback), { dispose: async () => {} }) } },
+});
+const user = (text) => ({ role: "user", content: [{ type: "text", text }] });
+const requests = [
+  [user("What did we decide about the keys?")],
+  [user("What did we decide about the keys?"), { role: "assistant", content: "Looking." }],
+  [user("What did we decide about the keys?"), { role: "assistant", content: "Monday." }, user("Thanks, go on.")],
+];
+const systems = [];
+for (const messages of requests) {
+  const event = { sessionID: session, agent: "build", model: {}, system: [{ type: "text", text: "BASE PROMPT" }],
+    messages, tools: {} };
+  for (const callback of before) await callback(event);
+  systems.push(event.system.map((part) => part.text));
+}
+console.log(JSON.stringify({ hooks: before.length, systems, cleanup: typeof cleanup }));
+await new Promise((resolve) => setTimeout(resolve, 1500));
 """
 
 
@@ -254,9 +286,11 @@ def test_without_a_daemon_the_pi_extension_says_why_and_pi_goes_on(tmp_path: Pat
 
 @needs_node
 def test_the_opencode_plugin_wakes_up_and_has_the_idle_session_mined_once(daemon_process: Any, tmp_path: Path) -> None:
+    """Under both of OpenCode's loaders: 1.x (`server`, session `ses_a`) and 2 (`setup`, session `ses_b`)."""
     project = tmp_path / "app"
     project.mkdir()
-    bin_dir = install_opencode(tmp_path, [("ses_a", str(project), 1_770_000_000_000)], ASSISTANT)
+    history = [("ses_a", str(project), 1_770_000_000_000), ("ses_b", str(project), 1_770_000_000_000)]
+    bin_dir = install_opencode(tmp_path, history, ASSISTANT)
     served = daemon_process(extra_env={"PATH": f"{bin_dir}:{os.environ['PATH']}"})
     with served.http() as http:
         saved = {"agent": "opencode", "items": [{"content": "Decided: rotate the keys every Monday."}]}
@@ -280,6 +314,15 @@ def test_the_opencode_plugin_wakes_up_and_has_the_idle_session_mined_once(daemon
     with served.http() as http:
         (hit, *_) = http.post("/api/search", json={"query": "rotation script", "ranking": "lexical"}).json()["hits"]
     assert hit["drawer"]["source"]["uri"] == "opencode://session/ses_a"
+
+    answer = drive(OPENCODE2_DRIVER, plugin, str(project), "ses_b", env=served.env, cwd=tmp_path)
+    assert answer["hooks"] == 1 and answer["cleanup"] == "function"
+    first, same_turn, second = answer["systems"]
+    assert first[0] == "BASE PROMPT" and "every Monday" in first[1] and first[2] == REMINDER, "turn 1, about the past"
+    assert same_turn == first, "each request of a turn carries the same bundle and reminder"
+    assert second == first[:2], "turn 2 neither asks about the past nor is a tenth: no reminder"
+    both = wait_until(lambda: len(mined()) == 2 and mined(), what="the quiet session to be mined")
+    assert sorted(j["params"]["options"]["session"] for j in both) == ["ses_a", "ses_b"]
 
 
 def test_each_agent_gets_a_checkpoint_command_in_its_own_folder_and_format(tmp_path: Path, monkeypatch: Any) -> None:

@@ -8,7 +8,7 @@ Each agent's own mechanism is used, and each runs the same `memcastle hook EVENT
 - `codex` — hooks merged into Codex CLI's `hooks.json`, the MCP server entry in its `config.toml`, and the skill;
 - `pi` — an extension file in Pi's extensions folder (`pi.on("session_start" | "agent_end" | …)`, and the tools it
   registers itself: Pi has no MCP), and the skill;
-- `opencode` — a plugin file in OpenCode's plugins folder (its `event` and system-prompt hooks), the MCP server
+- `opencode` — a plugin file in OpenCode's plugins folder (1.x's hooks and OpenCode 2's `setup`), the MCP server
   entry in its `opencode.json`, and the skill.
 
 A file MemCastle writes whole (an extension, a plugin, a skill) carries `MARK`; a file of the same name without it is
