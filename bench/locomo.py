@@ -13,6 +13,12 @@ evidence are skipped, both counted in the report.
 
     python -m bench.locomo                                   # both levels, all three rankings, writes RESULTS.md
     python -m bench.locomo --level turn --rankings lexical --limit-conversations 1 --no-write
+    python -m bench.locomo --level turn --path api --no-write   # each turn a note written through the API
+
+`--path files` (the default) mines a folder of Markdown notes, one per turn, through the `notes` connector; `--path
+api` writes each turn as a note through the note service instead, one after another in the conversation's wing (a
+note named by its dialogue id), as an agent files notes — the path on which a drawer's neighbours are the notes
+written before and after it (ADR 0056).
 """
 
 from __future__ import annotations
@@ -222,6 +228,16 @@ def write_session_notes(conversation: Conversation, folder: Path) -> int:
     return len(conversation.sessions)
 
 
+def save_turn_notes(palace: Palace, conversation: Conversation, wing: str) -> int:
+    """Each turn a note written through the note service, in dialogue order, named by its dialogue id."""
+    count = 0
+    for session in conversation.sessions:
+        for turn in session.turns:
+            palace.services.drawers.save_note(turn.line(), wing=wing, room="dialogue", name=turn.dia_id)
+            count += 1
+    return count
+
+
 def wing_of(conversation: Conversation, level: str) -> str:
     return f"{conversation.sample_id}-{level}"
 
@@ -312,19 +328,32 @@ def wait_for_embeddings(palace: Palace, *, timeout: float) -> None:
 
 
 def ingest(
-    palace: Palace, conversations: Sequence[Conversation], levels: Sequence[str], notes_root: Path, *, timeout: float
+    palace: Palace,
+    conversations: Sequence[Conversation],
+    levels: Sequence[str],
+    notes_root: Path,
+    *,
+    timeout: float,
+    path: str = "files",
 ) -> Ingest:
-    """Write the notes, mine every conversation into its wings, then wait for the embed job."""
+    """Write the notes, mine every conversation into its wings (or, on the `api` path, write each turn through the
+    note service), then wait for the embed job."""
     report = Ingest()
     writers = {"turn": write_turn_notes, "session": write_session_notes}
     folders: list[tuple[str, str, Path]] = []
+    started = time.monotonic()
     for level in levels:
         report.notes[level] = 0
         for conversation in conversations:
-            folder = notes_root / wing_of(conversation, level)
+            wing = wing_of(conversation, level)
+            if path == "api" and level == "turn":
+                saved = save_turn_notes(palace, conversation, wing)
+                report.notes[level] += saved
+                report.drawers[level] = report.drawers.get(level, 0) + saved
+                continue
+            folder = notes_root / wing
             report.notes[level] += writers[level](conversation, folder)
-            folders.append((level, wing_of(conversation, level), folder))
-    started = time.monotonic()
+            folders.append((level, wing, folder))
     jobs = [
         (level, palace.services.mining.submit_mine(MineRequest("notes", str(folder), wing=wing)).job)
         for level, wing, folder in folders
@@ -345,8 +374,9 @@ def ingest(
             report.embed_job_seconds += span.total_seconds()
         report.passages += int((job.result or {}).get("passages", 0))
     passage_policy = (palace.settings["embeddings.passage_chars"], palace.settings["embeddings.passage_overlap"])
+    wings = {wing_of(c, level) for c in conversations for level in levels}
     report.distinct_passages = sum(
-        len(split_passages(d.content, *passage_policy)) for _, wing, _ in folders for d in wing_drawers(palace, wing)
+        len(split_passages(d.content, *passage_policy)) for wing in sorted(wings) for d in wing_drawers(palace, wing)
     )
     return report
 
@@ -401,8 +431,8 @@ class Run:
 def unit_of(hit: Hit, level: str) -> str | None:
     """The dialogue unit a hit stands for, read from the note's front matter: `D3:12` or, per session, `D3`."""
     origin = hit.drawer.source.origin
-    if origin is None:
-        return None
+    if origin is None:  # a turn written through the note service is named by its dialogue id
+        return hit.drawer.name if level == "turn" else None
     metadata = origin.metadata
     if level == "turn":
         value = metadata.get("dia_id")
@@ -560,6 +590,12 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     )
     parser.add_argument("--level", choices=("turn", "session", "both"), default="both")
     parser.add_argument(
+        "--path",
+        choices=("files", "api"),
+        default="files",
+        help="turns as Markdown files mined by the notes connector (default) or as notes written through the API",
+    )
+    parser.add_argument(
         "--limit-conversations", type=int, default=None, metavar="N", help="only the first N conversations"
     )
     parser.add_argument("--results", type=Path, default=DEFAULT_RESULTS, help="the Markdown file to update")
@@ -600,7 +636,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         root = Path(tmp)
         palace = open_palace(root)
         try:
-            report = ingest(palace, conversations, levels, root / "notes", timeout=args.timeout)
+            report = ingest(palace, conversations, levels, root / "notes", timeout=args.timeout, path=args.path)
             print(report.summary(), flush=True)
             runs = []
             for level in levels:

@@ -386,6 +386,7 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
         store,
         serving.provider,
         index,
+        context_weight=settings["search.context_weight"],
         weights=FusionWeights(
             method=settings["search.fusion"],
             k=settings["search.rrf_k"],

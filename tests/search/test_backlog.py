@@ -45,12 +45,16 @@ def test_an_unrelated_embedded_drawer_never_outranks_a_relevant_one_still_waitin
     result = unstarted.services.search.search(SearchRequest(query="HTTP cookie parsing", ranking="auto"))
     assert result.ranking == "hybrid"
     ids = [hit.drawer.id for hit in result.hits]
-    assert ids == [cookies.id], "the garden note is below the semantic floor and is not brought in at all"
+    assert ids[0] == cookies.id
+    # The garden note is below the semantic floor: it comes in only as the note written beside the cookie one, which
+    # its signals say (ADR 0056), and after it.
+    assert ids[1:] == [garden.id] and set(result.hits[1].signals) >= {"neighbours"}
+    assert "lexical" not in result.hits[1].signals and "semantic" not in result.hits[1].signals
     assert result.hits[0].signals["semantic_pending"] == 1.0
     # The waiting drawer scores as if both legs agreed on it: what it will score once its vector exists.
     embed_only(unstarted, cookies.id, COOKIES)
     later = unstarted.services.search.search(SearchRequest(query="HTTP cookie parsing", ranking="auto"))
-    assert [hit.drawer.id for hit in later.hits] == [cookies.id]
+    assert [hit.drawer.id for hit in later.hits] == [cookies.id, garden.id]
     assert later.hits[0].score == pytest.approx(result.hits[0].score)
 
 

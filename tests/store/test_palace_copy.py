@@ -41,6 +41,7 @@ NOT_COPIED = {
     "read_audit_item",
     "webhook_delivery",
     "index_merge_owed",  # SQLite's own full-text upkeep: PostgreSQL's index lives in the row
+    "drawer_context_owed",  # the pass over a palace stored before: an import asks for its own
 }
 
 

@@ -272,7 +272,10 @@ def exhaustive_lexical(store: PostgresStore, query: LexicalQuery, scope: Scope, 
     words = [search_text(t) for t in query.terms]
     where, params = filter_sql(scope, utc_now())
     with store._read() as tx:
-        corpus = tx.one("SELECT count(*) AS n, avg(token_count)::float8 AS avgdl FROM drawer")
+        corpus = tx.one(  # a row's length: its own words and its neighbours' (ADR 0056)
+            "SELECT count(*) AS n, avg(d.token_count + coalesce(c.token_count, 0))::float8 AS avgdl "
+            "FROM drawer d LEFT JOIN drawer_context c ON c.seq = d.seq"
+        )
         assert corpus is not None
         frequencies = []
         for w in words:
@@ -318,13 +321,15 @@ def test_any_term_queries_rank_as_scoring_every_match_would(store_pg: PostgresSt
 def test_the_statistics_read_only_new_drawers_and_recount_in_full_later(store_pg: PostgresStore) -> None:
     from memcastle.store.postgres.corpus import RECOUNT_SECONDS, CorpusStatistics
 
-    clock = [1000.0]
+    clock = [1000.0]  # the lengths of drawers' own words (`own_length`): their contexts change as notes arrive
     stats = CorpusStatistics(clock=lambda: clock[0])
     due: list[bool] = []
     for i in range(5):
         store_pg.drawers.add_drawer(NewDrawer(wing="w", room="r", content=f"harbour lights {i}"))
     with store_pg._read() as tx:
-        first = stats.read(tx, ["harbour", "zeppelin", "harbour lights"], recount=lambda: due.append(True))
+        first = stats.read(
+            tx, ["harbour", "zeppelin", "harbour lights"], recount=lambda: due.append(True), own_length=True
+        )
     assert (first.drawers, first.frequencies) == (5, (5, 0, 5))
     assert first.average_length == pytest.approx(3.0)
     store_pg.drawers.add_drawer(NewDrawer(wing="w", room="r", content="a zeppelin over the harbour"))
@@ -337,7 +342,9 @@ def test_the_statistics_read_only_new_drawers_and_recount_in_full_later(store_pg
             return original(sql, params)
 
         tx.all = recording  # type: ignore[method-assign]
-        second = stats.read(tx, ["harbour", "zeppelin", "harbour lights"], recount=lambda: due.append(True))
+        second = stats.read(
+            tx, ["harbour", "zeppelin", "harbour lights"], recount=lambda: due.append(True), own_length=True
+        )
     assert (second.drawers, second.frequencies) == (6, (6, 1, 5))
     assert second.average_length == pytest.approx((15 + 5) / 6)
     assert any("seq > " in sql and "ts_stat" in sql for sql in statements), "only the new drawer is read"
@@ -346,14 +353,16 @@ def test_the_statistics_read_only_new_drawers_and_recount_in_full_later(store_pg
     with store_pg._write() as tx:
         tx.run("UPDATE drawer SET token_count = token_count + 10 WHERE seq = (SELECT min(seq) FROM drawer)")
     with store_pg._read() as tx:
-        assert stats.read(tx, ["harbour"], recount=lambda: due.append(True)).average_length == pytest.approx(20 / 6)
+        assert stats.read(
+            tx, ["harbour"], recount=lambda: due.append(True), own_length=True
+        ).average_length == pytest.approx(20 / 6)
         assert not due
         clock[0] += RECOUNT_SECONDS
-        stats.read(tx, ["harbour"], recount=lambda: due.append(True))
+        stats.read(tx, ["harbour"], recount=lambda: due.append(True), own_length=True)
     assert due == [True], "due once, started in the background"
     stats.recount_with(store_pg._read)
     with store_pg._read() as tx:
-        assert stats.read(tx, ["harbour"]).average_length == pytest.approx(30 / 6)
+        assert stats.read(tx, ["harbour"], own_length=True).average_length == pytest.approx(30 / 6)
 
 
 # --- the semantic leg through pgvector's HNSW index --------------------------------------------------------

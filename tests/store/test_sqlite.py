@@ -149,10 +149,11 @@ def test_a_postgresql_url_without_the_postgres_extra_says_which_extra_to_install
 
 
 def exact_lexical(store: SQLiteStore, match: str, where: str, params: list[Any], limit: int) -> list[tuple[str, float]]:
-    """The reference: BM25 over every matching row, joined and filtered, in one query."""
+    """The reference: BM25 over every matching row, joined and filtered, in one query (the neighbours' words at
+    weight 0, as a `LexicalQuery` asks by default)."""
     with store._read() as tx:
         rows = tx.all(
-            "SELECT d.id, bm25(drawer_fts) AS rank FROM drawer_fts JOIN drawer d ON d.seq = drawer_fts.rowid "
+            "SELECT d.id, bm25(drawer_fts, 1.0, 0.0) AS rank FROM drawer_fts JOIN drawer d ON d.seq = drawer_fts.rowid "
             "JOIN room r ON r.id = d.room_id JOIN wing w ON w.id = r.wing_id "
             f"WHERE drawer_fts MATCH ?{where} ORDER BY rank, d.id LIMIT ?",
             (match, *params, limit),
@@ -225,7 +226,7 @@ def test_the_bounded_lexical_leg_ranks_exactly_as_one_full_pass(
             where, params = filter_sql(scope, utc_now())
             for limit in (1, 5, 40, 200):
                 got = [(c.drawer_id, c.signal) for c in store.search.lexical_candidates(query, scope, limit)]
-                want = exact_lexical(store, fts5_match(query) or "", where, params, limit)
+                want = exact_lexical(store, fts5_match(query, column="content") or "", where, params, limit)
                 if require_all:
                     assert got == want, (terms, limit)
                 else:

@@ -91,7 +91,7 @@ def test_a_palace_indexed_before_is_indexed_again_at_open(tmp_path: Path) -> Non
     conn.execute("DELETE FROM schema_migration WHERE version = 16")
     conn.execute("DROP TABLE drawer_fts_rescan")
     conn.execute("INSERT INTO drawer_fts(drawer_fts) VALUES ('delete-all')")
-    conn.execute("INSERT INTO drawer_fts(rowid, content) SELECT seq, content FROM drawer")
+    conn.execute("INSERT INTO drawer_fts(rowid, content, context) SELECT seq, content, context FROM drawer_indexed")
     conn.commit()
     assert conn.execute("SELECT rowid FROM drawer_fts WHERE drawer_fts MATCH '\"东 京\"'").fetchall() == []
     conn.close()

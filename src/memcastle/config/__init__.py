@@ -168,6 +168,16 @@ SETTINGS: tuple[SettingSpec, ...] = (
         minimum=0,
     ),
     SettingSpec(
+        "search.context_weight",
+        float,
+        0.5,
+        "the lexical leg: how much a query word found only in a drawer's neighbours (the chunks beside it in its "
+        "document, or the notes written before and after it in its room) counts beside one in its own text, which "
+        "counts 1 (docs/adr/0056-neighbours-in-the-lexical-leg.md; 0: its own text alone)",
+        minimum=0,
+        maximum=1,
+    ),
+    SettingSpec(
         "search.parallel", int, 0, "searches computed at once, the others wait (0: one per CPU core)", minimum=0
     ),
     SettingSpec(

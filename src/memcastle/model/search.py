@@ -22,6 +22,9 @@ class LexicalQuery:
     # together (the rarest always): the drawers holding only commoner terms are left out, and what is found is
     # scored by the terms matched. None: every term (exact). Bounds the work of the hybrid leg's fill (ADR 0015).
     max_rows: int | None = None
+    # How much a term found in a drawer's neighbours' words (its full-text context, ADR 0056) counts beside one in its
+    # own text, which counts 1; 0 matches its own text alone.
+    context_weight: float = 0.0
 
     def matches_nothing(self, rows: Sequence[int], drawers: int) -> bool:
         """A bounded query (`max_rows`) none of whose terms can rank: each is in half the palace or more (`is_common`)
@@ -111,6 +114,8 @@ class ScoredDrawer:
 
     drawer_id: str
     signal: float
+    # False: the drawer holds none of the query's words itself and matched through its neighbours' (ADR 0056).
+    own: bool = True
 
 
 @dataclass(frozen=True)

@@ -99,8 +99,10 @@ class SearchEngine:
         fill_rows: int = FILL_ROWS,
         pending_ttl: float = PENDING_TTL,
         second_stage: SecondStage = NO_SECOND_STAGE,
+        context_weight: float = 0.0,
     ) -> None:
         self._store = store
+        self._context_weight = context_weight
         self.second_stage = second_stage
         # At most `parallel` searches compute at once (0: one per CPU core); the others wait their turn. Sixteen
         # searches on two cores at once spent a third more CPU each (their threads trading the interpreter and the
@@ -251,7 +253,9 @@ class SearchEngine:
         if query.ranking in ("auto", "hybrid") and self.has_embeddings:
             # The lexical leg runs beside the query's embedding and the semantic leg: both release the interpreter
             # while they compute (SQLite, onnxruntime), so one hybrid search takes about as long as its slower leg.
-            early = self._legs.submit(self.lexical_leg_exact, query, self._leg_depth(pools[0]), self._fill_rows)
+            early = self._legs.submit(
+                self.lexical_leg_exact, query, self._leg_depth(pools[0]), self._fill_rows, near=True
+            )
         ranking, vector = self._choose_ranking(query, warnings)
         if ranking == "lexical" and early is not None:
             early.cancel()
@@ -321,7 +325,9 @@ class SearchEngine:
             return [Ranked(c.drawer_id, c.signal, {"semantic": c.signal}) for c in found]
         leg = self._leg_depth(size)
         semantic = self._index.candidates(vector, leg, query.scope)
-        lexical, exact = early.result() if early is not None else self.lexical_leg_exact(query, leg, self._fill_rows)
+        lexical, exact = (
+            early.result() if early is not None else self.lexical_leg_exact(query, leg, self._fill_rows, near=True)
+        )
         by_meaning = {c.drawer_id for c in semantic}
         waiting = self._index.waiting_among([c.drawer_id for c in lexical if c.drawer_id not in by_meaning])
         return fuse(lexical, semantic, self._weights, waiting=waiting.__contains__, exact=exact)[:size]
@@ -496,7 +502,7 @@ class SearchEngine:
         return self.lexical_leg_exact(query, limit, fill_rows)[0]
 
     def lexical_leg_exact(
-        self, query: SearchQuery, limit: int, fill_rows: int | None = None
+        self, query: SearchQuery, limit: int, fill_rows: int | None = None, *, near: bool = False
     ) -> tuple[list[ScoredDrawer], bool]:
         """BM25 candidates: the drawers holding every term first; when they are fewer than `limit` and the query has
         2+ words, the drawers holding some of the terms fill the leg below them (`fill_below`), matched on the
@@ -504,12 +510,16 @@ class SearchEngine:
         none of whose terms can rank (each in half the palace or more, the rarest in more than `fill_rows`) leaves
         the leg empty (`LexicalQuery.matches_nothing`, ADR 0032). Each group is taken
         `PASSAGE_DEPTH` times deeper than needed and ranked again by its drawers' best passages
-        (`memcastle.search.passage_bm25`). Also says whether a drawer holds every term (an exact match)."""
+        (`memcastle.search.passage_bm25`). Also says whether a drawer holds every term (an exact match).
+
+        With `near` (the hybrid ranking's leg), a drawer also matches by its neighbours' words, at the palace's
+        `search.context_weight` (ADR 0056); the lexical ranking matches the words a drawer holds itself."""
         terms = tuple(query_terms(query.text))
         if not terms:
             return [], False
         depth = limit * PASSAGE_DEPTH
-        every = LexicalQuery(terms, require_all=True, max_rows=fill_rows)
+        weight = self._context_weight if near else 0.0
+        every = LexicalQuery(terms, require_all=True, max_rows=fill_rows, context_weight=weight)
         found = self._store.search.lexical_candidates(every, query.scope, depth)
         some: list[ScoredDrawer] = []
         # The fill is read only when fewer than `limit` drawers hold every term: `fill_below` keeps `found[:limit]`,
@@ -519,13 +529,13 @@ class SearchEngine:
             some = [
                 c
                 for c in self._store.search.lexical_candidates(
-                    LexicalQuery(terms, require_all=False, max_rows=fill_rows),
+                    LexicalQuery(terms, require_all=False, max_rows=fill_rows, context_weight=weight),
                     query.scope,
                     depth,
                 )
                 if c.drawer_id not in held
             ]
-        exact = bool(found)
+        exact = any(c.own for c in found)  # a drawer holds the words itself, not only beside it
         found, some = self._by_passage(query.text, found, some)
         return fill_below(found[:limit], some, limit), exact
 
@@ -538,7 +548,8 @@ class SearchEngine:
         matcher = TermMatcher(text)
         if not matcher or not (found or some):
             return found, some
-        head = [c.drawer_id for c in (*found[:RESCORE_DEPTH], *some[:RESCORE_DEPTH])]
+        # A drawer found by its neighbours' words alone has no passage of its own that holds them: it keeps its score.
+        head = [c.drawer_id for c in (*found[:RESCORE_DEPTH], *some[:RESCORE_DEPTH]) if c.own]
         long = self._store.search.long_contents(head, self._passages[0])
         if not long:
             return found, some
@@ -585,4 +596,4 @@ def fill_below(first: list[ScoredDrawer], more: list[ScoredDrawer], limit: int) 
     if not first or not fill:
         return first + fill
     cap = FILL_SHARE * first[-1].signal
-    return first + [ScoredDrawer(c.drawer_id, min(c.signal, cap)) for c in fill]
+    return first + [ScoredDrawer(c.drawer_id, min(c.signal, cap), c.own) for c in fill]

@@ -89,7 +89,7 @@ def fuse_scores(
     for leg, candidates, weight in (("lexical", lexical, weights.lexical), ("semantic", semantic, weights.semantic)):
         for candidate, part in zip(candidates, _normalized(candidates), strict=True):
             entry = signals.setdefault(candidate.drawer_id, {"fusion": 0.0})
-            entry[leg] = candidate.signal
+            entry[_signal(leg, candidate)] = candidate.signal
             entry["fusion"] += weight * max(part, 0.0) / total
             below[candidate.drawer_id] = below.get(candidate.drawer_id, 0.0) + weight * min(part, 0.0) / total
     if waiting is not None:
@@ -153,7 +153,7 @@ def fuse_ranks(
     for leg, candidates, weight in (("lexical", lexical, weights.lexical), ("semantic", semantic, weights.semantic)):
         for rank, candidate in enumerate(candidates, start=1):
             entry = signals.setdefault(candidate.drawer_id, {"fusion": 0.0})
-            entry[leg] = candidate.signal
+            entry[_signal(leg, candidate)] = candidate.signal
             entry["fusion"] += weight / (weights.k + rank)
     if waiting is not None:
         for rank, candidate in enumerate(lexical, start=1):
@@ -165,6 +165,13 @@ def fuse_ranks(
     ranked = [Ranked(drawer_id, entry["fusion"], entry) for drawer_id, entry in signals.items()]
     ranked.sort(key=lambda r: (-r.base, r.drawer_id in held, -held.get(r.drawer_id, 0.0), r.drawer_id))
     return ranked
+
+
+def _signal(leg: str, candidate: ScoredDrawer) -> str:
+    """The signal a leg's score is shown as: the lexical leg's is `neighbours` for a drawer that holds none of the
+    query's words itself and was found by the words of the drawers beside it (ADR 0056). Such a drawer counts as
+    found by meaning alone behind the drawers waiting for their vectors (`_behind_the_waiting`)."""
+    return "neighbours" if leg == "lexical" and not candidate.own else leg
 
 
 def pool_relevance(signals: Sequence[float]) -> list[float]:

@@ -87,6 +87,6 @@ def _passages(drawer_id: str, content: str, passages: tuple[int, int]) -> list[t
 
 def rescored(candidates: Sequence[ScoredDrawer], scores: Mapping[str, float]) -> list[ScoredDrawer]:
     """The candidates by their passage scores, best first, ties by id (a drawer without a score keeps its own)."""
-    out = [ScoredDrawer(c.drawer_id, scores.get(c.drawer_id, c.signal)) for c in candidates]
+    out = [ScoredDrawer(c.drawer_id, scores.get(c.drawer_id, c.signal), c.own) for c in candidates]
     out.sort(key=lambda c: (-c.signal, c.drawer_id))
     return out

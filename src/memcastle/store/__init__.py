@@ -494,6 +494,7 @@ PALACE_TABLES: tuple[str, ...] = (
     "wing",
     "room",
     "drawer",
+    "drawer_context",
     "drawer_tag",
     "drawer_band",
     "drawer_signature",

@@ -34,9 +34,17 @@ from memcastle.model import (
 )
 from memcastle.model.scripts import POSTGRES_PATTERN
 from memcastle.store.migrate import MIGRATIONS_TABLE, failed, pending
+from memcastle.store.postgres.context import CONTEXT_ROWS
 from memcastle.store.postgres.copying import PalaceCopyRows, _storable
 from memcastle.store.postgres.corpus import CorpusStatistics
-from memcastle.store.postgres.fulltext import CONFIG, bm25_sql, search_text, term_bound, token_count
+from memcastle.store.postgres.fulltext import (
+    CONFIG,
+    bm25_sql,
+    match_params,
+    search_text,
+    term_bound,
+    token_count,
+)
 from memcastle.store.postgres.integrity import PostgresIntegrity
 from memcastle.store.postgres.jobs import PostgresJobs
 from memcastle.store.postgres.locks import LOCK_NAMESPACE, MIGRATION_LOCK
@@ -51,6 +59,7 @@ from memcastle.store.sql.graph import GraphTables
 from memcastle.store.sql.miners import MinerTables
 from memcastle.store.sql.mining import MiningTables
 from memcastle.store.sql.near import NearTables
+from memcastle.store.sql.neighbours import ContextPass, index_written, renew_around
 from memcastle.store.sql.requests import RequestKeyTables
 from memcastle.store.sql.search import SearchTables
 
@@ -66,6 +75,7 @@ class PostgresTx:
 
     def __init__(self, conn: psycopg.Connection[dict[str, Any]]) -> None:
         self.conn = conn
+        self.written: list[int] = []  # the drawers this transaction inserted, given their context when it commits
 
     def one(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
         return self.conn.execute(_bind(sql), params).fetchone()
@@ -156,6 +166,8 @@ class PostgresStore(SqlStore):
         self.mining = MiningTables(self, self.drawers, self.near)
         self.graph = PostgresGraph(self, self.drawers)
         self.forgetting = PostgresForgetting(self)
+        self._context_pass = ContextPass(self._write, CONTEXT_ROWS)
+        self._context_pass.start()
         self.archive = PostgresArchive(self, self.drawers, self.embeddings)
         self.jobs = PostgresJobs(self)
         self.request_keys = RequestKeyTables(self)
@@ -188,9 +200,13 @@ class PostgresStore(SqlStore):
     @contextmanager
     def _write(self) -> Iterator[PostgresTx]:
         with _text_errors(), self._pool.connection() as conn, conn.transaction():
-            yield PostgresTx(conn)
+            tx = PostgresTx(conn)
+            yield tx
+            if tx.written:
+                index_written(tx, tx.written, CONTEXT_ROWS)
 
     def close(self) -> None:
+        self._context_pass.stop()
         self._pool.close()
 
     def _migrate(self, connect_timeout: float) -> None:
@@ -290,6 +306,7 @@ class PostgresDrawers(DrawerTables):
                 raise NameTaken from None
             return None  # another writer stored this id between the check and the insert
         assert inserted is not None
+        tx.written.append(int(inserted["seq"]))  # its neighbours' words, when the transaction commits
         return int(inserted["seq"])
 
 
@@ -333,14 +350,16 @@ class PostgresSearch(SearchTables):
             return []
         where, params = filter_sql(scope, self._now(), self.lifecycle, self.backend)
         with self.db._read() as tx:
-            stats = self.db._corpus.read(tx, words, recount=self.db._recount_corpus)
+            near = bool(query.context_weight)
+            stats = self.db._corpus.read(tx, words, recount=self.db._recount_corpus, near=near)
             if query.matches_nothing(stats.frequencies, stats.drawers):
                 return []
             idf = stats.idf()
 
             def best(matching: list[str]) -> list[Row]:
-                sql = bm25_sql(len(words), len(matching), query.require_all, where)
-                return tx.all(sql, (words, idf, *matching, *params, stats.average_length or 1.0, limit))
+                sql = bm25_sql(len(words), len(matching), query.require_all, where, query.context_weight)
+                asked = match_params(matching, query.require_all, query.context_weight)
+                return tx.all(sql, (words, idf, *asked, *params, stats.average_length or 1.0, limit))
 
             if query.require_all:
                 rows = best(words)
@@ -353,14 +372,24 @@ class PostgresSearch(SearchTables):
                     left_out = sum(term_bound(idf[i]) for i in order[taken:])
                     if len(rows) == limit and float(rows[-1]["score"]) > left_out:
                         break
-        return [ScoredDrawer(drawer_id=r["id"], signal=float(r["score"])) for r in rows]
+        return self._marked_own(query, [ScoredDrawer(drawer_id=r["id"], signal=float(r["score"])) for r in rows])
+
+    def _holding(self, drawer_ids: Sequence[str], terms: Sequence[str]) -> set[str]:
+        words = [w for w in (search_text(term) for term in terms) if w]
+        if not words:
+            return set()
+        anyone = " || ".join([f"phraseto_tsquery('{CONFIG}', ?)"] * len(words))
+        rows = self._all(
+            f"SELECT id FROM drawer WHERE id = ANY(?) AND search @@ ({anyone})", (list(drawer_ids), *words)
+        )
+        return {r["id"] for r in rows}
 
     def term_statistics(self, words: Sequence[str]) -> TermStatistics:
         """From the corpus statistics kept in memory (`corpus.CorpusStatistics`), as the lexical leg ranks with."""
         texts = [search_text(word) for word in words]
         kept = [t for t in texts if t]
         with self.db._read() as tx:
-            stats = self.db._corpus.read(tx, kept, recount=self.db._recount_corpus)
+            stats = self.db._corpus.read(tx, kept, recount=self.db._recount_corpus, own_length=True)
         by_text = dict(zip(kept, stats.frequencies, strict=True))
         return TermStatistics(stats.drawers, stats.average_length, tuple(by_text.get(t, 0) for t in texts))
 
@@ -381,6 +410,12 @@ class PostgresForgetting(ForgetTables):
         if not words or any(not w for w in words):
             return "1 = 0", []  # a required term with no word in it can match nothing
         return "d.search @@ (" + " && ".join([f"phraseto_tsquery('{CONFIG}', ?)"] * len(words)) + ")", words
+
+    def _erase_fulltext(self, tx: Tx) -> None:
+        CONTEXT_ROWS.unindex(tx, [int(r["seq"]) for r in tx.all("SELECT seq FROM forget_set")])
+
+    def _after_erase(self, tx: Tx) -> None:
+        renew_around(tx, [int(r["seq"]) for r in tx.all("SELECT seq FROM forget_set")], CONTEXT_ROWS)
 
     def _after_forget(self) -> None:
         """The BM25 statistics only ever grew: count them again now that drawers are gone (other daemons of this

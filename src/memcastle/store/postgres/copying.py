@@ -114,7 +114,13 @@ class PalaceCopyRows(Role):
 
 # Columns this backend derives from others; a palace copy leaves them out and recomputes them. (`content_exact` is
 # read, folded into `content` and recomputed too.)
-_DERIVED_COLUMNS = {("drawer", "token_count"), ("drawer", "search"), ("embedding", "dimension")}
+_DERIVED_COLUMNS = {
+    ("drawer", "token_count"),
+    ("drawer", "search"),
+    ("drawer_context", "token_count"),
+    ("drawer_context", "search"),
+    ("embedding", "dimension"),
+}
 
 
 def _exported(table: str, row: Row) -> dict[str, Any]:
@@ -136,6 +142,9 @@ def _imported(table: str, columns: Sequence[Row], row: Mapping[str, Any], dimens
         text, exact = _storable(row["content"])
         words = search_text(row["content"])
         derived = {"content": text, "content_exact": exact, "token_count": token_count(words), "search": words}
+    elif table == "drawer_context":
+        words = search_text(row["context"])
+        derived = {"token_count": token_count(words), "search": words}
     elif table == "embedding":
         vector = np.asarray(row["vector"], dtype=np.float32)
         dimensions.add(int(vector.shape[0]))

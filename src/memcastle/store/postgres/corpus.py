@@ -40,11 +40,13 @@ class _Lexicon:
     """Counts up to drawer `upto`: drawers, their total length, and per lexeme the drawers holding it."""
 
     drawers: int
-    tokens: int
+    tokens: int  # their own words and their neighbours' (ADR 0056), as FTS5 counts a row's length
+    own_tokens: int  # their own words alone
     upto: int
     at: float
     lexemes: dict[str, int] = field(default_factory=dict)
-    phrases: OrderedDict[str, tuple[int, int]] = field(default_factory=OrderedDict)  # words → (drawers, upto)
+    near: dict[str, int] = field(default_factory=dict)  # per lexeme, the drawers holding it or with it in their context
+    phrases: OrderedDict[tuple[str, bool], tuple[int, int]] = field(default_factory=OrderedDict)  # → (drawers, upto)
 
 
 @dataclass(frozen=True)
@@ -72,9 +74,23 @@ class CorpusStatistics:
         self._words: dict[str, tuple[str, ...]] = {}  # a term's words → its lexemes (fixed by the configuration)
         self._recounting = False
 
-    def read(self, tx: Tx, terms: Sequence[str], recount: Callable[[], None] | None = None) -> Statistics:
-        """The statistics for these terms (each a term's words, as the full-text index sees them). `recount` is
-        called (it should start `recount_in_full` elsewhere) when the counts are due to be read again in full."""
+    def read(
+        self,
+        tx: Tx,
+        terms: Sequence[str],
+        recount: Callable[[], None] | None = None,
+        *,
+        near: bool = False,
+        own_length: bool = False,
+    ) -> Statistics:
+        """The statistics for these terms (each a term's words, as the full-text index sees them); with `near`, a
+        term's drawers are those holding it in their own words or their neighbours' (as FTS5 counts a phrase
+        matched in any column). `recount` is called (it should start `recount_in_full` elsewhere) when the counts
+        are due to be read again in full. The average length is a row's, own words and context, as BM25 ranks by;
+        with `own_length`, of drawers' own words alone (as FTS5's averages record counts its first column).
+
+        A context changes when a neighbour arrives or goes, which the counts brought forward do not see: like a
+        writer committing out of order, that nudges the weights until the next recount."""
         found = tx.one("SELECT coalesce(max(seq), 0) AS top FROM drawer")
         top = int(found["top"]) if found is not None else 0
         lexicon = self._forward(tx, top)
@@ -86,10 +102,11 @@ class CorpusStatistics:
         for words in terms:
             kept = lexemes[words]
             if len(kept) == 1:
-                frequencies.append(lexicon.lexemes.get(kept[0], 0))
+                frequencies.append((lexicon.near if near else lexicon.lexemes).get(kept[0], 0))
             else:
-                frequencies.append(self._phrase(tx, lexicon, words))
-        average = lexicon.tokens / lexicon.drawers if lexicon.drawers else 0.0
+                frequencies.append(self._phrase(tx, lexicon, words, near))
+        tokens = lexicon.own_tokens if own_length else lexicon.tokens
+        average = tokens / lexicon.drawers if lexicon.drawers else 0.0
         return Statistics(lexicon.drawers, average, tuple(frequencies))
 
     def recount_with(self, reader: Callable[[], AbstractContextManager[Tx]]) -> None:
@@ -119,31 +136,33 @@ class CorpusStatistics:
             return lexicon
 
     def _full(self, tx: Tx) -> _Lexicon:
-        row = tx.one(
-            "SELECT count(*) AS n, coalesce(sum(token_count), 0) AS tokens, coalesce(max(seq), 0) AS upto FROM drawer"
-        )
+        row = tx.one("SELECT coalesce(max(seq), 0) AS upto FROM drawer")
         assert row is not None
-        upto = int(row["upto"])
-        lexicon = _Lexicon(int(row["n"]), int(row["tokens"]), upto, self._clock())
-        rows = tx.all(f"SELECT word, ndoc FROM ts_stat('SELECT search FROM drawer WHERE seq <= {upto:d}')")
-        lexicon.lexemes = {r["word"]: int(r["ndoc"]) for r in rows}
+        lexicon = _Lexicon(0, 0, 0, 0, self._clock())
+        self._add_range(tx, lexicon, int(row["upto"]))
         return lexicon
 
     def _add_range(self, tx: Tx, lexicon: _Lexicon, top: int) -> None:
         """Count the drawers past `lexicon.upto` up to `top` into it (under the lock)."""
         low = lexicon.upto
         row = tx.one(
-            "SELECT count(*) AS n, coalesce(sum(token_count), 0) AS tokens FROM drawer WHERE seq > ? AND seq <= ?",
+            "SELECT count(*) AS n, coalesce(sum(d.token_count), 0) AS own, coalesce(sum(c.token_count), 0) AS near "
+            "FROM drawer d LEFT JOIN drawer_context c ON c.seq = d.seq WHERE d.seq > ? AND d.seq <= ?",
             (low, top),
         )
         assert row is not None
-        rows = tx.all(
-            f"SELECT word, ndoc FROM ts_stat('SELECT search FROM drawer WHERE seq > {low:d} AND seq <= {top:d}')"
+        own = f"SELECT search FROM drawer WHERE seq > {low:d} AND seq <= {top:d}"
+        # A drawer's lexemes with its context's: `d.search` twice where it has none (ts_stat counts a row once).
+        near = (
+            "SELECT d.search || coalesce(c.search, d.search) FROM drawer d LEFT JOIN drawer_context c "
+            f"ON c.seq = d.seq WHERE d.seq > {low:d} AND d.seq <= {top:d}"
         )
-        for r in rows:
-            lexicon.lexemes[r["word"]] = lexicon.lexemes.get(r["word"], 0) + int(r["ndoc"])
+        for counts, query in ((lexicon.lexemes, own), (lexicon.near, near)):
+            for r in tx.all(f"SELECT word, ndoc FROM ts_stat('{query}')"):
+                counts[r["word"]] = counts.get(r["word"], 0) + int(r["ndoc"])
         lexicon.drawers += int(row["n"])
-        lexicon.tokens += int(row["tokens"])
+        lexicon.own_tokens += int(row["own"])
+        lexicon.tokens += int(row["own"]) + int(row["near"])
         lexicon.upto = top
 
     def _lexemes_of(self, tx: Tx, terms: Sequence[str]) -> dict[str, tuple[str, ...]]:
@@ -158,25 +177,28 @@ class CorpusStatistics:
                 self._words[r["words"]] = tuple(r["lexemes"])
         return {words: self._words[words] for words in terms}
 
-    def _phrase(self, tx: Tx, lexicon: _Lexicon, words: str) -> int:
-        """A phrase's document frequency up to the lexicon's `upto`: counted once, then forward."""
+    def _phrase(self, tx: Tx, lexicon: _Lexicon, words: str, near: bool) -> int:
+        """A phrase's document frequency up to the lexicon's `upto` (with `near`, in drawers' context too): counted
+        once, then forward."""
         upto = lexicon.upto
+        key = (words, near)
         with self._lock:
-            known = lexicon.phrases.get(words)
-        match = f"search @@ phraseto_tsquery('{CONFIG}', ?)"
+            known = lexicon.phrases.get(key)
+        query = f"phraseto_tsquery('{CONFIG}', ?)"
+        match = f"(d.search @@ {query} OR c.search @@ {query})" if near else f"d.search @@ {query}"
+        found = "SELECT count(*) AS n FROM drawer d LEFT JOIN drawer_context c ON c.seq = d.seq WHERE "
+        asked = (words, words) if near else (words,)
         if known is None or known[1] > upto:
-            row = tx.one(f"SELECT count(*) AS n FROM drawer WHERE {match} AND seq <= ?", (words, upto))
+            row = tx.one(f"{found}{match} AND d.seq <= ?", (*asked, upto))
             assert row is not None
             known = (int(row["n"]), upto)
         elif known[1] < upto:
-            row = tx.one(
-                f"SELECT count(*) AS n FROM drawer WHERE seq > ? AND seq <= ? AND {match}", (known[1], upto, words)
-            )
+            row = tx.one(f"{found}d.seq > ? AND d.seq <= ? AND {match}", (known[1], upto, *asked))
             assert row is not None
             known = (known[0] + int(row["n"]), upto)
         with self._lock:
-            lexicon.phrases[words] = known
-            lexicon.phrases.move_to_end(words)
+            lexicon.phrases[key] = known
+            lexicon.phrases.move_to_end(key)
             while len(lexicon.phrases) > MAX_PHRASES:
                 lexicon.phrases.popitem(last=False)
         return known[0]

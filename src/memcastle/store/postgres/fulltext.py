@@ -46,15 +46,27 @@ def token_count(words: str) -> int:
     return len(words.split())
 
 
-def bm25_sql(term_count: int, match_count: int, require_all: bool, where: str) -> str:
+def bm25_sql(term_count: int, match_count: int, require_all: bool, where: str, context_weight: float = 0.0) -> str:
     """BM25 of the drawers that match, filtered by `where`, best `limit` first, scored over all `term_count` terms with
-    the statistics given (see `memcastle.store.postgres.corpus`): FTS5's formula, a phrase counting its rarest word.
+    the statistics given (see `memcastle.store.postgres.corpus`): FTS5's formula, a phrase counting its rarest word,
+    a drawer's length its own words and its neighbours' (ADR 0056). With `context_weight`, a term also matches in the
+    drawer's context, where an occurrence counts that much (FTS5's column weights).
 
     Parameters, in order: the terms' words (text[]); their IDFs (float8[]); the words of the `match_count` terms a
-    drawer must have all of (`require_all`) or any of; the `where` parameters; the average drawer length; the limit.
+    drawer must have all of (`require_all`) or any of (`match_params`); the `where` parameters; the average drawer
+    length; the limit.
     """
-    glue = " && " if require_all else " || "
-    match = glue.join([f"phraseto_tsquery('{CONFIG}', ?)"] * match_count)
+    phrase = f"phraseto_tsquery('{CONFIG}', ?)"
+    if not context_weight:
+        glue = " && " if require_all else " || "
+        match = f"d.search @@ ({glue.join([phrase] * match_count)})"
+    elif require_all:
+        match = " AND ".join([f"(d.search @@ {phrase} OR c.search @@ {phrase})"] * match_count)
+    else:
+        anyone = " || ".join([phrase] * match_count)
+        match = f"(d.search @@ ({anyone}) OR c.search @@ ({anyone}))"
+    kept = "(SELECT array_agg(DISTINCT l) FROM term, unnest(term.lexemes) AS l)"
+    weight = float(context_weight)
     return f"""
 WITH term AS (
     SELECT t.ord, t.idf, phraseto_tsquery('{CONFIG}', t.words) AS query,
@@ -63,11 +75,12 @@ WITH term AS (
 ), hit AS (
     -- Only the query's lexemes (with their positions) are kept per drawer, so term frequencies are read from a
     -- vector of a few entries instead of unnesting the whole document.
-    SELECT d.id, d.token_count,
-           ts_filter(setweight(d.search, 'A', (SELECT array_agg(DISTINCT l) FROM term, unnest(term.lexemes) AS l)),
-                     '{{a}}') AS terms
+    SELECT d.id, d.token_count + coalesce(c.token_count, 0) AS token_count,
+           ts_filter(setweight(d.search, 'A', {kept}), '{{a}}') AS terms,
+           ts_filter(setweight(coalesce(c.search, ''::tsvector), 'A', {kept}), '{{a}}') AS near
     FROM drawer d JOIN room r ON r.id = d.room_id JOIN wing w ON w.id = r.wing_id
-    WHERE d.search @@ ({match}){where}
+    LEFT JOIN drawer_context c ON c.seq = d.seq
+    WHERE {match}{where}
 )
 SELECT hit.id,
        -- Summed in the terms' order: two drawers with the same statistics get the very same score, so the id breaks
@@ -77,15 +90,29 @@ SELECT hit.id,
 FROM hit CROSS JOIN term
 CROSS JOIN LATERAL (
     -- A term that matches has all its words in the drawer; a phrase counts its rarest word.
-    SELECT CASE WHEN hit.terms @@ term.query
-                THEN (SELECT min(array_length(u.positions, 1)) FROM unnest(hit.terms) AS u
-                      WHERE u.lexeme = ANY(term.lexemes))
-                ELSE 0 END AS n
+    SELECT {_occurrences("hit.terms")} + {weight!r} * {_occurrences("hit.near")} AS n
 ) AS tf
 GROUP BY hit.id
 ORDER BY score DESC, hit.id
 LIMIT ?
 """
+
+
+def match_params(words: list[str], require_all: bool, context_weight: float) -> list[str]:
+    """The words `bm25_sql`'s match takes, in its order: each once, or with a context weight, once per column."""
+    if not context_weight:
+        return words
+    if require_all:
+        return [w for word in words for w in (word, word)]
+    return [*words, *words]
+
+
+def _occurrences(terms: str) -> str:
+    """How often `term` occurs in `terms` (a vector of the query's lexemes): a phrase counts its rarest word."""
+    return (
+        f"(CASE WHEN {terms} @@ term.query THEN (SELECT min(array_length(u.positions, 1)) FROM unnest({terms}) AS u "
+        "WHERE u.lexeme = ANY(term.lexemes)) ELSE 0 END)"
+    )
 
 
 def term_bound(idf: float) -> float:

@@ -54,6 +54,10 @@ class ForgetTables(Role):
         """Remove the full-text entries of the drawers in `forget_set` (before their rows go), so that nothing of
         their words stays in the index: SQLite's external-content index needs it, PostgreSQL's lives in the row."""
 
+    def _after_erase(self, tx: Tx) -> None:
+        """Backend work once the rows of the drawers in `forget_set` are gone, in the same transaction (SQLite: the
+        drawers beside them lose their words from their full-text context)."""
+
     def _after_forget(self) -> None:
         """Backend work once a forget has committed (SQLite: empty the write-ahead log)."""
 
@@ -297,6 +301,7 @@ class ForgetTables(Role):
         tx.run(f"UPDATE drawer SET superseded_by = NULL WHERE superseded_by IN {_SET} AND seq NOT IN {_SEQS}")
         self._erase_fulltext(tx)
         tx.run(f"DELETE FROM drawer WHERE seq IN {_SEQS}")
+        self._after_erase(tx)
         for room_id in places["rooms"]:
             tx.run("DELETE FROM room WHERE id = ?", (room_id,))
         for wing_id in places["wings"]:

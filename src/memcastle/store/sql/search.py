@@ -3,6 +3,7 @@ reads besides its full-text index; each backend ranks with its own full-text ind
 
 from __future__ import annotations
 
+import dataclasses
 from abc import abstractmethod
 from collections.abc import Sequence
 
@@ -24,6 +25,18 @@ class SearchTables(Role):
 
     @abstractmethod
     def term_statistics(self, words: Sequence[str]) -> TermStatistics: ...
+
+    @abstractmethod
+    def _holding(self, drawer_ids: Sequence[str], terms: Sequence[str]) -> set[str]:
+        """Which of these drawers hold one of the terms in their own text."""
+
+    def _marked_own(self, query: LexicalQuery, found: list[ScoredDrawer]) -> list[ScoredDrawer]:
+        """With a weight for the neighbours' words, each candidate marked by whether it holds one of the query's
+        terms itself (`ScoredDrawer.own`); without one, every candidate does."""
+        if not query.context_weight or not found:
+            return found
+        holding = self._holding([c.drawer_id for c in found], query.terms)
+        return [c if c.drawer_id in holding else dataclasses.replace(c, own=False) for c in found]
 
     def eligible_ids(self, drawer_ids: Sequence[str], scope: Scope) -> set[str]:
         """The subset of `drawer_ids` inside the scope and the temporal window."""

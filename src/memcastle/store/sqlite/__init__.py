@@ -35,6 +35,7 @@ from memcastle.store.sql.jobs import JobTables
 from memcastle.store.sql.miners import MinerTables
 from memcastle.store.sql.mining import MiningTables
 from memcastle.store.sql.near import NearTables
+from memcastle.store.sql.neighbours import ContextPass, index_written, renew_around
 from memcastle.store.sql.requests import RequestKeyTables
 from memcastle.store.sql.rows import job_from_row
 from memcastle.store.sql.vectors import VectorWrite, vector_chunk
@@ -43,6 +44,7 @@ from memcastle.store.sqlite.files import mark_in_use, refuse_a_lost_database
 from memcastle.store.sqlite.fulltext import fts5_match
 from memcastle.store.sqlite.integrity import SQLiteIntegrity
 from memcastle.store.sqlite.search import SQLiteSearch
+from memcastle.store.sqlite.written import CONTEXT_ROWS
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +56,7 @@ class SQLiteTx:
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
+        self.written: list[int] = []  # the drawers this transaction inserted, indexed when it commits
 
     def one(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
         return cast("Row | None", self.conn.execute(sql, params).fetchone())
@@ -102,6 +105,8 @@ class SQLiteStore(SqlStore):
             with self._write() as tx:
                 rescan(tx)  # the drawers stored before migration 16, once
             self._empty_log()  # a forget that committed before a crash leaves its old pages in the log until now
+            self._context_pass = ContextPass(self._write, CONTEXT_ROWS)
+            self._context_pass.start()
             mark_in_use(palace, self._now())
         self.drawers = SQLiteDrawers(self)
         self.search = SQLiteSearch(self)
@@ -151,7 +156,10 @@ class SQLiteStore(SqlStore):
             conn = self._writer
             conn.execute("BEGIN IMMEDIATE")
             try:
-                yield SQLiteTx(conn)
+                tx = SQLiteTx(conn)
+                yield tx
+                if tx.written:
+                    index_written(tx, tx.written, CONTEXT_ROWS)
                 conn.execute("COMMIT")
             except BaseException:
                 # A COMMIT refused (a full disk) leaves the transaction open; SQLite may have rolled it back already.
@@ -164,6 +172,7 @@ class SQLiteStore(SqlStore):
         return self._lock
 
     def close(self) -> None:
+        self._context_pass.stop()
         with self._readers_lock:
             for conn in self._readers:
                 conn.close()
@@ -229,9 +238,14 @@ RESCAN_BATCH = 2_000  # drawers read per step of the scan migration 16 asks for
 
 def respace(tx: Tx, seq: int, content: str) -> None:
     """Index a drawer holding a script written without spaces a character at a time (`memcastle.model.scripts`):
-    the insert trigger indexed its text whole; FTS5 is told that text to delete, then given the spaced one."""
-    tx.run("INSERT INTO drawer_fts(drawer_fts, rowid, content) VALUES ('delete', ?, ?)", (seq, content))
-    tx.run("INSERT INTO drawer_fts(rowid, content) VALUES (?, ?)", (seq, index_text(content)))
+    a rebuild indexed its text whole; FTS5 is told that text to delete, then given the spaced one."""
+    row = tx.one("SELECT context FROM drawer_context WHERE seq = ?", (seq,))
+    context = row["context"] if row is not None else ""
+    tx.run(
+        "INSERT INTO drawer_fts(drawer_fts, rowid, content, context) VALUES ('delete', ?, ?, ?)",
+        (seq, content, context),
+    )
+    tx.run("INSERT INTO drawer_fts(rowid, content, context) VALUES (?, ?, ?)", (seq, index_text(content), context))
 
 
 def rescan(tx: Tx) -> int:
@@ -267,9 +281,7 @@ class SQLiteDrawers(DrawerTables):
         except sqlite3.IntegrityError:
             raise NameTaken from None  # the id was checked in this transaction, and there is one writer
         assert cursor.lastrowid is not None
-        content = str(row.get("content") or "")
-        if has_unspaced(content):
-            respace(tx, cursor.lastrowid, content)  # in the insert's own transaction: no search sees it unspaced
+        tx.written.append(cursor.lastrowid)  # indexed, with its neighbours' words, when the transaction commits
         return cursor.lastrowid
 
 
@@ -323,21 +335,20 @@ class SQLiteForgetting(ForgetTables):
     db: SQLiteStore
 
     def _match_sql(self, query: LexicalQuery) -> tuple[str, list[Any]]:
-        match = fts5_match(LexicalQuery(query.terms, require_all=True))
+        match = fts5_match(LexicalQuery(query.terms, require_all=True), column="content")  # not its neighbours'
         return "d.seq IN (SELECT rowid FROM drawer_fts WHERE drawer_fts MATCH ?)", [match]
 
     def _erase_fulltext(self, tx: Tx) -> None:
         """FTS5 keeps an external-content row's terms until told the row's text: `delete` it, then `optimize` merges
         every segment into one without the deleted entries (FTS5 before SQLite 3.42 has no secure-delete), and the
         freed pages are zeroed by `secure_delete`."""
-        # Told the text as it was indexed: the drawer's own, or its characters spaced (`respace`).
-        rows = tx.all("SELECT d.seq, d.content FROM drawer d WHERE d.seq IN (SELECT seq FROM forget_set)")
-        tx.many(
-            "INSERT INTO drawer_fts(drawer_fts, rowid, content) VALUES ('delete', ?, ?)",
-            [(r["seq"], index_text(r["content"])) for r in rows],
-        )
+        # Told the words as they were indexed: the drawer's own (spaced, `respace`) and its neighbours'.
+        CONTEXT_ROWS.unindex(tx, [int(r["seq"]) for r in tx.all("SELECT seq FROM forget_set")])
         # The merge is owed until it is made, in a transaction of its own: on a full disk the forget still commits.
         tx.run("INSERT INTO index_merge_owed(id, since) VALUES (1, ?) ON CONFLICT DO NOTHING", (self._now(),))
+
+    def _after_erase(self, tx: Tx) -> None:
+        renew_around(tx, [int(r["seq"]) for r in tx.all("SELECT seq FROM forget_set")], CONTEXT_ROWS)
 
     def _after_forget(self) -> None:
         self.merge_index()
@@ -439,8 +450,10 @@ class SQLiteCopy(Role):
                         batch.clear()
                 conn.executemany(statement, batch)
                 counts[table] = count + len(batch)
+            # Every imported text and its neighbours' words (`drawer_indexed`), whole, then spaced where needed.
+            tx.run("INSERT INTO drawer_fts(drawer_fts) VALUES ('rebuild')")
             tx.run("INSERT INTO drawer_fts_rescan(after_seq) VALUES (0)")
-            rescan(tx)  # the trigger indexed every imported text whole
+            rescan(tx)
         return counts
 
 

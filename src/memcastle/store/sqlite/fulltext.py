@@ -12,8 +12,10 @@ def quote_term(term: str) -> str:
     return '"' + index_text(term).strip().replace('"', '""') + '"'
 
 
-def fts5_match(query: LexicalQuery) -> str | None:
-    """An FTS5 MATCH expression over the quoted terms (AND when all are required, else OR); None for no terms."""
+def fts5_match(query: LexicalQuery, *, column: str | None = None) -> str | None:
+    """An FTS5 MATCH expression over the quoted terms (AND when all are required, else OR), in every column or in
+    `column` alone; None for no terms."""
     if not query.terms:
         return None
-    return (" AND " if query.require_all else " OR ").join(quote_term(t) for t in query.terms)
+    expression = (" AND " if query.require_all else " OR ").join(quote_term(t) for t in query.terms)
+    return f"{column} : ({expression})" if column else expression

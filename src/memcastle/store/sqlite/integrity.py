@@ -37,10 +37,15 @@ class SQLiteIntegrity(IntegrityTables):
 
         with self._write() as tx:
             if name == "fts_missing":
-                rows = tx.all(f"SELECT d.seq, d.content {_MISSING} LIMIT ?", (batch,))
+                rows = tx.all(
+                    "SELECT d.seq, d.content, coalesce((SELECT c.context FROM drawer_context c WHERE c.seq = d.seq), "
+                    f"'') AS context {_MISSING} LIMIT ?",
+                    (batch,),
+                )
                 for row in rows:
                     tx.run(
-                        "INSERT INTO drawer_fts(rowid, content) VALUES (?, ?)", (row["seq"], index_text(row["content"]))
+                        "INSERT INTO drawer_fts(rowid, content, context) VALUES (?, ?, ?)",
+                        (row["seq"], index_text(row["content"]), row["context"]),
                     )
                 return len(rows)
             if name != "fts_extra":

@@ -32,6 +32,20 @@ class SQLiteSearch(SearchTables):
         self._verdicts = threading.local()
 
     def lexical_candidates(self, query: LexicalQuery, scope: Scope, limit: int) -> list[ScoredDrawer]:
+        """See `_candidates`; with a weight for the neighbours' words, each marked by whether it holds one of the
+        terms itself (`ScoredDrawer.own`)."""
+        return self._marked_own(query, self._candidates(query, scope, limit))
+
+    def _holding(self, drawer_ids: Sequence[str], terms: Sequence[str]) -> set[str]:
+        match = fts5_match(LexicalQuery(tuple(terms), require_all=False), column="content")
+        rows = self._all(
+            "SELECT d.id FROM drawer_fts JOIN drawer d ON d.seq = drawer_fts.rowid "
+            f"WHERE drawer_fts MATCH ? AND d.id IN ({','.join('?' * len(drawer_ids))})",
+            (match, *drawer_ids),
+        )
+        return {r["id"] for r in rows}
+
+    def _candidates(self, query: LexicalQuery, scope: Scope, limit: int) -> list[ScoredDrawer]:
         """BM25's best `limit` eligible drawers, ties by id (bm25() is lower-is-better; the signal is flipped so that
         higher is better everywhere).
 
@@ -56,7 +70,7 @@ class SQLiteSearch(SearchTables):
         return self._ranked(query, scope, limit)
 
     def count_matching(self, query: LexicalQuery, scope: Scope, at_most: int) -> int:
-        match = fts5_match(query)
+        match = fts5_match(query, column=_column(query))
         if match is None:
             return 0
         where, params = filter_sql(scope, self._now(), self.lifecycle, self.backend)
@@ -68,15 +82,15 @@ class SQLiteSearch(SearchTables):
         return int(row["n"]) if row else 0
 
     def _ranked(self, query: LexicalQuery, scope: Scope, limit: int) -> list[ScoredDrawer]:
-        match = fts5_match(query)
+        match = fts5_match(query, column=_column(query))
         if match is None:
             return []
+        bm25 = f"bm25(drawer_fts, 1.0, {float(query.context_weight)!r})"
         where, params = filter_sql(scope, self._now(), self.lifecycle, self.backend)
         take = max(limit * LEXICAL_HEAD, LEXICAL_MIN_HEAD)
         for _ in range(2):
             top = self._all(
-                "SELECT rowid AS seq, bm25(drawer_fts) AS score FROM drawer_fts WHERE drawer_fts MATCH ? "
-                "ORDER BY score LIMIT ?",
+                f"SELECT rowid AS seq, {bm25} AS score FROM drawer_fts WHERE drawer_fts MATCH ? ORDER BY score LIMIT ?",
                 (match, take),
             )
             if not top:
@@ -93,7 +107,7 @@ class SQLiteSearch(SearchTables):
                 return [ScoredDrawer(drawer_id=drawer_id, signal=-rank) for rank, drawer_id in found]
             take *= LEXICAL_WIDEN
         rows = self._all(
-            "SELECT d.id, bm25(drawer_fts) AS rank FROM drawer_fts JOIN drawer d ON d.seq = drawer_fts.rowid "
+            f"SELECT d.id, {bm25} AS rank FROM drawer_fts JOIN drawer d ON d.seq = drawer_fts.rowid "
             "JOIN room r ON r.id = d.room_id JOIN wing w ON w.id = r.wing_id "
             f"WHERE drawer_fts MATCH ?{where} ORDER BY rank, d.id LIMIT ?",
             (match, *params, limit),
@@ -108,7 +122,9 @@ class SQLiteSearch(SearchTables):
             rows, tokens = (_varints(bytes(found["block"])) + [0, 0])[:2] if found is not None else (0, 0)
             counts = []
             for word in words:
-                row = tx.one("SELECT count(*) AS n FROM drawer_fts WHERE drawer_fts MATCH ?", (quote_term(word),))
+                row = tx.one(  # in drawers' own text, as the averages count
+                    "SELECT count(*) AS n FROM drawer_fts WHERE drawer_fts MATCH ?", ("content : " + quote_term(word),)
+                )
                 counts.append(int(row["n"]) if row is not None else 0)
         return TermStatistics(rows, tokens / rows if rows else 0.0, tuple(counts))
 
@@ -130,7 +146,7 @@ class SQLiteSearch(SearchTables):
             for term in query.terms:
                 row = tx.one(
                     "SELECT count(*) AS n FROM (SELECT 1 FROM drawer_fts WHERE drawer_fts MATCH ? LIMIT ?)",
-                    (quote_term(term), cap),
+                    (_columns(query) + quote_term(term), cap),
                 )
                 rows.append(int(row["n"]) if row is not None else 0)
                 if rows[-1] < cap:
@@ -148,7 +164,10 @@ class SQLiteSearch(SearchTables):
             total = int(found["n"] or 0) if found is not None else 0
             rows = []
             for term in query.terms:
-                row = tx.one("SELECT count(*) AS n FROM drawer_fts WHERE drawer_fts MATCH ?", (quote_term(term),))
+                row = tx.one(
+                    "SELECT count(*) AS n FROM drawer_fts WHERE drawer_fts MATCH ?",
+                    (_columns(query) + quote_term(term),),
+                )
                 rows.append(int(row["n"]) if row is not None else 0)
         return rows, total
 
@@ -163,7 +182,10 @@ class SQLiteSearch(SearchTables):
         budget = LexicalQuery(tuple(query.terms[i] for i in kept), require_all=False, max_rows=query.max_rows)
         taken = budget.within_budget([rows[i] for i in kept])
         bounded = query.max_rows is not None and sum(rows) > query.max_rows
-        return LexicalQuery(tuple(budget.terms[i] for i in taken), require_all=False), bounded
+        reduced = LexicalQuery(
+            tuple(budget.terms[i] for i in taken), require_all=False, context_weight=query.context_weight
+        )
+        return reduced, bounded
 
 
 def _varints(block: bytes) -> list[int]:
@@ -182,3 +204,14 @@ def _varints(block: bytes) -> list[int]:
                 break
         values.append(value)
     return values
+
+
+def _column(query: LexicalQuery) -> str | None:
+    """Where a query matches: without a weight for the neighbours' words, in a drawer's own text alone."""
+    return None if query.context_weight else "content"
+
+
+def _columns(query: LexicalQuery) -> str:
+    """`_column` as the prefix of one term's MATCH."""
+    column = _column(query)
+    return f"{column} : " if column else ""
