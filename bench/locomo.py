@@ -47,7 +47,7 @@ from memcastle.clock import to_datetime
 from memcastle.config import load_settings
 from memcastle.model import Drawer, Hit, JobStatus
 from memcastle.model.requests import MineRequest
-from memcastle.search.passages import split_passages
+from memcastle.search.passages import drawer_passages
 from memcastle.services import SearchRequest
 
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "eval" / "locomo-dev.json"
@@ -373,10 +373,14 @@ def ingest(
             span = to_datetime(job.finished_at) - to_datetime(job.started_at)
             report.embed_job_seconds += span.total_seconds()
         report.passages += int((job.result or {}).get("passages", 0))
-    passage_policy = (palace.settings["embeddings.passage_chars"], palace.settings["embeddings.passage_overlap"])
+    passage_policy = (
+        palace.settings["embeddings.passage_chars"],
+        palace.settings["embeddings.passage_overlap"],
+        palace.settings["embeddings.sentence_chars"],
+    )
     wings = {wing_of(c, level) for c in conversations for level in levels}
     report.distinct_passages = sum(
-        len(split_passages(d.content, *passage_policy)) for wing in sorted(wings) for d in wing_drawers(palace, wing)
+        len(drawer_passages(d.content, *passage_policy)) for wing in sorted(wings) for d in wing_drawers(palace, wing)
     )
     return report
 

@@ -430,6 +430,7 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
             batch_size=settings["embeddings.batch_size"],
             passage_chars=settings["embeddings.passage_chars"],
             passage_overlap=settings["embeddings.passage_overlap"],
+            sentence_chars=settings["embeddings.sentence_chars"],
             finish=transition.complete if transition is not None else None,
         )
         handlers[backfill_kind] = backfill.run

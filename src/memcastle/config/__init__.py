@@ -248,6 +248,14 @@ SETTINGS: tuple[SettingSpec, ...] = (
     ),
     SettingSpec("embeddings.passage_overlap", int, 0, "characters a passage shares with the one before it", minimum=0),
     SettingSpec(
+        "embeddings.sentence_chars",
+        int,
+        700,
+        "a drawer this long or shorter also gets a vector per sentence, each prefixed by its line's speaker or "
+        "heading (docs/adr/0057-sentence-passages.md; 0: none)",
+        minimum=0,
+    ),
+    SettingSpec(
         "extraction.provider",
         str,
         "heuristic",

@@ -15,7 +15,12 @@ from memcastle.errors import ConfigError
 from memcastle.jobs.context import JobContext
 from memcastle.model import Drawer
 from memcastle.search.embeddings import EmbeddingProvider
-from memcastle.search.passages import PASSAGE_OVERLAP_CHARS, PASSAGE_WINDOW_CHARS, split_passages
+from memcastle.search.passages import (
+    PASSAGE_OVERLAP_CHARS,
+    PASSAGE_WINDOW_CHARS,
+    SENTENCE_DRAWER_CHARS,
+    drawer_passages,
+)
 from memcastle.store import EmbeddingStore
 
 KIND = "embed"
@@ -88,6 +93,7 @@ class EmbeddingBackfill:
         batch_size: int,
         passage_chars: int = PASSAGE_WINDOW_CHARS,
         passage_overlap: int = PASSAGE_OVERLAP_CHARS,
+        sentence_chars: int = SENTENCE_DRAWER_CHARS,
         max_passages: int = MAX_BATCH_PASSAGES,
         monotonic: Callable[[], float] = time.monotonic,
         finish: Callable[[str], int] | None = None,
@@ -104,7 +110,7 @@ class EmbeddingBackfill:
         self._finish = finish or store.drop_other_embeddings
         self._batch_size = batch_size
         self._max_passages = max_passages
-        self._passages = (passage_chars, passage_overlap)
+        self._passages = (passage_chars, passage_overlap, sentence_chars)
         self._monotonic = monotonic
 
     def run(self, ctx: JobContext) -> Mapping[str, Any]:
@@ -222,7 +228,7 @@ class EmbeddingBackfill:
         chosen: list[list[str]] = []
         count = 0
         for seq, drawer in batch:
-            passages = split_passages(drawer.content, *self._passages)
+            passages = drawer_passages(drawer.content, *self._passages)
             now = passages[:1] if mode == "head" else passages[first:]
             if kept and count + len(now) > self._max_passages:
                 break
