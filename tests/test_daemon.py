@@ -286,6 +286,9 @@ def test_shutdown_mid_sweep_drains_requeues_and_exits_0(
         extra_env={
             "MEMCASTLE_EMBEDDINGS_PROVIDER": "builtin",
             "MEMCASTLE_EMBEDDINGS_BATCH_SIZE": "4",
+            # One vector a note: with its twelve sentences each, no note would be complete (the progress counted)
+            # before the extract sweep ends.
+            "MEMCASTLE_EMBEDDINGS_SENTENCE_CHARS": "0",
             "MEMCASTLE_JOBS_DRAIN_SECONDS": "1",
         },
     )

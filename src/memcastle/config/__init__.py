@@ -17,7 +17,7 @@ from typing import Any
 
 import platformdirs
 
-from memcastle.config.toml import line_for, line_from_message, line_of_byte
+from memcastle.config.toml import line_for, line_from_message, read_toml_text
 from memcastle.errors import ConfigError
 from memcastle.modes import MODES
 
@@ -171,9 +171,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "search.context_weight",
         float,
         0.5,
-        "the lexical leg: how much a query word found only in a drawer's neighbours (the chunks beside it in its "
-        "document, or the notes written before and after it in its room) counts beside one in its own text, which "
-        "counts 1 (docs/adr/0056-neighbours-in-the-lexical-leg.md; 0: its own text alone)",
+        "hybrid: how much a query word in a drawer's neighbours counts beside its own words (ADR 0056; 0: own only)",
         minimum=0,
         maximum=1,
     ),
@@ -251,8 +249,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "embeddings.sentence_chars",
         int,
         700,
-        "a drawer this long or shorter also gets a vector per sentence, each prefixed by its line's speaker or "
-        "heading (docs/adr/0057-sentence-passages.md; 0: none)",
+        "drawers this short also get a vector per sentence (ADR 0057; 0: none)",
         minimum=0,
     ),
     SettingSpec(
@@ -480,24 +477,6 @@ def load_settings(
         values[key] = _coerce(flag_spec, value, where=f"flag for {key}")
         origins[key] = "flag"
     return Settings(values=values, origins=origins, config_file=path, tables=tables, text=text)
-
-
-def read_toml_text(path: Path) -> str:
-    """A TOML file's text; one that cannot be read or is not UTF-8 is a `ConfigError` naming the file (and the line
-    of the first byte that is not UTF-8)."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise ConfigError(f"cannot read: {exc.strerror or exc}", file=str(path)) from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConfigError(
-            f"not valid UTF-8 (byte {exc.start}: 0x{data[exc.start]:02x})",
-            file=str(path),
-            line=line_of_byte(data, exc.start),
-            help="TOML files are UTF-8 text",
-        ) from None
 
 
 def _apply_file(path: Path, values: dict[str, Any], origins: dict[str, str], tables: dict[str, RawTable]) -> str:

@@ -12,8 +12,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from memcastle.config import Settings, read_toml_text
-from memcastle.config.toml import line_for, line_from_message
+from memcastle.config import Settings
+from memcastle.config.toml import line_for, line_from_message, read_toml_text
 from memcastle.errors import ConfigError
 from memcastle.preferences import LEVELS, Criterion, Layer, Scalar, scalar_kind
 

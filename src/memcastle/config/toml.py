@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import functools
 import re
+from pathlib import Path
+
+from memcastle.errors import ConfigError
 
 _LINE_IN_MESSAGE = re.compile(r"line (\d+)")
 _BARE = re.compile(r"[A-Za-z0-9_-]+")
@@ -224,3 +227,21 @@ class _Scanner:
         self.skip_blank(newlines=False)
         end = self.text.find("\n", self.at)
         self.advance((len(self.text) if end < 0 else end) - self.at)
+
+
+def read_toml_text(path: Path) -> str:
+    """A TOML file's text; one that cannot be read or is not UTF-8 is a `ConfigError` naming the file (and the line
+    of the first byte that is not UTF-8)."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"cannot read: {exc.strerror or exc}", file=str(path)) from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"not valid UTF-8 (byte {exc.start}: 0x{data[exc.start]:02x})",
+            file=str(path),
+            line=line_of_byte(data, exc.start),
+            help="TOML files are UTF-8 text",
+        ) from None
