@@ -168,6 +168,8 @@ def explain_signals(hit: Mapping[str, Any]) -> str:
     for key in ("lexical", "semantic", "fusion", "graph", "relevance"):
         if key in signals and signals[key] is not None:
             parts.append(f"{key} {signals[key]:.3f}")
+    if signals.get("neighbours") is not None:  # none of the query's words, found by the drawers beside it (ADR 0056)
+        parts.append(f"beside the words: neighbours {signals['neighbours']:.3f}")
     stage = signals.get("rerank")
     if stage and "skipped" in stage:
         parts.append(f"re-rank off ({stage['skipped']})")

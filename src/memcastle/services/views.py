@@ -18,7 +18,7 @@ from memcastle.model import Drawer, Entity, FactLink, Hit, Job, SearchResult
 from memcastle.model.answers import EntityView, FactView, MinerView, standing_line
 from memcastle.services.ids import MIN_PREFIX
 
-SIGNALS = ("lexical", "semantic", "fusion", "graph", "relevance", "coverage")
+SIGNALS = ("lexical", "neighbours", "semantic", "fusion", "graph", "relevance", "coverage")
 MIN_BUDGET = 200  # the smallest max_chars: room for an empty answer that says what it left out
 
 
