@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 import time
 import zipfile
 from collections.abc import Iterator
@@ -228,3 +229,29 @@ def test_chatgpt_truncated_zip_is_skipped_with_a_reason(mined_palace: Palace, tm
         pytest.skip("chatgpt connector not registered")
     result = mine(mined_palace, "chatgpt", archive)
     assert result["skipped"] == 1 and result["skipped_documents"][0]["reason"]
+
+
+def test_a_files_chunks_are_each_others_neighbours_and_a_one_chunk_file_has_none(
+    mined_palace: Palace, tmp_path: Path
+) -> None:
+    """A chunk's full-text context is the end of the chunk before it and the start of the one after (ADR 0056);
+    the files beside it in the folder are not its neighbours."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "long.md").write_text(paragraphs(3, "harbour"))  # three chunks at 400 characters
+    (folder / "short.md").write_text("A lone note about the lighthouse.")
+    mine(mined_palace, "directory", folder, wing="docs")
+    with sqlite3.connect(mined_palace.settings.palace / "palace.sqlite3") as conn:
+        rows = conn.execute(
+            "SELECT d.content, v.context FROM drawer_indexed v JOIN drawer d ON d.seq = v.seq ORDER BY d.seq"
+        ).fetchall()
+
+    def context_of(start: str) -> str:
+        (found,) = [context for content, context in rows if content.startswith(start)]
+        return str(found)
+
+    first, middle, last = (context_of(f"harbour paragraph {i}") for i in range(3))
+    assert first.startswith("harbour paragraph 1") and "paragraph 0" not in first
+    assert "paragraph 0" in middle and "harbour paragraph 2" in middle
+    assert "paragraph 1" in last and "paragraph 2" not in last
+    assert context_of("A lone note") == "", "a one-chunk file has no neighbours"

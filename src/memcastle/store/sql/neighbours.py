@@ -24,7 +24,8 @@ log = logging.getLogger(__name__)
 CONTEXT_CHARS = 1000  # of each neighbour: the side that touches the drawer
 CONTEXT_BATCH = 500  # drawers given their neighbours' words per step of the pass over a palace stored before
 ALONE = "d.source_id IS NULL"
-_COLUMNS = "d.seq, d.room_id, d.source_id, d.document, d.connector, d.origin, d.valid_from, d.content"
+_PLACE = "d.seq, d.room_id, d.source_id, d.document, d.valid_from"  # where a drawer is, without its text
+_COLUMNS = f"{_PLACE}, d.origin, d.content"
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,7 @@ def context_text(before: str | None, after: str | None) -> str:
 def contexts(tx: Tx, seqs: Iterable[int], *, spread: bool) -> dict[int, Context]:
     """The contexts of the drawers `seqs` — and, with `spread` (they were just written), of their neighbours, whose
     context now holds their words. Drawers that are gone or closed are left out."""
-    rows = _rows(tx, "d.seq IN ({})", sorted(set(seqs)))
+    rows = _rows(tx, "d.seq IN ({})", sorted(set(seqs)), columns=_PLACE)
     found: dict[int, Context] = {}
     documents: set[tuple[str, str]] = set()
     alone: list[Mapping[str, Any]] = []
@@ -63,7 +64,7 @@ def contexts(tx: Tx, seqs: Iterable[int], *, spread: bool) -> dict[int, Context]
             documents.add((row["source_id"], row["document"]))
         else:
             alone.append(row)
-    for source_id, document in sorted(documents):
+    for source_id, document in _chunked(tx, sorted(documents)):
         chunks = sorted(
             _rows(tx, "d.source_id = ? AND d.document = ? AND d.valid_to IS NULL", [source_id, document], fill=False),
             key=_chunk,
@@ -77,7 +78,7 @@ def contexts(tx: Tx, seqs: Iterable[int], *, spread: bool) -> dict[int, Context]
         for row in alone:
             before, after = _beside(tx, row)
             wanted.update(int(r["seq"]) for r in (before, after) if r is not None)
-    for row in _rows(tx, "d.seq IN ({})", sorted(wanted)):
+    for row in _rows(tx, "d.seq IN ({})", sorted(wanted), columns=_PLACE):
         found[int(row["seq"])] = _context(*_beside(tx, row))
     return found
 
@@ -107,16 +108,38 @@ def _beside(tx: Tx, row: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, M
     return before, after
 
 
-def _rows(tx: Tx, where: str, params: list[Any], *, fill: bool = True) -> list[Mapping[str, Any]]:
+def _rows(
+    tx: Tx, where: str, params: list[Any], *, fill: bool = True, columns: str = _COLUMNS
+) -> list[Mapping[str, Any]]:
     """Current drawers by `where`; with `fill`, `where` holds `{}` for the placeholders of the seqs `params`."""
     if not fill:
-        return tx.all(f"SELECT {_COLUMNS} FROM drawer d WHERE {where}", params)
+        return tx.all(f"SELECT {columns} FROM drawer d WHERE {where}", params)
     out: list[Mapping[str, Any]] = []
     for start in range(0, len(params), 500):
         batch = params[start : start + 500]
         clause = where.format(",".join("?" * len(batch)))
-        out.extend(tx.all(f"SELECT {_COLUMNS} FROM drawer d WHERE {clause} AND d.valid_to IS NULL", batch))
+        out.extend(tx.all(f"SELECT {columns} FROM drawer d WHERE {clause} AND d.valid_to IS NULL", batch))
     return out
+
+
+def _chunked(tx: Tx, documents: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The documents of these that have more than one current chunk, counted from the document index a source and
+    500 documents at a time (a mine files mostly one-chunk documents, which have no neighbours)."""
+    by_source: dict[str, list[str]] = {}
+    for source_id, document in documents:
+        by_source.setdefault(source_id, []).append(document)
+    out: list[tuple[str, str]] = []
+    for source_id, names in by_source.items():
+        for start in range(0, len(names), 500):
+            batch = names[start : start + 500]
+            marks = ",".join("?" * len(batch))
+            rows = tx.all(
+                f"SELECT d.document FROM drawer d WHERE d.source_id = ? AND d.document IN ({marks}) "
+                "AND d.valid_to IS NULL GROUP BY d.document HAVING count(*) > 1",
+                [source_id, *batch],
+            )
+            out.extend((source_id, r["document"]) for r in rows)
+    return sorted(out)
 
 
 def _chunk(row: Mapping[str, Any]) -> tuple[int, int]:
