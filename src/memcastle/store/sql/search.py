@@ -35,8 +35,19 @@ class SearchTables(Role):
         terms itself (`ScoredDrawer.own`); without one, every candidate does."""
         if not query.context_weight or not found:
             return found
-        holding = self._holding([c.drawer_id for c in found], query.terms)
-        return [c if c.drawer_id in holding else dataclasses.replace(c, own=False) for c in found]
+        # Only a drawer with neighbours can have matched by their words alone: the others are not looked at again.
+        ids = [c.drawer_id for c in found]
+        beside = {
+            r["id"]
+            for r in self._all(
+                f"SELECT d.id FROM drawer d JOIN drawer_context c ON c.seq = d.seq WHERE d.id IN ({marks(ids)})", ids
+            )
+        }
+        holding = self._holding(sorted(beside), query.terms) if beside else set()
+        return [
+            c if c.drawer_id not in beside or c.drawer_id in holding else dataclasses.replace(c, own=False)
+            for c in found
+        ]
 
     def eligible_ids(self, drawer_ids: Sequence[str], scope: Scope) -> set[str]:
         """The subset of `drawer_ids` inside the scope and the temporal window."""
