@@ -30,7 +30,7 @@ from memcastle.integrity.audit import AUDIT, REPAIR, PalaceAudit
 from memcastle.jobs.context import JobHandler
 from memcastle.jobs.queue import JobQueue
 from memcastle.jobs.worker import WorkerPool
-from memcastle.knowledge import sweep
+from memcastle.knowledge import dedup, sweep
 from memcastle.knowledge.dedup import DuplicateFinder
 from memcastle.knowledge.extraction import ExtractionProvider, build_extraction_provider
 from memcastle.knowledge.sweep import ExtractionSweep
@@ -104,6 +104,8 @@ class Palace:
             self.services.jobs.request_embedding()
         if self.services.status.extraction_status().pending:
             self.services.jobs.request_extraction()
+        if self.store.near.count_pending():
+            self.services.jobs.request_linking()  # what a mine filed and a stop or crash left unlinked
         self.pool.start()
         if self.maintainer is not None:
             self.maintainer.start()
@@ -230,7 +232,7 @@ def with_external(builtin: dict[str, Connector], consents: ConsentBook) -> dict[
 
 
 # The job kinds `jobs.background_share` bounds: the sweeps that follow writes by themselves.
-BACKGROUND_SWEEPS = (backfill_kind, sweep.KIND)
+BACKGROUND_SWEEPS = (backfill_kind, sweep.KIND, dedup.KIND)
 
 # The extraction settings the sweep reads; the rest of `extraction.*` configures the provider.
 SWEEP_SETTINGS = ("extraction.batch_size", "extraction.code", "extraction.max_entities", "extraction.max_relations")
@@ -320,7 +322,7 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
         connectors,
         roots=roots,
         chunk_chars=settings["mining.chunk_chars"],
-        duplicates=duplicates,
+        link_copies=duplicates.enabled,
         now=now,
         on_filed=lambda job_id, filed: events.publish("drawers", mined_event(job_id, filed)),
         max_documents=settings["mining.max_documents"],
@@ -333,6 +335,7 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
         CHECKPOINT_JOB: lambda ctx: built[0].agents.checkpoint_job(ctx),
         integrity.KIND: partial(integrity.verify_palace, store.drawers),
         pipeline.KIND: mine_pipeline.run,
+        dedup.KIND: duplicates.run,
         archive.EXPORT: archives.export,
         archive.IMPORT: archives.import_,
     }

@@ -136,6 +136,19 @@ def extracted(palace: Palace, timeout: float = 15.0) -> Job:
     return wait_until(done, timeout=timeout, what="the extraction sweep")
 
 
+def linked(palace: Palace, timeout: float = 15.0) -> Job:
+    """Wait until no drawer is queued for the copies sweep and no sweep is queued or running; return the latest
+    `link` job."""
+
+    def done() -> Job | None:
+        if palace.store.near.count_pending() or _active(palace, "link"):
+            return None
+        jobs = palace.services.jobs.list_jobs(None, "link", 1)
+        return jobs[0] if jobs else None
+
+    return wait_until(done, timeout=timeout, what="the copies sweep")
+
+
 def failed_extraction(palace: Palace, timeout: float = 15.0) -> Job:
     """Wait for an extract job to fail, and for nothing else to be running; return that job."""
 

@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 
 from memcastle.knowledge import dedup
 from memcastle.knowledge.dedup import similarity
-from memcastle.model import normalize_text
+from memcastle.model import NearKeys, normalize_text
 
-from .support import Palaces, client_of, mine, write_notes
+from .support import Palaces, client_of, linked, mine, write_notes
 
 IMPORTER = (
     "The Atlas importer retries failed uploads three times with exponential backoff before it gives up "
@@ -156,10 +156,13 @@ def test_mined_duplicates_are_stored_and_linked_not_merged(palaces: Palaces, tmp
     second_folder = write_notes(tmp_path / "backup", {"atlas.md": ({"status": "final"}, text)})
 
     first = mine(palace, "notes", first_folder, wing="w")
+    assert linked(palace).result == {"checked": 1, "linked": 0}
     second = mine(palace, "notes", second_folder, wing="w")
 
-    assert (first["created"], first["similar"]) == (1, 0)
-    assert (second["created"], second["similar"]) == (1, 1)
+    # The mine files and queues; the sweep that follows it links, and says how many.
+    assert (first["created"], first["copies_pending"]) == (1, 1)
+    assert (second["created"], second["copies_pending"]) == (1, 1)
+    assert linked(palace).result == {"checked": 1, "linked": 1}
     http = client_of(palace)
     drawers = room(http)
     assert len(drawers) == 2 and drawers[0]["content"] == drawers[1]["content"]
@@ -176,9 +179,67 @@ def test_mined_evidence_repeating_a_note_is_still_stored(palaces: Palaces, tmp_p
 
     result = mine(palace, "notes", folder, wing="w")
 
-    assert (result["created"], result["similar"]) == (1, 1)
+    assert result["created"] == 1 and linked(palace).result == {"checked": 1, "linked": 1}
     mined = next(d for d in room(http) if d["id"] != manual["drawer"]["id"])
     assert [other for other, _, _ in duplicates(http, mined["id"])] == [manual["drawer"]["id"]]
+
+
+def test_the_copies_sweep_links_exactly_the_planted_copies(palaces: Palaces, tmp_path: Path) -> None:
+    rng = np.random.default_rng(5)
+    words = [f"w{i}" for i in range(4000)]
+    texts = [" ".join(rng.choice(words, size=60)) for _ in range(24)]
+    shifted = texts[2].split()
+    shifted[30] = "changed"  # one word of sixty: similarity above 0.9
+    halved = texts[3].split()[:30] + [f"other{i}" for i in range(30)]  # half replaced: not a copy
+    planted = {
+        "c-exact.md": texts[0],
+        "c-normalized.md": texts[1].upper().replace(" ", ",  "),
+        "c-near.md": " ".join(shifted),
+        "c-far.md": " ".join(halved),
+    }
+    notes = {f"n{i:02d}.md": ({}, text) for i, text in enumerate(texts)}
+    folder = write_notes(tmp_path / "notes", {**notes, **{name: ({}, text) for name, text in planted.items()}})
+    palace = palaces.open()
+
+    result = mine(palace, "notes", folder, wing="w")
+
+    assert result["created"] == 28 and result["copies_pending"] == 28
+    assert linked(palace).result == {"checked": 28, "linked": 3}
+    http = client_of(palace)
+    ids = {Path(d["source"]["origin"]["document"]).name: d["id"] for d in room(http)}
+    named = {v: k for k, v in ids.items()}
+    found = {
+        (frozenset((name, named[other])), verdict)
+        for name, drawer_id in ids.items()
+        for other, verdict, _ in duplicates(http, drawer_id)
+    }
+    assert {pair for pair, _ in found} == {
+        frozenset(("n00.md", "c-exact.md")),
+        frozenset(("n01.md", "c-normalized.md")),
+        frozenset(("n02.md", "c-near.md")),
+    }
+    assert {verdict for _, verdict in found} == {"exact", "normalized", "near"}
+
+
+def test_a_queue_a_stop_left_is_linked_at_the_next_start(palaces: Palaces, tmp_path: Path) -> None:
+    folder = write_notes(tmp_path / "a", {"one.md": ({}, IMPORTER)})
+    again = write_notes(tmp_path / "b", {"one.md": ({}, IMPORTER)})
+    palace = palaces.open()
+    mine(palace, "notes", folder, wing="w")
+    mine(palace, "notes", again, wing="w")
+    linked(palace)
+    http = client_of(palace)
+    [first, second] = [d["id"] for d in room(http)]
+    # What a daemon stopped mid-sweep leaves: a drawer queued, its links not written.
+    with palace.store.near._write() as tx:  # undo the sweep's work, on the real file
+        tx.run("DELETE FROM drawer_link")
+    palace.store.near.add_keys([NearKeys(second)])
+    assert palace.store.near.count_pending() == 1
+
+    palace = palaces.reopen(palace)
+
+    assert linked(palace).result == {"checked": 1, "linked": 1}
+    assert duplicates(client_of(palace), second) == [(first, "exact", 1.0)]
 
 
 # --- similarity ---------------------------------------------------------------------------------------

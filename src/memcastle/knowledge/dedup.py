@@ -6,9 +6,11 @@ signature cut into 8 bands of 4; drawers of the same room sharing band keys are 
 Jaccard similarity of their 5-gram sets. With 8 bands of 4, a pair at similarity 0.9 shares a band with probability
 0.997 in at least two bands (required), while a pair at 0.5 does so with probability 0.085.
 
-A drawer's keys are filed with it (a mined document's in the document's transaction) and queue it; queued drawers
-are linked a batch at a time (`DuplicateFinder.settle`), each to the copies filed before it, with a few indexed
-queries for the whole batch whatever the size of its rooms. A crash leaves the queue, and the next settle links it.
+A note's keys are filed with it and it is linked at once. A mined drawer is only queued as it is filed: its keys
+cost a fifth of a mine, so the `link` sweep that follows the mine (a background job) computes them and links the
+queue a batch at a time (`DuplicateFinder.settle`), each drawer to the copies filed before it, with a few indexed
+queries for the whole batch whatever the size of its rooms. The queue is worked in filing order, so the links are the
+same as when each drawer was linked as it was filed. A crash leaves the queue, and the next sweep links it.
 """
 
 from __future__ import annotations
@@ -16,16 +18,20 @@ from __future__ import annotations
 import functools
 import hashlib
 import zlib
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from memcastle.clock import Clock, utc_now
+from memcastle.jobs.context import JobContext
 from memcastle.model import Drawer, DrawerLink, NearCandidate, NearKeys, NearSubject, normalize_text
 from memcastle.store import NearStore
 
+KIND = "link"  # the background sweep that links queued drawers to their copies
+COALESCE_KEY = "link"
 NEAR_MIN_CHARS = 12
 SHINGLE = 5
 BANDS = 8
@@ -149,6 +155,10 @@ class DuplicateFinder:
         self._threshold = near_threshold
         self._enabled = enabled  # `dedup.enabled`: off, no keys are filed and nothing is linked
 
+    @property
+    def enabled(self) -> bool:
+        return self._enabled
+
     def keys(self, drawer_id: str, wing: str, room: str, content: str) -> NearKeys:
         """What finds the drawer's copies (text normalized once: the store's fingerprint reads the same cache)."""
         if not self._enabled:
@@ -175,7 +185,40 @@ class DuplicateFinder:
             linked.update(self._settle(subjects))
         return linked
 
+    def run(self, ctx: JobContext) -> Mapping[str, Any]:
+        """The `link` job: the queued drawers (a mine's), oldest first, keyed and linked a batch at a time."""
+        tally = {"checked": 0, "linked": 0, **{k: int(v) for k, v in ctx.state.items() if isinstance(v, int)}}
+        left = self._near.count_pending()
+        while subjects := self._near.pending(SETTLE_BATCH):
+            linked = self._settle(subjects)
+            tally["checked"] += len(subjects)
+            tally["linked"] += sum(linked.values())
+            left = max(0, left - len(subjects))
+            ctx.checkpoint(
+                dict(tally),
+                current=tally["checked"],
+                total=tally["checked"] + left,
+                message=f"{tally['linked']} copies linked",
+            )
+        return tally
+
+    def _keyed(self, subjects: list[NearSubject]) -> list[NearSubject]:
+        """The subjects with their keys: those queued without (a mine's) get them computed and filed now."""
+        missing = [s.seq for s in subjects if s.current and not s.signature]
+        if not missing or not self._enabled:
+            return subjects
+        texts = self._near.texts(missing)
+        keys = {seq: self.keys(*text) for seq, text in texts.items()}
+        self._near.add_keys([k for k in keys.values() if k.signature])
+        return [
+            replace(s, bands=tuple(sorted(set(keys[s.seq].bands))), signature=keys[s.seq].signature)
+            if s.seq in keys and keys[s.seq].signature
+            else s
+            for s in subjects
+        ]
+
     def _settle(self, subjects: list[NearSubject]) -> dict[str, int]:
+        subjects = self._keyed(subjects)
         links = self._links([s for s in subjects if s.current])
         self._near.settle([s.seq for s in subjects], links)
         counts: dict[str, int] = {}

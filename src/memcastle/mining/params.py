@@ -16,7 +16,6 @@ COUNTERS = (
     "candidates",
     "unchanged",
     "skipped",
-    "similar",
     "errors",
     "redacted",
     "removed",

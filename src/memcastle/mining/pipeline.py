@@ -30,7 +30,6 @@ from memcastle.connectors.registry import ConnectorRegistry
 from memcastle.connectors.secrets import RedactionTooCostly, Redactor, redact_document
 from memcastle.errors import Conflict, InvalidRequest
 from memcastle.jobs.context import JobContext
-from memcastle.knowledge.dedup import DuplicateFinder
 from memcastle.mining.chunking import chunk_spans, document_text, line_ranges
 from memcastle.mining.params import MineParams, MineTally
 from memcastle.mining.roots import MiningRoots
@@ -38,6 +37,7 @@ from memcastle.model import (
     DocumentChanges,
     DocumentRecord,
     Drawer,
+    NearKeys,
     NewDrawer,
     Origin,
     Provenance,
@@ -75,7 +75,7 @@ class MinePipeline:
         *,
         roots: MiningRoots | None = None,
         chunk_chars: int,
-        duplicates: DuplicateFinder | None = None,
+        link_copies: bool = True,
         redactor: Redactor | None = None,
         now: Clock = utc_now,
         on_filed: Callable[[str, Sequence[NewDrawer]], object] | None = None,
@@ -90,7 +90,7 @@ class MinePipeline:
         self._registry = registry
         self._roots = roots
         self._chunk_chars = chunk_chars
-        self._duplicates = duplicates
+        self._link_copies = link_copies  # queue filed drawers for the `link` sweep (`dedup.enabled`)
         self._redactor = redactor or Redactor()
 
     def run(self, ctx: JobContext) -> Mapping[str, Any]:
@@ -129,9 +129,9 @@ class MinePipeline:
         if position == 0:
             tally = MineTally()  # discovery changed under a resumed job: count again from the start
         last_save = time.monotonic()
+        filed = _Known(self._store, source_id)
         batch: list[_Prepared] = []  # documents read and cut, to be filed in one transaction
         batch_drawers = 0  # the new drawers of those documents
-        filed: list[str] = []  # drawers filed since their copies were last linked
         taken, capped = int(state.get("taken", 0)), False
         for index in range(position, len(candidates)):
             candidate = candidates[index]
@@ -145,7 +145,9 @@ class MinePipeline:
                     cursor=candidate.cursor_after,
                     updated_at=source.updated_at,
                 )
-            prepared = self._prepare(ctx, connector, spec, source, candidate, keys[index], wing, default_room, tally)
+            prepared = self._prepare(
+                ctx, connector, spec, source, candidate, keys[index], wing, default_room, tally, filed
+            )
             if prepared is not None:
                 batch.append(prepared)
                 batch_drawers += prepared.drawers
@@ -153,11 +155,9 @@ class MinePipeline:
                 capped = bool(self._max_documents) and taken >= self._max_documents
             due = time.monotonic() - last_save >= CHECKPOINT_SECONDS or index == len(candidates) - 1 or capped
             if due or len(batch) >= BATCH_DOCUMENTS or batch_drawers >= BATCH_DRAWERS:
-                filed += self._file(ctx.job_id, batch, tally)
+                self._file(ctx.job_id, batch, tally)
                 batch, batch_drawers = [], 0
-            if due:  # what the checkpoint says was done is filed, and linked to its copies
-                self._link_copies(filed, tally)
-                filed = []
+            if due:  # what the checkpoint says was done is filed
                 ctx.checkpoint(
                     {
                         "position": index + 1,
@@ -181,16 +181,11 @@ class MinePipeline:
                 closed = self._store.mining.close_removed(source_id, document, REMOVED_AT_SOURCE)
                 tally.counts["removed"] += closed
                 tally.counts["removed_documents"] += 1
-        if self._duplicates is not None:
-            self._duplicates.settle()  # what a crashed job filed and never linked
         stopped = {"stopped": f"after {taken} new or changed documents (mining.max_documents): mine again to go on"}
-        return {**tally.to_json(), "source_id": source_id, "wing": wing, **(stopped if capped else {})}
-
-    def _link_copies(self, filed: list[str], tally: MineTally) -> None:
-        """Link a batch of filed drawers to the copies filed before them: evidence that repeats other evidence is
-        stored anyway and linked, never merged."""
-        if self._duplicates is not None and filed:
-            tally.counts["similar"] += len(self._duplicates.settle(filed))
+        # Copies are linked by the `link` sweep that follows the mine (`knowledge.dedup`): evidence that repeats other
+        # evidence is stored anyway and linked, never merged. Said here: how many drawers it still has to look at.
+        pending = {"copies_pending": self._store.near.count_pending()} if self._link_copies else {}
+        return {**tally.to_json(), "source_id": source_id, "wing": wing, **pending, **(stopped if capped else {})}
 
     def _document_key(self, external_id: str) -> str:
         redacted = self._redactor.text(external_id).text
@@ -209,6 +204,7 @@ class MinePipeline:
         wing: str,
         default_room: str,
         tally: MineTally,
+        known: _Known,
     ) -> _Prepared | None:
         """Read, normalize, redact and cut one document into its changes (None when there is nothing to file)."""
         tally.counts["documents"] += 1
@@ -222,10 +218,11 @@ class MinePipeline:
         for warning in raw.warnings:
             tally.warn(raw.external_id, warning)
         revision = revision_of(raw)
-        record = self._store.mining.get_document(source.id, raw.external_id)
-        if record is not None and record.revision == revision:
+        filed_at = known.revisions.get(raw.external_id)
+        if filed_at == revision:
             tally.counts["unchanged"] += 1
             return None
+        record = self._store.mining.get_document(source.id, raw.external_id) if filed_at is not None else None
         try:
             document = connector.normalize(raw)
         except Exception as exc:  # noqa: BLE001 - one bad document must not abort the mine
@@ -238,23 +235,25 @@ class MinePipeline:
             tally.skip(raw.external_id, exc.reason)
             return None
         tally.redacted(found)
-        changes = self._changes(ctx.job_id, connector, source, raw, revision, document, record, wing, default_room)
+        changes = self._changes(
+            ctx.job_id, connector, source, raw, revision, document, record, wing, default_room, known
+        )
 
         def unnamed() -> DocumentChanges:
             return self._changes(
-                ctx.job_id, connector, source, raw, revision, document, record, wing, default_room, named=False
+                ctx.job_id, connector, source, raw, revision, document, record, wing, default_room, known, named=False
             )
 
         room = changes_room(document, default_room)
         clash = f"name {document.name!r} is taken in {wing}/{room}; filed without a name"
         return _Prepared(raw.external_id, changes, unnamed, clash)
 
-    def _file(self, job_id: str, batch: list[_Prepared], tally: MineTally) -> list[str]:
-        """File a batch of documents in one transaction; the ids of the drawers filed (their copies are linked
-        later). A name clash rolls the batch back, and its documents are filed one at a time: the one that clashes
+    def _file(self, job_id: str, batch: list[_Prepared], tally: MineTally) -> None:
+        """File a batch of documents in one transaction (their drawers queued for the copies sweep). A name clash
+        rolls the batch back, and its documents are filed one at a time: the one that clashes
         files its evidence unnamed."""
         if not batch:
-            return []
+            return
         try:
             self._store.mining.apply_documents([p.changes for p in batch])
             applied = [p.changes for p in batch]
@@ -270,7 +269,6 @@ class MinePipeline:
                     self._store.mining.apply_document(changes)
                     applied.append(changes)
                     tally.warn(prepared.key, prepared.clash)
-        filed: list[str] = []
         for changes in applied:
             fresh = [*changes.created, *(new for _, new in changes.superseded)]
             tally.counts["created"] += len(changes.created)
@@ -279,8 +277,6 @@ class MinePipeline:
             tally.counts["candidates"] += len(changes.candidates)
             if self._on_filed is not None and fresh:
                 self._on_filed(job_id, fresh)
-            filed += [new.id for new in fresh if new.id]
-        return filed
 
     def _changes(
         self,
@@ -293,6 +289,7 @@ class MinePipeline:
         record: DocumentRecord | None,
         wing: str,
         default_room: str,
+        known: _Known,
         *,
         named: bool = True,
     ) -> DocumentChanges:
@@ -304,7 +301,7 @@ class MinePipeline:
         )
         hashes = [content_hash(c) for c in chunks]
         room = changes_room(document, default_room)
-        old = self._previous_drawers(record, wing, room, hashes)
+        old = self._previous_drawers(record, wing, room, hashes, known)
         created: list[NewDrawer] = []
         superseded: list[tuple[str, NewDrawer]] = []
         candidates: list[tuple[str, NewDrawer]] = []
@@ -350,11 +347,8 @@ class MinePipeline:
                 created.append(new)
         invalidated = tuple(d.id for d in old[len(chunks) :] if d is not None and d.is_current)
         fresh = [*created, *(new for _, new in superseded)]
-        near = (
-            tuple(self._duplicates.keys(new.id or "", new.wing, new.room, new.content) for new in fresh)
-            if self._duplicates is not None
-            else ()
-        )
+        # Queued for the copies sweep, which computes their keys (a fifth of a mine's CPU when done here).
+        near = tuple(NearKeys(new.id or "") for new in fresh) if self._link_copies else ()
         closing = [d for d in old if d is not None and d.id in {*invalidated, *(i for i, _ in superseded)}]
         return DocumentChanges(
             source=source,
@@ -386,12 +380,14 @@ class MinePipeline:
         return event
 
     def _previous_drawers(
-        self, record: DocumentRecord | None, wing: str, room: str, hashes: Sequence[str]
+        self, record: DocumentRecord | None, wing: str, room: str, hashes: Sequence[str], known: _Known
     ) -> list[Drawer | None]:
         """What each chunk was filed as before: the document's recorded drawers; for a document new to this source
         (a file renamed or moved back), a closed drawer of the room holding the same text whose line a correction
         took over — so the rename does not bring the corrected text back as current."""
         if record is None:
+            if not known.superseded(wing, room):
+                return []  # nothing closed by a supersession in the room: no line a correction took over
             corrected = self._store.drawers.corrected_lines(wing, room, hashes)
             return [corrected.get(h) for h in hashes] if corrected else []
         found = self._store.drawers.get_drawers(record.drawer_ids)
@@ -411,6 +407,21 @@ class MinePipeline:
         if node.id == previous.id or not node.is_current or node.provenance.requested_by == "job":
             return None
         return node
+
+
+class _Known:
+    """What one mine reads once rather than per document: the source's filed revisions, and which rooms hold a
+    superseded drawer (only those can hold a line a correction took over)."""
+
+    def __init__(self, store: PipelineStore, source_id: str) -> None:
+        self._store = store
+        self.revisions = store.mining.document_revisions(source_id)
+        self._rooms: dict[tuple[str, str], bool] = {}
+
+    def superseded(self, wing: str, room: str) -> bool:
+        if (wing, room) not in self._rooms:
+            self._rooms[(wing, room)] = self._store.drawers.any_superseded(wing, room)
+        return self._rooms[(wing, room)]
 
 
 @dataclass(frozen=True)

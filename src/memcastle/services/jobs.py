@@ -10,6 +10,8 @@ from memcastle.archive import IMPORT
 from memcastle.errors import InvalidRequest
 from memcastle.integrity.audit import AUDIT, REPAIR
 from memcastle.jobs.queue import JobQueue
+from memcastle.knowledge.dedup import COALESCE_KEY as LINK_KEY
+from memcastle.knowledge.dedup import KIND as LINK
 from memcastle.knowledge.extraction import ExtractionProvider
 from memcastle.knowledge.sweep import COALESCE_KEY as EXTRACT_KEY
 from memcastle.knowledge.sweep import KIND as EXTRACT
@@ -192,6 +194,12 @@ class JobService:
         ).job
         return job
 
+    def request_linking(self, *, requested_by: str = "job") -> Job:
+        """Queue the background sweep that links queued drawers to their copies (joining a queued one)."""
+        return self.submit_job(
+            LINK, {}, priority="background", requested_by=requested_by, coalesce_key=LINK_KEY, joins_paused=True
+        ).job
+
     def request_sweeps(self) -> None:
         """New or changed drawers: embed them and read them for facts, in the background."""
         self.request_embedding()
@@ -202,6 +210,8 @@ class JobService:
         if job.kind == MINE and job.status is JobStatus.COMPLETED and job.result:
             if int(job.result.get("created", 0)) + int(job.result.get("superseded", 0)) > 0:
                 self.request_sweeps()
+            if int(job.result.get("copies_pending", 0)) > 0:
+                self.request_linking()
         if job.kind == IMPORT and job.status is JobStatus.COMPLETED and job.result:
             if sum(dict(job.result.get("added", {})).values()):
                 self.request_sweeps()  # what came without vectors or facts is embedded and read here

@@ -128,8 +128,7 @@ def print_mine_result(inv: Invocation, job: dict[str, Any]) -> None:
             render.show_job(job)
             return
         result = job["result"]
-        counts = ("documents", "created", "superseded", "invalidated", "removed", "unchanged", "skipped", "similar",
-                  "errors")  # fmt: skip
+        counts = ("documents", "created", "superseded", "invalidated", "removed", "unchanged", "skipped", "errors")
         render.console.print(
             f"[bold]mined[/bold] {result.get('wing', '')} · " + " · ".join(f"{k} {result.get(k, 0)}" for k in counts)
         )
@@ -137,6 +136,11 @@ def print_mine_result(inv: Invocation, job: dict[str, Any]) -> None:
             render.console.print(f"[yellow]skipped[/yellow] {item['document']}: {item['reason']}")
         for item in result.get("warnings", [])[:20]:
             render.console.print(f"[yellow]warning[/yellow] {item['document']}: {item['reason']}")
+        if result.get("copies_pending"):
+            render.console.print(
+                f"[dim]linking copies in the background: {result['copies_pending']:,} drawer(s) to check; "
+                "`memcastle job list --kind link` follows it[/dim]"
+            )
         if embeddings and embeddings.get("pending"):
             # Passages to go and the ETA come from the sweep's measured rate: until its first unit of work is in,
             # say when they will be known rather than guess.

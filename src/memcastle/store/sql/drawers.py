@@ -358,6 +358,15 @@ class DrawerTables(Role):
         found = self.get_drawers([r["from_id"] for r in rows if r["from_id"] not in seen])
         return chain + [found[r["from_id"]] for r in rows if r["from_id"] in found]
 
+    def any_superseded(self, wing: str, room: str) -> bool:
+        """Whether the room holds a closed drawer something superseded: where `corrected_lines` can find anything."""
+        row = self._one(
+            "SELECT 1 AS found FROM drawer d JOIN room r ON r.id = d.room_id JOIN wing w ON w.id = r.wing_id "
+            "WHERE w.name = ? AND r.name = ? AND d.valid_to IS NOT NULL AND d.superseded_by IS NOT NULL LIMIT 1",
+            (wing, room),
+        )
+        return row is not None
+
     def corrected_lines(self, wing: str, room: str, hashes: Sequence[str]) -> dict[str, Drawer]:
         """Closed drawers of the room holding one of these texts (by content hash) whose line a correction took
         over: a mined document filed anew (renamed, moved back) that still says what was corrected."""

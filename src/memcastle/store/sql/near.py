@@ -149,6 +149,20 @@ class NearTables(Role):
                 found.update((int(r["drawer_seq"]), bytes(r["signature"])) for r in rows)
         return found
 
+    def texts(self, seqs: Iterable[int]) -> dict[int, tuple[str, str, str, str]]:
+        """seq → (drawer id, wing, room, content): what a queued drawer's keys are computed from."""
+        found: dict[int, tuple[str, str, str, str]] = {}
+        with self._read() as tx:
+            for batch in _int_batches(seqs):
+                rows = tx.all(
+                    "SELECT d.seq, d.id, w.name AS wing, r.name AS room, d.content FROM drawer d "
+                    "JOIN room r ON r.id = d.room_id JOIN wing w ON w.id = r.wing_id "
+                    f"WHERE d.seq IN ({marks(batch)})",
+                    batch,
+                )
+                found.update((int(r["seq"]), (r["id"], r["wing"], r["room"], r["content"])) for r in rows)
+        return found
+
     def contents(self, seqs: Iterable[int]) -> dict[int, str]:
         found: dict[int, str] = {}
         with self._read() as tx:

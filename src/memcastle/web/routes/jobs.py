@@ -12,7 +12,7 @@ from memcastle.web.pages import PageRoute, allow, check_csrf, page, services_of
 router = APIRouter(include_in_schema=False, route_class=PageRoute)
 ACTIONS = ("pause", "resume", "cancel", "retry")
 # The kinds of job the daemon runs (the worker's handlers in `memcastle.app`), for the page's filter.
-KINDS = ("mine", "embed", "extract", "verify", "audit", "repair", "export", "import", "lifecycle", "checkpoint")
+KINDS = ("mine", "embed", "extract", "link", "verify", "audit", "repair", "export", "import", "lifecycle", "checkpoint")
 
 
 PAGE_SIZES = (50, 200)  # the newest 50; all that the API lists at once (its largest limit)
