@@ -326,6 +326,38 @@ SERVE_WITHOUT_MCP = (
 )
 
 
+SERVE_LAZILY = (
+    "import sys, httpx\n"
+    "from memcastle.app import build\n"
+    "from memcastle.config import load_settings\n"
+    "from memcastle.daemon import ServedPalace\n"
+    "settings = load_settings(flags={'palace': sys.argv[1], 'embeddings.provider': 'none'}, env={})\n"
+    "palace = build(settings)\n"
+    "palace.start()\n"
+    "served = ServedPalace(palace).start()\n"
+    "url = served.address\n"
+    "with httpx.Client(base_url=url, trust_env=False, timeout=60) as http:\n"
+    "    health = http.get('/api/health')\n"
+    "    print(health.status_code, health.json(), 'fastapi' in sys.modules)\n"
+    "    foreign = http.get('/api/health', headers={'Host': 'evil.example.com'})\n"
+    "    print(foreign.status_code, foreign.json()['code'])\n"
+    "    status = http.get('/api/status')\n"
+    "    print(status.status_code, status.json()['drawers'], 'fastapi' in sys.modules)\n"
+    "served.stop()\n"
+    "palace.stop()\n"
+)
+
+
+def test_the_daemon_answers_its_health_check_before_building_its_application(tmp_path: Path) -> None:
+    """FastAPI and the routes are built on the first request that needs them: a launcher's health check does not
+    wait for them; a request from a foreign Host waits and is refused by the application as ever."""
+    done = subprocess.run(
+        [sys.executable, "-c", SERVE_LAZILY, str(tmp_path / "palace")], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["200 {'ok': True} False", "403 forbidden_host", "200 0 True"]
+
+
 def test_the_daemon_is_built_without_loading_the_mcp_sdk(tmp_path: Path) -> None:
     """The MCP SDK (half a second of imports) loads at the first /mcp request, not at start-up: the HTTP app and
     every route module are built without it."""

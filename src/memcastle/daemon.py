@@ -12,12 +12,13 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import uvicorn
-from fastapi import FastAPI
 
 from memcastle import __version__
-from memcastle.api.app import create_app
+from memcastle.api.front import DeferredApp
+from memcastle.api.guard import HostPolicy
 from memcastle.app import Palace, build
 from memcastle.config import Settings
 from memcastle.errors import ConfigError, Conflict, InvalidRequest, MemCastleError
@@ -25,6 +26,9 @@ from memcastle.runtime import logs
 from memcastle.runtime.daemons import find_daemon, remove_entry, state_dir, write_entry
 from memcastle.runtime.spool import set_aside, spooled
 from memcastle.runtime.tokens import MIN_SECRET_CHARS, TokenStore
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
 
 log = logging.getLogger("memcastle")
 
@@ -98,7 +102,12 @@ class ServedPalace:
     ) -> None:
         self.palace = palace
         self.listener, self.address = bound or bind(host, port)
-        app = http_app(palace, request_shutdown=self.request_exit)
+        settings = palace.settings
+        # Served through the front (`api.front`): the health check answers before FastAPI and the routes are built.
+        app = DeferredApp(
+            lambda: http_app(palace, request_shutdown=self.request_exit),
+            HostPolicy([*settings["server.allowed_hosts"], *settings["mcp.allowed_hosts"]]),
+        )
         # ws="none": the daemon serves no WebSocket (its live events are server-sent), so uvicorn need not import a
         # WebSocket library at start.
         config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5, ws="none")
@@ -186,6 +195,8 @@ def file_spooled_checkpoints(palace: Palace, states: Path) -> None:
 
 def http_app(palace: Palace, *, request_shutdown: Callable[[], None] | None = None) -> FastAPI:
     """The HTTP application of a built palace, configured from its settings."""
+    from memcastle.api.app import create_app
+
     settings = palace.settings
     return create_app(
         palace.services,

@@ -26,8 +26,6 @@ from urllib.parse import urlsplit
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from memcastle.api.errors import error_body
-
 # The methods the routes change state with. Others (PUT, TRACE, a made-up verb) reach no route and are a 405; a
 # browser cannot send them across origins without a preflight, which gets no CORS answer.
 STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -158,6 +156,8 @@ class BrowserGuard:
 
 
 async def _refuse(send: Send, status: int, message: str, code: str, help: str) -> None:
+    from memcastle.api.errors import error_body  # FastAPI's: not imported before the app is (`api.front`)
+
     body = json.dumps(error_body(message, code, help)).encode("utf-8")
     await send(
         {
