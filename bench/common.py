@@ -71,16 +71,38 @@ def open_palace(path: Path, **flags: Any) -> Palace:
     return palace
 
 
-def wait_for(palace: Palace, job: Job, timeout: float = 3600, tick: Callable[[Job], None] | None = None) -> Job:
+def wait_for(
+    palace: Palace,
+    job: Job,
+    timeout: float = 3600,
+    tick: Callable[[Job], None] | None = None,
+    *,
+    links: bool = True,
+) -> Job:
+    """Until the job is finished; for a mine, with `links`, also until the copies sweep that follows it has linked
+    every drawer it queued (ADR 0058), so that no sweep runs beside what is measured next."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         job = palace.services.jobs.get_job(job.id)
         if tick:
             tick(job)
         if job.is_finished:
+            if links and job.kind == "mine":
+                wait_for_links(palace, deadline - time.monotonic())
             return job
         time.sleep(0.05)
     raise TimeoutError(f"job {job.id} did not finish in {timeout}s")
+
+
+def wait_for_links(palace: Palace, timeout: float = 3600) -> None:
+    """Until no drawer is queued for the copies sweep and no sweep is queued or running."""
+    deadline = time.monotonic() + timeout
+    while palace.store.near.count_pending() or any(
+        not job.is_finished for job in palace.services.jobs.list_jobs(None, "link", 5)
+    ):
+        if time.monotonic() > deadline:
+            raise TimeoutError("the copies sweep did not finish")
+        time.sleep(0.02)
 
 
 def wait_for_embeddings(palace: Palace, timeout: float = 7200) -> float:

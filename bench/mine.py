@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import BENCH_ROOTS, command_line, median, open_palace, wait_for, write_section
+from bench.common import BENCH_ROOTS, command_line, median, open_palace, wait_for, wait_for_links, write_section
 from memcastle.connectors.files import walk_files
 from memcastle.model.requests import MineRequest
 
@@ -116,13 +116,11 @@ def mine_cpu(root: Path, palace_dir: Path) -> tuple[float, float]:
     palace = open_palace(palace_dir, **flags)
     try:
         started = time.process_time()
-        done = wait_for(palace, palace.services.mining.submit_mine(MineRequest("directory", str(root))).job)
+        job = palace.services.mining.submit_mine(MineRequest("directory", str(root))).job
+        done = wait_for(palace, job, links=False)
         spent = time.process_time() - started
         assert done.status.value == "completed", done.error
-        while palace.store.near.count_pending() or any(
-            not job.is_finished for job in palace.services.jobs.list_jobs(None, "link", 5)
-        ):
-            time.sleep(0.02)
+        wait_for_links(palace)
         return spent, time.process_time() - started - spent
     finally:
         palace.stop()
@@ -148,8 +146,9 @@ def mine_once(root: Path, palace_dir: Path) -> tuple[float, dict[str, int]]:
     try:
         started = time.perf_counter()
         job = palace.services.mining.submit_mine(MineRequest("directory", str(root))).job
-        done = wait_for(palace, job)
+        done = wait_for(palace, job, links=False)
         elapsed = time.perf_counter() - started
+        wait_for_links(palace)  # the sweep the mine asked for runs before the next mine, not beside it
         assert done.result is not None and done.status.value == "completed", done.error
         return elapsed, {k: int(v) for k, v in done.result.items() if isinstance(v, int)}
     finally:
