@@ -7,6 +7,7 @@ base signal of the ranking used (BM25, cosine or RRF); `relevance` is that signa
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import os
 import threading
@@ -266,7 +267,14 @@ class SearchEngine:
             pooled = self._pool(query, ranking, vector, size, early)
             early = None
             if rescoring:
-                pooled = self.second_stage.rescore(query.text, pooled, self._texts, self._idf, asked=query.rerank)
+                pooled = self.second_stage.rescore(
+                    query.text,
+                    pooled,
+                    self._texts,
+                    self._idf,
+                    asked=query.rerank,
+                    measure=self._store.search.content_lengths,
+                )
             shown = {hit.drawer.id for hit in direct}
             direct += self._ranked(query, pooled, shown, min(size, query.limit) - len(direct))
             if len(pooled) < size:
@@ -286,9 +294,11 @@ class SearchEngine:
         )
 
     def _texts(self, drawer_ids: Sequence[str]) -> dict[str, Candidate]:
-        """What the second stage reads of the candidates: their texts, and a file's path."""
+        """What the second stage reads of the candidates: their texts, and a file's path (not the whole drawers)."""
+        found = self._store.search.stage_texts(list(drawer_ids))
         return {
-            d.id: Candidate(d.content, file_path(d)) for d in self._store.drawers.get_drawers(list(drawer_ids)).values()
+            drawer_id: Candidate(text, path_of(kind, uri, json.loads(origin).get("metadata") if origin else None))
+            for drawer_id, (text, kind, uri, origin) in found.items()
         }
 
     def _idf(self, words: Sequence[str]) -> list[float]:
@@ -576,15 +586,18 @@ def _marked(hit: Hit, found: Mapping[str, Standing]) -> Hit:
 
 def file_path(drawer: Drawer) -> str | None:
     """A mined file's path, relative to the folder mined where the connector says so (else its URI's path)."""
-    if drawer.source.kind != "file":
-        return None
     origin = drawer.source.origin
-    metadata = origin.metadata if origin is not None else None
+    return path_of(drawer.source.kind, drawer.source.uri, origin.metadata if origin is not None else None)
+
+
+def path_of(kind: str, uri: str | None, metadata: object) -> str | None:
+    """`file_path` from a drawer's source kind, URI and origin metadata."""
+    if kind != "file":
+        return None
     relative = metadata.get("relative_path") if isinstance(metadata, Mapping) else None
     if isinstance(relative, str) and relative:
         return relative
-    uri = drawer.source.uri or ""
-    return uri.removeprefix("file://") or None
+    return (uri or "").removeprefix("file://") or None
 
 
 def fill_below(first: list[ScoredDrawer], more: list[ScoredDrawer], limit: int) -> list[ScoredDrawer]:

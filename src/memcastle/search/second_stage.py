@@ -72,23 +72,33 @@ class SecondStage:
         weigh: Callable[[Sequence[str]], Sequence[float]] | None = None,
         *,
         asked: str | None = None,
+        measure: Callable[[Sequence[str]], Mapping[str, int]] | None = None,
     ) -> list[Ranked]:
         """`pooled` (best first) with its first `depth` candidates re-scored and re-ordered; `read` gives their
         texts, `weigh` the query words' weights (their IDF in the palace: a rare word held counts more). Each
         re-scored candidate's signals keep the fusion's score (`fused`) and add the stage's (`rerank`:
         coverage, proximity, the bounded score added). In `auto` (the mode `asked`, else the stage's), a pool of
-        short drawers is left in the fusion's order, each of its first candidates saying so (`rerank.skipped`)."""
+        short drawers is left in the fusion's order, each of its first candidates saying so (`rerank.skipped`);
+        `measure` gives the candidates' lengths without their texts, which are then read only for a pool re-scored."""
         matcher = TermMatcher(query_text)
         top, rest = list(pooled[: self.depth]), list(pooled[self.depth :])
         if not matcher or len(top) < 2:
             return list(pooled)
-        found = read([r.drawer_id for r in top])
+        ids = [r.drawer_id for r in top]
+        found: Mapping[str, Candidate] | None = None
         if (asked or self.mode) == "auto":
-            lengths = sorted(len(found[r.drawer_id].text) for r in top if r.drawer_id in found)
+            if measure is not None:
+                sizes = measure(ids)
+            else:
+                found = read(ids)
+                sizes = {drawer_id: len(candidate.text) for drawer_id, candidate in found.items()}
+            lengths = sorted(sizes[r.drawer_id] for r in top if r.drawer_id in sizes)
             typical = lengths[len(lengths) // 2] if lengths else 0
             if typical < CONVERSATIONAL_CHARS:
                 why = {"skipped": f"auto: short drawers (median {typical} characters)"}
                 return [Ranked(r.drawer_id, r.base, {**r.signals, "rerank": why}) for r in top] + rest
+        if found is None:
+            found = read(ids)
         weights = list(weigh(matcher.words)) if weigh is not None else [1.0] * len(matcher.words)
         relevance = pool_relevance([r.base for r in top])
         asks_support = bool(_ASKS_SUPPORT.search(query_text))

@@ -89,6 +89,27 @@ class SearchTables(Role):
         with self._read() as tx:
             return places(tx, drawer_ids)
 
+    def stage_texts(self, drawer_ids: Sequence[str]) -> dict[str, tuple[str, str, str | None, str | None]]:
+        """Each drawer's text, source kind, URI and origin (JSON): what the second stage reads of a candidate, without
+        the rest of the drawer."""
+        found: dict[str, tuple[str, str, str | None, str | None]] = {}
+        with self._read() as tx:
+            for batch in batches(drawer_ids):
+                for r in tx.all(f"SELECT * FROM drawer WHERE id IN ({marks(batch)})", batch):
+                    exact = r["content_exact"] if "content_exact" in r.keys() else None  # PostgreSQL's NUL-holding text
+                    text = bytes(exact).decode("utf-8") if exact is not None else r["content"]
+                    found[r["id"]] = (text, r["source_kind"], r["source_uri"], r["origin"])
+        return found
+
+    def content_lengths(self, drawer_ids: Sequence[str]) -> dict[str, int]:
+        """Each drawer's length in characters, its text left unread."""
+        found: dict[str, int] = {}
+        with self._read() as tx:
+            for batch in batches(drawer_ids):
+                rows = tx.all(f"SELECT id, length(content) AS n FROM drawer WHERE id IN ({marks(batch)})", batch)
+                found.update((r["id"], int(r["n"])) for r in rows)
+        return found
+
     def long_contents(self, drawer_ids: Sequence[str], longer_than: int) -> dict[str, str]:
         """The text of those of the drawers longer than `longer_than` characters, and nothing else of them."""
         found: dict[str, str] = {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
 LEXICAL_HEAD = 4
 LEXICAL_MIN_HEAD = 64
 LEXICAL_WIDEN = 16
+_PLACED = re.compile(r"\b[rw]\.")  # a filter on the room's or the wing's columns
 
 
 class SQLiteSearch(SearchTables):
@@ -87,6 +89,8 @@ class SQLiteSearch(SearchTables):
             return []
         bm25 = f"bm25(drawer_fts, 1.0, {float(query.context_weight)!r})"
         where, params = filter_sql(scope, self._now(), self.lifecycle, self.backend)
+        # The room and wing are joined only for a scope that names them: two lookups a row for nothing otherwise.
+        places = "JOIN room r ON r.id = d.room_id JOIN wing w ON w.id = r.wing_id" if _PLACED.search(where) else ""
         take = max(limit * LEXICAL_HEAD, LEXICAL_MIN_HEAD)
         for _ in range(2):
             top = self._all(
@@ -97,8 +101,7 @@ class SQLiteSearch(SearchTables):
                 return []
             ranks = {int(r["seq"]): float(r["score"]) for r in top}
             rows = self._all(
-                "SELECT d.seq, d.id FROM drawer d JOIN room r ON r.id = d.room_id JOIN wing w ON w.id = r.wing_id "
-                f"WHERE d.seq IN ({','.join('?' * len(ranks))}){where}",
+                f"SELECT d.seq, d.id FROM drawer d {places} WHERE d.seq IN ({','.join('?' * len(ranks))}){where}",
                 (*ranks, *params),
             )
             found = sorted((ranks[int(r["seq"])], r["id"]) for r in rows)[:limit]
