@@ -77,21 +77,35 @@ class TermMatcher:
         # the first letter of a term's stem (in either case) or with a letter outside ASCII. The regular expression
         # finds just those words, so the others are never stemmed, nor even looked at in Python.
         self._candidates = _candidate_words({stem[:1] for pair in self._terms for stem in pair if stem[:1] != "\x00"})
+        self._seen: set[str] = set()  # the candidate words judged so far
+        self._hits: dict[str, int] = {}  # those that match a term, with its index
 
     def __bool__(self) -> bool:
         return bool(self._terms)
+
+    def _matching(self, words: set[str]) -> dict[str, int]:
+        """The words that match a term, with its index; each word judged once per matcher (set operations after)."""
+        fresh = words - self._seen
+        for word in fresh:
+            porter, english = _stems(word)
+            for index, (term_porter, term_english) in enumerate(self._terms):
+                if porter == term_porter or english == term_english:
+                    self._hits[word] = index
+                    break
+        self._seen |= fresh
+        return {word: self._hits[word] for word in words & self._hits.keys()}
 
     def find(self, text: str) -> list[tuple[int, int, int]]:
         """Every word of `text` that matches a term: (start, end, which term), in order."""
         if not self._terms:
             return []
+        # The distinct candidate words first (one pass, no match objects), each judged once per matcher; then only
+        # the words that match are looked for where they stand: most candidates match no term.
+        matching = self._matching(set(self._candidates.findall(text)))
         found = []
-        for match in self._candidates.finditer(text):
-            porter, english = _stems(match.group())
-            for index, (term_porter, term_english) in enumerate(self._terms):
-                if porter == term_porter or english == term_english:
-                    found.append((match.start(), match.end(), index))
-                    break
+        if matching:
+            for match in _exact_words(tuple(sorted(matching, key=lambda w: (-len(w), w)))).finditer(text):
+                found.append((match.start(), match.end(), matching[match.group()]))
         if self._unspaced:
             for term, index in self._unspaced:
                 at = text.find(term)
@@ -100,6 +114,12 @@ class TermMatcher:
                     at = text.find(term, at + 1)
             found.sort()
         return found
+
+
+@functools.lru_cache(maxsize=1024)
+def _exact_words(words: tuple[str, ...]) -> re.Pattern[str]:
+    """These words, each found only where it stands whole (as `_candidate_words` finds words)."""
+    return re.compile(rf"(?<![^\W_])(?:{'|'.join(map(re.escape, words))})(?![^\W_])", re.UNICODE)
 
 
 def _candidate_words(heads: set[str]) -> re.Pattern[str]:
