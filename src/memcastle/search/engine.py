@@ -250,12 +250,13 @@ class SearchEngine:
         # Fixed pools whatever the limit and the policy: the first k hits are the same at any limit from k up, and a
         # neutral policy equals a palace without preferences (docs/adr/0024).
         pools = pools_for(query.limit)
+        matcher = TermMatcher(query.text)  # one per search: its stages read the same drawers' words
         early: Future[tuple[list[ScoredDrawer], bool]] | None = None
         if query.ranking in ("auto", "hybrid") and self.has_embeddings:
             # The lexical leg runs beside the query's embedding and the semantic leg: both release the interpreter
             # while they compute (SQLite, onnxruntime), so one hybrid search takes about as long as its slower leg.
             early = self._legs.submit(
-                self.lexical_leg_exact, query, self._leg_depth(pools[0]), self._fill_rows, near=True
+                self.lexical_leg_exact, query, self._leg_depth(pools[0]), self._fill_rows, near=True, matcher=matcher
             )
         ranking, vector = self._choose_ranking(query, warnings)
         if ranking == "lexical" and early is not None:
@@ -264,7 +265,7 @@ class SearchEngine:
         direct: list[Hit] = []
         rescoring = self.second_stage.applies(query.text, query.rerank)
         for size in pools:
-            pooled = self._pool(query, ranking, vector, size, early)
+            pooled = self._pool(query, ranking, vector, size, early, matcher)
             early = None
             if rescoring:
                 pooled = self.second_stage.rescore(
@@ -274,6 +275,7 @@ class SearchEngine:
                     self._idf,
                     asked=query.rerank,
                     measure=self._store.search.content_lengths,
+                    matcher=matcher,
                 )
             shown = {hit.drawer.id for hit in direct}
             direct += self._ranked(query, pooled, shown, min(size, query.limit) - len(direct))
@@ -290,7 +292,9 @@ class SearchEngine:
             found = expand(self._store, query, direct, self._now(), pools[0], self._palace_drawers())
             related = self._explained(query, found)
         return SearchResult(
-            hits=tuple(self._with_snippets(query, direct + related, vector)), ranking=ranking, warnings=tuple(warnings)
+            hits=tuple(self._with_snippets(query, direct + related, vector, matcher)),
+            ranking=ranking,
+            warnings=tuple(warnings),
         )
 
     def _texts(self, drawer_ids: Sequence[str]) -> dict[str, Candidate]:
@@ -325,10 +329,12 @@ class SearchEngine:
         vector: npt.NDArray[np.float32] | None,
         size: int,
         early: Future[tuple[list[ScoredDrawer], bool]] | None,
+        matcher: TermMatcher | None = None,
     ) -> list[Ranked]:
         """The `size` best candidates by the ranking's base signal (a hybrid one fuses legs twice that deep)."""
         if ranking == "lexical":
-            return [Ranked(c.drawer_id, c.signal, {"lexical": c.signal}) for c in self.lexical_leg(query, size)]
+            found = self.lexical_leg_exact(query, size, matcher=matcher)[0]
+            return [Ranked(c.drawer_id, c.signal, {"lexical": c.signal}) for c in found]
         assert vector is not None and self._index is not None
         if ranking == "semantic":
             found = self._index.candidates(vector, size, query.scope)
@@ -336,7 +342,9 @@ class SearchEngine:
         leg = self._leg_depth(size)
         semantic = self._index.candidates(vector, leg, query.scope)
         lexical, exact = (
-            early.result() if early is not None else self.lexical_leg_exact(query, leg, self._fill_rows, near=True)
+            early.result()
+            if early is not None
+            else self.lexical_leg_exact(query, leg, self._fill_rows, near=True, matcher=matcher)
         )
         by_meaning = {c.drawer_id for c in semantic}
         waiting = self._index.waiting_among([c.drawer_id for c in lexical if c.drawer_id not in by_meaning])
@@ -395,10 +403,16 @@ class SearchEngine:
             ]
         return hits
 
-    def _with_snippets(self, query: SearchQuery, hits: list[Hit], vector: npt.NDArray[np.float32] | None) -> list[Hit]:
+    def _with_snippets(
+        self,
+        query: SearchQuery,
+        hits: list[Hit],
+        vector: npt.NDArray[np.float32] | None,
+        matcher: TermMatcher | None = None,
+    ) -> list[Hit]:
         """Each hit with its snippet (`memcastle.search.snippets`): for a drawer longer than one passage, the semantic
         leg says which passage is nearest the query, when the query was embedded."""
-        matcher = TermMatcher(query.text)
+        matcher = matcher if matcher is not None else TermMatcher(query.text)
         long = [hit.drawer.id for hit in hits if len(hit.drawer.content) > self._passages[0]]
         nearest = self._index.nearest_passages(vector, long) if vector is not None and long and self._index else {}
         out = []
@@ -512,7 +526,13 @@ class SearchEngine:
         return self.lexical_leg_exact(query, limit, fill_rows)[0]
 
     def lexical_leg_exact(
-        self, query: SearchQuery, limit: int, fill_rows: int | None = None, *, near: bool = False
+        self,
+        query: SearchQuery,
+        limit: int,
+        fill_rows: int | None = None,
+        *,
+        near: bool = False,
+        matcher: TermMatcher | None = None,
     ) -> tuple[list[ScoredDrawer], bool]:
         """BM25 candidates: the drawers holding every term first; when they are fewer than `limit` and the query has
         2+ words, the drawers holding some of the terms fill the leg below them (`fill_below`), matched on the
@@ -546,16 +566,16 @@ class SearchEngine:
                 if c.drawer_id not in held
             ]
         exact = any(c.own for c in found)  # a drawer holds the words itself, not only beside it
-        found, some = self._by_passage(query.text, found, some)
+        found, some = self._by_passage(query.text, found, some, matcher)
         return fill_below(found[:limit], some, limit), exact
 
     def _by_passage(
-        self, text: str, found: list[ScoredDrawer], some: list[ScoredDrawer]
+        self, text: str, found: list[ScoredDrawer], some: list[ScoredDrawer], matcher: TermMatcher | None = None
     ) -> tuple[list[ScoredDrawer], list[ScoredDrawer]]:
         """Both groups ranked again, the drawers longer than one passage scored by their best passage: the first
         `RESCORE_DEPTH` of each group, whatever the depth fetched (reading and scoring long drawers is what a lexical
         search spends most on); the rest follow them in BM25 order (`fill_below`)."""
-        matcher = TermMatcher(text)
+        matcher = matcher if matcher is not None else TermMatcher(text)
         if not matcher or not (found or some):
             return found, some
         # A drawer found by its neighbours' words alone has no passage of its own that holds them: it keeps its score.

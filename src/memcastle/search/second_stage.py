@@ -73,6 +73,7 @@ class SecondStage:
         *,
         asked: str | None = None,
         measure: Callable[[Sequence[str]], Mapping[str, int]] | None = None,
+        matcher: TermMatcher | None = None,
     ) -> list[Ranked]:
         """`pooled` (best first) with its first `depth` candidates re-scored and re-ordered; `read` gives their
         texts, `weigh` the query words' weights (their IDF in the palace: a rare word held counts more). Each
@@ -80,7 +81,7 @@ class SecondStage:
         coverage, proximity, the bounded score added). In `auto` (the mode `asked`, else the stage's), a pool of
         short drawers is left in the fusion's order, each of its first candidates saying so (`rerank.skipped`);
         `measure` gives the candidates' lengths without their texts, which are then read only for a pool re-scored."""
-        matcher = TermMatcher(query_text)
+        matcher = matcher if matcher is not None else TermMatcher(query_text)
         top, rest = list(pooled[: self.depth]), list(pooled[self.depth :])
         if not matcher or len(top) < 2:
             return list(pooled)

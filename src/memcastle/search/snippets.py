@@ -79,6 +79,7 @@ class TermMatcher:
         self._candidates = _candidate_words({stem[:1] for pair in self._terms for stem in pair if stem[:1] != "\x00"})
         self._seen: set[str] = set()  # the candidate words judged so far
         self._hits: dict[str, int] = {}  # those that match a term, with its index
+        self._found: dict[str, list[tuple[int, int, int]]] = {}  # what `find` found, by text
 
     def __bool__(self) -> bool:
         return bool(self._terms)
@@ -96,9 +97,18 @@ class TermMatcher:
         return {word: self._hits[word] for word in words & self._hits.keys()}
 
     def find(self, text: str) -> list[tuple[int, int, int]]:
-        """Every word of `text` that matches a term: (start, end, which term), in order."""
+        """Every word of `text` that matches a term: (start, end, which term), in order. A text is read once per
+        matcher (a search's stages read the same drawers): the list returned is shared, not to be changed."""
         if not self._terms:
             return []
+        known = self._found.get(text)
+        if known is not None:
+            return known
+        found = self._find(text)
+        self._found[text] = found
+        return found
+
+    def _find(self, text: str) -> list[tuple[int, int, int]]:
         # The distinct candidate words first (one pass, no match objects), each judged once per matcher; then only
         # the words that match are looked for where they stand: most candidates match no term.
         matching = self._matching(set(self._candidates.findall(text)))
