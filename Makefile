@@ -32,6 +32,7 @@ test-all:  ## the default run, then the slow one
 
 bench:  ## the benchmarks at their documented sizes; figures go to bench/RESULTS.md
 	$(PY) -m bench.mine --files 5000 --runs 3 --write
+	$(PY) -m bench.search_stages --files 6000 --queries 100 --write
 	$(PY) -m bench.search --drawers 100000 --queries 200 --vectors synthetic --store pgserver --write
 	$(PY) -m bench.judged
 
