@@ -62,7 +62,7 @@ def test_a_drawer_waiting_for_vectors_is_fused_as_if_the_legs_agreed(weights: Fu
 
 
 def test_the_any_term_fill_stays_below_the_all_term_drawers() -> None:
-    from memcastle.search.engine import fill_below
+    from memcastle.search.passage_bm25 import fill_below
 
     first = leg(("a", 9.0), ("b", 4.0))
     more = leg(("x", 30.0), ("a", 20.0), ("y", 15.0), ("z", 1.0))

@@ -7,7 +7,6 @@ base signal of the ranking used (BM25, cosine or RRF); `relevance` is that signa
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import os
 import threading
@@ -28,9 +27,9 @@ from memcastle.search.embeddings import EmbeddingProvider
 from memcastle.search.expansion import expand
 from memcastle.search.fusion import FusionWeights, Ranked, fuse, pool_relevance
 from memcastle.search.lexical import query_terms
-from memcastle.search.passage_bm25 import best_passage_scores, idf, rescored
+from memcastle.search.passage_bm25 import best_passage_scores, fill_below, idf, rescored
 from memcastle.search.passages import PASSAGE_OVERLAP_CHARS, PASSAGE_WINDOW_CHARS
-from memcastle.search.second_stage import NO_SECOND_STAGE, Candidate, SecondStage
+from memcastle.search.second_stage import NO_SECOND_STAGE, Candidate, SecondStage, stage_candidates
 from memcastle.search.snippets import TermMatcher, snippet
 from memcastle.search.turns import Turns
 from memcastle.store import KnowledgeStore
@@ -70,7 +69,6 @@ PASSAGE_DEPTH = 2  # lexical candidates fetched per one kept, to be ranked again
 # How many of the lexical leg's best BM25 candidates are ranked again by their best passage, whatever its depth: what
 # the hybrid leg of a default search (limit 10) rescored before every search ranked a pool of 50 (docs/adr/0024).
 RESCORE_DEPTH = 40
-FILL_SHARE = 0.999  # an any-term drawer scores at most this share of the worst drawer holding every term
 DEFAULT_WEIGHTS = FusionWeights()
 PALACE_SIZE_TTL = 60.0  # seconds a count of the palace's drawers is used before it is taken again
 PENDING_TTL = 2.0  # seconds a count of the drawers waiting for vectors is used before it is taken again
@@ -299,11 +297,7 @@ class SearchEngine:
 
     def _texts(self, drawer_ids: Sequence[str]) -> dict[str, Candidate]:
         """What the second stage reads of the candidates: their texts, and a file's path (not the whole drawers)."""
-        found = self._store.search.stage_texts(list(drawer_ids))
-        return {
-            drawer_id: Candidate(text, path_of(kind, uri, json.loads(origin).get("metadata") if origin else None))
-            for drawer_id, (text, kind, uri, origin) in found.items()
-        }
+        return stage_candidates(self._store.search.stage_texts(list(drawer_ids)))
 
     def _idf(self, words: Sequence[str]) -> list[float]:
         stats = self._store.search.term_statistics(list(words))
@@ -602,31 +596,3 @@ def _marked_signals(drawer_id: str, signals: Mapping[str, Any], found: Mapping[s
 
 def _marked(hit: Hit, found: Mapping[str, Standing]) -> Hit:
     return dataclasses.replace(hit, signals=_marked_signals(hit.drawer.id, hit.signals, found))
-
-
-def file_path(drawer: Drawer) -> str | None:
-    """A mined file's path, relative to the folder mined where the connector says so (else its URI's path)."""
-    origin = drawer.source.origin
-    return path_of(drawer.source.kind, drawer.source.uri, origin.metadata if origin is not None else None)
-
-
-def path_of(kind: str, uri: str | None, metadata: object) -> str | None:
-    """`file_path` from a drawer's source kind, URI and origin metadata."""
-    if kind != "file":
-        return None
-    relative = metadata.get("relative_path") if isinstance(metadata, Mapping) else None
-    if isinstance(relative, str) and relative:
-        return relative
-    return (uri or "").removeprefix("file://") or None
-
-
-def fill_below(first: list[ScoredDrawer], more: list[ScoredDrawer], limit: int) -> list[ScoredDrawer]:
-    """`first` then those of `more` it lacks, up to `limit`, with their own BM25 scores capped just below the lowest
-    of `first`: a drawer with some of the words never outranks one with all of them, and keeps the distance BM25 puts
-    between them (so a weak match normalizes near zero, not near the drawers it follows)."""
-    held = {c.drawer_id for c in first}
-    fill = [c for c in more if c.drawer_id not in held][: max(0, limit - len(first))]
-    if not first or not fill:
-        return first + fill
-    cap = FILL_SHARE * first[-1].signal
-    return first + [ScoredDrawer(c.drawer_id, min(c.signal, cap), c.own) for c in fill]

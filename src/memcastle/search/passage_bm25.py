@@ -25,6 +25,7 @@ from memcastle.search.snippets import TermMatcher
 K1 = 1.2
 B = 0.75
 IDF_FLOOR = 1e-6  # FTS5's floor for a term in half the corpus or more
+FILL_SHARE = 0.999  # an any-term drawer scores at most this share of the worst drawer holding every term
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 
 
@@ -90,3 +91,15 @@ def rescored(candidates: Sequence[ScoredDrawer], scores: Mapping[str, float]) ->
     out = [ScoredDrawer(c.drawer_id, scores.get(c.drawer_id, c.signal), c.own) for c in candidates]
     out.sort(key=lambda c: (-c.signal, c.drawer_id))
     return out
+
+
+def fill_below(first: list[ScoredDrawer], more: list[ScoredDrawer], limit: int) -> list[ScoredDrawer]:
+    """`first` then those of `more` it lacks, up to `limit`, with their own BM25 scores capped just below the lowest
+    of `first`: a drawer with some of the words never outranks one with all of them, and keeps the distance BM25 puts
+    between them (so a weak match normalizes near zero, not near the drawers it follows)."""
+    held = {c.drawer_id for c in first}
+    fill = [c for c in more if c.drawer_id not in held][: max(0, limit - len(first))]
+    if not first or not fill:
+        return first + fill
+    cap = FILL_SHARE * first[-1].signal
+    return first + [ScoredDrawer(c.drawer_id, min(c.signal, cap), c.own) for c in fill]

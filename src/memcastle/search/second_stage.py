@@ -16,6 +16,7 @@ re-scored one."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -175,3 +176,22 @@ def term_evidence(matcher: TermMatcher, text: str, weights: Sequence[float]) -> 
     assert best is not None
     words = len(_WORDS.findall(text, best[0], best[1]))
     return coverage, min(1.0, need / max(need, words))
+
+
+def stage_candidates(rows: Mapping[str, tuple[str, str, str | None, str | None]]) -> dict[str, Candidate]:
+    """Candidates from the store's `stage_texts` rows (text, source kind, URI, origin JSON)."""
+    return {
+        drawer_id: Candidate(text, path_of(kind, uri, json.loads(origin).get("metadata") if origin else None))
+        for drawer_id, (text, kind, uri, origin) in rows.items()
+    }
+
+
+def path_of(kind: str, uri: str | None, metadata: object) -> str | None:
+    """A mined file's path, relative to the folder mined where the connector says so (else its URI's path), from a
+    drawer's source kind, URI and origin metadata; None for anything but a file."""
+    if kind != "file":
+        return None
+    relative = metadata.get("relative_path") if isinstance(metadata, Mapping) else None
+    if isinstance(relative, str) and relative:
+        return relative
+    return (uri or "").removeprefix("file://") or None
