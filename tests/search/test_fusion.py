@@ -96,13 +96,22 @@ def test_calibrated_fusion_of_the_best_candidates_does_not_depend_on_how_deep_th
     many = fuse(lex[:deep], sem[:deep], FusionWeights())
     scored = [r for r in few if r.base > 0]
     top = many[: len(scored)]
-    assert [r.base for r in top] == [r.base for r in scored]
-    # A deeper fetch may bring a drawer that ties with one the shallow fetch cut through (ties go by id); it never
-    # reorders the drawers the shallow fetch ranked.
+    # The drawers the shallow fetch ranked keep their scores and their order, whatever else a deeper fetch finds.
     shallow_ids = {r.drawer_id for r in few}
-    kept = [r.drawer_id for r in top if r.drawer_id in shallow_ids]
-    assert kept == [r.drawer_id for r in scored][: len(kept)]
-    assert all(r.base == scored[-1].base for r in top if r.drawer_id not in shallow_ids), "only ties at the cut"
+    kept = [r for r in many if r.drawer_id in {s.drawer_id for s in scored}]
+    assert [(r.drawer_id, r.base) for r in kept] == [(r.drawer_id, r.base) for r in scored]
+    # A deeper fetch brings above them only a drawer a leg scores exactly as the last one the shallow fetch took
+    # of that leg: the shallow fetch cut through a tie (ties go by id).
+    cut = {
+        leg: ranked[shallow - 1].signal
+        for leg, ranked in (("lexical", lex), ("semantic", sem))
+        if len(ranked) > shallow
+    }
+    signal = {c.drawer_id: ("lexical", c.signal) for c in lex} | {c.drawer_id: ("semantic", c.signal) for c in sem}
+    for r in top:
+        if r.drawer_id not in shallow_ids:
+            leg, value = signal[r.drawer_id]
+            assert cut.get(leg) == value, "only ties at the cut"
 
 
 @pytest.mark.parametrize("method", ["calibrated", "rrf"])
