@@ -198,6 +198,9 @@ def test_every_batch_query_of_the_background_jobs_walks_an_index(filled: tuple[S
             Scope(wing="w", agent="claude", tags=("checkpoint",)), 20
         ),
         "wake-up: its diary": lambda: store.drawers.latest_drawers(Scope(agent="claude", tags=("diary",)), 1),
+        "wake-up: its project's decisions": lambda: store.drawers.latest_drawers(
+            Scope(wing="w", tags=("checkpoint", "decision")), 10
+        ),
     }
     failures: dict[str, list[tuple[str, list[str]]]] = {}
     for name, work in batches.items():

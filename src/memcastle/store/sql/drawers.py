@@ -448,9 +448,15 @@ class DrawerTables(Role):
         palace."""
         where, params = scope_sql(scope)
         expired, times = expiry_sql(self.lifecycle, self._now(), self.backend)
+        # With tags and no agent (an agent's drawers have their own index), the drawers holding the first tag are read
+        # through its index entries: led by the index of current drawers instead, the planner would read every
+        # current drawer of the palace (a project's decisions at wake-up: 87 ms at 100,000 drawers).
+        by_tag = scope.tags[:1] if scope.agent is None else ()
+        tagged = " AND d.seq IN (SELECT drawer_seq FROM drawer_tag WHERE tag = ?)" if by_tag else ""
+        current = f"{self.NO_INDEX}d.valid_to IS NULL" if by_tag else "d.valid_to IS NULL"
         rows = self._all(
-            f"{DRAWER_SELECT} WHERE d.valid_to IS NULL{where}{expired} ORDER BY d.seq DESC LIMIT ?",
-            (*params, *times, limit),
+            f"{DRAWER_SELECT} WHERE {current}{where}{tagged}{expired} ORDER BY d.seq DESC LIMIT ?",
+            (*params, *by_tag, *times, limit),
         )
         return [self._as_read(r) for r in rows]
 
