@@ -195,9 +195,11 @@ class JobService:
         return job
 
     def request_linking(self, *, requested_by: str = "job") -> Job:
-        """Queue the background sweep that links queued drawers to their copies (joining a queued one)."""
+        """Queue the sweep that links queued drawers to their copies (joining a queued one). It runs at `low`: the
+        embed and extract sweeps (`background`, minutes or hours over a large mine) give way to it at their next
+        batch, and it gives way to a mine; it takes seconds where they take minutes."""
         return self.submit_job(
-            LINK, {}, priority="background", requested_by=requested_by, coalesce_key=LINK_KEY, joins_paused=True
+            LINK, {}, priority="low", requested_by=requested_by, coalesce_key=LINK_KEY, joins_paused=True
         ).job
 
     def request_sweeps(self) -> None:
