@@ -156,13 +156,13 @@ def test_mined_duplicates_are_stored_and_linked_not_merged(palaces: Palaces, tmp
     second_folder = write_notes(tmp_path / "backup", {"atlas.md": ({"status": "final"}, text)})
 
     first = mine(palace, "notes", first_folder, wing="w")
-    assert linked(palace).result == {"checked": 1, "linked": 0}
+    assert linked(palace).result == {"checked": 1, "linked": 0, "links": 0}
     second = mine(palace, "notes", second_folder, wing="w")
 
     # The mine files and queues; the sweep that follows it links, and says how many.
     assert (first["created"], first["copies_pending"]) == (1, 1)
     assert (second["created"], second["copies_pending"]) == (1, 1)
-    assert linked(palace).result == {"checked": 1, "linked": 1}
+    assert linked(palace).result == {"checked": 1, "linked": 1, "links": 1}
     http = client_of(palace)
     drawers = room(http)
     assert len(drawers) == 2 and drawers[0]["content"] == drawers[1]["content"]
@@ -179,7 +179,7 @@ def test_mined_evidence_repeating_a_note_is_still_stored(palaces: Palaces, tmp_p
 
     result = mine(palace, "notes", folder, wing="w")
 
-    assert result["created"] == 1 and linked(palace).result == {"checked": 1, "linked": 1}
+    assert result["created"] == 1 and linked(palace).result == {"checked": 1, "linked": 1, "links": 1}
     mined = next(d for d in room(http) if d["id"] != manual["drawer"]["id"])
     assert [other for other, _, _ in duplicates(http, mined["id"])] == [manual["drawer"]["id"]]
 
@@ -204,7 +204,7 @@ def test_the_copies_sweep_links_exactly_the_planted_copies(palaces: Palaces, tmp
     result = mine(palace, "notes", folder, wing="w")
 
     assert result["created"] == 28 and result["copies_pending"] == 28
-    assert linked(palace).result == {"checked": 28, "linked": 3}
+    assert linked(palace).result == {"checked": 28, "linked": 3, "links": 3}
     http = client_of(palace)
     ids = {Path(d["source"]["origin"]["document"]).name: d["id"] for d in room(http)}
     named = {v: k for k, v in ids.items()}
@@ -238,7 +238,7 @@ def test_a_queue_a_stop_left_is_linked_at_the_next_start(palaces: Palaces, tmp_p
 
     palace = palaces.reopen(palace)
 
-    assert linked(palace).result == {"checked": 1, "linked": 1}
+    assert linked(palace).result == {"checked": 1, "linked": 1, "links": 1}
     assert duplicates(client_of(palace), second) == [(first, "exact", 1.0)]
 
 

@@ -187,18 +187,21 @@ class DuplicateFinder:
 
     def run(self, ctx: JobContext) -> Mapping[str, Any]:
         """The `link` job: the queued drawers (a mine's), oldest first, keyed and linked a batch at a time."""
-        tally = {"checked": 0, "linked": 0, **{k: int(v) for k, v in ctx.state.items() if isinstance(v, int)}}
+        # checked: drawers looked at; linked: those found to copy one filed before them; links: the links written.
+        tally = {"checked": 0, "linked": 0, "links": 0}
+        tally |= {k: int(v) for k, v in ctx.state.items() if k in tally and isinstance(v, int)}
         left = self._near.count_pending()
         while subjects := self._near.pending(SETTLE_BATCH):
             linked = self._settle(subjects)
             tally["checked"] += len(subjects)
-            tally["linked"] += sum(linked.values())
+            tally["linked"] += len(linked)
+            tally["links"] += sum(linked.values())
             left = max(0, left - len(subjects))
             ctx.checkpoint(
                 dict(tally),
                 current=tally["checked"],
                 total=tally["checked"] + left,
-                message=f"{tally['linked']} copies linked",
+                message=f"{tally['linked']} drawers linked to their copies",
             )
         return tally
 
