@@ -8,6 +8,9 @@
   daemon, read from `/usr/bin/time`; the floor is `python -c "import httpx"`. Piped (JSON output), and `status` and
   `search` again on a terminal (`script` gives them a pseudo-terminal, so rich renders; `script` itself is included).
 - **stdio bridge**: from launching `memcastle mcp` to its answer to `initialize` (the daemon already running).
+- **First search**: a daemon started with an empty model cache (a new machine: the builtin model's int8 copy is made
+  at its first load), its first `POST /api/search` right after `/api/health`, against a search once the model is
+  loaded.
 
 Every run uses its own home directory, so nothing is shared with the user's palace. One untimed round first writes
 the bytecode caches (as `pip install` does for an installed package), then medians of `--runs` runs.
@@ -111,6 +114,32 @@ def cpu_seconds(argv: list[str], env: dict[str, str]) -> float:
     return float(user) + float(system)
 
 
+def first_search(env: dict[str, str], cache: Path) -> tuple[float, float]:
+    """(seconds of a fresh daemon's first search, median seconds of a search once its meaning model is loaded), the
+    model cache empty as on a new machine: its first load makes the builtin model's int8 copy."""
+    port = free_port()
+    _, daemon = until_healthy([MEMCASTLE, "serve", "--port", str(port)], port, {**env, "XDG_CACHE_HOME": str(cache)})
+    body = {"query": "configuration reload", "ranking": "auto"}
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=CEILING, trust_env=False) as http:
+            started = time.monotonic()
+            http.post("/api/search", json=body).raise_for_status()
+            first = time.monotonic() - started
+            deadline = time.monotonic() + CEILING
+            while http.post("/api/search", json=body).json()["ranking"] != "hybrid":
+                if time.monotonic() > deadline:
+                    raise TimeoutError("the meaning model did not load")
+                time.sleep(0.1)
+            warm = []
+            for _ in range(5):
+                started = time.monotonic()
+                http.post("/api/search", json=body).raise_for_status()
+                warm.append(time.monotonic() - started)
+    finally:
+        stop(daemon)
+    return first, median(warm)
+
+
 def on_terminal(argv: list[str]) -> list[str]:
     """`argv` run under `script`, on a pseudo-terminal of its own."""
     return [SCRIPT, "-qec", shlex.join(argv), "/dev/null"]
@@ -210,6 +239,9 @@ def main() -> None:
                 note("memcastle mcp to initialize", bridge_initialize(env))
             finally:
                 stop(daemon)
+            first, warm = first_search(env, home / f"cache-{len(figures['memcastle serve to /api/health'])}")
+            note("a fresh daemon's first search (new model cache)", first)
+            note("a search once the model is loaded", warm)
 
     medians = {name: median(values) for name, values in figures.items()}
     health_floor = medians["bare uvicorn to first answer"]
@@ -218,7 +250,9 @@ def main() -> None:
     rows = []
     for name, value in medians.items():
         floor = server_floor if name.endswith("(server CPU)") else cpu_floor if name.endswith("(CPU)") else health_floor
-        floor = 0.0 if name.startswith("python") else floor
+        floor = 0.0 if name.startswith(("python", "a search once")) else floor
+        if name.startswith("a fresh daemon's first search"):
+            floor = medians["a search once the model is loaded"]  # target: within 1.5× a warm search
         rows.append(f"| {name} | {value:.3f} | {value / floor:.1f}× |" if floor else f"| {name} | {value:.3f} | – |")
         print(f"{name:36} {value:.3f} s", flush=True)
     if args.write:
@@ -227,7 +261,7 @@ def main() -> None:
             f"Command: `{command_line()}` on {machine()}, {installation()}; medians of {args.runs} runs. The floor of "
             "the two timings and of the server CPU is the bare uvicorn app, that of the CLI's CPU "
             "`python -c 'import httpx'` (what any HTTP client pays). Targets: serve to health ≤ 4×, `--help` ≤ 1.5×, "
-            "`search` ≤ 2.5×.\n\n"
+            "`search` ≤ 2.5×; a fresh daemon's first search ≤ 1.5× a warm one (its × is over the warm search).\n\n"
             "| measurement | median (s) | × floor |\n|---|---|---|\n" + "\n".join(rows) + "\n",
         )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import math
 import re
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -42,6 +43,7 @@ from memcastle.model.lifecycle import Lifecycle
 from memcastle.model.mining import MinerSpec, parse_duration
 from memcastle.preferences import NO_FRESHNESS, Freshness, Policy, load_policy
 from memcastle.runtime.daemons import find_daemon, state_dir
+from memcastle.search import snippets
 from memcastle.search.backfill import KIND as backfill_kind
 from memcastle.search.backfill import EmbeddingBackfill, model_key
 from memcastle.search.embeddings import EmbeddingProvider, build_provider
@@ -77,6 +79,9 @@ STOP_GRACE_SECONDS = 30.0
 STOP_WAIT_SECONDS = 600.0
 
 
+WARM_MODEL_AFTER = 1.0  # seconds after a start before the query model is loaded, so that the start does not wait
+
+
 @dataclass
 class Palace:
     """A built palace: its store, worker pool and services."""
@@ -90,6 +95,7 @@ class Palace:
     triggers: TriggerManager | None = None  # the miners' watch and schedule triggers
     expiry: ExpiryTimer | None = None  # asks for the erase of what `[[lifecycle]]` rules expired long ago
     reserve: StorageReserve | None = None  # room held back for cancel, pause and forget on a full disk
+    model: EmbeddingProvider | None = None  # the model queries are embedded with, loaded at the start (`warm`)
     started: bool = field(default=False)
     stopped: bool = field(default=False)
 
@@ -114,6 +120,15 @@ class Palace:
         if self.expiry is not None:
             self.expiry.start()
         self.services.audit.start()
+        # The query model loads lazily (the builtin one; its first load on a machine makes its int8 copy: seconds):
+        # loaded on a thread a moment after the start, off the start and the request path; an `auto` search ranks
+        # lexically until then and says so.
+        warm = getattr(self.model, "warm", None)
+        if callable(warm):
+            warm(WARM_MODEL_AFTER)
+        stemmers = threading.Timer(WARM_MODEL_AFTER, snippets.warm)  # the words' stemmers, as the first search would
+        stemmers.daemon = True
+        stemmers.start()
         self.started = True
 
     def stop(self) -> list[str]:
@@ -526,6 +541,7 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
         triggers=triggers,
         expiry=ExpiryTimer(services.lifecycle.request_erase) if lifecycle.erases else None,
         reserve=reserve,
+        model=serving.provider if provider.is_enabled else None,
     )
 
 

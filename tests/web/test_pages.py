@@ -79,10 +79,15 @@ def test_a_drawer_page_shows_the_verbatim_text_and_what_it_said_before(browser: 
     assert len(found) == 2 and sum("closed" in text for text in found) == 1
 
 
+PAGES = 12_000
+
+
 def test_the_jobs_page_follows_a_job_live_and_controls_it(browser: Any, module_daemon: Any, tmp_path: Path) -> None:
     folder = module_daemon.home.root / "web-mine"
     folder.mkdir()
-    for i in range(2000):
+    # Enough pages that the mine still runs when the page's pause button is pressed (2,000 were mined in about a
+    # second once the copies were linked after the mine).
+    for i in range(PAGES):
         (folder / f"page-{i}.md").write_text(f"# Page {i}\n\n" + f"The east tower ledger, entry {i}. " * 30 + "\n")
     browser.get(module_daemon.address + "/jobs")
     wait_until(lambda: "Live:" in " ".join(visible_text(browser, "#live")), what="the event stream")
@@ -109,7 +114,7 @@ def test_the_jobs_page_follows_a_job_live_and_controls_it(browser: Any, module_d
     wait_until(lambda: visible_text(browser, f"{row} .status") == ["paused"], what="the job to pause")
     wait_until(lambda: press("resume"), what="the resume button")
     wait_until(lambda: visible_text(browser, f"{row} .status") == ["completed"], what="the job to complete")
-    assert "created 2000" in visible_text(browser, f"{row} .why")[0]
+    assert f"created {PAGES}" in visible_text(browser, f"{row} .why")[0]
 
 
 def test_a_job_row_ends_on_the_latest_state_when_an_event_arrives_during_its_fetch(

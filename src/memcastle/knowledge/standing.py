@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from memcastle.knowledge.facts import choose_preferred, conflict_group, rivals, state_of
-from memcastle.model import Assertion, Entity, FactLink
+from memcastle.model import Assertion, Entity, FactLink, Hit
 from memcastle.preferences import Policy
 from memcastle.store import GraphStore
 
@@ -225,3 +225,14 @@ def stand_first(
 
 def short(fact_id: str) -> str:
     return fact_id[:8]
+
+
+def marked_signals(drawer_id: str, signals: Mapping[str, Any], found: Mapping[str, Standing]) -> dict[str, Any]:
+    """The signals, with the drawer's standing where it evidences a contested fact (`stand_first` may move it)."""
+    stand = found.get(drawer_id)
+    return {**signals, "standing": stand.to_json()} if stand is not None else dict(signals)
+
+
+def marked(hit: Hit, found: Mapping[str, Standing]) -> Hit:
+    """The hit with its standing among its signals (`marked_signals`)."""
+    return replace(hit, signals=marked_signals(hit.drawer.id, hit.signals, found))

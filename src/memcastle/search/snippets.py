@@ -41,6 +41,12 @@ def _stemmers() -> tuple[Any, Any]:
     return found
 
 
+def warm() -> None:
+    """Import the stemmers now (snowballstemmer imports every language it has: 50 ms), so that a daemon's first
+    search does not; a daemon's start does it on a thread a moment after it answers."""
+    _stems("warm")
+
+
 @functools.lru_cache(maxsize=65_536)
 def _stems(word: str) -> tuple[str, str]:
     """The word's Porter and English Snowball stems, after folding case and diacritics."""
