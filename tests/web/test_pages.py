@@ -51,7 +51,9 @@ def test_a_query_typed_in_the_page_shows_hits_with_their_evidence(browser: Any, 
     hits = browser.find_elements(By.CSS_SELECTOR, "#results .hit")
     assert "float valve" in hits[0].find_element(By.CSS_SELECTOR, "pre.snippet").text
     assert [m.text for m in hits[0].find_elements(By.CSS_SELECTOR, "mark")] == ["float", "valve"]
-    assert "web/notes" in hits[0].find_element(By.CSS_SELECTOR, "h3").text
+    # A note has no document: it is titled by its text, and its place is said beside its origin.
+    assert hits[0].find_element(By.CSS_SELECTOR, "h3").text == "The moat pump fails when the float valve sticks."
+    assert "web/notes" in hits[0].find_element(By.CSS_SELECTOR, ".provenance").text
     assert "score" in hits[0].find_element(By.CSS_SELECTOR, ".signals").text
     kept = parse_qs(urlsplit(browser.current_url).query)
     assert kept["query"] == ["float valve"], "the search is a link one can keep"

@@ -171,6 +171,50 @@ def test_no_page_scrolls_sideways_on_a_360_pixel_screen(browser: Any, served: An
         browser.set_window_size(size["width"], size["height"])
 
 
+def test_a_drawer_and_every_part_of_a_file_are_titled_by_their_document(browser: Any, served: Any) -> None:
+    browser.get(f"{served.address}/drawer/{drawer_id(served, 'blue pipeline Thursdays')}")
+    assert "runbook.md" in browser.title and "runbook.md" in browser.find_element(By.TAG_NAME, "h1").text
+    main = browser.find_element(By.TAG_NAME, "main").text
+    assert main.index("Origin") < main.index("Verbatim"), "where it comes from, before the whole text"
+    browser.get(f"{served.address}/?query=Paragraph+words&ranking=lexical&limit=5")
+    titles = [h.text for h in browser.find_elements(By.CSS_SELECTOR, "#results .hit h3")]
+    assert len(titles) == 5 and all(title.startswith("long.md") for title in titles), titles
+    assert len(set(titles)) == 5, "each part says which lines of the file it holds"
+
+
+# Each word of the headers and statuses, as the browser laid it out: a word on more than one line was broken.
+BROKEN_WORDS = """
+const broken = [];
+for (const cell of document.querySelectorAll('th, .status')) {
+  const walk = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+  for (let node = walk.nextNode(); node; node = walk.nextNode()) {
+    for (const word of node.textContent.matchAll(/\\S+/g)) {
+      const range = document.createRange();
+      range.setStart(node, word.index);
+      range.setEnd(node, word.index + word[0].length);
+      const lines = new Set(Array.from(range.getClientRects()).map(r => Math.round(r.top)));
+      if (lines.size > 1) broken.push(word[0]);
+    }
+  }
+}
+return broken;
+"""
+
+
+def test_no_header_or_status_breaks_inside_a_word(browser: Any, served: Any) -> None:
+    drawer = drawer_id(served, "blue pipeline Thursdays")
+    pages = ["/jobs", f"/drawer/{drawer}", "/preferences", "/overview", "/miners", "/facts", "/maintenance"]
+    size = browser.get_window_size()
+    try:
+        for width in (1280, 390):
+            browser.set_window_size(width, 900)
+            for path in pages:
+                browser.get(served.address + path)
+                assert browser.execute_script(BROKEN_WORDS) == [], f"{path} at {width} px"
+    finally:
+        browser.set_window_size(size["width"], size["height"])
+
+
 def test_an_empty_palace_says_what_its_pages_are_for(browser: Any, daemon: Any) -> None:
     served = daemon()
     for path, words in (("/browse", "No wings yet"), ("/overview", "No wings yet"), ("/miners", "No miners yet"),

@@ -18,6 +18,7 @@ from fastapi.responses import HTMLResponse, Response
 from fastapi.routing import APIRoute
 
 from memcastle.errors import AccessDenied, InvalidRequest, MemCastleError, http_status
+from memcastle.model import Drawer
 from memcastle.model.answers import standing_line
 from memcastle.modes import HEADER, Access, enforce_mode, parse_mode
 from memcastle.services import Services
@@ -47,8 +48,25 @@ def _templates() -> Jinja2Templates:
     from fastapi.templating import Jinja2Templates
 
     templates = Jinja2Templates(directory=str(HERE / "templates"))
-    templates.env.filters.update(when=when, readable=readable, duration=duration, standing_line=standing_line)
+    templates.env.filters.update(
+        when=when, readable=readable, duration=duration, standing_line=standing_line, label=label
+    )
     return templates
+
+
+LABEL_CHARS = 60  # a drawer titled by its text shows at most this much of it
+
+
+def label(drawer: Drawer) -> str:
+    """What a person calls a drawer: its document and lines when a source filed it (`json/encoder.py, lines
+    166–332`), else its name, else the start of its text."""
+    origin = drawer.source.origin
+    if origin is not None and origin.document:
+        return f"{origin.document}, lines {origin.lines[0]}–{origin.lines[1]}" if origin.lines else origin.document
+    if drawer.name:
+        return drawer.name
+    text = " ".join(drawer.content.split())
+    return (text[: LABEL_CHARS - 1] + "…" if len(text) > LABEL_CHARS else text) or f"Drawer {drawer.id[:8]}"
 
 
 def when(instant: str | None, precision: str = "minute") -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from memcastle.web.pages import PageRoute, allow, check_csrf, page, services_of
+from memcastle.web.pages import PageRoute, allow, check_csrf, label, page, services_of
 
 router = APIRouter(include_in_schema=False, route_class=PageRoute)
 
@@ -22,7 +22,7 @@ def drawer_page(request: Request, drawer_id: str) -> HTMLResponse:
         history=list(reversed(drawers.drawer_history(drawer_id))),
         duplicates=[d.to_json() for d in drawers.duplicates(drawer_id)],
         trace=drawers.preference_trace(drawer_id).to_json(),
-        title=drawer.name or f"Drawer {drawer.id[:8]}",
+        title=label(drawer),
     )
 
 
