@@ -221,6 +221,21 @@ def test_tables_are_printed_on_a_terminal(module_daemon: Any) -> None:
         json.loads(text)
 
 
+def test_a_mine_on_a_terminal_says_how_many_skipped_documents_it_did_not_list(module_daemon: Any) -> None:
+    source = module_daemon.home.root / "cli-skips"
+    source.mkdir()
+    (source / "kept.md").write_text("# Kept\n\nThe one readable page.\n")
+    for i in range(26):
+        (source / f"blank-{i:02d}.md").write_text("   \n")  # empty: skipped with a reason
+    code, text = on_terminal(
+        ["--palace", str(module_daemon.palace), "mine", "directory", str(source), "--wing", "cli-skips", "--wait"],
+        module_daemon.env,
+        module_daemon.home.root,
+    )
+    assert code == 0, text
+    assert text.count("skipped blank-") == 20 and "… and 6 more skipped" in text, text
+
+
 # --- jobs -----------------------------------------------------------------------------------------
 
 

@@ -404,3 +404,13 @@ def test_show_and_explain_answer_json_on_a_pipe_and_render_tables_on_a_terminal(
     assert f"drawer {plan}: high (adjustment +0.08)" in text
     assert re.search(r"status\s.*'draft'\s.*low\s.*'draft'\s.*yes", text), text
     assert re.search(r"review\.owner\s.*'bo'\s.*low\s.*'ana'\s.*no", text), text
+
+    # `check` says whether the running daemon ranks with the files: an edit takes effect at its next start.
+    checked = process.cli("preferences", "check")
+    assert checked.returncode == 0 and json.loads(checked.stdout)["daemon"] == "in use", checked.stdout
+    palace_file = process.palace / PALACE_FILE
+    palace_file.write_text(palace_file.read_text().replace('default = "high"', 'default = "low"'))
+    checked = process.cli("preferences", "check")
+    assert checked.returncode == 0 and json.loads(checked.stdout)["daemon"] == "not in use", checked.stdout
+    code, text = on_terminal([*args, "check"], process.env, process.home.root)
+    assert code == 0 and "restart it" in text, text

@@ -122,6 +122,9 @@ def _options(pairs: tuple[str, ...]) -> dict[str, str]:
     return options
 
 
+SHOWN = 20  # skipped documents and warnings a mine's answer lists on the terminal
+
+
 def print_mine_result(inv: Invocation, job: dict[str, Any]) -> None:
     def show(data: Any) -> None:
         if job["status"] != "completed" or not job.get("result"):
@@ -132,10 +135,18 @@ def print_mine_result(inv: Invocation, job: dict[str, Any]) -> None:
         render.console.print(
             f"[bold]mined[/bold] {result.get('wing', '')} · " + " · ".join(f"{k} {result.get(k, 0)}" for k in counts)
         )
-        for item in result.get("skipped_documents", [])[:20]:
-            render.console.print(f"[yellow]skipped[/yellow] {item['document']}: {item['reason']}")
-        for item in result.get("warnings", [])[:20]:
-            render.console.print(f"[yellow]warning[/yellow] {item['document']}: {item['reason']}")
+        for kind, listed, total in (
+            ("skipped", result.get("skipped_documents", []), int(result.get("skipped", 0))),
+            ("warning", result.get("warnings", []), int(result.get("errors", 0))),
+        ):
+            for item in listed[:SHOWN]:
+                render.console.print(f"[yellow]{kind}[/yellow] {item['document']}: {item['reason']}")
+            if total > min(len(listed), SHOWN):
+                # The job keeps the first 200 with their reasons; the terminal shows the first 20.
+                render.console.print(
+                    f"[dim]… and {total - min(len(listed), SHOWN):,} more {kind} "
+                    f"(`memcastle job show {job['id'][:8]}` lists {min(len(listed), 200):,} with their reasons)[/dim]"
+                )
         if result.get("copies_pending"):
             render.console.print(
                 f"[dim]linking copies in the background: {result['copies_pending']:,} drawer(s) to check; "

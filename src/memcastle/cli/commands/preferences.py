@@ -27,21 +27,37 @@ def preferences_show(inv: Invocation) -> None:
 @preferences_app.command("check")
 @pass_invocation
 def preferences_check(inv: Invocation) -> None:
-    """Validate every preference layer (global file and the palace's preferences.toml); exit 1 on an error."""
+    """Validate every preference layer (global file and the palace's preferences.toml); exit 1 on an error. Says
+    whether the running daemon ranks with them: an edit takes effect when the daemon starts again."""
     from memcastle.config.layers import layers_from_settings
+    from memcastle.errors import MemCastleError
     from memcastle.preferences import load_policy
 
     settings = inv.settings()
     layers = layers_from_settings(settings)
     policy = load_policy(layers)
+    try:
+        running = inv.client().get("/preferences")
+    except MemCastleError:  # no daemon answers for this palace
+        running = None
+    daemon = "none" if running is None else ("in use" if running == policy.to_json() else "not in use")
 
     def show(data: Any) -> None:
         render.console.print(
             f"[green]ok[/green]: {len(layers)} layer(s) valid" + "".join(f"\n  {layer.name}" for layer in layers)
         )
+        if daemon == "not in use":
+            render.console.print(
+                "[yellow]the running daemon ranks with what these files said when it started[/yellow]: restart it "
+                "for them to take effect (memcastle shutdown, then memcastle serve)"
+            )
+        elif daemon == "none":
+            render.console.print("[dim]no daemon is running for this palace: they take effect when one starts[/dim]")
         render.show_policy(policy.to_json())
 
-    inv.emit({"ok": True, "layers": [layer.name for layer in layers], "policy": policy.to_json()}, show)
+    inv.emit(
+        {"ok": True, "layers": [layer.name for layer in layers], "policy": policy.to_json(), "daemon": daemon}, show
+    )
 
 
 @preferences_app.command("explain")
