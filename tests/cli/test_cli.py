@@ -543,3 +543,14 @@ def test_a_call_loads_only_the_module_of_its_command(module_daemon: Any) -> None
     )
     assert done.returncode == 0, done.stderr
     assert done.stderr.rstrip().endswith("LOADED daemon"), done.stderr
+
+
+def test_a_jobs_note_is_clipped_at_a_word_with_an_ellipsis_and_short_ids() -> None:
+    from memcastle.cli.render import clip
+
+    waiting = (
+        "behind the running embed job 5b0c6f0e-8a43-4c1e-9d8f-6f1d7a0d2c11 of the same source; it starts when that ends"
+    )
+    assert clip(waiting, 80) == "behind the running embed job 5b0c6f0e of the same source; it starts when that…"
+    assert clip("short", 80) == "short"
+    assert clip("x" * 100, 10) == "x" * 9 + "…", "a word longer than the room is cut where the room ends"

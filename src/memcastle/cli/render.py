@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import sys
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -205,6 +206,18 @@ def short_id(value: str | None) -> str:
     return (value or "")[:SHORT_ID]
 
 
+_UUID = re.compile(r"\b([0-9a-f]{8})-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
+
+
+def clip(text: str, most: int) -> str:
+    """`text` in at most `most` characters, ids shortened to their first eight, cut at a word with "…" when longer."""
+    text = _UUID.sub(r"\1", text)
+    if len(text) <= most:
+        return text
+    cut = text.rfind(" ", 0, most)
+    return text[: cut if cut > most // 2 else most - 1].rstrip() + "…"
+
+
 def table(title: str, columns: Iterable[str], rows: Iterable[Iterable[Any]]) -> None:
     from rich.table import Table
 
@@ -228,7 +241,7 @@ def show_jobs(jobs: list[Mapping[str, Any]]) -> None:
                 j["priority"],
                 progress_text(j),
                 _short(j["created_at"]),
-                (j.get("error") or j.get("waiting") or "")[:80],
+                clip(j.get("error") or j.get("waiting") or "", 80),
             )
             for j in jobs
         ],

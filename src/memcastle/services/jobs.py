@@ -124,7 +124,7 @@ class JobService:
         if job.coalesce_key:
             same = next((r for r in running if r.coalesce_key == job.coalesce_key), None)
             if same is not None:
-                return f"behind the running {same.kind} job {same.id} of the same source; it starts when that ends"
+                return f"behind the running {same.kind} job {same.id[:8]} of the same source; it starts when that ends"
         ahead = [
             q
             for q in self._store.list_jobs(JobStatus.QUEUED.value, None, 200)
