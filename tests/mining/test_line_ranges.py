@@ -113,6 +113,8 @@ def test_a_commit_records_the_lines_of_its_message_and_file_list(palace: Palace,
     message = "Lower the drawbridge\n\nIt sticks in winter; grease it first."
     subprocess.run(["git", "-C", str(repo), "commit", "-q", "-m", message], check=True, env=env)
     mine(palace, "git", repo, wing="g")
+    (job,) = palace.services.jobs.list_jobs("completed", "mine", 1)
+    assert job.progress.message.endswith(" Lower the drawbridge"), "a commit's progress names it, not its bare hash"
     (drawer,) = current_drawers(palace, "g")
     first, last = drawer.source.origin.lines
     assert first == 1 and last == len(drawer.content.rstrip("\n").split("\n"))

@@ -245,3 +245,16 @@ def test_the_facts_page_shows_a_conflict_with_its_preferred_fact_and_preferences
     (palace / "preferences.toml").write_text('[preferences.sources.notes]\nlevel = "low"\n')
     browser.refresh()
     assert "restart it" in browser.find_element(By.CSS_SELECTOR, "[role=status]").text
+
+
+def test_the_facts_page_opens_on_the_current_facts_when_none_is_in_conflict(daemon: Any) -> None:
+    served = daemon()
+    with served.http() as http:
+        empty = http.get("/facts").text
+        made = http.post("/api/facts", json={"subject": "Ada", "predicate": "works_on", "object": "Lantern"})
+        assert made.status_code == 201, made.text
+        opened = http.get("/facts").text
+        asked = http.get("/facts", params={"state": "conflicting"}).text
+    assert "the conflict shows here" in empty, "an empty palace says what the page is for"
+    assert "No facts are in conflict: these are the current ones." in opened and "Lantern" in opened
+    assert "Lantern" not in asked and "the conflict shows here" in asked, "asked for conflicts: conflicts"

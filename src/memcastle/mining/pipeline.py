@@ -8,6 +8,7 @@ document and the chunk.
 from __future__ import annotations
 
 import hashlib
+import re
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -55,6 +56,7 @@ CHECKPOINT_SECONDS = 0.5
 BATCH_DOCUMENTS = 64
 BATCH_DRAWERS = 256
 REMOVED_AT_SOURCE = "removed at source"
+_OPAQUE = re.compile(r"[0-9a-f]{12,}")
 
 
 def drawer_id_for(job_id: str, source_id: str, document: str, chunk: int) -> str:
@@ -168,7 +170,7 @@ class MinePipeline:
                     },
                     current=index + 1,
                     total=len(candidates),
-                    message=keys[index],
+                    message=prepared.label if prepared is not None else keys[index],
                 )
                 last_save = time.monotonic()
             if capped:
@@ -246,7 +248,9 @@ class MinePipeline:
 
         room = changes_room(document, default_room)
         clash = f"name {document.name!r} is taken in {wing}/{room}; filed without a name"
-        return _Prepared(raw.external_id, changes, unnamed, clash)
+        # An opaque key (a commit's hash) says nothing in a progress line: its document's name does.
+        label = document.name if document.name and _OPAQUE.fullmatch(raw.external_id) else raw.external_id
+        return _Prepared(raw.external_id, changes, unnamed, clash, label)
 
     def _file(self, job_id: str, batch: list[_Prepared], tally: MineTally) -> None:
         """File a batch of documents in one transaction (their drawers queued for the copies sweep). A name clash
@@ -432,6 +436,7 @@ class _Prepared:
     changes: DocumentChanges
     unnamed: Callable[[], DocumentChanges]  # the same changes with the first drawer unnamed, for a name clash
     clash: str  # the warning when it came to that
+    label: str = ""  # what the progress says of it: its name (a commit's short id and subject), else its key
 
     @property
     def drawers(self) -> int:

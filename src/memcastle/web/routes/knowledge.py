@@ -21,14 +21,22 @@ def preferences_page(request: Request) -> HTMLResponse:
 
 
 @router.get("/facts", response_class=HTMLResponse)
-def facts_page(request: Request, state: str = "conflicting", subject: str = "", limit: int = 50) -> HTMLResponse:
+def facts_page(request: Request, state: str | None = None, subject: str = "", limit: int = 50) -> HTMLResponse:
     """Facts, by default where sources disagree: one card per conflict — the question it answers, each claim with
-    its evidence, the preferred claim first with the basis in words."""
+    its evidence, the preferred claim first with the basis in words. Without a state asked for and no conflict, the
+    current facts: the page opens on what exists."""
     allow(request, "read")
-    facts = services_of(request).facts.list_facts(state=state or None, subject=subject or None, limit=limit)
-    listed = [f.to_json() for f in facts]
+    facts = services_of(request).facts
+    asked = state
+    state = "conflicting" if state is None else state
+    found = facts.list_facts(state=state or None, subject=subject or None, limit=limit)
+    if asked is None and not found:
+        current = facts.list_facts(state="current", subject=subject or None, limit=limit)
+        if current:
+            state, found = "current", current
+    listed = [f.to_json() for f in found]
     return page(request, "facts.html", facts=listed, conflicts=conflict_cards(listed), state=state, subject=subject,
-                title="Facts")  # fmt: skip
+                title="Facts", no_conflict=asked is None and state == "current")  # fmt: skip
 
 
 def conflict_cards(facts: list[dict[str, Any]]) -> list[dict[str, Any]]:
