@@ -218,8 +218,8 @@ SETTINGS: tuple[SettingSpec, ...] = (
         str,
         "",
         "model name passed to command/http providers; for builtin, all-MiniLM-L6-v2-q8 (the default: the shipped "
-        "model's copy for the CPU's int8 units, made on first use), all-MiniLM-L6-v2-int8 (as shipped) or "
-        "multilingual-e5-small (the multilingual extra)",
+        "model's copy for the CPU's int8 units, made once per machine a second after a start), "
+        "all-MiniLM-L6-v2-int8 (as shipped) or multilingual-e5-small (the multilingual extra)",
     ),
     SettingSpec("embeddings.command", list, [], "argv of the command provider (no shell)"),
     SettingSpec("embeddings.url", str, "", "base URL of an OpenAI-compatible embeddings endpoint"),
