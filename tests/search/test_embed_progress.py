@@ -241,6 +241,22 @@ def test_the_rate_is_the_latest_minutes_so_the_eta_follows_a_machine_that_slowed
     assert estimate["eta_seconds"] == pytest.approx(600, rel=0.05)  # the since-start rate would say ~109 s
 
 
+def test_a_resumed_sweep_starts_from_its_last_rate_and_moves_to_its_own() -> None:
+    """A restart reset the ETA (2 h 21 min after 45 min): a resumed sweep begins with what its last run measured."""
+    resumed = Backlog(started=0.0, drawers_seen=10, passages_seen=30, prior_rate=15.0)
+    assert resumed.estimate(owed=20, unreached=50, now=0.5) == {
+        "passages_pending": 170,
+        "passages_per_second": 15.0,
+        "eta_seconds": 11,
+    }, "an estimate before this run's first batch, from the last run's figures"
+    for second in range(1, 17):  # this run: 5 passages a second
+        resumed.note(5, float(second))
+    assert resumed.rate(16.0) == pytest.approx(0.5 * 5 + 0.5 * 15.0, rel=0.05), "halfway there after 15 s"
+    for second in range(17, 61):
+        resumed.note(5, float(second))
+    assert resumed.rate(60.0) == pytest.approx(5.0, rel=0.01), "its own rate once it has measured enough"
+
+
 def test_drawers_filed_while_the_sweep_runs_are_counted_in_what_is_left(unstarted: Palace) -> None:
     for i in range(4):
         unstarted.services.drawers.save_note(f"Note {i} about the cellar inventory.", wing="w")

@@ -42,20 +42,24 @@ RATE_WINDOW_SECONDS = 60.0
 # How often the sweep counts again the drawers still waiting (drawers mined meanwhile included): a pass over the
 # palace, ~80 ms at a million drawers.
 RECOUNT_SECONDS = 30.0
+# A resumed sweep's ETA moves from the rate its last run measured to its own over this much of its work.
+PRIOR_SECONDS = 30.0
 
 
 @dataclass
 class Backlog:
-    """How far the sweep is and how long the rest should take, from the rate of this run over its latest minute (not
-    of earlier runs: the machine may have been busier or idler then). Passages still owed by drawers whose first
-    passage is in are known exactly; for drawers not reached yet they are estimated from the passages per drawer
-    seen so far, since counting them would mean splitting every waiting drawer."""
+    """How far the sweep is and how long the rest should take, from the rate of this run over its latest minute.
+    A resumed sweep (after a restart, a pause, a yield) starts from the rate and the passages per drawer its last run
+    measured, and moves to its own over its first `PRIOR_SECONDS`: the ETA does not start over. Passages still owed
+    by drawers whose first passage is in are known exactly; for drawers not reached yet they are estimated from the
+    passages per drawer seen so far, since counting them would mean splitting every waiting drawer."""
 
     started: float
     embedded: int = 0  # passages embedded in this run
-    drawers_seen: int = 0
+    drawers_seen: int = 0  # since the sweep began, over its runs
     passages_seen: int = 0  # all passages of the drawers seen, embedded or not
     marks: deque[tuple[float, int]] = field(default_factory=deque)  # (when, embedded by then), the latest minute
+    prior_rate: float | None = None  # passages per second the sweep's last run measured
 
     def note(self, passages: int, now: float) -> None:
         """`passages` more embedded at `now`."""
@@ -65,13 +69,19 @@ class Backlog:
             self.marks.popleft()
 
     def rate(self, now: float) -> float:
-        if len(self.marks) >= 2 and self.marks[-1][0] - self.marks[0][0] >= 1.0:
+        span = self.marks[-1][0] - self.marks[0][0] if len(self.marks) >= 2 else 0.0
+        if span >= 1.0:
             (first, before), (last, after) = self.marks[0], self.marks[-1]
-            return (after - before) / (last - first)
-        return self.embedded / max(now - self.started, 1e-6)
+            measured = (after - before) / (last - first)
+        else:
+            measured = self.embedded / max(now - self.started, 1e-6)
+        if self.prior_rate is None:
+            return measured
+        weight = min(1.0, span / PRIOR_SECONDS) if self.embedded else 0.0
+        return weight * measured + (1 - weight) * self.prior_rate
 
     def estimate(self, owed: int, unreached: int, now: float) -> dict[str, Any]:
-        if not self.embedded or not self.drawers_seen:
+        if not (self.embedded or self.prior_rate) or not self.drawers_seen:
             return {"passages_pending": None, "passages_per_second": None, "eta_seconds": None}
         pending = owed + round(unreached * self.passages_seen / self.drawers_seen)
         rate = max(self.rate(now), 1e-6)
@@ -131,7 +141,13 @@ class EmbeddingBackfill:
         owed, headed = int(state.get("owed", 0)), int(state.get("headed", 0))
         pending = self._store.count_missing_embeddings(model)
         started = done
-        backlog = Backlog(started=self._monotonic())
+        prior = state.get("passages_per_second")
+        backlog = Backlog(
+            started=self._monotonic(),
+            drawers_seen=int(state.get("drawers_seen", 0)),
+            passages_seen=int(state.get("passages_seen", 0)),
+            prior_rate=float(prior) if isinstance(prior, int | float) and prior > 0 else None,
+        )
         counted = backlog.started
         rest_top = int(state.get("rest_top", top))
         while True:
@@ -200,6 +216,8 @@ class EmbeddingBackfill:
                     "embedded": done,
                     "passages": passages_done,
                     **estimate,
+                    "drawers_seen": backlog.drawers_seen,
+                    "passages_seen": backlog.passages_seen,
                     "stage": stage,
                     "owed": owed,
                     "headed": headed,
