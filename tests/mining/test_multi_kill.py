@@ -29,16 +29,22 @@ KILLS = 6
 NOTES = 150
 
 
+# Enough that the mines still run when the kills come (1,200 files and 400 notes were mined in about a second once the
+# copies were linked after the mine).
+CODE_FILES = 4800
+NOTE_FILES = 1600
+
+
 def corpus(root: Path) -> tuple[Path, Path]:
     code, notes = root / "code", root / "notes"
-    for index in range(1200):
+    for index in range(CODE_FILES):
         folder = code / f"pkg{index // 100:02d}"
         folder.mkdir(parents=True, exist_ok=True)
         body = "\n\n".join(f"def f{index}_{n}(x):\n    return x * {n} + {index}" for n in range(40))
         (folder / f"module_{index:04d}.py").write_text(f'"""Module {index}."""\n\n{body}\n')
     notes.mkdir()
-    for index in range(400):
-        (notes / f"note-{index:03d}.md").write_text(f"# Note {index}\n\n" + f"The granary count, entry {index}. " * 90)
+    for index in range(NOTE_FILES):
+        (notes / f"note-{index:04d}.md").write_text(f"# Note {index}\n\n" + f"The granary count, entry {index}. " * 90)
     return code, notes
 
 

@@ -44,6 +44,10 @@ RATE_WINDOW_SECONDS = 60.0
 RECOUNT_SECONDS = 30.0
 # A resumed sweep's ETA moves from the rate its last run measured to its own over this much of its work.
 PRIOR_SECONDS = 30.0
+# The passages still to embed are counted exactly (each waiting drawer's text split as the sweep will split it: ~15 µs
+# a drawer) up to this many waiting drawers at once; past it, estimated from the passages per drawer seen.
+EXACT_COUNT_DRAWERS = 200_000
+COUNT_BATCH = 2000
 
 
 @dataclass
@@ -141,6 +145,12 @@ class EmbeddingBackfill:
         owed, headed = int(state.get("owed", 0)), int(state.get("headed", 0))
         pending = self._store.count_missing_embeddings(model)
         started = done
+        # What is left, exactly: the passages of the waiting drawers up to `counted_to`, less those stored; drawers
+        # filed later are added at each recount (their embedded passages are subtracted only once counted).
+        left_exact: int | None = state.get("passages_left") if "passages_left" in state else None
+        counted_to = int(state.get("counted_to", 0))
+        if "passages_left" not in state:
+            left_exact, counted_to = self._count_waiting(model, 0, self._store.last_drawer_seq())
         prior = state.get("passages_per_second")
         backlog = Backlog(
             started=self._monotonic(),
@@ -205,12 +215,24 @@ class EmbeddingBackfill:
             now = self._monotonic()
             backlog.note(len(flat), now)
             passages_done += len(flat)
+            if left_exact is not None:
+                left_exact -= sum(len(c) for (seq, _), c in zip(batch, chosen, strict=True) if seq <= counted_to)
             if now - counted >= RECOUNT_SECONDS:
                 # Drawers mined since the sweep began wait too: counted again now and then, not only at its start.
                 pending, started, counted = self._store.count_missing_embeddings(model), done, now
+                if left_exact is not None:
+                    more, counted_to = self._count_waiting(model, counted_to, self._store.last_drawer_seq())
+                    left_exact = None if more is None else left_exact + more
             left = max(0, pending - (done - started))
             estimate = backlog.estimate(owed, max(0, left - headed), now)
-            to_go = f", ~{estimate['passages_pending']} to go, {eta_text(estimate['eta_seconds'])}" if left else ""
+            if left_exact is not None and estimate["passages_per_second"] is not None:
+                exact = max(0, left_exact) if left else 0
+                estimate = {**estimate, "passages_pending": exact,
+                            "eta_seconds": round(exact / max(estimate["passages_per_second"], 1e-6))}  # fmt: skip
+            about = "" if left_exact is not None else "~"  # counted, or estimated past EXACT_COUNT_DRAWERS
+            to_go = (
+                f", {about}{estimate['passages_pending']} to go, {eta_text(estimate['eta_seconds'])}" if left else ""
+            )
             ctx.checkpoint(
                 {
                     "embedded": done,
@@ -218,6 +240,7 @@ class EmbeddingBackfill:
                     **estimate,
                     "drawers_seen": backlog.drawers_seen,
                     "passages_seen": backlog.passages_seen,
+                    **({"passages_left": left_exact, "counted_to": counted_to} if left_exact is not None else {}),
                     "stage": stage,
                     "owed": owed,
                     "headed": headed,
@@ -233,6 +256,18 @@ class EmbeddingBackfill:
             )
         removed = self._finish(model)
         return {"embedded": done, "passages": passages_done, "model": model, "dropped_vectors": removed}
+
+    def _count_waiting(self, model: str, after: int, upto: int) -> tuple[int | None, int]:
+        """The passages the drawers waiting with `after` < seq ≤ `upto` have still to embed, split as the sweep
+        splits them, and `upto`; None past `EXACT_COUNT_DRAWERS` drawers (the estimate stands in)."""
+        total, drawers, cursor = 0, 0, after
+        while rows := self._store.waiting_texts(model, cursor, upto, COUNT_BATCH):
+            drawers += len(rows)
+            if drawers > EXACT_COUNT_DRAWERS:
+                return None, upto
+            total += sum(len(drawer_passages(text, *self._passages)) for _, text in rows)
+            cursor = rows[-1][0]
+        return total - self._store.count_stored_of_waiting(model, after, upto), upto
 
     def _bounded(
         self, batch: list[tuple[int, Drawer]], mode: str, first: int

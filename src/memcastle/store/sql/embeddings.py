@@ -112,6 +112,25 @@ class EmbeddingTables(Role):
     def last_drawer_seq(self) -> int:
         return self._count("SELECT MAX(seq) AS n FROM drawer")
 
+    def waiting_texts(self, model: str, after: int, upto: int, limit: int) -> list[tuple[int, str]]:
+        """(seq, text) of the drawers not fully embedded for `model` with `after` < seq ≤ `upto`, ascending: what the
+        embed sweep counts the passages of."""
+        rows = self._all(
+            "SELECT d.seq, d.content FROM drawer d WHERE d.seq > ? AND d.seq <= ? AND NOT EXISTS "
+            "(SELECT 1 FROM embedded e WHERE e.model = ? AND e.drawer_seq = d.seq) ORDER BY d.seq LIMIT ?",
+            (after, upto, model, limit),
+        )
+        return [(int(r["seq"]), str(r["content"])) for r in rows]
+
+    def count_stored_of_waiting(self, model: str, after: int, upto: int) -> int:
+        """Passages already stored for the drawers not fully embedded for `model` with `after` < seq ≤ `upto` (a first
+        passage, before the rest)."""
+        return self._count(
+            "SELECT COUNT(*) AS n FROM embedding x WHERE x.model = ? AND x.drawer_seq > ? AND x.drawer_seq <= ? "
+            "AND NOT EXISTS (SELECT 1 FROM embedded e WHERE e.model = x.model AND e.drawer_seq = x.drawer_seq)",
+            (model, after, upto),
+        )
+
     def count_missing_embeddings(self, model: str) -> int:
         return max(
             0,
