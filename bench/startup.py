@@ -239,9 +239,9 @@ def main() -> None:
                 note("memcastle mcp to initialize", bridge_initialize(env))
             finally:
                 stop(daemon)
-            first, warm = first_search(env, home / f"cache-{len(figures['memcastle serve to /api/health'])}")
+            first, settled = first_search(env, home / f"cache-{len(figures['memcastle serve to /api/health'])}")
             note("a fresh daemon's first search (new model cache)", first)
-            note("a search once the model is loaded", warm)
+            note("a search once the model is loaded", settled)
 
     medians = {name: median(values) for name, values in figures.items()}
     health_floor = medians["bare uvicorn to first answer"]
