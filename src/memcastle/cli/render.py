@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from memcastle.clock import eta_text
-from memcastle.model.answers import standing_line
+from memcastle.model.answers import drawer_title, standing_line
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -66,27 +66,32 @@ def duration_text(seconds: float) -> str:
     return f"{seconds:g}s"
 
 
+def title_of(drawer: Mapping[str, Any]) -> str:
+    """A drawer's heading: its document and lines, else its name, else the start of its text."""
+    origin = (drawer.get("source") or {}).get("origin") or {}
+    return drawer_title(origin.get("document"), origin.get("lines"), drawer.get("name"), drawer.get("content", ""))
+
+
 def _origin_line(drawer: Mapping[str, Any]) -> str:
     source = drawer.get("source") or {}
     origin = source.get("origin")
+    place = f"{drawer['wing']}/{drawer['room']}"
     if origin:
         when = origin.get("occurred_at") or drawer.get("valid_from")
-        lines = origin.get("lines")
-        where = f"{origin['document']}:{lines[0]}-{lines[1]}" if lines else f"{origin['document']} #{origin['chunk']}"
-        return f"{origin['connector']} · {where} · {_short(when)}"
+        chunk = "" if origin.get("lines") else f" · part {origin['chunk'] + 1}"
+        return f"{place} · {origin['connector']}{chunk} · {_short(when)}"
     who = source.get("agent") or (drawer.get("provenance") or {}).get("requested_by", "")
-    return f"{source.get('kind', 'manual')} · {who} · {_short(drawer.get('created_at'))}"
+    return f"{place} · {source.get('kind', 'manual')} · {who} · {_short(drawer.get('created_at'))}"
 
 
 def drawer_panel(drawer: Mapping[str, Any], *, title_extra: str = "") -> Panel:
+    from rich.markup import escape
     from rich.panel import Panel
     from rich.text import Text
 
     state = "current" if drawer.get("valid_to") is None else f"closed {_short(drawer['valid_to'])}"
     state += "".join(f" · {mark}" for mark in ("pinned", "hidden") if drawer.get(mark))
-    title = f"[bold]{drawer['wing']}/{drawer['room']}[/bold]"
-    if drawer.get("name"):
-        title += f" · {drawer['name']}"
+    title = f"[bold]{escape(title_of(drawer))}[/bold]"
     subtitle = f"{short_id(drawer['id'])} · {state}"
     body = Text()
     body.append(_origin_line(drawer) + "\n", style="dim")
@@ -126,7 +131,7 @@ def show_hits(result: Mapping[str, Any], *, full: bool = False) -> None:
     width = min(shutil.get_terminal_size((100, 24)).columns, 120)
     for rank, hit in enumerate(hits, start=1):
         drawer = hit["drawer"]
-        title = f"#{rank}  {drawer['wing']}/{drawer['room']}" + (f" · {drawer['name']}" if drawer.get("name") else "")
+        title = f"#{rank}  {title_of(drawer)}"
         state = "current" if drawer.get("valid_to") is None else f"closed {_short(drawer['valid_to'])}"
         state += "".join(f" · {mark}" for mark in ("pinned", "hidden") if drawer.get(mark))
         right = f"{short_id(drawer['id'])} · {state}"

@@ -6,7 +6,7 @@ The wire shapes are those the API has always had (docs/api.md); only their const
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -398,3 +398,17 @@ def standing_line(standing: Mapping[str, Any] | None) -> str | None:
         return f"{standing['state']}: {standing['fact']} stands, {standing['basis']}{end}"
     claim = f"{standing['standing']} ({str(standing['standing_id'])[:8]})"
     return f"{standing['state']}: {standing['fact']}; stands: {claim}, {standing['basis']}{end}"
+
+
+TITLE_CHARS = 60  # a drawer titled by its text shows at most this much of it
+
+
+def drawer_title(document: str | None, lines: Sequence[int] | None, name: str | None, text: str) -> str:
+    """What a person calls a drawer (the web page's title, the terminal's heading): its document and lines when a
+    source filed it (`json/encoder.py, lines 166–332`), else its name, else the start of its text."""
+    if document:
+        return f"{document}, lines {lines[0]}–{lines[1]}" if lines else document
+    if name:
+        return name
+    words = " ".join(text.split())
+    return words[: TITLE_CHARS - 1] + "…" if len(words) > TITLE_CHARS else words

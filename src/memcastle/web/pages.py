@@ -19,7 +19,7 @@ from fastapi.routing import APIRoute
 
 from memcastle.errors import AccessDenied, InvalidRequest, MemCastleError, http_status
 from memcastle.model import Drawer
-from memcastle.model.answers import standing_line
+from memcastle.model.answers import drawer_title, standing_line
 from memcastle.modes import HEADER, Access, enforce_mode, parse_mode
 from memcastle.services import Services
 
@@ -54,19 +54,11 @@ def _templates() -> Jinja2Templates:
     return templates
 
 
-LABEL_CHARS = 60  # a drawer titled by its text shows at most this much of it
-
-
 def label(drawer: Drawer) -> str:
-    """What a person calls a drawer: its document and lines when a source filed it (`json/encoder.py, lines
-    166–332`), else its name, else the start of its text."""
+    """What a person calls a drawer (`model.answers.drawer_title`)."""
     origin = drawer.source.origin
-    if origin is not None and origin.document:
-        return f"{origin.document}, lines {origin.lines[0]}–{origin.lines[1]}" if origin.lines else origin.document
-    if drawer.name:
-        return drawer.name
-    text = " ".join(drawer.content.split())
-    return (text[: LABEL_CHARS - 1] + "…" if len(text) > LABEL_CHARS else text) or f"Drawer {drawer.id[:8]}"
+    document, lines = (origin.document, origin.lines) if origin is not None else (None, None)
+    return drawer_title(document, lines, drawer.name, drawer.content) or f"Drawer {drawer.id[:8]}"
 
 
 def when(instant: str | None, precision: str = "minute") -> str:
