@@ -171,7 +171,7 @@ def test_rest_mcp_and_cli_give_the_snippet_the_lines_and_the_whole_drawer(daemon
     assert shown["lines"][0] <= 91 <= shown["lines"][1]
     piped = served.cli("search", "portcullis winch", "--wing", "castle", "--json")
     assert json.loads(piped.stdout)["hits"][0]["snippet"]["text"] == shown["text"]
-    assert f"gate.py:{first}-{last}" in _terminal(served, "search", "portcullis winch", "--wing", "castle")
+    assert f"gate.py, lines {first}–{last}" in _terminal(served, "search", "portcullis winch", "--wing", "castle")
     terminal = _terminal(served, "search", "portcullis winch", "--wing", "castle")
     assert "raise_portcullis" in terminal
     assert f"[lines {shown['lines'][0]}-{shown['lines'][1]} of {len(hit['drawer']['content'])} characters" in terminal
