@@ -105,7 +105,7 @@ class ServedPalace:
         settings = palace.settings
         # Served through the front (`api.front`): the health check answers before FastAPI and the routes are built.
         app = DeferredApp(
-            lambda: http_app(palace, request_shutdown=self.request_exit),
+            lambda: prepared_app(palace, request_shutdown=self.request_exit),
             HostPolicy([*settings["server.allowed_hosts"], *settings["mcp.allowed_hosts"]]),
         )
         # ws="none": the daemon serves no WebSocket (its live events are server-sent), so uvicorn need not import a
@@ -191,6 +191,13 @@ def file_spooled_checkpoints(palace: Palace, states: Path) -> None:
             continue
         path.unlink(missing_ok=True)
         log.info("spooled checkpoint %s queued as job %s", path.name, job.id)
+
+
+def prepared_app(palace: Palace, *, request_shutdown: Callable[[], None] | None = None) -> FastAPI:
+    """`http_app` with every route prepared (`api.app.prepare_routes`): what the daemon's front builds in a thread."""
+    from memcastle.api.app import prepare_routes
+
+    return prepare_routes(http_app(palace, request_shutdown=request_shutdown))
 
 
 def http_app(palace: Palace, *, request_shutdown: Callable[[], None] | None = None) -> FastAPI:

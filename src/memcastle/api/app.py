@@ -108,3 +108,14 @@ def create_app(
     # A raw ASGI endpoint (every method: POST messages, GET the event stream, DELETE the session), not a FastAPI route.
     app.router.routes.append(Route(MCP_PATH, mcp_endpoint, include_in_schema=False))
     return app
+
+
+def prepare_routes(app: FastAPI) -> FastAPI:
+    """Have FastAPI prepare every included router's routes now (it does so for a router when a request is first routed
+    into it: ~20 ms for the search routes, paid by the first search). The daemon's front calls it while it builds the
+    application, off the request path (`api.front`); a FastAPI without the hook prepares them as before."""
+    for route in app.router.routes:
+        prepare = getattr(route, "effective_candidates", None)
+        if callable(prepare):
+            prepare()
+    return app
