@@ -1,7 +1,8 @@
-"""The web page's screenshots for docs/web.md: every page at 360 and 1440 pixels wide, in headless Chromium.
+"""The web page's screenshots for docs/web.md: every page at 360 and 1440 pixels wide (`--widths`), in headless
+Chromium.
 
 Not a benchmark: it builds a small palace of its own (a few notes, a superseded one, a mined folder), serves it with
-a real daemon and photographs each page. `python -m bench.screenshots [--out docs/web]`.
+a real daemon and photographs each page. `python -m bench.screenshots [--out docs/web] [--widths 1280,390]`.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ PAGES = {
     "drawer": "/drawer/{drawer}",
     "browse": "/browse?wing=castle&room=notes",
     "jobs": "/jobs",
+    "overview": "/overview",
     "forget": "/forget?drawer={drawer}",
     "facts": "/facts",
     "preferences": "/preferences",
@@ -81,7 +83,11 @@ def seed(address: str, root: Path) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--out", type=Path, default=Path("docs/web"))
+    parser.add_argument(
+        "--widths", default=",".join(map(str, WIDTHS)), help="comma-separated window widths in pixels (e.g. 1280,390)"
+    )
     args = parser.parse_args()
+    widths = [int(w) for w in args.widths.split(",")]
     from selenium import webdriver
 
     args.out.mkdir(parents=True, exist_ok=True)
@@ -98,7 +104,7 @@ def main() -> int:
             browser = webdriver.Chrome(options=options, service=service)
             try:
                 for name, path in PAGES.items():
-                    for width in WIDTHS:
+                    for width in widths:
                         browser.set_window_size(width, 900)
                         browser.get(address + path.format(drawer=drawer))
                         time.sleep(0.5)  # let htmx and the event stream settle before the picture
