@@ -118,8 +118,8 @@ def main() -> None:
         f"Command: `{command_line()}`",
         "",
         f"{args.tree} mined by a real daemon (extraction off), then `/api/status` sampled every {args.every:g} s "
-        "while the embed sweep runs, beside the truth read from the palace file (each waiting drawer split as the sweep splits it, "
-        "less the passages stored).",
+        "while the embed sweep runs, beside the truth read from the palace file (each waiting drawer split as the "
+        "sweep splits it, less the passages stored).",
         "",
         "| after the mine (s) | shown | left | difference | ETA shown |",
         "|---|---|---|---|---|",
