@@ -175,6 +175,46 @@ def test_heuristic_reads_a_long_unpunctuated_drawer_quickly() -> None:
     assert ("Ana Lopez", "works_on", "Atlas") in _triples(extraction)
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        # Sentences from real documentation that the nearest-name reading turned into facts.
+        "Whether it is destroyed or pooled depends on the `keepAlive` option.",  # no name before the phrase
+        "V8 in Node.js depends on the ICU version supplied by Node.js.",  # the name sits in a phrase of the subject
+        "Almost everybody uses DEFAULT_ABBREV to refer to the default.",  # a capitalised word that is no name
+        "Node.js only uses JSON string literals within this property.",  # the object qualifies a noun
+        "/usr/bin/pinentry-gnome Graphical PIN entry program that uses GNOME's gcr prompter.",  # a possessive
+        "Solution: Make FEAT_SESSION depend on FEAT_EVAL.",  # an imperative after a colon
+        "For this to work, Memcheck uses a great deal of compression.",  # no name after the phrase
+        "Issue 1234 was filed on a Mac. Issue works on Mac Aqua, says the issue.",  # issue is written in lower case
+        "Vim uses the GDB/MI interface.",  # the object is part of a longer token
+        "Node.js uses a KeyObject class to represent a key.",  # "a … class": the name qualifies the noun
+        "Ana Lopez works on Atlas and uses Kafka.",  # "and uses" has no subject of its own
+        "- replace ToLocalChecked uses with ToLocal",  # "uses" is a noun here
+    ],
+)
+def test_heuristic_files_no_fact_from_a_sentence_it_cannot_parse(text: str) -> None:
+    assert [t for t in _triples(_read(text)) if t[0] != "Ana Lopez"] == []
+
+
+@pytest.mark.parametrize(
+    ("text", "triple"),
+    [
+        (
+            "The software it works with, such as OpenSSL, is optional.  As Wget uses the GNU\nAutoconf, it is built.",
+            ("Wget", "uses", "GNU Autoconf"),
+        ),
+        ("Node.js uses [V8](https://v8.dev/) as its JavaScript engine.", ("Node.js", "uses", "V8")),
+        ("<p>GnuTLS uses Nettle internally.</p>", ("GnuTLS", "uses", "Nettle")),
+        ("Cairo support depends on the Cairo library.", ("Cairo support", "depends_on", "Cairo")),
+        ("If SHELL is not set, Vim uses PRIMARY when reading.", ("Vim", "uses", "PRIMARY")),
+        ("Ana also works on Atlas.", ("Ana", "works_on", "Atlas")),
+    ],
+)
+def test_heuristic_reads_wrapped_lines_links_tags_and_adverbs(text: str, triple: tuple[str, str, str]) -> None:
+    assert _triples(_read(text)) == [triple]
+
+
 def test_heuristic_is_deterministic_and_reads_each_text_on_its_own() -> None:
     text = (
         "Ana Lopez works on Atlas. Atlas depends on Redis and uses `celery`. Ben Hart lives in Porto. "

@@ -24,6 +24,11 @@ _SENTENCE_BREAK = re.compile(
     r"|\n[ \t]*\n\s*"  # a blank line
     r"|\n(?=[ \t]*(?:[-*+>#|]|\d+[.)])\s)"  # a new list item, heading, quote or table row
 )
+# A line break after a long line inside a sentence is the text's wrapping, not the end of a name.
+_SOFT_WRAP = re.compile(r"(?<=[^\n]{50})[ \t]*\n[ \t]*(?=\S)(?![-*+>#|]\s|\d+[.)]\s)")
+_LINK = re.compile(r"\[([^\]\n]+)\]\([^)\s]*\)")  # a Markdown link: its words
+_MARKUP_TAG = re.compile(r"</?[A-Za-z][\w-]*(?:\s[^<>]*)?/?>")  # an HTML tag
+_SPACES = re.compile(r"(?<=\S)[ \t]{2,}(?=\S)")
 _CODE_SPAN = re.compile(r"`([^`\n]+)`")
 # A code span names a tool when it is a name or a short command (`git rebase`), not a whole expression, a flag
 # (`--verbose`, `--bar --foo`), punctuation (`--`) or a sentence fragment (`echo uses Windows`).
@@ -55,6 +60,8 @@ _NON_NAMES = frozenset(
     user assistant system human mr mrs ms dr prof true false null
     monday tuesday wednesday thursday friday saturday sunday january february march april june july august
     september october november december
+    almost whether otherwise further among despite unlike including instead alternatively additionally similarly
+    likewise generally typically usually example examples
 """.split()
 )
 # Particles that join capitalised words into one name: "Bank of America", "Ludwig van Beethoven".
@@ -142,7 +149,7 @@ def _read_heuristically(text: str) -> dict[str, Any]:
     fixed: dict[str, str] = {}
     roles: dict[str, set[str]] = {}
     relations: list[dict[str, Any]] = []
-    for sentence in _sentences(_FENCED_CODE.sub("\n\n", text)):
+    for sentence in _sentences(_readable(text)):
         masked, mentions = _mentions(sentence)
         for mention in mentions:
             key = _key(mention.name)
@@ -161,11 +168,12 @@ def _read_heuristically(text: str) -> dict[str, Any]:
             after = bisect.bisect_left(starts, match.end())
             if before == 0 or after == len(mentions):
                 continue
-            subject, obj = mentions[before - 1], mentions[after]
-            if phrase.subject_kind is None:
-                subject = _with_noun_tail(subject, masked[subject.end : match.start()])
-                if subject.name != mentions[before - 1].name:
-                    spellings.setdefault(_key(subject.name), subject.name)
+            subject = _clause_subject(mentions[before - 1], masked, match.start(), phrase, text)
+            obj = _clause_object(mentions[after], masked, match.end(), phrase.predicate)
+            if subject is None or obj is None:
+                continue  # not a shape this reader parses: no fact rather than a guess
+            if subject.name != mentions[before - 1].name:
+                spellings.setdefault(_key(subject.name), subject.name)
             for mention, kind in ((subject, phrase.subject_kind), (obj, phrase.object_kind)):
                 if kind is not None:
                     roles.setdefault(_key(mention.name), set()).add(kind)
@@ -189,21 +197,136 @@ _FUNCTION_WORDS = frozenset(
     just only then often always usually sometimes mostly mainly currently already again soon even too very
     is are was were be been being has have had will would can could should may might must do does did
     who whom which whose what it its he she they we you i me us him her them my our your his their there here
+    everybody everyone anybody anyone nobody someone somebody something anything nothing everything
 """.split()
 )
-_TAIL_WORD = re.compile(r"[a-z][a-z-]*")
 
 
-def _with_noun_tail(subject: _Mention, gap: str) -> _Mention:
-    """The subject with the lower-case nouns between it and the phrase ("Harbor" + " build server "), up to three
-    plain words; unchanged when the gap holds anything else (punctuation, a function word, an adverb)."""
+# What may stand between a subject and its phrase ("Ana also works on"), and before an object ("uses the Kafka").
+_ADVERBS = frozenset(
+    "also now still currently already mainly mostly primarily actually actively only often usually always then too"
+    " has have".split()
+)
+_DETERMINERS = frozenset("the a an its their his her our my your this that these those".split())
+# What may open a clause before its subject ("Last year Dmitri joined …", "… and Ben owns …"); a preposition, a verb
+# or another name there means the name is not the clause's subject ("V8 in Node.js depends on …").
+_OPENERS = (
+    _DETERMINERS
+    | _ADVERBS
+    | frozenset(
+        """
+    and but or so yet while whereas because since although though when once after before if unless until as
+    that which who where meanwhile moreover besides however therefore thus hence also today yesterday tomorrow
+    tonight recently lately finally later earlier last next this year years month months week weeks day days ago
+    spring summer autumn fall winter morning afternoon evening night
+""".split()
+    )
+)
+_BOUNDARY = re.compile(r"[,;:(\[—–]|\s-\s")
+_PLAIN_GAP = re.compile(r" (?:[a-z][a-z-]* )*")
+
+
+def _clause_subject(mention: _Mention, masked: str, phrase_start: int, phrase: _Phrase, text: str) -> _Mention | None:
+    """The phrase's subject when the words before it parse as one: a name (with a noun tail for phrases whose
+    subject may be a thing), at most an adverb before the phrase, and only an opener between the start of its
+    clause and the name. None otherwise."""
+    gap = masked[mention.end : phrase_start]
+    if not _PLAIN_GAP.fullmatch(gap):
+        return None  # punctuation, a line break or a masked span between them: another clause
     words = gap.split()
-    if not 1 <= len(words) <= 3 or gap != " " + " ".join(words) + " ":
-        return subject  # only plain single spaces: a line break or a masked span ends the name
-    if any(not _TAIL_WORD.fullmatch(w) or w in _FUNCTION_WORDS or w.endswith("ly") for w in words):
-        return subject
+    if words and words[-1] in _ADVERBS:
+        words = words[:-1]
+    subject: _Mention | None = mention
+    if words and phrase.subject_kind == "person":
+        if not _is_postmodifier(words):
+            return None
+    elif words:
+        subject = _with_noun_tail(mention, words)
+    start = mention.start
+    opener = masked[:start].rstrip()
+    cut = max((m.end() for m in _BOUNDARY.finditer(opener)), default=0)
+    before = [w.casefold() for w in _WORD.findall(opener[cut:])]
+    if _MASK in opener[cut:] or any(w not in _OPENERS for w in before):
+        return None
+    if not before and cut == 0 and mention.kind is None:
+        return subject if _reads_as_name(mention.name.split()[0], text) else None
+    return subject
+
+
+_POSTMODIFIER_PREPOSITIONS = frozenset("from at of in on with".split())
+
+
+def _is_postmodifier(words: list[str]) -> bool:
+    """Whether lower-case words after a person's name qualify the name ("Ana from the team works on …")."""
+    rest = words[1:]
+    if rest and rest[0] in _DETERMINERS:
+        rest = rest[1:]
+    return words[0] in _POSTMODIFIER_PREPOSITIONS and 1 <= len(rest) <= 2 and not _FUNCTION_WORDS.intersection(rest)
+
+
+def _with_noun_tail(subject: _Mention, words: list[str]) -> _Mention | None:
+    """The subject with the lower-case nouns between it and the phrase ("Harbor" + "build server"), up to three
+    plain words; None when they are anything else (a function word, an adverb)."""
+    if len(words) > 3 or any(w in _FUNCTION_WORDS or w.endswith("ly") for w in words):
+        return None
     name = f"{subject.name} {' '.join(words)}"
-    return _Mention(subject.start, subject.end + len(gap.rstrip()), name, subject.kind)
+    return _Mention(subject.start, subject.end + 1 + len(" ".join(words)), name, subject.kind)
+
+
+# Relations whose object is the thing named, not a project the name stands for ("works on the Atlas rewrite" is about
+# Atlas; "uses JSON string literals" is not about JSON), and the nouns after a name that still leave it the object.
+_THING_OBJECTS = frozenset({"uses", "depends_on", "located_in", "owns"})
+# Words after an object that start something else (a clause, a phrase), not a noun the object qualifies.
+_NOT_NOUNS = (
+    _FUNCTION_WORDS
+    | _OPENERS
+    | frozenset(
+        "for into over under per across through without within during except like instead unlike than whether whenever"
+        " wherever".split()
+    )
+)
+_GENERIC_HEADS = frozenset(
+    "library libraries package packages module modules tool toolkit framework engine server servers service services"
+    " project database cluster protocol platform plugin extension compiler runtime".split()
+)
+
+
+def _clause_object(mention: _Mention, masked: str, phrase_end: int, predicate: str) -> _Mention | None:
+    """The phrase's object when it follows the phrase at once (after a determiner at most) and is not a modifier of
+    a later noun (`GNOME's prompter`, the `length` bits); None otherwise."""
+    words = masked[phrase_end : mention.start].split()
+    if not masked[phrase_end : mention.start].startswith(" ") or len(words) > 1:
+        return None
+    if words and words[0].casefold() not in _DETERMINERS:
+        return None
+    rest = masked[mention.end :]
+    if rest[:1] not in ("", " ", "\t", "\n", *".,;:!?)"):
+        return None  # a possessive or a longer token: `GNOME's prompter`, GDB/MI
+    if re.match(r"\s+[\"'“‘]", rest):
+        return None  # a quoted name after it: the Xcode "new build system"
+    following = re.match(r"\s+([a-z][a-z-]*)", rest)
+    if following and following.group(1) not in _NOT_NOUNS and not following.group(1).endswith("ly"):
+        if mention.kind == "tool" or (words and words[0].casefold() in ("a", "an")):
+            return None  # a name before a noun qualifies it: the `length` bits, a KeyObject class
+        if predicate in _THING_OBJECTS and following.group(1) not in _GENERIC_HEADS:
+            return None  # "uses JSON string literals" is not about JSON
+    return mention
+
+
+# A word at the start of a sentence is capitalised whatever it is; it counts as a name when it looks like one
+# (`OpenSSL`, `IPv4`, `Node.js`), the text capitalises it elsewhere too, or never writes it in lower case.
+_NAME_FORM = re.compile(r"(?<=.)[A-Z0-9]|\.\w")
+_ADVERB_FORM = re.compile(r".+(?:ly|ing)")
+
+
+def _reads_as_name(word: str, text: str) -> bool:
+    if _NAME_FORM.search(word):
+        return True
+    if re.search(rf"[^.!?\s]\s+{re.escape(word)}\b", text):
+        return True
+    if _ADVERB_FORM.fullmatch(word):
+        return False
+    return not re.search(rf"\b{re.escape(word.lower())}\b", text)
 
 
 def _heuristic_kind(key: str, name: str, fixed: Mapping[str, str], roles: Mapping[str, set[str]]) -> str:
@@ -213,6 +336,12 @@ def _heuristic_kind(key: str, name: str, fixed: Mapping[str, str], roles: Mappin
         return "organization"
     found = roles.get(key, set())
     return next((kind for kind in _ROLE_ORDER if kind in found), "other")
+
+
+def _readable(text: str) -> str:
+    """The text as prose: code blocks out, markup links and tags reduced to their words, wrapped lines joined."""
+    text = _MARKUP_TAG.sub(" ", _LINK.sub(r"\1", _FENCED_CODE.sub("\n\n", text)))
+    return _SPACES.sub(" ", _SOFT_WRAP.sub(" ", text))
 
 
 def _sentences(text: str) -> list[str]:
@@ -278,11 +407,11 @@ def _name_runs(masked: str) -> list[_Mention]:
             flush()
     flush()
 
-    first_word = _WORD.search(masked)
-    sentence_start = first_word.start() if first_word else -1
+    # Where a word is capitalised whatever it is: the sentence's first word and the first after a colon.
+    clause_starts = {m.end() for m in re.finditer(r"(?:^|:\s+)[^\w\s]*(?=[^\W_])", masked)}
     mentions = []
     for run in runs:
-        if run[0][0] == sentence_start:
+        if run[0][0] in clause_starts:
             while run and run[0][2].casefold() in _NON_NAMES | _PARTICLES:
                 run = run[1:]
         if not run or all(word.casefold() in _NON_NAMES for _, _, word in run):
