@@ -125,7 +125,7 @@ class Palace:
         # lexically until then and says so.
         warm = getattr(self.model, "warm", None)
         if callable(warm):
-            warm(WARM_MODEL_AFTER)
+            warm(WARM_MODEL_AFTER, then=self.services.search.warm)
         stemmers = threading.Timer(WARM_MODEL_AFTER, snippets.warm)  # the words' stemmers, as the first search would
         stemmers.daemon = True
         stemmers.start()

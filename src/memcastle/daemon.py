@@ -107,6 +107,7 @@ class ServedPalace:
         app = DeferredApp(
             lambda: prepared_app(palace, request_shutdown=self.request_exit),
             HostPolicy([*settings["server.allowed_hosts"], *settings["mcp.allowed_hosts"]]),
+            warm=palace.services.search.warm,
         )
         # ws="none": the daemon serves no WebSocket (its live events are server-sent), so uvicorn need not import a
         # WebSocket library at start.

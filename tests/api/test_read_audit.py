@@ -211,3 +211,19 @@ def test_an_mcp_agent_is_recorded_by_its_name_and_session_and_listed_by_the_cli_
         page = http.get("/audit", params={"drawer": drawer["id"]}).text
         assert "harbour-agent" in page and drawer["id"][:8] in page and TEXT not in page
         assert f"/audit?drawer={drawer['id']}" in http.get(f"/drawer/{drawer['id']}").text
+
+
+def test_the_daemons_warm_up_search_is_no_read(secured: tuple[TestClient, Palace, dict[str, str]]) -> None:
+    """The search a daemon runs before its first client's (`SearchService.warm`, ADR 0061) returns memory to no one:
+    nothing is recorded, even when it finds a drawer."""
+    client, palace, auth = secured
+    client.post(
+        "/api/notes", json={"content": "memory " + TEXT, "wing": "log"}, headers={"Authorization": auth["laptop"]}
+    )
+    palace.services.search.warm()
+    palace.services.search.warm()
+    assert reads(client, auth["laptop"]) == []
+    client.post(
+        "/api/search", json={"query": "memory", "ranking": "lexical"}, headers={"Authorization": auth["laptop"]}
+    )
+    assert [r["operation"] for r in reads(client, auth["laptop"])] == ["search"], "a client's search is recorded"

@@ -28,8 +28,16 @@ HEALTH = b'{"ok":true}'
 class DeferredApp:
     """An ASGI application that `build` makes on first use (a FastAPI app: its lifespan is run here)."""
 
-    def __init__(self, build: Callable[[], Any], policy: HostPolicy, *, warm_after: float = WARM_AFTER) -> None:
+    def __init__(
+        self,
+        build: Callable[[], Any],
+        policy: HostPolicy,
+        *,
+        warm_after: float = WARM_AFTER,
+        warm: Callable[[], None] = lambda: None,
+    ) -> None:
         self._build = build
+        self._warm = warm
         self._policy = policy
         self._warm_after = warm_after
         self._app: ASGIApp | None = None
@@ -93,6 +101,12 @@ class DeferredApp:
                 await asyncio.wait_for(self._wanted.wait(), self._warm_after)
             app = await asyncio.to_thread(self._build)
             async with app.router.lifespan_context(app):
+                # A route that runs in the thread pool starts anyio's backend (an import) and a worker on first use,
+                # and its first search opens the worker's reader: done here with `warm`, not by the first search.
+                from anyio import to_thread  # not imported before the health check answers
+
+                with contextlib.suppress(Exception):
+                    await to_thread.run_sync(self._warm)
                 self._app = app
                 self._ready.set()
                 await stop.wait()

@@ -17,7 +17,7 @@ import math
 import os
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import resources
@@ -153,15 +153,19 @@ class BuiltinProvider:
         one core, once)."""
         return self._warming and self._loaded is None
 
-    def warm(self, after: float = 0.0) -> None:
+    def warm(self, after: float = 0.0, then: Callable[[], None] = lambda: None) -> None:
         """Load the model on a thread of its own, `after` seconds from now (a daemon's start does, so that neither
-        the start nor the first search waits for it); `loading` from this call on, until it is loaded."""
+        the start nor the first search waits for it); `loading` from this call on, until it is loaded. `then` runs
+        on that thread once it is (the daemon's first search by meaning, unrecorded)."""
         self._warming = True
 
         def load() -> None:
             try:
                 time.sleep(after)
                 self._load()
+                self.embed([_PROBE_TEXT], "query")  # the runtime's first run sizes its buffers: not the first search
+                self._warming = False
+                then()
             except Exception as exc:  # noqa: BLE001 - reported here; a search that needs the model reports it again
                 log.warning("the meaning model could not be loaded: %s", exc)
             finally:

@@ -61,6 +61,11 @@ class SearchService:
         self._record("search", query=request.query, drawer_ids=[hit.drawer.id for hit in result.hits])
         return result
 
+    def warm(self) -> None:
+        """Run one search as the first would, unrecorded, so that the thread's reader, the index's first pages and the
+        ranking's first run are ready before a client's first search (the daemon's front does, once)."""
+        self._engine.search(self.query(SearchRequest(query="memory", limit=1)))
+
     @staticmethod
     def query(request: SearchRequest) -> SearchQuery:
         """The request validated, its scope narrowed to the wings the client may read (`services.reader`): the
