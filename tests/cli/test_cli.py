@@ -554,3 +554,18 @@ def test_a_jobs_note_is_clipped_at_a_word_with_an_ellipsis_and_short_ids() -> No
     assert clip(waiting, 80) == "behind the running embed job 5b0c6f0e of the same source; it starts when that…"
     assert clip("short", 80) == "short"
     assert clip("x" * 100, 10) == "x" * 9 + "…", "a word longer than the room is cut where the room ends"
+
+
+def test_a_hits_signal_line_names_each_figures_scale() -> None:
+    """BM25 is unbounded, cosine runs −1 to 1, relevance is 0–1 within the search: the terminal says which is which,
+    and says when the score is relevance plus an adjustment rather than the ranking's own signal."""
+    from memcastle.cli.render import explain_signals
+
+    drawer = {"id": "d1", "content": "x", "pinned": False}
+    plain = explain_signals({"score": 22.312, "drawer": drawer, "signals": {"lexical": 22.312, "relevance": 1.0}})
+    assert plain == "score 22.312 · words (BM25) 22.312 · relevance (0-1 in this search) 1.000"
+    preference = {"level": "high", "criterion": None, "adjustment": 0.08}
+    adjusted = explain_signals(
+        {"score": 1.08, "drawer": drawer, "signals": {"semantic": 0.61, "relevance": 1.0, "preference": preference}}
+    )
+    assert adjusted.startswith("score 1.080 (relevance + adjustment) · meaning (cosine) 0.610 · relevance")

@@ -168,12 +168,24 @@ def _marked(shown: Mapping[str, Any]) -> str:
     return "".join(out)
 
 
+_SIGNAL_NAMES = {
+    "lexical": "words (BM25)",
+    "semantic": "meaning (cosine)",
+    "fusion": "fused (0-1)",
+    "graph": "graph",
+    "relevance": "relevance (0-1 in this search)",
+}
+
+
 def explain_signals(hit: Mapping[str, Any]) -> str:
     signals = hit.get("signals", {})
-    parts = [f"score {hit['score']:.3f}"]
-    for key in ("lexical", "semantic", "fusion", "graph", "relevance"):
+    # The score is the ranking's own signal (BM25 is unbounded) unless a policy or freshness adjusts it: then it is
+    # relevance (0-1 within this search) plus the adjustment. Each figure is named with its scale, as on the web page.
+    adjusted = signals.get("preference") or signals.get("freshness")
+    parts = [f"score {hit['score']:.3f}" + (" (relevance + adjustment)" if adjusted else "")]
+    for key, name in _SIGNAL_NAMES.items():
         if key in signals and signals[key] is not None:
-            parts.append(f"{key} {signals[key]:.3f}")
+            parts.append(f"{name} {signals[key]:.3f}")
     if signals.get("neighbours") is not None:  # none of the query's words, found by the drawers beside it (ADR 0056)
         parts.append(f"beside the words: neighbours {signals['neighbours']:.3f}")
     stage = signals.get("rerank")
