@@ -719,6 +719,23 @@ def test_vectors_are_read_back_by_row_in_the_order_asked(store: Store) -> None:
     assert store.embeddings.vectors_of_rows([], 8).shape == (0, 8)
 
 
+def test_the_embed_walk_can_take_what_people_write_first(store: Store) -> None:
+    """Notes, transcripts and commits, and files of prose (Markdown, text, …), before code and data files: the embed
+    sweep gives them their first vectors first (what a user searches by meaning first)."""
+
+    def filed(document: str) -> str:
+        origin = Origin(connector="directory", source_id="s", document=document, chunk=0, revision="r", metadata={})
+        source = Source(kind="file", uri=f"file:///p/{document}", origin=origin)
+        return store.drawers.add_drawer(note(f"text of {document}", source=source)).id
+
+    readme, code, notes, data = filed("README.MD"), filed("x.py"), filed("docs/n.txt"), filed("d.json")
+    written = store.drawers.add_drawer(note("a note")).id
+    walk = store.embeddings.next_to_embed("m", 10, before=10**9, current=True, stage="head", prose=True)
+    assert [d.id for _, d in walk] == [written, notes, readme], "newest first, code and data left for later"
+    everything = store.embeddings.next_to_embed("m", 10, before=10**9, current=True, stage="head")
+    assert {d.id for _, d in everything} == {readme, code, notes, data, written}
+
+
 def test_a_drawers_first_passage_can_come_before_its_others(store: Store) -> None:
     drawer = store.drawers.add_drawer(note("three passages"))
     other = store.drawers.add_drawer(note("one passage"))

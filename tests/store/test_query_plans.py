@@ -168,6 +168,9 @@ def test_every_batch_query_of_the_background_jobs_walks_an_index(filled: tuple[S
         "embed: first passages, newest first": lambda: store.embeddings.next_to_embed(
             "m", 16, before=80, current=True, stage="head"
         ),
+        "embed: notes and documents first": lambda: store.embeddings.next_to_embed(
+            "m", 16, before=80, current=True, stage="head", prose=True
+        ),
         "embed: the other passages": lambda: store.embeddings.next_to_embed(
             "m", 16, before=80, current=True, stage="rest"
         ),

@@ -24,6 +24,8 @@ from memcastle.search.passages import (
 from memcastle.store import EmbeddingStore
 
 KIND = "embed"
+# What the sweep says it does first, while it does (SPEC §3: what a user searches first is findable first).
+STAGE_NOTES = {"prose": "notes and documents first", "head": "first passages first"}
 COALESCE_KEY = "embed"
 # Passages embedded per unit of work: ~2–3 s of the builtin model on 2 cores, however long the drawers are.
 MAX_BATCH_PASSAGES = 64
@@ -141,7 +143,7 @@ class EmbeddingBackfill:
         top = int(state["top"]) if "top" in state else self._store.last_drawer_seq()
         cursor = int(state.get("cursor", top + 1))
         phase = str(state.get("phase", "current"))
-        stage = str(state.get("stage", "head"))
+        stage = str(state.get("stage", "prose"))
         owed, headed = int(state.get("owed", 0)), int(state.get("headed", 0))
         pending = self._store.count_missing_embeddings(model)
         started = done
@@ -166,17 +168,26 @@ class EmbeddingBackfill:
             mode = "head"
             move: str | None = "top"
             batch = self._store.next_to_embed(model, self._batch_size, after=top, stage="head")
-            if not batch and (phase != "current" or stage != "head"):
+            if not batch and (phase != "current" or stage == "rest"):
                 # Then the later passages of those filed after the walk of later passages began (it walks down
                 # from where it began and would never reach them).
                 mode, move = "rest", None
                 batch = self._store.next_to_embed(model, self._batch_size, after=rest_top, stage="rest")
             if not batch:
-                mode, move = (stage if phase == "current" else "all"), "cursor"
+                walk = "head" if stage == "prose" else stage  # notes and documents' first passages, then every one's
+                mode, move = (walk if phase == "current" else "all"), "cursor"
                 batch = self._store.next_to_embed(
-                    model, self._batch_size, before=cursor, current=phase == "current", stage=mode
+                    model,
+                    self._batch_size,
+                    before=cursor,
+                    current=phase == "current",
+                    stage=mode,
+                    prose=phase == "current" and stage == "prose",
                 )
                 if not batch:
+                    if phase == "current" and stage == "prose":
+                        stage, cursor = "head", top + 1
+                        continue
                     if phase == "current" and stage == "head":
                         stage, cursor, rest_top = "rest", top + 1, top
                         continue
@@ -252,7 +263,7 @@ class EmbeddingBackfill:
                 current=done,
                 total=done + left,
                 message=f"{passages_done} passages{to_go}"
-                + (" (first passages first)" if stage == "head" and left else ""),
+                + (f" ({STAGE_NOTES[stage]})" if stage in STAGE_NOTES and left else ""),
             )
         removed = self._finish(model)
         return {"embedded": done, "passages": passages_done, "model": model, "dropped_vectors": removed}

@@ -16,6 +16,10 @@ from memcastle.store.sql.drawers import DrawerTables
 from memcastle.store.sql.search import places
 from memcastle.store.sql.vectors import VectorWrite, vector_writes, vectors_by_row
 
+# Files whose text is prose: the embed sweep gives their drawers (and every note, transcript and commit) their first
+# vectors before code and data files' (what a user searches by meaning first).
+PROSE_SUFFIXES = ("md", "markdown", "txt", "rst", "adoc", "org", "tex", "html", "htm")
+
 
 class EmbeddingTables(Role):
     """`memcastle.store.EmbeddingStore` on SQL."""
@@ -78,13 +82,20 @@ class EmbeddingTables(Role):
         before: int | None = None,
         current: bool | None = None,
         stage: str = "all",
+        prose: bool = False,
     ) -> list[tuple[int, Drawer]]:
         """Up to `limit` drawers not fully embedded for `model`, as (seq, drawer): ascending from `after`, or
         descending from `before` (newest first); only current (or only closed) drawers when `current` says so;
-        `stage` "head" takes those without their first passage's vector, "rest" those with only part of theirs.
-        The walk follows the primary key, so a batch costs what it skips and reads, not what the palace holds."""
+        `stage` "head" takes those without their first passage's vector, "rest" those with only part of theirs;
+        `prose` only what people write in words — notes, transcripts, commits, documents (`PROSE_SUFFIXES`), not
+        code or data files. The walk follows the primary key, so a batch costs what it skips and reads, not what the
+        palace holds."""
         where: list[str] = []
         params: list[Any] = []
+        if prose:
+            suffixes = " OR ".join("LOWER(d.document) LIKE ?" for _ in PROSE_SUFFIXES)
+            where.append(f"(d.source_kind <> 'file' OR d.document IS NULL OR {suffixes})")
+            params.extend(f"%.{suffix}" for suffix in PROSE_SUFFIXES)
         if after is not None:
             where.append("d.seq > ?")
             params.append(after)
