@@ -210,7 +210,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--write", action="store_true", help="record the figures in bench/RESULTS.md")
+    parser.add_argument("--first-search", action="store_true", help="only the first-search figures, printed per run")
     args = parser.parse_args()
+    if args.first_search:
+        with tempfile.TemporaryDirectory(prefix="memcastle-startup-") as folder:
+            env = environment(Path(folder))
+            for run in range(args.runs):
+                times = first_search(env, Path(folder) / f"cache-{run}")
+                print("  ".join(f"{name} {seconds * 1000:.1f} ms" for name, seconds in times.items()), flush=True)
+        return
     figures: dict[str, list[float]] = {}
 
     def note(name: str, value: float) -> None:
