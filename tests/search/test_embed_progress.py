@@ -15,7 +15,7 @@ from memcastle.app import Palace, build
 from memcastle.cli.render import backlog_text, index_text
 from memcastle.clock import eta_text
 from memcastle.config import load_settings
-from memcastle.model import Progress
+from memcastle.model import NewDrawer, Origin, Progress, Provenance, Source
 from memcastle.search.backfill import Backlog, EmbeddingBackfill, model_key
 from memcastle.search.embeddings import BuiltinProvider
 from memcastle.search.passages import drawer_passages
@@ -211,6 +211,50 @@ def test_a_mine_during_the_later_passages_gets_its_first_passages_before_any_mor
     old_later = [i for i, (is_fresh, p) in enumerate(steps) if not is_fresh and p > 0]
     assert fresh_later and max(fresh_later) < min(old_later), steps
     assert all(d in old_ids | fresh_ids for step in added for d, _ in step)
+
+
+def test_notes_and_documents_get_their_first_vectors_before_code_files_even_when_filed_during_the_sweep(
+    unstarted: Palace,
+) -> None:
+    """What people write is what a user searches by meaning first: the sweep's first vectors go to notes and prose
+    files before code and data files, among the drawers it found and among those filed while it runs; its line
+    says so while it does."""
+    store = unstarted.store
+
+    def filed(document: str) -> str:
+        origin = Origin(connector="directory", source_id="s", document=document, chunk=0, revision="r", metadata={})
+        source = Source(kind="file", uri=f"file:///p/{document}", origin=origin)
+        text = f"The contents of {document}, a file the sweep embeds."
+        new = NewDrawer(wing="w", room="r", content=text, source=source, provenance=Provenance(requested_by="cli"))
+        return store.drawers.add_drawer(new).id
+
+    found = [filed("a.py"), filed("guide.md"), filed("b.py"), filed("notes.txt")]
+    later: list[str] = []
+    embedded: list[str] = []
+
+    class FilingMeanwhile(Recording):
+        def checkpoint(
+            self, state: Mapping[str, Any], current: int, total: int | None = None, message: str | None = None
+        ) -> None:
+            super().checkpoint(state, current, total, message)
+            with sqlite3.connect(unstarted.settings.palace / DB_FILE) as conn:
+                rows = conn.execute("SELECT d.id FROM embedding e JOIN drawer d ON d.seq = e.drawer_seq").fetchall()
+            embedded.extend(r[0] for r in rows if r[0] not in embedded)
+            if not later:
+                later.extend([filed("c.py"), filed("d.json"), unstarted.services.drawers.save_note("a note").drawer.id])
+
+    sweep = EmbeddingBackfill(store.embeddings, BuiltinProvider(), batch_size=1, monotonic=Ticks())
+    recorder = FilingMeanwhile()
+    sweep.run(recorder)  # type: ignore[arg-type]
+    names = dict(
+        zip([*found, *later], ["a.py", "guide.md", "b.py", "notes.txt", "c.py", "d.json", "note"], strict=True)
+    )
+    # Prose the sweep found, newest first; a note filed meanwhile; the rest of the prose; the code and data filed
+    # meanwhile; the code found.
+    assert [names[d] for d in embedded] == ["notes.txt", "note", "guide.md", "c.py", "d.json", "b.py", "a.py"]
+    stages = [state["stage"] for state, *_ in recorder.checkpoints]
+    assert stages[0] == "prose" and "head" in stages, stages
+    assert recorder.checkpoints[0][3].endswith("(notes and documents first)"), "and says so"
 
 
 def test_a_unit_of_work_is_bounded_by_passages_not_drawers(unstarted: Palace) -> None:

@@ -161,6 +161,9 @@ def test_every_batch_query_of_the_background_jobs_walks_an_index(filled: tuple[S
     batches: dict[str, Callable[[], object]] = {
         "extract: the next unread drawers": lambda: store.graph.next_to_extract("heuristic", 16, after_seq=40),
         "embed: drawers filed during the sweep": lambda: store.embeddings.next_to_embed("m", 16, after=40),
+        "embed: notes and documents filed during the sweep": lambda: store.embeddings.next_to_embed(
+            "m", 16, after=40, stage="head", prose=True
+        ),
         "embed: current drawers, newest first": lambda: store.embeddings.next_to_embed(
             "m", 16, before=80, current=True
         ),

@@ -162,12 +162,21 @@ class EmbeddingBackfill:
         )
         counted = backlog.started
         rest_top = int(state.get("rest_top", top))
+        prose_top = int(state.get("prose_top", top))
         while True:
             # Drawers filed while the sweep runs come first, their first passages before anything else: a fresh mine
-            # is findable by meaning before any drawer's later passages, whatever stage the sweep is in.
+            # is findable by meaning before any drawer's later passages, whatever stage the sweep is in. What people
+            # write comes before code and data files: fresh prose, then (while the sweep walks the older prose) that,
+            # then the fresh rest.
             mode = "head"
-            move: str | None = "top"
-            batch = self._store.next_to_embed(model, self._batch_size, after=top, stage="head")
+            move: str | None = "prose_top"
+            ceiling = self._store.last_drawer_seq()
+            batch = self._store.next_to_embed(model, self._batch_size, after=prose_top, stage="head", prose=True)
+            if not batch:
+                prose_top = max(prose_top, ceiling)  # no prose waits below it; the rest is the walk from `top`'s
+                move = "top"
+                if stage != "prose" or phase != "current":
+                    batch = self._store.next_to_embed(model, self._batch_size, after=top, stage="head")
             if not batch and (phase != "current" or stage == "rest"):
                 # Then the later passages of those filed after the walk of later passages began (it walks down
                 # from where it began and would never reach them).
@@ -197,7 +206,9 @@ class EmbeddingBackfill:
                     break
             first = 1 if mode == "rest" else 0
             batch, pieces, chosen = self._bounded(batch, mode, first)
-            if move == "top":
+            if move == "prose_top":
+                prose_top = max(seq for seq, _ in batch)
+            elif move == "top":
                 top = max(seq for seq, _ in batch)
             elif move == "cursor":
                 cursor = min(seq for seq, _ in batch)
@@ -257,6 +268,7 @@ class EmbeddingBackfill:
                     "headed": headed,
                     "top": top,
                     "rest_top": rest_top,
+                    "prose_top": prose_top,
                     "cursor": cursor,
                     "phase": phase,
                 },
