@@ -5,6 +5,8 @@ tests/api/test_route_docs.py)."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import click
@@ -60,3 +62,20 @@ def test_cli_md_names_every_command_and_its_options() -> None:
             if names and not any(o in rows for o in names):
                 missing.append(f"{name} {names[0]}")
     assert not missing, f"docs/cli.md does not name: {missing}"
+
+
+def test_the_generated_docs_are_current_and_a_stale_one_fails_the_check(tmp_path: Path) -> None:
+    """docs/configuration.md's settings table and docs/cli-reference.md are generated with cog from the declarations;
+    `cog --check` (in CI) passes on them, and fails on a copy whose table no longer matches the code."""
+    cog = [sys.executable, "-m", "cogapp", "--check"]
+    pages = [str(DOCS / "configuration.md"), str(DOCS / "cli-reference.md")]
+    done = subprocess.run([*cog, *pages], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    stale = tmp_path / "configuration.md"
+    text = (DOCS / "configuration.md").read_text(encoding="utf-8")
+    stale.write_text(
+        text.replace("| `server.port` | int | `8420` |", "| `server.port` | int | `9000` |"), encoding="utf-8"
+    )
+    assert stale.read_text(encoding="utf-8") != text
+    done = subprocess.run([*cog, str(stale)], capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0 and "changed" in (done.stdout + done.stderr).lower()
