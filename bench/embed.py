@@ -118,7 +118,7 @@ def whole_stdlib(write: bool, keep: Path | None = None) -> None:
             keep.mkdir(parents=True, exist_ok=True)
             with sqlite3.connect(root / "palace" / DB_FILE) as live, sqlite3.connect(keep / DB_FILE) as copy:
                 live.backup(copy)
-    chars, overlap = settings["embeddings.passage_chars"], settings["embeddings.passage_overlap"]
+    chars, overlap = settings.embeddings.passage_chars, settings.embeddings.passage_overlap
     policy = f"{chars}-character passages, {overlap} of overlap"
     line = (
         f"| {files:,} | {drawers:,} | {passages:,} | {mined:.0f} | {heads:.0f} ({heads / 60:.1f} min) | "

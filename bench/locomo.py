@@ -374,9 +374,9 @@ def ingest(
             report.embed_job_seconds += span.total_seconds()
         report.passages += int((job.result or {}).get("passages", 0))
     passage_policy = (
-        palace.settings["embeddings.passage_chars"],
-        palace.settings["embeddings.passage_overlap"],
-        palace.settings["embeddings.sentence_chars"],
+        palace.settings.embeddings.passage_chars,
+        palace.settings.embeddings.passage_overlap,
+        palace.settings.embeddings.sentence_chars,
     )
     wings = {wing_of(c, level) for c in conversations for level in levels}
     report.distinct_passages = sum(

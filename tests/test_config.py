@@ -36,8 +36,8 @@ def test_defaults_apply_when_nothing_is_configured(config_file: Path) -> None:
     loaded = load_settings(env={}, config_file=config_file)
     for spec in SETTINGS:
         assert loaded.origin(spec.key) == "default"
-    assert loaded["jobs.workers"] == SPEC_BY_KEY["jobs.workers"].default
-    assert loaded["server.port"] == 8420
+    assert loaded.jobs.workers == SPEC_BY_KEY["jobs.workers"].default
+    assert loaded.server.port == 8420
 
 
 def test_each_layer_overrides_the_one_below_and_records_its_origin(config_file: Path) -> None:
@@ -45,17 +45,17 @@ def test_each_layer_overrides_the_one_below_and_records_its_origin(config_file: 
     env = {"MEMCASTLE_JOBS_WORKERS": "4"}
 
     from_file = load_settings(env={}, config_file=config_file)
-    assert from_file["jobs.workers"] == 3
+    assert from_file.jobs.workers == 3
     assert from_file.origin("jobs.workers") == f"file {config_file}"
 
     from_env = load_settings(env=env, config_file=config_file)
-    assert from_env["jobs.workers"] == 4
+    assert from_env.jobs.workers == 4
     assert from_env.origin("jobs.workers") == "env MEMCASTLE_JOBS_WORKERS"
-    assert from_env["server.port"] == 9001, "a key the environment does not set keeps the file's value"
+    assert from_env.server.port == 9001, "a key the environment does not set keeps the file's value"
     assert from_env.origin("server.port") == f"file {config_file}"
 
     from_flag = load_settings(flags={"jobs.workers": 5}, env=env, config_file=config_file)
-    assert from_flag["jobs.workers"] == 5
+    assert from_flag.jobs.workers == 5
     assert from_flag.origin("jobs.workers") == "flag"
     assert from_flag.origin("mode") == "default"
 
@@ -63,7 +63,7 @@ def test_each_layer_overrides_the_one_below_and_records_its_origin(config_file: 
 def test_none_flags_are_ignored(config_file: Path) -> None:
     write(config_file, 'mode = "read_only"\n')
     loaded = load_settings(flags={"mode": None, "palace": None}, env={}, config_file=config_file)
-    assert loaded["mode"] == "read_only"
+    assert loaded.mode == "read_only"
     assert loaded.origin("mode") == f"file {config_file}"
 
 
@@ -71,13 +71,13 @@ def test_default_config_file_is_read_from_xdg_config_home(xdg_home: Any) -> None
     write(xdg_home.config_file, "[jobs]\nworkers = 7\n")
     loaded = load_settings(env={})
     assert loaded.config_file == xdg_home.config_file
-    assert loaded["jobs.workers"] == 7
+    assert loaded.jobs.workers == 7
 
 
 def test_memcastle_config_variable_selects_the_file(tmp_path: Path) -> None:
     chosen = write(tmp_path / "elsewhere.toml", "[server]\nport = 8999\n")
     loaded = load_settings(env={"MEMCASTLE_CONFIG": str(chosen)})
-    assert loaded["server.port"] == 8999
+    assert loaded.server.port == 8999
     assert loaded.origin("server.port") == f"file {chosen}"
 
 
@@ -96,10 +96,10 @@ def test_environment_values_are_parsed_by_type() -> None:
             "MEMCASTLE_MODE": "read_only",
         }
     )
-    assert loaded["jobs.drain_seconds"] == 2.5
-    assert loaded["embeddings.command"] == ["embed", "--fast"]
-    assert loaded["server.port"] == 0
-    assert loaded["mode"] == "read_only"
+    assert loaded.jobs.drain_seconds == 2.5
+    assert loaded.embeddings.command == ["embed", "--fast"]
+    assert loaded.server.port == 0
+    assert loaded.mode == "read_only"
 
 
 SECRET_KEYS = [spec.key for spec in SETTINGS if spec.secret]
@@ -202,7 +202,7 @@ def test_unknown_memcastle_variable_is_refused_by_name() -> None:
 
 def test_variables_without_the_prefix_are_not_settings() -> None:
     loaded = load_settings(env={"JOBS_WORKERS": "9", "MEMCASTLEX": "1"})
-    assert loaded["jobs.workers"] == 2
+    assert loaded.jobs.workers == 2
 
 
 @pytest.mark.parametrize(("key", "value"), [("jobs.workers", 0), ("mode", "loud"), ("server.port", "x")])

@@ -139,10 +139,10 @@ def fused_entries(mined: MinedPalace, query: Query, limit: int = LIMIT) -> list[
     ]
     settings = mined.palace.settings
     weights = FusionWeights(
-        method=settings["search.fusion"],
-        k=settings["search.rrf_k"],
-        lexical=settings["search.lexical_weight"],
-        semantic=settings["search.semantic_weight"],
+        method=settings.search.fusion,
+        k=settings.search.rrf_k,
+        lexical=settings.search.lexical_weight,
+        semantic=settings.search.semantic_weight,
     )
     lexical, semantic = (
         [ScoredDrawer(h.drawer.id, h.signals[name]) for h in leg.hits]

@@ -141,7 +141,7 @@ class Palace:
             self.triggers.stop()  # no new runs are asked for while the jobs drain
         if self.started and self.expiry is not None:
             self.expiry.stop()
-        requeued = self.pool.drain(self.settings["jobs.drain_seconds"]) if self.started else []
+        requeued = self.pool.drain(self.settings.jobs.drain_seconds) if self.started else []
         if self.started and self.maintainer is not None:
             self.maintainer.stop()
         if self.started:
@@ -176,7 +176,7 @@ def postgres_store(key: str) -> type[PostgresStoreType]:
 
 def open_store(settings: Settings, *, now: Clock = utc_now) -> Store:
     """SQLite in the palace directory, or PostgreSQL when `store.url` names a server (SPEC §8)."""
-    url = settings["store.url"]
+    url = settings.store.url
     if not url:
         return SQLiteStore(settings.palace, now=now)
     if not url.startswith(("postgresql://", "postgres://")):
@@ -185,7 +185,7 @@ def open_store(settings: Settings, *, now: Clock = utc_now) -> Store:
 
     # The palace directory still holds the palace-local files (preferences.toml, tokens.json).
     settings.palace.mkdir(parents=True, exist_ok=True)
-    return PostgresStore(url, max_connections=settings["jobs.workers"] + 8, now=now)
+    return PostgresStore(url, max_connections=settings.jobs.workers + 8, now=now)
 
 
 def migrate_palace(settings: Settings, url: str, *, progress: CopyProgress | None = None) -> CopyReport:
@@ -220,14 +220,14 @@ def migrate_palace(settings: Settings, url: str, *, progress: CopyProgress | Non
 def _duration(settings: Settings, key: str) -> float:
     """A duration setting (`30d`, `12h`) in seconds, or an error naming where the setting came from."""
     try:
-        return parse_duration(settings[key].strip())
+        return parse_duration(str(settings.values[key]).strip())
     except ValueError as exc:
         raise settings.error(key, str(exc)) from None
 
 
 def _freshness(settings: Settings) -> Freshness:
     """`search.freshness` as a half-life (empty: off), or an error naming where the setting came from."""
-    value = settings["search.freshness"].strip()
+    value = settings.search.freshness.strip()
     if not value:
         return NO_FRESHNESS
     try:
@@ -273,13 +273,13 @@ def read_configuration(settings: Settings) -> Configuration:
     miners = load_miners(settings.tables.get("miners"))
     lifecycle = load_lifecycle(settings.tables.get("lifecycle"))
     policy = load_policy(layers_from_settings(settings))
-    roots = MiningRoots(settings["mining.roots"], hard_links=settings["mining.hard_links"])
+    roots = MiningRoots(settings.mining.roots, hard_links=settings.mining.hard_links)
     connectors = load_registry(
         with_external(
             builtin_connectors(
-                max_file_bytes=settings["mining.max_file_bytes"],
-                github_api_url=settings["mining.github_api_url"],
-                github_wiki_url=settings["mining.github_wiki_url"],
+                max_file_bytes=settings.mining.max_file_bytes,
+                github_api_url=settings.mining.github_api_url,
+                github_wiki_url=settings.mining.github_wiki_url,
             ),
             ConsentBook(consent_file(settings)),
         ),
@@ -319,7 +319,7 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
     configured = read_configuration(settings)
     miners, lifecycle, policy, roots = configured.miners, configured.lifecycle, configured.policy, configured.roots
     connectors, provider, extraction = configured.connectors, configured.provider, configured.extraction
-    if not settings["store.url"]:
+    if not settings.store.url:
         # A start writes (jobs a dead daemon left are requeued, the log grows), and opening the palace may first
         # free room by folding its log back in: whether the start then fits is luck. On a full disk it is refused
         # plainly, before anything is opened, instead of serving until the first write fails.
@@ -329,18 +329,16 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
     store = open_store(settings, now=now)
     store.lifecycle = lifecycle
     events = EventBus()
-    duplicates = DuplicateFinder(
-        store.near, settings["dedup.near_threshold"], now=now, enabled=settings["dedup.enabled"]
-    )
+    duplicates = DuplicateFinder(store.near, settings.dedup.near_threshold, now=now, enabled=settings.dedup.enabled)
     mine_pipeline = MinePipeline(
         store,
         connectors,
         roots=roots,
-        chunk_chars=settings["mining.chunk_chars"],
+        chunk_chars=settings.mining.chunk_chars,
         link_copies=duplicates.enabled,
         now=now,
         on_filed=lambda job_id, filed: events.publish("drawers", mined_event(job_id, filed)),
-        max_documents=settings["mining.max_documents"],
+        max_documents=settings.mining.max_documents,
     )
     archives = ArchiveJobs(store, settings.palace)
     # The erase job forgets through the services, built after the pool: its handler finds them once they are.
@@ -359,12 +357,12 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
             store,
             extraction,
             policy,
-            min_confidence=settings["extraction.min_confidence"],
-            batch_size=settings["extraction.batch_size"],
-            code=settings["extraction.code"],
-            max_entities=settings["extraction.max_entities"],
-            max_relations=settings["extraction.max_relations"],
-            fuzzy=settings["dedup.entity_fuzzy"],
+            min_confidence=settings.extraction.min_confidence,
+            batch_size=settings.extraction.batch_size,
+            code=settings.extraction.code,
+            max_entities=settings.extraction.max_entities,
+            max_relations=settings.extraction.max_relations,
+            fuzzy=settings.dedup.entity_fuzzy,
             now=now,
         )
         handlers[sweep.KIND] = extract_sweep.run
@@ -388,7 +386,7 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
             store,
             key,
             ann_path=settings.palace / "vectors" / f"{file_name(key)}.usearch",
-            ann_min_rows=settings["search.ann_min_rows"],
+            ann_min_rows=settings.search.ann_min_rows,
             on_rebuilt=rebuilt,
         )
 
@@ -396,7 +394,7 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
     serving = Serving(provider, model_key(provider))
     previous = previous_builtin(store.embeddings, serving.key, store.embeddings.embedded_models())
     if provider.is_enabled and previous is not None:
-        serving = Serving(builtin_for(previous, settings["embeddings.threads"]), previous)
+        serving = Serving(builtin_for(previous, settings.embeddings.threads), previous)
     if provider.is_enabled:
         index = make_index(serving.key)
         memory = index if isinstance(index, SemanticIndex) else None
@@ -404,12 +402,12 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
         store,
         serving.provider,
         index,
-        context_weight=settings["search.context_weight"],
+        context_weight=settings.search.context_weight,
         weights=FusionWeights(
-            method=settings["search.fusion"],
-            k=settings["search.rrf_k"],
-            lexical=settings["search.lexical_weight"],
-            semantic=settings["search.semantic_weight"],
+            method=settings.search.fusion,
+            k=settings.search.rrf_k,
+            lexical=settings.search.lexical_weight,
+            semantic=settings.search.semantic_weight,
         ),
         # The drawers the semantic leg misses: those the model it ranks by has not embedded.
         pending=(
@@ -420,12 +418,12 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
         policy=policy,
         freshness=_freshness(settings),
         second_stage=SecondStage(
-            settings["search.rerank"], depth=settings["search.rerank_depth"], weight=settings["search.rerank_weight"]
+            settings.search.rerank, depth=settings.search.rerank_depth, weight=settings.search.rerank_weight
         ),
         now=now,
-        parallel=settings["search.parallel"],
-        passages=(settings["embeddings.passage_chars"], settings["embeddings.passage_overlap"]),
-        fill_rows=settings["search.fill_rows"],
+        parallel=settings.search.parallel,
+        passages=(settings.embeddings.passage_chars, settings.embeddings.passage_overlap),
+        fill_rows=settings.search.fill_rows,
     )
     maintainer = IndexMaintainer(memory) if memory is not None else None
     transition: ModelTransition | None = None
@@ -445,10 +443,10 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
         backfill = EmbeddingBackfill(
             store.embeddings,
             provider,
-            batch_size=settings["embeddings.batch_size"],
-            passage_chars=settings["embeddings.passage_chars"],
-            passage_overlap=settings["embeddings.passage_overlap"],
-            sentence_chars=settings["embeddings.sentence_chars"],
+            batch_size=settings.embeddings.batch_size,
+            passage_chars=settings.embeddings.passage_chars,
+            passage_overlap=settings.embeddings.passage_overlap,
+            sentence_chars=settings.embeddings.sentence_chars,
             finish=transition.complete if transition is not None else None,
         )
         handlers[backfill_kind] = backfill.run
@@ -461,23 +459,23 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
     room = (lambda: free_bytes(settings.palace)) if store.backend == "sqlite" else None
     # Room held back for cancel, pause and forget on a full disk (ADR 0051): on the palace's own disk only.
     reserve = (
-        StorageReserve(settings.palace, settings["storage.reserve_bytes"], exclusive=store.exclusive)
+        StorageReserve(settings.palace, settings.storage.reserve_bytes, exclusive=store.exclusive)
         if isinstance(store, SQLiteStore)
         else None
     )
     pool = WorkerPool(
         store.jobs,
         handlers,
-        workers=settings["jobs.workers"],
-        lease_seconds=settings["jobs.lease_seconds"],
+        workers=settings.jobs.workers,
+        lease_seconds=settings.jobs.lease_seconds,
         shared=store.backend != "sqlite",
         now=now,
         on_change=lambda job: events.publish("job", job.to_json()),
         room=room,
-        resume_free_bytes=settings["jobs.resume_free_bytes"],
+        resume_free_bytes=settings.jobs.resume_free_bytes,
         on_room=_room_again(store, reserve),
         background=BACKGROUND_SWEEPS,
-        background_workers=math.floor(settings["jobs.background_share"] * settings["jobs.workers"]),
+        background_workers=math.floor(settings.jobs.background_share * settings.jobs.workers),
     )
     queue = JobQueue(
         store.jobs, pool, now=now, on_change=lambda job: events.publish("job", job.to_json()), reserve=reserve
@@ -502,20 +500,20 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
         notices=notices,
         audit=ReadAudit(
             store.audit,
-            enabled=settings["audit.enabled"],
+            enabled=settings.audit.enabled,
             retention_seconds=_duration(settings, "audit.retention"),
-            max_records=settings["audit.max_records"],
+            max_records=settings.audit.max_records,
             now=now,
         ),
         check_names=palace_audit.names,
-        entity_fuzzy=settings["dedup.entity_fuzzy"],
+        entity_fuzzy=settings.dedup.entity_fuzzy,
         runtime=RuntimeService(
             store,
             admission=Admission(
-                mode=settings["mode"],
-                auth=settings["auth.enabled"],
-                log_level=settings["logging.level"],
-                log_format=settings["logging.format"],
+                mode=settings.mode,
+                auth=settings.auth.enabled,
+                log_level=settings.logging.level,
+                log_format=settings.logging.format,
             ),
             describe=settings.describe,
             config_file=str(settings.config_file),

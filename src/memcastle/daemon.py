@@ -52,22 +52,22 @@ class _Server(uvicorn.Server):
 
 def check_exposure(settings: Settings) -> None:
     """Refuse to serve auth without a token, or a non-loopback address without auth unless explicitly allowed."""
-    secret = settings["auth.token"]
-    if settings["auth.enabled"] and secret and len(secret) < MIN_SECRET_CHARS:
+    secret = settings.auth.token
+    if settings.auth.enabled and secret and len(secret) < MIN_SECRET_CHARS:
         raise ConfigError(
             f"a configured token must be at least {MIN_SECRET_CHARS} characters, not {len(secret)}",
             key="auth.token",
             help='generate one with: python3 -c "import secrets; print(secrets.token_urlsafe(32))"',
         )
-    if settings["auth.enabled"] and not secret and not TokenStore(settings.palace).records():
+    if settings.auth.enabled and not secret and not TokenStore(settings.palace).records():
         raise ConfigError(
             "auth.enabled is true but the palace has no token, so nobody could connect",
             key="auth.enabled",
             help="create one first: memcastle auth token create NAME (or set MEMCASTLE_AUTH_TOKEN for the daemon)",
         )
-    host = settings["server.host"]
+    host = settings.server.host
     loopback = host in ("localhost", "::1") or host.startswith("127.")
-    if not loopback and not settings["auth.enabled"] and not settings["auth.allow_remote"]:
+    if not loopback and not settings.auth.enabled and not settings.auth.allow_remote:
         raise ConfigError(
             f"binding {host} would expose the palace to the network without authentication",
             key="server.host",
@@ -106,7 +106,7 @@ class ServedPalace:
         # Served through the front (`api.front`): the health check answers before FastAPI and the routes are built.
         app = DeferredApp(
             lambda: prepared_app(palace, request_shutdown=self.request_exit),
-            HostPolicy([*settings["server.allowed_hosts"], *settings["mcp.allowed_hosts"]]),
+            HostPolicy([*settings.server.allowed_hosts, *settings.mcp.allowed_hosts]),
             warm=palace.services.search.warm,
         )
         # ws="none": the daemon serves no WebSocket (its live events are server-sent), so uvicorn need not import a
@@ -145,7 +145,7 @@ class ServedPalace:
 
 def serve(settings: Settings) -> None:
     """Build the palace, bind, register, serve until SIGINT/SIGTERM or POST /api/shutdown, then drain."""
-    logs.configure(settings["logging.level"], settings["logging.format"])
+    logs.configure(settings.logging.level, settings.logging.format)
     states = state_dir()
     running, _ = find_daemon(states, settings.palace)
     if running is not None:
@@ -154,7 +154,7 @@ def serve(settings: Settings) -> None:
             help="stop it first (memcastle shutdown) or choose another --palace",
         )
     check_exposure(settings)
-    bound = bind(settings["server.host"], settings["server.port"])  # a port in use stops the start before any build
+    bound = bind(settings.server.host, settings.server.port)  # a port in use stops the start before any build
     palace = build(settings)
     served = ServedPalace(palace, bound=bound)
     address = served.address
@@ -165,7 +165,7 @@ def serve(settings: Settings) -> None:
     palace.services.runtime.serving(pid=os.getpid(), address=address, started_at=entry.started_at)
     file_spooled_checkpoints(palace, states)
     log.info("MemCastle %s serving palace %s at %s (pid registered)", __version__, settings.palace, address)
-    if settings["logging.format"] == "text":  # a JSON log holds JSON lines only; the log line above says it
+    if settings.logging.format == "text":  # a JSON log holds JSON lines only; the log line above says it
         print(f"MemCastle {__version__} serving {settings.palace} at {address}", file=sys.stderr, flush=True)
     try:
         served.run()
@@ -208,12 +208,12 @@ def http_app(palace: Palace, *, request_shutdown: Callable[[], None] | None = No
     settings = palace.settings
     return create_app(
         palace.services,
-        max_body_bytes=int(settings["server.max_body_bytes"]),
-        allowed_hosts=[*settings["server.allowed_hosts"], *settings["mcp.allowed_hosts"]],
-        tokens=TokenStore(settings.palace, secret=settings["auth.token"] or None) if settings["auth.enabled"] else None,
+        max_body_bytes=int(settings.server.max_body_bytes),
+        allowed_hosts=[*settings.server.allowed_hosts, *settings.mcp.allowed_hosts],
+        tokens=TokenStore(settings.palace, secret=settings.auth.token or None) if settings.auth.enabled else None,
         request_shutdown=request_shutdown,
-        mode=settings["mode"],
-        web=settings["web.enabled"],
-        mcp_tools=settings["mcp.tools"],
-        mcp_max_chars=settings["mcp.max_chars"],
+        mode=settings.mode,
+        web=settings.web.enabled,
+        mcp_tools=settings.mcp.tools,
+        mcp_max_chars=settings.mcp.max_chars,
     )

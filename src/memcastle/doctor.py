@@ -96,7 +96,7 @@ def _configuration(settings: Settings) -> Iterator[Finding]:
 
 def _palace(settings: Settings) -> Iterator[Finding]:
     palace = settings.palace
-    url = settings["store.url"]
+    url = settings.store.url
     if not palace.exists():
         yield Finding("palace", INFO, f"{palace} does not exist yet", "memcastle serve (or daemon start) creates it")
     elif not os.access(palace, os.W_OK | os.X_OK):
@@ -140,7 +140,7 @@ def _schema(palace: Path, url: str) -> Iterator[Finding]:
 
 
 def _model(settings: Settings) -> Iterator[Finding]:
-    provider, model = settings["embeddings.provider"], settings["embeddings.model"]
+    provider, model = settings.embeddings.provider, settings.embeddings.model
     if provider == "none":
         yield Finding("model", INFO, "embeddings are off: lexical search only", "set embeddings.provider = builtin")
     elif provider == "builtin":
@@ -159,13 +159,13 @@ def _model(settings: Settings) -> Iterator[Finding]:
         except ImportError as exc:
             yield Finding("model", ERROR, f"the builtin model is not installed: {exc}", "pip install memcastle again")
     elif provider == "command":
-        command = settings["embeddings.command"]
+        command = settings.embeddings.command
         if not command or not (shutil.which(command[0]) or Path(command[0]).is_file()):
             yield Finding("model", ERROR, f"embeddings.command {command!r} cannot run", "set a command that exists")
         else:
             yield Finding("model", OK, f"command provider: {command[0]}")
     else:
-        url = settings["embeddings.url"]
+        url = settings.embeddings.url
         level, fix = (OK, "") if url else (ERROR, "set embeddings.url")
         yield Finding("model", level, f"http provider at {mask_url_password(url) or '(no url)'}", fix)
 
@@ -187,7 +187,7 @@ def _daemon(settings: Settings, healthy: Callable[[str], bool]) -> Iterator[Find
                 "daemon", ERROR, f"pid {entry.pid} at {entry.address} does not answer", "memcastle daemon restart"
             )
         return
-    host, port = settings["server.host"], settings["server.port"]
+    host, port = settings.server.host, settings.server.port
     yield Finding("daemon", INFO, "not running", "memcastle daemon start")
     if port:
         with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
@@ -209,14 +209,12 @@ def _integrations(settings: Settings) -> Iterator[Finding]:
     from memcastle.integrations import INTEGRATIONS, endpoint_of, status
 
     def endpoint(palace: str | None) -> Any:  # where this configuration's daemon answers, as installing writes it
-        return endpoint_of(
-            settings["server.host"], settings["server.port"], auth=settings["auth.enabled"], palace=palace
-        )
+        return endpoint_of(settings.server.host, settings.server.port, auth=settings.auth.enabled, palace=palace)
 
     found, stale, registered = [], [], {}
     for name in INTEGRATIONS:
         default, this_palace = (
-            status(name, "user", Path.cwd(), palace=p, endpoint=endpoint(p), reminder=settings["hooks.reminder"])
+            status(name, "user", Path.cwd(), palace=p, endpoint=endpoint(p), reminder=settings.hooks.reminder)
             for p in (None, str(settings.palace))
         )
         there = [d.kind for d in default if d.state in ("installed", "outdated")]
@@ -233,7 +231,7 @@ def _integrations(settings: Settings) -> Iterator[Finding]:
     if running is not None and registered:
         from memcastle.integrations.registration import answers
 
-        token = os.environ.get("MEMCASTLE_AUTH_TOKEN") or settings["auth.token"] or None
+        token = os.environ.get("MEMCASTLE_AUTH_TOKEN") or settings.auth.token or None
         silent = {name: why for name, url in registered.items() if (why := answers(url, token)) is not None}
         if silent:
             yield Finding(

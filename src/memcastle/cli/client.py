@@ -31,11 +31,11 @@ class DaemonClient:
         self.timeout = timeout
         self.headers = {
             "X-MemCastle-Client": "cli",
-            "X-MemCastle-Mode": settings["mode"],
+            "X-MemCastle-Mode": settings.mode,
             "Accept": "application/json",
         }
-        if settings["auth.token"]:
-            self.headers["Authorization"] = f"Bearer {settings['auth.token']}"
+        if settings.auth.token:
+            self.headers["Authorization"] = f"Bearer {settings.auth.token}"
         parts = urlsplit(entry.address)
         self._https = parts.scheme == "https"
         self._host, self._port = parts.hostname or "127.0.0.1", parts.port

@@ -18,6 +18,7 @@ from typing import Any
 import platformdirs
 
 from memcastle.config.declared import APP, SETTINGS, SettingSpec
+from memcastle.config.sections import Sections, sections
 from memcastle.config.toml import line_for, line_from_message, read_toml_text
 from memcastle.errors import ConfigError
 
@@ -36,18 +37,16 @@ class RawTable:
     text: str
 
 
-@dataclass
-class Settings:
-    """The effective settings and, for each key, where its value came from."""
+@dataclass(frozen=True)
+class Settings(Sections):
+    """The effective settings, read by section and attribute (`settings.server.port`, typed: `config/sections.py`),
+    and for each key where its value came from."""
 
-    values: dict[str, Any]
-    origins: dict[str, str]
+    values: Mapping[str, Any]
+    origins: Mapping[str, str]
     config_file: Path
-    tables: dict[str, RawTable] = field(default_factory=dict)
+    tables: Mapping[str, RawTable] = field(default_factory=dict)
     text: str = ""  # the config file's text, to find a key's line in
-
-    def __getitem__(self, key: str) -> Any:
-        return self.values[key]
 
     def error(self, key: str, message: str, *, help: str | None = None) -> ConfigError:
         """An error about a setting's value, naming where it came from: the file and line, or the variable."""
@@ -117,7 +116,8 @@ def load_settings(
             raise ConfigError("unknown setting", key=key)
         values[key] = _coerce(flag_spec, value, where=f"flag for {key}")
         origins[key] = "flag"
-    return Settings(values=values, origins=origins, config_file=path, tables=tables, text=text)
+    typed = vars(sections(values))
+    return Settings(**typed, values=values, origins=origins, config_file=path, tables=tables, text=text)
 
 
 def _apply_file(path: Path, values: dict[str, Any], origins: dict[str, str], tables: dict[str, RawTable]) -> str:

@@ -32,3 +32,39 @@ def _as_toml(value: Any) -> str:
     if isinstance(value, list | tuple):
         return "[" + ", ".join(_as_toml(item) for item in value) + "]"
     return repr(value)
+
+
+_TYPES = {str: "str", int: "int", float: "float", bool: "bool", list: "list[str]"}
+
+
+def section_classes() -> str:
+    """The typed sections of `config/sections.py` (generated there with cog): each `[section]` a frozen value whose
+    attributes are its settings, so that a setting is read as `settings.server.port` and mypy knows its type. The
+    `palace` section is `Settings.palace` (the expanded path); top-level keys are attributes of `Sections`."""
+    sections: dict[str, list[tuple[str, str]]] = {}
+    top: list[tuple[str, str]] = []
+    for spec in SETTINGS:
+        section, _, name = spec.key.rpartition(".")
+        if section == "palace":
+            continue
+        (sections.setdefault(section, []) if section else top).append((name, _TYPES[spec.type]))
+    out: list[str] = []
+    for section, fields in sections.items():
+        out += ["", "", "@dataclass(frozen=True)", f"class {_class_name(section)}:", f'    """[{section}]"""', ""]
+        out += [f"    {name}: {kind}" for name, kind in fields]
+    out += ["", "", "@dataclass(frozen=True)", "class Sections:", '    """Every section; the top-level keys."""', ""]
+    out += [f"    {section}: {_class_name(section)}" for section in sections]
+    out += [f"    {name}: {kind}" for name, kind in top]
+    out += ["", "", "def sections(values: Mapping[str, Any]) -> Sections:", '    """The typed view of the values."""']
+    out.append("    return Sections(")
+    for section, fields in sections.items():
+        out.append(f"        {section}={_class_name(section)}(")
+        out += [f'            {name}=values["{section}.{name}"],' for name, _ in fields]
+        out.append("        ),")
+    out += [f'        {name}=values["{name}"],' for name, _ in top]
+    out.append("    )")
+    return "\n".join(out) + "\n\n\n"  # as ruff lays the module out: two blank lines before the closing marker
+
+
+def _class_name(section: str) -> str:
+    return "".join(part.title() for part in section.split("_")) + "Settings"

@@ -147,8 +147,8 @@ def mcp_bridge(inv: Invocation, start: bool, tools: str | None) -> None:
         start_daemon(settings.palace, config_file=inv.config)
     run_bridge(
         lambda: locate_daemon(settings.palace),
-        mode=settings["mode"],
-        token=settings["auth.token"] or None,
+        mode=settings.mode,
+        token=settings.auth.token or None,
         tools=tools,
     )
 

@@ -160,7 +160,7 @@ def hook(inv: Invocation, event: str, agent: str, checkpoint: bool) -> None:
         if event == "prompt":  # the search reminder: decided here, without the daemon, in milliseconds
             from memcastle.hooks.runtime import PromptCount, reminder_output
 
-            level = inv.settings()["hooks.reminder"]
+            level = inv.settings().hooks.reminder
             session = str(payload.get("session_id") or "")
             count = PromptCount(state_dir(), agent, session).next() if session and level == "sometimes" else 1
             output = reminder_output(level, payload, count)

@@ -39,9 +39,7 @@ def _endpoint(inv: Invocation) -> Any:
     from memcastle.integrations import endpoint_of
 
     settings = inv.settings()
-    return endpoint_of(
-        settings["server.host"], settings["server.port"], auth=settings["auth.enabled"], palace=_palace(inv)
-    )
+    return endpoint_of(settings.server.host, settings.server.port, auth=settings.auth.enabled, palace=_palace(inv))
 
 
 def _apply(inv: Invocation, name: str, changes: Sequence[Any], dry_run: bool, next_step: str | None = None) -> None:
@@ -88,7 +86,7 @@ def integration_install(inv: Invocation, name: str, scope: str, project: Path, d
     from memcastle.integrations.registration import answers
 
     endpoint = _endpoint(inv)
-    reminder = inv.settings()["hooks.reminder"]
+    reminder = inv.settings().hooks.reminder
     changes = install(name, scope, project.resolve(), palace=_palace(inv), endpoint=endpoint, reminder=reminder)
     # The agent reaches its tools only through a running daemon: say so now rather than at its first session.
     silent = answers(endpoint.url) if endpoint.url and not dry_run else None
@@ -137,7 +135,7 @@ def integration_list(inv: Invocation, project: Path) -> None:
         for name in INTEGRATIONS
         for scope in SCOPES
         for part in status(
-            name, scope, project.resolve(), palace=_palace(inv), endpoint=endpoint, reminder=settings["hooks.reminder"]
+            name, scope, project.resolve(), palace=_palace(inv), endpoint=endpoint, reminder=settings.hooks.reminder
         )
     ]
     inv.emit(
@@ -164,7 +162,7 @@ def integration_status(inv: Invocation, names: tuple[str, ...], scope: str, proj
     from memcastle.integrations.registration import TOKEN_VARIABLE, answers
 
     endpoint = _endpoint(inv)
-    token = os.environ.get(TOKEN_VARIABLE) or inv.settings()["auth.token"] or None
+    token = os.environ.get(TOKEN_VARIABLE) or inv.settings().auth.token or None
     rows = []
     for name in names or INTEGRATIONS:
         parts = status(
@@ -173,7 +171,7 @@ def integration_status(inv: Invocation, names: tuple[str, ...], scope: str, proj
             project.resolve(),
             palace=_palace(inv),
             endpoint=endpoint,
-            reminder=inv.settings()["hooks.reminder"],
+            reminder=inv.settings().hooks.reminder,
         )
         tools = next((p for p in parts if p.kind in ("mcp", "extension")), None)
         url = (tools.mcp or {}).get("url") if tools is not None and tools.kind == "mcp" else endpoint.url
