@@ -68,7 +68,10 @@ ALLOWED: dict[str, set[str]] = {
         "services",
         "runtime",
         "archive",
+        "palace",
     },
+    # the built palace, running (start and stop): what `app.build` returns
+    "palace": VALUES | {"config", "jobs", "search", "services", "store", "triggers"},
     "daemon": VALUES | {"config", "app", "api", "runtime"},
     "doctor": VALUES | {"config", "app", "daemon", "runtime", "integrations", "store"},
     # interfaces: parse, call one service, render
@@ -90,7 +93,8 @@ ALLOWED: dict[str, set[str]] = {
         "integrations",
     },
 }
-COMPOSITION_ROOTS = {"app", "daemon", "doctor", "cli", "config", "__main__"}  # `config` itself, which reads the files
+# `config` itself reads the files; `palace` holds the settings it was built from.
+COMPOSITION_ROOTS = {"app", "palace", "daemon", "doctor", "cli", "config", "__main__"}
 DRIVERS = {"sqlite3", "psycopg", "psycopg_pool", "pgvector"}
 
 

@@ -144,7 +144,7 @@ def test_background_share_keeps_a_worker_for_what_was_asked(tmp_path: Path) -> N
     handlers = {"embed": sweep, "extract": sweep, "mine": asked}
     pool = WorkerPool(store.jobs, handlers, workers=2, lease_seconds=30, background=("embed", "extract"),
                       background_workers=1)  # fmt: skip
-    queue = JobQueue(store.jobs, pool)
+    queue = JobQueue(store.jobs, pool.signals)
     pool.start()
     try:
         queue.submit(NewJob(kind="embed"))

@@ -5,9 +5,8 @@ from __future__ import annotations
 import logging
 import math
 import re
-import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -30,6 +29,7 @@ from memcastle.events import EventBus
 from memcastle.integrity.audit import AUDIT, REPAIR, PalaceAudit
 from memcastle.jobs.context import JobHandler
 from memcastle.jobs.queue import JobQueue
+from memcastle.jobs.signals import JobSignals
 from memcastle.jobs.worker import WorkerPool
 from memcastle.knowledge import dedup, sweep
 from memcastle.knowledge.dedup import DuplicateFinder
@@ -38,12 +38,12 @@ from memcastle.knowledge.sweep import ExtractionSweep
 from memcastle.mining import pipeline
 from memcastle.mining.pipeline import MinePipeline
 from memcastle.mining.roots import MiningRoots
-from memcastle.model import NewDrawer
+from memcastle.model import Job, NewDrawer
 from memcastle.model.lifecycle import Lifecycle
 from memcastle.model.mining import MinerSpec, parse_duration
+from memcastle.palace import Palace as Palace  # what `build` returns
 from memcastle.preferences import NO_FRESHNESS, Freshness, Policy, load_policy
 from memcastle.runtime.daemons import find_daemon, state_dir
-from memcastle.search import snippets
 from memcastle.search.backfill import KIND as backfill_kind
 from memcastle.search.backfill import EmbeddingBackfill, model_key
 from memcastle.search.embeddings import EmbeddingProvider, build_provider
@@ -57,8 +57,9 @@ from memcastle.search.transition import ModelTransition, Serving, builtin_for, p
 from memcastle.services import Services
 from memcastle.services.agents import CHECKPOINT_JOB
 from memcastle.services.audit import ReadAudit
+from memcastle.services.jobs import JobService
 from memcastle.services.lifecycle import KIND as LIFECYCLE
-from memcastle.services.maintenance import palace_checks
+from memcastle.services.maintenance import palace_check_names, palace_checks
 from memcastle.services.runtime import Admission, RuntimeService
 from memcastle.store import NearestStore, Store
 from memcastle.store.copy import CopyProgress, CopyReport, copy_palace
@@ -73,92 +74,6 @@ if TYPE_CHECKING:
     from memcastle.store.postgres import PostgresStore as PostgresStoreType
 
 log = logging.getLogger(__name__)
-# After the drain, a requeued job's thread finishes the unit of work it is in (a provider call on a loaded machine)
-# before the store is closed: waited for in steps of the grace, up to the most (a provider stuck past its timeout).
-STOP_GRACE_SECONDS = 30.0
-STOP_WAIT_SECONDS = 600.0
-
-
-WARM_MODEL_AFTER = 1.0  # seconds after a start before the query model is loaded, so that the start does not wait
-
-
-@dataclass
-class Palace:
-    """A built palace: its store, worker pool and services."""
-
-    settings: Settings
-    store: Store
-    pool: WorkerPool
-    services: Services
-    now: Clock = utc_now  # the clock every timestamp of this palace comes from
-    maintainer: IndexMaintainer | None = None  # keeps the semantic leg's graph, when there are embeddings
-    triggers: TriggerManager | None = None  # the miners' watch and schedule triggers
-    expiry: ExpiryTimer | None = None  # asks for the erase of what `[[lifecycle]]` rules expired long ago
-    reserve: StorageReserve | None = None  # room held back for cancel, pause and forget on a full disk
-    model: EmbeddingProvider | None = None  # the model queries are embedded with, loaded at the start (`warm`)
-    started: bool = field(default=False)
-    stopped: bool = field(default=False)
-
-    def start(self) -> None:
-        """Recover jobs a crashed daemon left running, then start the workers. Returns without loading the vectors:
-        the semantic index's background thread does (most of a minute at a million), while the daemon serves."""
-        if self.reserve is not None:
-            self.reserve.lay()
-        for job in self.pool.recover():
-            log.warning("job %s (%s) was interrupted; now %s", job.id, job.kind, job.status.value)
-        if self.services.status.embeddings_pending():
-            self.services.jobs.request_embedding()
-        if self.services.status.extraction_status().pending:
-            self.services.jobs.request_extraction()
-        if self.store.near.count_pending():
-            self.services.jobs.request_linking()  # what a mine filed and a stop or crash left unlinked
-        self.pool.start()
-        if self.maintainer is not None:
-            self.maintainer.start()
-        if self.triggers is not None:
-            self.triggers.start()
-        if self.expiry is not None:
-            self.expiry.start()
-        self.services.audit.start()
-        # The query model loads lazily (the builtin one; its first load on a machine makes its int8 copy: seconds):
-        # loaded on a thread a moment after the start, off the start and the request path; an `auto` search ranks
-        # lexically until then and says so.
-        warm = getattr(self.model, "warm", None)
-        if callable(warm):
-            warm(WARM_MODEL_AFTER, then=self.services.search.warm)
-        stemmers = threading.Timer(WARM_MODEL_AFTER, snippets.warm)  # the words' stemmers, as the first search would
-        stemmers.daemon = True
-        stemmers.start()
-        self.started = True
-
-    def stop(self) -> list[str]:
-        """Drain running jobs within `jobs.drain_seconds`, requeue the rest, close the store. A second call does
-        nothing."""
-        if self.stopped:
-            return []
-        self.stopped = True
-        if self.started and self.triggers is not None:
-            self.triggers.stop()  # no new runs are asked for while the jobs drain
-        if self.started and self.expiry is not None:
-            self.expiry.stop()
-        requeued = self.pool.drain(self.settings.jobs.drain_seconds) if self.started else []
-        if self.started and self.maintainer is not None:
-            self.maintainer.stop()
-        if self.started:
-            # The store is closed only once no worker uses it: a unit of work (a batch of embeddings on a loaded
-            # machine) finishes, finds its lease gone at its checkpoint and ends. Only a worker stuck past every
-            # provider timeout is left behind, fenced (its lease is gone), after `STOP_WAIT_SECONDS`.
-            waited = 0.0
-            while not self.pool.join(STOP_GRACE_SECONDS):
-                waited += STOP_GRACE_SECONDS
-                if waited >= STOP_WAIT_SECONDS:
-                    log.warning("a worker is still inside a unit of work after %.0f s; closing the store", waited)
-                    break
-                log.info("waiting for a worker to finish its unit of work (%.0f s so far)", waited)
-        self.services.audit.stop()  # what was recorded is written before the store closes
-        self.services.search.close()
-        self.store.close()
-        return requeued
 
 
 def postgres_store(key: str) -> type[PostgresStoreType]:
@@ -174,18 +89,18 @@ def postgres_store(key: str) -> type[PostgresStoreType]:
     return PostgresStore
 
 
-def open_store(settings: Settings, *, now: Clock = utc_now) -> Store:
+def open_store(settings: Settings, *, now: Clock = utc_now, lifecycle: Lifecycle | None = None) -> Store:
     """SQLite in the palace directory, or PostgreSQL when `store.url` names a server (SPEC §8)."""
     url = settings.store.url
     if not url:
-        return SQLiteStore(settings.palace, now=now)
+        return SQLiteStore(settings.palace, now=now, lifecycle=lifecycle)
     if not url.startswith(("postgresql://", "postgres://")):
         raise settings.error("store.url", "must be empty (SQLite in the palace directory) or a postgresql:// URL")
     PostgresStore = postgres_store("store.url")
 
     # The palace directory still holds the palace-local files (preferences.toml, tokens.json).
     settings.palace.mkdir(parents=True, exist_ok=True)
-    return PostgresStore(url, max_connections=settings.jobs.workers + 8, now=now)
+    return PostgresStore(url, max_connections=settings.jobs.workers + 8, now=now, lifecycle=lifecycle)
 
 
 def migrate_palace(settings: Settings, url: str, *, progress: CopyProgress | None = None) -> CopyReport:
@@ -315,61 +230,103 @@ def read_configuration(settings: Settings) -> Configuration:
 def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
     """Build (not start) the palace the settings name; migrations run here, so a failure stops start-up.
 
-    `now` is the clock every timestamp of this palace comes from (a test hands in its own)."""
+    `now` is the clock every timestamp of this palace comes from (a test hands in its own). Each part is built
+    finished, from the parts before it: store, search, the job queue, the services, the job handlers and workers."""
     configured = read_configuration(settings)
-    miners, lifecycle, policy, roots = configured.miners, configured.lifecycle, configured.policy, configured.roots
-    connectors, provider, extraction = configured.connectors, configured.provider, configured.extraction
+    _refuse_a_full_disk(settings)
+    store = open_store(settings, now=now, lifecycle=configured.lifecycle)
+    events = EventBus()
+    meaning = _meaning(settings, store, configured.provider, Notices(settings.palace, now=now))
+    search = _search_engine(settings, store, configured.policy, meaning, now)
+    upkeep = _model_upkeep(store, search, configured.provider, meaning)
+    reserve = (
+        StorageReserve(settings.palace, settings.storage.reserve_bytes, exclusive=store.exclusive)
+        if isinstance(store, SQLiteStore)
+        else None
+    )  # room held back for cancel, pause and forget on a full disk (ADR 0051): on the palace's own disk only
+    signals = JobSignals(store.jobs)
+    publish_job = partial(_publish_job, events)
+    queue = JobQueue(store.jobs, signals, now=now, on_change=publish_job, reserve=reserve)
+    jobs = JobService(
+        store.jobs,
+        queue,
+        embeddings=configured.provider,
+        extraction=configured.extraction,
+        check_names=partial(_check_names, store, configured.provider),
+    )
+    audit = PalaceAudit(
+        store.integrity, palace_checks(store, configured.provider, lambda: search, jobs.request_embedding)
+    )
+    duplicates = DuplicateFinder(store.near, settings.dedup.near_threshold, now=now, enabled=settings.dedup.enabled)
+    core = Core(settings, configured, store, events, now)
+    services = _services(core, jobs, search, duplicates, reserve, meaning.notices)
+    handlers = _handlers(core, services, duplicates, upkeep, audit)
+    pool = WorkerPool(
+        store.jobs,
+        handlers,
+        workers=settings.jobs.workers,
+        lease_seconds=settings.jobs.lease_seconds,
+        shared=store.backend != "sqlite",
+        now=now,
+        on_change=publish_job,
+        room=_room(settings, store),
+        resume_free_bytes=settings.jobs.resume_free_bytes,
+        on_room=_room_again(store, reserve),
+        background=BACKGROUND_SWEEPS,
+        background_workers=math.floor(settings.jobs.background_share * settings.jobs.workers),
+        signals=signals,
+        on_finished=services.jobs.after_job,
+    )
+    return Palace(
+        settings=settings,
+        store=store,
+        pool=pool,
+        services=services,
+        now=now,
+        maintainer=upkeep.maintainer,
+        triggers=_triggers(services),
+        expiry=ExpiryTimer(services.lifecycle.request_erase) if configured.lifecycle.erases else None,
+        reserve=reserve,
+        model=meaning.serving.provider if configured.provider.is_enabled else None,
+    )
+
+
+def _refuse_a_full_disk(settings: Settings) -> None:
+    """A start writes (jobs a dead daemon left are requeued, the log grows), and opening the palace may first free
+    room by folding its log back in: whether the start then fits is luck. On a full disk it is refused plainly,
+    before anything is opened, instead of serving until the first write fails."""
     if not settings.store.url:
-        # A start writes (jobs a dead daemon left are requeued, the log grows), and opening the palace may first
-        # free room by folding its log back in: whether the start then fits is luck. On a full disk it is refused
-        # plainly, before anything is opened, instead of serving until the first write fails.
         free = free_bytes(settings.palace)
         if free is not None and free < NEARLY_FULL_BYTES:
             raise StorageFull(str(settings.palace), free)
-    store = open_store(settings, now=now)
-    store.lifecycle = lifecycle
-    events = EventBus()
-    duplicates = DuplicateFinder(store.near, settings.dedup.near_threshold, now=now, enabled=settings.dedup.enabled)
-    mine_pipeline = MinePipeline(
-        store,
-        connectors,
-        roots=roots,
-        chunk_chars=settings.mining.chunk_chars,
-        link_copies=duplicates.enabled,
-        now=now,
-        on_filed=lambda job_id, filed: events.publish("drawers", mined_event(job_id, filed)),
-        max_documents=settings.mining.max_documents,
-    )
-    archives = ArchiveJobs(store, settings.palace)
-    # The erase job forgets through the services, built after the pool: its handler finds them once they are.
-    built: list[Services] = []
-    handlers: dict[str, JobHandler] = {
-        LIFECYCLE: lambda ctx: built[0].lifecycle.erase_expired(ctx),
-        CHECKPOINT_JOB: lambda ctx: built[0].agents.checkpoint_job(ctx),
-        integrity.KIND: partial(integrity.verify_palace, store.drawers),
-        pipeline.KIND: mine_pipeline.run,
-        dedup.KIND: duplicates.run,
-        archive.EXPORT: archives.export,
-        archive.IMPORT: archives.import_,
-    }
-    if extraction.is_enabled:
-        extract_sweep = ExtractionSweep(
-            store,
-            extraction,
-            policy,
-            min_confidence=settings.extraction.min_confidence,
-            batch_size=settings.extraction.batch_size,
-            code=settings.extraction.code,
-            max_entities=settings.extraction.max_entities,
-            max_relations=settings.extraction.max_relations,
-            fuzzy=settings.dedup.entity_fuzzy,
-            now=now,
-        )
-        handlers[sweep.KIND] = extract_sweep.run
-    index: SemanticLeg | None = None
-    memory: SemanticIndex | None = None
-    notices = Notices(settings.palace, now=now)
 
+
+def _publish_job(events: EventBus, job: Job) -> None:
+    events.publish("job", job.to_json())
+
+
+def _check_names(store: Store, provider: EmbeddingProvider) -> list[str]:
+    """The palace audit's checks: the store's, then those of the vectors (`services.maintenance`)."""
+    return [*store.integrity.check_names(), *palace_check_names(store, provider)]
+
+
+def _room(settings: Settings, store: Store) -> Callable[[], int | None] | None:
+    """The room left on the palace's disk, to resume jobs a full disk paused (a PostgreSQL server's is not ours)."""
+    return partial(free_bytes, settings.palace) if store.backend == "sqlite" else None
+
+
+@dataclass(frozen=True)
+class Meaning:
+    """What search by meaning ranks with: the model serving queries now (a palace embedded by another builtin model
+    ranks by it until the configured one has embedded every drawer) and its index, and how to make another's."""
+
+    serving: Serving
+    index: SemanticLeg | None
+    make_index: Callable[[str], SemanticLeg]
+    notices: Notices
+
+
+def _meaning(settings: Settings, store: Store, provider: EmbeddingProvider, notices: Notices) -> Meaning:
     def rebuilt(path: str, why: str) -> None:
         notices.add(
             "vector cache rebuilt",
@@ -390,18 +347,19 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
             on_rebuilt=rebuilt,
         )
 
-    # A palace embedded by another builtin model ranks by it until the configured one has embedded every drawer.
     serving = Serving(provider, model_key(provider))
     previous = previous_builtin(store.embeddings, serving.key, store.embeddings.embedded_models())
     if provider.is_enabled and previous is not None:
         serving = Serving(builtin_for(previous, settings.embeddings.threads), previous)
-    if provider.is_enabled:
-        index = make_index(serving.key)
-        memory = index if isinstance(index, SemanticIndex) else None
-    search = SearchEngine(
+    index = make_index(serving.key) if provider.is_enabled else None
+    return Meaning(serving, index, make_index, notices)
+
+
+def _search_engine(settings: Settings, store: Store, policy: Policy, meaning: Meaning, now: Clock) -> SearchEngine:
+    return SearchEngine(
         store,
-        serving.provider,
-        index,
+        meaning.serving.provider,
+        meaning.index,
         context_weight=settings.search.context_weight,
         weights=FusionWeights(
             method=settings.search.fusion,
@@ -410,11 +368,7 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
             semantic=settings.search.semantic_weight,
         ),
         # The drawers the semantic leg misses: those the model it ranks by has not embedded.
-        pending=(
-            lambda: store.embeddings.count_missing_embeddings(transition.serving.key if transition else serving.key)
-        )
-        if provider.is_enabled
-        else None,
+        pending=store.embeddings.count_missing_embeddings if meaning.index is not None else None,
         policy=policy,
         freshness=_freshness(settings),
         second_stage=SecondStage(
@@ -425,77 +379,75 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
         passages=(settings.embeddings.passage_chars, settings.embeddings.passage_overlap),
         fill_rows=settings.search.fill_rows,
     )
+
+
+@dataclass(frozen=True)
+class ModelUpkeep:
+    """What keeps the vectors in step: the in-memory index's maintainer, and the move to the configured model when
+    the palace was embedded by another."""
+
+    maintainer: IndexMaintainer | None
+    transition: ModelTransition | None
+
+
+def _model_upkeep(store: Store, search: SearchEngine, provider: EmbeddingProvider, meaning: Meaning) -> ModelUpkeep:
+    memory = meaning.index if isinstance(meaning.index, SemanticIndex) else None
     maintainer = IndexMaintainer(memory) if memory is not None else None
-    transition: ModelTransition | None = None
-    if provider.is_enabled:
-        if serving.key != model_key(provider):
-            log.info("searches rank by %s until %s has embedded every drawer", serving.key, model_key(provider))
-            transition = ModelTransition(
-                store.embeddings,
-                search,
-                serving,
-                Serving(provider, model_key(provider)),
-                make_index,
-                on_switch=lambda new: (
-                    maintainer.switch(new) if maintainer is not None and isinstance(new, SemanticIndex) else None
-                ),
-            )
-        backfill = EmbeddingBackfill(
-            store.embeddings,
-            provider,
-            batch_size=settings.embeddings.batch_size,
-            passage_chars=settings.embeddings.passage_chars,
-            passage_overlap=settings.embeddings.passage_overlap,
-            sentence_chars=settings.embeddings.sentence_chars,
-            finish=transition.complete if transition is not None else None,
-        )
-        handlers[backfill_kind] = backfill.run
-    checks = palace_checks(
-        store, provider, lambda: search, lambda: built[0].jobs.request_embedding(requested_by="repair")
+    if not provider.is_enabled or meaning.serving.key == model_key(provider):
+        return ModelUpkeep(maintainer, None)
+    log.info("searches rank by %s until %s has embedded every drawer", meaning.serving.key, model_key(provider))
+
+    def switched(new: SemanticLeg) -> None:
+        if maintainer is not None and isinstance(new, SemanticIndex):
+            maintainer.switch(new)
+
+    transition = ModelTransition(
+        store.embeddings,
+        search,
+        meaning.serving,
+        Serving(provider, model_key(provider)),
+        meaning.make_index,
+        on_switch=switched,
     )
-    palace_audit = PalaceAudit(store.integrity, checks)
-    handlers[AUDIT], handlers[REPAIR] = palace_audit.audit, palace_audit.repair
-    # The room left on the palace's disk, to resume jobs a full disk paused (a PostgreSQL server's is not ours).
-    room = (lambda: free_bytes(settings.palace)) if store.backend == "sqlite" else None
-    # Room held back for cancel, pause and forget on a full disk (ADR 0051): on the palace's own disk only.
-    reserve = (
-        StorageReserve(settings.palace, settings.storage.reserve_bytes, exclusive=store.exclusive)
-        if isinstance(store, SQLiteStore)
-        else None
-    )
-    pool = WorkerPool(
-        store.jobs,
-        handlers,
-        workers=settings.jobs.workers,
-        lease_seconds=settings.jobs.lease_seconds,
-        shared=store.backend != "sqlite",
-        now=now,
-        on_change=lambda job: events.publish("job", job.to_json()),
-        room=room,
-        resume_free_bytes=settings.jobs.resume_free_bytes,
-        on_room=_room_again(store, reserve),
-        background=BACKGROUND_SWEEPS,
-        background_workers=math.floor(settings.jobs.background_share * settings.jobs.workers),
-    )
-    queue = JobQueue(
-        store.jobs, pool, now=now, on_change=lambda job: events.publish("job", job.to_json()), reserve=reserve
-    )
-    services = Services(
+    return ModelUpkeep(maintainer, transition)
+
+
+@dataclass(frozen=True)
+class Core:
+    """What the services and the job handlers are built from."""
+
+    settings: Settings
+    configured: Configuration
+    store: Store
+    events: EventBus
+    now: Clock
+
+
+def _services(
+    core: Core,
+    jobs: JobService,
+    search: SearchEngine,
+    duplicates: DuplicateFinder,
+    reserve: StorageReserve | None,
+    notices: Notices,
+) -> Services:
+    settings, configured, store, now = core.settings, core.configured, core.store, core.now
+    return Services(
         store=store,
-        queue=queue,
+        jobs=jobs,
         search=search,
         palace=settings.palace,
-        connectors=connectors,
-        miners=miners,
-        embeddings=provider,
-        policy=policy,
-        extraction=extraction,
+        connectors=configured.connectors,
+        miners=configured.miners,
+        embeddings=configured.provider,
+        policy=configured.policy,
+        extraction=configured.extraction,
         duplicates=duplicates,
-        roots=roots,
+        roots=configured.roots,
         now=now,
-        events=events,
-        reread_policy=lambda: load_policy(layers_from_settings(settings)),
-        room=room,
+        events=core.events,
+        reread_policy=partial(_reread_policy, settings),
+        room=_room(settings, store),
         reserve=reserve,
         notices=notices,
         audit=ReadAudit(
@@ -505,7 +457,6 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
             max_records=settings.audit.max_records,
             now=now,
         ),
-        check_names=palace_audit.names,
         entity_fuzzy=settings.dedup.entity_fuzzy,
         runtime=RuntimeService(
             store,
@@ -520,8 +471,67 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
             now=now,
         ),
     )
-    built.append(services)
-    pool.on_finished = services.jobs.after_job
+
+
+def _reread_policy(settings: Settings) -> Policy:
+    return load_policy(layers_from_settings(settings))
+
+
+def _handlers(
+    core: Core, services: Services, duplicates: DuplicateFinder, upkeep: ModelUpkeep, audit: PalaceAudit
+) -> dict[str, JobHandler]:
+    """What each job kind runs."""
+    settings, configured, store, now, events = core.settings, core.configured, core.store, core.now, core.events
+    mine_pipeline = MinePipeline(
+        store,
+        configured.connectors,
+        roots=configured.roots,
+        chunk_chars=settings.mining.chunk_chars,
+        link_copies=duplicates.enabled,
+        now=now,
+        on_filed=lambda job_id, filed: events.publish("drawers", mined_event(job_id, filed)),
+        max_documents=settings.mining.max_documents,
+    )
+    archives = ArchiveJobs(store, settings.palace)
+    handlers: dict[str, JobHandler] = {
+        LIFECYCLE: services.lifecycle.erase_expired,
+        CHECKPOINT_JOB: services.agents.checkpoint_job,
+        integrity.KIND: partial(integrity.verify_palace, store.drawers),
+        pipeline.KIND: mine_pipeline.run,
+        dedup.KIND: duplicates.run,
+        archive.EXPORT: archives.export,
+        archive.IMPORT: archives.import_,
+        AUDIT: audit.audit,
+        REPAIR: audit.repair,
+    }
+    if configured.extraction.is_enabled:
+        handlers[sweep.KIND] = ExtractionSweep(
+            store,
+            configured.extraction,
+            configured.policy,
+            min_confidence=settings.extraction.min_confidence,
+            batch_size=settings.extraction.batch_size,
+            code=settings.extraction.code,
+            max_entities=settings.extraction.max_entities,
+            max_relations=settings.extraction.max_relations,
+            fuzzy=settings.dedup.entity_fuzzy,
+            now=now,
+        ).run
+    if configured.provider.is_enabled:
+        handlers[backfill_kind] = EmbeddingBackfill(
+            store.embeddings,
+            configured.provider,
+            batch_size=settings.embeddings.batch_size,
+            passage_chars=settings.embeddings.passage_chars,
+            passage_overlap=settings.embeddings.passage_overlap,
+            sentence_chars=settings.embeddings.sentence_chars,
+            finish=upkeep.transition.complete if upkeep.transition is not None else None,
+        ).run
+    return handlers
+
+
+def _triggers(services: Services) -> TriggerManager:
+    """The miners' watch and schedule triggers, told of every change to the miners (`MinerService`)."""
     triggers = TriggerManager(
         services.miners.effective,
         services.miners.run,
@@ -529,18 +539,7 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
         probe=lambda spec: services.mining.change_token(spec.connector, spec.locator, spec.options),
     )
     services.miners.on_change = triggers.reconcile
-    return Palace(
-        settings=settings,
-        store=store,
-        pool=pool,
-        services=services,
-        now=now,
-        maintainer=maintainer,
-        triggers=triggers,
-        expiry=ExpiryTimer(services.lifecycle.request_erase) if lifecycle.erases else None,
-        reserve=reserve,
-        model=serving.provider if provider.is_enabled else None,
-    )
+    return triggers
 
 
 def _room_again(store: Store, reserve: StorageReserve | None) -> Callable[[], object] | None:

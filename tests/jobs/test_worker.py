@@ -76,7 +76,7 @@ class Harness:
 
     def start(self, handlers: Mapping[str, Callable[[JobContext], Mapping[str, Any]]], workers: int) -> WorkerPool:
         self.pool = WorkerPool(self.store.jobs, handlers, workers=workers, lease_seconds=30)
-        self.queue = JobQueue(self.store.jobs, self.pool)
+        self.queue = JobQueue(self.store.jobs, self.pool.signals)
         self.pool.start()
         return self.pool
 

@@ -304,7 +304,8 @@ def test_the_count_of_drawers_waiting_for_vectors_is_taken_again_off_the_search_
     counted = threading.Event()
     gate = threading.Event()
 
-    def pending() -> int:
+    def pending(model: str) -> int:
+        assert model == "held", "counted for the model the leg ranks by"
         if not counted.is_set():
             counted.set()
             return 3

@@ -8,7 +8,7 @@ from dataclasses import replace
 from memcastle.clock import Clock, utc_now
 from memcastle.errors import IllegalTransition
 from memcastle.jobs.context import JobListener, ignore_change
-from memcastle.jobs.worker import WorkerPool
+from memcastle.jobs.signals import JobSignals
 from memcastle.model import Job, JobStatus, NewJob
 from memcastle.store import JobStore
 from memcastle.store.reserve import StorageReserve, spending_reserve
@@ -20,7 +20,7 @@ class JobQueue:
     def __init__(
         self,
         store: JobStore,
-        pool: WorkerPool | None,
+        signals: JobSignals | None,
         *,
         now: Clock = utc_now,
         on_change: JobListener | None = None,
@@ -30,13 +30,13 @@ class JobQueue:
         self._reserve = reserve
         self._store = store
         self._now = now
-        self._pool = pool
+        self._signals = signals
         self._on_change = on_change or ignore_change
 
     def as_known(self, job: Job) -> Job:
         """The job as it is: a running one whose worker stopped it for a storage failure, but could not yet write
         the pause down (the disk is full), is paused with that reason, whatever the store still says."""
-        reason = self._pool.unrecorded_pause(job.id) if self._pool is not None else None
+        reason = self._signals.unrecorded_pause(job.id) if self._signals is not None else None
         if reason is None or job.status is not JobStatus.RUNNING:
             return job
         return replace(job, status=JobStatus.PAUSED, error=reason, lease_owner=None, lease_expires_at=None)
@@ -46,8 +46,8 @@ class JobQueue:
         job, created = self._store.create_job(new)
         if created:
             self._on_change(job)
-        if self._pool is not None:
-            self._pool.wake()
+        if self._signals is not None:
+            self._signals.wake()
         return job, created
 
     def pause(self, job_id: str) -> Job:
@@ -64,8 +64,8 @@ class JobQueue:
         job = self._told(
             self._room_for(lambda: self._store.transition_job(job_id, JobStatus.QUEUED, pause_requested=0, error=None))
         )
-        if self._pool is not None:
-            self._pool.wake()
+        if self._signals is not None:
+            self._signals.wake()
         return job
 
     def cancel(self, job_id: str) -> Job:
@@ -94,18 +94,18 @@ class JobQueue:
                 )
             )
         )  # fmt: skip
-        if self._pool is not None:
-            self._pool.wake()
+        if self._signals is not None:
+            self._signals.wake()
         return job
 
     def _room_for(self, write: Callable[[], Job]) -> Job:
         return spending_reserve(self._reserve, write)
 
     def _settled(self, job_id: str) -> None:
-        """A pause a full disk kept from being written is written first (`WorkerPool.settle`)."""
-        if self._pool is not None:
-            pool = self._pool
-            spending_reserve(self._reserve, lambda: pool.settle(job_id))
+        """A pause a full disk kept from being written is written first (`JobSignals.settle`)."""
+        if self._signals is not None:
+            signals = self._signals
+            spending_reserve(self._reserve, lambda: signals.settle(job_id))
 
     def _told(self, job: Job) -> Job:
         self._on_change(job)

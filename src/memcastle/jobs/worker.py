@@ -8,7 +8,6 @@ import socket
 import threading
 import time
 import traceback
-import uuid
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
 
@@ -16,6 +15,7 @@ from memcastle.clock import Clock, utc_now
 from memcastle.errors import Conflict, IllegalTransition, LeaseLost, StorageError
 from memcastle.jobs.context import JobContext, JobHandler, JobListener, JobStopped
 from memcastle.jobs.context import ignore_change as _ignore
+from memcastle.jobs.signals import JobSignals
 from memcastle.model import RECOVERY_BUDGET, STORAGE_PAUSE, Job, JobStatus, paused_by_storage, recovery_spent
 from memcastle.store import JobStore
 
@@ -73,6 +73,8 @@ class WorkerPool:
         on_room: Callable[[], object] | None = None,
         background: Collection[str] = (),
         background_workers: int | None = None,
+        signals: JobSignals | None = None,
+        on_finished: Callable[[Job], None] | None = None,
     ) -> None:
         # `jobs.background_share`: the job kinds of the background sweeps (`background`) take at most this many of
         # the workers at once, so the others stay free for what a person or an agent asked for.
@@ -85,12 +87,12 @@ class WorkerPool:
         self._on_change = on_change or _ignore
         # Several daemons may serve a shared palace (PostgreSQL) at once: their running jobs are theirs, not ours.
         self._shared = shared
-        self.on_finished: Callable[[Job], None] | None = None  # follow-ups of a finished job
+        self.on_finished = on_finished  # follow-ups of a finished job
         self._handlers = dict(handlers)
         self._workers = workers
         self._lease_seconds = lease_seconds
-        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        self._wakeup = threading.Event()
+        self.signals = signals or JobSignals(store)
+        self.owner = self.signals.owner
         self._stopping = threading.Event()
         self._halted = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -105,8 +107,6 @@ class WorkerPool:
         # when a person resumes them); `on_room` is told once there is (the storage reserve is laid again).
         self._resume_free = resume_free_bytes
         self._on_room = on_room or (lambda: None)
-        self._stalled: dict[str, str] = {}
-        self._storage_lock = threading.Lock()
         self._storage_trouble = threading.Event()
         self._storage_trouble.set()  # look once at start: jobs a previous run paused for the disk
         self._storage_backoff = STORAGE_RETRY_FIRST
@@ -161,29 +161,6 @@ class WorkerPool:
                 log.info("job %s changed hands while it was being recovered; left to its new owner", job.id)
         return recovered
 
-    def unrecorded_pause(self, job_id: str) -> str | None:
-        """The reason a job was paused for a storage failure, while the pause itself could not be written yet."""
-        with self._storage_lock:
-            return self._stalled.get(job_id)
-
-    def settle(self, job_id: str) -> None:
-        """Write down the pause of a job a storage failure stopped, if it could not be written yet: a person's
-        resume, cancel or retry then acts on the job as it is (a `StorageError` when writes still fail)."""
-        with self._storage_lock:
-            message = self._stalled.get(job_id)
-        if message is not None:
-            self._record_stalled(job_id, message)
-
-    def _record_stalled(self, job_id: str, message: str) -> None:
-        try:
-            self._store.transition_job(
-                job_id, JobStatus.PAUSED, owner=self.owner, lease_owner=None, lease_expires_at=None, error=message
-            )
-        except Conflict:
-            pass  # no longer ours (taken over on a shared palace, or requeued by a drain)
-        with self._storage_lock:
-            self._stalled.pop(job_id, None)
-
     def running_here(self) -> list[str]:
         """Ids of the jobs this pool's workers are running now."""
         with self._active_lock:
@@ -206,7 +183,7 @@ class WorkerPool:
         self._helpers.append(storage)
 
     def wake(self) -> None:
-        self._wakeup.set()
+        self.signals.wakeup.set()
 
     def is_stopping(self) -> bool:
         return self._stopping.is_set()
@@ -214,7 +191,7 @@ class WorkerPool:
     def drain(self, timeout: float) -> list[str]:
         """Ask running jobs to stop, wait up to `timeout` seconds, requeue what did not stop; return those ids."""
         self._stopping.set()
-        self._wakeup.set()
+        self.signals.wakeup.set()
         deadline = time.monotonic() + timeout
         for thread in self._threads:
             thread.join(max(0.0, deadline - time.monotonic()))
@@ -283,15 +260,15 @@ class WorkerPool:
                     log.warning("jobs cannot be claimed: %s", exc.message)
                 claim_failed = True
                 self._note_storage_failure()
-                self._wakeup.wait(STORAGE_RETRY_FIRST)
-                self._wakeup.clear()
+                self.signals.wakeup.wait(STORAGE_RETRY_FIRST)
+                self.signals.wakeup.clear()
                 continue
             except Exception:
                 log.exception("claiming a job failed")
                 job = None
             if job is None:
-                self._wakeup.wait(0.5)
-                self._wakeup.clear()
+                self.signals.wakeup.wait(0.5)
+                self.signals.wakeup.clear()
                 continue
             try:
                 self._on_change(job)
@@ -380,12 +357,12 @@ class WorkerPool:
         try:
             self._finish(job, JobStatus.PAUSED, finished=False, error=message)
         except StorageError:
-            with self._storage_lock:
-                self._stalled[job.id] = message
+            with self.signals.lock:
+                self.signals.stalled[job.id] = message
             self._on_change(replace(job, status=JobStatus.PAUSED, error=message, lease_owner=None))
 
     def _note_storage_failure(self) -> None:
-        with self._storage_lock:
+        with self.signals.lock:
             now = time.monotonic()
             if now >= self._storage_retry_at:
                 self._storage_retry_at = now + self._storage_backoff
@@ -393,7 +370,7 @@ class WorkerPool:
         self._storage_trouble.set()
 
     def _storage_recovered(self) -> None:
-        with self._storage_lock:
+        with self.signals.lock:
             self._storage_backoff = STORAGE_RETRY_FIRST
 
     def _watch_storage(self) -> None:
@@ -403,7 +380,7 @@ class WorkerPool:
             self._storage_trouble.wait(1.0)
             if self._halted.is_set() or not self._storage_trouble.is_set():
                 continue
-            with self._storage_lock:
+            with self.signals.lock:
                 wait = self._storage_retry_at - time.monotonic()
             if wait > 0:
                 self._halted.wait(max(0.2, min(wait, 1.0)))
@@ -422,10 +399,10 @@ class WorkerPool:
     def _resume_after_storage(self) -> None:
         """Write down the pauses that could not be written; then, once the disk has `jobs.resume_free_bytes` free
         (or its room cannot be measured), resume the jobs a storage failure paused."""
-        with self._storage_lock:
-            stalled = dict(self._stalled)
+        with self.signals.lock:
+            stalled = dict(self.signals.stalled)
         for job_id, message in stalled.items():
-            self._record_stalled(job_id, message)
+            self.signals.record(job_id, message)
         room = self._room()
         if room is not None and (self._resume_free <= 0 or room < self._resume_free):
             self._halted.wait(1.0)  # looked at again in a second: paused until there is room, or a person resumes
@@ -441,12 +418,12 @@ class WorkerPool:
                 continue
             self._on_change(changed)
             resumed += 1
-        with self._storage_lock:
-            if not self._stalled:
+        with self.signals.lock:
+            if not self.signals.stalled:
                 self._storage_trouble.clear()
         if resumed:
             log.info("resumed %d job(s) paused by a storage failure", resumed)
-            self._wakeup.set()
+            self.signals.wakeup.set()
 
     def _fail(self, job: Job, exc: BaseException) -> None:
         log.error("job %s (%s) failed: %s", job.id, job.kind, "".join(traceback.format_exception(exc)))

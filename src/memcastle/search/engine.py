@@ -89,7 +89,7 @@ class SearchEngine:
         index: SemanticLeg | None = None,
         *,
         weights: FusionWeights = DEFAULT_WEIGHTS,
-        pending: Callable[[], int] | None = None,
+        pending: Callable[[str], int] | None = None,
         policy: Policy = NEUTRAL,
         freshness: Freshness = NO_FRESHNESS,
         now: Clock = utc_now,
@@ -116,7 +116,7 @@ class SearchEngine:
         self._pair: tuple[EmbeddingProvider | None, SemanticLeg | None] = (provider, index)
         self._pinned = threading.local()
         self._weights = weights
-        self._pending = pending or (lambda: 0)
+        self._pending = pending or (lambda model: 0)  # how many drawers still wait for a model's vectors
         self._pending_seen: tuple[float, int] | None = None
         self._pending_ttl = pending_ttl
         self._size_seen: tuple[float, int] | None = None
@@ -499,7 +499,7 @@ class SearchEngine:
         taken again on a thread of its own while searches go on with the last one."""
         seen = self._pending_seen
         if seen is None:
-            count = self._pending()
+            count = self._waiting()
             self._pending_seen = (time.monotonic(), count)
             return count
         checked, count = seen
@@ -510,7 +510,12 @@ class SearchEngine:
         return count
 
     def _recount(self) -> None:
-        self._pending_seen = (time.monotonic(), self._pending())
+        self._pending_seen = (time.monotonic(), self._waiting())
+
+    def _waiting(self) -> int:
+        """The drawers the semantic leg misses: those the model it ranks by now has not embedded."""
+        model = getattr(self._pair[1], "model", None)
+        return self._pending(str(model)) if model is not None else 0
 
     def count_matching(self, query: SearchQuery, at_most: int) -> int:
         """How many drawers in the search's scope and time hold every word of its query, up to `at_most`."""

@@ -26,7 +26,6 @@ from memcastle.clock import Clock, utc_now
 from memcastle.connectors.registry import ConnectorRegistry
 from memcastle.errors import MemCastleError
 from memcastle.events import EventBus
-from memcastle.jobs.queue import JobQueue
 from memcastle.knowledge.dedup import DuplicateFinder
 from memcastle.knowledge.extraction import ExtractionProvider
 from memcastle.mining.roots import MiningRoots
@@ -66,7 +65,7 @@ class Services:
         self,
         *,
         store: Store,
-        queue: JobQueue,
+        jobs: JobService,
         search: SearchEngine,
         palace: Path,
         connectors: ConnectorRegistry,
@@ -84,7 +83,6 @@ class Services:
         reserve: StorageReserve | None = None,
         notices: Notices | None = None,
         runtime: RuntimeService | None = None,
-        check_names: Callable[[], list[str]] = list,
         entity_fuzzy: bool = True,
     ) -> None:
         self.store = store
@@ -93,7 +91,7 @@ class Services:
         record = self.audit.record
         self.policy = policy
         self._reread_policy = reread_policy
-        self.jobs = JobService(store.jobs, queue, embeddings=embeddings, extraction=extraction, check_names=check_names)
+        self.jobs = jobs
         self.facts = FactService(store, policy, now=now, record=record, fuzzy=entity_fuzzy)
         keys = RequestKeys(store.request_keys, now, sole_writer=store.backend == "sqlite")
         self.events = events or EventBus()

@@ -14,6 +14,13 @@ from memcastle.search.semantic import SemanticIndex
 from memcastle.store import Store
 
 
+def palace_check_names(store: Store, provider: EmbeddingProvider) -> list[str]:
+    """The names of the checks `palace_checks` makes, known before its repairs' services are."""
+    if not provider.is_enabled:
+        return []
+    return ["missing_vectors"] if store.backend != "sqlite" else ["missing_vectors", "vector_cache"]
+
+
 def palace_checks(
     store: Store,
     provider: EmbeddingProvider,

@@ -32,6 +32,7 @@ from memcastle.model import (
     ScoredDrawer,
     TermStatistics,
 )
+from memcastle.model.lifecycle import Lifecycle
 from memcastle.model.scripts import POSTGRES_PATTERN
 from memcastle.store.migrate import MIGRATIONS_TABLE, failed, pending
 from memcastle.store.postgres.context import CONTEXT_ROWS
@@ -127,7 +128,9 @@ class PostgresStore(SqlStore):
         connect_timeout: float = 10.0,
         recovery_budget: int = RECOVERY_BUDGET,
         now: Callable[[], str] = utc_now,
+        lifecycle: Lifecycle | None = None,
     ) -> None:
+        self.lifecycle = lifecycle or Lifecycle()
         self.conninfo = conninfo
         self.location = redact(conninfo)
         self._recovery_budget = recovery_budget

@@ -38,7 +38,7 @@ class SqlStore(ABC):
     # Put before a column to keep the planner from choosing that column's index (SQLite's unary `+`); PostgreSQL's
     # planner needs no such hint and has no unary plus on text.
     NO_INDEX = ""
-    # How long drawers live (`[[lifecycle]]` rules), applied when the palace is read; set by the composition root.
+    # How long drawers live (`[[lifecycle]]` rules), applied when the palace is read; given by the composition root.
     lifecycle: Lifecycle = Lifecycle()
 
     @abstractmethod

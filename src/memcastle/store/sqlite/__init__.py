@@ -20,6 +20,7 @@ import numpy as np
 from memcastle.clock import format_instant, to_datetime, utc_now
 from memcastle.errors import MigrationError, StorageFull
 from memcastle.model import Job, LexicalQuery
+from memcastle.model.lifecycle import Lifecycle
 from memcastle.model.scripts import has_unspaced, index_text
 from memcastle.store import VectorChunk
 from memcastle.store.copy import check_columns, copied_table, ensure_empty
@@ -78,7 +79,8 @@ class SQLiteStore(SqlStore):
 
     backend = "sqlite"
 
-    def __init__(self, palace: Path, *, now: Callable[[], str] = utc_now) -> None:
+    def __init__(self, palace: Path, *, now: Callable[[], str] = utc_now, lifecycle: Lifecycle | None = None) -> None:
+        self.lifecycle = lifecycle or Lifecycle()
         self.path = palace / DB_FILE
         self.location = str(self.path)
         self._now = now
