@@ -330,6 +330,24 @@ def test_the_count_of_drawers_waiting_for_vectors_is_taken_again_off_the_search_
         store.close()
 
 
+def test_the_daemons_warm_up_search_leaves_no_count_behind(tmp_path: Path) -> None:
+    """The search a daemon runs before its first client's (`SearchEngine.warm`) takes a pending count like any
+    first search; the client's first search counts again, so drawers embedded meanwhile are not said to wait."""
+    store = SQLiteStore(tmp_path / "palace")
+    waiting = [63]
+    provider = _HeldProvider()
+    provider.release.set()
+    engine = SearchEngine(store, provider, SemanticIndex(store, "held"), pending=lambda model: waiting[0])
+    try:
+        query = build_query(SearchRequest(query="anything at all"))
+        engine.warm(query)
+        waiting[0] = 0  # the embed sweep finished meanwhile
+        assert not engine.search(query).warnings
+    finally:
+        engine.close()
+        store.close()
+
+
 def test_a_palace_starts_tells_its_status_and_searches_while_its_vectors_are_still_loading(tmp_path: Path) -> None:
     """Reading every stored vector takes most of a minute at a million: start, status and searches do not wait for
     it (the index's background thread loads them); status says the load is under way, and a search by meaning says

@@ -1,8 +1,7 @@
 """The search pipeline (SPEC §3): eligible candidates from each leg, fusion, pool relevance, truncation.
 
 Scope and time are applied inside each leg, before any ranking or limit. A neutral pipeline leaves scores as the
-base signal of the ranking used (BM25, cosine or RRF); `relevance` is that signal min-max normalized in the pool.
-"""
+base signal of the ranking used (BM25, cosine or RRF); `relevance` is that signal min-max normalized in the pool."""
 
 from __future__ import annotations
 
@@ -512,8 +511,12 @@ class SearchEngine:
     def _recount(self) -> None:
         self._pending_seen = (time.monotonic(), self._waiting())
 
-    def _waiting(self) -> int:
-        """The drawers the semantic leg misses: those the model it ranks by now has not embedded."""
+    def warm(self, query: SearchQuery) -> None:
+        """Run `query` as a first search would, then forget its pending count: a client's first search counts anew."""
+        self.search(query)
+        self._pending_seen = None
+
+    def _waiting(self) -> int:  # the drawers the semantic leg misses: those the model it ranks by has not embedded
         model = getattr(self._pair[1], "model", None)
         return self._pending(str(model)) if model is not None else 0
 

@@ -64,7 +64,7 @@ class SearchService:
     def warm(self) -> None:
         """Run one search as the first would, unrecorded, so that the thread's reader, the index's first pages and the
         ranking's first run are ready before a client's first search (the daemon's front does, once)."""
-        self._engine.search(self.query(SearchRequest(query="memory", limit=1)))
+        self._engine.warm(self.query(SearchRequest(query="memory", limit=1)))
 
     @staticmethod
     def query(request: SearchRequest) -> SearchQuery:
