@@ -57,10 +57,7 @@ def section_classes() -> str:
     out += [f"    {name}: {kind}" for name, kind in top]
     out += ["", "", "def sections(values: Mapping[str, Any]) -> Sections:", '    """The typed view of the values."""']
     out.append("    return Sections(")
-    for section, fields in sections.items():
-        out.append(f"        {section}={_class_name(section)}(")
-        out += [f'            {name}=values["{section}.{name}"],' for name, _ in fields]
-        out.append("        ),")
+    out += [f'        {section}={_class_name(section)}(**_section(values, "{section}")),' for section in sections]
     out += [f'        {name}=values["{name}"],' for name, _ in top]
     out.append("    )")
     return "\n".join(out) + "\n\n\n"  # as ruff lays the module out: two blank lines before the closing marker

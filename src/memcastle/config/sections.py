@@ -8,6 +8,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+
+def _section(values: Mapping[str, Any], section: str) -> dict[str, Any]:
+    """A section's settings by their names within it."""
+    prefix = section + "."
+    return {key.removeprefix(prefix): value for key, value in values.items() if key.startswith(prefix)}
+
+
 # [[[cog
 # import cog
 # from memcastle.config.reference import section_classes
@@ -202,108 +209,21 @@ class Sections:
 def sections(values: Mapping[str, Any]) -> Sections:
     """The typed view of the values."""
     return Sections(
-        server=ServerSettings(
-            host=values["server.host"],
-            port=values["server.port"],
-            max_body_bytes=values["server.max_body_bytes"],
-            allowed_hosts=values["server.allowed_hosts"],
-        ),
-        logging=LoggingSettings(
-            level=values["logging.level"],
-            format=values["logging.format"],
-        ),
-        store=StoreSettings(
-            url=values["store.url"],
-        ),
-        jobs=JobsSettings(
-            workers=values["jobs.workers"],
-            background_share=values["jobs.background_share"],
-            drain_seconds=values["jobs.drain_seconds"],
-            lease_seconds=values["jobs.lease_seconds"],
-            resume_free_bytes=values["jobs.resume_free_bytes"],
-        ),
-        mining=MiningSettings(
-            chunk_chars=values["mining.chunk_chars"],
-            github_api_url=values["mining.github_api_url"],
-            github_wiki_url=values["mining.github_wiki_url"],
-            max_documents=values["mining.max_documents"],
-            max_file_bytes=values["mining.max_file_bytes"],
-            hard_links=values["mining.hard_links"],
-            roots=values["mining.roots"],
-        ),
-        storage=StorageSettings(
-            reserve_bytes=values["storage.reserve_bytes"],
-        ),
-        search=SearchSettings(
-            fusion=values["search.fusion"],
-            rrf_k=values["search.rrf_k"],
-            lexical_weight=values["search.lexical_weight"],
-            semantic_weight=values["search.semantic_weight"],
-            ann_min_rows=values["search.ann_min_rows"],
-            fill_rows=values["search.fill_rows"],
-            context_weight=values["search.context_weight"],
-            parallel=values["search.parallel"],
-            rerank=values["search.rerank"],
-            rerank_depth=values["search.rerank_depth"],
-            rerank_weight=values["search.rerank_weight"],
-            freshness=values["search.freshness"],
-        ),
-        embeddings=EmbeddingsSettings(
-            provider=values["embeddings.provider"],
-            model=values["embeddings.model"],
-            command=values["embeddings.command"],
-            url=values["embeddings.url"],
-            api_key=values["embeddings.api_key"],
-            query_prefix=values["embeddings.query_prefix"],
-            document_prefix=values["embeddings.document_prefix"],
-            input_type=values["embeddings.input_type"],
-            timeout=values["embeddings.timeout"],
-            threads=values["embeddings.threads"],
-            batch_size=values["embeddings.batch_size"],
-            passage_chars=values["embeddings.passage_chars"],
-            passage_overlap=values["embeddings.passage_overlap"],
-            sentence_chars=values["embeddings.sentence_chars"],
-        ),
-        extraction=ExtractionSettings(
-            provider=values["extraction.provider"],
-            model=values["extraction.model"],
-            command=values["extraction.command"],
-            url=values["extraction.url"],
-            command_format=values["extraction.command_format"],
-            max_entities=values["extraction.max_entities"],
-            max_relations=values["extraction.max_relations"],
-            api_key=values["extraction.api_key"],
-            timeout=values["extraction.timeout"],
-            min_confidence=values["extraction.min_confidence"],
-            batch_size=values["extraction.batch_size"],
-            code=values["extraction.code"],
-        ),
-        audit=AuditSettings(
-            enabled=values["audit.enabled"],
-            retention=values["audit.retention"],
-            max_records=values["audit.max_records"],
-        ),
-        auth=AuthSettings(
-            enabled=values["auth.enabled"],
-            allow_remote=values["auth.allow_remote"],
-            token=values["auth.token"],
-        ),
-        dedup=DedupSettings(
-            near_threshold=values["dedup.near_threshold"],
-            enabled=values["dedup.enabled"],
-            entity_fuzzy=values["dedup.entity_fuzzy"],
-        ),
-        web=WebSettings(
-            enabled=values["web.enabled"],
-        ),
-        mcp=McpSettings(
-            allowed_hosts=values["mcp.allowed_hosts"],
-            max_chars=values["mcp.max_chars"],
-            tools=values["mcp.tools"],
-        ),
-        hooks=HooksSettings(
-            reminder=values["hooks.reminder"],
-        ),
+        server=ServerSettings(**_section(values, "server")),
+        logging=LoggingSettings(**_section(values, "logging")),
+        store=StoreSettings(**_section(values, "store")),
+        jobs=JobsSettings(**_section(values, "jobs")),
+        mining=MiningSettings(**_section(values, "mining")),
+        storage=StorageSettings(**_section(values, "storage")),
+        search=SearchSettings(**_section(values, "search")),
+        embeddings=EmbeddingsSettings(**_section(values, "embeddings")),
+        extraction=ExtractionSettings(**_section(values, "extraction")),
+        audit=AuditSettings(**_section(values, "audit")),
+        auth=AuthSettings(**_section(values, "auth")),
+        dedup=DedupSettings(**_section(values, "dedup")),
+        web=WebSettings(**_section(values, "web")),
+        mcp=McpSettings(**_section(values, "mcp")),
+        hooks=HooksSettings(**_section(values, "hooks")),
         mode=values["mode"],
     )
 

@@ -98,6 +98,85 @@ class Backlog:
         }
 
 
+@dataclass
+class Walk:
+    """Where the sweep is, kept in its checkpoint: its phase (current drawers, then closed ones), its stage among the
+    current drawers (prose's first passages, every first passage, the later passages), the cursor it walks down
+    from, and the tops above which drawers filed since count as fresh (for prose, for every first passage, for
+    the later passages)."""
+
+    top: int
+    cursor: int
+    rest_top: int
+    prose_top: int
+    phase: str = "current"
+    stage: str = "prose"
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, Any], last_seq: int) -> Walk:
+        top = int(state["top"]) if "top" in state else last_seq
+        return cls(
+            top=top,
+            cursor=int(state.get("cursor", top + 1)),
+            rest_top=int(state.get("rest_top", top)),
+            prose_top=int(state.get("prose_top", top)),
+            phase=str(state.get("phase", "current")),
+            stage=str(state.get("stage", "prose")),
+        )
+
+    def to_state(self) -> dict[str, Any]:
+        return {"stage": self.stage, "top": self.top, "rest_top": self.rest_top, "prose_top": self.prose_top,
+                "cursor": self.cursor, "phase": self.phase}  # fmt: skip
+
+    def next(self, store: EmbeddingStore, model: str, size: int) -> tuple[list[tuple[int, Drawer]], str, str] | None:
+        """The next batch, the way it is embedded (`head`, `rest` or `all`) and the cursor it moves; None at the
+        end. Drawers filed while the sweep runs come first, their first passages before anything else: a fresh mine
+        is findable by meaning before any drawer's later passages, whatever stage the sweep is in. What people write
+        comes before code and data files: fresh prose, then (while the sweep walks the older prose) that, then the
+        fresh rest."""
+        current = self.phase == "current"
+        while True:
+            ceiling = store.last_drawer_seq()
+            batch = store.next_to_embed(model, size, after=self.prose_top, stage="head", prose=True)
+            if batch:
+                return batch, "head", "prose_top"
+            self.prose_top = max(self.prose_top, ceiling)  # no prose waits below it; the rest is the walk from `top`'s
+            if self.stage != "prose" or not current:
+                batch = store.next_to_embed(model, size, after=self.top, stage="head")
+                if batch:
+                    return batch, "head", "top"
+            if not current or self.stage == "rest":
+                # The later passages of those filed after the walk of later passages began (it walks down from
+                # where it began and would never reach them).
+                batch = store.next_to_embed(model, size, after=self.rest_top, stage="rest")
+                if batch:
+                    return batch, "rest", "none"
+            walk = "head" if self.stage == "prose" else self.stage  # prose's first passages, then every one's
+            mode = walk if current else "all"
+            prose = current and self.stage == "prose"
+            batch = store.next_to_embed(model, size, before=self.cursor, current=current, stage=mode, prose=prose)
+            if batch:
+                return batch, mode, "cursor"
+            if current and self.stage == "prose":
+                self.stage, self.cursor = "head", self.top + 1
+            elif current and self.stage == "head":
+                self.stage, self.cursor, self.rest_top = "rest", self.top + 1, self.top
+            elif current:
+                self.phase, self.cursor = "historical", self.top + 1
+                current = False
+            else:
+                return None
+
+    def moved(self, move: str, batch: list[tuple[int, Drawer]]) -> None:
+        """Past the batch just taken: fresh drawers' tops move up, the walk's cursor down."""
+        if move == "prose_top":
+            self.prose_top = max(seq for seq, _ in batch)
+        elif move == "top":
+            self.top = max(seq for seq, _ in batch)
+        elif move == "cursor":
+            self.cursor = min(seq for seq, _ in batch)
+
+
 class EmbeddingBackfill:
     """Embeds drawers that have no vectors for the active model; drops other models' vectors when done."""
 
@@ -140,10 +219,7 @@ class EmbeddingBackfill:
         state = dict(ctx.state)
         done = int(state.get("embedded", 0))
         passages_done = int(state.get("passages", 0))
-        top = int(state["top"]) if "top" in state else self._store.last_drawer_seq()
-        cursor = int(state.get("cursor", top + 1))
-        phase = str(state.get("phase", "current"))
-        stage = str(state.get("stage", "prose"))
+        walk = Walk.from_state(state, self._store.last_drawer_seq())
         owed, headed = int(state.get("owed", 0)), int(state.get("headed", 0))
         pending = self._store.count_missing_embeddings(model)
         started = done
@@ -161,57 +237,11 @@ class EmbeddingBackfill:
             prior_rate=float(prior) if isinstance(prior, int | float) and prior > 0 else None,
         )
         counted = backlog.started
-        rest_top = int(state.get("rest_top", top))
-        prose_top = int(state.get("prose_top", top))
-        while True:
-            # Drawers filed while the sweep runs come first, their first passages before anything else: a fresh mine
-            # is findable by meaning before any drawer's later passages, whatever stage the sweep is in. What people
-            # write comes before code and data files: fresh prose, then (while the sweep walks the older prose) that,
-            # then the fresh rest.
-            mode = "head"
-            move: str | None = "prose_top"
-            ceiling = self._store.last_drawer_seq()
-            batch = self._store.next_to_embed(model, self._batch_size, after=prose_top, stage="head", prose=True)
-            if not batch:
-                prose_top = max(prose_top, ceiling)  # no prose waits below it; the rest is the walk from `top`'s
-                move = "top"
-                if stage != "prose" or phase != "current":
-                    batch = self._store.next_to_embed(model, self._batch_size, after=top, stage="head")
-            if not batch and (phase != "current" or stage == "rest"):
-                # Then the later passages of those filed after the walk of later passages began (it walks down
-                # from where it began and would never reach them).
-                mode, move = "rest", None
-                batch = self._store.next_to_embed(model, self._batch_size, after=rest_top, stage="rest")
-            if not batch:
-                walk = "head" if stage == "prose" else stage  # notes and documents' first passages, then every one's
-                mode, move = (walk if phase == "current" else "all"), "cursor"
-                batch = self._store.next_to_embed(
-                    model,
-                    self._batch_size,
-                    before=cursor,
-                    current=phase == "current",
-                    stage=mode,
-                    prose=phase == "current" and stage == "prose",
-                )
-                if not batch:
-                    if phase == "current" and stage == "prose":
-                        stage, cursor = "head", top + 1
-                        continue
-                    if phase == "current" and stage == "head":
-                        stage, cursor, rest_top = "rest", top + 1, top
-                        continue
-                    if phase == "current":
-                        phase, cursor = "historical", top + 1
-                        continue
-                    break
+        while (found := walk.next(self._store, model, self._batch_size)) is not None:
+            batch, mode, move = found
             first = 1 if mode == "rest" else 0
             batch, pieces, chosen = self._bounded(batch, mode, first)
-            if move == "prose_top":
-                prose_top = max(seq for seq, _ in batch)
-            elif move == "top":
-                top = max(seq for seq, _ in batch)
-            elif move == "cursor":
-                cursor = min(seq for seq, _ in batch)
+            walk.moved(move, batch)
             drawers = [drawer for _, drawer in batch]
             flat = [p for passages in chosen for p in passages]
             vectors = self._provider.embed(flat) if flat else np.zeros((0, 0), dtype=np.float32)
@@ -263,19 +293,14 @@ class EmbeddingBackfill:
                     "drawers_seen": backlog.drawers_seen,
                     "passages_seen": backlog.passages_seen,
                     **({"passages_left": left_exact, "counted_to": counted_to} if left_exact is not None else {}),
-                    "stage": stage,
                     "owed": owed,
                     "headed": headed,
-                    "top": top,
-                    "rest_top": rest_top,
-                    "prose_top": prose_top,
-                    "cursor": cursor,
-                    "phase": phase,
+                    **walk.to_state(),
                 },
                 current=done,
                 total=done + left,
                 message=f"{passages_done} passages{to_go}"
-                + (f" ({STAGE_NOTES[stage]})" if stage in STAGE_NOTES and left else ""),
+                + (f" ({STAGE_NOTES[walk.stage]})" if walk.stage in STAGE_NOTES and left else ""),
             )
         removed = self._finish(model)
         return {"embedded": done, "passages": passages_done, "model": model, "dropped_vectors": removed}
