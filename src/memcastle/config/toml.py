@@ -40,11 +40,6 @@ def line_for(text: str, key: str) -> int | None:
     return None
 
 
-def line_of_key(text: str, dotted: str) -> int | None:
-    """The line of `dotted` itself, None when the text does not hold it."""
-    return key_lines(text).get(dotted)
-
-
 def _parent(key: str) -> str:
     if key.endswith("]"):
         return key[: key.rindex("[")]

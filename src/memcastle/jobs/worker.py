@@ -185,9 +185,6 @@ class WorkerPool:
     def wake(self) -> None:
         self.signals.wakeup.set()
 
-    def is_stopping(self) -> bool:
-        return self._stopping.is_set()
-
     def drain(self, timeout: float) -> list[str]:
         """Ask running jobs to stop, wait up to `timeout` seconds, requeue what did not stop; return those ids."""
         self._stopping.set()

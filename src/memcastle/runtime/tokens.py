@@ -15,7 +15,7 @@ from typing import Any
 
 from memcastle.clock import utc_now
 from memcastle.errors import ConfigError, InvalidRequest, NotFound
-from memcastle.model.visibility import EVERYTHING, Visibility
+from memcastle.model.visibility import Visibility
 from memcastle.modes import parse_mode
 
 TOKENS_FILE = "tokens.json"
@@ -57,12 +57,6 @@ def token_of(request: Any) -> TokenRecord | None:
     state = (getattr(request, "scope", None) or {}).get("state") or {}
     record = state.get(TOKEN_STATE)
     return record if isinstance(record, TokenRecord) else None
-
-
-def visibility_of(request: Any) -> Visibility:
-    """The wings the request's token may read and write: every wing without a scoped token, or without auth."""
-    record = token_of(request)
-    return record.visibility if record is not None else EVERYTHING
 
 
 def digest_of(token: str) -> str:

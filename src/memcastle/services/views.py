@@ -13,7 +13,6 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from memcastle.errors import InvalidRequest
 from memcastle.model import Drawer, Entity, FactLink, Hit, Job, SearchResult
 from memcastle.model.answers import EntityView, FactView, MinerView, standing_line
 from memcastle.services.ids import MIN_PREFIX
@@ -305,11 +304,6 @@ def miner_view(miner: MinerView) -> dict[str, Any]:
 def size(data: Any) -> int:
     """Characters of `data` as the interfaces answer it: compact JSON, Unicode kept."""
     return len(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
-
-
-def check_budget(max_chars: int | None, field: str = "max_chars") -> None:
-    if max_chars is not None and (isinstance(max_chars, bool) or max_chars < MIN_BUDGET):
-        raise InvalidRequest(f"{field} must be at least {MIN_BUDGET}", field=field)
 
 
 def within(answer: Any, budget: int) -> Any:

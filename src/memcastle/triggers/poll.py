@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import threading
 from collections.abc import Callable, Mapping
 
 from memcastle.model import MinerSpec, MinerState
-from memcastle.triggers.schedule import MAX_SLEEP, utc_clock
+from memcastle.triggers.schedule import DueLoop, utc_clock
 
 log = logging.getLogger(__name__)
 
@@ -23,21 +22,16 @@ MAX_BACKOFF = 8  # a source that keeps not changing is checked at most this many
 Probe = Callable[[MinerSpec], "str | None"]  # the connector's change token for the miner's source, None: no cheap check
 
 
-class Poller:
+class Poller(DueLoop):
+    thread_name = "miner-poll"
+
     def __init__(
         self, request: Callable[..., None], probe: Probe, *, clock: Callable[[], dt.datetime] = utc_clock
     ) -> None:
-        self._request = request
+        super().__init__(request, clock=clock)
         self._probe = probe
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._miners: dict[str, MinerSpec] = {}
-        self._next: dict[str, dt.datetime] = {}
         self._wait: dict[str, float] = {}  # the current period of each, backed off while nothing changes
         self._seen: dict[str, str | None] = {}
-        self._wake = threading.Event()
-        self._stopping = threading.Event()
-        self._thread: threading.Thread | None = None
 
     def follow(self, miners: Mapping[str, tuple[MinerSpec, MinerState]]) -> None:
         """The polled miners from now on: a new one is checked at once (its first token is taken, and a run asked
@@ -89,31 +83,3 @@ class Poller:
         except Exception as exc:  # noqa: BLE001 - a check that fails asks for a run: the mine says what is wrong
             log.warning("the change check of miner %s failed: %s", spec.name, exc)
             return None
-
-    def next_due(self) -> dt.datetime | None:
-        with self._lock:
-            return min(self._next.values(), default=None)
-
-    def start(self) -> None:
-        if self._thread is None:
-            self._stopping.clear()
-            self._thread = threading.Thread(target=self._loop, name="miner-poll", daemon=True)
-            self._thread.start()
-
-    def stop(self) -> None:
-        self._stopping.set()
-        self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-            self._thread = None
-
-    def _loop(self) -> None:
-        while not self._stopping.is_set():
-            try:
-                self.tick()
-            except Exception:
-                log.exception("the miner poll failed; it tries again")
-            due = self.next_due()
-            wait = MAX_SLEEP if due is None else (due - self._clock()).total_seconds()
-            self._wake.wait(min(max(wait, 0.05), MAX_SLEEP))
-            self._wake.clear()

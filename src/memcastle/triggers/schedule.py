@@ -28,7 +28,12 @@ def parse_time(stamp: str) -> dt.datetime:
     return dt.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
 
 
-class Schedule:
+class DueLoop:
+    """The one loop of the timed triggers (schedule and poll): a thread that runs `tick` and sleeps until the next
+    miner is due, or a change of miners wakes it. A trigger says what is due (`_next`) and what a tick does."""
+
+    thread_name = "miner-trigger"
+
     def __init__(self, request: Callable[..., None], *, clock: Callable[[], dt.datetime] = utc_clock) -> None:
         self._request = request
         self._clock = clock
@@ -38,6 +43,41 @@ class Schedule:
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
+
+    def tick(self, now: dt.datetime | None = None) -> list[str]:
+        raise NotImplementedError
+
+    def next_due(self) -> dt.datetime | None:
+        with self._lock:
+            return min(self._next.values(), default=None)
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._stopping.clear()
+            self._thread = threading.Thread(target=self._loop, name=self.thread_name, daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+            self._thread = None
+
+    def _loop(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                self.tick()
+            except Exception:
+                log.exception("the %s failed; it tries again", self.thread_name)
+            due = self.next_due()
+            wait = MAX_SLEEP if due is None else (due - self._clock()).total_seconds()
+            self._wake.wait(min(max(wait, 0.05), MAX_SLEEP))
+            self._wake.clear()
+
+
+class Schedule(DueLoop):
+    thread_name = "miner-schedule"
 
     def follow(self, miners: Mapping[str, tuple[MinerSpec, MinerState]]) -> None:
         """The scheduled miners from now on: new ones are due a period after their last run (or now)."""
@@ -67,31 +107,3 @@ class Schedule:
         for name in due:
             self._request(name, "schedule")
         return due
-
-    def next_due(self) -> dt.datetime | None:
-        with self._lock:
-            return min(self._next.values(), default=None)
-
-    def start(self) -> None:
-        if self._thread is None:
-            self._stopping.clear()
-            self._thread = threading.Thread(target=self._loop, name="miner-schedule", daemon=True)
-            self._thread.start()
-
-    def stop(self) -> None:
-        self._stopping.set()
-        self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-            self._thread = None
-
-    def _loop(self) -> None:
-        while not self._stopping.is_set():
-            try:
-                self.tick()
-            except Exception:
-                log.exception("the miner schedule failed; it tries again")
-            due = self.next_due()
-            wait = MAX_SLEEP if due is None else (due - self._clock()).total_seconds()
-            self._wake.wait(min(max(wait, 0.05), MAX_SLEEP))
-            self._wake.clear()

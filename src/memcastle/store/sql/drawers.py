@@ -438,10 +438,6 @@ class DrawerTables(Role):
         items = tuple(self._as_read(r) for r in rows[:limit])
         return Page(items=items, next_after=items[-1].id if len(rows) > limit and items else None)
 
-    def _drawers_where(self, where: str, params: Sequence[Any], limit: int) -> list[Drawer]:
-        rows = self._all(f"{DRAWER_SELECT} WHERE {where} ORDER BY d.seq LIMIT ?", (*params, limit))
-        return [self._as_read(r) for r in rows]
-
     def latest_drawers(self, scope: Scope, limit: int) -> list[Drawer]:
         """The current drawers in `scope`, most recently filed first. Read newest first through an index and stopped
         at `limit`: an agent's (`drawer_agent`), or a tag's (`drawer_tag`), so the cost follows the answer, not the
