@@ -298,7 +298,7 @@ def _refuse_a_full_disk(settings: Settings) -> None:
     if not settings.store.url:
         free = free_bytes(settings.palace)
         if free is not None and free < NEARLY_FULL_BYTES:
-            raise StorageFull(str(settings.palace), free)
+            raise StorageFull.of(str(settings.palace), free)
 
 
 def _publish_job(events: EventBus, job: Job) -> None:

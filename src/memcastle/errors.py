@@ -39,6 +39,11 @@ class MemCastleError(Exception):
     help = ""
     status = 500
     exit_code = 1
+    # Details an error carries when its class has them; every interface answers those that are set.
+    field: str | None = None
+    existing_id: str | None = None
+    candidates: tuple[str, ...] = ()
+    unauthenticated: bool = False
 
     def __init__(self, message: str, *, help: str | None = None) -> None:
         super().__init__(message)
@@ -62,16 +67,19 @@ class UnknownOption(InvalidRequest):
     """An option the connector does not declare."""
 
     code = "unknown_option"
+    option = ""
+    accepted: tuple[str, ...] = ()
 
-    def __init__(self, option: str, accepted: Sequence[str], *, connector: str) -> None:
+    @classmethod
+    def of(cls, option: str, accepted: Sequence[str], *, connector: str) -> UnknownOption:
         listed = ", ".join(sorted(accepted)) or "(none)"
-        super().__init__(
+        error = cls(
             f"connector {connector!r} has no option {option!r}; accepted options: {listed}",
             field=f"options.{option}",
             help=f"accepted options for {connector}: {listed}",
         )
-        self.option = option
-        self.accepted = tuple(sorted(accepted))
+        error.option, error.accepted = option, tuple(sorted(accepted))
+        return error
 
 
 class NotFound(MemCastleError):
@@ -99,29 +107,32 @@ class AmbiguousId(Conflict):
 
     code = "ambiguous_id"
 
-    def __init__(self, kind: str, prefix: str, candidates: Sequence[str], *, field: str | None = None) -> None:
-        shown = ", ".join(candidates)
-        super().__init__(
-            f"{prefix!r} starts more than one {kind} id: {shown}",
+    @classmethod
+    def of(cls, kind: str, prefix: str, candidates: Sequence[str], *, field: str | None = None) -> AmbiguousId:
+        error = cls(
+            f"{prefix!r} starts more than one {kind} id: {', '.join(candidates)}",
             help="give more characters of the id (or the whole id)",
         )
-        self.field = field
-        self.candidates = tuple(candidates)
+        error.field, error.candidates = field, tuple(candidates)
+        return error
 
 
 class IllegalTransition(Conflict):
     """A job cannot move from its current status to the one asked for."""
 
     code = "illegal_transition"
+    current = ""
+    target = ""
 
-    def __init__(self, job_id: str, current: str, target: str) -> None:
-        super().__init__(
+    @classmethod
+    def of(cls, job_id: str, current: str, target: str) -> IllegalTransition:
+        error = cls(
             f"job {job_id} cannot go from {current} to {target}",
             existing_id=job_id,
             help="see the job transition table in docs/architecture.md",
         )
-        self.current = current
-        self.target = target
+        error.current, error.target = current, target
+        return error
 
 
 class LeaseLost(Conflict):
@@ -129,13 +140,13 @@ class LeaseLost(Conflict):
 
     code = "lease_lost"
 
-    def __init__(self, job_id: str) -> None:
-        super().__init__(
+    @classmethod
+    def of(cls, job_id: str) -> LeaseLost:
+        return cls(
             f"job {job_id} is no longer leased to this worker",
             existing_id=job_id,
             help="another worker took the job over once its lease ran out",
         )
-        self.job_id = job_id
 
 
 class AccessDenied(MemCastleError):
@@ -158,7 +169,7 @@ class TooManyRequests(MemCastleError):
     code = "too_many_requests"
     status = 429
 
-    def __init__(self, message: str, *, retry_after: float, help: str | None = None) -> None:
+    def __init__(self, message: str, *, retry_after: float = 1.0, help: str | None = None) -> None:
         super().__init__(message, help=help)
         self.retry_after = retry_after
 
@@ -217,14 +228,13 @@ class StorageFull(StorageError):
     code = "storage_full"
     status = 507
 
-    def __init__(self, path: str, free_bytes: int | None) -> None:
+    @classmethod
+    def of(cls, path: str, free_bytes: int | None) -> StorageFull:
         free = f"{free_bytes:,} bytes free" if free_bytes is not None else "no space left"
-        super().__init__(
+        return cls(
             f"the palace's disk is full: {path} ({free}); nothing was written",
             help="free some space on that disk, then resume the paused jobs (or cancel them: that always works)",
         )
-        self.path = path
-        self.free_bytes = free_bytes
 
 
 class PalaceDamaged(StorageError):
@@ -293,12 +303,9 @@ def from_answer(status: int, body: Mapping[str, Any]) -> MemCastleError:
     kind = next((k for k in kinds if k.code == code), None) or next(
         (k for k in kinds if k.status == status or (status == 401 and k is AccessDenied)), MemCastleError
     )
-    error = MemCastleError.__new__(kind)
-    MemCastleError.__init__(error, message, help=str(body.get("help") or "") or None)
-    error.field = body.get("field")  # type: ignore[attr-defined]
-    error.existing_id = body.get("existing_id")  # type: ignore[attr-defined]
-    error.candidates = tuple(body.get("candidates") or ())  # type: ignore[attr-defined]
-    error.unauthenticated = status == 401  # type: ignore[attr-defined]
+    error = kind(message, help=str(body.get("help") or "") or None)
+    error.field, error.existing_id = body.get("field"), body.get("existing_id")
+    error.candidates, error.unauthenticated = tuple(body.get("candidates") or ()), status == 401
     error.code, error.status = code or kind.code, status
     return error
 

@@ -45,7 +45,7 @@ class ConnectorRegistry:
         for key, value in options.items():
             spec = connector.options.get(key)
             if spec is None:
-                raise UnknownOption(key, list(connector.options), connector=name)
+                raise UnknownOption.of(key, list(connector.options), connector=name)
             if not isinstance(value, str) or not value.strip():
                 raise InvalidRequest(f"option {key!r} must be a non-empty string", field=f"options.{key}")
             if spec.type == "date":

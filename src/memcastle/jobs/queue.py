@@ -54,7 +54,7 @@ class JobQueue:
         self._settled(job_id)
         job = self._store.get_job(job_id)
         if job.status is not JobStatus.RUNNING:
-            raise IllegalTransition(job_id, job.status.value, JobStatus.PAUSED.value)
+            raise IllegalTransition.of(job_id, job.status.value, JobStatus.PAUSED.value)
         return self._told(self._room_for(lambda: self._store.request_job_stop(job_id, pause=True)))
 
     def resume(self, job_id: str) -> Job:
@@ -81,7 +81,7 @@ class JobQueue:
             )
         if job.status is JobStatus.RUNNING:
             return self._told(self._room_for(lambda: self._store.request_job_stop(job_id, cancel=True)))
-        raise IllegalTransition(job_id, job.status.value, JobStatus.CANCELLED.value)
+        raise IllegalTransition.of(job_id, job.status.value, JobStatus.CANCELLED.value)
 
     def retry(self, job_id: str) -> Job:
         self._require(job_id, JobStatus.FAILED, JobStatus.QUEUED)
@@ -115,4 +115,4 @@ class JobQueue:
         """Resume and retry are user actions with one legal origin each (running → queued is recovery only)."""
         job = self._store.get_job(job_id)
         if job.status is not expected:
-            raise IllegalTransition(job_id, job.status.value, target.value)
+            raise IllegalTransition.of(job_id, job.status.value, target.value)

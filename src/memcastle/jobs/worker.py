@@ -321,7 +321,7 @@ class WorkerPool:
             self._stop(job, stop.reason)
             return
         except LeaseLost as exc:
-            if exc.job_id == job.id:
+            if exc.existing_id == job.id:
                 if self._stopping.is_set():
                     log.info("job %s was requeued by the drain; it resumes from its last checkpoint", job.id)
                 else:

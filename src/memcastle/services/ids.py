@@ -56,4 +56,4 @@ def resolve_id(
         return given
     if len(found) == 1:
         return found[0]
-    raise AmbiguousId(kind, given, found[:SHOWN], field=field)
+    raise AmbiguousId.of(kind, given, found[:SHOWN], field=field)

@@ -473,6 +473,6 @@ def _text_errors() -> Iterator[None]:
             ) from None
         raise
     except pg_errors.DiskFull as exc:
-        raise StorageFull(f"the PostgreSQL server's storage ({str(exc).strip()})", None) from exc
+        raise StorageFull.of(f"the PostgreSQL server's storage ({str(exc).strip()})", None) from exc
     except pg_errors.IoError as exc:
         raise StorageError(f"the PostgreSQL server's storage failed: {str(exc).strip()}") from exc

@@ -39,9 +39,9 @@ _FLAG_FIELDS = frozenset({"pause_requested", "cancel_requested"})
 def check_transition(job: Job, target: JobStatus, owner: str | None) -> None:
     """The transition table, then the fence: a worker may change only a job it still holds the lease of."""
     if not is_legal_transition(job.status, target):
-        raise IllegalTransition(job.id, job.status.value, target.value)
+        raise IllegalTransition.of(job.id, job.status.value, target.value)
     if owner is not None and job.lease_owner != owner:
-        raise LeaseLost(job.id)
+        raise LeaseLost.of(job.id)
 
 
 def job_value(key: str, value: Any) -> Any:
@@ -170,7 +170,7 @@ class JobTables(Role):
                 (dumps(dict(checkpoint)), dumps(progress.to_json()), *params, job_id, owner),
             )
             if changed == 0:
-                raise LeaseLost(job_id)
+                raise LeaseLost.of(job_id)
             return self._job(tx, job_id)
 
     def renew_job_lease(self, job_id: str, owner: str, lease_seconds: float) -> bool:

@@ -41,7 +41,7 @@ def storage_failure(exc: BaseException, path: Path) -> MemCastleError | None:
         import errno
 
         if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-            return StorageFull(str(path), free_bytes(path))
+            return StorageFull.of(str(path), free_bytes(path))
         if exc.errno in (errno.EIO, errno.EFBIG, errno.EROFS):
             return StorageError(f"the palace's storage failed at {path}: {exc.strerror or exc}")
         return None
@@ -50,13 +50,13 @@ def storage_failure(exc: BaseException, path: Path) -> MemCastleError | None:
     code = getattr(exc, "sqlite_errorcode", None)
     primary = code & 0xFF if isinstance(code, int) else None
     if primary == sqlite3.SQLITE_FULL:
-        return StorageFull(str(path), free_bytes(path))
+        return StorageFull.of(str(path), free_bytes(path))
     if primary in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
         return PalaceDamaged(f"the palace file is damaged: {path} ({exc})", help=DAMAGED_HELP)
     if primary in (sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN):
         free = free_bytes(path)
         if free is not None and free < NEARLY_FULL_BYTES:
-            return StorageFull(str(path), free)
+            return StorageFull.of(str(path), free)
         return StorageError(f"the palace's storage failed at {path}: {exc}")
     return None
 
