@@ -141,3 +141,11 @@ class Services:
         return PreferenceCheck(
             ok=True, current=fresh.to_json() == self.policy.to_json(), layers=fresh.to_json()["layers"]
         )
+
+
+def attached(state: object) -> Services:
+    """The services an application was built around (`app.state.services`, set by `api.app.create_app`), typed."""
+    found = getattr(state, "services", None)
+    if not isinstance(found, Services):
+        raise RuntimeError("this application was built without a palace's services")
+    return found

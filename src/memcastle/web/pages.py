@@ -21,7 +21,7 @@ from memcastle.errors import AccessDenied, InvalidRequest, MemCastleError, http_
 from memcastle.model import Drawer
 from memcastle.model.answers import drawer_title, standing_line
 from memcastle.modes import HEADER, Access, enforce_mode, parse_mode
-from memcastle.services import Services
+from memcastle.services import Services, attached
 
 if TYPE_CHECKING:
     from fastapi.templating import Jinja2Templates
@@ -34,7 +34,7 @@ HTMX = "htmx-2.0.11.min.js"
 
 
 def services_of(request: Request) -> Services:
-    return request.app.state.services  # type: ignore[no-any-return]
+    return attached(request.app.state)
 
 
 def allow(request: Request, action: Access) -> None:

@@ -7,11 +7,11 @@ from typing import Annotated, Literal
 from fastapi import Header, Path, Query, Request
 
 from memcastle.errors import InvalidRequest
-from memcastle.services import Services
+from memcastle.services import Services, attached
 
 
 def services(request: Request) -> Services:
-    return request.app.state.services  # type: ignore[no-any-return]
+    return attached(request.app.state)
 
 
 def requester(request: Request) -> str:
