@@ -177,6 +177,18 @@ class Walk:
             self.cursor = min(seq for seq, _ in batch)
 
 
+def _tallied(mode: str, pieces: list[list[str]], done: int, owed: int, headed: int) -> tuple[int, int, int]:
+    """The drawers complete, the later passages owed and the drawers with only their first passage in, after a batch
+    of `pieces` (each drawer's passages) embedded in `mode`."""
+    later = sum(max(0, len(p) - 1) for p in pieces)
+    if mode == "head":
+        partial = sum(1 for p in pieces if len(p) > 1)
+        return done + len(pieces) - partial, owed + later, headed + partial
+    if mode == "rest":
+        return done + len(pieces), max(0, owed - later), max(0, headed - len(pieces))
+    return done + len(pieces), owed, headed
+
+
 class EmbeddingBackfill:
     """Embeds drawers that have no vectors for the active model; drops other models' vectors when done."""
 
@@ -209,12 +221,9 @@ class EmbeddingBackfill:
         self._monotonic = monotonic
 
     def run(self, ctx: JobContext) -> Mapping[str, Any]:
-        """Every current drawer's first passage before any drawer's others, so search by meaning reaches the whole
-        palace early and completes later; then closed drawers, whole. Drawers filed while the sweep runs (above
-        `top`) come first at any stage, their first passages and then (when filed after the later passages' walk
-        began, above `rest_top`) their others; then the walk goes on down from its cursor. Each batch follows the
-        primary key, from `top`, `rest_top` or a cursor kept in the checkpoint, and the pending count is taken now
-        and then, so no batch costs a pass over the palace."""
+        """Embed the batches `Walk` gives (first passages before later ones, prose first, fresh drawers first; then
+        closed drawers, whole), reporting the passages left and an ETA at each; the pending count is taken now and
+        then, so no batch costs a pass over the palace."""
         model = model_key(self._provider)
         state = dict(ctx.state)
         done = int(state.get("embedded", 0))
@@ -243,30 +252,14 @@ class EmbeddingBackfill:
             batch, pieces, chosen = self._bounded(batch, mode, first)
             walk.moved(move, batch)
             drawers = [drawer for _, drawer in batch]
-            flat = [p for passages in chosen for p in passages]
-            vectors = self._provider.embed(flat) if flat else np.zeros((0, 0), dtype=np.float32)
-            rows, start = [], 0
-            for drawer, passages in zip(drawers, chosen, strict=True):
-                rows.append((drawer.id, vectors[start : start + len(passages)]))
-                start += len(passages)
-            totals = {d.id: len(p) for d, p in zip(drawers, pieces, strict=True)} if mode != "all" else None
-            self._store.put_embeddings(model, rows, first_passage=first, totals=totals)
-            later = sum(max(0, len(p) - 1) for p in pieces)
-            if mode == "head":
-                partial = sum(1 for p in pieces if len(p) > 1)
-                done += len(drawers) - partial
-                owed, headed = owed + later, headed + partial
-            elif mode == "rest":
-                done += len(drawers)
-                owed, headed = max(0, owed - later), max(0, headed - len(drawers))
-            else:
-                done += len(drawers)
+            embedded = self._embed(model, drawers, chosen, pieces if mode != "all" else None, first)
+            done, owed, headed = _tallied(mode, pieces, done, owed, headed)
             if mode != "rest":
                 backlog.drawers_seen += len(drawers)
                 backlog.passages_seen += sum(len(p) for p in pieces)
             now = self._monotonic()
-            backlog.note(len(flat), now)
-            passages_done += len(flat)
+            backlog.note(embedded, now)
+            passages_done += embedded
             if left_exact is not None:
                 left_exact -= sum(len(c) for (seq, _), c in zip(batch, chosen, strict=True) if seq <= counted_to)
             if now - counted >= RECOUNT_SECONDS:
@@ -304,6 +297,21 @@ class EmbeddingBackfill:
             )
         removed = self._finish(model)
         return {"embedded": done, "passages": passages_done, "model": model, "dropped_vectors": removed}
+
+    def _embed(
+        self, model: str, drawers: list[Drawer], chosen: list[list[str]], pieces: list[list[str]] | None, first: int
+    ) -> int:
+        """Embed each drawer's chosen passages and store them from passage `first` on (a drawer is complete once all
+        its `pieces` are in; all of them at once when None); the passages embedded."""
+        flat = [p for passages in chosen for p in passages]
+        vectors = self._provider.embed(flat) if flat else np.zeros((0, 0), dtype=np.float32)
+        rows, start = [], 0
+        for drawer, passages in zip(drawers, chosen, strict=True):
+            rows.append((drawer.id, vectors[start : start + len(passages)]))
+            start += len(passages)
+        totals = {d.id: len(p) for d, p in zip(drawers, pieces, strict=True)} if pieces is not None else None
+        self._store.put_embeddings(model, rows, first_passage=first, totals=totals)
+        return len(flat)
 
     def _count_waiting(self, model: str, after: int, upto: int) -> tuple[int | None, int]:
         """The passages the drawers waiting with `after` < seq ≤ `upto` have still to embed, split as the sweep

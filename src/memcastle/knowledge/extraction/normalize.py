@@ -42,21 +42,7 @@ def normalize_extraction(
     if not isinstance(raw, Mapping):
         raise ProviderError(f"an extraction result must be a JSON object, not {_json_kind(raw)}")
 
-    named: dict[str, ExtractedEntity] = {}  # entity key -> entity, in the provider's order
-    for item in _list_field(raw, "entities"):
-        if not isinstance(item, Mapping):
-            continue
-        name = _clean_name(item.get("name"))
-        if name is None:
-            continue
-        kind = _clean_kind(item.get("kind"))
-        key = _key(name)
-        seen = named.get(key)
-        if seen is None:
-            named[key] = ExtractedEntity(name, kind)
-        elif seen.kind == "other" and kind != "other":
-            named[key] = ExtractedEntity(seen.name, kind)
-
+    named = _named_entities(raw)
     spelled: dict[str, str] = {key: entity.name for key, entity in named.items()}
     claims: dict[tuple[str, str, str], ExtractedRelation] = {}
     for item in _list_field(raw, "relations"):
@@ -103,6 +89,26 @@ def normalize_extraction(
             entities.append(named[key])
             spare -= 1
     return Extraction(entities=tuple(entities), relations=tuple(relations))
+
+
+def _named_entities(raw: Mapping[str, Any]) -> dict[str, ExtractedEntity]:
+    """Entity key -> entity, in the provider's order: a name given twice keeps its first spelling and its most
+    particular kind."""
+    named: dict[str, ExtractedEntity] = {}
+    for item in _list_field(raw, "entities"):
+        if not isinstance(item, Mapping):
+            continue
+        name = _clean_name(item.get("name"))
+        if name is None:
+            continue
+        kind = _clean_kind(item.get("kind"))
+        key = _key(name)
+        seen = named.get(key)
+        if seen is None:
+            named[key] = ExtractedEntity(name, kind)
+        elif seen.kind == "other" and kind != "other":
+            named[key] = ExtractedEntity(seen.name, kind)
+    return named
 
 
 def _key(name: str) -> str:
