@@ -103,17 +103,7 @@ class MinePipeline:
             # Checked again as the job starts: a symlink or `.git` file may point elsewhere than when it was asked.
             self._roots.check_source(connector, spec)
         source_id = connector.identify(spec)
-        known = self._store.mining.get_source(source_id)
-        source = self._store.mining.upsert_source(
-            SourceRecord(
-                id=source_id,
-                connector=connector.name,
-                locator=spec.locator,
-                options=dict(spec.options),
-                cursor=known.cursor if known else None,
-                updated_at=self._now(),
-            )
-        )
+        source = self._source(source_id, connector, spec)
         state = dict(ctx.state)
         tally = MineTally.from_json(state.get("tally", {}))
         start_cursor = state.get("start_cursor", None if params.full else source.cursor)
@@ -147,9 +137,8 @@ class MinePipeline:
                     cursor=candidate.cursor_after,
                     updated_at=source.updated_at,
                 )
-            prepared = self._prepare(
-                ctx, connector, spec, source, candidate, keys[index], wing, default_room, tally, filed
-            )
+            target = _Target(ctx.job_id, connector, spec, source, wing, default_room)
+            prepared = self._prepare(target, candidate, keys[index], tally, filed)
             if prepared is not None:
                 batch.append(prepared)
                 batch_drawers += prepared.drawers
@@ -177,17 +166,33 @@ class MinePipeline:
                 break
         # Stopped by `mining.max_documents`, the listing was not gone through: nothing can be said removed.
         if not capped and notices_removal(connector, spec, params.notice_removed):
-            # Everything the source holds was listed: a document with current drawers that is not there was removed.
-            listed = set(keys)
-            for document in sorted(self._store.mining.current_documents(source_id) - listed):
-                closed = self._store.mining.close_removed(source_id, document, REMOVED_AT_SOURCE)
-                tally.counts["removed"] += closed
-                tally.counts["removed_documents"] += 1
+            self._close_removed(source_id, set(keys), tally)
         stopped = {"stopped": f"after {taken} new or changed documents (mining.max_documents): mine again to go on"}
         # Copies are linked by the `link` sweep that follows the mine (`knowledge.dedup`): evidence that repeats other
         # evidence is stored anyway and linked, never merged. Said here: how many drawers it still has to look at.
         pending = {"copies_pending": self._store.near.count_pending()} if self._link_copies else {}
         return {**tally.to_json(), "source_id": source_id, "wing": wing, **pending, **(stopped if capped else {})}
+
+    def _source(self, source_id: str, connector: Connector, spec: SourceSpec) -> SourceRecord:
+        """The source as the palace records it, its cursor kept from the last mine."""
+        known = self._store.mining.get_source(source_id)
+        return self._store.mining.upsert_source(
+            SourceRecord(
+                id=source_id,
+                connector=connector.name,
+                locator=spec.locator,
+                options=dict(spec.options),
+                cursor=known.cursor if known else None,
+                updated_at=self._now(),
+            )
+        )
+
+    def _close_removed(self, source_id: str, listed: set[str], tally: MineTally) -> None:
+        """Everything the source holds was listed: a document with current drawers that is not there was removed."""
+        for document in sorted(self._store.mining.current_documents(source_id) - listed):
+            closed = self._store.mining.close_removed(source_id, document, REMOVED_AT_SOURCE)
+            tally.counts["removed"] += closed
+            tally.counts["removed_documents"] += 1
 
     def _document_key(self, external_id: str) -> str:
         redacted = self._redactor.text(external_id).text
@@ -196,19 +201,10 @@ class MinePipeline:
         return f"{redacted}#{hashlib.sha256(external_id.encode('utf-8', 'surrogatepass')).hexdigest()[:16]}"
 
     def _prepare(
-        self,
-        ctx: JobContext,
-        connector: Connector,
-        spec: SourceSpec,
-        source: SourceRecord,
-        candidate: Candidate,
-        key: str,
-        wing: str,
-        default_room: str,
-        tally: MineTally,
-        known: _Known,
+        self, target: _Target, candidate: Candidate, key: str, tally: MineTally, known: _Known
     ) -> _Prepared | None:
         """Read, normalize, redact and cut one document into its changes (None when there is nothing to file)."""
+        connector, spec, source = target.connector, target.spec, target.source
         tally.counts["documents"] += 1
         try:
             raw = connector.read(spec, candidate)
@@ -237,17 +233,14 @@ class MinePipeline:
             tally.skip(raw.external_id, exc.reason)
             return None
         tally.redacted(found)
-        changes = self._changes(
-            ctx.job_id, connector, source, raw, revision, document, record, wing, default_room, known
-        )
+        reading = _Reading(target, raw, revision, document, record)
+        changes = self._changes(reading, known)
 
         def unnamed() -> DocumentChanges:
-            return self._changes(
-                ctx.job_id, connector, source, raw, revision, document, record, wing, default_room, known, named=False
-            )
+            return self._changes(reading, known, named=False)
 
-        room = changes_room(document, default_room)
-        clash = f"name {document.name!r} is taken in {wing}/{room}; filed without a name"
+        room = changes_room(document, target.default_room)
+        clash = f"name {document.name!r} is taken in {target.wing}/{room}; filed without a name"
         # An opaque key (a commit's hash) says nothing in a progress line: its document's name does.
         label = document.name if document.name and _OPAQUE.fullmatch(raw.external_id) else raw.external_id
         return _Prepared(raw.external_id, changes, unnamed, clash, label)
@@ -282,21 +275,8 @@ class MinePipeline:
             if self._on_filed is not None and fresh:
                 self._on_filed(job_id, fresh)
 
-    def _changes(
-        self,
-        job_id: str,
-        connector: Connector,
-        source: SourceRecord,
-        raw: RawDocument,
-        revision: str,
-        document: CanonicalDocument,
-        record: DocumentRecord | None,
-        wing: str,
-        default_room: str,
-        known: _Known,
-        *,
-        named: bool = True,
-    ) -> DocumentChanges:
+    def _changes(self, reading: _Reading, known: _Known, *, named: bool = True) -> DocumentChanges:
+        raw, document, source, wing = reading.raw, reading.document, reading.target.source, reading.target.wing
         text = document_text(document.segments)
         spans = chunk_spans(document.segments, self._chunk_chars)
         chunks = [text[a:b] for a, b in spans]
@@ -304,8 +284,8 @@ class MinePipeline:
             list(line_ranges(text, spans, raw.first_line)) if raw.first_line is not None else [None] * len(spans)
         )
         hashes = [content_hash(c) for c in chunks]
-        room = changes_room(document, default_room)
-        old = self._previous_drawers(record, wing, room, hashes, known)
+        room = changes_room(document, reading.target.default_room)
+        old = self._previous_drawers(reading.record, wing, room, hashes, known)
         created: list[NewDrawer] = []
         superseded: list[tuple[str, NewDrawer]] = []
         candidates: list[tuple[str, NewDrawer]] = []
@@ -319,29 +299,7 @@ class MinePipeline:
             if previous is not None and head is not None and previous.content_hash == hashes[index]:
                 drawer_ids.append(previous.id)  # the source still says what was corrected: nothing new
                 continue
-            new = NewDrawer(
-                id=drawer_id_for(job_id, source.id, raw.external_id, index),
-                wing=wing,
-                room=room,
-                content=chunk,
-                name=document.name if (index == 0 and named) else None,
-                tags=tuple(document.tags),
-                source=Source(
-                    kind=document.kind or connector.source_kind,
-                    uri=document.uri or raw.uri,
-                    origin=Origin(
-                        connector=connector.name,
-                        source_id=source.id,
-                        document=raw.external_id,
-                        chunk=index,
-                        revision=revision,
-                        metadata=dict(raw.metadata),
-                        occurred_at=raw.occurred_at,
-                        lines=lines[index],
-                    ),
-                ),
-                provenance=Provenance(requested_by="job", job_id=job_id),
-            )
+            new = reading.drawer(room, index, chunk, lines[index], named=named)
             drawer_ids.append(new.id or "")
             if head is not None:
                 candidates.append((head.id, new))  # the correction stays current; the source's text beside it
@@ -359,7 +317,7 @@ class MinePipeline:
             record=DocumentRecord(
                 source_id=source.id,
                 external_id=raw.external_id,
-                revision=revision,
+                revision=reading.revision,
                 chunk_hashes=tuple(hashes),
                 drawer_ids=tuple(drawer_ids),
                 updated_at=self._now(),
@@ -426,6 +384,56 @@ class _Known:
         if (wing, room) not in self._rooms:
             self._rooms[(wing, room)] = self._store.drawers.any_superseded(wing, room)
         return self._rooms[(wing, room)]
+
+
+@dataclass(frozen=True)
+class _Target:
+    """What one mine files into: its job, the connector and source, and the wing and room a document goes to."""
+
+    job_id: str
+    connector: Connector
+    spec: SourceSpec
+    source: SourceRecord
+    wing: str
+    default_room: str
+
+
+@dataclass(frozen=True)
+class _Reading:
+    """One document as read for a mine: as the source has it, its revision, as normalized, and as last filed."""
+
+    target: _Target
+    raw: RawDocument
+    revision: str
+    document: CanonicalDocument
+    record: DocumentRecord | None
+
+    def drawer(self, room: str, index: int, chunk: str, lines: tuple[int, int] | None, *, named: bool) -> NewDrawer:
+        """The drawer the document's `index`th chunk becomes, with its whole origin."""
+        target, raw, document = self.target, self.raw, self.document
+        return NewDrawer(
+            id=drawer_id_for(target.job_id, target.source.id, raw.external_id, index),
+            wing=target.wing,
+            room=room,
+            content=chunk,
+            name=document.name if (index == 0 and named) else None,
+            tags=tuple(document.tags),
+            source=Source(
+                kind=document.kind or target.connector.source_kind,
+                uri=document.uri or raw.uri,
+                origin=Origin(
+                    connector=target.connector.name,
+                    source_id=target.source.id,
+                    document=raw.external_id,
+                    chunk=index,
+                    revision=self.revision,
+                    metadata=dict(raw.metadata),
+                    occurred_at=raw.occurred_at,
+                    lines=lines,
+                ),
+            ),
+            provenance=Provenance(requested_by="job", job_id=target.job_id),
+        )
 
 
 @dataclass(frozen=True)
