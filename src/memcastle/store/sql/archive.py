@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import json
 from abc import abstractmethod
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -281,122 +281,26 @@ class ArchiveTables(Role):
 
     def _load(self, tx: Tx, kind: str, r: Mapping[str, Any]) -> int:
         """Insert one record unless it is here; 1 when it was added."""
-        if kind == "wings":
-            return tx.run(
-                "INSERT INTO wing(name, created_at) VALUES (?, ?) ON CONFLICT DO NOTHING", (r["name"], r["created_at"])
-            )
-        if kind == "rooms":
-            here = tx.one(
-                "SELECT 1 AS found FROM room r JOIN wing w ON w.id = r.wing_id WHERE w.name = ? AND r.name = ?",
-                (r["wing"], r["name"]),
-            )
-            self.drawers._room_id(tx, r["wing"], r["name"], r["created_at"])
-            return 0 if here else 1
-        if kind == "sources":
-            return tx.run(
-                "INSERT INTO source(id, connector, locator, options, cursor, updated_at) VALUES (?,?,?,?,?,?) "
-                "ON CONFLICT DO NOTHING",
-                (r["id"], r["connector"], r["locator"], dumps(r["options"]), r["cursor"], r["updated_at"]),
-            )
-        if kind == "drawers":
-            return self._load_drawer(tx, r)
-        if kind == "documents":
-            return tx.run(
-                "INSERT INTO document(source_id, external_id, revision, chunk_hashes, drawer_ids, updated_at) "
-                "VALUES (?,?,?,?,?,?) ON CONFLICT DO NOTHING",
-                (
-                    r["source_id"],
-                    r["external_id"],
-                    r["revision"],
-                    dumps(r["chunk_hashes"]),
-                    dumps(r["drawer_ids"]),
-                    r["updated_at"],
-                ),
-            )
-        if kind == "entities":
-            added = tx.run(
-                "INSERT INTO entity(id, name, kind, key, aliases, created_at) VALUES (?,?,?,?,?,?) "
-                "ON CONFLICT DO NOTHING",
-                (r["id"], r["name"], r["kind"], r["key"], dumps(list(r["aliases"])), r["created_at"]),
-            )
-            tx.many(
-                "INSERT INTO entity_key_variant(variant, entity_id) VALUES (?,?) ON CONFLICT DO NOTHING",
-                [(variant, r["id"]) for variant in sorted(key_variants(r["key"]))],
-            )
-            tx.many(
-                "INSERT INTO entity_alias(entity_id, alias_key) VALUES (?,?) ON CONFLICT DO NOTHING",
-                [(r["id"], normalize_text(alias)) for alias in r["aliases"]],
-            )
-            return added
-        if kind == "hints":
-            return tx.run(
-                "INSERT INTO entity_hint(entity_id, other_id, kind, reason) VALUES (?,?,?,?) ON CONFLICT DO NOTHING",
-                (r["entity_id"], r["other_id"], r["kind"], r["reason"]),
-            )
-        if kind == "mentions":
-            return tx.run(
-                "INSERT INTO mention(drawer_id, entity_id, spelling) VALUES (?,?,?) ON CONFLICT DO NOTHING",
-                (r["drawer_id"], r["entity_id"], r["spelling"]),
-            )
-        if kind == "facts":
-            return tx.run(
-                "INSERT INTO assertion(id, subject, predicate, object, confidence, valid_from, valid_to, drawer_id, "
-                "extractor, job_id, origin, explicit, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) "
-                "ON CONFLICT DO NOTHING",
-                (
-                    r["id"],
-                    r["subject"],
-                    r["predicate"],
-                    r["object"],
-                    r["confidence"],
-                    r["valid_from"],
-                    r["valid_to"],
-                    r["drawer_id"],
-                    r["extractor"],
-                    r["job_id"],
-                    dumps(r["origin"]) if r["origin"] is not None else None,
-                    bool(r["explicit"]),
-                    r["created_at"],
-                ),
-            )
-        if kind == "fact_links":
-            return tx.run(
-                "INSERT INTO fact_link(id, from_id, to_id, kind, origin, reason, at, evidence_drawer) "
-                "VALUES (?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING",
-                (r["id"], r["from"], r["to"], r["kind"], r["origin"], r["reason"], r["at"], r["evidence_drawer"]),
-            )
-        if kind == "drawer_links":
-            return tx.run(
-                "INSERT INTO drawer_link(from_id, to_id, verdict, similarity, created_at) VALUES (?,?,?,?,?) "
-                "ON CONFLICT DO NOTHING",
-                (r["from_id"], r["to_id"], r["verdict"], r["similarity"], r["created_at"]),
-            )
-        if kind == "extraction_read":
-            return tx.run(
-                "INSERT INTO extraction_read(drawer_id, extractor) VALUES (?,?) ON CONFLICT DO NOTHING",
-                (r["drawer_id"], r["extractor"]),
-            )
-        if kind == "signatures":
-            drawer = tx.one("SELECT seq FROM drawer WHERE id = ?", (r["drawer_id"],))
-            if drawer is None:
-                raise InvalidRequest(
-                    f"a signature of drawer {r['drawer_id']}, which is not in the palace", field="drawer_id"
-                )
-            added = tx.run(
-                "INSERT INTO drawer_signature(drawer_seq, signature) VALUES (?, ?) ON CONFLICT DO NOTHING",
-                (drawer["seq"], _unb64(r["signature"], "signature")),
-            )
-            tx.many(
-                "INSERT INTO drawer_band(band, drawer_seq) VALUES (?, ?) ON CONFLICT DO NOTHING",
-                [(int(band), drawer["seq"]) for band in r.get("bands", [])],
-            )
-            return added
-        if kind == "tombstones":
-            return tx.run(
-                "INSERT INTO tombstone(id, at, requested_by, scope, counts) VALUES (?,?,?,?,?) ON CONFLICT DO NOTHING",
-                (r["id"], r["at"], r["requested_by"], dumps(r["scope"]), dumps(r["counts"])),
-            )
-        raise InvalidRequest(f"unknown record kind {kind!r}", field="kind")
+        special = {
+            "rooms": self._load_room,
+            "drawers": self._load_drawer,
+            "entities": _load_entity,
+            "signatures": _load_signature,
+        }
+        if kind in special:
+            return special[kind](tx, r)
+        if kind not in _INSERTS:
+            raise InvalidRequest(f"unknown record kind {kind!r}", field="kind")
+        sql, values = _INSERTS[kind]
+        return tx.run(sql, values(r))
+
+    def _load_room(self, tx: Tx, r: Mapping[str, Any]) -> int:
+        here = tx.one(
+            "SELECT 1 AS found FROM room r JOIN wing w ON w.id = r.wing_id WHERE w.name = ? AND r.name = ?",
+            (r["wing"], r["name"]),
+        )
+        self.drawers._room_id(tx, r["wing"], r["name"], r["created_at"])
+        return 0 if here else 1
 
     def _load_drawer(self, tx: Tx, r: Mapping[str, Any]) -> int:
         if content_hash(r["content"]) != r["content_hash"]:
@@ -469,3 +373,97 @@ class ArchiveTables(Role):
             self.embeddings.put_embeddings(model, [(drawer, matrix) for drawer, matrix, _ in items], totals=totals)
             added += len(items)
         return added, len(records) - added
+
+
+def _load_entity(tx: Tx, r: Mapping[str, Any]) -> int:
+    added = tx.run(
+        "INSERT INTO entity(id, name, kind, key, aliases, created_at) VALUES (?,?,?,?,?,?) ON CONFLICT DO NOTHING",
+        (r["id"], r["name"], r["kind"], r["key"], dumps(list(r["aliases"])), r["created_at"]),
+    )
+    tx.many(
+        "INSERT INTO entity_key_variant(variant, entity_id) VALUES (?,?) ON CONFLICT DO NOTHING",
+        [(variant, r["id"]) for variant in sorted(key_variants(r["key"]))],
+    )
+    tx.many(
+        "INSERT INTO entity_alias(entity_id, alias_key) VALUES (?,?) ON CONFLICT DO NOTHING",
+        [(r["id"], normalize_text(alias)) for alias in r["aliases"]],
+    )
+    return added
+
+
+def _load_signature(tx: Tx, r: Mapping[str, Any]) -> int:
+    drawer = tx.one("SELECT seq FROM drawer WHERE id = ?", (r["drawer_id"],))
+    if drawer is None:
+        raise InvalidRequest(f"a signature of drawer {r['drawer_id']}, which is not in the palace", field="drawer_id")
+    added = tx.run(
+        "INSERT INTO drawer_signature(drawer_seq, signature) VALUES (?, ?) ON CONFLICT DO NOTHING",
+        (drawer["seq"], _unb64(r["signature"], "signature")),
+    )
+    tx.many(
+        "INSERT INTO drawer_band(band, drawer_seq) VALUES (?, ?) ON CONFLICT DO NOTHING",
+        [(int(band), drawer["seq"]) for band in r.get("bands", [])],
+    )
+    return added
+
+
+def _fact_values(r: Mapping[str, Any]) -> tuple[Any, ...]:
+    origin = dumps(r["origin"]) if r["origin"] is not None else None
+    return (r["id"], r["subject"], r["predicate"], r["object"], r["confidence"], r["valid_from"], r["valid_to"],
+            r["drawer_id"], r["extractor"], r["job_id"], origin, bool(r["explicit"]), r["created_at"])  # fmt: skip
+
+
+# The record kinds an archive loads with one insert each: the insert, and its values from a record.
+_INSERTS: dict[str, tuple[str, Callable[[Mapping[str, Any]], tuple[Any, ...]]]] = {
+    "wings": (
+        "INSERT INTO wing(name, created_at) VALUES (?, ?) ON CONFLICT DO NOTHING",
+        lambda r: (r["name"], r["created_at"]),
+    ),
+    "sources": (
+        "INSERT INTO source(id, connector, locator, options, cursor, updated_at) VALUES (?,?,?,?,?,?) "
+        "ON CONFLICT DO NOTHING",
+        lambda r: (r["id"], r["connector"], r["locator"], dumps(r["options"]), r["cursor"], r["updated_at"]),
+    ),
+    "documents": (
+        "INSERT INTO document(source_id, external_id, revision, chunk_hashes, drawer_ids, updated_at) "
+        "VALUES (?,?,?,?,?,?) ON CONFLICT DO NOTHING",
+        lambda r: (
+            r["source_id"],
+            r["external_id"],
+            r["revision"],
+            dumps(r["chunk_hashes"]),
+            dumps(r["drawer_ids"]),
+            r["updated_at"],
+        ),  # fmt: skip
+    ),
+    "hints": (
+        "INSERT INTO entity_hint(entity_id, other_id, kind, reason) VALUES (?,?,?,?) ON CONFLICT DO NOTHING",
+        lambda r: (r["entity_id"], r["other_id"], r["kind"], r["reason"]),
+    ),
+    "mentions": (
+        "INSERT INTO mention(drawer_id, entity_id, spelling) VALUES (?,?,?) ON CONFLICT DO NOTHING",
+        lambda r: (r["drawer_id"], r["entity_id"], r["spelling"]),
+    ),
+    "facts": (
+        "INSERT INTO assertion(id, subject, predicate, object, confidence, valid_from, valid_to, drawer_id, "
+        "extractor, job_id, origin, explicit, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING",
+        _fact_values,
+    ),
+    "fact_links": (
+        "INSERT INTO fact_link(id, from_id, to_id, kind, origin, reason, at, evidence_drawer) "
+        "VALUES (?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING",
+        lambda r: (r["id"], r["from"], r["to"], r["kind"], r["origin"], r["reason"], r["at"], r["evidence_drawer"]),
+    ),
+    "drawer_links": (
+        "INSERT INTO drawer_link(from_id, to_id, verdict, similarity, created_at) VALUES (?,?,?,?,?) "
+        "ON CONFLICT DO NOTHING",
+        lambda r: (r["from_id"], r["to_id"], r["verdict"], r["similarity"], r["created_at"]),
+    ),
+    "extraction_read": (
+        "INSERT INTO extraction_read(drawer_id, extractor) VALUES (?,?) ON CONFLICT DO NOTHING",
+        lambda r: (r["drawer_id"], r["extractor"]),
+    ),
+    "tombstones": (
+        "INSERT INTO tombstone(id, at, requested_by, scope, counts) VALUES (?,?,?,?,?) ON CONFLICT DO NOTHING",
+        lambda r: (r["id"], r["at"], r["requested_by"], dumps(r["scope"]), dumps(r["counts"])),
+    ),
+}
