@@ -39,6 +39,7 @@ from memcastle.mining import pipeline
 from memcastle.mining.pipeline import MinePipeline
 from memcastle.mining.roots import MiningRoots
 from memcastle.model import Job, NewDrawer
+from memcastle.model.jobs import BACKGROUND_SWEEPS
 from memcastle.model.lifecycle import Lifecycle
 from memcastle.model.mining import MinerSpec, parse_duration
 from memcastle.palace import Palace as Palace  # what `build` returns
@@ -162,7 +163,6 @@ def with_external(builtin: dict[str, Connector], consents: ConsentBook) -> dict[
 
 
 # The job kinds `jobs.background_share` bounds: the sweeps that follow writes by themselves.
-BACKGROUND_SWEEPS = (backfill_kind, sweep.KIND, dedup.KIND)
 
 # The extraction settings the sweep reads; the rest of `extraction.*` configures the provider.
 SWEEP_SETTINGS = ("extraction.batch_size", "extraction.code", "extraction.max_entities", "extraction.max_relations")

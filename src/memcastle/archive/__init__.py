@@ -21,11 +21,12 @@ from memcastle import __version__
 from memcastle.clock import utc_now
 from memcastle.errors import Conflict, InvalidRequest, StorageError
 from memcastle.jobs.context import JobContext
+from memcastle.model.jobs import JobKind
 from memcastle.store import Store
 from memcastle.store.sql.archive import ARCHIVE_KINDS
 
-EXPORT = "export"
-IMPORT = "import"
+EXPORT = JobKind.EXPORT.value
+IMPORT = JobKind.IMPORT.value
 FORMAT = "memcastle-archive"
 VERSION = 1
 MANIFEST = "manifest.json"

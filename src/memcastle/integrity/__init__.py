@@ -8,9 +8,10 @@ from typing import Any
 
 from memcastle.jobs.context import JobContext
 from memcastle.model import content_hash, fingerprint
+from memcastle.model.jobs import JobKind
 from memcastle.store import DrawerStore
 
-KIND = "verify"
+KIND = JobKind.VERIFY.value
 
 
 def verify_palace(store: DrawerStore, ctx: JobContext) -> Mapping[str, Any]:

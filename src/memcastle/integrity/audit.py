@@ -16,10 +16,11 @@ from typing import Any
 
 from memcastle.jobs.context import JobContext
 from memcastle.model.integrity import AuditReport, Finding
+from memcastle.model.jobs import JobKind
 from memcastle.store import IntegrityStore
 
-AUDIT = "audit"
-REPAIR = "repair"
+AUDIT = JobKind.AUDIT.value
+REPAIR = JobKind.REPAIR.value
 BATCH = 500
 
 

@@ -28,9 +28,10 @@ import numpy.typing as npt
 from memcastle.clock import Clock, utc_now
 from memcastle.jobs.context import JobContext
 from memcastle.model import Drawer, DrawerLink, NearCandidate, NearKeys, NearSubject, normalize_text
+from memcastle.model.jobs import JobKind
 from memcastle.store import NearStore
 
-KIND = "link"  # the background sweep that links queued drawers to their copies
+KIND = JobKind.LINK.value  # the background sweep that links queued drawers to their copies
 COALESCE_KEY = "link"
 NEAR_MIN_CHARS = 12
 SHINGLE = 5

@@ -16,10 +16,11 @@ from memcastle.knowledge.entities import EntityResolver
 from memcastle.knowledge.extraction import EMPTY, ExtractionInput, ExtractionProvider
 from memcastle.knowledge.facts import LINK_FANOUT, infer_links
 from memcastle.model import SINGLE_VALUED_PREDICATES, Assertion, Drawer, EntityHint, FactLink, GraphWrite, Mention
+from memcastle.model.jobs import JobKind
 from memcastle.preferences import Policy, resolve
 from memcastle.store import KnowledgeStore
 
-KIND = "extract"
+KIND = JobKind.EXTRACT.value
 COALESCE_KEY = "extract"
 _NAMESPACE = uuid.UUID("9d3c1c52-7f0b-4e3a-8d0e-1b6f4f2e9a77")
 

@@ -46,9 +46,10 @@ from memcastle.model import (
     SourceRecord,
     content_hash,
 )
+from memcastle.model.jobs import JobKind
 from memcastle.store import PipelineStore
 
-KIND = "mine"
+KIND = JobKind.MINE.value
 _ID_NAMESPACE = uuid.UUID("5b0c6f0e-8a43-4c1e-9d8f-6f1d7a0d2c11")
 CHECKPOINT_SECONDS = 0.5
 # Documents filed together in one transaction: a commit per batch rather than per document, and a write lock held

@@ -32,6 +32,27 @@ class Priority(IntEnum):
 PRIORITY_NAMES = {p.name.lower(): int(p) for p in Priority}
 
 
+class JobKind(StrEnum):
+    """Every kind of job, declared once: the palace builds one handler for each (`app.build`; embed and extract only
+    with their providers on). The modules that run them name their kind from here."""
+
+    MINE = "mine"
+    EMBED = "embed"
+    EXTRACT = "extract"
+    LINK = "link"
+    VERIFY = "verify"
+    AUDIT = "audit"
+    REPAIR = "repair"
+    LIFECYCLE = "lifecycle"
+    CHECKPOINT = "checkpoint"
+    EXPORT = "export"
+    IMPORT = "import"
+
+
+# The background sweeps: they take at most `jobs.background_share` of the workers and give way to asked-for work.
+BACKGROUND_SWEEPS = (JobKind.EMBED.value, JobKind.EXTRACT.value, JobKind.LINK.value)
+
+
 @dataclass(frozen=True)
 class Progress:
     current: int = 0

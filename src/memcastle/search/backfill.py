@@ -14,6 +14,7 @@ from memcastle.clock import eta_text
 from memcastle.errors import ConfigError
 from memcastle.jobs.context import JobContext
 from memcastle.model import Drawer
+from memcastle.model.jobs import JobKind
 from memcastle.search.embeddings import EmbeddingProvider
 from memcastle.search.passages import (
     PASSAGE_OVERLAP_CHARS,
@@ -23,7 +24,7 @@ from memcastle.search.passages import (
 )
 from memcastle.store import EmbeddingStore
 
-KIND = "embed"
+KIND = JobKind.EMBED.value
 # What the sweep says it does first, while it does (SPEC §3: what a user searches first is findable first).
 STAGE_NOTES = {"prose": "notes and documents first", "head": "first passages first"}
 COALESCE_KEY = "embed"

@@ -9,6 +9,7 @@ from typing import Any
 from memcastle.errors import InvalidRequest
 from memcastle.jobs.context import JobContext
 from memcastle.model import Drawer, Scope
+from memcastle.model.jobs import JobKind
 from memcastle.model.requests import CheckpointItem, request_of
 from memcastle.services.audit import Record, unrecorded
 from memcastle.services.drawers import DEFAULT_WING, DIARY_ROOM, DrawerService
@@ -27,7 +28,7 @@ from memcastle.services.validation import (
 from memcastle.store import DrawerStore
 
 CHECKPOINT_ROOM = "checkpoints"
-CHECKPOINT_JOB = "checkpoint"  # the job kind of an emergency checkpoint
+CHECKPOINT_JOB = JobKind.CHECKPOINT.value  # the job kind of an emergency checkpoint
 CHECKPOINT_TAG = "checkpoint"
 # A checkpoint item tagged so is a project's decision: every agent's wake-up in that wing shows it, not only its
 # author's (docs/agents.md).

@@ -10,11 +10,12 @@ from typing import Any
 from memcastle.clock import Clock, utc_now
 from memcastle.jobs.context import JobContext
 from memcastle.model import Job
+from memcastle.model.jobs import JobKind
 from memcastle.services.forgetting import ForgetRequest, ForgetService
 from memcastle.services.jobs import JobService
 from memcastle.store import DrawerStore
 
-KIND = "lifecycle"
+KIND = JobKind.LIFECYCLE.value
 REQUESTER = "lifecycle"
 BATCH = 200  # drawers looked up at a time; each is forgotten in a transaction of its own
 
