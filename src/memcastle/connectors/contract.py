@@ -170,6 +170,16 @@ class Connector(ConnectorCore, Protocol):
         at source (only then may a mine notice removals)."""
         ...
 
+    @property
+    def reads_files(self) -> bool:
+        """Whether it reads a local folder's files as its documents (a folder is mined by one such connector)."""
+        ...
+
+    def change_token(self, source: SourceSpec) -> str | None:
+        """A cheap fingerprint of the source (a folder's newest time and file count, a repository's HEAD) that a
+        poll compares with the last; None when there is no cheap check (a poll then asks for a run each time)."""
+        ...
+
 
 class ConnectorBase:
     """The defaults of a connector's optional capabilities: the built-in connectors derive from it and override what
@@ -190,8 +200,19 @@ class ConnectorBase:
     def lists_everything(self, source: SourceSpec) -> bool:
         return False  # never close a document it does not list
 
+    def change_token(self, source: SourceSpec) -> str | None:
+        return None  # no cheap check: a poll asks for a run, and the mine's revision check skips what did not change
 
-CAPABILITIES = ("default_room", "notices_removal", "reads_files", "check", "local_paths", "lists_everything")
+
+CAPABILITIES = (
+    "default_room",
+    "notices_removal",
+    "reads_files",
+    "check",
+    "local_paths",
+    "lists_everything",
+    "change_token",
+)
 
 
 class _WithDefaults(ConnectorBase):

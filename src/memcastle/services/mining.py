@@ -67,7 +67,7 @@ class MiningService:
         """One folder, one source: a folder whose files another connector mined, or is mining now (a job queued or
         running), is refused by name (every file would be filed twice, and its facts doubled); forgetting that
         source first frees it."""
-        if self._sources is None or not getattr(adapter, "reads_files", False):
+        if self._sources is None or not adapter.reads_files:
             return
         others = [(other.connector, other.id) for other in self._sources.sources_at(spec.locator)]
         others += [
@@ -82,7 +82,7 @@ class MiningService:
                 theirs = self._connectors.get(connector)
             except MemCastleError:
                 continue
-            if getattr(theirs, "reads_files", False):
+            if theirs.reads_files:
                 short = source_id[:8]
                 raise Conflict(
                     f"{spec.locator} is already mined by connector {connector!r} (source {short}); mining it "
@@ -95,8 +95,7 @@ class MiningService:
         """A cheap fingerprint of the source (its connector's `change_token`): a poll asks for a run when it differs
         from the last one; None when the connector has no cheap check."""
         adapter, spec = self.check_source(connector, locator, options)
-        probe = getattr(adapter, "change_token", None)
-        return probe(spec) if probe is not None else None
+        return adapter.change_token(spec)
 
     def check_source(
         self, connector: str, locator: str, options: Mapping[str, Any] | None = None
