@@ -40,7 +40,7 @@ ALLOWED: dict[str, set[str]] = {
     "mining": VALUES | {"store", "jobs", "connectors", "knowledge"},
     "search": VALUES | {"store", "jobs", "preferences", "providers", "knowledge"},
     "archive": VALUES | {"store", "jobs"},
-    "triggers": VALUES | {"connectors"},
+    "triggers": VALUES | {"connectors", "events"},
     "hooks": VALUES,
     "integrations": VALUES | {"hooks"},
     "__main__": {"cli"},  # `python -m memcastle`: the command line

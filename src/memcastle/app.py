@@ -25,7 +25,7 @@ from memcastle.connectors.contract import Connector
 from memcastle.connectors.external import load_external
 from memcastle.connectors.registry import ConnectorRegistry, load_registry
 from memcastle.errors import ConfigError, Conflict, NotFound, StorageFull
-from memcastle.events import EventBus
+from memcastle.events import Changes, EventBus
 from memcastle.integrity.audit import AUDIT, REPAIR, PalaceAudit
 from memcastle.jobs.context import JobHandler
 from memcastle.jobs.queue import JobQueue
@@ -258,7 +258,7 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
         store.integrity, palace_checks(store, configured.provider, lambda: search, jobs.request_embedding)
     )
     duplicates = DuplicateFinder(store.near, settings.dedup.near_threshold, now=now, enabled=settings.dedup.enabled)
-    core = Core(settings, configured, store, events, now)
+    core = Core(settings, configured, store, events, now, Changes())
     services = _services(core, jobs, search, duplicates, reserve, meaning.notices)
     handlers = _handlers(core, services, duplicates, upkeep, audit)
     pool = WorkerPool(
@@ -284,7 +284,7 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
         services=services,
         now=now,
         maintainer=upkeep.maintainer,
-        triggers=_triggers(services),
+        triggers=_triggers(services, core.miner_changes),
         expiry=ExpiryTimer(services.lifecycle.request_erase) if configured.lifecycle.erases else None,
         reserve=reserve,
         model=meaning.serving.provider if configured.provider.is_enabled else None,
@@ -421,6 +421,7 @@ class Core:
     store: Store
     events: EventBus
     now: Clock
+    miner_changes: Changes  # made before the miners' service and the triggers, which follow it
 
 
 def _services(
@@ -458,6 +459,7 @@ def _services(
             now=now,
         ),
         entity_fuzzy=settings.dedup.entity_fuzzy,
+        miner_changes=core.miner_changes,
         runtime=RuntimeService(
             store,
             admission=Admission(
@@ -530,16 +532,15 @@ def _handlers(
     return handlers
 
 
-def _triggers(services: Services) -> TriggerManager:
-    """The miners' watch and schedule triggers, told of every change to the miners (`MinerService`)."""
-    triggers = TriggerManager(
+def _triggers(services: Services, miner_changes: Changes) -> TriggerManager:
+    """The miners' watch and schedule triggers, following every change to the miners (`MinerService`)."""
+    return TriggerManager(
         services.miners.effective,
         services.miners.run,
         refusal=services.miners.refusal,
         probe=lambda spec: services.mining.change_token(spec.connector, spec.locator, spec.options),
+        changes=miner_changes,
     )
-    services.miners.on_change = triggers.reconcile
-    return triggers
 
 
 def _room_again(store: Store, reserve: StorageReserve | None) -> Callable[[], object] | None:

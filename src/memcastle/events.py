@@ -16,7 +16,7 @@ import itertools
 import threading
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Collection, Mapping
+from collections.abc import AsyncIterator, Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -158,3 +158,22 @@ class EventBus:
 
 def _number(event: Event) -> int:
     return int(event.id.partition("-")[2])
+
+
+class Changes:
+    """A change that other parts follow (the miners', which the triggers follow): made before any of them, told of
+    each change by the part that makes it, and followed by the others from their construction on."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._followers: list[Callable[[], None]] = []
+
+    def follow(self, follower: Callable[[], None]) -> None:
+        with self._lock:
+            self._followers.append(follower)
+
+    def changed(self) -> None:
+        with self._lock:
+            followers = list(self._followers)
+        for follower in followers:
+            follower()

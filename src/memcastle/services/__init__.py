@@ -25,7 +25,7 @@ from typing import Any
 from memcastle.clock import Clock, utc_now
 from memcastle.connectors.registry import ConnectorRegistry
 from memcastle.errors import MemCastleError
-from memcastle.events import EventBus
+from memcastle.events import Changes, EventBus
 from memcastle.knowledge.dedup import DuplicateFinder
 from memcastle.knowledge.extraction import ExtractionProvider
 from memcastle.mining.roots import MiningRoots
@@ -84,6 +84,7 @@ class Services:
         notices: Notices | None = None,
         runtime: RuntimeService | None = None,
         entity_fuzzy: bool = True,
+        miner_changes: Changes | None = None,
     ) -> None:
         self.store = store
         self.runtime = runtime or RuntimeService(store, now=now)
@@ -100,7 +101,9 @@ class Services:
         self.search = SearchService(search, store.drawers, record=record, vectors=store.embeddings)
         self.agents = AgentService(store.drawers, self.drawers, self.facts, keys, record=record)
         self.mining = MiningService(connectors, self.jobs, roots, sources=store.mining)
-        self.miners = MinerService(store.miners, store.jobs, self.mining, miners, publish=publish, now=now)
+        self.miners = MinerService(
+            store.miners, store.jobs, self.mining, miners, publish=publish, now=now, changes=miner_changes
+        )
         self.webhooks = WebhookService(self.miners, store.miners, now=now)
         self.forgetting = ForgetService(
             store, search, self.mining.active_mines, publish, self.events.purge, audit=self.audit, reserve=reserve

@@ -9,12 +9,13 @@ asked for while one of the same miner is queued joins it, so a miner has at most
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
 from memcastle.clock import Clock, parse_instant, utc_now
 from memcastle.errors import AccessDenied, Conflict, InvalidRequest, MemCastleError, NotFound
+from memcastle.events import Changes
 from memcastle.model import MinerSpec, MinerState, Submitted
 from memcastle.model.answers import LastRun, MinerView
 from memcastle.model.mining import MAX_DEBOUNCE, MIN_EVERY, check_triggers, parse_duration
@@ -35,6 +36,7 @@ class MinerService:
         *,
         publish: Publish = ignore_event,
         now: Clock = utc_now,
+        changes: Changes | None = None,
     ) -> None:
         self._store = store
         self._jobs = jobs
@@ -42,7 +44,7 @@ class MinerService:
         self._configured = dict(configured)
         self._publish = publish
         self._now = now
-        self.on_change: Callable[[], None] | None = None  # the triggers follow what is enabled (set by the app)
+        self._changes = changes or Changes()  # the triggers follow what is enabled
 
     # --- what there is -------------------------------------------------------------------------------
 
@@ -166,8 +168,7 @@ class MinerService:
         return self._describe(spec, state)
 
     def _changed(self) -> None:
-        if self.on_change is not None:
-            self.on_change()
+        self._changes.changed()
 
     # --- runs -----------------------------------------------------------------------------------------
 

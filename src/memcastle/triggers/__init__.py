@@ -15,6 +15,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from memcastle.events import Changes
 from memcastle.model import MinerSpec, MinerState
 from memcastle.triggers.poll import Poller, Probe
 from memcastle.triggers.schedule import Schedule, utc_clock
@@ -36,6 +37,7 @@ class TriggerManager:
         schedule: Schedule | None = None,
         refusal: Refusal | None = None,
         probe: Probe | None = None,
+        changes: Changes | None = None,
     ) -> None:
         self._miners = miners
         self._run = run
@@ -47,6 +49,8 @@ class TriggerManager:
         self.schedule = schedule or Schedule(self._request, clock=utc_clock)
         self.poller = Poller(self._request, probe or (lambda spec: None), clock=utc_clock)
         self._started = False
+        if changes is not None:
+            changes.follow(self.reconcile)  # what is enabled, followed as it changes
 
     def _request(self, name: str, trigger: str, **details: Any) -> None:
         try:
