@@ -8,7 +8,7 @@ import inspect
 
 import click
 
-from memcastle.api.schemas import CheckpointItem as CheckpointBodyItem
+from memcastle.api.schemas import CheckpointItemBody as CheckpointBodyItem
 from memcastle.api.schemas import FactBody, ForgetSearchBody, MineBody, MinerBody, SearchBody, SupersedeFactBody
 from memcastle.cli.main import app
 from memcastle.mcp.tools import TOOLS

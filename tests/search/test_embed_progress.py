@@ -16,7 +16,7 @@ from memcastle.cli.render import backlog_text, index_text
 from memcastle.clock import eta_text
 from memcastle.config import load_settings
 from memcastle.model import NewDrawer, Origin, Progress, Provenance, Source
-from memcastle.search.backfill import Backlog, EmbeddingBackfill, model_key
+from memcastle.search.backfill import EmbeddingBackfill, SweepPace, model_key
 from memcastle.search.embeddings import BuiltinProvider
 from memcastle.search.passages import drawer_passages
 from memcastle.search.semantic import SemanticIndex
@@ -63,7 +63,7 @@ def unstarted(xdg_home: Any, palace_dir: Path) -> Iterator[Palace]:
 
 
 def test_the_estimate_comes_from_this_runs_rate_and_passages_per_drawer() -> None:
-    backlog = Backlog(started=10.0)
+    backlog = SweepPace(started=10.0)
     nothing_yet = {"passages_pending": None, "passages_per_second": None, "eta_seconds": None}
     assert backlog.estimate(owed=0, unreached=50, now=12.0) == nothing_yet
     backlog.embedded, backlog.drawers_seen, backlog.passages_seen = 30, 10, 30
@@ -276,7 +276,7 @@ def test_a_unit_of_work_is_bounded_by_passages_not_drawers(unstarted: Palace) ->
 
 def test_the_rate_is_the_latest_minutes_so_the_eta_follows_a_machine_that_slowed_down() -> None:
     """An ETA from the rate since the sweep began lagged a machine that got busy (it said 18 minutes for ~3 hours)."""
-    backlog = Backlog(started=0.0)
+    backlog = SweepPace(started=0.0)
     backlog.drawers_seen = backlog.passages_seen = 1
     for second in range(1, 121):  # 100 passages a second for two minutes
         backlog.note(100, float(second))
@@ -328,7 +328,7 @@ def test_the_passages_left_are_counted_exactly_at_every_checkpoint_drawers_filed
 
 def test_a_resumed_sweep_starts_from_its_last_rate_and_moves_to_its_own() -> None:
     """A restart reset the ETA (2 h 21 min after 45 min): a resumed sweep begins with what its last run measured."""
-    resumed = Backlog(started=0.0, drawers_seen=10, passages_seen=30, prior_rate=15.0)
+    resumed = SweepPace(started=0.0, drawers_seen=10, passages_seen=30, prior_rate=15.0)
     assert resumed.estimate(owed=20, unreached=50, now=0.5) == {
         "passages_pending": 170,
         "passages_per_second": 15.0,

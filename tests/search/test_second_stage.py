@@ -14,7 +14,7 @@ from memcastle.app import Palace, build
 from memcastle.config import load_settings
 from memcastle.errors import InvalidRequest
 from memcastle.search.fusion import Ranked
-from memcastle.search.second_stage import Candidate, SecondStage, path_evidence, term_evidence
+from memcastle.search.second_stage import SecondStage, StagedText, path_evidence, term_evidence
 from memcastle.search.snippets import TermMatcher
 from memcastle.services import SearchRequest
 
@@ -46,9 +46,9 @@ def test_the_stage_is_bounded_and_keeps_the_rest_below() -> None:
     stage = SecondStage("on", depth=40, weight=0.3)
     read: list[Sequence[str]] = []
 
-    def reader(ids: Sequence[str]) -> Mapping[str, Candidate]:
+    def reader(ids: Sequence[str]) -> Mapping[str, StagedText]:
         read.append(ids)
-        return {i: Candidate(texts[i]) for i in ids}
+        return {i: StagedText(texts[i]) for i in ids}
 
     out = stage.rescore("where is the harbor build server", pool, reader)
     assert len(read) == 1 and len(read[0]) == 40, "only the depth is read, once"
@@ -76,8 +76,8 @@ def test_auto_leaves_a_pool_of_short_drawers_alone_and_says_so_on_each() -> None
     long = {r.drawer_id: "def build(server):\n" + "    frankfurt = harbor(server)\n" * 30 for r in pool}
     long["d03"] = "the harbor build server is in frankfurt\n" * 20
 
-    def reader(texts: Mapping[str, str]) -> Callable[[Sequence[str]], Mapping[str, Candidate]]:
-        return lambda ids: {i: Candidate(texts[i]) for i in ids}
+    def reader(texts: Mapping[str, str]) -> Callable[[Sequence[str]], Mapping[str, StagedText]]:
+        return lambda ids: {i: StagedText(texts[i]) for i in ids}
 
     auto = SecondStage("auto")
     kept = auto.rescore("where is the harbor build server", pool, reader(short))
@@ -139,10 +139,10 @@ def test_a_file_named_by_the_behaviour_comes_before_its_tests_and_docs() -> None
     text = "json encode floats: the encoder writes floats with repr"
     pool = [Ranked("doc", 1.0, {}), Ranked("test", 0.98, {}), Ranked("code", 0.96, {}), Ranked("other", 0.5, {})]
     files = {
-        "doc": Candidate(text, "Doc/library/json.rst"),
-        "test": Candidate(text, "test/test_json/test_float.py"),
-        "code": Candidate(text, "json/encoder.py"),
-        "other": Candidate("nothing", "xml/dom.py"),
+        "doc": StagedText(text, "Doc/library/json.rst"),
+        "test": StagedText(text, "test/test_json/test_float.py"),
+        "code": StagedText(text, "json/encoder.py"),
+        "other": StagedText("nothing", "xml/dom.py"),
     }
     stage = SecondStage("on")
     order = [r.drawer_id for r in stage.rescore("how does json encode floats", pool, lambda ids: files)]

@@ -263,7 +263,7 @@ class FactBody(Body):
     evidence_drawer: Name | None = None
 
 
-class CheckpointItem(Body):
+class CheckpointItemBody(Body):
     content: Content
     wing: Name | None = None
     room: Name | None = None
@@ -274,7 +274,7 @@ class CheckpointItem(Body):
 
 
 class CheckpointBody(Body):
-    items: Annotated[list[CheckpointItem], Field(min_length=1, max_length=MAX_CHECKPOINT_ITEMS)]
+    items: Annotated[list[CheckpointItemBody], Field(min_length=1, max_length=MAX_CHECKPOINT_ITEMS)]
     agent: Name | None = None
     idempotency_key: IdempotencyKeyField = None
     emergency: bool = Field(

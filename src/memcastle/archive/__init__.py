@@ -41,7 +41,7 @@ def member(kind: str) -> str:
 
 
 @dataclass(frozen=True)
-class Manifest:
+class ArchiveManifest:
     schema_version: int
     exported_at: str
     counts: Mapping[str, int]
@@ -62,7 +62,7 @@ class Manifest:
         }
 
 
-def read_manifest(archive: zipfile.ZipFile, path: str) -> Manifest:
+def read_manifest(archive: zipfile.ZipFile, path: str) -> ArchiveManifest:
     """The manifest of an archive, checked: a file that is not an archive of this format, or of a later version, is
     refused with what it is."""
     try:
@@ -79,7 +79,7 @@ def read_manifest(archive: zipfile.ZipFile, path: str) -> Manifest:
             field="path",
             help="import it with the MemCastle version that wrote it, or a later one",
         )
-    return Manifest(
+    return ArchiveManifest(
         schema_version=int(data.get("schema_version", 0)),
         exported_at=str(data.get("exported_at", "")),
         counts={str(k): int(v) for k, v in dict(data.get("counts", {})).items()},
@@ -136,7 +136,7 @@ class ArchiveJobs:
                                 ctx.checkpoint({}, current=min(done, total), total=total, message=f"writing {kind}")
                 if preferences.is_file():
                     zf.writestr(PREFERENCES, preferences.read_bytes())
-                manifest = Manifest(
+                manifest = ArchiveManifest(
                     schema_version=self._store.schema_version(),
                     exported_at=utc_now(),
                     counts=counts,
@@ -251,7 +251,7 @@ class ArchiveJobs:
             added, here = added + new, here + old
         return added, here
 
-    def _preferences(self, archive: zipfile.ZipFile, manifest: Manifest) -> list[str]:
+    def _preferences(self, archive: zipfile.ZipFile, manifest: ArchiveManifest) -> list[str]:
         if PREFERENCES not in archive.namelist():
             return []
         theirs = archive.read(PREFERENCES)

@@ -17,7 +17,7 @@ def _section(values: Mapping[str, Any], section: str) -> dict[str, Any]:
 
 # [[[cog
 # import cog
-# from memcastle.config.reference import section_classes
+# from memcastle.config.generate import section_classes
 # cog.out(section_classes())
 # ]]]
 

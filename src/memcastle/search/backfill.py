@@ -54,7 +54,7 @@ COUNT_BATCH = 2000
 
 
 @dataclass
-class Backlog:
+class SweepPace:
     """How far the sweep is and how long the rest should take, from the rate of this run over its latest minute.
     A resumed sweep (after a restart, a pause, a yield) starts from the rate and the passages per drawer its last run
     measured, and moves to its own over its first `PRIOR_SECONDS`: the ETA does not start over. Passages still owed
@@ -240,7 +240,7 @@ class EmbeddingBackfill:
         if "passages_left" not in state:
             left_exact, counted_to = self._count_waiting(model, 0, self._store.last_drawer_seq())
         prior = state.get("passages_per_second")
-        backlog = Backlog(
+        backlog = SweepPace(
             started=self._monotonic(),
             drawers_seen=int(state.get("drawers_seen", 0)),
             passages_seen=int(state.get("passages_seen", 0)),

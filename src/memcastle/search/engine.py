@@ -28,7 +28,7 @@ from memcastle.search.fusion import FusionWeights, Ranked, fuse, pool_relevance
 from memcastle.search.lexical import query_terms
 from memcastle.search.passage_bm25 import best_passage_scores, fill_below, idf, rescored
 from memcastle.search.passages import PASSAGE_OVERLAP_CHARS, PASSAGE_WINDOW_CHARS
-from memcastle.search.second_stage import NO_SECOND_STAGE, Candidate, SecondStage, stage_candidates
+from memcastle.search.second_stage import NO_SECOND_STAGE, SecondStage, StagedText, stage_candidates
 from memcastle.search.snippets import TermMatcher, snippet
 from memcastle.search.turns import Turns
 from memcastle.store import KnowledgeStore
@@ -294,7 +294,7 @@ class SearchEngine:
             warnings=tuple(warnings),
         )
 
-    def _texts(self, drawer_ids: Sequence[str]) -> dict[str, Candidate]:
+    def _texts(self, drawer_ids: Sequence[str]) -> dict[str, StagedText]:
         """What the second stage reads of the candidates: their texts, and a file's path (not the whole drawers)."""
         return stage_candidates(self._store.search.stage_texts(list(drawer_ids)))
 

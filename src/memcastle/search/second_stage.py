@@ -43,7 +43,7 @@ _ASKS_SUPPORT = re.compile(r"\b(?:tests?|testing|tested|docs?|documentation|docu
 
 
 @dataclass(frozen=True)
-class Candidate:
+class StagedText:
     """What the stage reads of a candidate: its text, and for a file its path (relative to what was mined)."""
 
     text: str
@@ -69,7 +69,7 @@ class SecondStage:
         self,
         query_text: str,
         pooled: Sequence[Ranked],
-        read: Callable[[Sequence[str]], Mapping[str, Candidate]],
+        read: Callable[[Sequence[str]], Mapping[str, StagedText]],
         weigh: Callable[[Sequence[str]], Sequence[float]] | None = None,
         *,
         asked: str | None = None,
@@ -87,7 +87,7 @@ class SecondStage:
         if not matcher or len(top) < 2:
             return list(pooled)
         ids = [r.drawer_id for r in top]
-        found: Mapping[str, Candidate] | None = None
+        found: Mapping[str, StagedText] | None = None
         if (asked or self.mode) == "auto":
             if measure is not None:
                 sizes = measure(ids)
@@ -106,7 +106,7 @@ class SecondStage:
         asks_support = bool(_ASKS_SUPPORT.search(query_text))
         scored: list[tuple[float, int, Ranked]] = []
         for position, (ranked, rel) in enumerate(zip(top, relevance, strict=True)):
-            candidate = found.get(ranked.drawer_id, Candidate(""))
+            candidate = found.get(ranked.drawer_id, StagedText(""))
             coverage, proximity = term_evidence(matcher, candidate.text, weights)
             words = (1 - PROXIMITY_SHARE) * coverage + PROXIMITY_SHARE * proximity
             stage: dict[str, Any] = {"coverage": round(coverage, 3), "proximity": round(proximity, 3)}
@@ -178,10 +178,10 @@ def term_evidence(matcher: TermMatcher, text: str, weights: Sequence[float]) -> 
     return coverage, min(1.0, need / max(need, words))
 
 
-def stage_candidates(rows: Mapping[str, tuple[str, str, str | None, str | None]]) -> dict[str, Candidate]:
+def stage_candidates(rows: Mapping[str, tuple[str, str, str | None, str | None]]) -> dict[str, StagedText]:
     """Candidates from the store's `stage_texts` rows (text, source kind, URI, origin JSON)."""
     return {
-        drawer_id: Candidate(text, path_of(kind, uri, json.loads(origin).get("metadata") if origin else None))
+        drawer_id: StagedText(text, path_of(kind, uri, json.loads(origin).get("metadata") if origin else None))
         for drawer_id, (text, kind, uri, origin) in rows.items()
     }
 

@@ -64,7 +64,7 @@ async def recall_get(request: Request) -> dict[str, Any]:
     return await run_in_threadpool(lambda: _answer(services(request).search.recall(query), body))
 
 
-class SearchQuery(SearchBody):
+class SearchQueryString(SearchBody):
     # Text in, as a query string carries it: "10" is a limit and "true" a boolean here; unknown names still refused.
     model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=False)
 
@@ -83,7 +83,7 @@ def query_body(request: Request) -> SearchBody:
         else:
             fields[key] = values[0]
     try:
-        return SearchQuery.model_validate(fields)
+        return SearchQueryString.model_validate(fields)
     except ValidationError as exc:
         raise RequestValidationError([{**e, "loc": ("query", *e["loc"])} for e in exc.errors()]) from None
 
