@@ -69,12 +69,14 @@ class MiningService:
         source first frees it."""
         if self._sources is None or not adapter.reads_files:
             return
-        others = [(other.connector, other.id) for other in self._sources.sources_at(spec.locator)]
-        others += [
+        # The mines under way first, then the sources recorded: a mine that ends between the two has recorded its
+        # source when it started, so it is seen one way or the other.
+        others = [
             (params.connector, source_id)
             for job, source_id, _ in self.active_mines()
             if (params := MineParams.from_json(job.params)).locator == spec.locator
         ]
+        others += [(other.connector, other.id) for other in self._sources.sources_at(spec.locator)]
         for connector, source_id in others:
             if connector == adapter.name:
                 continue
