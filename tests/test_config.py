@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -348,3 +349,17 @@ def test_bytes_that_are_not_utf8_are_named_by_line(config_file: Path) -> None:
     with pytest.raises(ConfigError) as refused:
         load_settings(config_file=config_file, env={})
     assert refused.value.line == 3 and "not valid UTF-8" in refused.value.message
+
+
+@pytest.mark.parametrize("timeout", [math.inf, 0, -1, True, "30"])
+@pytest.mark.parametrize("kind", ["command", "http"])
+def test_embedding_and_extraction_providers_refuse_the_same_timeouts(kind: str, timeout: Any) -> None:
+    """One check for both sections' command and HTTP providers (an infinite timeout was let through for embeddings)."""
+    from memcastle.knowledge.extraction import build_extraction_provider
+    from memcastle.search.embeddings import build_provider
+
+    config = {"provider": kind, "model": "m", "command": ["true"], "url": "http://127.0.0.1:9", "timeout": timeout}
+    for section, builder in (("embeddings", build_provider), ("extraction", build_extraction_provider)):
+        with pytest.raises(ConfigError) as refused:
+            builder(config)
+        assert refused.value.key == f"{section}.timeout"

@@ -30,6 +30,7 @@ import numpy.typing as npt
 from memcastle.errors import ConfigError, ProviderError
 from memcastle.providers.command import ask_command, tail
 from memcastle.providers.http import endpoint_url, post_json
+from memcastle.providers.settings import model_name, remote_settings
 from memcastle.search.quantized import QUANTIZED_MODEL, quantized_model_path
 
 Vectors = npt.NDArray[np.float32]
@@ -530,12 +531,10 @@ def _text_setting(value: Any, key: str) -> str:
 def build_provider(config: Mapping[str, Any]) -> EmbeddingProvider:
     """The provider the `embeddings.*` settings ask for (keys without the `embeddings.` prefix)."""
     kind = config.get("provider") or "builtin"
-    model = config.get("model") or ""
-    if not isinstance(model, str):
-        raise ConfigError(f"must be a string, got {model!r}", key="embeddings.model")
     if kind == "builtin":
         from memcastle.search.multilingual import MULTILINGUAL_MODEL
 
+        model = model_name("embeddings", config)
         if model not in _DEFAULT_ALIASES and model not in (*BUILTIN_MODELS, MULTILINGUAL_MODEL):
             raise ConfigError(
                 f"the builtin provider runs {BUILTIN_MODEL!r}, {QUANTIZED_MODEL!r} or {MULTILINGUAL_MODEL!r}, not "
@@ -545,39 +544,23 @@ def build_provider(config: Mapping[str, Any]) -> EmbeddingProvider:
         chosen = DEFAULT_BUILTIN_MODEL if model in _DEFAULT_ALIASES else model
         return builtin_provider(chosen, _threads(config.get("threads")))
     if kind == "none":
+        model_name("embeddings", config)
         return NoneProvider()
-    if kind in ("command", "http") and not model:
-        raise ConfigError(f"the {kind} provider needs a model name", key="embeddings.model")
-    timeout = _timeout(config.get("timeout"))
+    if kind not in ("command", "http"):
+        raise ConfigError(
+            f"unknown embedding provider {kind!r}; choose builtin, command, http or none", key="embeddings.provider"
+        )
+    remote = remote_settings("embeddings", kind, config, DEFAULT_TIMEOUT)
     prefixes = Prefixes(
         query=_text_setting(config.get("query_prefix"), "query_prefix"),
         document=_text_setting(config.get("document_prefix"), "document_prefix"),
     )
     if kind == "command":
-        command = config.get("command")
-        if not isinstance(command, (list, tuple)):
-            raise ConfigError(f"must be a list of strings (argv, no shell), got {command!r}", key="embeddings.command")
-        return CommandProvider(list(command), model, timeout, prefixes=prefixes)
-    if kind == "http":
-        url = config.get("url") or ""
-        if not isinstance(url, str) or not url:
-            raise ConfigError("the http provider needs the endpoint's base URL", key="embeddings.url")
-        api_key = config.get("api_key") or None
-        if api_key is not None and not isinstance(api_key, str):
-            raise ConfigError("must be a string", key="embeddings.api_key")
-        input_type = _text_setting(config.get("input_type"), "input_type")
-        return HttpProvider(url, model, api_key, timeout, prefixes=prefixes, input_type=input_type)
-    raise ConfigError(
-        f"unknown embedding provider {kind!r}; choose builtin, command, http or none", key="embeddings.provider"
+        return CommandProvider(list(remote.command), remote.model, remote.timeout, prefixes=prefixes)
+    input_type = _text_setting(config.get("input_type"), "input_type")
+    return HttpProvider(
+        remote.url, remote.model, remote.api_key, remote.timeout, prefixes=prefixes, input_type=input_type
     )
-
-
-def _timeout(value: object) -> float:
-    if value is None:
-        return DEFAULT_TIMEOUT
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-        raise ConfigError(f"must be a positive number of seconds, got {value!r}", key="embeddings.timeout")
-    return float(value)
 
 
 def _threads(value: object) -> int | None:

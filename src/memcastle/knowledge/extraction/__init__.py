@@ -15,7 +15,6 @@ any result is returned, so a batch is all or nothing; every bad setting is a `Co
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -40,6 +39,7 @@ from memcastle.knowledge.extraction.remote import (
     CommandProvider,
     HttpProvider,
 )
+from memcastle.providers.settings import model_name, remote_settings
 
 __all__ = [
     "EMPTY",
@@ -63,9 +63,7 @@ __all__ = [
 def build_extraction_provider(config: Mapping[str, Any]) -> ExtractionProvider:
     """The provider the `extraction.*` settings ask for (keys without the `extraction.` prefix)."""
     kind = config.get("provider") or "heuristic"
-    model = config.get("model") or ""
-    if not isinstance(model, str):
-        raise ConfigError(f"must be a string, got {model!r}", key="extraction.model")
+    model = model_name("extraction", config)
     floor = _min_confidence(config.get("min_confidence"))
     if kind == "heuristic":
         if model:
@@ -76,35 +74,17 @@ def build_extraction_provider(config: Mapping[str, Any]) -> ExtractionProvider:
         return HeuristicProvider(min_confidence=floor)
     if kind == "none":
         return NoneProvider()
-    if kind in ("command", "http") and not model:
-        # The model names the extractor that read a drawer; without it a change of model could not be noticed.
-        raise ConfigError(f"the {kind} provider needs a model name", key="extraction.model")
-    timeout = _timeout(config.get("timeout"))
+    if kind not in ("command", "http"):
+        raise ConfigError(
+            f"unknown extraction provider {kind!r}; choose heuristic, command, http or none", key="extraction.provider"
+        )
+    remote = remote_settings("extraction", kind, config, DEFAULT_TIMEOUT)
     if kind == "command":
-        command = config.get("command")
-        if not isinstance(command, (list, tuple)):
-            raise ConfigError(f"must be a list of strings (argv, no shell), got {command!r}", key="extraction.command")
         form = config.get("command_format") or "objects"
-        return CommandProvider(list(command), model, timeout, min_confidence=floor, format=str(form))
-    if kind == "http":
-        url = config.get("url") or ""
-        if not isinstance(url, str) or not url:
-            raise ConfigError("the http provider needs the endpoint's base URL", key="extraction.url")
-        api_key = config.get("api_key") or None
-        if api_key is not None and not isinstance(api_key, str):
-            raise ConfigError("must be a string", key="extraction.api_key")
-        return HttpProvider(url, model, api_key, timeout, min_confidence=floor)
-    raise ConfigError(
-        f"unknown extraction provider {kind!r}; choose heuristic, command, http or none", key="extraction.provider"
-    )
-
-
-def _timeout(value: object) -> float:
-    if value is None:
-        return DEFAULT_TIMEOUT
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
-        raise ConfigError(f"must be a positive number of seconds, got {value!r}", key="extraction.timeout")
-    return float(value)
+        return CommandProvider(
+            list(remote.command), remote.model, remote.timeout, min_confidence=floor, format=str(form)
+        )
+    return HttpProvider(remote.url, remote.model, remote.api_key, remote.timeout, min_confidence=floor)
 
 
 def _min_confidence(value: object) -> float:
