@@ -257,6 +257,52 @@ def test_notes_and_documents_get_their_first_vectors_before_code_files_even_when
     assert recorder.checkpoints[0][3].endswith("(notes and documents first)"), "and says so"
 
 
+def test_the_later_passages_of_test_files_come_after_every_other_drawers(unstarted: Palace) -> None:
+    """Half a code base's passages can be its tests (the standard library's are): the sweep completes every other
+    drawer first, so the code people search for is whole by meaning sooner; the line says so. First passages
+    still come first, the tests' too."""
+    store = unstarted.store
+    body = "def handler(request):\n    return respond(request.path, status=200, headers=default_headers())\n" * 12
+
+    def filed(document: str) -> str:
+        origin = Origin(connector="directory", source_id="s", document=document, chunk=0, revision="r", metadata={})
+        source = Source(kind="file", uri=f"file:///p/{document}", origin=origin)
+        new = NewDrawer(wing="w", room="r", content=f"# {document}\n" + body, source=source,
+                        provenance=Provenance(requested_by="cli"))  # fmt: skip
+        return store.drawers.add_drawer(new).id
+
+    paths = ["Lib/test/test_http.py", "app/server.py", "tests/unit/helpers.py", "pkg/test_views.py",
+             "web/api.test.ts", "cli/main.py", "testing/README.txt"]  # fmt: skip
+    names = {filed(path): path for path in paths}
+    model = model_key(BuiltinProvider())
+    steps: list[tuple[str, int]] = []
+
+    class Watching(Recording):
+        def checkpoint(
+            self, state: Mapping[str, Any], current: int, total: int | None = None, message: str | None = None
+        ) -> None:
+            super().checkpoint(state, current, total, message)
+            with sqlite3.connect(unstarted.settings.palace / DB_FILE) as conn:
+                rows = conn.execute(
+                    "SELECT d.id, e.passage FROM embedding e JOIN drawer d ON d.seq = e.drawer_seq WHERE e.model = ?",
+                    (model,),
+                ).fetchall()
+            steps.extend((names[d], p) for d, p in sorted(rows, key=lambda r: r[1]) if (names[d], p) not in steps)
+
+    recorder = Watching()
+    sweep = EmbeddingBackfill(store.embeddings, BuiltinProvider(), batch_size=1, monotonic=Ticks())
+    sweep.run(recorder)  # type: ignore[arg-type]
+    assert store.embeddings.count_missing_embeddings(model) == 0
+    tests = {"Lib/test/test_http.py", "tests/unit/helpers.py", "pkg/test_views.py", "web/api.test.ts"}
+    heads = [i for i, (_, p) in enumerate(steps) if p == 0]
+    others_later = [i for i, (path, p) in enumerate(steps) if p > 0 and path not in tests]
+    tests_later = [i for i, (path, p) in enumerate(steps) if p > 0 and path in tests]
+    assert len(heads) == len(paths) and max(heads) < min(others_later + tests_later), steps
+    assert others_later and tests_later and max(others_later) < min(tests_later), steps
+    messages = [m for _, _, _, m in recorder.checkpoints if m]
+    assert any(m.endswith("(tests last)") for m in messages), messages
+
+
 def test_a_unit_of_work_is_bounded_by_passages_not_drawers(unstarted: Palace) -> None:
     """Long drawers do not make a batch long: where a pause or a shutdown takes effect stays a few seconds away."""
     paragraph = "Each drawer here is long enough for several passages of the builtin model to embed in turn. "

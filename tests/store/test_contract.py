@@ -730,10 +730,27 @@ def test_the_embed_walk_can_take_what_people_write_first(store: Store) -> None:
 
     readme, code, notes, data = filed("README.MD"), filed("x.py"), filed("docs/n.txt"), filed("d.json")
     written = store.drawers.add_drawer(note("a note")).id
-    walk = store.embeddings.next_to_embed("m", 10, before=10**9, current=True, stage="head", prose=True)
+    walk = store.embeddings.next_to_embed("m", 10, before=10**9, current=True, stage="head", subset="prose")
     assert [d.id for _, d in walk] == [written, notes, readme], "newest first, code and data left for later"
     everything = store.embeddings.next_to_embed("m", 10, before=10**9, current=True, stage="head")
     assert {d.id for _, d in everything} == {readme, code, notes, data, written}
+
+
+def test_the_embed_walk_can_leave_the_files_that_test_code_for_last(store: Store) -> None:
+    """Test files by their path: in a `test`/`tests` folder, named `test_*`, `*_test.*`, `*.test.*` or `*.spec.*`;
+    `_` is no wildcard (`testing.py`, `latest.py` are code)."""
+
+    def filed(document: str) -> str:
+        origin = Origin(connector="directory", source_id="s", document=document, chunk=0, revision="r", metadata={})
+        source = Source(kind="file", uri=f"file:///p/{document}", origin=origin)
+        return store.drawers.add_drawer(note(f"text of {document}", source=source)).id
+
+    tests = {filed(p) for p in ("test/a.py", "Lib/Tests/b.py", "test_c.py", "pkg/test_d.py", "e_test.go", "f.spec.ts")}
+    others = {filed(p) for p in ("testing.py", "pkg/latest.py", "contest/g.py", "x_tests.py")}
+    others.add(store.drawers.add_drawer(note("a note about test/a.py")).id)
+    walk = store.embeddings.next_to_embed
+    assert {d.id for _, d in walk("m", 20, before=10**9, current=True, subset="tests")} == tests
+    assert {d.id for _, d in walk("m", 20, before=10**9, current=True, subset="untested")} == others
 
 
 def test_a_drawers_first_passage_can_come_before_its_others(store: Store) -> None:

@@ -162,7 +162,7 @@ def test_every_batch_query_of_the_background_jobs_walks_an_index(filled: tuple[S
         "extract: the next unread drawers": lambda: store.graph.next_to_extract("heuristic", 16, after_seq=40),
         "embed: drawers filed during the sweep": lambda: store.embeddings.next_to_embed("m", 16, after=40),
         "embed: notes and documents filed during the sweep": lambda: store.embeddings.next_to_embed(
-            "m", 16, after=40, stage="head", prose=True
+            "m", 16, after=40, stage="head", subset="prose"
         ),
         "embed: current drawers, newest first": lambda: store.embeddings.next_to_embed(
             "m", 16, before=80, current=True
@@ -172,10 +172,16 @@ def test_every_batch_query_of_the_background_jobs_walks_an_index(filled: tuple[S
             "m", 16, before=80, current=True, stage="head"
         ),
         "embed: notes and documents first": lambda: store.embeddings.next_to_embed(
-            "m", 16, before=80, current=True, stage="head", prose=True
+            "m", 16, before=80, current=True, stage="head", subset="prose"
         ),
         "embed: the other passages": lambda: store.embeddings.next_to_embed(
             "m", 16, before=80, current=True, stage="rest"
+        ),
+        "embed: the other passages, but tests'": lambda: store.embeddings.next_to_embed(
+            "m", 16, before=80, current=True, stage="rest", subset="untested"
+        ),
+        "embed: the tests' other passages": lambda: store.embeddings.next_to_embed(
+            "m", 16, before=80, current=True, stage="rest", subset="tests"
         ),
         "verify: the next page": lambda: store.drawers.list_drawers(None, None, 50, ids[30]),
         "verify: the first page": lambda: store.drawers.list_drawers(None, None, 50, None),

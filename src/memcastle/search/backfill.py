@@ -22,11 +22,24 @@ from memcastle.search.passages import (
     SENTENCE_DRAWER_CHARS,
     drawer_passages,
 )
-from memcastle.store import EmbeddingStore
+from memcastle.store import EmbeddingStore, Subset
 
 KIND = JobKind.EMBED.value
 # What the sweep says it does first, while it does (SPEC §3: what a user searches first is findable first).
-STAGE_NOTES = {"prose": "notes and documents first", "head": "first passages first"}
+STAGE_NOTES = {
+    "prose": "notes and documents first",
+    "head": "first passages first",
+    "rest": "tests last",
+}
+# The walks over the current drawers, in order: (how the batch is embedded, which drawers) for each stage.
+STAGE_WALKS: dict[str, tuple[str, Subset]] = {
+    "prose": ("head", "prose"),
+    "head": ("head", "all"),
+    "rest": ("rest", "untested"),
+    "tests": ("rest", "tests"),
+}
+STAGE_ORDER = tuple(STAGE_WALKS)
+LATER_STAGES = ("rest", "tests")
 COALESCE_KEY = "embed"
 # Passages embedded per unit of work: ~2–3 s of the builtin model on 2 cores, however long the drawers are.
 MAX_BATCH_PASSAGES = 64
@@ -134,11 +147,11 @@ class Walk:
         end. Drawers filed while the sweep runs come first, their first passages before anything else: a fresh mine
         is findable by meaning before any drawer's later passages, whatever stage the sweep is in. What people write
         comes before code and data files: fresh prose, then (while the sweep walks the older prose) that, then the
-        fresh rest."""
+        fresh rest. The later passages of the files that test code come last."""
         current = self.phase == "current"
         while True:
             ceiling = store.last_drawer_seq()
-            batch = store.next_to_embed(model, size, after=self.prose_top, stage="head", prose=True)
+            batch = store.next_to_embed(model, size, after=self.prose_top, stage="head", subset="prose")
             if batch:
                 return batch, "head", "prose_top"
             self.prose_top = max(self.prose_top, ceiling)  # no prose waits below it; the rest is the walk from `top`'s
@@ -146,27 +159,31 @@ class Walk:
                 batch = store.next_to_embed(model, size, after=self.top, stage="head")
                 if batch:
                     return batch, "head", "top"
-            if not current or self.stage == "rest":
+            if not current or self.stage in LATER_STAGES:
                 # The later passages of those filed after the walk of later passages began (it walks down from
                 # where it began and would never reach them).
                 batch = store.next_to_embed(model, size, after=self.rest_top, stage="rest")
                 if batch:
                     return batch, "rest", "none"
-            walk = "head" if self.stage == "prose" else self.stage  # prose's first passages, then every one's
-            mode = walk if current else "all"
-            prose = current and self.stage == "prose"
-            batch = store.next_to_embed(model, size, before=self.cursor, current=current, stage=mode, prose=prose)
+            mode, subset = STAGE_WALKS[self.stage] if current else ("all", "all")
+            batch = store.next_to_embed(model, size, before=self.cursor, current=current, stage=mode, subset=subset)
             if batch:
                 return batch, mode, "cursor"
-            if current and self.stage == "prose":
-                self.stage, self.cursor = "head", self.top + 1
-            elif current and self.stage == "head":
-                self.stage, self.cursor, self.rest_top = "rest", self.top + 1, self.top
-            elif current:
-                self.phase, self.cursor = "historical", self.top + 1
-                current = False
-            else:
+            if not current:
                 return None
+            self._advance()
+            current = self.phase == "current"
+
+    def _advance(self) -> None:
+        """On to the next stage's walk, down from the top again (the closed drawers after the current ones)."""
+        following = STAGE_ORDER[STAGE_ORDER.index(self.stage) + 1 :] if self.stage in STAGE_ORDER else ()
+        self.cursor = self.top + 1
+        if not following:
+            self.phase = "historical"
+            return
+        self.stage = following[0]
+        if self.stage == "rest":
+            self.rest_top = self.top
 
     def moved(self, move: str, batch: list[tuple[int, Drawer]]) -> None:
         """Past the batch just taken: fresh drawers' tops move up, the walk's cursor down."""

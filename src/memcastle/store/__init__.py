@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
@@ -153,6 +153,10 @@ class SearchStore(Protocol):
     def drawer_places(self, drawer_ids: Sequence[str]) -> dict[str, DrawerPlace]: ...
 
 
+# Which drawers an embed-sweep batch takes: any, prose only, the files that test code only, or all but those.
+Subset = Literal["all", "prose", "tests", "untested"]
+
+
 class EmbeddingStore(Protocol):
     """Passage vectors beside the drawers, per model."""
 
@@ -166,7 +170,7 @@ class EmbeddingStore(Protocol):
         before: int | None = None,
         current: bool | None = None,
         stage: str = "all",
-        prose: bool = False,
+        subset: Subset = "all",
     ) -> list[tuple[int, Drawer]]: ...
     def last_drawer_seq(self) -> int: ...
     def count_missing_embeddings(self, model: str) -> int: ...

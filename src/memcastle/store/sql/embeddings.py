@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from memcastle.model import Drawer, DrawerPlace
-from memcastle.store import VectorChunk
+from memcastle.store import Subset, VectorChunk
 from memcastle.store.sql.base import Role, SqlStore
 from memcastle.store.sql.drawers import DrawerTables
 from memcastle.store.sql.search import places
@@ -19,6 +19,10 @@ from memcastle.store.sql.vectors import VectorWrite, vector_writes, vectors_by_r
 # Files whose text is prose: the embed sweep gives their drawers (and every note, transcript and commit) their first
 # vectors before code and data files' (what a user searches by meaning first).
 PROSE_SUFFIXES = ("md", "markdown", "txt", "rst", "adoc", "org", "tex", "html", "htm")
+# Files that test code: their later passages wait until every other drawer is whole (half the standard library's
+# passages are its tests). `LIKE` patterns over a drawer's document path, a backslash escaping `_`.
+TEST_PATHS = ("test/%", "tests/%", "%/test/%", "%/tests/%", "test\\_%", "%/test\\_%", "%\\_test.%", "%.test.%",
+              "%.spec.%")  # fmt: skip
 
 
 class EmbeddingTables(Role):
@@ -82,20 +86,28 @@ class EmbeddingTables(Role):
         before: int | None = None,
         current: bool | None = None,
         stage: str = "all",
-        prose: bool = False,
+        subset: Subset = "all",
     ) -> list[tuple[int, Drawer]]:
         """Up to `limit` drawers not fully embedded for `model`, as (seq, drawer): ascending from `after`, or
         descending from `before` (newest first); only current (or only closed) drawers when `current` says so;
         `stage` "head" takes those without their first passage's vector, "rest" those with only part of theirs;
-        `prose` only what people write in words — notes, transcripts, commits, documents (`PROSE_SUFFIXES`), not
-        code or data files. The walk follows the primary key, so a batch costs what it skips and reads, not what the
-        palace holds."""
+        `subset` "prose" takes only what people write in words — notes, transcripts, commits, documents
+        (`PROSE_SUFFIXES`), not code or data files —, "tests" only the files that test code (`TEST_PATHS`),
+        "untested" all but those. The walk follows the primary key, so a batch costs what it skips and reads, not
+        what the palace holds."""
         where: list[str] = []
         params: list[Any] = []
-        if prose:
+        if subset == "prose":
             suffixes = " OR ".join("LOWER(d.document) LIKE ?" for _ in PROSE_SUFFIXES)
             where.append(f"(d.source_kind <> 'file' OR d.document IS NULL OR {suffixes})")
             params.extend(f"%.{suffix}" for suffix in PROSE_SUFFIXES)
+        elif subset in ("tests", "untested"):
+            paths = " OR ".join("LOWER(d.document) LIKE ? ESCAPE '\\'" for _ in TEST_PATHS)
+            test = f"(d.source_kind = 'file' AND d.document IS NOT NULL AND ({paths}))"
+            where.append(test if subset == "tests" else f"NOT {test}")
+            params.extend(TEST_PATHS)
+        elif subset != "all":
+            raise ValueError(f"subset must be all, prose, tests or untested, not {subset!r}")
         if after is not None:
             where.append("d.seq > ?")
             params.append(after)
