@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
-from memcastle.model.vocabulary import EntityKind, ExplicitLink, Predicate, Ranking, Rerank, SourceKind, Switch
+from memcastle.model.vocabulary import EntityKind, ExplicitLink, Predicate
 from memcastle.modes import Mode
 from memcastle.services.validation import (
     MAX_CHECKPOINT_ITEMS,
@@ -100,39 +100,71 @@ class SupersedeBody(Body):
 
 
 class SearchScopeBody(Body):
-    """Where and when to search, shared by a search and a forget by search (`SearchRequest` names them alike)."""
+    """Where and when to search, shared by a search and a forget by search: the options `SearchRequest` declares
+    with `scope` (generated with cog from the declarations, `cog -r src/memcastle/api/schemas.py`)."""
 
     query: Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS, pattern=r"\S")]
-    wing: Name | None = None
-    room: Name | None = None
-    tags: Tags = Field(default_factory=list)
-    source_kind: SourceKind | None = None
-    connector: Name | None = None
-    as_of: Instant | None = None
-    from_: Instant | None = Field(default=None, alias="from")
-    until: Instant | None = None
-    include_historical: bool = False
+    # [[[cog
+    # import cog
+    # from memcastle.api.declared import option_fields
+    # cog.out(option_fields(scope=True))
+    # ]]]
+    # fmt: off
+    wing: Name | None = Field(
+        default=None, description="only this wing")
+    room: Name | None = Field(
+        default=None, description="only this room")
+    tags: Tags = Field(
+        default_factory=list, description="required tags, all of them")
+    source_kind: Literal["file", "note", "transcript", "commit", "manual", "other"] | None = Field(
+        default=None, description="only drawers of this source kind")
+    connector: Name | None = Field(
+        default=None, description="only drawers mined by this connector")
+    as_of: Instant | None = Field(
+        default=None, description="what was current at this instant")
+    from_: Instant | None = Field(
+        default=None, alias="from", description="window start (with until)")
+    until: Instant | None = Field(
+        default=None, description="window end (with from)")
+    include_historical: bool = Field(
+        default=False, description="include closed (superseded) versions")
     known_at: Instant | None = Field(
-        None, description="what the palace knew at this instant (record time), instead of when things held"
-    )
-    known_from: Instant | None = Field(None, description="what the palace knew at some point from this instant")
-    known_until: Instant | None = Field(None, description="… until this one (with known_from)")
+        default=None, description="what the palace knew at this instant (record time)")
+    known_from: Instant | None = Field(
+        default=None, description="what the palace knew at some point of a window (with known_until)")
+    known_until: Instant | None = Field(
+        default=None, description="record-time window end (with known_from)")
+    # fmt: on
+    # [[[end]]]
 
 
 MAX_DIMENSION = 4096  # the longest vector accepted from a caller
 
 
 class SearchBody(SearchScopeBody):
-    limit: Integer(1, 200) = 10  # type: ignore[valid-type]
-    ranking: Ranking = "auto"
-    expand: bool = False
-    preferences: Switch = "on"
-    rerank: Rerank | None = Field(
-        None, description="the second stage over the fused pool: off, on, auto; default the palace's search.rerank"
-    )
-    include_hidden: bool = Field(False, description="the drawers a person hid too")
-    full: bool = Field(True, description="false: the compact hits MCP answers with (snippet, origin, signals, a "
-                       "preference line; no drawer text, no hashes)")  # fmt: skip
+    """A search: where and when, then how to rank (the other declared options), then how to answer."""
+
+    # [[[cog cog.out(option_fields(scope=False)) ]]]
+    # fmt: off
+    limit: Integer(1, 200) = Field(  # type: ignore[valid-type]
+        default=10, description="how many hits (1-200)")
+    ranking: Literal["auto", "lexical", "semantic", "hybrid"] = Field(
+        default="auto", description="how hits are ranked: by words, by meaning or both")
+    expand: bool = Field(
+        default=False, description="add drawers related through the knowledge graph")
+    preferences: Literal["on", "off"] = Field(
+        default="on", description="source preferences: off shows the ranking without them")
+    rerank: Literal["off", "on", "auto"] | None = Field(
+        default=None, description="the second stage over the fused pool; default the palace's search.rerank")
+    include_hidden: bool = Field(
+        default=False, description="the drawers a person hid too")
+    # fmt: on
+    # [[[end]]]
+    full: bool = Field(
+        True,
+        description="false: the compact hits MCP answers with (snippet, origin, signals, a "
+        "preference line; no drawer text, no hashes)",
+    )  # fmt: skip
     max_chars: Integer(200, 10_000_000) | None = Field(  # type: ignore[valid-type]
         None, description="the answer never exceeds this many characters: whole hits, `omitted` and `note` say the rest"
     )

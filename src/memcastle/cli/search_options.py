@@ -1,5 +1,5 @@
-"""The search options, declared once and named as `SearchRequest` names them, for `search`, `recall` and
-`forget search`; `search_body` sends them as the REST body names them."""
+"""The search options as the command line offers them to `search`, `recall` and `forget search`, derived from
+their one declaration on `SearchRequest`; `search_body` sends them as the REST body names them."""
 
 from __future__ import annotations
 
@@ -8,48 +8,32 @@ from typing import Any, TypeVar
 
 import click
 
+from memcastle.model.options import Declared, declared_options
 from memcastle.model.requests import SearchRequest, field_names
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-OPTIONS: dict[str, Callable[[F], F]] = {
-    "limit": click.option("--limit", type=int, default=10, help="how many hits (1-200)"),
-    "wing": click.option("--wing", help="only this wing"),
-    "room": click.option("--room", help="only this room"),
-    "tags": click.option("--tag", "tags", multiple=True, help="required tag; repeat for more"),
-    "source_kind": click.option(
-        "--source-kind", "--kind", "source_kind", help="source kind: file, note, transcript, commit, …"
-    ),
-    "connector": click.option("--connector", help="only drawers mined by this connector"),
-    "ranking": click.option("--ranking", default="auto", help="auto, lexical, semantic or hybrid"),
-    "as_of": click.option("--as-of", help="what was current at this instant"),
-    "from_": click.option("--from", "from_", help="window start (with --until)"),
-    "until": click.option("--until", help="window end (with --from)"),
-    "include_historical": click.option(
-        "--include-historical", "--historical", "include_historical", is_flag=True, help="include closed versions"
-    ),
-    "known_at": click.option("--known-at", help="what the palace knew at this instant (record time)"),
-    "known_from": click.option(
-        "--known-from", help="what the palace knew at some point of a window (with --known-until)"
-    ),
-    "known_until": click.option("--known-until", help="record-time window end (with --known-from)"),
-    "expand": click.option("--expand", is_flag=True, help="add drawers related through the knowledge graph"),
-    "preferences": click.option(
-        "--preferences", default="on", help="on, or off to see the ranking without source preferences"
-    ),
-    "rerank": click.option(
-        "--rerank",
-        type=click.Choice(("off", "on", "auto")),
-        default=None,
-        help="the second stage over the fused pool; default the palace's search.rerank",
-    ),
-    "include_hidden": click.option("--include-hidden", is_flag=True, help="the drawers a person hid too"),
-}
+
+def _click_option(declared: Declared) -> Callable[[F], F]:
+    """The command line's option for a declared search option."""
+    option = declared.option
+    names = (*option.flags(declared.name), declared.name)
+    if option.kind == "flag":
+        return click.option(*names, is_flag=True, help=option.help)
+    if option.kind == "tags":
+        return click.option(*names, multiple=True, help=option.help + "; repeat for more")
+    if option.kind == "count":
+        return click.option(*names, type=int, default=declared.default, help=option.help)
+    # Choices are listed, and checked by the daemon like any other field (exit 1 naming it, as for every option).
+    shown = "[" + "|".join(option.choices) + "]" if option.choices else None
+    return click.option(*names, metavar=shown, default=declared.default, help=option.help)
+
+
+OPTIONS: dict[str, Callable[[F], F]] = {d.name: _click_option(d) for d in declared_options(SearchRequest)}
 # What a forget by search takes: where and when, no ranking.
-SCOPE_OPTIONS = ("wing", "room", "tags", "source_kind", "connector", "as_of", "from_", "until", "include_historical",
-                 "known_at", "known_from", "known_until")  # fmt: skip
+SCOPE_OPTIONS = tuple(d.name for d in declared_options(SearchRequest) if d.option.scope)
 # A recall searches a whole wing: never a room.
-RECALL_OPTIONS = tuple(name for name in OPTIONS if name != "room")
+RECALL_OPTIONS = tuple(d.name for d in declared_options(SearchRequest) if d.option.recall)
 FULL = click.option("--full", is_flag=True, help="print each hit's whole drawer instead of its snippet")
 
 

@@ -16,6 +16,8 @@ from dataclasses import asdict, dataclass, fields, is_dataclass
 from typing import Any, TypeVar, get_type_hints
 
 from memcastle.model.mining import DEFAULT_DEBOUNCE
+from memcastle.model.options import option
+from memcastle.model.vocabulary import RANKINGS, RERANK_MODES, SOURCE_KINDS, SWITCH
 
 T = TypeVar("T")
 
@@ -60,27 +62,40 @@ def _request_type(hint: Any) -> type[Any] | None:
 
 @dataclass(frozen=True)
 class SearchRequest:
-    """A search as the interfaces receive it, before validation."""
+    """A search as the interfaces receive it, before validation: each option declared once, here
+    (`memcastle.model.options`)."""
 
     query: str
-    limit: int = 10
-    wing: str | None = None
-    room: str | None = None
-    tags: Sequence[str] = ()
-    source_kind: str | None = None
-    connector: str | None = None
-    ranking: str = "auto"
-    as_of: str | None = None
-    from_: str | None = None
-    until: str | None = None
-    include_historical: bool = False
-    expand: bool = False
-    preferences: str = "on"
-    rerank: str | None = None  # the second stage: off, on or auto; None: the palace's search.rerank
-    known_at: str | None = None
-    known_from: str | None = None
-    known_until: str | None = None
-    include_hidden: bool = False
+    limit: int = option(10, "how many hits (1-200)", "count", bounds=(1, 200))
+    wing: str | None = option(None, "only this wing", "name", scope=True)
+    room: str | None = option(None, "only this room", "name", scope=True, recall=False)
+    tags: Sequence[str] = option((), "required tags, all of them", "tags", brief="all of these", cli=("--tag",),
+                                 scope=True)  # fmt: skip
+    source_kind: str | None = option(None, "only drawers of this source kind", "choice", choices=SOURCE_KINDS,
+                                     cli=("--source-kind", "--kind"), scope=True)  # fmt: skip
+    connector: str | None = option(None, "only drawers mined by this connector", "name", scope=True, agents="search")
+    ranking: str = option("auto", "how hits are ranked: by words, by meaning or both", "choice", choices=RANKINGS)
+    as_of: str | None = option(None, "what was current at this instant", "instant", brief="RFC 3339: what held then",
+                               scope=True)  # fmt: skip
+    from_: str | None = option(None, "window start (with until)", "instant", brief="window start, with until",
+                               scope=True)  # fmt: skip
+    until: str | None = option(None, "window end (with from)", "instant", scope=True)
+    include_historical: bool = option(False, "include closed (superseded) versions", "flag",
+                                      brief="superseded versions too", cli=("--include-historical", "--historical"),
+                                      scope=True)  # fmt: skip
+    expand: bool = option(False, "add drawers related through the knowledge graph", "flag",
+                          brief="add graph neighbours")  # fmt: skip
+    preferences: str = option("on", "source preferences: off shows the ranking without them", "choice",
+                              choices=SWITCH, brief="source trust")  # fmt: skip
+    rerank: str | None = option(None, "the second stage over the fused pool; default the palace's search.rerank",
+                                "choice", choices=RERANK_MODES, brief="second stage")  # fmt: skip
+    known_at: str | None = option(None, "what the palace knew at this instant (record time)", "instant",
+                                  brief="what memory held then", scope=True, agents="search")  # fmt: skip
+    known_from: str | None = option(None, "what the palace knew at some point of a window (with known_until)",
+                                    "instant", brief="with known_until", scope=True, agents="search")  # fmt: skip
+    known_until: str | None = option(None, "record-time window end (with known_from)", "instant", scope=True,
+                                     agents="search")  # fmt: skip
+    include_hidden: bool = option(False, "the drawers a person hid too", "flag", agents="none")
     query_embedding: Sequence[float] | None = None  # the caller's own query vector, for the semantic leg
 
 

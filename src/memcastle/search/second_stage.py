@@ -25,7 +25,6 @@ from typing import Any
 from memcastle.search.fusion import Ranked, pool_relevance
 from memcastle.search.snippets import TermMatcher
 
-RERANK_MODES = ("off", "on", "auto")
 DEPTH = 40  # candidates re-scored by default: the union of both legs' top 20 holds the evidence (bench/RESULTS.md)
 WEIGHT = 0.3  # the most the stage adds to a candidate's fused relevance (which spans [0, 1] among the re-scored)
 PROXIMITY_SHARE = 0.3  # of the stage's score: how close the words stand; the rest is how many of them are there

@@ -14,8 +14,6 @@ from memcastle.errors import InvalidRequest, NotFound
 from memcastle.model import (
     ANY_TIME,
     CURRENT,
-    RANKINGS,
-    SOURCE_KINDS,
     AsOf,
     Between,
     Drawer,
@@ -24,10 +22,10 @@ from memcastle.model import (
     SearchResult,
     When,
 )
+from memcastle.model.options import declared_options
 from memcastle.model.requests import SearchRequest
 from memcastle.model.time import Axis
 from memcastle.search.engine import SearchEngine
-from memcastle.search.second_stage import RERANK_MODES
 from memcastle.services.audit import Record, unrecorded
 from memcastle.services.ids import resolve_id
 from memcastle.services.reader import visibility
@@ -188,16 +186,11 @@ def build_query(request: SearchRequest, default_time: When = CURRENT) -> SearchQ
     check_text(request.query, "query")
     if len(request.query) > MAX_QUERY_CHARS:
         raise InvalidRequest(f"query has {len(request.query)} characters; at most {MAX_QUERY_CHARS}", field="query")
-    if request.ranking not in RANKINGS:
-        raise InvalidRequest(f"unknown ranking {request.ranking!r}; one of {', '.join(RANKINGS)}", field="ranking")
-    if request.source_kind is not None and request.source_kind not in SOURCE_KINDS:
-        raise InvalidRequest(
-            f"unknown source_kind {request.source_kind!r}; one of {', '.join(SOURCE_KINDS)}", field="source_kind"
-        )
-    if request.preferences not in ("on", "off"):
-        raise InvalidRequest("preferences must be 'on' or 'off'", field="preferences")
-    if request.rerank is not None and request.rerank not in RERANK_MODES:
-        raise InvalidRequest(f"unknown rerank {request.rerank!r}; one of {', '.join(RERANK_MODES)}", field="rerank")
+    for declared in declared_options(SearchRequest):  # each closed vocabulary checked against its declaration
+        value = getattr(request, declared.name)
+        if declared.option.choices and value is not None and value not in declared.option.choices:
+            listed = ", ".join(declared.option.choices)
+            raise InvalidRequest(f"unknown {declared.name} {value!r}; one of {listed}", field=declared.name)
     when = when_of(request, default_time)
     vector = None
     if request.query_embedding is not None:

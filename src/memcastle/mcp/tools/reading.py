@@ -3,7 +3,9 @@ palace's wings and rooms."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+import inspect
+from collections.abc import Callable
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import Field
 
@@ -11,82 +13,82 @@ from memcastle.errors import InvalidRequest
 from memcastle.mcp.tools.base import (
     DrawerId,
     Env,
-    From,
     Full,
     MaxChars,
     Query,
-    Room,
-    Tags,
-    Until,
-    Wing,
     tool,
 )
+from memcastle.model.options import Declared, declared_options
 from memcastle.model.requests import request_of
-from memcastle.model.vocabulary import Ranking, Rerank, SourceKind, Switch
 from memcastle.services import SearchRequest
 from memcastle.services.views import MIN_BUDGET, drawer_view, fit, search_view, shorter_hit, size
 
-SearchLimit = Annotated[int, Field(ge=1, le=200)]
-Kind = Annotated[SourceKind | None, Field()]
-Historical = Annotated[bool, Field(description="superseded versions too")]
-AsOf = Annotated[str | None, Field(description="RFC 3339: what held then")]
-Expand = Annotated[bool, Field(description="add graph neighbours")]
-Preferences = Annotated[Switch, Field(description="source trust")]
-Rescore = Annotated[Rerank | None, Field(description="second stage")]
+F = TypeVar("F", bound=Callable[..., Any])
+KEYWORD = inspect.Parameter.KEYWORD_ONLY
+
+# An agent's context is small: five hits unless it asks for more.
+AGENT_DEFAULTS = {"limit": 5}
+BUDGET = Annotated[int | None, Field(ge=MIN_BUDGET)]
+
+
+def _argument(declared: Declared, brief: bool) -> inspect.Parameter:
+    """A tool's argument for a declared search option: its kind as a type, its brief as its description (with
+    `brief`)."""
+    option = declared.option
+    described = Field(description=option.brief if brief else None, alias="from" if declared.name == "from_" else None)
+    kinds: dict[str, Any] = {
+        "count": Annotated[int, Field(ge=option.bounds[0], le=option.bounds[1])] if option.bounds else int,
+        "name": str | None,
+        "tags": tuple[str, ...],
+        "instant": str | None,
+        "flag": bool,
+    }
+    if option.kind == "choice":
+        chosen: Any = Literal[option.choices]
+        kind = chosen | None if declared.default is None else chosen
+    else:
+        kind = kinds[option.kind]
+    default = AGENT_DEFAULTS.get(declared.name, declared.default)
+    return inspect.Parameter(declared.name, KEYWORD, default=default, annotation=Annotated[kind, described])
+
+
+def search_arguments(tool_name: str) -> Callable[[F], F]:
+    """Give a search tool the arguments of the search options it offers (`Option.agents`; a recall's only what a
+    recall takes), between the query and how the answer is shaped. A recall's go undescribed: the search beside it
+    in every tool list describes them once."""
+    recall = tool_name == "memcastle_recall"
+    offered = [d for d in declared_options(SearchRequest) if d.option.agents == "both" or
+               (d.option.agents == "search" and not recall)]  # fmt: skip
+    parameters = [
+        inspect.Parameter("env", KEYWORD, annotation=Env),
+        inspect.Parameter("query", KEYWORD, annotation=str if recall else Query),
+        *(_argument(d, brief=not recall) for d in offered if d.option.recall or not recall),
+        inspect.Parameter("full", KEYWORD, default=False, annotation=bool if recall else Full),
+        inspect.Parameter("max_chars", KEYWORD, default=None, annotation=BUDGET if recall else MaxChars),
+    ]
+
+    def declare(fn: F) -> F:
+        fn.__dict__["__signature__"] = inspect.Signature(parameters, return_annotation=dict[str, Any])
+        return fn
+
+    return declare
 
 
 @tool("memcastle_search", "Search memory", "read", read_only=True)
-def search(
-    env: Env,
-    query: Query,
-    limit: SearchLimit = 5,
-    wing: Wing = None,
-    room: Room = None,
-    tags: Tags = (),
-    source_kind: Kind = None,
-    connector: Annotated[str | None, Field()] = None,
-    ranking: Annotated[Ranking, Field()] = "auto",
-    as_of: AsOf = None,
-    from_: From = None,
-    until: Until = None,
-    include_historical: Historical = False,
-    known_at: Annotated[str | None, Field(description="what memory held then")] = None,
-    known_from: Annotated[str | None, Field(description="with known_until")] = None,
-    known_until: Annotated[str | None, Field()] = None,
-    expand: Expand = False,
-    preferences: Preferences = "on",
-    rerank: Rescore = None,
-    full: Full = False,
-    max_chars: MaxChars = None,
-) -> dict[str, Any]:
+@search_arguments("memcastle_search")
+def search(env: Env, query: str, full: bool = False, max_chars: int | None = None, **options: Any) -> dict[str, Any]:
     """Search memory before answering about past work, decisions, code or talks. Hits: origin, snippet (best
     passage), chars (read all: memcastle_get_drawer), signals (coverage: query words held), preference."""
-    result = env.services.search.search(request_of(SearchRequest, locals()))
+    result = env.services.search.search(request_of(SearchRequest, options, query=query))
     return fit(search_view(result, full=full), "hits", max_chars, shrink=shorter_hit)
 
 
 @tool("memcastle_recall", "Recall from memory", "read", read_only=True)
-def recall(
-    env: Env,
-    query: str,
-    limit: SearchLimit = 5,
-    wing: str | None = None,
-    tags: tuple[str, ...] = (),
-    source_kind: SourceKind | None = None,
-    as_of: str | None = None,
-    from_: Annotated[str | None, Field(alias="from")] = None,
-    until: str | None = None,
-    include_historical: bool = False,
-    ranking: Ranking = "auto",
-    expand: bool = False,
-    preferences: Switch = "on",
-    rerank: Rescore = None,
-    full: bool = False,
-    max_chars: Annotated[int | None, Field(ge=MIN_BUDGET)] = None,
-) -> dict[str, Any]:
+@search_arguments("memcastle_recall")
+def recall(env: Env, query: str, full: bool = False, max_chars: int | None = None, **options: Any) -> dict[str, Any]:
     """Recall across a wing: memcastle_search without room, connector or record time, plus the wing's pinned
     drawers."""
-    result = env.services.search.recall(request_of(SearchRequest, locals()))
+    result = env.services.search.recall(request_of(SearchRequest, options, query=query))
     return fit(search_view(result, full=full), "hits", max_chars, shrink=shorter_hit)
 
 

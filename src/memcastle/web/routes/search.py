@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Any
+from typing import Any
 from urllib.parse import urlencode
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
 from memcastle.errors import InvalidRequest, MemCastleError
+from memcastle.model.options import declared_options
 from memcastle.model.requests import SearchRequest, request_of
 from memcastle.web.pages import PageRoute, allow, page, services_of
 
@@ -25,11 +26,24 @@ TIME_FIELDS = {
     "known_window": ("known_from", "known_until"),
 }
 TIMES = frozenset(field for fields in TIME_FIELDS.values() for field in fields)
-# The form's fields and what each is when not given: a URL carries only what differs from these.
-DEFAULTS: dict[str, Any] = {"query": "", "wing": "", "room": "", "tags": "", "source_kind": "", "connector": "",
-                            "ranking": "auto", "time": "current", "as_of": "", "from": "", "until": "", "known_at": "",
-                            "known_from": "", "known_until": "", "expand": False, "preferences": "on",
-                            "rerank": "", "include_hidden": False, "limit": 10, "page": 1}  # fmt: skip
+
+
+def _form_defaults() -> dict[str, Any]:
+    """The form's fields and what each is when not given — the query, the declared search options by their wire
+    names (blank for unset, tags as one comma-separated text) with the `time` choice standing for
+    `include_historical`, and the page: a URL carries only what differs from these."""
+    out: dict[str, Any] = {"query": ""}
+    for declared in declared_options(SearchRequest):
+        if declared.name == "include_historical":
+            continue
+        if declared.name == "as_of":
+            out["time"] = "current"
+        default = declared.default
+        out[declared.wire] = "" if default is None or declared.option.kind == "tags" else default
+    return {**out, "page": 1}
+
+
+DEFAULTS = _form_defaults()
 PAGE_SIZES = (5, 10, 20, 50)
 DEEPEST = 200  # a search ranks at most this many hits (the API's largest limit): the last page ends there
 COUNTED = 1000  # the drawers holding every word are counted up to this many ("1,000+")
@@ -47,6 +61,8 @@ def search_form(values: Mapping[str, Any]) -> dict[str, Any]:
             form[number] = int(form[number])
         except (TypeError, ValueError):
             raise InvalidRequest(f"{number} must be a whole number, not {form[number]!r}", field=number) from None
+    if form["page"] < 1:
+        raise InvalidRequest("page must be 1 or more", field="page")
     return form
 
 
@@ -60,39 +76,12 @@ def kept_fields(form: Mapping[str, Any]) -> list[tuple[str, str]]:
 
 
 @router.get("/", response_class=HTMLResponse)
-def search_page(
-    request: Request,
-    query: str = "",
-    q: str = "",
-    wing: str = "",
-    room: str = "",
-    tags: str = "",
-    source_kind: str = "",
-    connector: str = "",
-    ranking: str = "auto",
-    time: str = "current",
-    as_of: str = "",
-    from_: Annotated[str, Query(alias="from")] = "",
-    until: str = "",
-    known_at: str = "",
-    known_from: str = "",
-    known_until: str = "",
-    expand: bool = False,
-    preferences: str = "on",
-    rerank: str = "",
-    include_hidden: bool = False,
-    limit: int = 10,
-    page_number: Annotated[int, Query(alias="page", ge=1)] = 1,
-) -> HTMLResponse:
+def search_page(request: Request) -> HTMLResponse:
     """The search page; with `query` (`q` is its earlier name), its hits. A refused search is shown beside the form
     it came from, not as an error page."""
-    query = query or q
     services = services_of(request)
-    form = {"query": query, "wing": wing, "room": room, "tags": tags, "source_kind": source_kind,
-            "connector": connector, "ranking": ranking, "time": time, "as_of": as_of, "from": from_, "until": until,
-            "known_at": known_at, "known_from": known_from, "known_until": known_until, "expand": expand,
-            "preferences": preferences, "rerank": rerank, "include_hidden": include_hidden, "limit": limit,
-            "page": page_number}  # fmt: skip
+    form = search_form(request.query_params)
+    query, limit, page_number = form["query"], form["limit"], form["page"]
     result = None
     error = None
     shown: dict[str, Any] = {}
