@@ -103,7 +103,8 @@ def through_daemon(palace_dir: Path, home: Path, ordinary: list[str], universal:
 
 def in_process(palace_dir: Path, ordinary: list[str], universal: list[str]) -> list[str]:
     from memcastle.model import Scope, SearchQuery
-    from memcastle.search.engine import FILL_ROWS, SearchEngine
+    from memcastle.search.engine import SearchEngine
+    from memcastle.search.tuning import FILL_ROWS
     from memcastle.store.sqlite import SQLiteStore
 
     store = SQLiteStore(palace_dir)

@@ -55,7 +55,8 @@ from memcastle.search.second_stage import SecondStage
 from memcastle.search.semantic import SemanticIndex
 from memcastle.search.stored import StoredVectorIndex
 from memcastle.search.transition import ModelTransition, Serving, builtin_for, previous_builtin
-from memcastle.services import Services
+from memcastle.search.tuning import EngineTuning
+from memcastle.services import Housekeeping, MiningSources, Services, Trust, Understanding
 from memcastle.services.agents import CHECKPOINT_JOB
 from memcastle.services.audit import ReadAudit
 from memcastle.services.jobs import JobService
@@ -356,28 +357,31 @@ def _meaning(settings: Settings, store: Store, provider: EmbeddingProvider, noti
 
 
 def _search_engine(settings: Settings, store: Store, policy: Policy, meaning: Meaning, now: Clock) -> SearchEngine:
-    return SearchEngine(
-        store,
-        meaning.serving.provider,
-        meaning.index,
-        context_weight=settings.search.context_weight,
+    tuning = EngineTuning(
         weights=FusionWeights(
             method=settings.search.fusion,
             k=settings.search.rrf_k,
             lexical=settings.search.lexical_weight,
             semantic=settings.search.semantic_weight,
         ),
-        # The drawers the semantic leg misses: those the model it ranks by has not embedded.
-        pending=store.embeddings.count_missing_embeddings if meaning.index is not None else None,
-        policy=policy,
+        passages=(settings.embeddings.passage_chars, settings.embeddings.passage_overlap),
+        fill_rows=settings.search.fill_rows,
+        context_weight=settings.search.context_weight,
+        parallel=settings.search.parallel,
         freshness=_freshness(settings),
         second_stage=SecondStage(
             settings.search.rerank, depth=settings.search.rerank_depth, weight=settings.search.rerank_weight
         ),
+    )
+    return SearchEngine(
+        store,
+        meaning.serving.provider,
+        meaning.index,
+        tuning=tuning,
+        # The drawers the semantic leg misses: those the model it ranks by has not embedded.
+        pending=store.embeddings.count_missing_embeddings if meaning.index is not None else None,
+        policy=policy,
         now=now,
-        parallel=settings.search.parallel,
-        passages=(settings.embeddings.passage_chars, settings.embeddings.passage_overlap),
-        fill_rows=settings.search.fill_rows,
     )
 
 
@@ -433,44 +437,38 @@ def _services(
     notices: Notices,
 ) -> Services:
     settings, configured, store, now = core.settings, core.configured, core.store, core.now
-    return Services(
-        store=store,
-        jobs=jobs,
-        search=search,
-        palace=settings.palace,
-        connectors=configured.connectors,
-        miners=configured.miners,
-        embeddings=configured.provider,
-        policy=configured.policy,
-        extraction=configured.extraction,
-        duplicates=duplicates,
-        roots=configured.roots,
+    audit = ReadAudit(
+        store.audit,
+        enabled=settings.audit.enabled,
+        retention_seconds=_duration(settings, "audit.retention"),
+        max_records=settings.audit.max_records,
         now=now,
-        events=core.events,
-        reread_policy=partial(_reread_policy, settings),
-        room=_room(settings, store),
-        reserve=reserve,
-        notices=notices,
-        audit=ReadAudit(
-            store.audit,
-            enabled=settings.audit.enabled,
-            retention_seconds=_duration(settings, "audit.retention"),
-            max_records=settings.audit.max_records,
-            now=now,
-        ),
-        entity_fuzzy=settings.dedup.entity_fuzzy,
-        miner_changes=core.miner_changes,
-        runtime=RuntimeService(
-            store,
-            admission=Admission(
-                mode=settings.mode,
-                auth=settings.auth.enabled,
-                log_level=settings.logging.level,
-                log_format=settings.logging.format,
-            ),
-            describe=settings.describe,
-            config_file=str(settings.config_file),
-            now=now,
+    )
+    admission = Admission(
+        mode=settings.mode,
+        auth=settings.auth.enabled,
+        log_level=settings.logging.level,
+        log_format=settings.logging.format,
+    )
+    runtime = RuntimeService(
+        store, admission=admission, describe=settings.describe, config_file=str(settings.config_file), now=now
+    )
+    return Services(
+        store,
+        jobs,
+        search,
+        MiningSources(configured.connectors, configured.miners, configured.roots, core.miner_changes),
+        Understanding(configured.provider, configured.extraction, duplicates, settings.dedup.entity_fuzzy),
+        Trust(configured.policy, partial(_reread_policy, settings)),
+        Housekeeping(
+            settings.palace,
+            now,
+            events=core.events,
+            room=_room(settings, store),
+            audit=audit,
+            reserve=reserve,
+            notices=notices,
+            runtime=runtime,
         ),
     )
 

@@ -21,6 +21,7 @@ from memcastle.errors import InvalidRequest, ProviderError
 from memcastle.model.requests import CheckpointItem
 from memcastle.search.engine import SearchEngine
 from memcastle.search.semantic import SemanticIndex
+from memcastle.search.tuning import EngineTuning
 from memcastle.services import SearchRequest
 from memcastle.services.search import build_query
 from memcastle.store.sqlite import SQLiteStore
@@ -266,7 +267,7 @@ def test_searches_beyond_the_parallel_setting_wait_their_turn(tmp_path: Path) ->
     store = SQLiteStore(tmp_path / "palace")
     try:
         provider = _HeldProvider()
-        engine = SearchEngine(store, provider, SemanticIndex(store, "held"), parallel=2)
+        engine = SearchEngine(store, provider, SemanticIndex(store, "held"), tuning=EngineTuning(parallel=2))
         query = build_query(SearchRequest(query="anything at all"))
         with ThreadPoolExecutor(5) as pool:
             searches = [pool.submit(engine.search, query) for _ in range(5)]
@@ -314,7 +315,9 @@ def test_the_count_of_drawers_waiting_for_vectors_is_taken_again_off_the_search_
 
     provider = _HeldProvider()
     provider.release.set()
-    engine = SearchEngine(store, provider, SemanticIndex(store, "held"), pending=pending, pending_ttl=0)
+    engine = SearchEngine(
+        store, provider, SemanticIndex(store, "held"), pending=pending, tuning=EngineTuning(pending_ttl=0)
+    )
     try:
         query = build_query(SearchRequest(query="anything at all"))
         assert "3 drawer(s) are still waiting" in engine.search(query).warnings[0], "the first search counts"

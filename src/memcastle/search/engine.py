@@ -21,15 +21,15 @@ from memcastle.clock import Clock, utc_now
 from memcastle.errors import InvalidRequest, ProviderError
 from memcastle.knowledge.standing import Standing, marked, marked_signals, stand_first, standings
 from memcastle.model import AsOf, Assertion, Drawer, Hit, LexicalQuery, Scope, ScoredDrawer, SearchQuery, SearchResult
-from memcastle.preferences import NEUTRAL, NO_FRESHNESS, Freshness, Policy, PoolEntry, pools_for, rerank
+from memcastle.preferences import NEUTRAL, Policy, PoolEntry, pools_for, rerank
 from memcastle.search.embeddings import EmbeddingProvider
 from memcastle.search.expansion import expand
-from memcastle.search.fusion import FusionWeights, Ranked, fuse, pool_relevance
+from memcastle.search.fusion import Ranked, fuse, pool_relevance
 from memcastle.search.lexical import query_terms
 from memcastle.search.passage_bm25 import best_passage_scores, fill_below, idf, rescored
-from memcastle.search.passages import PASSAGE_OVERLAP_CHARS, PASSAGE_WINDOW_CHARS
-from memcastle.search.second_stage import NO_SECOND_STAGE, SecondStage, StagedText, stage_candidates
+from memcastle.search.second_stage import StagedText, stage_candidates
 from memcastle.search.snippets import TermMatcher, snippet
+from memcastle.search.tuning import DEFAULT_TUNING, EngineTuning
 from memcastle.search.turns import Turns
 from memcastle.store import KnowledgeStore
 
@@ -68,14 +68,7 @@ PASSAGE_DEPTH = 2  # lexical candidates fetched per one kept, to be ranked again
 # How many of the lexical leg's best BM25 candidates are ranked again by their best passage, whatever its depth: what
 # the hybrid leg of a default search (limit 10) rescored before every search ranked a pool of 50 (docs/adr/0024).
 RESCORE_DEPTH = 40
-DEFAULT_WEIGHTS = FusionWeights()
 PALACE_SIZE_TTL = 60.0  # seconds a count of the palace's drawers is used before it is taken again
-PENDING_TTL = 2.0  # seconds a count of the drawers waiting for vectors is used before it is taken again
-# The most drawers the hybrid leg's any-term fill may score: above it, the fill matches on the query's rarest terms
-# only (`LexicalQuery.max_rows`), and the drawers holding only commoner ones are left to the semantic leg. FTS5 scores
-# ~0.8 drawers per microsecond: ~12 ms, about what the semantic leg beside it costs (query embedding, graph, rescoring),
-# so the fill is not what a hybrid search waits for. Lexical ranking, with no other leg, stays exact.
-FILL_ROWS = 10_000
 
 
 class SearchEngine:
@@ -87,25 +80,18 @@ class SearchEngine:
         provider: EmbeddingProvider | None = None,
         index: SemanticLeg | None = None,
         *,
-        weights: FusionWeights = DEFAULT_WEIGHTS,
+        tuning: EngineTuning = DEFAULT_TUNING,
         pending: Callable[[str], int] | None = None,
         policy: Policy = NEUTRAL,
-        freshness: Freshness = NO_FRESHNESS,
         now: Clock = utc_now,
-        parallel: int = 0,
-        passages: tuple[int, int] = (PASSAGE_WINDOW_CHARS, PASSAGE_OVERLAP_CHARS),
-        fill_rows: int = FILL_ROWS,
-        pending_ttl: float = PENDING_TTL,
-        second_stage: SecondStage = NO_SECOND_STAGE,
-        context_weight: float = 0.0,
     ) -> None:
         self._store = store
-        self._context_weight = context_weight
-        self.second_stage = second_stage
+        self._context_weight = tuning.context_weight
+        self.second_stage = tuning.second_stage
         # At most `parallel` searches compute at once (0: one per CPU core); the others wait their turn. Sixteen
         # searches on two cores at once spent a third more CPU each (their threads trading the interpreter and the
         # cores) than the same searches taken two or three at a time (docs/adr/0015-search-at-scale.md).
-        turns = parallel or os.cpu_count() or 1
+        turns = tuning.parallel or os.cpu_count() or 1
         self._turns = Turns(turns)
         self._legs = ThreadPoolExecutor(turns, thread_name_prefix="lexical-leg")
         self._now = now
@@ -114,18 +100,18 @@ class SearchEngine:
         # with (`_pinned`), so no ranking mixes two models' spaces.
         self._pair: tuple[EmbeddingProvider | None, SemanticLeg | None] = (provider, index)
         self._pinned = threading.local()
-        self._weights = weights
+        self._weights = tuning.weights
         self._pending = pending or (lambda model: 0)  # how many drawers still wait for a model's vectors
         self._pending_seen: tuple[float, int] | None = None
-        self._pending_ttl = pending_ttl
+        self._pending_ttl = tuning.pending_ttl
         self._size_seen: tuple[float, int] | None = None
         self._pending_lock = threading.Lock()
         self._counting: Future[None] | None = None
         self._counter = ThreadPoolExecutor(1, thread_name_prefix="pending-count")
-        self._passages = passages
-        self._fill_rows = fill_rows or None
+        self._passages = tuning.passages
+        self._fill_rows = tuning.fill_rows or None
         self.policy = policy
-        self.freshness = freshness
+        self.freshness = tuning.freshness
 
     @property
     def _provider(self) -> EmbeddingProvider | None:

@@ -18,22 +18,14 @@ Services             the aggregate an interface is handed; one service per conce
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
-from memcastle.clock import Clock, utc_now
-from memcastle.connectors.registry import ConnectorRegistry
 from memcastle.errors import MemCastleError
-from memcastle.events import Changes, EventBus
-from memcastle.knowledge.dedup import DuplicateFinder
-from memcastle.knowledge.extraction import ExtractionProvider
-from memcastle.mining.roots import MiningRoots
-from memcastle.model import Job, JobStatus, MinerSpec
+from memcastle.events import EventBus
+from memcastle.model import Job, JobStatus
 from memcastle.model.answers import PreferenceCheck
 from memcastle.model.requests import CheckpointItem, SearchRequest, request_of
-from memcastle.preferences import Policy
-from memcastle.search.embeddings import EmbeddingProvider
 from memcastle.search.engine import SearchEngine
 from memcastle.services.agents import CHECKPOINT_JOB, AgentService
 from memcastle.services.archives import ArchiveService
@@ -45,6 +37,7 @@ from memcastle.services.jobs import JobService
 from memcastle.services.lifecycle import LifecycleService
 from memcastle.services.miners import MinerService
 from memcastle.services.mining import MiningService
+from memcastle.services.parts import Housekeeping, MiningSources, Trust, Understanding
 from memcastle.services.places import PlaceService
 from memcastle.services.requests import RequestKeys
 from memcastle.services.runtime import RuntimeService
@@ -52,10 +45,9 @@ from memcastle.services.search import SearchService, build_query
 from memcastle.services.status import StatusService
 from memcastle.services.webhooks import WebhookService
 from memcastle.store import Store
-from memcastle.store.notices import Notices
-from memcastle.store.reserve import StorageReserve
 
-__all__ = ["ForgetRequest", "SearchRequest", "Services", "build_query"]
+__all__ = ["ForgetRequest", "Housekeeping", "MiningSources", "SearchRequest", "Services", "Trust", "Understanding",
+           "build_query"]  # fmt: skip
 
 
 class Services:
@@ -63,64 +55,51 @@ class Services:
 
     def __init__(
         self,
-        *,
         store: Store,
         jobs: JobService,
         search: SearchEngine,
-        palace: Path,
-        connectors: ConnectorRegistry,
-        miners: Mapping[str, MinerSpec],
-        embeddings: EmbeddingProvider,
-        policy: Policy,
-        extraction: ExtractionProvider,
-        duplicates: DuplicateFinder,
-        roots: MiningRoots | None = None,
-        now: Clock = utc_now,
-        events: EventBus | None = None,
-        reread_policy: Callable[[], Policy] | None = None,
-        room: Callable[[], int | None] | None = None,
-        audit: ReadAudit | None = None,
-        reserve: StorageReserve | None = None,
-        notices: Notices | None = None,
-        runtime: RuntimeService | None = None,
-        entity_fuzzy: bool = True,
-        miner_changes: Changes | None = None,
+        sources: MiningSources,
+        understanding: Understanding,
+        trust: Trust,
+        house: Housekeeping,
     ) -> None:
+        now = house.now
         self.store = store
-        self.runtime = runtime or RuntimeService(store, now=now)
-        self.audit = audit or ReadAudit(store.audit, enabled=False, now=now)
+        self.runtime = house.runtime or RuntimeService(store, now=now)
+        self.audit = house.audit or ReadAudit(store.audit, enabled=False, now=now)
         record = self.audit.record
-        self.policy = policy
-        self._reread_policy = reread_policy
+        self.policy = policy = trust.policy
+        self._reread_policy = trust.reread
         self.jobs = jobs
-        self.facts = FactService(store, policy, now=now, record=record, fuzzy=entity_fuzzy)
+        self.facts = FactService(store, policy, now=now, record=record, fuzzy=understanding.entity_fuzzy)
         keys = RequestKeys(store.request_keys, now, sole_writer=store.backend == "sqlite")
-        self.events = events or EventBus()
+        self.events = house.events or EventBus()
         publish = self.events.publish
+        duplicates = understanding.duplicates
         self.drawers = DrawerService(store, self.jobs, duplicates, policy, keys, publish, now=now, record=record)
         self.search = SearchService(search, store.drawers, record=record, vectors=store.embeddings)
         self.agents = AgentService(store.drawers, self.drawers, self.facts, keys, record=record)
-        self.mining = MiningService(connectors, self.jobs, roots, sources=store.mining)
+        self.mining = MiningService(sources.connectors, self.jobs, sources.roots, sources=store.mining)
         self.miners = MinerService(
-            store.miners, store.jobs, self.mining, miners, publish=publish, now=now, changes=miner_changes
+            store.miners, store.jobs, self.mining, sources.miners, publish=publish, now=now, changes=sources.changes
         )
         self.webhooks = WebhookService(self.miners, store.miners, now=now)
         self.forgetting = ForgetService(
-            store, search, self.mining.active_mines, publish, self.events.purge, audit=self.audit, reserve=reserve
+            store, search, self.mining.active_mines, publish, self.events.purge, audit=self.audit, reserve=house.reserve
         )
         self.places = PlaceService(store, self.forgetting, self.mining.active_mines)
         self.lifecycle = LifecycleService(store.drawers, self.jobs, self.forgetting, now=now)
-        self.archives = ArchiveService(self.jobs, roots)
+        self.archives = ArchiveService(self.jobs, sources.roots)
         self.status = StatusService(
             store,
-            palace,
-            embeddings=embeddings,
-            extraction=extraction,
+            house.palace,
+            embeddings=understanding.embeddings,
+            extraction=understanding.extraction,
             search=search,
-            room=room,
+            room=house.room,
             paused=lambda: self.jobs.list_jobs(JobStatus.PAUSED.value, None, 200),
             runtime=self.runtime,
-            notices=notices,
+            notices=house.notices,
         )
 
     def queue_checkpoint(self, items: Sequence[Any], agent: str | None, requested_by: str) -> Job:
