@@ -20,7 +20,7 @@ from memcastle.config import load_settings
 from memcastle.daemon import http_app
 from memcastle.jobs.context import JobContext
 from memcastle.jobs.queue import JobQueue
-from memcastle.jobs.worker import WorkerPool
+from memcastle.jobs.worker import PoolShape, WorkerPool
 from memcastle.model import NewJob
 from memcastle.model.requests import MineRequest
 from memcastle.store.sqlite import SQLiteStore
@@ -142,8 +142,7 @@ def test_background_share_keeps_a_worker_for_what_was_asked(tmp_path: Path) -> N
         return {"ran_at": time.monotonic()}
 
     handlers = {"embed": sweep, "extract": sweep, "mine": asked}
-    pool = WorkerPool(store.jobs, handlers, workers=2, lease_seconds=30, background=("embed", "extract"),
-                      background_workers=1)  # fmt: skip
+    pool = WorkerPool(store.jobs, handlers, PoolShape(2, 30, background=("embed", "extract"), background_workers=1))
     queue = JobQueue(store.jobs, pool.signals)
     pool.start()
     try:

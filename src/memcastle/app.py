@@ -30,13 +30,13 @@ from memcastle.integrity.audit import AUDIT, REPAIR, PalaceAudit
 from memcastle.jobs.context import JobHandler
 from memcastle.jobs.queue import JobQueue
 from memcastle.jobs.signals import JobSignals
-from memcastle.jobs.worker import WorkerPool
+from memcastle.jobs.worker import DiskWatch, PoolShape, WorkerPool
 from memcastle.knowledge import dedup, sweep
 from memcastle.knowledge.dedup import DuplicateFinder
 from memcastle.knowledge.extraction import ExtractionProvider, build_extraction_provider
-from memcastle.knowledge.sweep import ExtractionSweep
+from memcastle.knowledge.sweep import ExtractionLimits, ExtractionSweep
 from memcastle.mining import pipeline
-from memcastle.mining.pipeline import MinePipeline
+from memcastle.mining.pipeline import MineLimits, MinePipeline
 from memcastle.mining.roots import MiningRoots
 from memcastle.model import Job, NewDrawer
 from memcastle.model.jobs import BACKGROUND_SWEEPS
@@ -51,6 +51,7 @@ from memcastle.search.embeddings import EmbeddingProvider, build_provider
 from memcastle.search.engine import SearchEngine, SemanticLeg
 from memcastle.search.fusion import FusionWeights
 from memcastle.search.maintainer import IndexMaintainer
+from memcastle.search.passages import PassageShape
 from memcastle.search.second_stage import SecondStage
 from memcastle.search.semantic import SemanticIndex
 from memcastle.search.stored import StoredVectorIndex
@@ -262,19 +263,21 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
     core = Core(settings, configured, store, events, now, Changes())
     services = _services(core, jobs, search, duplicates, reserve, meaning.notices)
     handlers = _handlers(core, services, duplicates, upkeep, audit)
+    shape = PoolShape(
+        settings.jobs.workers,
+        settings.jobs.lease_seconds,
+        shared=store.backend != "sqlite",
+        background=BACKGROUND_SWEEPS,
+        background_workers=math.floor(settings.jobs.background_share * settings.jobs.workers),
+    )
+    disk = DiskWatch(_room(settings, store), settings.jobs.resume_free_bytes, _room_again(store, reserve))
     pool = WorkerPool(
         store.jobs,
         handlers,
-        workers=settings.jobs.workers,
-        lease_seconds=settings.jobs.lease_seconds,
-        shared=store.backend != "sqlite",
+        shape,
+        disk=disk,
         now=now,
         on_change=publish_job,
-        room=_room(settings, store),
-        resume_free_bytes=settings.jobs.resume_free_bytes,
-        on_room=_room_again(store, reserve),
-        background=BACKGROUND_SWEEPS,
-        background_workers=math.floor(settings.jobs.background_share * settings.jobs.workers),
         signals=signals,
         on_finished=services.jobs.after_job,
     )
@@ -485,12 +488,11 @@ def _handlers(
     mine_pipeline = MinePipeline(
         store,
         configured.connectors,
+        MineLimits(settings.mining.chunk_chars, settings.mining.max_documents),
         roots=configured.roots,
-        chunk_chars=settings.mining.chunk_chars,
         link_copies=duplicates.enabled,
         now=now,
         on_filed=lambda job_id, filed: events.publish("drawers", mined_event(job_id, filed)),
-        max_documents=settings.mining.max_documents,
     )
     archives = ArchiveJobs(store, settings.palace)
     handlers: dict[str, JobHandler] = {
@@ -509,11 +511,11 @@ def _handlers(
             store,
             configured.extraction,
             configured.policy,
-            min_confidence=settings.extraction.min_confidence,
+            ExtractionLimits(
+                settings.extraction.min_confidence, settings.extraction.max_entities, settings.extraction.max_relations
+            ),
             batch_size=settings.extraction.batch_size,
             code=settings.extraction.code,
-            max_entities=settings.extraction.max_entities,
-            max_relations=settings.extraction.max_relations,
             fuzzy=settings.dedup.entity_fuzzy,
             now=now,
         ).run
@@ -522,9 +524,11 @@ def _handlers(
             store.embeddings,
             configured.provider,
             batch_size=settings.embeddings.batch_size,
-            passage_chars=settings.embeddings.passage_chars,
-            passage_overlap=settings.embeddings.passage_overlap,
-            sentence_chars=settings.embeddings.sentence_chars,
+            passages=PassageShape(
+                settings.embeddings.passage_chars,
+                settings.embeddings.passage_overlap,
+                settings.embeddings.sentence_chars,
+            ),
             finish=upkeep.transition.complete if upkeep.transition is not None else None,
         ).run
     return handlers

@@ -203,7 +203,7 @@ def prepared_app(palace: Palace, *, request_shutdown: Callable[[], None] | None 
 
 def http_app(palace: Palace, *, request_shutdown: Callable[[], None] | None = None) -> FastAPI:
     """The HTTP application of a built palace, configured from its settings."""
-    from memcastle.api.app import create_app
+    from memcastle.api.app import McpSurface, create_app
 
     settings = palace.settings
     return create_app(
@@ -214,6 +214,5 @@ def http_app(palace: Palace, *, request_shutdown: Callable[[], None] | None = No
         request_shutdown=request_shutdown,
         mode=settings.mode,
         web=settings.web.enabled,
-        mcp_tools=settings.mcp.tools,
-        mcp_max_chars=settings.mcp.max_chars,
+        mcp=McpSurface(settings.mcp.tools, settings.mcp.max_chars),
     )

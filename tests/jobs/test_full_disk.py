@@ -26,7 +26,7 @@ from memcastle.app import build
 from memcastle.config import load_settings
 from memcastle.daemon import http_app
 from memcastle.jobs.queue import JobQueue
-from memcastle.jobs.worker import RECOVERY_BUDGET, WorkerPool
+from memcastle.jobs.worker import RECOVERY_BUDGET, PoolShape, WorkerPool
 from memcastle.model import Job, JobStatus, NewJob
 from memcastle.store.sqlite import SQLiteStore
 
@@ -130,7 +130,7 @@ def test_a_retried_job_gets_a_fresh_recovery_budget(tmp_path: Path) -> None:
     person's decision to run it again, with the whole budget."""
     store = SQLiteStore(tmp_path / "palace")
     try:
-        pool = WorkerPool(store.jobs, {}, workers=1, lease_seconds=60.0)
+        pool = WorkerPool(store.jobs, {}, PoolShape(1, 60.0))
         queue = JobQueue(store.jobs, None)
         job, _ = store.jobs.create_job(NewJob(kind="mine", params={}))
 

@@ -18,7 +18,7 @@ from memcastle.config import Settings
 from memcastle.errors import IllegalTransition
 from memcastle.jobs.context import JobContext
 from memcastle.jobs.queue import JobQueue
-from memcastle.jobs.worker import RECOVERY_BUDGET, WorkerPool
+from memcastle.jobs.worker import RECOVERY_BUDGET, PoolShape, WorkerPool
 from memcastle.model import Job, JobStatus, NewDrawer, NewJob, Priority
 from memcastle.store.sqlite import DB_FILE, SQLiteStore
 
@@ -75,7 +75,7 @@ class Harness:
         self.release = threading.Event()
 
     def start(self, handlers: Mapping[str, Callable[[JobContext], Mapping[str, Any]]], workers: int) -> WorkerPool:
-        self.pool = WorkerPool(self.store.jobs, handlers, workers=workers, lease_seconds=30)
+        self.pool = WorkerPool(self.store.jobs, handlers, PoolShape(workers, 30))
         self.queue = JobQueue(self.store.jobs, self.pool.signals)
         self.pool.start()
         return self.pool

@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 from memcastle.app import Palace
 from memcastle.knowledge.extraction import HeuristicProvider
 from memcastle.knowledge.facts import LINK_FANOUT
-from memcastle.knowledge.sweep import ExtractionSweep
+from memcastle.knowledge.sweep import ExtractionLimits, ExtractionSweep
 from memcastle.model import JobStatus
 
 from .support import (
@@ -168,7 +168,7 @@ def test_a_new_extractor_reads_every_current_drawer_again(palaces: Palaces) -> N
 
 def _replay_everything(palace: Palace) -> None:
     """What a crash-replayed or concurrent sweep does: read drawers already read, and write the batch."""
-    sweep = ExtractionSweep(palace.store, HeuristicProvider(), palace.services.policy, min_confidence=0.3)
+    sweep = ExtractionSweep(palace.store, HeuristicProvider(), palace.services.policy, ExtractionLimits(0.3))
     drawers = list(palace.store.drawers.list_drawers("w", None, 200, None).items)
     write, _ = sweep.read_batch(drawers, "heuristic", "a-replayed-job")
     palace.store.graph.apply_graph(write)
@@ -200,7 +200,7 @@ def test_two_sweeps_reading_the_same_drawers_record_each_link_once(palaces: Pala
     palace = palaces.open(flags={"extraction.provider": "none"})
     for content in ("Ana Lopez lives in Lisbon.", "Ana Lopez lives in Porto.", "Ana Lopez lives in Porto!"):
         palace.services.drawers.save_note(content, wing="w")
-    sweep = ExtractionSweep(palace.store, HeuristicProvider(), palace.services.policy, min_confidence=0.3)
+    sweep = ExtractionSweep(palace.store, HeuristicProvider(), palace.services.policy, ExtractionLimits(0.3))
     # Both sweeps took the same unread drawers; the second infers only after the first wrote its batch.
     unread = palace.store.graph.drawers_to_extract("heuristic", 16)
     first, _ = sweep.read_batch(unread, "heuristic", "first-sweep")
@@ -218,7 +218,9 @@ def test_a_claim_repeated_in_many_drawers_links_each_copy_to_the_newest_few(pala
     palace = palaces.open(flags={"extraction.provider": "none"})
     for i in range(30):
         palace.services.drawers.save_note(f"Ana Lopez works on Atlas. Entry {i}.", wing="w")
-    sweep = ExtractionSweep(palace.store, HeuristicProvider(), palace.services.policy, min_confidence=0.3, batch_size=7)
+    sweep = ExtractionSweep(
+        palace.store, HeuristicProvider(), palace.services.policy, ExtractionLimits(0.3), batch_size=7
+    )
     after = 0
     while True:
         drawers, after = palace.store.graph.next_to_extract("heuristic", 7, after_seq=after)

@@ -17,7 +17,7 @@ from memcastle.config import load_settings
 from memcastle.daemon import http_app
 from memcastle.knowledge.extraction import HeuristicProvider
 from memcastle.knowledge.facts import infer_links, link_id, make_link, state_of
-from memcastle.knowledge.sweep import ExtractionSweep
+from memcastle.knowledge.sweep import ExtractionLimits, ExtractionSweep
 from memcastle.model import FACT_STATES, Assertion, FactLink
 
 from .support import Palaces, extracted, facts_named, mine, triple, write_notes
@@ -617,7 +617,7 @@ def test_a_batch_read_again_adds_no_inferred_link_where_an_explicit_decision_sta
     lisbon = palace.services.drawers.save_note("Ana Lopez lives in Lisbon.", wing="w").drawer
     porto = palace.services.drawers.save_note("Ana Lopez lives in Porto.", wing="w").drawer
     faro = palace.services.drawers.save_note("Ana Lopez lives in Faro.", wing="w").drawer
-    sweep = ExtractionSweep(palace.store, HeuristicProvider(), palace.services.policy, min_confidence=0.3)
+    sweep = ExtractionSweep(palace.store, HeuristicProvider(), palace.services.policy, ExtractionLimits(0.3))
     # Two sweeps read their batches before either wrote: neither saw the other's facts.
     batches = [sweep.read_batch([drawer], "heuristic", None)[0] for drawer in (lisbon, porto)]
     for batch in batches:

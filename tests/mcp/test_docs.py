@@ -33,8 +33,8 @@ def test_every_tool_is_documented_with_its_hints_and_every_argument() -> None:
         read_only, destructive, idempotent, arguments, _ = documented[name]
         assert read_only == ("yes" if spec.read_only else "no"), name
         if not spec.read_only:
-            assert destructive.strip("*") == ("yes" if spec.destructive else "no"), name
-            assert idempotent == ("yes" if spec.idempotent else "no"), name
+            assert destructive.strip("*") == ("yes" if spec.hints.destructive else "no"), name
+            assert idempotent == ("yes" if spec.hints.idempotent else "no"), name
         _, accepted = bind(spec, services=None, modes=SessionModes())  # type: ignore[arg-type]
         for argument in accepted:
             assert re.search(rf"`{argument}\??`", arguments), f"{name}: argument {argument} is not documented"

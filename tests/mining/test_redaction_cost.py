@@ -26,7 +26,7 @@ from memcastle.connectors.builtin import builtin_connectors
 from memcastle.connectors.registry import load_registry
 from memcastle.connectors.secrets import RULES, RedactionTooCostly, Redactor, Rule
 from memcastle.jobs.context import JobContext
-from memcastle.mining.pipeline import MinePipeline
+from memcastle.mining.pipeline import MineLimits, MinePipeline
 from memcastle.model.requests import MineRequest
 
 SIZE = 32 * 1024
@@ -162,7 +162,7 @@ def test_a_document_over_the_budget_is_skipped_with_the_reason(palace: Palace, t
     claimed = palace.store.jobs.claim_next_job("probe", 60.0, ["mine"])
     assert claimed is not None and claimed.id == job.id
     registry = load_registry(builtin_connectors(max_file_bytes=1 << 20))
-    pipeline = MinePipeline(palace.store, registry, chunk_chars=6000, redactor=Redactor(budget=0.0))
+    pipeline = MinePipeline(palace.store, registry, MineLimits(6000), redactor=Redactor(budget=0.0))
     result = pipeline.run(JobContext(palace.store.jobs, claimed, "probe", 60.0, lambda: False))
     assert result["created"] == 0 and result["skipped"] == 1
     assert "checking it for credentials took more than" in result["skipped_documents"][0]["reason"]

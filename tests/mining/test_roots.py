@@ -18,7 +18,7 @@ from memcastle.connectors.builtin import builtin_connectors
 from memcastle.connectors.registry import load_registry
 from memcastle.errors import AccessDenied, NotFound
 from memcastle.jobs.context import JobContext
-from memcastle.mining.pipeline import MinePipeline
+from memcastle.mining.pipeline import MineLimits, MinePipeline
 from memcastle.mining.roots import MiningRoots
 from memcastle.model.requests import MineRequest
 
@@ -185,8 +185,8 @@ def test_a_folder_swapped_for_a_link_outside_after_the_request_is_refused_when_t
     pipeline = MinePipeline(
         palace.store,
         load_registry(builtin_connectors(max_file_bytes=1 << 20), access=roots),
+        MineLimits(6000),
         roots=roots,
-        chunk_chars=6000,
     )
     with pytest.raises(AccessDenied) as refused:
         pipeline.run(JobContext(palace.store.jobs, claimed, "probe", 60.0, lambda: False))

@@ -22,7 +22,7 @@ from waiting import CEILING
 from memcastle.app import build
 from memcastle.config import load_settings
 from memcastle.jobs.context import JobContext
-from memcastle.jobs.worker import WorkerPool, owner_is_dead
+from memcastle.jobs.worker import PoolShape, WorkerPool, owner_is_dead
 from memcastle.model import JobStatus, NewJob
 from memcastle.model.requests import MineRequest
 from memcastle.store import Store
@@ -96,7 +96,7 @@ def test_recovery_on_a_shared_palace_leaves_live_and_foreign_jobs_to_their_owner
         jobs[name] = pg.jobs.create_job(NewJob(kind="mine", params={"n": name}))[0].id
         claimed = pg.jobs.claim_next_job(owner, 0.0 if name == "foreign_expired" else 60, ["mine"])
         assert claimed is not None and claimed.id == jobs[name]
-    pool = WorkerPool(pg.jobs, {"mine": lambda ctx: {}}, workers=1, lease_seconds=30, shared=True)
+    pool = WorkerPool(pg.jobs, {"mine": lambda ctx: {}}, PoolShape(1, 30, shared=True))
 
     recovered = pool.recover()
 
@@ -114,7 +114,7 @@ def test_recovery_of_a_job_another_daemon_just_claimed_leaves_it_alone(pg: Postg
     job = pg.jobs.create_job(NewJob(kind="mine"))[0]
     dead = owner_of(dead_pid())
     assert pg.jobs.claim_next_job(dead, 0.0, ["mine"]) is not None
-    pool = WorkerPool(pg.jobs, {"mine": lambda ctx: {}}, workers=1, lease_seconds=30, shared=True)
+    pool = WorkerPool(pg.jobs, {"mine": lambda ctx: {}}, PoolShape(1, 30, shared=True))
     seen = pg.jobs.running_jobs()
     # Between recover() reading the running jobs and requeuing them, another daemon takes the expired job over.
     assert pg.jobs.claim_next_job("other-daemon", 30, ["mine"]) is not None
@@ -136,7 +136,7 @@ def test_a_live_daemon_keeps_its_lease_through_a_unit_longer_than_the_lease(pg: 
         return {"ok": True}
 
     job = pg.jobs.create_job(NewJob(kind="slow"))[0]
-    pool = WorkerPool(pg.jobs, {"slow": slow}, workers=1, lease_seconds=1.0, shared=True)
+    pool = WorkerPool(pg.jobs, {"slow": slow}, PoolShape(1, 1.0, shared=True))
     pool.start()
     try:
         assert started.wait(10)

@@ -6,6 +6,7 @@ import functools
 import secrets
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from fastapi import Depends, FastAPI
@@ -31,6 +32,18 @@ if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
 
+@dataclass(frozen=True)
+class McpSurface:
+    """The MCP endpoint's defaults (`[mcp]`): the tool profile a session lists unless it chooses (`mcp.tools`), and
+    the characters an answer holds when the call does not say (`mcp.max_chars`)."""
+
+    tools: str = "core"
+    max_chars: int = 16_000
+
+
+DEFAULT_MCP = McpSurface()
+
+
 def create_app(
     services: Services,
     *,
@@ -40,13 +53,12 @@ def create_app(
     request_shutdown: Callable[[], None] | None = None,
     mode: str = "full",
     web: bool = True,
-    mcp_tools: str = "core",
-    mcp_max_chars: int = 16_000,
+    mcp: McpSurface = DEFAULT_MCP,
 ) -> FastAPI:
     """The daemon's HTTP surface over `services`; `tokens` switches bearer authentication on; `request_shutdown` is
     what `POST /api/shutdown` calls; `mode` (the daemon's configured one) is the ceiling of every client's mode;
-    `mcp_tools` the tool profile an MCP session lists unless it chooses, `mcp_max_chars` an MCP answer's size
-    when the call does not set one. The
+    `mcp` the tool profile an MCP session lists unless it chooses and an MCP answer's size when the call does not
+    set one. The
     composition root (`memcastle.daemon.http_app`) reads the settings.
 
     The MCP endpoint answers only while the app's lifespan runs (uvicorn with lifespan on; TestClient as a context
@@ -59,8 +71,8 @@ def create_app(
             services,
             allowed_hosts=allowed_hosts,
             max_body_bytes=max_body_bytes,
-            tools=mcp_tools,
-            max_chars=mcp_max_chars,
+            tools=mcp.tools,
+            max_chars=mcp.max_chars,
         )
 
     mcp_endpoint = LazyEndpoint(build_mcp)

@@ -9,7 +9,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from memcastle.clock import Clock, utc_now
 from memcastle.errors import Conflict, IllegalTransition, LeaseLost, StorageError
@@ -55,6 +55,33 @@ def owner_is_dead(owner: str | None) -> bool:
     return False
 
 
+@dataclass(frozen=True)
+class PoolShape:
+    """How many workers run jobs, how long their lease on a job lasts, whether other daemons share the palace's jobs
+    (PostgreSQL), and which job kinds are background sweeps and how many workers they may take at once (None: all;
+    `jobs.background_share`)."""
+
+    workers: int
+    lease_seconds: float
+    shared: bool = False
+    background: Collection[str] = ()
+    background_workers: int | None = None
+
+
+@dataclass(frozen=True)
+class DiskWatch:
+    """The free bytes on the palace's disk (None: not measurable, a PostgreSQL palace), how many jobs a storage
+    failure paused need free before they resume by themselves (0: only when a person resumes them), and who is told
+    once there is room again."""
+
+    room: Callable[[], int | None] | None = None
+    resume_free_bytes: int = RESUME_FREE_BYTES
+    on_room: Callable[[], object] | None = None
+
+
+NO_DISK_WATCH = DiskWatch()
+
+
 class WorkerPool:
     """`workers` threads that run job handlers; `drain()` stops them at the next unit boundary."""
 
@@ -62,23 +89,18 @@ class WorkerPool:
         self,
         store: JobStore,
         handlers: Mapping[str, JobHandler],
+        shape: PoolShape,
         *,
-        workers: int,
-        lease_seconds: float,
-        shared: bool = False,
+        disk: DiskWatch = NO_DISK_WATCH,
         now: Clock = utc_now,
         on_change: JobListener | None = None,
-        room: Callable[[], int | None] | None = None,
-        resume_free_bytes: int = RESUME_FREE_BYTES,
-        on_room: Callable[[], object] | None = None,
-        background: Collection[str] = (),
-        background_workers: int | None = None,
         signals: JobSignals | None = None,
         on_finished: Callable[[Job], None] | None = None,
     ) -> None:
+        workers, background_workers = shape.workers, shape.background_workers
         # `jobs.background_share`: the job kinds of the background sweeps (`background`) take at most this many of
         # the workers at once, so the others stay free for what a person or an agent asked for.
-        self._background = frozenset(background)
+        self._background = frozenset(shape.background)
         self._background_cap = workers if background_workers is None else max(1, min(workers, background_workers))
         self._running_kinds: dict[str, str] = {}
         self._claim_lock = threading.Lock()
@@ -86,11 +108,11 @@ class WorkerPool:
         self._now = now
         self._on_change = on_change or _ignore
         # Several daemons may serve a shared palace (PostgreSQL) at once: their running jobs are theirs, not ours.
-        self._shared = shared
+        self._shared = shape.shared
         self.on_finished = on_finished  # follow-ups of a finished job
         self._handlers = dict(handlers)
         self._workers = workers
-        self._lease_seconds = lease_seconds
+        self._lease_seconds = shape.lease_seconds
         self.signals = signals or JobSignals(store)
         self.owner = self.signals.owner
         self._stopping = threading.Event()
@@ -102,11 +124,11 @@ class WorkerPool:
         # Storage failures: free bytes on the palace's disk (None: not measurable, a PostgreSQL palace), the jobs
         # whose pause could not be recorded yet (still `running` in the store, under this pool's lease), and when
         # the paused ones may be tried again.
-        self._room = room or (lambda: None)
+        self._room = disk.room or (lambda: None)
         # Free bytes the disk must have before jobs a storage failure paused resume by themselves (0: never, only
         # when a person resumes them); `on_room` is told once there is (the storage reserve is laid again).
-        self._resume_free = resume_free_bytes
-        self._on_room = on_room or (lambda: None)
+        self._resume_free = disk.resume_free_bytes
+        self._on_room = disk.on_room or (lambda: None)
         self._storage_trouble = threading.Event()
         self._storage_trouble.set()  # look once at start: jobs a previous run paused for the disk
         self._storage_backoff = STORAGE_RETRY_FIRST

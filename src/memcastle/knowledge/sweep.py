@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from memcastle.clock import Clock, utc_now
@@ -54,6 +55,16 @@ def extraction_input(drawer: Drawer, policy: Policy) -> ExtractionInput:
     )
 
 
+@dataclass(frozen=True)
+class ExtractionLimits:
+    """What an extracted fact must reach to be kept (`extraction.min_confidence`) and the most entities and
+    relations kept per drawer (0: no cap)."""
+
+    min_confidence: float
+    max_entities: int = 0
+    max_relations: int = 0
+
+
 class ExtractionSweep:
     """Runs `extract` jobs over current drawers not yet read by the active extractor."""
 
@@ -62,26 +73,24 @@ class ExtractionSweep:
         store: KnowledgeStore,
         provider: ExtractionProvider,
         policy: Policy,
+        limits: ExtractionLimits,
         *,
-        min_confidence: float,
         batch_size: int = 16,
         code: bool = False,
-        max_entities: int = 0,
-        max_relations: int = 0,
         fuzzy: bool = True,
         now: Clock = utc_now,
     ) -> None:
         self._code = code
         # Per drawer, the most entities and relations kept (0: no cap): a provider that answers a list of every
         # capitalised word cannot fill the graph with it. `fuzzy`: `dedup.entity_fuzzy`.
-        self._max_entities = max_entities
-        self._max_relations = max_relations
+        self._max_entities = limits.max_entities
+        self._max_relations = limits.max_relations
         self._fuzzy = fuzzy
         self._store = store
         self._now = now
         self._provider = provider
         self._policy = policy
-        self._min_confidence = min_confidence
+        self._min_confidence = limits.min_confidence
         self._batch_size = batch_size
 
     def run(self, ctx: JobContext) -> Mapping[str, Any]:

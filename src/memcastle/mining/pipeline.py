@@ -65,6 +65,15 @@ def drawer_id_for(job_id: str, source_id: str, document: str, chunk: int) -> str
     return str(uuid.uuid5(_ID_NAMESPACE, f"{job_id}\x00{source_id}\x00{document}\x00{chunk}"))
 
 
+@dataclass(frozen=True)
+class MineLimits:
+    """How long a drawer's text may be (`mining.chunk_chars`), and how many new or changed documents one mine files
+    before it stops (`mining.max_documents`; 0: no bound)."""
+
+    chunk_chars: int
+    max_documents: int = 0
+
+
 class MinePipeline:
     """Runs `mine` jobs on their `MineParams` (as `MiningService` queues them; the source's id is derived from
     connector, locator and options), the source checked
@@ -75,24 +84,23 @@ class MinePipeline:
         self,
         store: PipelineStore,
         registry: ConnectorRegistry,
+        limits: MineLimits,
         *,
         roots: MiningRoots | None = None,
-        chunk_chars: int,
         link_copies: bool = True,
         redactor: Redactor | None = None,
         now: Clock = utc_now,
         on_filed: Callable[[str, Sequence[NewDrawer]], object] | None = None,
-        max_documents: int = 0,
     ) -> None:
         # `mining.max_documents`: a mine stops once it has filed this many new or changed documents (0: no bound);
         # unchanged ones cost little and do not count, so the next mine goes on where this one stopped.
-        self._max_documents = max_documents
+        self._max_documents = limits.max_documents
         self._store = store
         self._now = now
         self._on_filed = on_filed  # told of each document's new drawers (the live event stream)
         self._registry = registry
         self._roots = roots
-        self._chunk_chars = chunk_chars
+        self._chunk_chars = limits.chunk_chars
         self._link_copies = link_copies  # queue filed drawers for the `link` sweep (`dedup.enabled`)
         self._redactor = redactor or Redactor()
 

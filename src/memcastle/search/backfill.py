@@ -16,12 +16,7 @@ from memcastle.jobs.context import JobContext
 from memcastle.model import Drawer
 from memcastle.model.jobs import JobKind
 from memcastle.search.embeddings import EmbeddingProvider
-from memcastle.search.passages import (
-    PASSAGE_OVERLAP_CHARS,
-    PASSAGE_WINDOW_CHARS,
-    SENTENCE_DRAWER_CHARS,
-    drawer_passages,
-)
+from memcastle.search.passages import DEFAULT_PASSAGES, PassageShape, drawer_passages
 from memcastle.store import EmbeddingStore, Subset
 
 KIND = JobKind.EMBED.value
@@ -216,16 +211,14 @@ class EmbeddingBackfill:
         provider: EmbeddingProvider,
         *,
         batch_size: int,
-        passage_chars: int = PASSAGE_WINDOW_CHARS,
-        passage_overlap: int = PASSAGE_OVERLAP_CHARS,
-        sentence_chars: int = SENTENCE_DRAWER_CHARS,
+        passages: PassageShape = DEFAULT_PASSAGES,
         max_passages: int = MAX_BATCH_PASSAGES,
         monotonic: Callable[[], float] = time.monotonic,
         finish: Callable[[str], int] | None = None,
     ) -> None:
-        if not 0 <= passage_overlap < passage_chars:
+        if not 0 <= passages.overlap < passages.window:
             raise ConfigError(
-                f"must be smaller than embeddings.passage_chars ({passage_chars}), got {passage_overlap}",
+                f"must be smaller than embeddings.passage_chars ({passages.window}), got {passages.overlap}",
                 key="embeddings.passage_overlap",
             )
         self._store = store
@@ -235,7 +228,7 @@ class EmbeddingBackfill:
         self._finish = finish or store.drop_other_embeddings
         self._batch_size = batch_size
         self._max_passages = max_passages
-        self._passages = (passage_chars, passage_overlap, sentence_chars)
+        self._passages = passages
         self._monotonic = monotonic
 
     def run(self, ctx: JobContext) -> Mapping[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 # Measured with the shipped tokenizer: English prose runs ~5 characters per word piece and technical text ~3.3, so a
 # 700-character passage (~140-210 pieces) fits the 256-piece window whole. Passages do not overlap: on LoCoMo sessions
@@ -13,6 +14,20 @@ PASSAGE_OVERLAP_CHARS = 0
 # A drawer this short or shorter also gets a vector per sentence (ADR 0057): a chatty turn's one vector is an average,
 # a sentence's matches the one fact a question asks for.
 SENTENCE_DRAWER_CHARS = 700
+
+
+class PassageShape(NamedTuple):
+    """How drawers are split into passages: the window and overlap (`embeddings.passage_chars`, `passage_overlap`)
+    and the longest conversational drawer split by sentence instead (`embeddings.sentence_chars`)."""
+
+    window: int = PASSAGE_WINDOW_CHARS
+    overlap: int = PASSAGE_OVERLAP_CHARS
+    sentence: int = SENTENCE_DRAWER_CHARS
+
+
+DEFAULT_PASSAGES = PassageShape()
+
+
 MIN_SENTENCE_CHARS = 12  # shorter pieces ("Yes.", "Wow, great!") say nothing a question asks for
 # "Caroline: …", "User: …": the speaker (or any short label) a line opens with, carried onto each of its sentences.
 _LABEL = re.compile(r"^([^\s:#][^:\n]{0,39}):\s+")

@@ -92,14 +92,11 @@ class Services:
         self.archives = ArchiveService(self.jobs, sources.roots)
         self.status = StatusService(
             store,
-            house.palace,
-            embeddings=understanding.embeddings,
-            extraction=understanding.extraction,
-            search=search,
-            room=house.room,
+            house,
+            understanding,
+            search,
             paused=lambda: self.jobs.list_jobs(JobStatus.PAUSED.value, None, 200),
             runtime=self.runtime,
-            notices=house.notices,
         )
 
     def queue_checkpoint(self, items: Sequence[Any], agent: str | None, requested_by: str) -> Job:

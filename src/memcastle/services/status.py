@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from pathlib import Path
 
 from memcastle import __version__
-from memcastle.knowledge.extraction import ExtractionProvider
 from memcastle.knowledge.sweep import KIND as EXTRACT
 from memcastle.knowledge.sweep import extractor_key
 from memcastle.model import ANY_TIME, Job, JobStatus, Scope, paused_by_storage
@@ -15,12 +13,11 @@ from memcastle.model.answers import Backlog, EmbeddingStatus, ExtractionStatus, 
 from memcastle.model.jobs import storage_cause
 from memcastle.search.backfill import KIND as EMBED
 from memcastle.search.backfill import model_key
-from memcastle.search.embeddings import EmbeddingProvider
 from memcastle.search.engine import SearchEngine
+from memcastle.services.parts import Housekeeping, Understanding
 from memcastle.services.reader import palace_wide, visibility
 from memcastle.services.runtime import RuntimeService
 from memcastle.store import Store
-from memcastle.store.notices import Notices
 
 # Below this much room on the palace's disk, status warns.
 LOW_ROOM_BYTES = 64 << 20
@@ -32,25 +29,22 @@ class StatusService:
     def __init__(
         self,
         store: Store,
-        palace: Path,
-        *,
-        embeddings: EmbeddingProvider,
-        extraction: ExtractionProvider,
+        house: Housekeeping,
+        understanding: Understanding,
         search: SearchEngine,
-        room: Callable[[], int | None] | None = None,
+        *,
         paused: Callable[[], list[Job]] | None = None,
         runtime: RuntimeService | None = None,
-        notices: Notices | None = None,
     ) -> None:
-        self._notices = notices  # what the daemon did on its own, shown until acknowledged
-        self._runtime = runtime or RuntimeService(store)
+        self._notices = house.notices  # what the daemon did on its own, shown until acknowledged
+        self._runtime = runtime or house.runtime or RuntimeService(store)
         self._store = store
-        self._room = room or (lambda: None)
+        self._room = house.room or (lambda: None)
         # The paused jobs, as the job service knows them (a pause a full disk kept from being written included).
         self._paused = paused or (lambda: store.jobs.list_jobs(JobStatus.PAUSED.value, None, 200))
-        self._palace = palace
-        self._embeddings = embeddings
-        self._extraction = extraction
+        self._palace = house.palace
+        self._embeddings = understanding.embeddings
+        self._extraction = understanding.extraction
         self._search = search
 
     def status(self) -> PalaceStatus:

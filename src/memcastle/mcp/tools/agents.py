@@ -8,13 +8,25 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from memcastle.errors import InvalidRequest
-from memcastle.mcp.tools.base import REQUESTER, AgentName, Env, IdempotencyKey, Limit, MaxChars, Wing, tool
+from memcastle.mcp.tools.base import (
+    ADDS,
+    READS,
+    REQUESTER,
+    WRITES,
+    AgentName,
+    Env,
+    IdempotencyKey,
+    Limit,
+    MaxChars,
+    Wing,
+    tool,
+)
 from memcastle.model.requests import CheckpointItem, request_of
 from memcastle.model.vocabulary import Predicate
 from memcastle.services.views import drawer_view, fit
 
 
-@tool("memcastle_wake_up", "Wake up: resume from memory", "read", read_only=True)
+@tool("memcastle_wake_up", "Wake up: resume from memory", "read", READS)
 def wake_up(
     env: Env,
     agent: AgentName,
@@ -41,14 +53,14 @@ def wake_up(
     return fitted
 
 
-@tool("memcastle_diary_read", "Read a diary", "read", read_only=True)
+@tool("memcastle_diary_read", "Read a diary", "read", READS)
 def diary_read(env: Env, agent: AgentName, wing: Wing = None, limit: Limit = 10) -> dict[str, Any]:
     """Your diary, newest first."""
     entries = env.services.agents.read_diary(agent, wing=wing, limit=limit)
     return {"entries": [drawer_view(d, content=True) for d in entries]}
 
 
-@tool("memcastle_diary_write", "Write a diary entry", "write", read_only=False)
+@tool("memcastle_diary_write", "Write a diary entry", "write", WRITES)
 def diary_write(
     env: Env,
     agent: AgentName,
@@ -60,7 +72,7 @@ def diary_write(
     return {"drawer": drawer_view(drawer, content=False)}
 
 
-@tool("memcastle_note", "Save a note", "write", read_only=False, aliases={"payload": "content"})
+@tool("memcastle_note", "Save a note", "write", WRITES, aliases={"payload": "content"})
 def note(
     env: Env,
     content: Annotated[str, Field(min_length=1, description="verbatim")],
@@ -165,7 +177,7 @@ def from_payload(arguments: dict[str, Any]) -> dict[str, Any]:
     return arguments
 
 
-@tool("memcastle_checkpoint", "Checkpoint decisions and state", "write", read_only=False, idempotent=False,
+@tool("memcastle_checkpoint", "Checkpoint decisions and state", "write", ADDS,
       adapt=from_payload)  # fmt: skip
 def checkpoint(
     env: Env,

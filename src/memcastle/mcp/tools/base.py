@@ -39,6 +39,23 @@ class Env:
 
 
 @dataclass(frozen=True)
+class Hints:
+    """What a tool does to the palace, as MCP's behaviour hints say it: only reads; writes, the same call again
+    changing nothing more (idempotent) or adding again; erases for good (destructive)."""
+
+    read_only: bool
+    destructive: bool = False
+    idempotent: bool = True
+
+
+READS = Hints(read_only=True)
+WRITES = Hints(read_only=False)  # the same call again changes nothing more
+ADDS = Hints(read_only=False, idempotent=False)  # the same call again adds again
+ERASES = Hints(read_only=False, destructive=True, idempotent=False)
+REPAIRS = Hints(read_only=False, destructive=True)  # may drop what cannot be kept; again, nothing more
+
+
+@dataclass(frozen=True)
 class ToolSpec:
     """A declared tool: its function, name, the data access its memory-mode gate checks, its behaviour hints, and
     the other names its arguments go by (`aliases`: given name → own name; `adapt` reshapes arguments sent in
@@ -48,23 +65,26 @@ class ToolSpec:
     name: str
     title: str
     access: Access
-    read_only: bool
-    destructive: bool = False
-    idempotent: bool = True
+    hints: Hints
     aliases: Mapping[str, str] = field(default_factory=dict)
     adapt: Adapt | None = None
     other_names: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     palace_wide: bool = False  # works on the whole palace: refused for a token limited to some wings
 
+    @property
+    def read_only(self) -> bool:
+        return self.hints.read_only
+
     def annotations(self) -> ToolAnnotations:
         """The hints, where they differ from MCP's defaults (read-only false, idempotent false); destructive and
         idempotent mean something only for a tool that writes. The open-world hint is left out:
         every tool works on the palace alone, which the server's instructions say once."""
-        if self.read_only:
+        hints = self.hints
+        if hints.read_only:
             return ToolAnnotations(read_only_hint=True)
         # A destructive tool says so although it is the default: a client that asks before such calls should not
         # have to know the default.
-        return ToolAnnotations(destructive_hint=self.destructive, idempotent_hint=True if self.idempotent else None)
+        return ToolAnnotations(destructive_hint=hints.destructive, idempotent_hint=True if hints.idempotent else None)
 
 
 TOOLS: dict[str, ToolSpec] = {}  # every declared tool, in the order the modules declare them
@@ -76,10 +96,8 @@ def tool(
     name: str,
     title: str,
     access: Access,
+    hints: Hints,
     *,
-    read_only: bool,
-    destructive: bool = False,
-    idempotent: bool = True,
     aliases: Mapping[str, str] | None = None,
     adapt: Adapt | None = None,
     other_names: Mapping[str, Mapping[str, Any]] | None = None,
@@ -91,8 +109,7 @@ def tool(
         if name in TOOLS or name in OTHER_NAMES:
             raise RuntimeError(f"MCP tool {name} is declared twice")
         TOOLS[name] = ToolSpec(
-            fn, name, title, access, read_only, destructive, idempotent, aliases or {}, adapt, other_names or {},
-            palace_wide,
+            fn, name, title, access, hints, aliases or {}, adapt, other_names or {}, palace_wide,
         )  # fmt: skip
         for other, implied in (other_names or {}).items():
             OTHER_NAMES[other] = (name, implied)

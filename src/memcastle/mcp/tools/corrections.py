@@ -8,12 +8,12 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from memcastle.errors import InvalidRequest
-from memcastle.mcp.tools.base import REQUESTER, DrawerId, Env, Reason, tool
+from memcastle.mcp.tools.base import ADDS, ERASES, REQUESTER, WRITES, DrawerId, Env, Reason, tool
 from memcastle.services import ForgetRequest, SearchRequest
 from memcastle.services.views import drawer_view
 
 
-@tool("memcastle_drawer_supersede", "Correct a drawer", "write", read_only=False, idempotent=False,
+@tool("memcastle_drawer_supersede", "Correct a drawer", "write", ADDS,
       aliases={"id": "drawer_id", "payload": "content"})  # fmt: skip
 def drawer_supersede(
     env: Env,
@@ -29,7 +29,7 @@ def drawer_supersede(
     return {"drawer": drawer_view(replacement, content=False)}
 
 
-@tool("memcastle_drawer_mark", "Pin or hide a drawer", "write", read_only=False, aliases={"id": "drawer_id"})
+@tool("memcastle_drawer_mark", "Pin or hide a drawer", "write", WRITES, aliases={"id": "drawer_id"})
 def drawer_mark(
     env: Env, drawer_id: DrawerId, pinned: bool | None = None, hidden: bool | None = None
 ) -> dict[str, Any]:
@@ -38,7 +38,7 @@ def drawer_mark(
     return {"drawer": drawer_view(marked, content=False)}
 
 
-@tool("memcastle_forget", "Forget for good", "write", read_only=False, destructive=True, idempotent=False)
+@tool("memcastle_forget", "Forget for good", "write", ERASES)
 def forget(
     env: Env,
     scope: Annotated[

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from memcastle.mcp.tools.base import REQUESTER, Env, FactId, Limit, Reason, tool
+from memcastle.mcp.tools.base import ADDS, READS, REQUESTER, WRITES, Env, FactId, Limit, Reason, tool
 from memcastle.model.requests import FactCorrection, request_of
 from memcastle.model.vocabulary import ExplicitLink, FactState, Predicate
 from memcastle.services.views import fact_view
@@ -18,7 +18,7 @@ Name = Annotated[str | None, Field()]
 AsOfFact = Annotated[str | None, Field(description="what held then (RFC 3339)")]
 
 
-@tool("memcastle_fact_list", "List facts", "read", read_only=True)
+@tool("memcastle_fact_list", "List facts", "read", READS)
 def fact_list(
     env: Env,
     subject: Name = None,
@@ -35,19 +35,19 @@ def fact_list(
     return {"facts": [fact_view(f) for f in facts]}
 
 
-@tool("memcastle_fact_get", "Get a fact", "read", read_only=True, aliases=FACT_ALIASES)
+@tool("memcastle_fact_get", "Get a fact", "read", READS, aliases=FACT_ALIASES)
 def fact_get(env: Env, fact_id: FactId) -> dict[str, Any]:
     """A fact whole: entity ids, validity, provenance, links with reasons."""
     return env.services.facts.get_fact(fact_id).to_json()
 
 
-@tool("memcastle_fact_history", "Fact history", "read", read_only=True, aliases=FACT_ALIASES)
+@tool("memcastle_fact_history", "Fact history", "read", READS, aliases=FACT_ALIASES)
 def fact_history(env: Env, fact_id: FactId, as_of: AsOfFact = None) -> dict[str, Any]:
     """A fact and the facts linked to it, oldest first: how it changed, and why."""
     return {"facts": [fact_view(f) for f in env.services.facts.fact_history(fact_id, as_of=as_of)]}
 
 
-@tool("memcastle_fact_supersede", "Correct a fact", "write", read_only=False, idempotent=False,
+@tool("memcastle_fact_supersede", "Correct a fact", "write", ADDS,
       aliases=FACT_ALIASES)  # fmt: skip
 def fact_supersede(
     env: Env,
@@ -64,13 +64,13 @@ def fact_supersede(
     return {"fact": fact_view(done.fact), "superseded": fact_view(done.superseded)}
 
 
-@tool("memcastle_fact_invalidate", "Invalidate a fact", "write", read_only=False, aliases=FACT_ALIASES)
+@tool("memcastle_fact_invalidate", "Invalidate a fact", "write", WRITES, aliases=FACT_ALIASES)
 def fact_invalidate(env: Env, fact_id: FactId, reason: Annotated[str, Field(min_length=1)]) -> dict[str, Any]:
     """Close a wrong fact that nothing replaces."""
     return {"fact": fact_view(env.services.facts.invalidate(fact_id, reason))}
 
 
-@tool("memcastle_fact_link", "Link two facts", "write", read_only=False, idempotent=False, aliases=FACT_ALIASES)
+@tool("memcastle_fact_link", "Link two facts", "write", ADDS, aliases=FACT_ALIASES)
 def fact_link(
     env: Env,
     fact_id: FactId,

@@ -7,13 +7,13 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from memcastle.mcp.tools.base import Env, Limit, tool
+from memcastle.mcp.tools.base import READS, Env, Limit, tool
 from memcastle.services.views import entity_page, graph_view
 
 EntityName = Annotated[str, Field(min_length=1, description="name, alias or id")]
 
 
-@tool("memcastle_entity", "An entity's page", "read", read_only=True, aliases={"id": "entity", "name": "entity",
+@tool("memcastle_entity", "An entity's page", "read", READS, aliases={"id": "entity", "name": "entity",
       "entity_id": "entity"})  # fmt: skip
 def entity(env: Env, entity: EntityName, limit: Limit = 20) -> dict[str, Any]:
     """An entity: kind, aliases, its facts (state, evidence), drawers mentioning it, possible duplicates."""
@@ -24,7 +24,7 @@ def entity(env: Env, entity: EntityName, limit: Limit = 20) -> dict[str, Any]:
     return entity_page(found, others, relationships)
 
 
-@tool("memcastle_graph", "Graph around an entity", "read", read_only=True)
+@tool("memcastle_graph", "Graph around an entity", "read", READS)
 def graph(
     env: Env,
     entity: Annotated[str | None, Field(description="name, alias or id; or give drawer")] = None,

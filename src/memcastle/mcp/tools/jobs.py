@@ -6,14 +6,14 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from memcastle.mcp.tools.base import Env, JobId, Limit, tool
+from memcastle.mcp.tools.base import ADDS, READS, Env, JobId, Limit, tool
 from memcastle.model.vocabulary import JobState
 from memcastle.services.views import job_list_view, job_view
 
 JOB_ALIASES = {"id": "job_id"}
 
 
-@tool("memcastle_job_list", "List jobs", "read", read_only=True, palace_wide=True)
+@tool("memcastle_job_list", "List jobs", "read", READS, palace_wide=True)
 def job_list(
     env: Env,
     status: JobState | None = None,
@@ -26,7 +26,7 @@ def job_list(
     return job_list_view(env.services.jobs.list_jobs(status, kind, limit))
 
 
-@tool("memcastle_job_get", "Get a job", "read", read_only=True, aliases=JOB_ALIASES, palace_wide=True)
+@tool("memcastle_job_get", "Get a job", "read", READS, aliases=JOB_ALIASES, palace_wide=True)
 def job_get(env: Env, job_id: JobId) -> dict[str, Any]:
     """A job whole: parameters, result or error, what a queued one waits for."""
     job = env.services.jobs.get_job(job_id)
@@ -42,8 +42,7 @@ ORIGINAL_NAMES = {f"memcastle_job_{action}": {"action": action} for action in ("
     "memcastle_job_control",
     "Control a job",
     "write",
-    read_only=False,
-    idempotent=False,
+    ADDS,
     aliases=JOB_ALIASES,
     other_names=ORIGINAL_NAMES,
     palace_wide=True,

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from memcastle.errors import InvalidRequest
-from memcastle.mcp.tools.base import REQUESTER, Env, tool
+from memcastle.mcp.tools.base import ADDS, READS, REQUESTER, Env, tool
 from memcastle.model.requests import MineRequest, request_of
 from memcastle.services.views import job_view, miner_view
 
@@ -25,7 +25,7 @@ def from_path(arguments: dict[str, Any]) -> dict[str, Any]:
     return arguments
 
 
-@tool("memcastle_mine", "Mine a source", "write", read_only=False, idempotent=False,
+@tool("memcastle_mine", "Mine a source", "write", ADDS,
       aliases={"source": "connector"}, adapt=from_path, palace_wide=True)  # fmt: skip
 def mine(
     env: Env,
@@ -41,14 +41,14 @@ def mine(
     return {"job": job_view(submitted.job), "joined": not submitted.created}
 
 
-@tool("memcastle_miner_list", "List miners", "read", read_only=True, palace_wide=True,
+@tool("memcastle_miner_list", "List miners", "read", READS, palace_wide=True,
       other_names={"memcastle_trigger_list": {}})  # fmt: skip
 def miner_list(env: Env) -> dict[str, Any]:
     """Miners: sources mined on a watch or a schedule."""
     return {"miners": [miner_view(m) for m in env.services.miners.list_miners()]}
 
 
-@tool("memcastle_miner_get", "Get a miner", "read", read_only=True, palace_wide=True,
+@tool("memcastle_miner_get", "Get a miner", "read", READS, palace_wide=True,
       aliases={"id": "name", "trigger_id": "name", "miner": "name"},
       other_names={"memcastle_trigger_get": {}})  # fmt: skip
 def miner_get(env: Env, name: MinerName) -> dict[str, Any]:
@@ -60,8 +60,7 @@ def miner_get(env: Env, name: MinerName) -> dict[str, Any]:
     "memcastle_miner_run",
     "Run a miner",
     "write",
-    read_only=False,
-    idempotent=False,
+    ADDS,
     aliases={"id": "name"},
     palace_wide=True,
 )

@@ -11,6 +11,7 @@ from pydantic import Field
 
 from memcastle.errors import InvalidRequest
 from memcastle.mcp.tools.base import (
+    READS,
     DrawerId,
     Env,
     Full,
@@ -74,7 +75,7 @@ def search_arguments(tool_name: str) -> Callable[[F], F]:
     return declare
 
 
-@tool("memcastle_search", "Search memory", "read", read_only=True)
+@tool("memcastle_search", "Search memory", "read", READS)
 @search_arguments("memcastle_search")
 def search(env: Env, query: str, full: bool = False, max_chars: int | None = None, **options: Any) -> dict[str, Any]:
     """Search memory before answering about past work, decisions, code or talks. Hits: origin, snippet (best
@@ -83,7 +84,7 @@ def search(env: Env, query: str, full: bool = False, max_chars: int | None = Non
     return fit(search_view(result, full=full), "hits", max_chars, shrink=shorter_hit)
 
 
-@tool("memcastle_recall", "Recall from memory", "read", read_only=True)
+@tool("memcastle_recall", "Recall from memory", "read", READS)
 @search_arguments("memcastle_recall")
 def recall(env: Env, query: str, full: bool = False, max_chars: int | None = None, **options: Any) -> dict[str, Any]:
     """Recall across a wing: memcastle_search without room, connector or record time, plus the wing's pinned
@@ -92,7 +93,7 @@ def recall(env: Env, query: str, full: bool = False, max_chars: int | None = Non
     return fit(search_view(result, full=full), "hits", max_chars, shrink=shorter_hit)
 
 
-@tool("memcastle_get_drawer", "Read one drawer", "read", read_only=True, aliases={"id": "drawer_id"})
+@tool("memcastle_get_drawer", "Read one drawer", "read", READS, aliases={"id": "drawer_id"})
 def get_drawer(
     env: Env,
     drawer_id: DrawerId,
@@ -132,13 +133,13 @@ def get_drawer(
     return out
 
 
-@tool("memcastle_history", "Drawer history", "read", read_only=True, aliases={"id": "drawer_id"})
+@tool("memcastle_history", "Drawer history", "read", READS, aliases={"id": "drawer_id"})
 def history(env: Env, drawer_id: DrawerId, full: Full = False) -> dict[str, Any]:
     """A drawer's versions, oldest first: is a hit current, how did it change?"""
     return {"versions": [drawer_view(d, content=full) for d in env.services.drawers.drawer_history(drawer_id)]}
 
 
-@tool("memcastle_duplicates", "Copies of a drawer", "read", read_only=True, aliases={"id": "drawer_id"})
+@tool("memcastle_duplicates", "Copies of a drawer", "read", READS, aliases={"id": "drawer_id"})
 def duplicates(env: Env, drawer_id: DrawerId) -> dict[str, Any]:
     """Drawers with the same or nearly the same text: other sources for it."""
     found = env.services.drawers.duplicates(drawer_id)
@@ -149,14 +150,14 @@ def duplicates(env: Env, drawer_id: DrawerId) -> dict[str, Any]:
     }
 
 
-@tool("memcastle_explain_preference", "Explain a drawer's source preference", "read", read_only=True,
+@tool("memcastle_explain_preference", "Explain a drawer's source preference", "read", READS,
       aliases={"id": "drawer_id"})  # fmt: skip
 def explain_preference(env: Env, drawer_id: DrawerId) -> dict[str, Any]:
     """How source trust ranks a drawer, criterion by criterion."""
     return env.services.drawers.preference_trace(drawer_id).to_json()
 
 
-@tool("memcastle_wing_list", "List wings and rooms", "read", read_only=True, other_names={"memcastle_room_list": {}})
+@tool("memcastle_wing_list", "List wings and rooms", "read", READS, other_names={"memcastle_room_list": {}})
 def wing_list(env: Env, wing: Annotated[str | None, Field(description="its rooms instead")] = None) -> dict[str, Any]:
     """Wings (projects, areas) with drawer counts; with wing, its rooms."""
     drawers = env.services.drawers

@@ -8,18 +8,18 @@ from pydantic import Field
 
 from memcastle.errors import AccessDenied, Conflict, InvalidRequest
 from memcastle.mcp.sessions import mode_key
-from memcastle.mcp.tools.base import Env, tool
+from memcastle.mcp.tools.base import READS, WRITES, Env, tool
 from memcastle.modes import MODES, narrows, parse_mode
 
 
-@tool("memcastle_status", "Memory server status", "open", read_only=True)
+@tool("memcastle_status", "Memory server status", "open", READS)
 def status(env: Env) -> dict[str, Any]:
     """Is memory up, what it holds, warnings, this session's memory mode."""
     mode, source = env.mode()
     return {**env.services.status.status().to_json(), "mode": mode, "mode_source": source}
 
 
-@tool("memcastle_set_mode", "Set this session's memory mode", "open", read_only=False)
+@tool("memcastle_set_mode", "Set this session's memory mode", "open", WRITES)
 def set_mode(
     env: Env,
     mode: Annotated[str, Field(json_schema_extra={"enum": list(MODES)})],

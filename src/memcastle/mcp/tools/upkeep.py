@@ -6,17 +6,17 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from memcastle.mcp.tools.base import REQUESTER, Env, JobId, tool
+from memcastle.mcp.tools.base import REPAIRS, REQUESTER, WRITES, Env, JobId, tool
 from memcastle.services.views import job_view
 
 
-@tool("memcastle_audit", "Audit the palace", "control", read_only=False, palace_wide=True)
+@tool("memcastle_audit", "Audit the palace", "control", WRITES, palace_wide=True)
 def audit(env: Env) -> dict[str, Any]:
     """Check the palace in the background (nothing changes); memcastle_job_get shows the findings."""
     return {"job": job_view(env.services.jobs.submit_audit(requested_by=REQUESTER))}
 
 
-@tool("memcastle_repair", "Repair the palace", "control", read_only=False, destructive=True, palace_wide=True)
+@tool("memcastle_repair", "Repair the palace", "control", REPAIRS, palace_wide=True)
 def repair(
     env: Env,
     dry_run: Annotated[bool, Field(description="only audit: what a repair would fix")] = True,
