@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields, is_dataclass
-from typing import Any, TypeVar, get_type_hints
+from typing import Any, TypedDict, TypeVar, get_type_hints
 
 from memcastle.model.mining import DEFAULT_DEBOUNCE
 from memcastle.model.options import option
@@ -97,6 +97,18 @@ class SearchRequest:
                                      agents="search")  # fmt: skip
     include_hidden: bool = option(False, "the drawers a person hid too", "flag", agents="none")
     query_embedding: Sequence[float] | None = None  # the caller's own query vector, for the semantic leg
+
+
+class NoteFields(TypedDict, total=False):
+    """What a note carries besides its text (`DrawerService.save_note`): where it is filed (default wing and room
+    `notes`), its tags, who wrote it, a name unique in its room, and when it expires (an instant, or 7d from now)."""
+
+    wing: str | None
+    room: str | None
+    tags: Sequence[str]
+    agent: str | None
+    name: str | None
+    expires_at: str | None
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Unpack
 
 from memcastle.clock import Clock, utc_now
 from memcastle.connectors.secrets import Redactor
@@ -12,6 +12,7 @@ from memcastle.errors import InvalidRequest, NotFound
 from memcastle.knowledge.dedup import DuplicateFinder
 from memcastle.model import Drawer, NewDrawer, Page, Provenance, Room, Source, Wing, content_hash
 from memcastle.model.answers import Duplicate, PreferenceTrace
+from memcastle.model.requests import NoteFields
 from memcastle.preferences import Policy, explain
 from memcastle.services.audit import Record, unrecorded
 from memcastle.services.events import Publish, drawer_ref, filed_event, ignore_event
@@ -67,31 +68,21 @@ class DrawerService:
         self._publish("drawers", filed_event([drawer], supersedes=supersedes))
 
     def save_note(
-        self,
-        content: str,
-        *,
-        wing: str | None = None,
-        room: str | None = None,
-        tags: Sequence[str] = (),
-        agent: str | None = None,
-        name: str | None = None,
-        requested_by: str = "http",
-        kind: str = "note",
-        expires_at: str | None = None,
+        self, content: str, *, requested_by: str = "http", kind: str = "note", **fields: Unpack[NoteFields]
     ) -> NoteWrite:
         """File a manual note; an unnamed exact copy in the same room returns the existing drawer instead.
         Credentials in the text are redacted, as in mined text."""
         check_content(content)
         content = self._redactor.text(content).text
-        wing = check_name(wing, "wing") or DEFAULT_WING
-        room = check_name(room, "room") or NOTES_ROOM
+        wing = check_name(fields.get("wing"), "wing") or DEFAULT_WING
+        room = check_name(fields.get("room"), "room") or NOTES_ROOM
         visibility().writable(wing, room)
         # A name and tags are stored and shown like the text: a token pasted there is redacted too.
-        tags = tuple(dict.fromkeys(self._redactor.text(tag).text for tag in check_tags(tags)))
-        agent = check_name(agent, "agent")
-        named = check_name(name, "name")
+        tags = tuple(dict.fromkeys(self._redactor.text(tag).text for tag in check_tags(fields.get("tags", ()))))
+        agent = check_name(fields.get("agent"), "agent")
+        named = check_name(fields.get("name"), "name")
         name = self._redactor.text(named).text if named is not None else None
-        expires_at = check_expiry(expires_at, self._now())
+        expires_at = check_expiry(fields.get("expires_at"), self._now())
         if name is None:
             # A diary is one agent's: the same words from another agent are that agent's own entry.
             existing = self._store.drawers.find_current_copy(
@@ -119,36 +110,15 @@ class DrawerService:
         content: str,
         *,
         idempotency_key: str | None = None,
-        wing: str | None = None,
-        room: str | None = None,
-        tags: Sequence[str] = (),
-        agent: str | None = None,
-        name: str | None = None,
         requested_by: str = "http",
-        expires_at: str | None = None,
+        **fields: Unpack[NoteFields],
     ) -> NoteWrite:
         """`save_note` for an interface: with an idempotency key, a retry answers with the first write's drawer."""
-        request = {
-            "content": content,
-            "wing": wing,
-            "room": room,
-            "tags": list(tags),
-            "agent": agent,
-            "name": name,
-            "expires_at": expires_at,
-        }
+        given = {name: fields.get(name) for name in NoteFields.__annotations__}
+        request = {"content": content, **given, "tags": list(fields.get("tags", ()))}
 
         def write() -> dict[str, Any]:
-            saved = self.save_note(
-                content,
-                wing=wing,
-                room=room,
-                tags=tags,
-                agent=agent,
-                name=name,
-                requested_by=requested_by,
-                expires_at=expires_at,
-            )
+            saved = self.save_note(content, requested_by=requested_by, **fields)
             return {"drawer_ids": [saved.drawer.id], "created": saved.created}
 
         result, replayed = self._keys.once(idempotency_key, "note", request, write)
