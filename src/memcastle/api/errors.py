@@ -75,52 +75,81 @@ def accepted_fields(request: Request, loc: tuple[Any, ...]) -> list[str]:
     return sorted(field.alias or name for name, field in fields.items())
 
 
+def respond(
+    request: Request,
+    error: MemCastleError,
+    status: int | None = None,
+    *,
+    headers: dict[str, str] | None = None,
+    details: list[dict[str, Any]] | None = None,
+) -> Response:
+    """The one renderer of a failure: a person's browser gets the error page (a page's own route, or a page asked
+    for where no route answered), everyone else the JSON shape (`memcastle.errors.error_shape`), with `details` for a
+    refused body. The CLI reads that shape back into the same error (`memcastle.errors.from_answer`)."""
+    status = status or http_status(error)
+    if _page_wanted(request):
+        from memcastle.web.pages import error_page
+
+        return error_page(request, error, status)
+    body = {**error_shape(error), **({"details": details} if details is not None else {})}
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def _page_wanted(request: Request) -> bool:
+    if not getattr(request.app.state, "web", False):
+        return False
+    from memcastle.web.pages import PageRoute, wants_page
+
+    return isinstance(request.scope.get("route"), PageRoute) or wants_page(request)
+
+
+def refusal_of(request: Request, exc: RequestValidationError) -> tuple[InvalidRequest, list[dict[str, Any]]]:
+    """A request pydantic refused, as the invalid request it is (naming its first field, with the fields the object
+    takes when it was an unknown one), and every refusal."""
+    errors = exc.errors()
+    details = [{"field": field_path(tuple(e.get("loc", ()))), "message": e.get("msg")} for e in errors]
+    refusal = invalid_arguments(errors, "see the OpenAPI schema at /openapi.json")
+    first = errors[0] if errors else {}
+    if first.get("type") == "extra_forbidden":
+        accepted = accepted_fields(request, tuple(first.get("loc", ())))
+        if accepted:
+            refusal = InvalidRequest(
+                f"{refusal.message}; accepted: {', '.join(accepted)}", field=refusal.field, help=refusal.help
+            )
+    return refusal, details
+
+
 def install_error_handlers(app: FastAPI) -> None:
+    """Every failure, whatever raised it, through `respond`."""
+
     @app.exception_handler(MemCastleError)
-    async def on_memcastle_error(request: Request, exc: MemCastleError) -> JSONResponse:
+    async def on_memcastle_error(request: Request, exc: MemCastleError) -> Response:
         headers = {"WWW-Authenticate": "Bearer"} if isinstance(exc, AccessDenied) and exc.unauthenticated else None
         if isinstance(exc, TooManyRequests):
             headers = {"Retry-After": str(max(1, math.ceil(exc.retry_after)))}
-        return JSONResponse(error_shape(exc), status_code=http_status(exc), headers=headers)
+        return respond(request, exc, headers=headers)
 
     @app.exception_handler(RequestValidationError)
-    async def on_validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = exc.errors()
-        details = [{"field": field_path(tuple(e.get("loc", ()))), "message": e.get("msg")} for e in errors]
-        refusal = invalid_arguments(errors, "see the OpenAPI schema at /openapi.json")
-        first = errors[0] if errors else {}
-        if first.get("type") == "extra_forbidden":
-            accepted = accepted_fields(request, tuple(first.get("loc", ())))
-            if accepted:
-                refusal = InvalidRequest(
-                    f"{refusal.message}; accepted: {', '.join(accepted)}", field=refusal.field, help=refusal.help
-                )
-        return JSONResponse({**error_shape(refusal), "details": details}, status_code=400)
+    async def on_validation_error(request: Request, exc: RequestValidationError) -> Response:
+        refusal, details = refusal_of(request, exc)
+        return respond(request, refusal, 400, details=details)
 
     @app.exception_handler(StarletteHTTPException)
     async def on_http_error(request: Request, exc: StarletteHTTPException) -> Response:
-        if exc.status_code in (404, 405) and getattr(request.app.state, "web", False):
-            from memcastle.web.pages import error_page, wants_page
-
-            if wants_page(request):
-                missing = NotFound(f"there is no page at {request.url.path}", help="the pages are in the menu above")
-                return error_page(request, missing, exc.status_code)
         if exc.status_code == 400 and exc.detail == "There was an error parsing the body":
             # FastAPI's answer to a body it could not decode at all: said as the invalid request it is, naming it.
-            return JSONResponse(error_shape(unreadable_body(exc.__cause__)), status_code=400)
-        code = {404: "not_found", 405: "method_not_allowed", 413: "too_large"}.get(exc.status_code, "http_error")
+            return respond(request, unreadable_body(exc.__cause__), 400)
         headers = dict(getattr(exc, "headers", None) or {})
         if exc.status_code == 405:
             # Starlette names only the first route that matched the path; GET and POST of one path are two routes.
             headers["Allow"] = ", ".join(allowed_methods(request.app, request.url.path))
+        if exc.status_code in (404, 405) and _page_wanted(request):
+            missing = NotFound(f"there is no page at {request.url.path}", help="the pages are in the menu above")
+            return respond(request, missing, exc.status_code)
+        code = {404: "not_found", 405: "method_not_allowed", 413: "too_large"}.get(exc.status_code, "http_error")
         return JSONResponse(error_body(str(exc.detail), code), status_code=exc.status_code, headers=headers)
 
     @app.exception_handler(Exception)
     async def on_unexpected(request: Request, exc: Exception) -> Response:
         log.exception("unexpected error on %s %s", request.method, request.url.path)
-        if getattr(request.app.state, "web", False):
-            from memcastle.web.pages import error_page, wants_page
-
-            if wants_page(request):
-                return error_page(request, InternalError.of(exc), 500)
-        return JSONResponse(error_shape(InternalError.of(exc)), status_code=500)
+        return respond(request, InternalError.of(exc), 500)

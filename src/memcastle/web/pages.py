@@ -8,16 +8,14 @@ import functools
 import hashlib
 import hmac
 import secrets
-from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fastapi import Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, Response
+from fastapi.responses import HTMLResponse
 from fastapi.routing import APIRoute
 
-from memcastle.errors import AccessDenied, InvalidRequest, MemCastleError, http_status
+from memcastle.errors import AccessDenied, MemCastleError
 from memcastle.model import Drawer
 from memcastle.model.answers import drawer_title, standing_line
 from memcastle.modes import HEADER, Access, enforce_mode, parse_mode
@@ -149,20 +147,5 @@ def check_csrf(request: Request, token: str) -> None:
 
 
 class PageRoute(APIRoute):
-    """A page's route: a `MemCastleError` it raises becomes the error page, with its class's status."""
-
-    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-        handler = super().get_route_handler()
-
-        async def handle(request: Request) -> Response:
-            try:
-                return await handler(request)
-            except MemCastleError as exc:
-                return error_page(request, exc, http_status(exc))
-            except RequestValidationError as exc:  # `?limit=abc`: said on the page, naming the field
-                first = exc.errors()[0] if exc.errors() else {}
-                field = ".".join(str(p) for p in first.get("loc", ())[1:]) or None
-                refusal = InvalidRequest(f"{field or 'the request'}: {first.get('msg', 'not valid')}", field=field)
-                return error_page(request, refusal, 400)
-
-        return handle
+    """A page's route: what it raises is answered with the error page, whatever the client accepts
+    (`memcastle.api.errors.respond`)."""
