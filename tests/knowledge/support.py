@@ -13,6 +13,7 @@ import yaml
 from addresses import LOCAL
 from clocks import DistinctClock
 from fastapi.testclient import TestClient
+from store_reads import all_entities
 
 from memcastle.app import Palace, build
 from memcastle.config import Settings, load_settings
@@ -178,7 +179,7 @@ class GraphSnapshot:
 
 def graph_of(store: Store) -> GraphSnapshot:
     """Everything the knowledge graph holds, as ids, through the store's own reads."""
-    entities = store.graph.all_entities()
+    entities = all_entities(store)
     facts = store.graph.find_assertions(limit=100_000)
     return GraphSnapshot(
         entities=frozenset(e.id for e in entities),

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from store_reads import all_entities
 
 from memcastle.clock import utc_now
 from memcastle.knowledge.entities import (
@@ -133,7 +134,7 @@ def test_two_one_edit_candidates_make_a_new_entity_with_possibly_same_hints(stor
         GraphWrite(extractor="test", read_drawers=(), entities=tuple(resolver.created), hints=tuple(found.hints))
     )
     # Hints are recorded for a person to decide; nothing was merged or removed.
-    assert {e.name for e in store.graph.all_entities()} == {"Dorothe", "Dorothya", "Dorothy"}
+    assert {e.name for e in all_entities(store)} == {"Dorothe", "Dorothya", "Dorothy"}
     assert {h.entity_id for h in store.graph.entity_hints(dorothe.id)} == {found.entity.id}
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from store_reads import all_entities, drawers_to_extract
 
 from memcastle.app import Palace
 from memcastle.knowledge.extraction import HeuristicProvider
@@ -202,7 +203,7 @@ def test_two_sweeps_reading_the_same_drawers_record_each_link_once(palaces: Pala
         palace.services.drawers.save_note(content, wing="w")
     sweep = ExtractionSweep(palace.store, HeuristicProvider(), palace.services.policy, ExtractionLimits(0.3))
     # Both sweeps took the same unread drawers; the second infers only after the first wrote its batch.
-    unread = palace.store.graph.drawers_to_extract("heuristic", 16)
+    unread = drawers_to_extract(palace.store, "heuristic", 16)
     first, _ = sweep.read_batch(unread, "heuristic", "first-sweep")
     palace.store.graph.apply_graph(first)
     second, _ = sweep.read_batch(unread, "heuristic", "second-sweep")
@@ -398,7 +399,7 @@ def test_source_code_is_read_for_facts_only_when_configured(palaces: Palaces, co
     (project / "README.md").write_text("# Shop\n\nBen Hart works on Checkout. Checkout uses Postgres.\n")
     mine(palace, "directory", project, wing="project")
     extracted(palace)
-    names = {e.name for e in palace.store.graph.all_entities()}
+    names = {e.name for e in all_entities(palace.store)}
     assert {"Ben Hart", "Checkout", "Postgres"} <= names
     assert ("RequestHandler" in names or "Ana Lopez" in names) is code
     assert palace.services.status.extraction_status().pending == 0  # every drawer was read, code or not

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from store_reads import add_drawer_links, all_entities, drawers_to_extract
 
 from memcastle.errors import NotFound
 from memcastle.model import (
@@ -98,7 +99,7 @@ def planted(store: Store) -> tuple[Store, dict[str, str]]:
     store.near.add_keys([NearKeys(new.id, (1, 2, 3), b"sig"), NearKeys(other.id, (1, 9), b"sig2")])
     from memcastle.model import DrawerLink
 
-    store.graph.add_drawer_links([DrawerLink(new.id, other.id, "near", 0.9, T0)])
+    add_drawer_links(store, [DrawerLink(new.id, other.id, "near", 0.9, T0)])
     store.graph.apply_graph(
         GraphWrite(
             extractor="test",
@@ -151,7 +152,7 @@ def test_a_dry_run_counts_exactly_what_the_forget_removes_and_changes_nothing(
     assert after["near_pending"] == 1, "the neighbour is still queued for linking; the forgotten drawer is not"
     assert after["mention"] == 1 and after["assertion"] == 1 and after["fact_link"] == 0
     assert after["extraction_read"] == 1 and after["drawer_link"] == 0
-    assert {e.id for e in store.graph.all_entities()} == {"e-bob", "e-lyon"}, "Alice was only in forgotten drawers"
+    assert {e.id for e in all_entities(store)} == {"e-bob", "e-lyon"}, "Alice was only in forgotten drawers"
     assert store.graph.get_entity("e-bob").aliases == (), "an alias only forgotten text used is forgotten"
     assert store.graph.entities_with_alias("bobby") == []
     assert store.graph.get_assertion("f-bob").object == "e-lyon" and store.graph.get_entity("e-lyon") is not None
@@ -192,7 +193,7 @@ def test_facts_with_other_evidence_stay_without_the_forgotten_one(store: Store) 
     # A person's statement stays without its evidence drawer.
     report = store.forgetting.forget(ForgetScope(kind="drawer", drawer_id=c), dry_run=False, requested_by="http")
     assert report.counts["facts_kept"] == 1 and store.graph.get_assertion("f-x").drawer_id is None
-    assert {e.id for e in store.graph.all_entities()} == {"e-alice", "e-paris"}, "the explicit fact still names them"
+    assert {e.id for e in all_entities(store)} == {"e-alice", "e-paris"}, "the explicit fact still names them"
 
 
 def test_a_document_goes_with_every_revision_and_its_record_keeps_no_hash(store: Store) -> None:
@@ -292,15 +293,15 @@ def test_writes_read_from_a_drawer_forgotten_meanwhile_are_left_out(store: Store
             links=(FactLink("l-cd", "f-dave", "f-carol", "confirms", "inferred", "same", T0, stays.id),),
         )
     )
-    assert {e.id for e in store.graph.all_entities()} == {"e-dave", "e-atlas"}
+    assert {e.id for e in all_entities(store)} == {"e-dave", "e-atlas"}
     assert [a.id for a in store.graph.find_assertions(limit=10)] == ["f-dave"] and store.graph.links_of(
         ["f-dave"]
     ) == []
-    assert [d.id for d in store.graph.drawers_to_extract("test", 10)] == []
+    assert [d.id for d in drawers_to_extract(store, "test", 10)] == []
     store.near.add_keys([NearKeys(gone.id, (1,), b"s")])
     from memcastle.model import DrawerLink
 
-    store.graph.add_drawer_links([DrawerLink(stays.id, gone.id, "near", 0.9, T0)])
+    add_drawer_links(store, [DrawerLink(stays.id, gone.id, "near", 0.9, T0)])
     assert store.graph.drawer_links(stays.id) == [] and store.near.count_pending() == 0
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from store_reads import add_drawer_links, all_entities, drawers_to_extract
 
 from memcastle.errors import Conflict, NotFound
 from memcastle.model import (
@@ -88,7 +89,7 @@ def test_a_graph_write_is_stored_and_replaying_it_changes_nothing(graph: tuple[S
     store, drawers = graph
     alice = store.graph.get_entity("e-alice")
     assert alice.aliases == ("Ally", "A. Smith") and alice.key == "alice" and alice.created_at == T0
-    assert [e.id for e in store.graph.all_entities()] == ["e-alice", "e-paris", "e-bob"]
+    assert [e.id for e in all_entities(store)] == ["e-alice", "e-paris", "e-bob"]
     assert [e.id for e in store.graph.entities_with_alias("ally")] == ["e-alice"]
     assert [e.id for e in store.graph.entities_with_alias("a smith")] == ["e-alice"]
     assert store.graph.count_facts() == 2
@@ -114,11 +115,11 @@ def test_a_graph_write_is_stored_and_replaying_it_changes_nothing(graph: tuple[S
 
 def test_read_markers_say_what_is_left_to_extract(graph: tuple[Store, list[str]]) -> None:
     store, drawers = graph
-    assert [d.id for d in store.graph.drawers_to_extract("test", 10)] == [drawers[2]]
+    assert [d.id for d in drawers_to_extract(store, "test", 10)] == [drawers[2]]
     assert store.graph.count_to_extract("test") == 1
     assert store.graph.count_to_extract("other-extractor") == 3
     store.drawers.invalidate_drawer(drawers[2])
-    assert store.graph.count_to_extract("test") == 0 and store.graph.drawers_to_extract("test", 10) == []
+    assert store.graph.count_to_extract("test") == 0 and drawers_to_extract(store, "test", 10) == []
 
 
 def test_the_resolver_lookups_are_by_name_key_and_key_variant(store: Store) -> None:
@@ -291,10 +292,14 @@ def test_similar_drawers_are_linked_and_found_in_their_room(store: Store) -> Non
         (exact.id, True),
         (loose.id, False),
     ]
-    store.graph.add_drawer_links(
-        [DrawerLink(exact.id, original.id, "exact", 1.0, T0), DrawerLink(loose.id, original.id, "normalized", 0.98, T1)]
+    add_drawer_links(
+        store,
+        [
+            DrawerLink(exact.id, original.id, "exact", 1.0, T0),
+            DrawerLink(loose.id, original.id, "normalized", 0.98, T1),
+        ],
     )
-    store.graph.add_drawer_links([DrawerLink(exact.id, original.id, "exact", 1.0, T2)])
+    add_drawer_links(store, [DrawerLink(exact.id, original.id, "exact", 1.0, T2)])
     assert store.graph.drawer_links(original.id) == [
         DrawerLink(exact.id, original.id, "exact", 1.0, T0),
         DrawerLink(loose.id, original.id, "normalized", 0.98, T1),

@@ -71,12 +71,6 @@ class EmbeddingTables(Role):
         with self._read() as tx:
             return places(tx, drawer_ids)
 
-    def drawers_missing_embeddings(self, model: str, limit: int) -> list[Drawer]:
-        """Drawers without vectors for `model`: current ones first, each group in `seq` order."""
-        current = self.next_to_embed(model, limit, after=0, current=True)
-        rest = self.next_to_embed(model, limit - len(current), after=0, current=False) if len(current) < limit else []
-        return [d for _, d in current + rest]
-
     def next_to_embed(
         self,
         model: str,

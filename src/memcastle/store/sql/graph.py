@@ -46,9 +46,6 @@ class GraphTables(Role):
 
     # --- extraction -----------------------------------------------------------------------------
 
-    def drawers_to_extract(self, extractor: str, limit: int) -> list[Drawer]:
-        return self.next_to_extract(extractor, limit, after_seq=0)[0]
-
     def next_to_extract(self, extractor: str, limit: int, *, after_seq: int) -> tuple[list[Drawer], int]:
         """The next current drawers the extractor has not read, in `seq` order after `after_seq`, and the `seq` to
         continue after. The walk follows the primary key (`NO_INDEX` keeps SQLite off the `valid_to` index, which
@@ -187,9 +184,6 @@ class GraphTables(Role):
         )
 
     # --- entities -------------------------------------------------------------------------------
-
-    def all_entities(self) -> list[Entity]:
-        return [entity_from_row(r) for r in self._all("SELECT * FROM entity ORDER BY created_at, id")]
 
     def entities_named(self, name: str, key: str) -> list[Entity]:
         """Entities spelt `name` or with the normalized key `key` (two index lookups)."""
@@ -387,19 +381,6 @@ class GraphTables(Role):
         return self._count("SELECT COUNT(*) AS n FROM assertion")
 
     # --- drawer similarity ----------------------------------------------------------------------
-
-    def add_drawer_links(self, links: Sequence[DrawerLink]) -> None:
-        with self._write() as tx:
-            existing = self._existing(tx, [d for link in links for d in (link.from_id, link.to_id)])
-            links = [link for link in links if link.from_id in existing and link.to_id in existing]
-            tx.many(
-                "INSERT INTO drawer_link(from_id, to_id, verdict, similarity, created_at) VALUES (?,?,?,?,?) "
-                "ON CONFLICT DO NOTHING",
-                [
-                    (link.from_id, link.to_id, link.verdict, link.similarity, link.created_at or self._now())
-                    for link in links
-                ],
-            )
 
     def drawer_links(self, drawer_id: str) -> list[DrawerLink]:
         rows = self._all(
