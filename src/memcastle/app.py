@@ -60,10 +60,10 @@ from memcastle.search.tuning import EngineTuning
 from memcastle.services import Housekeeping, MiningSources, Services, Trust, Understanding
 from memcastle.services.agents import CHECKPOINT_JOB
 from memcastle.services.audit import ReadAudit
+from memcastle.services.daemon_view import Admission, RuntimeService
 from memcastle.services.jobs import JobService
 from memcastle.services.lifecycle import KIND as LIFECYCLE
 from memcastle.services.maintenance import palace_check_names, palace_checks
-from memcastle.services.runtime import Admission, RuntimeService
 from memcastle.store import NearestStore, Store
 from memcastle.store.copy import CopyProgress, CopyReport, copy_palace
 from memcastle.store.notices import Notices

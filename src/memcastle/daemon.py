@@ -196,14 +196,14 @@ def file_spooled_checkpoints(palace: Palace, states: Path) -> None:
 
 def prepared_app(palace: Palace, *, request_shutdown: Callable[[], None] | None = None) -> FastAPI:
     """`http_app` with every route prepared (`api.app.prepare_routes`): what the daemon's front builds in a thread."""
-    from memcastle.api.app import prepare_routes
+    from memcastle.api.application import prepare_routes
 
     return prepare_routes(http_app(palace, request_shutdown=request_shutdown))
 
 
 def http_app(palace: Palace, *, request_shutdown: Callable[[], None] | None = None) -> FastAPI:
     """The HTTP application of a built palace, configured from its settings."""
-    from memcastle.api.app import McpSurface, create_app
+    from memcastle.api.application import McpSurface, create_app
 
     settings = palace.settings
     return create_app(

@@ -20,7 +20,7 @@
 
 Each class carries its meaning: `code`, the HTTP `status` (REST and the web page answer it) and the CLI's
 `exit_code`. Errors become responses at each edge, in one shape (`error_shape`): `api.errors` for HTTP, `mcp.server`
-for tool results, `cli.app` for the terminal, which raises a daemon's error answer as its class again
+for tool results, `cli.command_line` for the terminal, which raises a daemon's error answer as its class again
 (`from_answer`). `tests/mcp/test_one_meaning.py` drives one failure through all four.
 """
 

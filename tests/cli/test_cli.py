@@ -370,7 +370,7 @@ def test_bad_config_file_is_an_error_naming_file_and_line(
 
 
 def test_json_after_the_command_means_the_global_option() -> None:
-    from memcastle.cli.app import hoist_json_flag
+    from memcastle.cli.command_line import hoist_json_flag
 
     assert hoist_json_flag(["search", "x", "--json"]) == ["--json", "search", "x"]
     assert hoist_json_flag(["--json", "status"]) == ["--json", "status"]
@@ -389,7 +389,7 @@ def test_version_prints_the_package_version(cli_runner: Any, xdg_home: Any) -> N
 HEAVY = ("rich", "httpx", "pydantic", "typer", "fastapi", "starlette", "numpy", "onnxruntime", "memcastle.services")
 REPORT_MODULES = (
     "import sys\n"
-    "from memcastle.cli.app import app\n"
+    "from memcastle.cli.command_line import app\n"
     "from memcastle.cli.main import run\n"
     "sys.argv = ['memcastle', *sys.argv[1:]]\n"
     "try:\n"
@@ -504,7 +504,7 @@ def test_the_command_table_names_the_module_of_every_command() -> None:
     probe = (
         "import importlib, json, pkgutil\n"
         "import memcastle.cli.commands\n"
-        "from memcastle.cli.app import app\n"
+        "from memcastle.cli.command_line import app\n"
         "def shape():\n"
         "    return {n: set(getattr(c, 'commands', {})) for n, c in app.commands.items()}\n"
         "owners = {}\n"

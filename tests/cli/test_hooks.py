@@ -21,7 +21,7 @@ from waiting import CEILING, wait_until
 
 from memcastle.errors import ConfigError
 from memcastle.hooks import install, installed, uninstall
-from memcastle.hooks.runtime import DEADLINE, REMINDER, last_exchange
+from memcastle.hooks.dispatch import DEADLINE, REMINDER, last_exchange
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 USER_SETTINGS = {

@@ -18,7 +18,7 @@ from agent_logs import ASSISTANT, CONVERSATION, install_opencode, write_session
 from waiting import CEILING, wait_until
 
 from memcastle.errors import ConfigError
-from memcastle.hooks.runtime import REMINDER
+from memcastle.hooks.dispatch import REMINDER
 from memcastle.integrations import INTEGRATIONS, endpoint_of, install, status, uninstall
 from memcastle.mcp.profiles import CORE
 from memcastle.mcp.tools import TOOLS

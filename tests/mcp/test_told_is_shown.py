@@ -11,7 +11,7 @@ import anyio
 from mcp import Client
 
 from memcastle.app import Palace
-from memcastle.hooks.runtime import REMINDER, WAKE_UP_HEAD
+from memcastle.hooks.dispatch import REMINDER, WAKE_UP_HEAD
 from memcastle.integrations import render
 from memcastle.mcp.instructions import INSTRUCTIONS
 from memcastle.mcp.profiles import CORE

@@ -8,7 +8,7 @@ what the modules register.
 
 from __future__ import annotations
 
-from memcastle.cli.app import app, run
+from memcastle.cli.command_line import app, run
 
 COMMAND_MODULES = {
     "audit": ("audit",),

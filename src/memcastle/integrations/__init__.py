@@ -2,7 +2,7 @@
 that a session starts with the agent's wake-up bundle and its transcript is mined as it goes.
 
 Each agent's own mechanism is used, and each runs the same `memcastle hook EVENT --agent NAME` command
-(`memcastle.hooks.runtime`); the model gets MemCastle's tools (the `core` profile) in the same step:
+(`memcastle.hooks.dispatch`); the model gets MemCastle's tools (the `core` profile) in the same step:
 - `claude` — hooks merged into Claude Code's `settings.json` (`memcastle.hooks`), the MCP server entry
   (`registration`), and the agent skill `SKILL.md`;
 - `codex` — hooks merged into Codex CLI's `hooks.json`, the MCP server entry in its `config.toml`, and the skill;
@@ -29,7 +29,7 @@ from memcastle.errors import ConfigError
 from memcastle.hooks import Change, installed, memcastle_argv, settings_file
 from memcastle.hooks import install as install_hooks
 from memcastle.hooks import uninstall as uninstall_hooks
-from memcastle.hooks.runtime import CUES, REMIND_EVERY, REMINDER
+from memcastle.hooks.dispatch import CUES, REMIND_EVERY, REMINDER
 from memcastle.integrations.registration import (
     TOKEN_VARIABLE,
     Endpoint,

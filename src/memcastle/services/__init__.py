@@ -30,17 +30,17 @@ from memcastle.search.engine import SearchEngine
 from memcastle.services.agents import CHECKPOINT_JOB, AgentService
 from memcastle.services.archives import ArchiveService
 from memcastle.services.audit import ReadAudit
+from memcastle.services.daemon_view import RuntimeService
 from memcastle.services.drawers import DrawerService
 from memcastle.services.facts import FactService
 from memcastle.services.forgetting import ForgetRequest, ForgetService
+from memcastle.services.idempotency import RequestKeys
 from memcastle.services.jobs import JobService
 from memcastle.services.lifecycle import LifecycleService
 from memcastle.services.miners import MinerService
 from memcastle.services.mining import MiningService
 from memcastle.services.parts import Housekeeping, MiningSources, Trust, Understanding
 from memcastle.services.places import PlaceService
-from memcastle.services.requests import RequestKeys
-from memcastle.services.runtime import RuntimeService
 from memcastle.services.search import SearchService, build_query
 from memcastle.services.status import StatusService
 from memcastle.services.webhooks import WebhookService

@@ -14,8 +14,8 @@ from memcastle.model.requests import CheckpointItem, request_of
 from memcastle.services.audit import Record, unrecorded
 from memcastle.services.drawers import DEFAULT_WING, DIARY_ROOM, DrawerService
 from memcastle.services.facts import FactService
+from memcastle.services.idempotency import RequestKeys
 from memcastle.services.reader import visibility
-from memcastle.services.requests import RequestKeys
 from memcastle.services.validation import (
     MAX_CHECKPOINT_ITEMS,
     MAX_LIMIT,

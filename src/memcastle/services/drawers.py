@@ -16,10 +16,10 @@ from memcastle.model.requests import NoteFields
 from memcastle.preferences import Policy, explain
 from memcastle.services.audit import Record, unrecorded
 from memcastle.services.events import Publish, drawer_ref, filed_event, ignore_event
+from memcastle.services.idempotency import RequestKeys
 from memcastle.services.ids import resolve_id
 from memcastle.services.jobs import JobService
 from memcastle.services.reader import reader, visibility
-from memcastle.services.requests import RequestKeys
 from memcastle.services.validation import check_content, check_expiry, check_limit, check_name, check_tags
 from memcastle.store import Store
 

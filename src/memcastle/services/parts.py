@@ -17,7 +17,7 @@ from memcastle.model import MinerSpec
 from memcastle.preferences import Policy
 from memcastle.search.embeddings import EmbeddingProvider
 from memcastle.services.audit import ReadAudit
-from memcastle.services.runtime import RuntimeService
+from memcastle.services.daemon_view import RuntimeService
 from memcastle.store.notices import Notices
 from memcastle.store.reserve import StorageReserve
 

@@ -14,9 +14,9 @@ from memcastle.model.jobs import storage_cause
 from memcastle.search.backfill import KIND as EMBED
 from memcastle.search.backfill import model_key
 from memcastle.search.engine import SearchEngine
+from memcastle.services.daemon_view import RuntimeService
 from memcastle.services.parts import Housekeeping, Understanding
 from memcastle.services.reader import palace_wide, visibility
-from memcastle.services.runtime import RuntimeService
 from memcastle.store import Store
 
 # Below this much room on the palace's disk, status warns.

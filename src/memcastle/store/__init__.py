@@ -368,7 +368,7 @@ class JobStore(Protocol):
 
 
 class RequestKeyStore(Protocol):
-    """Idempotency keys of agent writes (see `memcastle.store.sql.requests`)."""
+    """Idempotency keys of agent writes (see `memcastle.store.sql.idempotency`)."""
 
     def claim_request_key(
         self, key: str, operation: str, digest: str, *, now: str, stale_before: str, expire_before: str

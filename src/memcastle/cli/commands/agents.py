@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from memcastle.cli import render
-from memcastle.cli.app import Invocation, app, group, pass_invocation, read_content, text_of
+from memcastle.cli.command_line import Invocation, app, group, pass_invocation, read_content, text_of
 
 diary_app = group("diary", app, "An agent's diary: write and read entries.")
 

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from memcastle.cli import render
-from memcastle.cli.app import EXIT_ERROR, Invocation, app, wait_for_job
+from memcastle.cli.command_line import EXIT_ERROR, Invocation, app, wait_for_job
 
 
 def _absolute(path: str) -> str:

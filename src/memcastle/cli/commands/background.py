@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 
 import click
 
-from memcastle.cli.app import EXIT_ERROR, EXIT_NO_DAEMON, Invocation, app, group, pass_invocation
+from memcastle.cli.command_line import EXIT_ERROR, EXIT_NO_DAEMON, Invocation, app, group, pass_invocation
 from memcastle.errors import InvalidRequest
 
 daemon_app = group("daemon", app, "Run the palace's daemon in the background, or as a service started at login.")

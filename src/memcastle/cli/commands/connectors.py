@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from memcastle.cli import render
-from memcastle.cli.app import Invocation, app, group, pass_invocation
+from memcastle.cli.command_line import Invocation, app, group, pass_invocation
 
 connector_app = group("connector", app, "Out-of-process connectors: programs in any language, added with consent.")
 

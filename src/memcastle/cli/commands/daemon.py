@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from memcastle.cli import render
-from memcastle.cli.app import EXIT_ERROR, Invocation, app, group, pass_invocation
+from memcastle.cli.command_line import EXIT_ERROR, Invocation, app, group, pass_invocation
 from memcastle.modes import MODES
 
 auth_app = group("auth", app, "Authentication: bearer tokens of the palace.")

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from memcastle.cli.app import Invocation, app
+from memcastle.cli.command_line import Invocation, app
 
 STYLE = {"ok": "green", "info": "cyan", "warning": "yellow", "error": "red"}
 

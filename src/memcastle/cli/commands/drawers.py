@@ -9,7 +9,7 @@ from urllib.parse import quote
 import click
 
 from memcastle.cli import render
-from memcastle.cli.app import Invocation, app, group, pass_invocation, read_content, text_of
+from memcastle.cli.command_line import Invocation, app, group, pass_invocation, read_content, text_of
 
 drawer_app = group("drawer", app, "Drawers: show, history, supersede, pin, hide, list.")
 wing_app = group("wing", app, "Wings of the palace.")

@@ -11,7 +11,7 @@ from urllib.parse import quote
 import click
 
 from memcastle.cli import render
-from memcastle.cli.app import Invocation, app, group, pass_invocation
+from memcastle.cli.command_line import Invocation, app, group, pass_invocation
 from memcastle.cli.commands.drawers import room_app, wing_app
 from memcastle.cli.search_options import SCOPE_OPTIONS, search_body, search_options
 

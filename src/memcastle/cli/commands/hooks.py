@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from memcastle.cli import render
-from memcastle.cli.app import Invocation, app, group, pass_invocation
+from memcastle.cli.command_line import Invocation, app, group, pass_invocation
 from memcastle.errors import MemCastleError
 
 hooks_app = group("hooks", app, "Agent hooks: MemCastle in Claude Code's or Codex CLI's session lifecycle.")
@@ -141,7 +141,7 @@ def _why(exc: BaseException, deadline: float) -> str:
 def hook(inv: Invocation, event: str, agent: str, checkpoint: bool) -> None:
     """Run by an agent's hook with its JSON on standard input (see `hooks install`); never fails the agent."""
     from memcastle.clock import utc_now
-    from memcastle.hooks.runtime import CALL_TIMEOUT, DEADLINE, SavedWakeUp, handle, read_payload
+    from memcastle.hooks.dispatch import CALL_TIMEOUT, DEADLINE, SavedWakeUp, handle, read_payload
     from memcastle.runtime.daemons import state_dir
 
     def give_up(*_: object) -> None:
@@ -158,7 +158,7 @@ def hook(inv: Invocation, event: str, agent: str, checkpoint: bool) -> None:
     try:
         payload = read_payload(sys.stdin.read() if not sys.stdin.isatty() else "")
         if event == "prompt":  # the search reminder: decided here, without the daemon, in milliseconds
-            from memcastle.hooks.runtime import PromptCount, reminder_output
+            from memcastle.hooks.dispatch import PromptCount, reminder_output
 
             level = inv.settings().hooks.reminder
             session = str(payload.get("session_id") or "")

@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from memcastle.cli import render
-from memcastle.cli.app import Invocation, app, group, pass_invocation
+from memcastle.cli.command_line import Invocation, app, group, pass_invocation
 from memcastle.integrations import INTEGRATIONS, SCOPES
 
 integration_app = group(

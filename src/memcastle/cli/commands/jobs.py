@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from memcastle.cli import render
-from memcastle.cli.app import Invocation, app, group, pass_invocation, wait_for_job
+from memcastle.cli.command_line import Invocation, app, group, pass_invocation, wait_for_job
 
 job_app = group("job", app, "Background jobs: list, show and control them.")
 

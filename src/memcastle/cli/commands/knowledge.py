@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from memcastle.cli import render
-from memcastle.cli.app import Invocation, app, group, pass_invocation, request_sweep, wait_option
+from memcastle.cli.command_line import Invocation, app, group, pass_invocation, request_sweep, wait_option
 
 fact_app = group("fact", app, "Facts: list, history, and explicit decisions.")
 entity_app = group("entity", app, "Entities of the knowledge graph.")

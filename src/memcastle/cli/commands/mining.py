@@ -10,7 +10,7 @@ from urllib.parse import quote
 import click
 
 from memcastle.cli import render
-from memcastle.cli.app import (
+from memcastle.cli.command_line import (
     EXIT_ERROR,
     Invocation,
     app,

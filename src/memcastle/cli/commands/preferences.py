@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from memcastle.cli import render
-from memcastle.cli.app import Invocation, app, group, pass_invocation
+from memcastle.cli.command_line import Invocation, app, group, pass_invocation
 
 preferences_app = group("preferences", app, "Source preferences: show, check, explain.")
 

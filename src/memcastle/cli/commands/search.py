@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from memcastle.cli import render
-from memcastle.cli.app import Invocation, app, pass_invocation
+from memcastle.cli.command_line import Invocation, app, pass_invocation
 from memcastle.cli.search_options import FULL, RECALL_OPTIONS, search_body, search_options
 
 

@@ -57,11 +57,11 @@ from memcastle.store.sql.drawers import DrawerTables, NameTaken
 from memcastle.store.sql.filters import filter_sql
 from memcastle.store.sql.forgetting import ForgetTables
 from memcastle.store.sql.graph import GraphTables
+from memcastle.store.sql.idempotency import RequestKeyTables
 from memcastle.store.sql.miners import MinerTables
 from memcastle.store.sql.mining import MiningTables
 from memcastle.store.sql.near import NearTables
 from memcastle.store.sql.neighbours import ContextPass, index_written, renew_around
-from memcastle.store.sql.requests import RequestKeyTables
 from memcastle.store.sql.search import SearchTables
 
 

@@ -32,12 +32,12 @@ from memcastle.store.sql.drawers import DrawerTables, NameTaken
 from memcastle.store.sql.embeddings import EmbeddingTables
 from memcastle.store.sql.forgetting import ForgetTables
 from memcastle.store.sql.graph import GraphTables
+from memcastle.store.sql.idempotency import RequestKeyTables
 from memcastle.store.sql.jobs import JobTables
 from memcastle.store.sql.miners import MinerTables
 from memcastle.store.sql.mining import MiningTables
 from memcastle.store.sql.near import NearTables
 from memcastle.store.sql.neighbours import ContextPass, index_written, renew_around
-from memcastle.store.sql.requests import RequestKeyTables
 from memcastle.store.sql.rows import job_from_row
 from memcastle.store.sql.vectors import VectorWrite, vector_chunk
 from memcastle.store.sqlite.failures import sqlite_errors, storage_failure

@@ -21,7 +21,7 @@ from memcastle.api.guard import BrowserGuard, HostPolicy
 from memcastle.api.limits import BodyLimit
 from memcastle.api.openapi import honest_openapi
 from memcastle.api.routes import CONCERN_ROUTERS
-from memcastle.api.tokens import router as token_router
+from memcastle.api.token_routes import router as token_router
 from memcastle.mcp.endpoint import MCP_PATH, LazyEndpoint
 from memcastle.runtime.tokens import TokenStore
 from memcastle.services import Services
