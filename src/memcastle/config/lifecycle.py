@@ -6,8 +6,7 @@ from __future__ import annotations
 import math
 
 from memcastle.config import RawTable
-from memcastle.config.toml import line_for
-from memcastle.errors import ConfigError
+from memcastle.config.arrays import array_entries
 from memcastle.model.lifecycle import ExpiryRule, Lifecycle
 from memcastle.model.mining import parse_duration
 
@@ -19,21 +18,8 @@ def load_lifecycle(table: RawTable | None) -> Lifecycle:
     """Validate `[[lifecycle]]`; every error names the file, the line where it can, and the key."""
     if table is None:
         return Lifecycle()
-    if not isinstance(table.value, list):
-        line = line_for(table.text, "lifecycle")
-        raise ConfigError("must be an array of tables: [[lifecycle]]", file=table.file, line=line, key="lifecycle")
     rules = []
-    for index, entry in enumerate(table.value):
-        where = f"lifecycle[{index}]"
-        if not isinstance(entry, dict):
-            raise ConfigError("must be a table", file=table.file, line=line_for(table.text, where), key=where)
-
-        def fail(key: str, message: str) -> ConfigError:
-            return ConfigError(message, file=table.file, line=line_for(table.text, key), key=key)
-
-        for key in entry:
-            if key not in _KEYS:
-                raise fail(f"{where}.{key}", f"unknown key; allowed: {', '.join(sorted(_KEYS))}")
+    for where, entry, fail in array_entries(table, "lifecycle", _KEYS):
         for key in _CRITERIA:
             value = entry.get(key)
             if value is not None and (not isinstance(value, str) or not value.strip()):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from memcastle.config import RawTable
-from memcastle.config.toml import line_for
+from memcastle.config.arrays import Refuse, array_entries
 from memcastle.errors import ConfigError
 from memcastle.model.mining import DEFAULT_DEBOUNCE, MAX_DEBOUNCE, MIN_EVERY, MinerSpec, check_triggers, parse_duration
 
@@ -27,21 +27,8 @@ def load_miners(table: RawTable | None) -> dict[str, MinerSpec]:
     """Validate `[[miners]]`; every error names the file, the line where it can, and the key."""
     if table is None:
         return {}
-    if not isinstance(table.value, list):
-        line = line_for(table.text, "miners")
-        raise ConfigError("must be an array of tables: [[miners]]", file=table.file, line=line, key="miners")
     miners: dict[str, MinerSpec] = {}
-    for index, entry in enumerate(table.value):
-        where = f"miners[{index}]"
-        if not isinstance(entry, dict):
-            raise ConfigError("must be a table", file=table.file, line=line_for(table.text, where), key=where)
-
-        def fail(key: str, message: str) -> ConfigError:
-            return ConfigError(message, file=table.file, line=line_for(table.text, key), key=key)
-
-        for key in entry:
-            if key not in _KEYS:
-                raise fail(f"{where}.{key}", f"unknown key; allowed: {', '.join(sorted(_KEYS))}")
+    for where, entry, fail in array_entries(table, "miners", _KEYS):
         for key in ("name", "connector", "locator"):
             value = entry.get(key)
             if not isinstance(value, str) or (key != "locator" and not value.strip()):
@@ -73,7 +60,7 @@ def load_miners(table: RawTable | None) -> dict[str, MinerSpec]:
             except ValueError as exc:
                 raise fail(f"{where}.every", str(exc)) from None
 
-        def trigger_fail(key: str, message: str, where: str = where) -> ConfigError:
+        def trigger_fail(key: str, message: str, where: str = where, fail: Refuse = fail) -> ConfigError:
             return fail(f"{where}.{key}", message)
 
         poll, webhook, secret_env = check_triggers(

@@ -117,37 +117,28 @@ def _mark(inv: Invocation, drawer_id: str, **marks: bool) -> None:
     inv.emit(data, lambda data: render.show_drawer(data))
 
 
-@drawer_app.command("pin")
-@click.argument("drawer_id")
-@pass_invocation
-def drawer_pin(inv: Invocation, drawer_id: str) -> None:
-    """Pin a drawer: it always enters its wing's wake-up bundle and recall (its later versions stay pinned)."""
-    _mark(inv, drawer_id, pinned=True)
+# The marks a person sets by hand: the command, the mark and its value, and the help.
+MARKS = (
+    ("pin", "pinned", True,
+     "Pin a drawer: it always enters its wing's wake-up bundle and recall (its later versions stay pinned)."),
+    ("unpin", "pinned", False, "Unpin a drawer."),
+    ("hide", "hidden", True, "Hide a drawer: search, recall and wake-up leave it out unless asked for "
+     "(--include-hidden); it stays in the palace, readable by its id."),
+    ("unhide", "hidden", False, "Show a hidden drawer again."),
+)  # fmt: skip
 
 
-@drawer_app.command("unpin")
-@click.argument("drawer_id")
-@pass_invocation
-def drawer_unpin(inv: Invocation, drawer_id: str) -> None:
-    """Unpin a drawer."""
-    _mark(inv, drawer_id, pinned=False)
+def _mark_command(name: str, mark: str, value: bool, help: str) -> None:
+    """`memcastle drawer NAME DRAWER_ID`: set one mark."""
+
+    def marked(inv: Invocation, drawer_id: str) -> None:
+        _mark(inv, drawer_id, **{mark: value})
+
+    drawer_app.command(name, help=help)(click.argument("drawer_id")(pass_invocation(marked)))
 
 
-@drawer_app.command("hide")
-@click.argument("drawer_id")
-@pass_invocation
-def drawer_hide(inv: Invocation, drawer_id: str) -> None:
-    """Hide a drawer: search, recall and wake-up leave it out unless asked for (--include-hidden); it stays in the
-    palace, readable by its id."""
-    _mark(inv, drawer_id, hidden=True)
-
-
-@drawer_app.command("unhide")
-@click.argument("drawer_id")
-@pass_invocation
-def drawer_unhide(inv: Invocation, drawer_id: str) -> None:
-    """Show a hidden drawer again."""
-    _mark(inv, drawer_id, hidden=False)
+for _marking in MARKS:
+    _mark_command(*_marking)
 
 
 @drawer_app.command("list")

@@ -78,56 +78,33 @@ def _flags(fn: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--dry-run", is_flag=True, help="only show what would go")(fn)
 
 
-@forget_app.command("drawer")
-@click.argument("drawer_id")
-@_flags
-@pass_invocation
-def forget_drawer(inv: Invocation, drawer_id: str, dry_run: bool, yes: bool) -> None:
-    """Forget one drawer with its whole version history."""
-    send = _sender(inv, {"scope": "drawer", "drawer_id": drawer_id})
-    run_forget(inv, send, broad=False, dry_run=dry_run, yes=yes)
+# Each scope that names what it forgets: its arguments (the request's fields), whether it is broad (previewed first,
+# needs --yes) and its help.
+NAMED_SCOPES = (
+    ("drawer", ("drawer_id",), False, "Forget one drawer with its whole version history."),
+    ("document", ("source_id", "document"), False,
+     "Forget every revision of a mined DOCUMENT of SOURCE_ID (both are in a drawer's origin)."),
+    ("source", ("source_id",), True, "Forget every drawer mined from a source (see: memcastle source list)."),
+    ("room", ("wing", "room"), True, "Forget a room with every drawer in it."),
+    ("wing", ("wing",), True, "Forget a wing with every room and drawer in it."),
+)  # fmt: skip
 
 
-@forget_app.command("document")
-@click.argument("source_id")
-@click.argument("document")
-@_flags
-@pass_invocation
-def forget_document(inv: Invocation, source_id: str, document: str, dry_run: bool, yes: bool) -> None:
-    """Forget every revision of a mined DOCUMENT of SOURCE_ID (both are in a drawer's origin)."""
-    send = _sender(inv, {"scope": "document", "source_id": source_id, "document": document})
-    run_forget(inv, send, broad=False, dry_run=dry_run, yes=yes)
+def _scope_command(scope: str, names: tuple[str, ...], broad: bool, help: str) -> None:
+    """`memcastle forget SCOPE NAMES…`: a forget of the scope named by its arguments."""
+
+    def forget(inv: Invocation, /, dry_run: bool, yes: bool, **named: str) -> None:
+        send = _sender(inv, {"scope": scope, **named})
+        run_forget(inv, send, broad=broad, dry_run=dry_run, yes=yes)
+
+    command: Callable[..., Any] = pass_invocation(_flags(forget))
+    for name in reversed(names):
+        command = click.argument(name)(command)
+    forget_app.command(scope, help=help)(command)
 
 
-@forget_app.command("source")
-@click.argument("source_id")
-@_flags
-@pass_invocation
-def forget_source(inv: Invocation, source_id: str, dry_run: bool, yes: bool) -> None:
-    """Forget every drawer mined from a source (see: memcastle source list)."""
-    send = _sender(inv, {"scope": "source", "source_id": source_id})
-    run_forget(inv, send, broad=True, dry_run=dry_run, yes=yes)
-
-
-@forget_app.command("room")
-@click.argument("wing")
-@click.argument("room")
-@_flags
-@pass_invocation
-def forget_room(inv: Invocation, wing: str, room: str, dry_run: bool, yes: bool) -> None:
-    """Forget a room with every drawer in it."""
-    send = _sender(inv, {"scope": "room", "wing": wing, "room": room})
-    run_forget(inv, send, broad=True, dry_run=dry_run, yes=yes)
-
-
-@forget_app.command("wing")
-@click.argument("wing")
-@_flags
-@pass_invocation
-def forget_wing(inv: Invocation, wing: str, dry_run: bool, yes: bool) -> None:
-    """Forget a wing with every room and drawer in it."""
-    send = _sender(inv, {"scope": "wing", "wing": wing})
-    run_forget(inv, send, broad=True, dry_run=dry_run, yes=yes)
+for _scope in NAMED_SCOPES:
+    _scope_command(*_scope)
 
 
 @forget_app.command("search")

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
 from memcastle.cli import render
 from memcastle.cli.command_line import Invocation, app, group, pass_invocation
 from memcastle.errors import MemCastleError
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 hooks_app = group("hooks", app, "Agent hooks: MemCastle in Claude Code's or Codex CLI's session lifecycle.")
 
@@ -43,16 +46,23 @@ def _apply(inv: Invocation, change: Any, dry_run: bool, done: str) -> None:
     inv.emit(data, show)
 
 
+def _settings_change(command: F) -> F:
+    """The agent whose settings change, whose settings (a user's or a project's) and whether only to show it."""
+    command = click.option("--dry-run", is_flag=True, help="show the change, write nothing")(command)
+    command = click.option(
+        "--project",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=Path("."),
+        help="the project (--scope project)",
+    )(command)
+    command = click.option(
+        "--scope", type=click.Choice(SCOPES), default="user", show_default=True, help="whose settings"
+    )(command)
+    return click.argument("agent", type=click.Choice(AGENTS))(command)
+
+
 @hooks_app.command("install")
-@click.argument("agent", type=click.Choice(AGENTS))
-@click.option("--scope", type=click.Choice(SCOPES), default="user", show_default=True, help="whose settings")
-@click.option(
-    "--project",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("."),
-    help="the project (--scope project)",
-)
-@click.option("--dry-run", is_flag=True, help="show the change, write nothing")
+@_settings_change
 @pass_invocation
 def hooks_install(inv: Invocation, agent: str, scope: str, project: Path, dry_run: bool) -> None:
     """Merge MemCastle's hooks into the agent's settings and show the change: at session start the agent gets its
@@ -64,15 +74,7 @@ def hooks_install(inv: Invocation, agent: str, scope: str, project: Path, dry_ru
 
 
 @hooks_app.command("uninstall")
-@click.argument("agent", type=click.Choice(AGENTS))
-@click.option("--scope", type=click.Choice(SCOPES), default="user", show_default=True, help="whose settings")
-@click.option(
-    "--project",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("."),
-    help="the project (--scope project)",
-)
-@click.option("--dry-run", is_flag=True, help="show the change, write nothing")
+@_settings_change
 @pass_invocation
 def hooks_uninstall(inv: Invocation, agent: str, scope: str, project: Path, dry_run: bool) -> None:
     """Remove MemCastle's hooks from the agent's settings (every other hook and setting stays)."""
