@@ -13,7 +13,7 @@ EVERY = 1_000_000
 
 def all_entities(store: Store) -> list[Entity]:
     """Every entity, oldest first."""
-    return sorted(store.graph.list_entities(None, None, EVERY), key=lambda e: (e.created_at, e.id))
+    return sorted(store.entities.list_entities(None, None, EVERY), key=lambda e: (e.created_at, e.id))
 
 
 def drawers_to_extract(store: Store, extractor: str, limit: int) -> list[Drawer]:

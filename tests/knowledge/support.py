@@ -180,13 +180,13 @@ class GraphSnapshot:
 def graph_of(store: Store) -> GraphSnapshot:
     """Everything the knowledge graph holds, as ids, through the store's own reads."""
     entities = all_entities(store)
-    facts = store.graph.find_assertions(limit=100_000)
+    facts = store.facts.find_assertions(limit=100_000)
     return GraphSnapshot(
         entities=frozenset(e.id for e in entities),
         facts=frozenset(f.id for f in facts),
-        links=frozenset(link.id for link in store.graph.links_of([f.id for f in facts])),
+        links=frozenset(link.id for link in store.facts.links_of([f.id for f in facts])),
         mentions=frozenset(
-            (m.drawer_id, e.id, m.spelling) for e in entities for m in store.graph.entity_mentions(e.id, 100_000)
+            (m.drawer_id, e.id, m.spelling) for e in entities for m in store.entities.entity_mentions(e.id, 100_000)
         ),
     )
 

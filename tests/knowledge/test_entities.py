@@ -58,7 +58,7 @@ def seed(store: SQLiteStore, *entities: tuple[str, str], aliases: tuple[tuple[st
 
 
 def resolve(store: SQLiteStore, name: str, kind: str = "other") -> Resolution:
-    return EntityResolver(store.graph).resolve(name, kind)
+    return EntityResolver(store.entities).resolve(name, kind)
 
 
 # --- how a name resolves --------------------------------------------------------------------------
@@ -87,7 +87,7 @@ def test_a_recorded_alias_resolves_to_its_entity(store: SQLiteStore) -> None:
     (ana,) = seed(store, ("Ana Lopez", "person"), aliases=(("Ana Lopez", "Ana L."),))
     found = resolve(store, "ANA L", "person")
     assert (found.entity.id, found.created, found.how) == (ana.id, False, "alias")
-    assert store.graph.get_entity(ana.id).aliases == ("Ana L.",)
+    assert store.entities.get_entity(ana.id).aliases == ("Ana L.",)
 
 
 def test_the_exact_name_wins_over_an_older_entity_with_the_same_key(store: SQLiteStore) -> None:
@@ -122,7 +122,7 @@ def test_two_one_edit_candidates_make_a_new_entity_with_possibly_same_hints(stor
     dorothe, dorothya = seed(store, ("Dorothe", "person"), ("Dorothya", "person"))
     assert not within_one_edit("dorothe", "dorothya")  # the two candidates are not one edit from each other
 
-    resolver = EntityResolver(store.graph)
+    resolver = EntityResolver(store.entities)
     found = resolver.resolve("Dorothy", "person")
 
     assert found.created and found.how == "new" and found.entity.name == "Dorothy"
@@ -135,7 +135,7 @@ def test_two_one_edit_candidates_make_a_new_entity_with_possibly_same_hints(stor
     )
     # Hints are recorded for a person to decide; nothing was merged or removed.
     assert {e.name for e in all_entities(store)} == {"Dorothe", "Dorothya", "Dorothy"}
-    assert {h.entity_id for h in store.graph.entity_hints(dorothe.id)} == {found.entity.id}
+    assert {h.entity_id for h in store.entities.entity_hints(dorothe.id)} == {found.entity.id}
 
 
 @pytest.mark.parametrize(("known", "seen"), [("Atlas", "Atlaz"), ("Ana", "Anna"), ("Orion", "Orian"), ("Vim", "Vin")])
@@ -153,7 +153,7 @@ def test_a_short_entity_is_not_matched_by_a_longer_name_one_edit_away(store: SQL
 
 @pytest.mark.parametrize(("first", "second"), [("王伟", "李娜"), ("Ольга", "Борис"), ("José", "Josà")])
 def test_different_names_outside_ascii_are_different_entities(store: SQLiteStore, first: str, second: str) -> None:
-    resolver = EntityResolver(store.graph)
+    resolver = EntityResolver(store.entities)
     one = resolver.resolve(first, "person")
     other = resolver.resolve(second, "person")
     assert other.created and other.entity.id != one.entity.id
@@ -183,7 +183,7 @@ def test_one_edit_needs_a_compatible_kind_too(store: SQLiteStore) -> None:
 
 
 def test_a_batch_resolves_against_entities_it_created_itself(store: SQLiteStore) -> None:
-    resolver = EntityResolver(store.graph)
+    resolver = EntityResolver(store.entities)
     first = resolver.resolve("Ana Lopez", "person")
     again = resolver.resolve("ana lopez", "person")
     assert first.created and not again.created and again.entity.id == first.entity.id
@@ -239,7 +239,7 @@ def test_within_one_edit_is_symmetric_and_agrees_with_levenshtein(a: str, b: str
 def test_a_batch_never_creates_two_entities_of_one_kind_and_key(
     store: SQLiteStore, names: list[tuple[str, str]]
 ) -> None:
-    resolver = EntityResolver(store.graph)  # the store stays empty: every entity comes from this batch
+    resolver = EntityResolver(store.entities)  # the store stays empty: every entity comes from this batch
     for name, kind in names:
         found = resolver.resolve(name, kind)
         assert found.entity.kind == kind or "other" in (found.entity.kind, kind)
@@ -251,7 +251,7 @@ def test_a_batch_never_creates_two_entities_of_one_kind_and_key(
 
 def test_a_spelling_resolved_by_one_edit_keeps_resolving_to_that_entity(store: SQLiteStore) -> None:
     (dorothe,) = seed(store, ("Dorothe", "person"))
-    resolver = EntityResolver(store.graph)
+    resolver = EntityResolver(store.entities)
     assert resolver.resolve("Dorothy", "person").entity.id == dorothe.id
     resolver.resolve("Dorothya", "person")  # a new entity: two edits from Dorothe
 

@@ -133,7 +133,7 @@ def test_the_sweep_reads_only_current_drawers(palaces: Palaces) -> None:
     job = extracted(palace)
 
     assert job.result is not None and job.result["drawers"] == 1
-    assert palace.store.graph.entities_of_drawers([old.id]) == {}
+    assert palace.store.entities.entities_of_drawers([old.id]) == {}
     assert [triple(f) for f in facts_named(palace)] == [("Ana Lopez", "located_in", "Porto")]
     assert {f["provenance"]["drawer"] for f in facts_named(palace)} == {new.id}
 
@@ -209,7 +209,7 @@ def test_two_sweeps_reading_the_same_drawers_record_each_link_once(palaces: Pala
     second, _ = sweep.read_batch(unread, "heuristic", "second-sweep")
     palace.store.graph.apply_graph(second)
 
-    links = palace.store.graph.links_of([a.id for a in first.assertions])
+    links = palace.store.facts.links_of([a.id for a in first.assertions])
     assert sorted(lk.kind for lk in links) == ["confirms", "contradicts", "contradicts"]
 
 
@@ -229,9 +229,9 @@ def test_a_claim_repeated_in_many_drawers_links_each_copy_to_the_newest_few(pala
             break
         write, _ = sweep.read_batch(drawers, "heuristic", "job")
         palace.store.graph.apply_graph(write)
-    facts = [f for f in palace.store.graph.find_assertions(predicate="works_on", limit=100)]
+    facts = [f for f in palace.store.facts.find_assertions(predicate="works_on", limit=100)]
     assert len(facts) == 30
-    links = palace.store.graph.links_of([f.id for f in facts])
+    links = palace.store.facts.links_of([f.id for f in facts])
     assert {lk.kind for lk in links} == {"confirms"}
     per_copy: dict[str | None, int] = {}
     for link in links:

@@ -48,7 +48,7 @@ def state(palace: Palace) -> dict[str, Any]:
     facts = palace.services.facts.list_facts(limit=200)
     out["facts"] = sorted((f.id, f.state, f.fact.valid_from) for f in facts)
     out["links"] = sorted(
-        (link.id, link.kind, link.from_id, link.to_id) for link in palace.store.graph.links_of([f.id for f in facts])
+        (link.id, link.kind, link.from_id, link.to_id) for link in palace.store.facts.links_of([f.id for f in facts])
     )
     out["tombstones"] = [t.to_json() for t in palace.services.forgetting.tombstones(10)]
     return out

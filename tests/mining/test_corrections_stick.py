@@ -79,7 +79,7 @@ def test_a_change_at_the_source_keeps_the_correction_current(
         assert candidate.id not in (mined_id, fixed_id) and not candidate.is_current
         assert candidate.superseded_by == fixed_id and "candidate update" in (candidate.closed_reason or "")
         assert ("8081" if change == "edit" else "VPN key") in candidate.content
-        links = palace.store.graph.drawer_links(fixed_id)
+        links = palace.store.near.drawer_links(fixed_id)
         assert [(link.from_id, link.verdict) for link in links] == [(candidate.id, "candidate")]
         # A re-mine of the unchanged file files nothing more.
         again = mine(palace, "notes", folder, wing="harbor")

@@ -153,9 +153,9 @@ def test_a_dry_run_counts_exactly_what_the_forget_removes_and_changes_nothing(
     assert after["mention"] == 1 and after["assertion"] == 1 and after["fact_link"] == 0
     assert after["extraction_read"] == 1 and after["drawer_link"] == 0
     assert {e.id for e in all_entities(store)} == {"e-bob", "e-lyon"}, "Alice was only in forgotten drawers"
-    assert store.graph.get_entity("e-bob").aliases == (), "an alias only forgotten text used is forgotten"
-    assert store.graph.entities_with_alias("bobby") == []
-    assert store.graph.get_assertion("f-bob").object == "e-lyon" and store.graph.get_entity("e-lyon") is not None
+    assert store.entities.get_entity("e-bob").aliases == (), "an alias only forgotten text used is forgotten"
+    assert store.entities.entities_with_alias("bobby") == []
+    assert store.facts.get_assertion("f-bob").object == "e-lyon" and store.entities.get_entity("e-lyon") is not None
     for drawer_id in (ids["old"], ids["new"]):
         with pytest.raises(NotFound):
             store.drawers.get_drawer(drawer_id)
@@ -181,18 +181,18 @@ def test_facts_with_other_evidence_stay_without_the_forgotten_one(store: Store) 
     )
     report = store.forgetting.forget(ForgetScope(kind="drawer", drawer_id=a), dry_run=False, requested_by="http")
     assert (report.counts["facts"], report.counts["facts_kept"]) == (0, 1)
-    kept = store.graph.get_assertion("f-a")
+    kept = store.facts.get_assertion("f-a")
     assert kept.drawer_id is None and kept.origin is None, "the forgotten evidence left its provenance"
-    assert [lk.id for lk in store.graph.links_of(["f-a"])] == ["l-ab"]
+    assert [lk.id for lk in store.facts.links_of(["f-a"])] == ["l-ab"]
     # Its last confirmation goes: a fact kept without evidence of its own goes with it.
     report = store.forgetting.forget(ForgetScope(kind="drawer", drawer_id=b), dry_run=False, requested_by="http")
     assert report.counts["facts"] == 2
     for gone in ("f-a", "f-b"):
         with pytest.raises(NotFound):
-            store.graph.get_assertion(gone)
+            store.facts.get_assertion(gone)
     # A person's statement stays without its evidence drawer.
     report = store.forgetting.forget(ForgetScope(kind="drawer", drawer_id=c), dry_run=False, requested_by="http")
-    assert report.counts["facts_kept"] == 1 and store.graph.get_assertion("f-x").drawer_id is None
+    assert report.counts["facts_kept"] == 1 and store.facts.get_assertion("f-x").drawer_id is None
     assert {e.id for e in all_entities(store)} == {"e-alice", "e-paris"}, "the explicit fact still names them"
 
 
@@ -294,7 +294,7 @@ def test_writes_read_from_a_drawer_forgotten_meanwhile_are_left_out(store: Store
         )
     )
     assert {e.id for e in all_entities(store)} == {"e-dave", "e-atlas"}
-    assert [a.id for a in store.graph.find_assertions(limit=10)] == ["f-dave"] and store.graph.links_of(
+    assert [a.id for a in store.facts.find_assertions(limit=10)] == ["f-dave"] and store.facts.links_of(
         ["f-dave"]
     ) == []
     assert [d.id for d in drawers_to_extract(store, "test", 10)] == []
@@ -302,7 +302,7 @@ def test_writes_read_from_a_drawer_forgotten_meanwhile_are_left_out(store: Store
     from memcastle.model import DrawerLink
 
     add_drawer_links(store, [DrawerLink(stays.id, gone.id, "near", 0.9, T0)])
-    assert store.graph.drawer_links(stays.id) == [] and store.near.count_pending() == 0
+    assert store.near.drawer_links(stays.id) == [] and store.near.count_pending() == 0
 
 
 def test_wings_and_rooms_are_renamed_unless_the_name_is_taken(store: Store) -> None:

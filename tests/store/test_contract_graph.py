@@ -87,13 +87,13 @@ def graph(store: Store) -> tuple[Store, list[str]]:
 
 def test_a_graph_write_is_stored_and_replaying_it_changes_nothing(graph: tuple[Store, list[str]]) -> None:
     store, drawers = graph
-    alice = store.graph.get_entity("e-alice")
+    alice = store.entities.get_entity("e-alice")
     assert alice.aliases == ("Ally", "A. Smith") and alice.key == "alice" and alice.created_at == T0
     assert [e.id for e in all_entities(store)] == ["e-alice", "e-paris", "e-bob"]
-    assert [e.id for e in store.graph.entities_with_alias("ally")] == ["e-alice"]
-    assert [e.id for e in store.graph.entities_with_alias("a smith")] == ["e-alice"]
-    assert store.graph.count_facts() == 2
-    first = store.graph.get_assertion("f-1")
+    assert [e.id for e in store.entities.entities_with_alias("ally")] == ["e-alice"]
+    assert [e.id for e in store.entities.entities_with_alias("a smith")] == ["e-alice"]
+    assert store.facts.count_facts() == 2
+    first = store.facts.get_assertion("f-1")
     assert first == fact("f-1", "e-alice", "located_in", "e-paris", drawer=drawers[0])
     assert list(first.origin or {}) == ["connector", "metadata"]
     store.graph.apply_graph(
@@ -105,10 +105,10 @@ def test_a_graph_write_is_stored_and_replaying_it_changes_nothing(graph: tuple[S
             assertions=(fact("f-1", "e-alice", "other", "e-paris"),),
         )
     )
-    assert store.graph.get_entity("e-alice").name == "Alice", "an existing entity is not overwritten"
-    assert store.graph.get_assertion("f-1").predicate == "located_in", "a replayed fact lands on the same record"
-    assert store.graph.count_facts() == 2
-    assert [(m.drawer_id, m.spelling) for m in store.graph.entity_mentions("e-alice", 10)] == sorted(
+    assert store.entities.get_entity("e-alice").name == "Alice", "an existing entity is not overwritten"
+    assert store.facts.get_assertion("f-1").predicate == "located_in", "a replayed fact lands on the same record"
+    assert store.facts.count_facts() == 2
+    assert [(m.drawer_id, m.spelling) for m in store.entities.entity_mentions("e-alice", 10)] == sorted(
         [(drawers[0], "Alice"), (drawers[1], "Ally")]
     )
 
@@ -130,13 +130,13 @@ def test_the_resolver_lookups_are_by_name_key_and_key_variant(store: Store) -> N
             entities=(entity("e-dorothy", "Dorothy"), entity("e-dot", "Dot"), entity("e-paris", "Paris", "place")),
         )
     )
-    assert [e.id for e in store.graph.entities_named("Dorothy", "nobody")] == ["e-dorothy"]
-    assert [e.id for e in store.graph.entities_named("DOROTHY", "dorothy")] == ["e-dorothy"], "by key"
-    assert store.graph.entities_named("Dorothea", "dorothea") == []
+    assert [e.id for e in store.entities.entities_named("Dorothy", "nobody")] == ["e-dorothy"]
+    assert [e.id for e in store.entities.entities_named("DOROTHY", "dorothy")] == ["e-dorothy"], "by key"
+    assert store.entities.entities_named("Dorothea", "dorothea") == []
     # One edit away (a substitution, an insertion, a deletion) shares a variant; keys under six characters have none.
     for spelling in ("dorothi", "dorothya", "dorthy"):
-        assert [e.id for e in store.graph.entities_sharing_variants(sorted(key_variants(spelling)))] == ["e-dorothy"]
-    assert store.graph.entities_sharing_variants(sorted(key_variants("margaret"))) == []
+        assert [e.id for e in store.entities.entities_sharing_variants(sorted(key_variants(spelling)))] == ["e-dorothy"]
+    assert store.entities.entities_sharing_variants(sorted(key_variants("margaret"))) == []
     assert key_variants("dot") == set()
 
 
@@ -162,9 +162,9 @@ def test_facts_to_link_are_the_newest_of_a_claim_and_of_its_rivals(store: Store)
         )
     )
     claim = fact("new", "e-alice", "located_in", "e-paris", drawer=drawers[11], at=stamps[11])
-    found = store.graph.facts_to_link(claim, predecessor_drawer=drawers[0], rivals=True, limit=3)
+    found = store.facts.facts_to_link(claim, predecessor_drawer=drawers[0], rivals=True, limit=3)
     assert {f.id for f in found} == {"same-9", "same-8", "same-7", "same-0", "rival"}
-    assert {f.id for f in store.graph.facts_to_link(claim, predecessor_drawer=None, rivals=False, limit=2)} == {
+    assert {f.id for f in store.facts.facts_to_link(claim, predecessor_drawer=None, rivals=False, limit=2)} == {
         "same-9",
         "same-8",
     }
@@ -172,60 +172,64 @@ def test_facts_to_link_are_the_newest_of_a_claim_and_of_its_rivals(store: Store)
 
 def test_entities_are_found_by_name_alias_and_kind(graph: tuple[Store, list[str]]) -> None:
     store, _ = graph
-    assert [e.id for e in store.graph.list_entities("ali", None, 10)] == ["e-alice"]
-    assert [e.id for e in store.graph.list_entities("ALLY", None, 10)] == ["e-alice"], "ASCII case is ignored"
-    assert [e.id for e in store.graph.list_entities(None, "place", 10)] == ["e-paris"]
-    assert [e.id for e in store.graph.list_entities(None, None, 2)] == ["e-alice", "e-bob"]
-    assert store.graph.list_entities("nobody", None, 10) == []
-    assert set(store.graph.get_entities(["e-bob", "e-paris", "missing"])) == {"e-bob", "e-paris"}
+    assert [e.id for e in store.entities.list_entities("ali", None, 10)] == ["e-alice"]
+    assert [e.id for e in store.entities.list_entities("ALLY", None, 10)] == ["e-alice"], "ASCII case is ignored"
+    assert [e.id for e in store.entities.list_entities(None, "place", 10)] == ["e-paris"]
+    assert [e.id for e in store.entities.list_entities(None, None, 2)] == ["e-alice", "e-bob"]
+    assert store.entities.list_entities("nobody", None, 10) == []
+    assert set(store.entities.get_entities(["e-bob", "e-paris", "missing"])) == {"e-bob", "e-paris"}
     with pytest.raises(NotFound):
-        store.graph.get_entity("missing")
+        store.entities.get_entity("missing")
 
 
 def test_mentions_connect_drawers_and_entities(graph: tuple[Store, list[str]]) -> None:
     store, drawers = graph
-    assert store.graph.entities_of_drawers([drawers[0], drawers[2]]) == {drawers[0]: {"e-alice", "e-paris"}}
-    assert store.graph.drawers_mentioning(["e-alice", "e-bob"], 10) == {
+    assert store.entities.entities_of_drawers([drawers[0], drawers[2]]) == {drawers[0]: {"e-alice", "e-paris"}}
+    assert store.entities.drawers_mentioning(["e-alice", "e-bob"], 10) == {
         drawers[0]: {"e-alice"},
         drawers[1]: {"e-alice", "e-bob"},
     }
-    assert len(store.graph.drawers_mentioning(["e-alice"], 1)) == 1, "the limit is per entity"
+    assert len(store.entities.drawers_mentioning(["e-alice"], 1)) == 1, "the limit is per entity"
     # Counted per entity, in distinct drawers, up to the bound asked.
-    assert store.graph.mention_counts(["e-alice", "e-bob", "e-nobody"], 10) == {"e-alice": 2, "e-bob": 1, "e-nobody": 0}
-    assert store.graph.mention_counts(["e-alice"], 1) == {"e-alice": 1}
-    assert store.graph.entity_hints("e-bob") == [EntityHint("e-alice", "e-bob", "similar_name", "both short")]
+    assert store.entities.mention_counts(["e-alice", "e-bob", "e-nobody"], 10) == {
+        "e-alice": 2,
+        "e-bob": 1,
+        "e-nobody": 0,
+    }
+    assert store.entities.mention_counts(["e-alice"], 1) == {"e-alice": 1}
+    assert store.entities.entity_hints("e-bob") == [EntityHint("e-alice", "e-bob", "similar_name", "both short")]
 
 
 def test_facts_are_found_by_edge_drawer_and_entity(graph: tuple[Store, list[str]]) -> None:
     store, drawers = graph
-    assert [a.id for a in store.graph.find_assertions(subject="e-alice")] == ["f-1"]
-    assert [a.id for a in store.graph.find_assertions(predicate="knows", object="e-alice")] == ["f-2"]
-    assert [a.id for a in store.graph.find_assertions(drawer_ids=drawers)] == ["f-1", "f-2"]
-    assert store.graph.find_assertions(drawer_ids=[]) == []
-    assert [a.id for a in store.graph.find_assertions(limit=1)] == ["f-1"]
-    assert {a.id for a in store.graph.assertions_touching(["e-alice"])} == {"f-1", "f-2"}
-    assert {a.id for a in store.graph.assertions_touching(["e-paris"])} == {"f-1"}
-    assert set(store.graph.get_assertions(["f-2", "nope"])) == {"f-2"}
+    assert [a.id for a in store.facts.find_assertions(subject="e-alice")] == ["f-1"]
+    assert [a.id for a in store.facts.find_assertions(predicate="knows", object="e-alice")] == ["f-2"]
+    assert [a.id for a in store.facts.find_assertions(drawer_ids=drawers)] == ["f-1", "f-2"]
+    assert store.facts.find_assertions(drawer_ids=[]) == []
+    assert [a.id for a in store.facts.find_assertions(limit=1)] == ["f-1"]
+    assert {a.id for a in store.facts.assertions_touching(["e-alice"])} == {"f-1", "f-2"}
+    assert {a.id for a in store.facts.assertions_touching(["e-paris"])} == {"f-1"}
+    assert set(store.facts.get_assertions(["f-2", "nope"])) == {"f-2"}
     with pytest.raises(NotFound):
-        store.graph.get_assertion("nope")
+        store.facts.get_assertion("nope")
 
 
 def test_a_decision_closes_opens_and_links_in_one_transaction(graph: tuple[Store, list[str]]) -> None:
     store, _ = graph
     replacement = fact("f-3", "e-alice", "located_in", "e-bob", at=T2, explicit=True)
     link = FactLink("l-2", "f-3", "f-1", "supersedes", "explicit", "moved", T2)
-    store.graph.record_decision(new=replacement, close=("f-1", T2), links=[link])
-    assert store.graph.get_assertion("f-1").valid_to == T2
-    assert store.graph.get_assertion("f-3").explicit is True
-    assert [link.id for link in store.graph.links_of(["f-1"])] == ["l-1", "l-2"]
+    store.facts.record_decision(new=replacement, close=("f-1", T2), links=[link])
+    assert store.facts.get_assertion("f-1").valid_to == T2
+    assert store.facts.get_assertion("f-3").explicit is True
+    assert [link.id for link in store.facts.links_of(["f-1"])] == ["l-1", "l-2"]
     with pytest.raises(Conflict) as twice:
-        store.graph.record_decision(new=fact("f-4", "e-bob", "x", "e-paris"), close=("f-1", T2))
+        store.facts.record_decision(new=fact("f-4", "e-bob", "x", "e-paris"), close=("f-1", T2))
     assert twice.value.existing_id == "f-1"
     with pytest.raises(NotFound):
-        store.graph.get_assertion("f-4"), "the refused decision wrote nothing"
+        store.facts.get_assertion("f-4"), "the refused decision wrote nothing"
     with pytest.raises(NotFound):
-        store.graph.record_decision(close=("missing", T2))
-    assert store.graph.links_of([]) == []
+        store.facts.record_decision(close=("missing", T2))
+    assert store.facts.links_of([]) == []
 
 
 def test_drawers_sharing_a_band_key_are_found_and_queued_until_settled(store: Store) -> None:
@@ -264,7 +268,7 @@ def test_drawers_sharing_a_band_key_are_found_and_queued_until_settled(store: St
     store.near.settle([queued[0].seq], [DrawerLink(second.id, first.id, "near", 0.91, T0)])
     assert [s.id for s in store.near.pending(10)] == [second.id] and store.near.count_pending() == 1
     assert [s.id for s in store.near.pending(10, [first.id])] == []
-    assert store.graph.drawer_links(first.id) == [DrawerLink(second.id, first.id, "near", 0.91, T0)]
+    assert store.near.drawer_links(first.id) == [DrawerLink(second.id, first.id, "near", 0.91, T0)]
     # A closed drawer is no candidate.
     store.drawers.invalidate_drawer(first.id)
     assert [c.id for _, c, _ in store.near.sharing_bands([seq[third.id]], 2)] == [second.id]
@@ -300,8 +304,8 @@ def test_similar_drawers_are_linked_and_found_in_their_room(store: Store) -> Non
         ],
     )
     add_drawer_links(store, [DrawerLink(exact.id, original.id, "exact", 1.0, T2)])
-    assert store.graph.drawer_links(original.id) == [
+    assert store.near.drawer_links(original.id) == [
         DrawerLink(exact.id, original.id, "exact", 1.0, T0),
         DrawerLink(loose.id, original.id, "normalized", 0.98, T1),
     ]
-    assert store.graph.drawer_links(loose.id) == [DrawerLink(loose.id, original.id, "normalized", 0.98, T1)]
+    assert store.near.drawer_links(loose.id) == [DrawerLink(loose.id, original.id, "normalized", 0.98, T1)]

@@ -193,15 +193,15 @@ def test_every_batch_query_of_the_background_jobs_walks_an_index(filled: tuple[S
         "dedup: the queued among a batch": lambda: store.near.pending(256, ids[:5]),
         "dedup: copies in a room": lambda: store.near.copies(store.near.pending(256, ids[:5])),
         "mine: hydrate a batch": lambda: store.drawers.get_drawers(ids[:16]),
-        "extract: a name or key": lambda: store.graph.entities_named("Ana Lopez", "ana lopez"),
-        "extract: an alias": lambda: store.graph.entities_with_alias("ana lopez"),
-        "extract: one-edit candidates": lambda: store.graph.entities_sharing_variants(
+        "extract: a name or key": lambda: store.entities.entities_named("Ana Lopez", "ana lopez"),
+        "extract: an alias": lambda: store.entities.entities_with_alias("ana lopez"),
+        "extract: one-edit candidates": lambda: store.entities.entities_sharing_variants(
             sorted(key_variants("ana lopez"))
         ),
-        "extract: facts a new fact may link to": lambda: store.graph.facts_to_link(
+        "extract: facts a new fact may link to": lambda: store.facts.facts_to_link(
             claim, predecessor_drawer=ids[3], rivals=True, limit=8
         ),
-        "extract: decisions among those facts": lambda: store.graph.explicit_links_of(["f-1", "f-2"]),
+        "extract: decisions among those facts": lambda: store.facts.explicit_links_of(["f-1", "f-2"]),
         # A session-start hook calls wake-up: its reads must cost what they answer, at 100 drawers as at a million.
         "wake-up: an agent's latest checkpoints": lambda: store.drawers.latest_drawers(
             Scope(agent="claude", tags=("checkpoint",)), 20
@@ -260,10 +260,10 @@ def test_every_query_on_the_search_path_walks_an_index(filled: tuple[Store, list
         ),
         "hydrate the hits": lambda: store.drawers.get_drawers(ids[:20]),
         "lexical: the text of long candidates": lambda: store.search.long_contents(ids[:40], 10),
-        "expansion: entities of the hits": lambda: store.graph.entities_of_drawers(ids[:10]),
-        "expansion: facts of the entities": lambda: store.graph.assertions_touching(["e-1", "e-2"]),
-        "expansion: their links": lambda: store.graph.links_of(["f-1", "f-2"]),
-        "expansion: drawers mentioning them": lambda: store.graph.drawers_mentioning(["e-1", "e-2"], 200),
+        "expansion: entities of the hits": lambda: store.entities.entities_of_drawers(ids[:10]),
+        "expansion: facts of the entities": lambda: store.facts.assertions_touching(["e-1", "e-2"]),
+        "expansion: their links": lambda: store.facts.links_of(["f-1", "f-2"]),
+        "expansion: drawers mentioning them": lambda: store.entities.drawers_mentioning(["e-1", "e-2"], 200),
     }
     work["lexical: every term, a wing"] = lambda: store.search.lexical_candidates(lexical, Scope(wing="w"), 10)
     work["lexical: any term"] = lambda: store.search.lexical_candidates(

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from memcastle.clock import Clock, utc_now
 from memcastle.model import EDIT_MIN_CHARS, Entity, EntityHint, key_variants, normalize_text
-from memcastle.store import GraphStore
+from memcastle.store import EntityStore
 
 _NAMESPACE = uuid.UUID("0e5b9a5e-2f63-4c55-9a1e-3d8b8f1c7a21")
 
@@ -67,7 +67,7 @@ class EntityResolver:
 
     def __init__(
         self,
-        store: GraphStore,
+        store: EntityStore,
         *,
         now: Clock = utc_now,
         fuzzy: bool = True,

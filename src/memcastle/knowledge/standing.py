@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 from memcastle.knowledge.facts import choose_preferred, conflict_group, rivals, state_of
 from memcastle.model import Assertion, Entity, FactLink, Hit
 from memcastle.preferences import Policy
-from memcastle.store import GraphStore
+from memcastle.store import KnowledgeStore
 
 FACTS_PER_POOL = 400  # the most facts read for one pool's drawers
 
@@ -70,7 +70,7 @@ class _Question:
 
 
 def standings(
-    graph: GraphStore,
+    store: KnowledgeStore,
     drawer_ids: Sequence[str],
     policy: Policy,
     at: str,
@@ -80,17 +80,17 @@ def standings(
     """Each of `drawer_ids` that evidences a contested fact → its standing, adjustments applied where both sides
     of a question are among the drawers. `readable(facts)` (the ids of those the client may see), when given,
     leaves out facts the client may not read: for it a conflict with such a fact does not exist."""
-    facts = graph.find_assertions(drawer_ids=drawer_ids, limit=FACTS_PER_POOL)
+    facts = store.facts.find_assertions(drawer_ids=drawer_ids, limit=FACTS_PER_POOL)
     if not facts:
         return {}
     everything = {f.id: f for f in facts}
-    links = graph.links_of(list(everything))
+    links = store.facts.links_of(list(everything))
     if not links:
         return {}
     # Two hops: a rival's own decisions (an invalidation, a supersession) decide whether it still contradicts.
-    everything.update(graph.get_assertions([i for link in links for i in (link.from_id, link.to_id)]))
-    links = graph.links_of(list(everything))
-    everything.update(graph.get_assertions([i for link in links for i in (link.from_id, link.to_id)]))
+    everything.update(store.facts.get_assertions([i for link in links for i in (link.from_id, link.to_id)]))
+    links = store.facts.links_of(list(everything))
+    everything.update(store.facts.get_assertions([i for link in links for i in (link.from_id, link.to_id)]))
     if readable is not None:
         seen = set(readable(list(everything.values())))
         everything = {i: f for i, f in everything.items() if i in seen}
@@ -98,7 +98,8 @@ def standings(
     questions = [q for fact in facts if fact.id in everything for q in _question(fact, links, everything, policy, at)]
     if not questions:
         return {}
-    entities = graph.get_entities([i for q in questions for f in (q.loser, q.winner) for i in (f.subject, f.object)])
+    named = [i for q in questions for f in (q.loser, q.winner) for i in (f.subject, f.object)]
+    entities = store.entities.get_entities(named)
     return _per_drawer(facts, questions, entities)
 
 

@@ -137,7 +137,7 @@ class ExtractionSweep:
         found = self._provider.extract([extraction_input(d, self._policy) for d in prose]) if prose else []
         extracted = dict(zip((d.id for d in prose), found, strict=True))
         results = [extracted.get(d.id, EMPTY) for d in drawers]
-        resolver = EntityResolver(self._store.graph, now=self._now, fuzzy=self._fuzzy)
+        resolver = EntityResolver(self._store.entities, now=self._now, fuzzy=self._fuzzy)
         mentions: dict[tuple[str, str, str], Mention] = {}
         hints: list[EntityHint] = []
         assertions: list[Assertion] = []
@@ -211,13 +211,13 @@ class ExtractionSweep:
             before = predecessor.get(new.drawer_id or "")
             # Bounded: a claim repeated in ten thousand drawers links each new copy to the newest few, and agreement
             # stays connected through them, instead of every copy linking to every other.
-            stored = self._store.graph.facts_to_link(
+            stored = self._store.facts.facts_to_link(
                 new, predecessor_drawer=before, rivals=new.predicate in SINGLE_VALUED_PREDICATES, limit=LINK_FANOUT
             )
             existing = _bounded([*stored, *seen], new, before)
             explicit_pairs = {
                 frozenset((lk.from_id, lk.to_id))
-                for lk in self._store.graph.explicit_links_of([e.id for e in existing])
+                for lk in self._store.facts.explicit_links_of([e.id for e in existing])
             }
             links.extend(infer_links(new, existing, predecessor_drawer=before, explicit_pairs=explicit_pairs, at=at))
             seen.append(new)

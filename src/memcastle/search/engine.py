@@ -168,7 +168,7 @@ class SearchEngine:
             return {f.id for f in facts if f.drawer_id in seen}
 
         return standings(
-            self._store.graph, drawer_ids, self.policy, self._at(query), readable=None if places is None else readable
+            self._store, drawer_ids, self.policy, self._at(query), readable=None if places is None else readable
         )
 
     @property

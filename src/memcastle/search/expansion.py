@@ -31,7 +31,7 @@ def specific(store: KnowledgeStore, entity_ids: set[str], palace_drawers: int) -
     if not entity_ids:
         return set()
     limit = generic_limit(palace_drawers)
-    counts = store.graph.mention_counts(sorted(entity_ids), limit + 1)
+    counts = store.entities.mention_counts(sorted(entity_ids), limit + 1)
     return {e for e in entity_ids if counts.get(e, 0) <= limit}
 
 
@@ -41,18 +41,18 @@ def expand(
     """Up to `pool` related drawers not among the direct hits, best first (ties by id): the pool the search ranks,
     with the policy, before it keeps `query.limit` of them — as it pools direct hits (ADR 048)."""
     direct_ids = {hit.drawer.id for hit in direct}
-    mentioned = store.graph.entities_of_drawers(list(direct_ids))
+    mentioned = store.entities.entities_of_drawers(list(direct_ids))
     seeds = specific(store, set().union(*mentioned.values()) if mentioned else set(), palace_drawers)
     if not seeds:
         return []
     # The graph is read at the instant the search asks about, and now for any other time.
     when = query.scope.when
     at = when.at if isinstance(when, AsOf) and when.axis == "valid" else now
-    facts = store.graph.assertions_touching(list(seeds))
-    links = store.graph.links_of([f.id for f in facts])
+    facts = store.facts.assertions_touching(list(seeds))
+    links = store.facts.links_of([f.id for f in facts])
     everything = {f.id: f for f in facts}
     everything.update(
-        store.graph.get_assertions([i for link in links for i in (link.from_id, link.to_id) if i not in everything])
+        store.facts.get_assertions([i for link in links for i in (link.from_id, link.to_id) if i not in everything])
     )
     neighbours: set[str] = set()
     for fact in facts:
@@ -62,7 +62,7 @@ def expand(
             if end in seeds and other not in seeds:
                 neighbours.add(other)
     neighbours = specific(store, neighbours, palace_drawers)
-    reached = store.graph.drawers_mentioning([*seeds, *neighbours], PER_ENTITY)
+    reached = store.entities.drawers_mentioning([*seeds, *neighbours], PER_ENTITY)
     scores: dict[str, float] = {}
     via: dict[str, set[str]] = {}
     for drawer_id, entity_ids in reached.items():
@@ -73,7 +73,7 @@ def expand(
     eligible = store.search.eligible_ids(list(scores), query.scope)
     ranked = sorted((d for d in scores if d in eligible), key=lambda d: (-scores[d], d))[:pool]
     drawers = store.drawers.get_drawers(ranked)
-    names = store.graph.get_entities([e for d in ranked for e in via[d]])
+    names = store.entities.get_entities([e for d in ranked for e in via[d]])
     return [
         Hit(
             drawer=drawers[d],

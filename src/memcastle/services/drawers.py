@@ -252,7 +252,7 @@ class DrawerService:
     def duplicates(self, drawer_id: str) -> list[Duplicate]:
         """Drawers linked to this one as exact, normalized or near copies (linked, never merged)."""
         drawer_id = self._visible(drawer_id).id
-        links = self._store.graph.drawer_links(drawer_id)
+        links = self._store.near.drawer_links(drawer_id)
         others = self._store.drawers.get_drawers([lk.to_id if lk.from_id == drawer_id else lk.from_id for lk in links])
         out = []
         for link in links:

@@ -95,7 +95,7 @@ class FactService:
         facts: dict[str, Assertion] = {}
         subject_ids: list[str | None] = list(subjects) if subjects else [None]
         for subject_id in subject_ids:
-            for found in self._store.graph.find_assertions(subject=subject_id, predicate=predicate, limit=5000):
+            for found in self._store.facts.find_assertions(subject=subject_id, predicate=predicate, limit=5000):
                 if objects is None or found.object in objects:
                     facts[found.id] = found
         described = self._describe(list(facts.values()), at)
@@ -116,7 +116,7 @@ class FactService:
         return resolve_id(self._store, "fact", fact_id, field=field, visible=visible)
 
     def _readable(self, fact_id: str) -> Assertion:
-        fact = self._store.graph.get_assertion(self.resolve(fact_id))
+        fact = self._store.facts.get_assertion(self.resolve(fact_id))
         if not self._scope.facts([fact]):
             raise NotFound(f"no fact {fact_id}")
         return fact
@@ -150,15 +150,15 @@ class FactService:
         stood then: the facts valid from that instant or before, in the states they had at it."""
         at = parse_instant(as_of, field="as_of") if as_of else self._now()
         fact_id = self._readable(fact_id).id
-        seen = {fact_id: self._store.graph.get_assertion(fact_id)}
+        seen = {fact_id: self._store.facts.get_assertion(fact_id)}
         frontier = [fact_id]
         while frontier:
-            links = self._store.graph.links_of(frontier)
+            links = self._store.facts.links_of(frontier)
             frontier = []
             for link in links:
                 for other in (link.from_id, link.to_id):
                     if other not in seen:
-                        seen[other] = self._store.graph.get_assertion(other)
+                        seen[other] = self._store.facts.get_assertion(other)
                         frontier.append(other)
         known = [f for f in self._scope.facts(list(seen.values())) if as_of is None or f.valid_from <= at]
         ordered = sorted(known, key=lambda f: (f.valid_from, f.id))
@@ -171,24 +171,24 @@ class FactService:
         """The facts with their state and links, computed among the facts the client may see: for a scoped client a
         conflict, a supersession or a link with a fact outside its wings does not exist."""
         facts = self._scope.facts(facts)
-        links = self._store.graph.links_of([f.id for f in facts])
-        related = self._store.graph.get_assertions([i for link in links for i in (link.from_id, link.to_id)])
+        links = self._store.facts.links_of([f.id for f in facts])
+        related = self._store.facts.get_assertions([i for link in links for i in (link.from_id, link.to_id)])
         if not visibility().reads_everything:
             related = {f.id: f for f in self._scope.facts(list(related.values()))}
             known = related.keys() | {f.id for f in facts}
             links = [link for link in links if link.from_id in known and link.to_id in known]
         everything = {**related, **{f.id: f for f in facts}}
-        entities = self._store.graph.get_entities([i for f in everything.values() for i in (f.subject, f.object)])
+        entities = self._store.entities.get_entities([i for f in everything.values() for i in (f.subject, f.object)])
         ordered = sorted(facts, key=lambda f: (f.valid_from, f.id))
         return present(ordered, links, everything, entities, self._policy, at)
 
     def _entity_ids(self, name: str | None, field: str) -> list[str] | None:
         if name is None:
             return None
-        resolver = EntityResolver(self._store.graph, now=self._now, fuzzy=self._fuzzy)
+        resolver = EntityResolver(self._store.entities, now=self._now, fuzzy=self._fuzzy)
         matches = [
             e.id
-            for e in self._store.graph.list_entities(name, None, 200)
+            for e in self._store.entities.list_entities(name, None, 200)
             if name.casefold() in (e.name.casefold(), e.key) or name in e.aliases
         ]
         if not matches:
@@ -201,7 +201,7 @@ class FactService:
         (an id is then tried)."""
         found = [
             e.id
-            for e in self._store.graph.list_entities(name, None, 200)
+            for e in self._store.entities.list_entities(name, None, 200)
             if name.casefold() in (e.name.casefold(), e.key) or name in e.aliases
         ]
         return found if visibility().reads_everything else [i for i in found if self._scope.entity_visible(i)]
@@ -213,8 +213,8 @@ class FactService:
             raise InvalidRequest(f"unknown kind {kind!r}; one of {', '.join(ENTITY_KINDS)}", field="kind")
         limit = check_limit(limit)
         if visibility().reads_everything:
-            return self._store.graph.list_entities(name, kind, limit)
-        found = self._store.graph.list_entities(name, kind, 1000)
+            return self._store.entities.list_entities(name, kind, limit)
+        found = self._store.entities.list_entities(name, kind, 1000)
         return [e for e in found if self._scope.entity_visible(e.id)][:limit]
 
     def _resolver(self) -> EntityResolver:
@@ -222,7 +222,7 @@ class FactService:
         name only another wing's memory uses makes a new entity rather than answering with that one."""
         scoped = not visibility().reads_everything
         return EntityResolver(
-            self._store.graph,
+            self._store.entities,
             now=self._now,
             fuzzy=self._fuzzy,
             visible=self._scope.visible_entities if scoped else None,
@@ -232,9 +232,9 @@ class FactService:
         seen = visibility()
         visible = None if seen.reads_everything else (lambda ids: {i for i in ids if self._scope.entity_visible(i)})
         resolved = resolve_id(self._store, "entity", entity_id, field="entity_id", visible=visible)
-        entity = self._store.graph.get_entity(resolved)
-        mentions = self._store.graph.entity_mentions(entity.id, 200)
-        hints = self._store.graph.entity_hints(entity.id)
+        entity = self._store.entities.get_entity(resolved)
+        mentions = self._store.entities.entity_mentions(entity.id, 200)
+        hints = self._store.entities.entity_hints(entity.id)
         if not seen.reads_everything:
             if not self._scope.entity_visible(entity.id):
                 raise NotFound(f"no entity {entity_id}")
@@ -258,7 +258,7 @@ class FactService:
                     f"no entity named {name!r}",
                     help="names and aliases match whatever their case; fact_list shows the entities facts name",
                 ) from None
-        others = self._store.graph.get_entities(named[1:])
+        others = self._store.entities.get_entities(named[1:])
         return self.get_entity(named[0]), [others[i] for i in named[1:] if i in others]
 
     # --- a person's hand on entities: aliases, mentions, candidates, relationships -------------------
@@ -269,7 +269,7 @@ class FactService:
         alias = require_name(alias, "alias")
         entity = self.get_entity(entity_id).entity
         key = normalize_text(alias)
-        named = self._store.graph.entities_named(alias, key) + self._store.graph.entities_with_alias(key)
+        named = self._store.entities.entities_named(alias, key) + self._store.entities.entities_with_alias(key)
         visible = self._scope.visible_entities([e.id for e in named if e.id != entity.id])
         others = [e for e in named if e.id in visible]  # one the client may not see does not exist for it
         if others:
@@ -300,7 +300,7 @@ class FactService:
         created: tuple[Entity, ...] = ()
         hints: tuple[EntityHint, ...] = ()
         if len(known) == 1:
-            target, spelling = self._store.graph.get_entity(known[0]), name
+            target, spelling = self._store.entities.get_entity(known[0]), name
         else:
             resolver = self._resolver()
             resolution = resolver.resolve(name, kind)
@@ -315,8 +315,8 @@ class FactService:
     def candidates(self, limit: int = 50) -> list[dict[str, Any]]:
         """Pairs of entities that may be one (a name one edit from another, the same key): for a person to look at;
         nothing is merged."""
-        hints = self._store.graph.list_hints(check_limit(limit))
-        names = self._store.graph.get_entities([i for h in hints for i in (h.entity_id, h.other_id)])
+        hints = self._store.entities.list_hints(check_limit(limit))
+        names = self._store.entities.get_entities([i for h in hints for i in (h.entity_id, h.other_id)])
         if not visibility().reads_everything:
             hints = [
                 h for h in hints if self._scope.entity_visible(h.entity_id) and self._scope.entity_visible(h.other_id)
@@ -336,7 +336,7 @@ class FactService:
     def relationships(self, entity_id: str, *, limit: int = 50) -> list[FactView]:
         """The facts an entity takes part in, as subject or object, with their state: its relationships."""
         entity = self.get_entity(entity_id).entity
-        touching = self._store.graph.assertions_touching([entity.id], check_limit(limit))
+        touching = self._store.facts.assertions_touching([entity.id], check_limit(limit))
         described = self._describe(touching, self._now())
         fact_ids, drawer_ids = _ids(described)
         self._record("relationships", query=f"entity={entity.id}", fact_ids=fact_ids, drawer_ids=drawer_ids)
@@ -365,7 +365,7 @@ class FactService:
             found = self._store.drawers.get_drawer(resolve_id(self._store, "drawer", drawer, field="drawer"))
             if not visibility().can_read(found.wing, found.room):
                 raise NotFound(f"no drawer {drawer}")
-            seeds = sorted(self._store.graph.entities_of_drawers([found.id]).get(found.id, set()))
+            seeds = sorted(self._store.entities.entities_of_drawers([found.id]).get(found.id, set()))
             nodes[found.id] = {
                 "id": found.id,
                 "kind": "drawer",
@@ -377,7 +377,7 @@ class FactService:
         frontier, reached = list(seeds), set(seeds)
         truncated = False
         for _ in range(depth):
-            touching = self._scope.facts(self._store.graph.assertions_touching(frontier, limit + 1))
+            touching = self._scope.facts(self._store.facts.assertions_touching(frontier, limit + 1))
             fresh = [f for f in touching if f.id not in facts]
             if len(facts) + len(fresh) > limit:
                 truncated = True
@@ -388,7 +388,7 @@ class FactService:
             if truncated or not frontier:
                 break
         views = self._describe(list(facts.values()), self._now())
-        entities = self._store.graph.get_entities(
+        entities = self._store.entities.get_entities(
             sorted(reached | {i for f in facts.values() for i in (f.subject, f.object)})
         )
         for entity_id, known in entities.items():
@@ -424,7 +424,7 @@ class FactService:
         self._may_state(change.evidence_drawer if change.evidence_drawer is not None else old.drawer_id)
         if old.valid_to is not None:
             raise Conflict(f"fact {fact_id} was already closed at {old.valid_to}", existing_id=fact_id)
-        names = self._store.graph.get_entities([old.subject, old.object])
+        names = self._store.entities.get_entities([old.subject, old.object])
         at = self._now()
         merged = FactSpec(
             subject=change.subject if change.subject is not None else names[old.subject].name,
@@ -452,7 +452,7 @@ class FactService:
         # conflict it contradicts the open rivals of the fact it replaces, and joins their group (ADR 048). What it
         # replaces is closed by this decision, not contradicted.
         compared = [lk for lk in write.links if old.id not in (lk.from_id, lk.to_id)]
-        self._store.graph.record_decision(new=fact, close=(old.id, at), links=[link, *compared])
+        self._store.facts.record_decision(new=fact, close=(old.id, at), links=[link, *compared])
         return Superseded(self._view(fact.id), self._view(old.id))
 
     def invalidate(self, fact_id: str, reason: str | None) -> FactView:
@@ -462,7 +462,7 @@ class FactService:
         self._writable(fact)
         at = self._now()
         link = make_link(fact_id, fact_id, "invalidates", EXPLICIT, self._redacted(_reason(reason)), at)
-        self._store.graph.record_decision(close=(fact_id, at), links=[link])
+        self._store.facts.record_decision(close=(fact_id, at), links=[link])
         return self._view(fact_id)
 
     def link(self, from_id: str, to_id: str, kind: str, reason: str | None) -> Linked:
@@ -474,8 +474,8 @@ class FactService:
         self._writable(self._readable(from_id))
         self._readable(to_id)
         link = make_link(from_id, to_id, kind, EXPLICIT, self._redacted(_reason(reason)), self._now())
-        self._store.graph.record_decision(links=[link])
-        stored = next(lk for lk in self._store.graph.links_of([from_id]) if lk.id == link.id)
+        self._store.facts.record_decision(links=[link])
+        stored = next(lk for lk in self._store.facts.links_of([from_id]) if lk.id == link.id)
         return Linked(stored, self._view(from_id), self._view(to_id))
 
     def _may_state(self, evidence_drawer: str | None) -> None:
@@ -547,11 +547,11 @@ class FactService:
         )
         # A stated fact meets what the palace holds as an extracted one does: the same claim confirms, another value
         # of a single-valued predicate contradicts (two agents' checkpoints can disagree).
-        stored = self._store.graph.facts_to_link(
+        stored = self._store.facts.facts_to_link(
             fact, predecessor_drawer=None, rivals=predicate in SINGLE_VALUED_PREDICATES, limit=LINK_FANOUT
         )
         decided = {
-            frozenset((lk.from_id, lk.to_id)) for lk in self._store.graph.explicit_links_of([f.id for f in stored])
+            frozenset((lk.from_id, lk.to_id)) for lk in self._store.facts.explicit_links_of([f.id for f in stored])
         }
         links = infer_links(fact, stored, predecessor_drawer=None, explicit_pairs=decided, at=self._now())
         write = GraphWrite(

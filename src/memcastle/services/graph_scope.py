@@ -34,7 +34,7 @@ class GraphScope:
         return [f for f in facts if (place := places[f.id]) is not None and seen.can_read(*place)]
 
     def visible_fact_ids(self, fact_ids: Sequence[str]) -> set[str]:
-        return {f.id for f in self.facts(list(self._store.graph.get_assertions(fact_ids).values()))}
+        return {f.id for f in self.facts(list(self._store.facts.get_assertions(fact_ids).values()))}
 
     def readable_drawers(self, drawer_ids: Sequence[str]) -> set[str]:
         seen = visibility()
@@ -43,10 +43,10 @@ class GraphScope:
 
     def entity_visible(self, entity_id: str) -> bool:
         """An entity a scoped client may see: mentioned in a drawer of its wings, or named by a fact it sees."""
-        mentioned = [m.drawer_id for m in self._store.graph.entity_mentions(entity_id, 200)]
+        mentioned = [m.drawer_id for m in self._store.entities.entity_mentions(entity_id, 200)]
         if self.readable_drawers(mentioned):
             return True
-        return bool(self.facts(self._store.graph.assertions_touching([entity_id], 200)))
+        return bool(self.facts(self._store.facts.assertions_touching([entity_id], 200)))
 
     def visible_entities(self, entity_ids: Sequence[str]) -> set[str]:
         """Those of the entities the client may see (a write resolves names among these alone, ADR 0049)."""

@@ -138,7 +138,7 @@ class StatusService:
 
     def extraction_status(self) -> ExtractionStatus:
         provider = self._extraction
-        facts = self._store.graph.count_facts()
+        facts = self._store.facts.count_facts()
         if not provider.is_enabled:
             return ExtractionStatus(provider.name, None, 0, facts)
         return ExtractionStatus(

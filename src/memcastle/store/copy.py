@@ -72,7 +72,7 @@ def copy_palace(source: Store, target: Store, *, progress: CopyProgress | None =
         raise MigrationError(f"the copy is incomplete: read {exported}, wrote {imported}")
     for what, source_count, target_count in (
         ("drawers", source.drawers.count_drawers(), target.drawers.count_drawers()),
-        ("facts", source.graph.count_facts(), target.graph.count_facts()),
+        ("facts", source.facts.count_facts(), target.facts.count_facts()),
     ):
         if source_count != target_count:
             raise MigrationError(f"the copy holds {target_count} {what}, the source {source_count}")

@@ -54,6 +54,8 @@ from memcastle.store.sql.archive import ArchiveTables
 from memcastle.store.sql.audit import AuditTables
 from memcastle.store.sql.base import Row, SqlStore, Tx
 from memcastle.store.sql.drawers import DrawerTables, NameTaken
+from memcastle.store.sql.entities import EntityTables
+from memcastle.store.sql.facts import FactTables
 from memcastle.store.sql.filters import filter_sql
 from memcastle.store.sql.forgetting import ForgetTables
 from memcastle.store.sql.graph import GraphTables
@@ -167,7 +169,9 @@ class PostgresStore(SqlStore):
         self.embeddings = PostgresEmbeddings(self, self.drawers)
         self.near = NearTables(self)
         self.mining = MiningTables(self, self.drawers, self.near)
-        self.graph = PostgresGraph(self, self.drawers)
+        self.graph = GraphTables(self, self.drawers)
+        self.entities = PostgresEntities(self)
+        self.facts = FactTables(self)
         self.forgetting = PostgresForgetting(self)
         self._context_pass = ContextPass(self._write, CONTEXT_ROWS)
         self._context_pass.start()
@@ -397,7 +401,7 @@ class PostgresSearch(SearchTables):
         return TermStatistics(stats.drawers, stats.average_length, tuple(by_text.get(t, 0) for t in texts))
 
 
-class PostgresGraph(GraphTables):
+class PostgresEntities(EntityTables):
     db: PostgresStore
 
     def _contains(self, column: str) -> str:

@@ -9,8 +9,10 @@
     embeddings.py  which drawers still need vectors; vector writes and reads (each backend stores them its own way)
     mining.py   sources, documents and the order in which a document's changes are applied
     jobs.py     job records: coalescing, the transition table with lease fencing, checkpoints, stop requests
-    graph.py    entities, mentions, facts and their links, extraction markers, drawer similarity links
-    near.py     near-duplicate bookkeeping: band keys, signatures, the queue of drawers still to be linked
+    graph.py    extraction: the drawers an extractor has still to read, one batch's graph written together
+    entities.py entities by name, alias or key variant, their mentions and hints
+    facts.py    facts, the links between them, explicit decisions
+    near.py     near-duplicate bookkeeping: band keys, signatures, the queue of drawers still to be linked, their links
     vectors.py  what a write of passage vectors means (which rows, whether the drawer is then embedded)
     forgetting.py  a scope's drawers and everything derived from them, erased in one transaction, and tombstones
     archive.py  the palace as portable records (export and import), read from one snapshot, loaded idempotently

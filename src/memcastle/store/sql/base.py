@@ -108,6 +108,14 @@ class Role(ABC):  # noqa: B024 - abstract where a role leaves a step to its back
     def _now(self) -> str:
         return self.db._now()
 
+    def _in(self, sql: str, ids: Sequence[str], repeat: int = 1) -> list[Row]:
+        """Rows of `sql` whose `{}` placeholders each take one batch of the distinct `ids`, over all batches."""
+        rows: list[Row] = []
+        with self._read() as tx:
+            for batch in batches(ids):
+                rows.extend(tx.all(sql.format(*[marks(batch)] * repeat), batch * repeat))
+        return rows
+
     def _read(self) -> AbstractContextManager[Tx]:
         return self.db._read()
 

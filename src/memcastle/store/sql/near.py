@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 
 from memcastle.model import DrawerLink, NearCandidate, NearKeys, NearSubject
 from memcastle.store.sql.base import Role, Row, Tx, batches, marks
+from memcastle.store.sql.rows import drawer_link_from_row
 
 
 class NearTables(Role):
@@ -170,6 +171,12 @@ class NearTables(Role):
                 rows = tx.all(f"SELECT seq, content FROM drawer WHERE seq IN ({marks(batch)})", batch)
                 found.update((int(r["seq"]), r["content"]) for r in rows)
         return found
+
+    def drawer_links(self, drawer_id: str) -> list[DrawerLink]:
+        rows = self._all(
+            "SELECT * FROM drawer_link WHERE from_id = ? OR to_id = ? ORDER BY created_at", (drawer_id, drawer_id)
+        )
+        return [drawer_link_from_row(r) for r in rows]
 
 
 def _seqs(tx: Tx, drawer_ids: Sequence[str]) -> dict[str, int]:

@@ -30,6 +30,8 @@ from memcastle.store.sql.audit import AuditTables
 from memcastle.store.sql.base import Role, Row, SqlStore, Tx
 from memcastle.store.sql.drawers import DrawerTables, NameTaken
 from memcastle.store.sql.embeddings import EmbeddingTables
+from memcastle.store.sql.entities import EntityTables
+from memcastle.store.sql.facts import FactTables
 from memcastle.store.sql.forgetting import ForgetTables
 from memcastle.store.sql.graph import GraphTables
 from memcastle.store.sql.idempotency import RequestKeyTables
@@ -116,6 +118,8 @@ class SQLiteStore(SqlStore):
         self.near = NearTables(self)
         self.mining = MiningTables(self, self.drawers, self.near)
         self.graph = GraphTables(self, self.drawers)
+        self.entities = EntityTables(self)
+        self.facts = FactTables(self)
         self.forgetting = SQLiteForgetting(self)
         self.archive = SQLiteArchive(self, self.drawers, self.embeddings)
         self.jobs = SQLiteJobs(self)
