@@ -24,7 +24,7 @@ from typing import Any
 
 from bench.common import command_line, median, write_section
 from memcastle.archive import ArchiveJobs
-from memcastle.model import ForgetScope
+from memcastle.model import DocumentScope, WingScope
 from memcastle.store.copy import copy_palace
 from memcastle.store.sqlite import DB_FILE, SQLiteStore
 
@@ -88,7 +88,7 @@ def main() -> None:
         forget_one = [
             timed(
                 lambda s=source, d=document: work.forget(
-                    ForgetScope(kind="document", source_id=s, document=d), dry_run=False, requested_by="bench"
+                    DocumentScope(source_id=s, document=d), dry_run=False, requested_by="bench"
                 )
             )
             for source, document in chosen
@@ -104,9 +104,7 @@ def main() -> None:
 
         whole = SQLiteStore(copy_of(args.palace, root / "whole"))
         forget_wing = timed(
-            lambda: whole.forgetting.forget(
-                ForgetScope(kind="wing", wing=wing.name), dry_run=False, requested_by="bench"
-            )
+            lambda: whole.forgetting.forget(WingScope(wing=wing.name), dry_run=False, requested_by="bench")
         )
         whole.close()
         bare = SQLiteStore(copy_of(args.palace, root / "bare-wing"))

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from waiting import wait_until
 
-from memcastle.model import ForgetScope, NewDrawer, Scope
+from memcastle.model import DrawerScope, NewDrawer, Scope
 from memcastle.search import semantic
 from memcastle.search.maintainer import IndexMaintainer
 from memcastle.search.semantic import SemanticIndex
@@ -335,9 +335,9 @@ def test_forgotten_rows_leave_the_graph_and_its_file_at_once(store: SQLiteStore,
     gone = ids[5:25]
     planted = [graph_copy(vectors[i]) for i in range(5, 25)]
     assert all(v in path.read_bytes() for v in planted), "the saved graph holds the vectors to forget"
-    store.forgetting.forget(ForgetScope(kind="drawer", drawer_id=gone[0]), dry_run=False, requested_by="test")
+    store.forgetting.forget(DrawerScope(drawer_id=gone[0]), dry_run=False, requested_by="test")
     for drawer_id in gone[1:]:
-        store.forgetting.forget(ForgetScope(kind="drawer", drawer_id=drawer_id), dry_run=False, requested_by="test")
+        store.forgetting.forget(DrawerScope(drawer_id=drawer_id), dry_run=False, requested_by="test")
     index.forget(gone)
     data = path.read_bytes()
     assert not any(v in data for v in planted), "no forgotten vector survives in the file"
@@ -356,7 +356,7 @@ def test_forgetting_a_large_share_starts_the_index_afresh(store: SQLiteStore, tm
     index = built(store, path)
     index.save()
     for drawer_id in ids[:150]:
-        store.forgetting.forget(ForgetScope(kind="drawer", drawer_id=drawer_id), dry_run=False, requested_by="test")
+        store.forgetting.forget(DrawerScope(drawer_id=drawer_id), dry_run=False, requested_by="test")
     index.forget(ids[:150])
     assert not path.exists(), "the file went at once; the graph is built again"
     query = clustered(400, 1)[300]

@@ -3,7 +3,7 @@ item and time, pruned by age and count, and a forgotten drawer's id erased from 
 
 from __future__ import annotations
 
-from memcastle.model import ForgetScope, NewDrawer
+from memcastle.model import DrawerScope, NewDrawer
 from memcastle.model.audit import ReadQuery, ReadRecord
 from memcastle.store import Store
 
@@ -40,7 +40,7 @@ def test_a_forgotten_drawer_leaves_the_records_that_returned_it(store: Store) ->
     gone = store.drawers.add_drawer(NewDrawer(wing="w", room="r", content="forget me"))
     kept = store.drawers.add_drawer(NewDrawer(wing="w", room="r", content="keep me"))
     store.audit.record_reads([ReadRecord(at=T0, interface="http", operation="search", drawer_ids=(gone.id, kept.id))])
-    store.forgetting.forget(ForgetScope(kind="drawer", drawer_id=gone.id), dry_run=False, requested_by="cli")
+    store.forgetting.forget(DrawerScope(drawer_id=gone.id), dry_run=False, requested_by="cli")
     (record,) = store.audit.reads(ReadQuery())
     assert record.drawer_ids == (kept.id,)
     assert store.audit.reads(ReadQuery(item=gone.id)) == []

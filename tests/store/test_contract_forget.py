@@ -13,17 +13,22 @@ from memcastle.model import (
     AsOf,
     DocumentChanges,
     DocumentRecord,
+    DocumentScope,
+    DrawerScope,
     FactLink,
-    ForgetScope,
     GraphWrite,
     LexicalQuery,
     Mention,
     NearKeys,
     NewDrawer,
     Origin,
+    RoomScope,
     Scope,
+    SearchScope,
     Source,
     SourceRecord,
+    SourceScope,
+    WingScope,
 )
 from memcastle.store import Store
 
@@ -128,12 +133,10 @@ def test_a_dry_run_counts_exactly_what_the_forget_removes_and_changes_nothing(
 ) -> None:
     store, ids = planted
     before = tables(store)
-    preview = store.forgetting.forget(
-        ForgetScope(kind="drawer", drawer_id=ids["old"]), dry_run=True, requested_by="cli"
-    )
+    preview = store.forgetting.forget(DrawerScope(drawer_id=ids["old"]), dry_run=True, requested_by="cli")
     assert tables(store) == before and preview.tombstone is None and store.forgetting.tombstones(10) == []
     assert {d.id for d in preview.drawers} == {ids["old"], ids["new"]}, "the whole version history"
-    done = store.forgetting.forget(ForgetScope(kind="drawer", drawer_id=ids["old"]), dry_run=False, requested_by="cli")
+    done = store.forgetting.forget(DrawerScope(drawer_id=ids["old"]), dry_run=False, requested_by="cli")
     assert done.counts == preview.counts
     assert dict(done.counts) == {
         **dict.fromkeys(done.counts, 0),
@@ -179,19 +182,19 @@ def test_facts_with_other_evidence_stay_without_the_forgotten_one(store: Store) 
             links=(FactLink("l-ab", "f-b", "f-a", "confirms", "inferred", "same claim", T0, b),),
         )
     )
-    report = store.forgetting.forget(ForgetScope(kind="drawer", drawer_id=a), dry_run=False, requested_by="http")
+    report = store.forgetting.forget(DrawerScope(drawer_id=a), dry_run=False, requested_by="http")
     assert (report.counts["facts"], report.counts["facts_kept"]) == (0, 1)
     kept = store.facts.get_assertion("f-a")
     assert kept.drawer_id is None and kept.origin is None, "the forgotten evidence left its provenance"
     assert [lk.id for lk in store.facts.links_of(["f-a"])] == ["l-ab"]
     # Its last confirmation goes: a fact kept without evidence of its own goes with it.
-    report = store.forgetting.forget(ForgetScope(kind="drawer", drawer_id=b), dry_run=False, requested_by="http")
+    report = store.forgetting.forget(DrawerScope(drawer_id=b), dry_run=False, requested_by="http")
     assert report.counts["facts"] == 2
     for gone in ("f-a", "f-b"):
         with pytest.raises(NotFound):
             store.facts.get_assertion(gone)
     # A person's statement stays without its evidence drawer.
-    report = store.forgetting.forget(ForgetScope(kind="drawer", drawer_id=c), dry_run=False, requested_by="http")
+    report = store.forgetting.forget(DrawerScope(drawer_id=c), dry_run=False, requested_by="http")
     assert report.counts["facts_kept"] == 1 and store.facts.get_assertion("f-x").drawer_id is None
     assert {e.id for e in all_entities(store)} == {"e-alice", "e-paris"}, "the explicit fact still names them"
 
@@ -201,7 +204,7 @@ def test_a_document_goes_with_every_revision_and_its_record_keeps_no_hash(store:
     second = file_document(store, "a.md", ["one changed", "two changed"], revision="r2")
     kept = file_document(store, "b.md", ["stays"])
     report = store.forgetting.forget(
-        ForgetScope(kind="document", source_id=SOURCE.id, document="a.md"), dry_run=False, requested_by="cli"
+        DocumentScope(source_id=SOURCE.id, document="a.md"), dry_run=False, requested_by="cli"
     )
     assert report.counts["versions"] == 4 and report.counts["drawers"] == 2 and report.counts["documents"] == 1
     assert set(report.drawer_ids) == {*first, *second}
@@ -210,9 +213,7 @@ def test_a_document_goes_with_every_revision_and_its_record_keeps_no_hash(store:
     assert record.chunk_hashes == ("", "") and record.drawer_ids == ("", "")
     assert store.drawers.get_drawer(kept[0]).content == "stays"
     with pytest.raises(NotFound):
-        store.forgetting.forget(
-            ForgetScope(kind="document", source_id=SOURCE.id, document="zz.md"), dry_run=True, requested_by="x"
-        )
+        store.forgetting.forget(DocumentScope(source_id=SOURCE.id, document="zz.md"), dry_run=True, requested_by="x")
     # The next revision of the document lands as new drawers: the forgotten ones are not there to supersede.
     third = file_document(store, "a.md", ["one again", "two again"], revision="r3")
     assert [store.drawers.get_drawer(i).supersedes for i in third] == [None, None]
@@ -223,17 +224,15 @@ def test_a_source_a_room_and_a_wing_go_whole(store: Store) -> None:
     manual = store.drawers.add_drawer(NewDrawer(wing="w", room="notes", content="a note"))
     other = store.drawers.add_drawer(NewDrawer(wing="v", room="r", content="elsewhere"))
     with pytest.raises(NotFound):
-        store.forgetting.forget(ForgetScope(kind="source", source_id="nope"), dry_run=True, requested_by="cli")
-    report = store.forgetting.forget(ForgetScope(kind="source", source_id=SOURCE.id), dry_run=False, requested_by="cli")
+        store.forgetting.forget(SourceScope(source_id="nope"), dry_run=True, requested_by="cli")
+    report = store.forgetting.forget(SourceScope(source_id=SOURCE.id), dry_run=False, requested_by="cli")
     assert report.counts["versions"] == 2 and store.drawers.get_drawer(manual.id)
-    report = store.forgetting.forget(
-        ForgetScope(kind="room", wing="w", room="notes"), dry_run=False, requested_by="cli"
-    )
+    report = store.forgetting.forget(RoomScope(wing="w", room="notes"), dry_run=False, requested_by="cli")
     assert report.counts["versions"] == 1 and report.counts["rooms"] == 1
     assert [r.name for r in store.drawers.list_rooms("w")] == ["r"]
     with pytest.raises(NotFound):
-        store.forgetting.forget(ForgetScope(kind="room", wing="w", room="notes"), dry_run=True, requested_by="cli")
-    report = store.forgetting.forget(ForgetScope(kind="wing", wing="w"), dry_run=False, requested_by="cli")
+        store.forgetting.forget(RoomScope(wing="w", room="notes"), dry_run=True, requested_by="cli")
+    report = store.forgetting.forget(WingScope(wing="w"), dry_run=False, requested_by="cli")
     assert report.counts["wings"] == 1 and report.counts["rooms"] == 1 and report.counts["versions"] == 0
     assert [w.name for w in store.drawers.list_wings()] == ["v"] and store.drawers.get_drawer(other.id)
     assert [t.scope["kind"] for t in store.forgetting.tombstones(10)] == ["wing", "room", "source"], "newest first"
@@ -245,16 +244,14 @@ def test_a_search_scope_takes_every_matching_version_and_its_tombstone_keeps_no_
     elsewhere = store.drawers.add_drawer(NewDrawer(wing="v", room="r", content="tangerine falcon in another wing"))
     partial = store.drawers.add_drawer(NewDrawer(wing="w", room="r", content="only tangerine here"))
     words = "tangerine falcon"
-    scope = ForgetScope(
-        kind="search",
+    scope = SearchScope(
         query=LexicalQuery(("tangerine", "falcon")),
         query_text=words,
         filters=Scope(wing="w", when=ANY_TIME),
     )
     preview = store.forgetting.forget(scope, dry_run=True, requested_by="cli")
     assert {d.id for d in preview.drawers} == {old.id, new.id}, "every term required, the filters applied"
-    now_only = ForgetScope(
-        kind="search",
+    now_only = SearchScope(
         query=LexicalQuery(("tangerine", "falcon")),
         query_text=words,
         filters=Scope(when=AsOf("2999-01-01T00:00:00Z")),
@@ -273,7 +270,7 @@ def test_a_search_scope_takes_every_matching_version_and_its_tombstone_keeps_no_
 def test_writes_read_from_a_drawer_forgotten_meanwhile_are_left_out(store: Store) -> None:
     gone = store.drawers.add_drawer(NewDrawer(wing="w", room="r", content="Carol works on Atlas"))
     stays = store.drawers.add_drawer(NewDrawer(wing="w", room="r", content="Dave works on Atlas"))
-    store.forgetting.forget(ForgetScope(kind="drawer", drawer_id=gone.id), dry_run=False, requested_by="cli")
+    store.forgetting.forget(DrawerScope(drawer_id=gone.id), dry_run=False, requested_by="cli")
     store.graph.apply_graph(
         GraphWrite(
             extractor="test",

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from waiting import wait_until
 
-from memcastle.model import ForgetScope, LexicalQuery, NewDrawer, Scope
+from memcastle.model import DrawerScope, LexicalQuery, NewDrawer, Scope
 from memcastle.store.sql.neighbours import CONTEXT_CHARS, context_text
 from memcastle.store.sqlite import DB_FILE, SQLiteStore
 
@@ -62,7 +62,7 @@ def test_a_forgotten_note_leaves_no_word_in_its_neighbours(tmp_path: Path) -> No
             for text in ("the weather today", "the vault code is swordfish", "see you tomorrow")
         )
         assert set(found(store, "swordfish", 0.5)) == {first, secret, last}
-        store.forgetting.forget(ForgetScope(kind="drawer", drawer_id=secret), dry_run=False, requested_by="test")
+        store.forgetting.forget(DrawerScope(drawer_id=secret), dry_run=False, requested_by="test")
         assert found(store, "swordfish", 0.5) == []
         assert "swordfish" not in " ".join(contexts(tmp_path / "palace").values())
         assert contexts(tmp_path / "palace") == {1: "see you tomorrow", 3: "the weather today"}, "now each other's"

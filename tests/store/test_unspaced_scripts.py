@@ -12,7 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 from postgres_support import PostgresServer
 
-from memcastle.model import ForgetScope, LexicalQuery, NewDrawer, Scope
+from memcastle.model import DrawerScope, LexicalQuery, NewDrawer, Scope
 from memcastle.model.scripts import POSTGRES_PATTERN, has_unspaced, index_text, split_word
 from memcastle.search.lexical import query_terms
 from memcastle.store import Store
@@ -61,7 +61,7 @@ def test_a_word_inside_a_sentence_is_found_in_every_script(store: Store) -> None
 
 def test_a_forgotten_drawer_leaves_no_word_behind_and_the_rest_stay_found(store: Store) -> None:
     ids = fill(store)
-    store.forgetting.forget(ForgetScope(kind="drawer", drawer_id=ids["zh"]), dry_run=False, requested_by="cli")
+    store.forgetting.forget(DrawerScope(drawer_id=ids["zh"]), dry_run=False, requested_by="cli")
     assert found(store, "数据库") == {"mixed"}
     assert found(store, "检索 会議") == set()
     assert found(store, "会議") == {"ja"}
@@ -99,7 +99,7 @@ def test_a_palace_indexed_before_is_indexed_again_at_open(tmp_path: Path) -> Non
     try:
         assert found(store, "东京") == {"zh"}
         assert found(store, "database") == {"en"}
-        store.forgetting.forget(ForgetScope(kind="drawer", drawer_id=ids["ja"]), dry_run=False, requested_by="cli")
+        store.forgetting.forget(DrawerScope(drawer_id=ids["ja"]), dry_run=False, requested_by="cli")
         assert found(store, "会議") == set()
     finally:
         store.close()

@@ -7,7 +7,8 @@ search    SearchQuery, Scope, LexicalQuery, ScoredDrawer, Hit, Snippet, SearchRe
 mining    SourceRecord, DocumentRecord, DocumentChanges, MinerSpec
 graph     Entity, Mention, EntityHint, Assertion, FactLink, DrawerLink, NearKeys, NearSubject, NearCandidate,
           GraphWrite
-forgetting ForgetScope, ForgetReport, ForgottenDrawer, Tombstone
+forgetting ForgetScope (DrawerScope | DocumentScope | SourceScope | RoomScope | WingScope | SearchScope), ForgetReport,
+           ForgottenDrawer, Tombstone
 """
 
 from __future__ import annotations
@@ -31,7 +32,19 @@ from memcastle.model.drawers import (
     fingerprint,
     normalize_text,
 )
-from memcastle.model.forgetting import FORGET_SCOPES, ForgetReport, ForgetScope, ForgottenDrawer, Tombstone
+from memcastle.model.forgetting import (
+    FORGET_SCOPES,
+    DocumentScope,
+    DrawerScope,
+    ForgetReport,
+    ForgetScope,
+    ForgottenDrawer,
+    RoomScope,
+    SearchScope,
+    SourceScope,
+    Tombstone,
+    WingScope,
+)
 from memcastle.model.graph import (
     EDIT_MIN_CHARS,
     FACT_STATES,
@@ -92,6 +105,12 @@ __all__ = [
     "FORGET_SCOPES",
     "ForgetReport",
     "ForgetScope",
+    "DrawerScope",
+    "DocumentScope",
+    "SourceScope",
+    "RoomScope",
+    "WingScope",
+    "SearchScope",
     "ForgottenDrawer",
     "FactLink",
     "GraphWrite",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, ClassVar
 
 from memcastle.model.drawers import JSON
 from memcastle.model.search import LexicalQuery, Scope
@@ -22,46 +22,87 @@ BROAD_SCOPES = frozenset({"source", "room", "wing", "search"})
 PREVIEW_DRAWERS = 50  # drawers a report lists; the counts cover all of them
 
 
-@dataclass(frozen=True)
-class ForgetScope:
-    """What to forget: one drawer with its whole history, one mined document (every revision), one mined source, a
-    room, a wing, or the drawers whose text matches every term of a search (with its filters; every version unless a
-    time is given)."""
+class Scoped:
+    """What every forget scope has: its `kind` (one of `FORGET_SCOPES`), whether it is broad, and how its tombstone
+    records it (its fields, nothing of a search's words)."""
 
-    kind: str
-    drawer_id: str | None = None
-    source_id: str | None = None
-    document: str | None = None
-    wing: str | None = None
-    room: str | None = None
-    query: LexicalQuery | None = None
-    query_text: str | None = None
-    filters: Scope = field(default_factory=lambda: Scope(when=ANY_TIME))  # with the time a search asks for
-
-    def __post_init__(self) -> None:
-        if self.kind not in FORGET_SCOPES:
-            raise ValueError(f"unknown forget scope {self.kind!r}")
+    kind: ClassVar[str]
 
     @property
     def broad(self) -> bool:
         return self.kind in BROAD_SCOPES
 
     def to_json(self) -> JSON:
-        """The scope as its tombstone records it: a search by the SHA-256 of its query, never its words."""
+        return {"kind": self.kind, **vars(self)}
+
+
+@dataclass(frozen=True)
+class DrawerScope(Scoped):
+    """One drawer with its whole history."""
+
+    drawer_id: str
+    kind: ClassVar[str] = "drawer"
+
+
+@dataclass(frozen=True)
+class DocumentScope(Scoped):
+    """One mined document, every revision of it."""
+
+    source_id: str
+    document: str
+    kind: ClassVar[str] = "document"
+
+
+@dataclass(frozen=True)
+class SourceScope(Scoped):
+    """Every drawer mined from one source."""
+
+    source_id: str
+    kind: ClassVar[str] = "source"
+
+
+@dataclass(frozen=True)
+class RoomScope(Scoped):
+    """A room with every drawer in it."""
+
+    wing: str
+    room: str
+    kind: ClassVar[str] = "room"
+
+
+@dataclass(frozen=True)
+class WingScope(Scoped):
+    """A wing with every room and drawer in it."""
+
+    wing: str
+    kind: ClassVar[str] = "wing"
+
+
+@dataclass(frozen=True)
+class SearchScope(Scoped):
+    """The drawers whose text matches every term of a search, inside its filters (every version unless a time is
+    given)."""
+
+    query: LexicalQuery
+    query_text: str
+    filters: Scope = field(default_factory=lambda: Scope(when=ANY_TIME))  # with the time a search asks for
+    kind: ClassVar[str] = "search"
+
+    def to_json(self) -> JSON:
+        """A search by the SHA-256 of its query, never its words."""
         out: dict[str, Any] = {"kind": self.kind}
-        for name in ("drawer_id", "source_id", "document", "wing", "room"):
-            if getattr(self, name) is not None:
-                out[name] = getattr(self, name)
-        if self.kind == "search":
-            text = self.query_text or " ".join(self.query.terms if self.query else ())
-            out["query_sha256"] = hashlib.sha256(text.encode("utf-8")).hexdigest()
-            out["filters"] = {
-                k: (list(v) if isinstance(v, tuple) else v)
-                for k, v in ((f.name, getattr(self.filters, f.name)) for f in fields(self.filters) if f.name != "when")
-                if v
-            }
-            out.update(self.filters.when.to_json())
+        out["query_sha256"] = hashlib.sha256(self.query_text.encode("utf-8")).hexdigest()
+        out["filters"] = {
+            k: (list(v) if isinstance(v, tuple) else v)
+            for k, v in ((f.name, getattr(self.filters, f.name)) for f in fields(self.filters) if f.name != "when")
+            if v
+        }
+        out.update(self.filters.when.to_json())
         return out
+
+
+# What to forget: one value of its kind.
+ForgetScope = DrawerScope | DocumentScope | SourceScope | RoomScope | WingScope | SearchScope
 
 
 COUNTS = (

@@ -7,7 +7,21 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
 
 from memcastle.errors import Conflict, InvalidRequest, NotFound
-from memcastle.model import ANY_TIME, FORGET_SCOPES, ForgetReport, ForgetScope, Job, LexicalQuery, Tombstone
+from memcastle.model import (
+    ANY_TIME,
+    FORGET_SCOPES,
+    DocumentScope,
+    DrawerScope,
+    ForgetReport,
+    ForgetScope,
+    Job,
+    LexicalQuery,
+    RoomScope,
+    SearchScope,
+    SourceScope,
+    Tombstone,
+    WingScope,
+)
 from memcastle.model.requests import SearchRequest
 from memcastle.search.engine import SearchEngine
 from memcastle.search.lexical import query_terms
@@ -65,9 +79,9 @@ class ForgetService:
         """Forget the scope; `dry_run` None means the scope's default (a dry run for source, room, wing and search:
         they reach drawers the caller may not have looked at)."""
         scope = scope_of(request)
-        if scope.drawer_id is not None:
+        if isinstance(scope, DrawerScope):
             scope = replace(scope, drawer_id=resolve_id(self._store, "drawer", scope.drawer_id, field="drawer_id"))
-        if scope.source_id is not None:
+        if isinstance(scope, SourceScope | DocumentScope):
             scope = replace(scope, source_id=resolve_id(self._store, "source", scope.source_id, field="source_id"))
         self._within_scope(scope)
         if dry_run is None:
@@ -94,15 +108,16 @@ class ForgetService:
         seen = visibility()
         if seen.is_whole:
             return
-        if scope.kind == "drawer" and scope.drawer_id is not None:
+        if isinstance(scope, DrawerScope):
             place = self._store.search.drawer_places([scope.drawer_id]).get(scope.drawer_id)
             if place is None or not (seen.can_read(place.wing, place.room) or seen.can_write(place.wing, place.room)):
                 raise NotFound(f"no drawer {scope.drawer_id}")
             seen.writable(place.wing, place.room)
-        elif scope.kind in ("wing", "room") and scope.wing is not None:
-            if not (seen.sees_wing(scope.wing) or seen.can_write(scope.wing, scope.room)):
+        elif isinstance(scope, RoomScope | WingScope):
+            room = scope.room if isinstance(scope, RoomScope) else None
+            if not (seen.sees_wing(scope.wing) or seen.can_write(scope.wing, room)):
                 raise NotFound(f"no wing {scope.wing!r}")
-            seen.writable(scope.wing, scope.room)
+            seen.writable(scope.wing, room)
         else:
             seen.whole_palace(f"forgetting by {scope.kind}")
 
@@ -111,11 +126,9 @@ class ForgetService:
 
     def _refuse_while_mining(self, scope: ForgetScope) -> None:
         """A mine filing into the wing, room or source being forgotten would write part of it back."""
-        if scope.kind not in ("source", "document", "room", "wing"):
-            return
         for job, source_id, wing in self._active_mines():
-            if (scope.kind in ("source", "document") and source_id == scope.source_id) or (
-                scope.kind in ("room", "wing") and wing == scope.wing
+            if (isinstance(scope, SourceScope | DocumentScope) and source_id == scope.source_id) or (
+                isinstance(scope, RoomScope | WingScope) and wing == scope.wing
             ):
                 raise Conflict(
                     f"mine job {job.id} ({job.status.value}) writes to this {scope.kind}",
@@ -152,15 +165,16 @@ def scope_of(request: ForgetRequest) -> ForgetScope:
             check_text(value, name)
             if not value.strip():
                 raise InvalidRequest(f"{name} must not be blank", field=name)
-    if kind != "search":
-        return ForgetScope(
-            kind=kind,
-            drawer_id=request.drawer_id,
-            source_id=request.source_id,
-            document=request.document,
-            wing=check_name(request.wing, "wing"),
-            room=check_name(request.room, "room"),
-        )
+    wing, room = check_name(request.wing, "wing"), check_name(request.room, "room")
+    named: dict[str, Callable[[], ForgetScope]] = {
+        "drawer": lambda: DrawerScope(str(request.drawer_id)),
+        "document": lambda: DocumentScope(str(request.source_id), str(request.document)),
+        "source": lambda: SourceScope(str(request.source_id)),
+        "room": lambda: RoomScope(str(wing), str(room)),
+        "wing": lambda: WingScope(str(wing)),
+    }
+    if kind in named:
+        return named[kind]()
     assert request.search is not None
     search = request.search
     # Without a time, every version that matches goes: forgetting text means its history too.
@@ -168,8 +182,7 @@ def scope_of(request: ForgetRequest) -> ForgetScope:
     terms = query_terms(query.text)
     if not terms:
         raise InvalidRequest("the query has no word to match", field="query")
-    return ForgetScope(
-        kind="search",
+    return SearchScope(
         query=LexicalQuery(tuple(terms), require_all=True),
         query_text=query.text,
         filters=replace(query.scope, hidden=True),  # what a person hid is forgotten like the rest

@@ -18,11 +18,16 @@ from typing import Any
 
 from memcastle.errors import NotFound
 from memcastle.model import (
+    DocumentScope,
+    DrawerScope,
     ForgetReport,
     ForgetScope,
     ForgottenDrawer,
     LexicalQuery,
+    RoomScope,
+    SourceScope,
     Tombstone,
+    WingScope,
     normalize_text,
 )
 from memcastle.model.forgetting import COUNTS, PREVIEW_DRAWERS
@@ -108,22 +113,21 @@ class ForgetTables(Role):
         insert = "INSERT INTO forget_set(seq, id) SELECT d.seq, d.id FROM drawer d"
         rooms: list[int] = []
         wings: list[int] = []
-        if scope.kind == "drawer":
-            assert scope.drawer_id is not None
+        if isinstance(scope, DrawerScope):
             tx.many("INSERT INTO forget_set(seq, id) VALUES (?, ?)", self._chain(tx, scope.drawer_id))
-        elif scope.kind == "document":
+        elif isinstance(scope, DocumentScope):
             tx.run(f"{insert} WHERE d.source_id = ? AND d.document = ?", (scope.source_id, scope.document))
             if tx.one("SELECT 1 AS found FROM forget_set") is None and self._document_unknown(tx, scope):
                 raise NotFound(f"no document {scope.document!r} in source {scope.source_id}")
-        elif scope.kind == "source":
+        elif isinstance(scope, SourceScope):
             if tx.one("SELECT 1 AS found FROM source WHERE id = ?", (scope.source_id,)) is None:
                 raise NotFound(f"no source {scope.source_id}")
             tx.run(f"{insert} WHERE d.source_id = ?", (scope.source_id,))
-        elif scope.kind in ("room", "wing"):
+        elif isinstance(scope, RoomScope | WingScope):
             wing = tx.one("SELECT id FROM wing WHERE name = ?", (scope.wing,))
             if wing is None:
                 raise NotFound(f"no wing {scope.wing!r}")
-            if scope.kind == "room":
+            if isinstance(scope, RoomScope):
                 room = tx.one("SELECT id FROM room WHERE wing_id = ? AND name = ?", (wing["id"], scope.room))
                 if room is None:
                     raise NotFound(f"no room {scope.room!r} in wing {scope.wing!r}")
@@ -134,7 +138,6 @@ class ForgetTables(Role):
             for room_id in rooms:
                 tx.run(f"{insert} WHERE d.room_id = ?", (room_id,))
         else:
-            assert scope.query is not None
             match, match_params = self._match_sql(scope.query)
             where, params = filter_sql(scope.filters, self._now(), self.lifecycle, self.backend)
             tx.run(
@@ -159,7 +162,7 @@ class ForgetTables(Role):
                 following = node[step]
         return [(seq, drawer) for drawer, seq in found.items()]
 
-    def _document_unknown(self, tx: Tx, scope: ForgetScope) -> bool:
+    def _document_unknown(self, tx: Tx, scope: DocumentScope) -> bool:
         return (
             tx.one(
                 "SELECT 1 AS found FROM document WHERE source_id = ? AND external_id = ?",
