@@ -29,32 +29,20 @@ room_app = group("room", app, "Rooms of a wing.")
 @click.option("--name", help="a name, unique among the room's current drawers")
 @click.option("--expires", "expires_at", help="when it expires: an RFC 3339 instant, or a duration from now (7d, 12h)")
 @pass_invocation
-def note(
-    inv: Invocation,
-    words: tuple[str, ...],
-    from_file: Any,
-    edit: bool,
-    wing: str | None,
-    room: str | None,
-    tags: tuple[str, ...],
-    agent: str | None,
-    name: str | None,
-    expires_at: str | None,
-) -> None:
+def note(inv: Invocation, /, words: tuple[str, ...], from_file: Any, edit: bool, **fields: Any) -> None:
     """Save a note drawer: WORDS as typed (no quotes needed), --file, --edit in $EDITOR, or standard input (`-`,
     or piped with no words)."""
     content = text_of(words, from_file, edit)
     from memcastle.connectors.project import find_project_settings
 
     project = find_project_settings(Path.cwd())
+    # The note's fields (`NoteFields`) as the options name them; the project's wing and room where none is given.
     body = {
         "content": content,
-        "wing": wing or (project.wing if project else None),
-        "room": room or (project.room if project else None),
-        "tags": list(tags),
-        "agent": agent,
-        "name": name,
-        **({"expires_at": expires_at} if expires_at is not None else {}),
+        **{k: v for k, v in fields.items() if v is not None},
+        "wing": fields["wing"] or (project.wing if project else None),
+        "room": fields["room"] or (project.room if project else None),
+        "tags": list(fields["tags"]),
     }
     data = inv.client().post("/notes", body)
 

@@ -248,36 +248,15 @@ def _last_run(run: Any) -> str:
 @click.option("--webhook", type=click.Choice(["hmac", "token"]), help="POST /hooks/NAME asks for a run")
 @click.option("--secret-env", help="the daemon's environment variable holding the webhook's secret")
 @pass_invocation
-def miner_add(
-    inv: Invocation,
-    name: str,
-    connector: str,
-    locator: str,
-    wing: str | None,
-    options: tuple[str, ...],
-    full: bool,
-    watch: bool,
-    debounce: str,
-    every: str | None,
-    poll: str | None,
-    webhook: str | None,
-    secret_env: str | None,
-) -> None:
+def miner_add(inv: Invocation, /, name: str, locator: str, options: tuple[str, ...], **fields: Any) -> None:
     """Define a miner kept in the palace (beside config.toml's; a config miner of the same name wins). One with a
     poll or a webhook starts disabled: enable it with memcastle miner enable NAME."""
+    # The other options are the miner's fields (`MinerDefinition`) by their names.
     body = {
         "name": name,
-        "connector": connector,
         "locator": str(Path(locator).expanduser().absolute()) if locator else locator,
         "options": _options(options),
-        "wing": wing,
-        "full": full,
-        "watch": watch,
-        "debounce": debounce,
-        "every": every,
-        "poll": poll,
-        "webhook": webhook,
-        "secret_env": secret_env,
+        **fields,
     }
     data = inv.client().post("/miners", {k: v for k, v in body.items() if v is not None})
     inv.emit(data, lambda data: render.console.print(f"miner {name} added: {_triggers(data['miner'])}"))
