@@ -28,6 +28,7 @@ ALLOWED: dict[str, set[str]] = {
     # cross-cutting policy, pure
     "modes": {"errors"},
     "events": set(),
+    "metrics": set(),  # the daemon's counters and figures for a monitor (prometheus-client)
     "preferences": VALUES,
     # persistence
     "store": VALUES,
@@ -46,7 +47,19 @@ ALLOWED: dict[str, set[str]] = {
     "__main__": {"cli"},  # `python -m memcastle`: the command line
     # application seam
     "services": VALUES
-    | {"store", "jobs", "integrity", "preferences", "connectors", "knowledge", "mining", "search", "archive", "events"},
+    | {
+        "store",
+        "jobs",
+        "integrity",
+        "preferences",
+        "connectors",
+        "knowledge",
+        "mining",
+        "search",
+        "archive",
+        "events",
+        "metrics",
+    },
     # this machine's footprint of a daemon, for interfaces and roots only
     "runtime": VALUES | {"modes"},
     # reading settings (TOML files, environment) into values
@@ -76,7 +89,7 @@ ALLOWED: dict[str, set[str]] = {
     "doctor": VALUES | {"config", "app", "daemon", "runtime", "integrations", "store"},
     # interfaces: parse, call one service, render
     "mcp": VALUES | {"modes", "services", "runtime"},
-    "api": VALUES | {"modes", "services", "runtime", "mcp", "events", "web"},
+    "api": VALUES | {"modes", "services", "runtime", "mcp", "events", "web", "metrics"},
     "web": VALUES | {"modes", "services"},
     "cli": VALUES
     | {

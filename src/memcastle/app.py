@@ -279,7 +279,7 @@ def build(settings: Settings, *, now: Clock = utc_now) -> Palace:
         now=now,
         on_change=publish_job,
         signals=signals,
-        on_finished=services.jobs.after_job,
+        on_finished=services.job_finished,
     )
     return Palace(
         settings=settings,

@@ -7,6 +7,7 @@ import secrets
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING
 
 from fastapi import Depends, FastAPI
@@ -19,7 +20,9 @@ from memcastle.api.auth import BearerAuth, ReaderContext
 from memcastle.api.errors import answers, install_error_handlers
 from memcastle.api.guard import BrowserGuard, HostPolicy
 from memcastle.api.limits import BodyLimit
+from memcastle.api.metrics_route import scrape
 from memcastle.api.openapi import honest_openapi
+from memcastle.api.request_ids import RequestIds
 from memcastle.api.routes import CONCERN_ROUTERS
 from memcastle.api.token_routes import router as token_router
 from memcastle.mcp.endpoint import MCP_PATH, LazyEndpoint
@@ -109,6 +112,7 @@ def create_app(
         return answers(app, method, path)
 
     app.add_middleware(BrowserGuard, policy=HostPolicy(allowed_hosts), routed=routed)
+    app.add_middleware(RequestIds)  # outermost: every answer, a refusal at the door too, carries the request's id
     install_error_handlers(app)
     app.openapi = honest_openapi(app)  # type: ignore[method-assign]
     for concern in CONCERN_ROUTERS:
@@ -117,6 +121,7 @@ def create_app(
     if web:  # `web.enabled = false`: no page, no static files; the API and MCP as ever
         app.include_router(web_router)
         app.mount("/static", StaticFiles(directory=WEB_STATIC), name="static")
+    app.add_api_route("/metrics", partial(scrape, services, mcp_endpoint), methods=["GET"], include_in_schema=False)
     # A raw ASGI endpoint (every method: POST messages, GET the event stream, DELETE the session), not a FastAPI route.
     app.router.routes.append(Route(MCP_PATH, mcp_endpoint, include_in_schema=False))
     return app

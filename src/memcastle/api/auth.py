@@ -48,7 +48,7 @@ class BearerAuth:
             scope.setdefault("state", {})[TOKEN_STATE] = record
             await self.app(scope, receive, send)
             return
-        if scope["method"] == "GET" and not path.startswith(("/api/", "/mcp")):
+        if scope["method"] == "GET" and not path.startswith(("/api/", "/mcp", "/metrics")):
             # A person opening a page: the login form, which brings them back here.
             query = scope.get("query_string", b"").decode("latin-1")
             target = urllib.parse.quote(path + (f"?{query}" if query else ""), safe="")
@@ -92,21 +92,24 @@ class ReaderContext:
             await self.app(scope, receive, send)
             return
         record = token_of_scope(scope)
-        path = scope.get("path", "")
-        if path.startswith("/mcp"):
-            interface = "mcp"
-        elif path.startswith("/api/"):
-            sent = dict(scope.get("headers") or []).get(b"x-memcastle-client", b"http").decode("latin-1")
-            interface = sent if sent in ("cli", "http", "web") else "http"
-        else:
-            interface = "web"
         who = Reader(
-            interface=interface,
+            interface=interface_of(scope),
             token=record.name if record is not None else None,
             visibility=record.visibility if record is not None else EVERYTHING,
         )
         with reading_as(who):
             await self.app(scope, receive, send)
+
+
+def interface_of(scope: Scope) -> str:
+    """Which interface a request came through: MCP, the web page, or REST — `cli` when the command line says so."""
+    path = scope.get("path", "")
+    if path.startswith("/mcp"):
+        return "mcp"
+    if path.startswith(("/api/", "/metrics")):
+        sent = dict(scope.get("headers") or []).get(b"x-memcastle-client", b"http").decode("latin-1")
+        return sent if sent in ("cli", "http", "web") else "http"
+    return "web"
 
 
 def token_of_scope(scope: Scope) -> TokenRecord | None:

@@ -24,12 +24,22 @@ from memcastle.errors import (
     http_status,
     invalid_arguments,
 )
+from memcastle.runtime.logs import REQUEST_ID
+from memcastle.services import attached
 
 log = logging.getLogger(__name__)
 
 
 def error_body(message: str, code: str, help: str = "", **extra: Any) -> dict[str, Any]:
-    return {"error": message, "code": code, "help": help, **{k: v for k, v in extra.items() if v is not None}}
+    """An error answer made here rather than from an error (`error_shape`), with the request's id."""
+    body = {"error": message, "code": code, "help": help, **{k: v for k, v in extra.items() if v is not None}}
+    return with_request_id(body)
+
+
+def with_request_id(body: dict[str, Any]) -> dict[str, Any]:
+    """An error answer with the id of the request it answers (`api.request_ids`), when there is one."""
+    current = REQUEST_ID.get()
+    return {**body, "request_id": current} if current is not None else body
 
 
 METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
@@ -87,12 +97,22 @@ def respond(
     for where no route answered), everyone else the JSON shape (`memcastle.errors.error_shape`), with `details` for a
     refused body. The CLI reads that shape back into the same error (`memcastle.errors.from_answer`)."""
     status = status or http_status(error)
+    _count(request, error.code)
     if _page_wanted(request):
         from memcastle.web.pages import error_page
 
         return error_page(request, error, status)
-    body = {**error_shape(error), **({"details": details} if details is not None else {})}
+    body = with_request_id({**error_shape(error), **({"details": details} if details is not None else {})})
     return JSONResponse(body, status_code=status, headers=headers)
+
+
+def _count(request: Request, code: str) -> None:
+    """An error answer, counted by its code and interface for the metrics (an app without services counts none)."""
+    from memcastle.api.auth import interface_of
+
+    state = request.app.state
+    if getattr(state, "services", None) is not None:
+        attached(state).metrics.error(code, interface_of(request.scope))
 
 
 def _page_wanted(request: Request) -> bool:
@@ -147,6 +167,7 @@ def install_error_handlers(app: FastAPI) -> None:
             missing = NotFound(f"there is no page at {request.url.path}", help="the pages are in the menu above")
             return respond(request, missing, exc.status_code)
         code = {404: "not_found", 405: "method_not_allowed", 413: "too_large"}.get(exc.status_code, "http_error")
+        _count(request, code)
         return JSONResponse(error_body(str(exc.detail), code), status_code=exc.status_code, headers=headers)
 
     @app.exception_handler(Exception)

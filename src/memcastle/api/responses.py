@@ -27,6 +27,9 @@ class ErrorBody(Shape):
     field: str | None = Field(None, description="the request field at fault, as a path: items[1].content")
     existing_id: str | None = Field(None, description="on a conflict: the record it clashes with")
     details: list[Open] | None = Field(None, description="on a schema violation: every field at fault")
+    request_id: str | None = Field(
+        None, description="the request's id, also in the X-Request-Id header and on every log line it wrote"
+    )
 
 
 class OriginOut(Shape):

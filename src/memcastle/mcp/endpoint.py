@@ -44,6 +44,13 @@ class LazyEndpoint:
             self._server = self._build()
         return self._server
 
+    def sessions(self) -> int:
+        """The MCP sessions open now (0 before the server is built: none could be)."""
+        if self._server is None:
+            return 0
+        manager = self._server.session_manager
+        return len(getattr(manager, "_server_instances", {}))  # the SDK keeps no public count
+
     def _prepare(self) -> tuple[MCPServer, ASGIApp]:
         from memcastle.mcp.server import http_endpoint
 

@@ -50,6 +50,7 @@ from memcastle.mcp.tools import TOOLS, Env, ToolSpec, prepare
 from memcastle.mcp.tools.base import OTHER_NAMES, PYTHON_NAMES
 from memcastle.model.visibility import EVERYTHING
 from memcastle.modes import enforce_mode
+from memcastle.runtime.logs import REQUEST_ID, request_id_of
 from memcastle.runtime.tokens import token_of
 from memcastle.services import Services
 from memcastle.services.reader import Reader, palace_wide, reading_as
@@ -82,13 +83,16 @@ DEFAULT_HELP = {
 GENERIC_HELP = "tell the user what failed; the daemon's log has the details"
 
 
-def tool_error(exc: MemCastleError) -> CallToolResult:
+def tool_error(exc: MemCastleError, request_id: str | None = None) -> CallToolResult:
     """A `MemCastleError` as an MCP tool error: the message and hint as text, `{error, code, help, field}` as data;
     an error raised without a hint gets its code's (`DEFAULT_HELP`), so no tool error leaves the agent guessing."""
     if not exc.help:
         exc.help = DEFAULT_HELP.get(exc.code, GENERIC_HELP)
     data = error_shape(exc)
     text = exc.message + f"\nhint: {exc.help}"
+    if request_id is not None:  # the HTTP request that carried the call: its log lines carry the same id
+        data["request_id"] = request_id
+        text += f"\nrequest: {request_id}"
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data, is_error=True)
 
 
@@ -246,6 +250,11 @@ def bind(
     takes_budget = any(p.name == "max_chars" for p in params)
 
     def run(ctx: Context, **arguments: Any) -> CallToolResult:
+        # The SDK runs the call in its session's task, outside the HTTP request's context: its id is taken from
+        # the request, for the answer and for every log line the call writes.
+        request = ctx.request_context.request
+        request_id = request_id_of(request.scope) if request is not None else None
+        marked = REQUEST_ID.set(request_id)
         try:
             if spec.access != "open":
                 enforce_mode(mode_of(ctx, modes)[0], spec.access)
@@ -265,10 +274,14 @@ def bind(
                     given["max_chars"] = budget
                 return answer(within(spec.fn(Env(services, ctx, modes), **given), asked or budget))
         except MemCastleError as exc:
-            return tool_error(exc)
+            services.metrics.error(exc.code, "mcp")
+            return tool_error(exc, request_id)
         except Exception as exc:  # a bug: answered in the documented shape, the traceback in the log
             log.exception("unexpected error in MCP tool %s", spec.name)
-            return tool_error(InternalError.of(exc))
+            services.metrics.error("internal", "mcp")
+            return tool_error(InternalError.of(exc), request_id)
+        finally:
+            REQUEST_ID.reset(marked)
 
     context = inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Context)
     run.__signature__ = signature.replace(parameters=[context, *params], return_annotation=CallToolResult)  # type: ignore[attr-defined]

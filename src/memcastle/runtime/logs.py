@@ -6,10 +6,33 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from collections.abc import Mapping
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+# The id of the HTTP request being answered (`api.request_ids`): every log line written for it carries it.
+REQUEST_ID: ContextVar[str | None] = ContextVar("memcastle_request_id", default=None)
+REQUEST_ID_STATE = "request_id"  # where the request's scope keeps it, for code that runs outside its context (MCP)
+
+
+def request_id_of(scope: Mapping[str, Any]) -> str | None:
+    """The id of the HTTP request `scope` is (None outside one)."""
+    found = (scope.get("state") or {}).get(REQUEST_ID_STATE)
+    return found if isinstance(found, str) else None
+
+
+class RequestIdFilter(logging.Filter):
+    """Puts the current request's id on every record written while it is answered (`request_id`)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        current = REQUEST_ID.get()
+        if current is not None and not hasattr(record, "request_id"):
+            record.request_id = current
+        return True
+
+
 # Attributes every LogRecord has; anything else on a record was passed through `extra=` and is kept in JSON.
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
 
@@ -40,6 +63,7 @@ def configure(level: str, fmt: str, *, stream: TextIO | None = None) -> None:
     every session at INFO, and uvicorn's access log stay at WARNING unless the level is debug."""
     handler = logging.StreamHandler(stream or sys.stderr)
     handler.setFormatter(JsonFormatter() if fmt == "json" else logging.Formatter(TEXT_FORMAT))
+    handler.addFilter(RequestIdFilter())
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)

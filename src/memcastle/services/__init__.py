@@ -23,6 +23,7 @@ from typing import Any
 
 from memcastle.errors import MemCastleError
 from memcastle.events import EventBus
+from memcastle.metrics import Metrics
 from memcastle.model import Job, JobStatus
 from memcastle.model.answers import PreferenceCheck
 from memcastle.model.requests import CheckpointItem, SearchRequest, request_of
@@ -77,7 +78,10 @@ class Services:
         publish = self.events.publish
         duplicates = understanding.duplicates
         self.drawers = DrawerService(store, self.jobs, duplicates, policy, keys, publish, now=now, record=record)
-        self.search = SearchService(search, store.drawers, record=record, vectors=store.embeddings)
+        self.metrics = house.metrics or Metrics()
+        self.search = SearchService(
+            search, store.drawers, record=record, vectors=store.embeddings, metrics=self.metrics
+        )
         self.agents = AgentService(store.drawers, self.drawers, self.facts, keys, record=record)
         self.mining = MiningService(sources.connectors, self.jobs, sources.roots, sources=store.mining)
         self.miners = MinerService(
@@ -98,6 +102,11 @@ class Services:
             paused=lambda: self.jobs.list_jobs(JobStatus.PAUSED.value, None, 200),
             runtime=self.runtime,
         )
+
+    def job_finished(self, job: Job) -> None:
+        """A job ended: counted for the metrics, then its follow-ups (`JobService.after_job`)."""
+        self.metrics.job_finished(job.kind, job.status.value)
+        self.jobs.after_job(job)
 
     def queue_checkpoint(self, items: Sequence[Any], agent: str | None, requested_by: str) -> Job:
         """An emergency checkpoint: checked now as a write would be, then queued as a durable high-priority job —

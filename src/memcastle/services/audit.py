@@ -128,6 +128,11 @@ class ReadAudit:
             except MemCastleError as exc:  # a full disk: the audit does not stop reads; the records are lost
                 log.warning("%d read audit records could not be written: %s", len(waiting), exc.message)
 
+    def count(self) -> int:
+        """The read-audit records kept now (those still buffered included)."""
+        self.flush()
+        return self._store.count_reads()
+
     def prune(self) -> int:
         """Apply retention now: records older than it, and the oldest beyond the most kept, go."""
         before = format_instant(to_datetime(self._now()) - timedelta(seconds=self._retention))

@@ -12,6 +12,7 @@ from memcastle.connectors.registry import ConnectorRegistry
 from memcastle.events import Changes, EventBus
 from memcastle.knowledge.dedup import DuplicateFinder
 from memcastle.knowledge.extraction import ExtractionProvider
+from memcastle.metrics import Metrics
 from memcastle.mining.roots import MiningRoots
 from memcastle.model import MinerSpec
 from memcastle.preferences import Policy
@@ -55,7 +56,8 @@ class Trust:
 @dataclass(frozen=True)
 class Housekeeping:
     """The palace's folder and clock, and what watches over it: the event bus, the free room on its disk, the read
-    audit, the storage reserve, the notices and the daemon's runtime figures (each made plain when not given)."""
+    audit, the storage reserve, the notices, the daemon's runtime figures and its metrics (each made plain when not
+    given)."""
 
     palace: Path
     now: Clock = utc_now
@@ -65,3 +67,4 @@ class Housekeeping:
     reserve: StorageReserve | None = None
     notices: Notices | None = None
     runtime: RuntimeService | None = None
+    metrics: Metrics | None = None

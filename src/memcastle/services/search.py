@@ -11,6 +11,7 @@ import numpy as np
 
 from memcastle.clock import parse_instant
 from memcastle.errors import InvalidRequest, NotFound
+from memcastle.metrics import Metrics
 from memcastle.model import (
     ANY_TIME,
     CURRENT,
@@ -28,7 +29,7 @@ from memcastle.model.time import Axis
 from memcastle.search.engine import SearchEngine
 from memcastle.services.audit import Record, unrecorded
 from memcastle.services.ids import resolve_id
-from memcastle.services.reader import visibility
+from memcastle.services.reader import reader, visibility
 from memcastle.services.validation import MAX_QUERY_CHARS, check_limit, check_name, check_tags, check_text
 from memcastle.store import DrawerStore, EmbeddingStore
 
@@ -45,7 +46,9 @@ class SearchService:
         *,
         record: Record = unrecorded,
         vectors: EmbeddingStore | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
+        self._metrics = metrics or Metrics()
         self._vectors = vectors
         self._engine = engine
         self._store = store
@@ -55,7 +58,9 @@ class SearchService:
         self._engine.close()
 
     def search(self, request: SearchRequest) -> SearchResult:
-        result = self._engine.search(self.query(request))
+        with self._metrics.timing_search(reader().interface) as labels:
+            result = self._engine.search(self.query(request))
+            labels["ranking"] = result.ranking
         self._record("search", query=request.query, drawer_ids=[hit.drawer.id for hit in result.hits])
         return result
 
@@ -133,7 +138,9 @@ class SearchService:
         if request.room is not None:
             raise InvalidRequest("recall searches a whole wing; drop room or use search", field="room")
         query = self.query(request)
-        result = self._engine.search(query)
+        with self._metrics.timing_search(reader().interface) as labels:
+            result = self._engine.search(query)
+            labels["ranking"] = result.ranking
         # A pinned drawer always enters the recall of its scope: those the search did not find come after the hits.
         found = {hit.drawer.id for hit in result.hits}
         pinned = [d for d in self._store.pinned_drawers(query.scope, PINNED_IN_RECALL) if d.id not in found]

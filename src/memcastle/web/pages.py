@@ -125,7 +125,7 @@ def page(request: Request, template: str, status: int = 200, **context: Any) -> 
 ERROR_TITLES = {400: "Invalid request", 401: "Sign in", 403: "Not allowed", 404: "Not found", 405: "Not allowed here",
                 409: "Conflict", 413: "Too large", 429: "Too many requests", 500: "Internal error",
                 503: "Unavailable"}  # fmt: skip
-API_PREFIXES = ("/api/", "/mcp", "/hooks/", "/openapi", "/docs", "/redoc", "/static/")
+API_PREFIXES = ("/api/", "/mcp", "/hooks/", "/openapi", "/docs", "/redoc", "/static/", "/metrics")
 
 
 def error_page(request: Request, error: MemCastleError, status: int) -> HTMLResponse:

@@ -71,6 +71,9 @@ class AuditTables(Role):
             for r in rows
         ]
 
+    def count_reads(self) -> int:
+        return self._count("SELECT COUNT(*) AS n FROM read_audit")
+
     def prune_reads(self, before: str, keep: int) -> int:
         """Erase the records older than `before`, and the oldest beyond the newest `keep`; how many went."""
         with self._write() as tx:
