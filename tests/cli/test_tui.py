@@ -117,3 +117,12 @@ def test_a_job_is_paused_and_resumed_from_the_keyboard(daemon: Any) -> None:
         await until(pilot, lambda: state() == "cancelled", "the cancel")
 
     drive(app, scenario)
+
+
+def test_without_a_terminal_it_refuses_at_once_instead_of_waiting_for_keys(daemon: Any) -> None:
+    """Piped (a script, an agent's shell tool), the console would wait for keys no one sends: it says so instead."""
+    served = daemon()
+    started = time.monotonic()
+    done = served.cli("tui")
+    assert done.returncode == 1 and time.monotonic() - started < 30
+    assert "needs a terminal" in done.stderr and "memcastle job list" in done.stderr, done.stderr

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import click
@@ -44,6 +45,13 @@ def tui(ctx: click.Context) -> None:
     """A terminal console for the running daemon: jobs (live, with pause, resume and cancel), a search test bench
     (query, ranking, and each hit's score, signals and preference), readiness (doctor's checks) and maintenance
     (audit and repair). Needs the `tui` extra: pip install 'memcastle[tui]'."""
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        from memcastle.errors import InvalidRequest
+
+        raise InvalidRequest(
+            "memcastle tui needs a terminal: its input or output is a pipe or a file",
+            help="run it in a terminal; from a script: memcastle job list, memcastle search, memcastle doctor",
+        )
     try:
         from memcastle.cli.tui import Console
     except ImportError as exc:
