@@ -569,3 +569,11 @@ def test_a_hits_signal_line_names_each_figures_scale() -> None:
         {"score": 1.08, "drawer": drawer, "signals": {"semantic": 0.61, "relevance": 1.0, "preference": preference}}
     )
     assert adjusted.startswith("score 1.080 (relevance + adjustment) · meaning (cosine) 0.610 · relevance")
+
+
+def test_agent_identity_is_another_name_of_agent(module_daemon: Any) -> None:
+    """The original MemCastle's option name, for scripts written for it."""
+    written = module_daemon.cli("diary", "write", "tidied the tide table", "--agent-identity", "pi-agent")
+    assert written.returncode == 0, written.stderr
+    read = as_json(module_daemon.cli("diary", "read", "--agent", "pi-agent"))
+    assert [e["content"] for e in read["entries"]] == ["tidied the tide table"]

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
+from memcastle.errors import InvalidRequest
 from memcastle.model.vocabulary import EntityKind, ExplicitLink, Predicate
 from memcastle.modes import Mode
 from memcastle.services.validation import (
@@ -104,6 +105,14 @@ class SearchScopeBody(Body):
     with `scope` (generated with cog from the declarations, `cog -r src/memcastle/api/schemas.py`)."""
 
     query: Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS, pattern=r"\S")]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _original_shape(cls, data: Any) -> Any:
+        """The original MemCastle's search body, `{text, filter: {wing, room, tags, source_kind, temporal}}`, read
+        as this one (docs/http-api.md, "Compatibility with MemCastle (Rust)")."""
+        return original_search(data) if isinstance(data, dict) else data
+
     # [[[cog
     # import cog
     # from memcastle.api.declared import option_fields
@@ -179,6 +188,41 @@ class ForgetSearchBody(SearchScopeBody):
     """The drawers matching every word of `query` inside these filters; every version unless a time is given."""
 
 
+def original_search(data: dict[str, Any]) -> dict[str, Any]:
+    """`text` as `query`; `filter`'s fields beside the others, its `temporal` (`current`, `all`, `{as_of}`,
+    `{between: {from, until}}`) as the time fields; a field given twice, or an unknown temporal, is refused by name."""
+    if "text" not in data and "filter" not in data:
+        return data
+    out = dict(data)
+    if "text" in out:
+        if "query" in out:
+            raise InvalidRequest("give the query once: query or text", field="text")
+        out["query"] = out.pop("text")
+    nested = out.pop("filter", None)
+    if nested is None:
+        return out
+    if not isinstance(nested, dict):
+        raise InvalidRequest("filter must be an object: wing, room, tags, source_kind, temporal", field="filter")
+    nested = dict(nested)
+    temporal = nested.pop("temporal", "current")
+    if temporal == "all":
+        nested["include_historical"] = True
+    elif isinstance(temporal, dict) and set(temporal) == {"as_of"}:
+        nested["as_of"] = temporal["as_of"]
+    elif isinstance(temporal, dict) and set(temporal) == {"between"} and isinstance(temporal["between"], dict):
+        nested.update({"from": temporal["between"].get("from"), "until": temporal["between"].get("until")})
+    elif temporal != "current":
+        raise InvalidRequest(
+            'filter.temporal must be "current", "all", {"as_of": …} or {"between": {"from": …, "until": …}}',
+            field="filter.temporal",
+        )
+    for key, value in nested.items():
+        if key in out:
+            raise InvalidRequest(f"{key} is given both inside filter and beside it: give it once", field=key)
+        out[key] = value
+    return out
+
+
 Identifier = Annotated[str, Field(min_length=1, max_length=2000, pattern=_TEXT)]
 
 
@@ -214,7 +258,10 @@ class RenameBody(Body):
 
 
 class EmbeddingBody(Body):
-    vector: Annotated[list[float], Field(min_length=1, max_length=MAX_DIMENSION)]
+    # `embedding`: the original MemCastle's name for it.
+    vector: Annotated[list[float], Field(min_length=1, max_length=MAX_DIMENSION)] = Field(
+        validation_alias=AliasChoices("vector", "embedding")
+    )
 
 
 class PlaceBody(Body):
@@ -279,7 +326,7 @@ class MinerBody(Body):
 
 
 class DiaryBody(Body):
-    agent: Name
+    agent: Name = Field(validation_alias=AliasChoices("agent", "agent_identity"))  # the original's name for it
     content: Content
     wing: Name | None = None
 
@@ -336,7 +383,7 @@ class AliasBody(Body):
 
 
 class MentionBody(Body):
-    entity: Name
+    entity: Name = Field(validation_alias=AliasChoices("entity", "name"))  # `name`: the original MemCastle's
     kind: EntityKind = "other"
 
 

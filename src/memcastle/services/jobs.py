@@ -169,6 +169,7 @@ class JobService:
             "resume": self.queue.resume,
             "cancel": self.queue.cancel,
             "retry": self.queue.retry,
+            "force-cancel": self.queue.cancel,  # the original MemCastle's: a running job is cancelled at once anyway
         }
         if action not in actions:
             raise InvalidRequest(f"unknown job action {action!r}; one of {', '.join(actions)}", field="action")

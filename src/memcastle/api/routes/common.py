@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import Header, Path, Query, Request
+from fastapi import Depends, Header, Path, Query, Request
 
 from memcastle.errors import InvalidRequest
 from memcastle.services import Services, attached
@@ -35,9 +35,33 @@ def idempotency_key(header: str | None, field: str | None) -> str | None:
 _TEXT = r"^[^\x00]*\S[^\x00]*$"
 Limit = Annotated[int, Query(ge=1, le=200, description="at most this many (1–200)")]
 QName = Annotated[str | None, Query(min_length=1, max_length=200, pattern=_TEXT)]
-AgentQuery = Annotated[str, Query(min_length=1, max_length=200, pattern=_TEXT, description="the agent's identity")]
+_AgentName = Annotated[
+    str | None, Query(min_length=1, max_length=200, pattern=_TEXT, description="the agent's identity")
+]
+
+
+def agent_named(
+    agent: _AgentName = None,
+    agent_identity: Annotated[
+        str | None, Query(min_length=1, max_length=200, pattern=_TEXT, description="`agent` by the original's name")
+    ] = None,
+) -> str:
+    """The agent a read is for: `agent`, or `agent_identity` (the original MemCastle's name); one is required, and
+    both only when they agree."""
+    if agent is not None and agent_identity is not None and agent != agent_identity:
+        raise InvalidRequest("agent and agent_identity name two agents: give one", field="agent_identity")
+    named = agent or agent_identity
+    if named is None:
+        raise InvalidRequest("agent is required: the agent's identity (agent_identity also reads)", field="agent")
+    return named
+
+
+AgentQuery = Annotated[str, Depends(agent_named)]
 QInstant = Annotated[
     str | None,
     Query(min_length=1, description="an RFC 3339 instant (or a date)", json_schema_extra={"format": "date-time"}),
 ]
-JobAction = Annotated[Literal["pause", "resume", "cancel", "retry"], Path(description="what to do with the job")]
+JobAction = Annotated[
+    Literal["pause", "resume", "cancel", "retry", "force-cancel"],
+    Path(description="what to do with the job (force-cancel: the original MemCastle's name for cancel)"),
+]

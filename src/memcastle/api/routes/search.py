@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.exceptions import RequestValidationError
 from pydantic import ConfigDict, ValidationError
 from starlette.concurrency import run_in_threadpool
@@ -32,36 +32,41 @@ from memcastle.services.views import fit, search_view, shorter_hit
 
 router = APIRouter(prefix="/api", route_class=DeclaredRoute)
 
+SHAPES = ("nested", "flat")
+# How hits are shaped: each drawer under `drawer` (nested), or its fields beside the hit's own (flat: the original
+# MemCastle's `hit.content`).
+Shape = Annotated[Literal["nested", "flat"], Query(description="nested: hit.drawer.content; flat: hit.content")]
+
 
 # The two search routes are coroutines that run the search on a worker thread themselves: for a plain function
 # route, FastAPI also validates the response on a worker thread, a second hop for the requests that matter most.
 @router.post("/search", response_model=SearchOut | CompactSearchOut, tags=["search"], dependencies=[Depends(reads)])
-async def search(body: SearchBody, request: Request) -> dict[str, Any]:
+async def search(body: SearchBody, request: Request, shape: Shape = "nested") -> dict[str, Any]:
     query = _search_request(body)
-    return await run_in_threadpool(lambda: _answer(services(request).search.search(query), body))
+    return await run_in_threadpool(lambda: _answer(services(request).search.search(query), body, shape))
 
 
 @router.post("/recall", response_model=SearchOut | CompactSearchOut, tags=["search"], dependencies=[Depends(reads)])
-async def recall(body: SearchBody, request: Request) -> dict[str, Any]:
+async def recall(body: SearchBody, request: Request, shape: Shape = "nested") -> dict[str, Any]:
     query = _search_request(body)
-    return await run_in_threadpool(lambda: _answer(services(request).search.recall(query), body))
+    return await run_in_threadpool(lambda: _answer(services(request).search.recall(query), body, shape))
 
 
 @router.get("/search", response_model=SearchOut | CompactSearchOut, tags=["search"], dependencies=[Depends(reads)])
 async def search_get(request: Request) -> dict[str, Any]:
     """`POST /api/search` as a link: every field a query parameter (`q` for `query`; `tag` repeated, or `tags`
     comma-separated)."""
-    body = query_body(request)
+    body, shape = query_body(request)
     query = _search_request(body)
-    return await run_in_threadpool(lambda: _answer(services(request).search.search(query), body))
+    return await run_in_threadpool(lambda: _answer(services(request).search.search(query), body, shape))
 
 
 @router.get("/recall", response_model=SearchOut | CompactSearchOut, tags=["search"], dependencies=[Depends(reads)])
 async def recall_get(request: Request) -> dict[str, Any]:
     """`POST /api/recall` as a link, with the same query parameters as `GET /api/search`."""
-    body = query_body(request)
+    body, shape = query_body(request)
     query = _search_request(body)
-    return await run_in_threadpool(lambda: _answer(services(request).search.recall(query), body))
+    return await run_in_threadpool(lambda: _answer(services(request).search.recall(query), body, shape))
 
 
 class SearchQueryString(SearchBody):
@@ -69,11 +74,16 @@ class SearchQueryString(SearchBody):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=False)
 
 
-def query_body(request: Request) -> SearchBody:
+def query_body(request: Request) -> tuple[SearchBody, str]:
     """A search's fields from the query string, validated as the JSON body is: an unknown or repeated parameter, or
-    a wrong value, is a 400 naming it."""
+    a wrong value, is a 400 naming it; and the hit shape asked for (`shape`)."""
     fields: dict[str, Any] = {}
+    shape = request.query_params.get("shape", "nested")
+    if shape not in SHAPES:
+        raise InvalidRequest(f"shape must be one of {', '.join(SHAPES)}, not {shape!r}", field="shape")
     for name in request.query_params:
+        if name == "shape":
+            continue
         values = request.query_params.getlist(name)
         key = {"q": "query", "tag": "tags"}.get(name, name)
         if key == "tags":
@@ -83,15 +93,20 @@ def query_body(request: Request) -> SearchBody:
         else:
             fields[key] = values[0]
     try:
-        return SearchQueryString.model_validate(fields)
+        return SearchQueryString.model_validate(fields), shape
     except ValidationError as exc:
         raise RequestValidationError([{**e, "loc": ("query", *e["loc"])} for e in exc.errors()]) from None
 
 
-def _answer(result: SearchResult, body: SearchBody) -> dict[str, Any]:
+def _answer(result: SearchResult, body: SearchBody, shape: str = "nested") -> dict[str, Any]:
     """The complete shape, or with `full: false` the compact one MCP answers with; `max_chars` keeps either within
-    its budget."""
+    its budget. `shape=flat` puts each complete hit's drawer fields beside its score and signals (`hit.content`), as
+    the original MemCastle answers."""
     answer = result.to_json() if body.full else search_view(result)
+    if shape == "flat" and body.full:
+        answer["hits"] = [
+            {**hit["drawer"], **{k: v for k, v in hit.items() if k != "drawer"}} for hit in answer["hits"]
+        ]
     return fit(answer, "hits", body.max_chars, shrink=shorter_hit)
 
 

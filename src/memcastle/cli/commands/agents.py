@@ -13,7 +13,7 @@ diary_app = group("diary", app, "An agent's diary: write and read entries.")
 
 
 @app.command("wake-up")
-@click.option("--agent", required=True, help="the agent's identity")
+@click.option("--agent", "--agent-identity", "agent", required=True, help="the agent's identity")
 @click.option("--wing", help="only this wing")
 @click.option("--max-items", type=int, default=10, help="at most this many drawers")
 @click.option("--max-bytes", type=int, default=8192, help="at most this many bytes of content")
@@ -32,7 +32,7 @@ def wake_up(inv: Invocation, agent: str, wing: str | None, max_items: int, max_b
 
 @diary_app.command("write")
 @click.argument("content")
-@click.option("--agent", required=True, help="the agent's identity")
+@click.option("--agent", "--agent-identity", "agent", required=True, help="the agent's identity")
 @click.option("--wing", help="wing (default 'default')")
 @pass_invocation
 def diary_write(inv: Invocation, content: str, agent: str, wing: str | None) -> None:
@@ -42,7 +42,7 @@ def diary_write(inv: Invocation, content: str, agent: str, wing: str | None) -> 
 
 
 @diary_app.command("read")
-@click.option("--agent", required=True, help="the agent's identity")
+@click.option("--agent", "--agent-identity", "agent", required=True, help="the agent's identity")
 @click.option("--wing", help="only this wing")
 @click.option("--limit", type=int, default=10, help="how many entries, newest first")
 @pass_invocation
@@ -62,7 +62,7 @@ def diary_read(inv: Invocation, agent: str, wing: str | None, limit: int) -> Non
 @click.option(
     "--file", "from_file", type=click.File("r", encoding="utf-8"), help="read the checkpoint from this file (- stdin)"
 )
-@click.option("--agent", help="the agent's identity")
+@click.option("--agent", "--agent-identity", "agent", help="the agent's identity")
 @click.option("--wing", help="wing (default 'default')")
 @click.option("--room", help="room (default 'checkpoints')")
 @click.option("--tag", "tags", multiple=True, help="a tag besides 'checkpoint'; repeat for more")
