@@ -163,6 +163,7 @@ def _rest_calls(paths: dict[str, Any], planted: Planted) -> list[tuple[str, str,
             planted.ids["mined drawer"],
             planted.ids["room drawer"],
         ],
+        "drawer": [planted.ids["drawer"], planted.ids["room drawer"]],  # a room's drawer by path (by id here)
         "fact_id": [planted.ids["fact"], planted.ids["fact"][:8]],
         "entity_id": [planted.ids["entity"], planted.ids["entity"][:8]],
         "job_id": [planted.ids["job"], planted.ids["job"][:8]],

@@ -509,10 +509,6 @@ class CandidatesOut(Shape):
     candidates: list[Open]
 
 
-class MentionsOut(Shape):
-    mentions: list[Open] = Field(description="each drawer that mentions the entity, with the name as it spelled it")
-
-
 class JobsOut(Shape):
     jobs: list[JobOut]
 

@@ -91,3 +91,25 @@ def create_token(body: TokenBody, request: Request) -> dict[str, Any]:
 def revoke_token(name: str, request: Request, body: EmptyBody | None = None) -> dict[str, Any]:
     record = token_store(request).revoke(name)
     return {"revoked": record.name}
+
+
+# The original MemCastle's one token, kept here under this name.
+THE_TOKEN = "default"
+
+
+@router.post("/token", status_code=201, response_model=CreatedTokenOut, dependencies=[Depends(controls)])
+def create_the_token(request: Request, body: EmptyBody | None = None) -> dict[str, Any]:
+    """The original MemCastle's `POST /api/auth/token`: a full token named `default`, replacing the previous one
+    (`POST /api/auth/tokens` with that name)."""
+    tokens = token_store(request)
+    if any(record.name == THE_TOKEN for record in tokens.records()):
+        tokens.revoke(THE_TOKEN)
+    token = tokens.create(THE_TOKEN)
+    record = next(r for r in tokens.records() if r.name == THE_TOKEN)
+    return {**record.to_json(), "token": token}
+
+
+@router.delete("/token", response_model=RevokedOut, dependencies=[Depends(controls)])
+def revoke_the_token(request: Request, body: EmptyBody | None = None) -> dict[str, Any]:
+    """The original MemCastle's `DELETE /api/auth/token`: revokes the token named `default`."""
+    return {"revoked": token_store(request).revoke(THE_TOKEN).name}

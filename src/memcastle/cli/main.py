@@ -46,6 +46,7 @@ COMMAND_MODULES = {
     "shutdown": ("daemon",),
     "source": ("mining",),
     "status": ("daemon",),
+    "trigger": ("mining",),
     "tui": ("doctor",),
     "verify": ("mining",),
     "wake-up": ("agents",),

@@ -30,11 +30,19 @@ def serve(inv: Invocation, host: str | None, port: int | None) -> None:
 
 
 @app.command()
-@click.option("--to", required=True, help="postgresql://user:password@host:port/database — an empty palace")
+@click.option("--to", help="postgresql://user:password@host:port/database — an empty palace")
+@click.option("--status", "schema", is_flag=True, help="show the palace's schema version and pending migrations")
+@click.option("--check", is_flag=True, help="exit 1 when a migration is pending, 0 when none is")
 @pass_invocation
-def migrate(inv: Invocation, to: str) -> None:
-    """Copy this embedded (SQLite) palace into PostgreSQL. Runs here, not through the daemon: stop the palace's
-    daemon first. The target must be empty; the copy is one transaction, so a failed copy leaves it empty."""
+def migrate(inv: Invocation, to: str | None, schema: bool, check: bool) -> None:
+    """Copy this embedded (SQLite) palace into PostgreSQL (--to). Runs here, not through the daemon: stop the
+    palace's daemon first. The target must be empty; the copy is one transaction, so a failed copy leaves it empty.
+    With --status or --check, the running daemon's schema instead (it migrates when it starts)."""
+    if schema or check:
+        _schema(inv, check)
+        return
+    if to is None:
+        raise click.UsageError("give --to URL to copy the palace, or --status / --check for its schema")
     from rich.markup import escape
 
     from memcastle.app import migrate_palace
@@ -59,6 +67,20 @@ def migrate(inv: Invocation, to: str) -> None:
         )
 
     inv.emit(report.to_json(), show)
+
+
+def _schema(inv: Invocation, check: bool) -> None:
+    """The daemon's schema version, the latest this code ships, and the migrations pending (`GET /api/status`)."""
+    schema = inv.client().get("/status")["schema"]
+    pending = schema["pending_migrations"]
+
+    def show(data: Any) -> None:
+        said = f"{len(pending)} pending: {', '.join(pending)}" if pending else "none pending"
+        render.console.print(f"schema version {data['version']} of {data['latest']}; {said}")
+
+    inv.emit(schema, show)
+    if check and pending:
+        raise SystemExit(1)
 
 
 @app.command()

@@ -262,6 +262,35 @@ def miner_add(inv: Invocation, /, name: str, locator: str, options: tuple[str, .
     inv.emit(data, lambda data: render.console.print(f"miner {name} added: {_triggers(data['miner'])}"))
 
 
+# The original MemCastle's name for defining or replacing a miner.
+miner_app.add_command(miner_add, "set")
+
+trigger_app = group("trigger", app, "The triggers of the miners (watch, schedule, poll, webhook): where they live.")
+
+
+@trigger_app.command("list")
+@pass_invocation
+def trigger_list(inv: Invocation) -> None:
+    """The miners that have a trigger, and which (they live on the miners: memcastle miner list)."""
+    data = inv.client().get("/triggers")
+
+    def show(data: Any) -> None:
+        rows = [(t["name"], ", ".join(t["triggers"]), "on" if t["enabled"] else "off") for t in data["triggers"]]
+        render.table("triggers", ["miner", "triggers", "enabled"], rows)
+
+    inv.emit(data, show)
+
+
+@trigger_app.command("get")
+@click.argument("name")
+@pass_invocation
+def trigger_get(inv: Invocation, name: str) -> None:
+    """One miner's triggers (memcastle miner show NAME has the rest)."""
+    data = inv.client().get(f"/triggers/{quote(name, safe='')}")
+    show = ", ".join(data["triggers"]) or "none"
+    inv.emit(data, lambda data: render.console.print(f"{data['name']}: {show}"))
+
+
 @miner_app.command("remove")
 @click.argument("name")
 @pass_invocation
