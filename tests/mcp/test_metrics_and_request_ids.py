@@ -70,6 +70,7 @@ def test_a_monitor_reads_searches_by_interface_errors_jobs_and_the_palace(served
         scraped = http.get("/metrics")
     assert scraped.status_code == 200 and scraped.headers["content-type"].startswith("text/plain")
     found = samples(scraped.text)
+    assert not [name for name in found if name.endswith("_created")], "no creation-time series beside the counters"
     for interface in ("http", "web", "cli", "mcp"):
         count = value(found, "memcastle_search_seconds_count", ranking="lexical", interface=interface)
         assert count == 1, interface
