@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, cast
 from memcastle import archive, integrity
 from memcastle.archive import ArchiveJobs
 from memcastle.clock import Clock, utc_now
-from memcastle.config import Settings
+from memcastle.config import Settings, file_tables
 from memcastle.config.layers import layers_from_settings
 from memcastle.config.lifecycle import load_lifecycle
 from memcastle.config.miners import load_miners
@@ -460,7 +460,13 @@ def _services(
         store,
         jobs,
         search,
-        MiningSources(configured.connectors, configured.miners, configured.roots, core.miner_changes),
+        MiningSources(
+            configured.connectors,
+            configured.miners,
+            configured.roots,
+            core.miner_changes,
+            reread=partial(_reread_miners, settings),
+        ),
         Understanding(configured.provider, configured.extraction, duplicates, settings.dedup.entity_fuzzy),
         Trust(configured.policy, partial(_reread_policy, settings)),
         Housekeeping(
@@ -474,6 +480,10 @@ def _services(
             runtime=runtime,
         ),
     )
+
+
+def _reread_miners(settings: Settings) -> dict[str, MinerSpec]:
+    return load_miners(file_tables(settings.config_file).get("miners"))
 
 
 def _reread_policy(settings: Settings) -> Policy:

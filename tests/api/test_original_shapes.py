@@ -53,6 +53,7 @@ EXERCISED = {
     "PUT /api/miners/{name}": "test_triggers_miners_and_the_schema_by_the_originals_names",
     "memcastle miner set": "test_triggers_miners_and_the_schema_by_the_originals_names",
     "memcastle migrate --status": "test_triggers_miners_and_the_schema_by_the_originals_names",
+    "POST /api/miners/reload": "test_triggers_miners_and_the_schema_by_the_originals_names",
 }
 
 
@@ -248,6 +249,18 @@ def test_triggers_miners_and_the_schema_by_the_originals_names(tmp_path: Path) -
             assert {t["name"]: t["triggers"] for t in listed} == {"harbour": ["schedule"], "quay": ["schedule"]}
             one = http.get("/api/triggers/harbour").json()
             assert one["miner"] == http.get("/api/miners/harbour").json()["miner"]
+            config = served.built.settings.config_file
+            config.parent.mkdir(parents=True, exist_ok=True)
+            config.write_text(f'[[miners]]\nname = "tides"\nconnector = "notes"\nlocator = "{folder}"\nevery = "10m"\n')
+            reloaded = http.post("/api/miners/reload", json={})
+            assert reloaded.status_code == 200, reloaded.text
+            assert "tides" in [m["name"] for m in reloaded.json()["miners"]]
+            config.write_text('[[miners]]\nname = "broken"\nconnector = "notes"\nlocator = 3\n')
+            refused = http.post("/api/miners/reload", json={})
+            assert refused.status_code == 400 and refused.json()["field"] == "miners[0].locator", refused.text
+            assert "tides" in [m["name"] for m in http.get("/api/miners").json()["miners"]], "kept as they were"
+            config.write_text("")
+        assert served.cli("miner", "reload").returncode == 0
         by_cli = json.loads(served.cli("trigger", "list").stdout)
         assert [t["name"] for t in by_cli["triggers"]] == [t["name"] for t in listed]
         assert json.loads(served.cli("trigger", "get", "quay").stdout)["triggers"] == ["schedule"]

@@ -120,6 +120,15 @@ def load_settings(
     return Settings(**typed, values=values, origins=origins, config_file=path, tables=tables, text=text)
 
 
+def file_tables(path: Path) -> dict[str, RawTable]:
+    """The structured tables (`[[miners]]`, `[[lifecycle]]`, …) of the config file as it reads now — none when it is
+    gone; a malformed file is refused naming its line."""
+    tables: dict[str, RawTable] = {}
+    if path.is_file():
+        _apply_file(path, {}, {}, tables)
+    return tables
+
+
 def _apply_file(path: Path, values: dict[str, Any], origins: dict[str, str], tables: dict[str, RawTable]) -> str:
     text = read_toml_text(path)
     try:

@@ -85,7 +85,14 @@ class Services:
         self.agents = AgentService(store.drawers, self.drawers, self.facts, keys, record=record)
         self.mining = MiningService(sources.connectors, self.jobs, sources.roots, sources=store.mining)
         self.miners = MinerService(
-            store.miners, store.jobs, self.mining, sources.miners, publish=publish, now=now, changes=sources.changes
+            store.miners,
+            store.jobs,
+            self.mining,
+            sources.miners,
+            publish=publish,
+            now=now,
+            changes=sources.changes,
+            reread=sources.reread,
         )
         self.webhooks = WebhookService(self.miners, store.miners, now=now)
         self.forgetting = ForgetService(

@@ -9,12 +9,12 @@ asked for while one of the same miner is queued joins it, so a miner has at most
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
 from memcastle.clock import Clock, parse_instant, utc_now
-from memcastle.errors import AccessDenied, Conflict, InvalidRequest, MemCastleError, NotFound
+from memcastle.errors import AccessDenied, ConfigError, Conflict, InvalidRequest, MemCastleError, NotFound
 from memcastle.events import Changes
 from memcastle.model import MinerSpec, MinerState, Submitted
 from memcastle.model.answers import LastRun, MinerView
@@ -37,7 +37,9 @@ class MinerService:
         publish: Publish = ignore_event,
         now: Clock = utc_now,
         changes: Changes | None = None,
+        reread: Callable[[], Mapping[str, MinerSpec]] | None = None,
     ) -> None:
+        self._reread = reread  # the config file's [[miners]] read again (None: they are fixed)
         self._store = store
         self._jobs = jobs
         self._mining = mining
@@ -151,6 +153,19 @@ class MinerService:
         state = self._store.define_miner(spec, at=self._now())
         self._changed()
         return self._describe(spec, state)
+
+    def reload(self) -> list[MinerView]:
+        """Read the config file's `[[miners]]` again and follow them from now on (a malformed file is refused, naming
+        its line, and the miners stay as they were); every miner after it."""
+        if self._reread is None:
+            raise InvalidRequest("this palace's miners come from no config file to read again", field="miners")
+        try:
+            configured = dict(self._reread())
+        except ConfigError as exc:  # the request is what could not be applied: a 400 naming the file's line and key
+            raise InvalidRequest(exc.message, field=exc.key or "miners", help="fix config.toml and reload") from None
+        self._configured = configured
+        self._changed()
+        return self.list_miners()
 
     def remove(self, name: str) -> None:
         if name in self._configured:

@@ -32,6 +32,7 @@ class MiningSources:
     miners: Mapping[str, MinerSpec]
     roots: MiningRoots | None = None
     changes: Changes | None = None
+    reread: Callable[[], Mapping[str, MinerSpec]] | None = None  # the config file's miners, read again
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from typing import Any, Literal
 from fastapi import APIRouter, Depends, Request, Response
 from pydantic import Field
 
-from memcastle.api.access import controls, reads, writes
+from memcastle.api.access import controls, palace_wide, reads, writes
 from memcastle.api.openapi import DeclaredRoute
 from memcastle.api.responses import (
     CandidatesOut,
@@ -21,12 +21,13 @@ from memcastle.api.responses import (
     ForgetOut,
     JobAnswer,
     MinerAnswer,
+    MinersOut,
     NoteOut,
     Open,
     Shape,
 )
 from memcastle.api.routes.common import Limit, requester, services
-from memcastle.api.schemas import Body, Content, MinerBody, Name, Tags
+from memcastle.api.schemas import Body, Content, EmptyBody, MinerBody, Name, Tags
 from memcastle.errors import InvalidRequest, NotFound
 from memcastle.model import Drawer, Job
 from memcastle.model.answers import MinerView
@@ -227,6 +228,18 @@ def trigger(name: str, request: Request) -> dict[str, Any]:
 def _trigger(miner: MinerView) -> dict[str, Any]:
     view = miner.to_json()
     return {"name": miner.name, "triggers": miner.triggers, "enabled": miner.enabled, "miner": view}
+
+
+@router.post(
+    "/miners/reload",
+    response_model=MinersOut,
+    tags=["mining"],
+    dependencies=[Depends(writes), Depends(palace_wide)],
+)
+def reload_miners(request: Request, body: EmptyBody) -> dict[str, Any]:
+    """Read config.toml's `[[miners]]` again and follow them from now on; every miner after it (`GET /api/miners`).
+    A malformed file is refused naming its line, and the miners stay as they were."""
+    return {"miners": [m.to_json() for m in services(request).miners.reload()]}
 
 
 @router.put("/miners/{name}", response_model=MinerAnswer, tags=["mining"], dependencies=[Depends(writes)])

@@ -265,6 +265,16 @@ def miner_add(inv: Invocation, /, name: str, locator: str, options: tuple[str, .
 # The original MemCastle's name for defining or replacing a miner.
 miner_app.add_command(miner_add, "set")
 
+
+@miner_app.command("reload")
+@pass_invocation
+def miner_reload(inv: Invocation) -> None:
+    """Read config.toml's [[miners]] again and follow them from now on (the running daemon; a malformed file is
+    refused naming its line, and the miners stay as they were)."""
+    data = inv.client().post("/miners/reload", {})
+    inv.emit(data, lambda data: render.console.print(f"{len(data['miners'])} miner(s) followed"))
+
+
 trigger_app = group("trigger", app, "The triggers of the miners (watch, schedule, poll, webhook): where they live.")
 
 
