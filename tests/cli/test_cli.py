@@ -426,7 +426,10 @@ def test_status_and_search_render_on_a_terminal_without_rich(module_daemon: Any,
         plain = re.sub(r"\x1b\[[0-9;]*m", "", done.stdout)
         assert "hit(s), ranking" in plain and "The drawbridge of the terminal test" in plain
         # The matched term is marked; a whole drawer shown as its snippet says nothing of lines it leaves out.
-        assert "\x1b[1m\x1b[4mdrawbridge\x1b[0m" in done.stdout and "characters · memcastle drawer show" not in plain
+        assert (
+            "\x1b[1m\x1b[4mdrawbridge\x1b[0m" in done.stdout
+            and "characters in all · memcastle drawer show" not in plain
+        )
 
 
 @pytest.mark.parametrize("args", [["--help"], ["status"], ["search", "drawbridge"]])
@@ -569,6 +572,26 @@ def test_a_hits_signal_line_names_each_figures_scale() -> None:
         {"score": 1.08, "drawer": drawer, "signals": {"semantic": 0.61, "relevance": 1.0, "preference": preference}}
     )
     assert adjusted.startswith("score 1.080 (relevance + adjustment) · meaning (cosine) 0.610 · relevance")
+
+
+def test_a_snippets_footer_says_which_lines_are_shown_and_how_long_the_drawer_is(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from memcastle.cli.render import show_hits
+
+    content = "".join(f"line {n} of the harbour log\n" for n in range(1, 41))
+    start = content.index("line 12 ")
+    end = content.index("line 15 ")
+    drawer = {"id": "d1e2f3a4b5", "wing": "w", "room": "r", "content": content, "valid_to": None, "source": {}}
+    hit = {
+        "drawer": drawer,
+        "score": 1.0,
+        "signals": {},
+        "snippet": {"start": start, "end": end, "lines": [12, 14], "text": content[start:end], "terms": []},
+    }
+    show_hits({"hits": [hit], "ranking": "lexical"})
+    out = capsys.readouterr().out
+    assert f"[lines 12-14 shown · {len(content):,} characters in all · memcastle drawer show d1e2f3a4]" in out, out
 
 
 def test_agent_identity_is_another_name_of_agent(module_daemon: Any) -> None:

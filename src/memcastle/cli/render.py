@@ -150,8 +150,8 @@ def show_hits(result: Mapping[str, Any], *, full: bool = False) -> None:
         click.echo(_marked(shown))
         content = drawer["content"]
         if content[: shown["start"]].strip() or content[shown["end"] :].strip():
-            part = f"lines {shown['lines'][0]}-{shown['lines'][1]} of" if shown.get("lines") else "part of"
-            more = f"{part} {len(content)} characters · memcastle drawer show {short_id(drawer['id'])}"
+            part = f"lines {shown['lines'][0]}-{shown['lines'][1]} shown" if shown.get("lines") else "a part shown"
+            more = f"{part} · {len(content):,} characters in all · memcastle drawer show {short_id(drawer['id'])}"
             click.echo(click.style(f"[{more}]", dim=True))
 
 
