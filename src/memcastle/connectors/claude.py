@@ -9,12 +9,12 @@ meta (`isMeta`), compaction-summary and API-error entries are not part of the co
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from memcastle.connectors.contract import OptionSpec, SourceSpec
-from memcastle.connectors.session_logs import SessionLogConnector, SessionRead
+from memcastle.connectors.contract import SourceSpec
+from memcastle.connectors.session_logs import ByWorkingDirectory, SessionRead
 from memcastle.connectors.transcript import (
     SEGMENT_SEPARATOR,
     JsonLines,
@@ -43,19 +43,11 @@ _HARNESS_TEXT = (
 _SKIPPED_ENTRY_FLAGS = ("isSidechain", "isMeta", "isCompactSummary", "isApiErrorMessage")
 
 
-class ClaudeConnector(SessionLogConnector):
+class ClaudeConnector(ByWorkingDirectory):
     """Mines Claude Code sessions: user and assistant text, tool calls as one-line markers."""
 
     name = "claude"
     default_locator = DEFAULT_LOCATOR
-    options: Mapping[str, OptionSpec] = {
-        **SessionLogConnector.options,
-        "dir": OptionSpec("string", "only the sessions whose working directory is this folder"),
-    }
-
-    def lists_everything(self, source: SourceSpec) -> bool:
-        """Every session, unless `since`, `session` or `dir` narrows the listing."""
-        return super().lists_everything(source) and not source.options.get("dir")
 
     def session_files(self, root: Path, source: SourceSpec) -> Iterable[Path]:
         """`<project>/<session>.jsonl`; agent-<id>.jsonl holds one sub-agent's side chain, whose result already

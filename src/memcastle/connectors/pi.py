@@ -17,12 +17,12 @@ same message entries and are read the same way.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from memcastle.connectors.contract import OptionSpec, SourceSpec
-from memcastle.connectors.session_logs import SessionLogConnector, SessionRead
+from memcastle.connectors.contract import SourceSpec
+from memcastle.connectors.session_logs import ByWorkingDirectory, SessionRead
 from memcastle.connectors.transcript import (
     SEGMENT_SEPARATOR,
     JsonLines,
@@ -44,19 +44,11 @@ def session_folder_name(directory: str) -> str:
     return "--" + re.sub(r"[/\\:]", "-", re.sub(r"^[/\\]", "", resolved)) + "--"
 
 
-class PiConnector(SessionLogConnector):
+class PiConnector(ByWorkingDirectory):
     """Mines Pi sessions: user and assistant text, tool calls and the user's shell commands as one-line markers."""
 
     name = "pi"
     default_locator = DEFAULT_LOCATOR
-    options: Mapping[str, OptionSpec] = {
-        **SessionLogConnector.options,
-        "dir": OptionSpec("string", "only the sessions whose working directory is this folder"),
-    }
-
-    def lists_everything(self, source: SourceSpec) -> bool:
-        """Every session, unless `since`, `session` or `dir` narrows the listing."""
-        return super().lists_everything(source) and not source.options.get("dir")
 
     def session_files(self, root: Path, source: SourceSpec) -> Iterable[Path]:
         """`*.jsonl` directly in the sessions folder or one folder down (never deeper, never a symlink): nothing

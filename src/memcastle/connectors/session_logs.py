@@ -154,3 +154,17 @@ class SessionLogConnector(ConnectorBase):
             uri=raw.uri,
             tags=(),
         )
+
+
+class ByWorkingDirectory(SessionLogConnector):
+    """Session logs that record each session's working directory (Claude Code's, Pi's): a `dir` option narrows the
+    listing to that directory's sessions (`session_files` applies it)."""
+
+    options: Mapping[str, OptionSpec] = {
+        **SessionLogConnector.options,
+        "dir": OptionSpec("string", "only the sessions whose working directory is this folder"),
+    }
+
+    def lists_everything(self, source: SourceSpec) -> bool:
+        """Every session, unless `since`, `session` or `dir` narrows the listing."""
+        return super().lists_everything(source) and not source.options.get("dir")
