@@ -40,10 +40,10 @@ from memcastle.connectors.transcript import (
     is_active_since,
     render_turns,
     since_instant,
-    split_segments,
     summarize_arguments,
     title_from,
     tool_marker,
+    transcript_document,
 )
 from memcastle.errors import InvalidRequest
 
@@ -126,15 +126,7 @@ class ChatGPTConnector(ConnectorBase):
 
     def normalize(self, raw: RawDocument) -> CanonicalDocument:
         """One segment per turn; conversations have no working folder, so they share one room."""
-        return CanonicalDocument(
-            kind="transcript",
-            segments=split_segments(raw.body),
-            title=raw.title,
-            room=DEFAULT_ROOM,
-            name=raw.title or raw.external_id,
-            uri=raw.uri,
-            tags=(),
-        )
+        return transcript_document(raw, room=DEFAULT_ROOM, name=raw.title or raw.external_id)
 
 
 def _export_path(source: SourceSpec) -> Path:

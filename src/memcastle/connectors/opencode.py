@@ -42,9 +42,9 @@ from memcastle.connectors.transcript import (
     as_dict,
     render_turns,
     room_for,
-    split_segments,
     summarize_arguments,
     tool_marker,
+    transcript_document,
 )
 from memcastle.errors import InvalidRequest
 
@@ -169,15 +169,7 @@ class OpenCodeConnector(ConnectorBase):
         )
 
     def normalize(self, raw: RawDocument) -> CanonicalDocument:
-        return CanonicalDocument(
-            kind="transcript",
-            segments=split_segments(raw.body),
-            title=raw.title,
-            room=room_for(raw.metadata.get("cwd")),
-            name=raw.external_id,
-            uri=raw.uri,
-            tags=(),
-        )
+        return transcript_document(raw, room=room_for(raw.metadata.get("cwd")), name=raw.external_id)
 
     def _run(self, arguments: Sequence[str]) -> str:
         """Run `opencode ARGUMENTS`; its standard output, or `SkipDocument` with the reason it failed."""

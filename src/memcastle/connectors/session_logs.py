@@ -43,8 +43,8 @@ from memcastle.connectors.transcript import (
     session_only,
     session_paths,
     since_instant,
-    split_segments,
     title_from,
+    transcript_document,
 )
 
 
@@ -145,15 +145,7 @@ class SessionLogConnector(ConnectorBase):
     def normalize(self, raw: RawDocument) -> CanonicalDocument:
         """One segment per turn; the room is the session's working folder."""
         session_id = as_text(raw.metadata.get("session_id")) or raw.external_id
-        return CanonicalDocument(
-            kind="transcript",
-            segments=split_segments(raw.body),
-            title=raw.title,
-            room=room_for(raw.metadata.get("cwd")),
-            name=raw.title or session_id,
-            uri=raw.uri,
-            tags=(),
-        )
+        return transcript_document(raw, room=room_for(raw.metadata.get("cwd")), name=raw.title or session_id)
 
 
 class ByWorkingDirectory(SessionLogConnector):

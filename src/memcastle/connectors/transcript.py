@@ -14,7 +14,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from memcastle.clock import from_epoch, parse_instant
-from memcastle.connectors.contract import OptionSpec, SkipDocument, SourceSpec, local_path
+from memcastle.connectors.contract import (
+    CanonicalDocument,
+    OptionSpec,
+    RawDocument,
+    SkipDocument,
+    SourceSpec,
+    local_path,
+)
 from memcastle.connectors.files import read_local_bytes
 from memcastle.connectors.secrets import Redactor
 from memcastle.errors import InvalidRequest
@@ -111,6 +118,19 @@ def render_turns(turns: Iterable[Turn]) -> list[str]:
         segments.append(text if turn.role == "tool" else _PREFIXES[turn.role] + text)
         previous = turn.role
     return segments
+
+
+def transcript_document(raw: RawDocument, *, room: str, name: str) -> CanonicalDocument:
+    """A transcript as a canonical document: one segment per turn (`split_segments`), in `room`, named `name`."""
+    return CanonicalDocument(
+        kind="transcript",
+        segments=split_segments(raw.body),
+        title=raw.title,
+        room=room,
+        name=name,
+        uri=raw.uri,
+        tags=(),
+    )
 
 
 def split_segments(body: str) -> tuple[str, ...]:
