@@ -259,6 +259,9 @@ def test_triggers_miners_and_the_schema_by_the_originals_names(tmp_path: Path) -
             refused = http.post("/api/miners/reload", json={})
             assert refused.status_code == 400 and refused.json()["field"] == "miners[0].locator", refused.text
             assert "tides" in [m["name"] for m in http.get("/api/miners").json()["miners"]], "kept as they were"
+            # The path names the reload itself, not a miner called "reload": its Allow says so.
+            assert http.request("OPTIONS", "/api/miners/reload", json={}).headers["allow"] == "POST"
+            assert http.request("OPTIONS", "/api/miners/quay", json={}).headers["allow"] == "GET, PUT, DELETE"
             config.write_text("")
         assert served.cli("miner", "reload").returncode == 0
         by_cli = json.loads(served.cli("trigger", "list").stdout)

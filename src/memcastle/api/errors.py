@@ -52,8 +52,20 @@ def answers(app: FastAPI, method: str, path: str) -> bool:
 
 
 def allowed_methods(app: FastAPI, path: str) -> list[str]:
-    """Every method some route of `app` answers on `path`."""
-    return [method for method in METHODS if answers(app, method, path)]
+    """Every method some route of `app` answers on `path`; where a route names the path itself (no parameter), only
+    the methods of such routes (`/api/miners/reload` is that resource, not a miner named `reload`)."""
+    from memcastle.api.routes import router  # the REST routes, flat (the app includes them router by router)
+
+    fixed = [m for m in METHODS if any(_answers(route, m, path) for route in router.routes if _fixed(route))]
+    return fixed or [method for method in METHODS if answers(app, method, path)]
+
+
+def _answers(route: Any, method: str, path: str) -> bool:
+    return bool(route.matches({"type": "http", "path": path, "method": method, "root_path": ""})[0] is Match.FULL)
+
+
+def _fixed(route: Any) -> bool:
+    return "{" not in str(getattr(route, "path", "{"))
 
 
 def unreadable_body(cause: BaseException | None) -> InvalidRequest:
