@@ -174,7 +174,8 @@ def test_rest_mcp_and_cli_give_the_snippet_the_lines_and_the_whole_drawer(daemon
     assert f"gate.py, lines {first}–{last}" in _terminal(served, "search", "portcullis winch", "--wing", "castle")
     terminal = _terminal(served, "search", "portcullis winch", "--wing", "castle")
     assert "raise_portcullis" in terminal
-    assert f"[lines {shown['lines'][0]}-{shown['lines'][1]} of {len(hit['drawer']['content'])} characters" in terminal
+    length = len(hit["drawer"]["content"])
+    assert f"[lines {shown['lines'][0]}-{shown['lines'][1]} shown · {length:,} characters in all" in terminal
     assert len(terminal.split("\n")) < 25, "a snippet, not the whole chunk"
     full = _terminal(served, "search", "portcullis winch", "--wing", "castle", "--full")
     assert hit["drawer"]["content"].rstrip("\n").split("\n")[0] in full
