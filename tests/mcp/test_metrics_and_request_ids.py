@@ -97,6 +97,7 @@ def test_a_requests_id_is_in_its_error_answer_its_header_and_every_log_line_it_w
             refused = http.post("/api/search", json={"query": " "}, headers={"X-Request-Id": "trace-42.a"})
             missing = http.get("/api/drawers/no-such-drawer", headers={"X-Request-Id": "not a valid id"})
             fine = http.get("/api/health")
+            page = http.get("/no/such/page", headers={"Accept": "text/html", "X-Request-Id": "page-err-1"})
 
             async def agent() -> dict[str, Any]:
                 async with connect(served.address, headers={"X-Request-Id": "agent-call-7"}) as client:
@@ -117,6 +118,7 @@ def test_a_requests_id_is_in_its_error_answer_its_header_and_every_log_line_it_w
     assert made != "not a valid id" and len(made) == 32, "a malformed id is replaced by one of ours"
     assert missing.status_code == 404 and missing.json()["request_id"] == made
     assert fine.headers["x-request-id"] and "request_id" not in fine.json()
+    assert page.status_code == 404 and "<code>page-err-1</code>" in page.text, "the web's error page shows it too"
     assert told["request_id"] == "agent-call-7" and told["code"] == "not_found"
     lines = [json.loads(line) for line in log.getvalue().splitlines()]
     for request_id, path in (("trace-42.a", "/api/search"), (made, "/api/drawers/no-such-drawer")):

@@ -129,8 +129,11 @@ API_PREFIXES = ("/api/", "/mcp", "/hooks/", "/openapi", "/docs", "/redoc", "/sta
 
 
 def error_page(request: Request, error: MemCastleError, status: int) -> HTMLResponse:
-    """The error page: what went wrong and what to do, titled by the kind of error."""
-    return page(request, "error.html", status=status, error=error, title=ERROR_TITLES.get(status, "Error"))
+    """The error page: what went wrong and what to do, titled by the kind of error, with the request's id (its log
+    lines carry it too)."""
+    request_id = (request.scope.get("state") or {}).get("request_id")
+    title = ERROR_TITLES.get(status, "Error")
+    return page(request, "error.html", status=status, error=error, title=title, request_id=request_id)
 
 
 def wants_page(request: Request) -> bool:
