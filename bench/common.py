@@ -152,3 +152,12 @@ def write_section(name: str, body: str) -> None:
     pattern = re.compile(re.escape(start) + r".*?" + re.escape(end), re.DOTALL)
     text = pattern.sub(lambda _: block, text) if pattern.search(text) else text.rstrip() + "\n\n" + block + "\n"
     RESULTS.write_text(text, encoding="utf-8")
+
+
+def publish(section: str, lines: list[str], write: bool) -> None:
+    """A benchmark's report: said when and where it ran, printed, and written to its section of RESULTS.md when
+    asked (`--write`)."""
+    text = "\n".join([*lines, "", f"_Run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {machine()}._"])
+    print(text)
+    if write:
+        write_section(section, text)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import httpx
 
-from bench.common import command_line, machine, write_section
+from bench.common import command_line, publish
 from bench.startup import free_port
 from memcastle.search.passages import drawer_passages
 
@@ -133,13 +133,8 @@ def main() -> None:
             if args.until_done and searchable is not None
             else ""
         ),
-        "",
-        f"_Run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {machine()}._",
     ]
-    report = "\n".join(lines)
-    print(report)
-    if args.write:
-        write_section("embed-backlog", report)
+    publish("embed-backlog", lines, args.write)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import httpx
 
-from bench.common import command_line, machine, write_section
+from bench.common import command_line, publish
 from bench.startup import free_port
 from memcastle.search.passages import drawer_passages
 from memcastle.store.sql.embeddings import TEST_PATHS
@@ -175,13 +175,8 @@ def report(args: argparse.Namespace, rows: list[tuple[int, bool, int, int]], see
         f"drawer but the tests' was whole at {share:.0%} of the passages, now at {this_order_share(rows):.0%}: "
         f"**{share * minutes['all']:.1f} min** at this run's rate, against **{minutes['untested']:.1f} min** seen. "
         "Nothing searchable changes at the end: the same passages, the same vectors.",
-        "",
-        f"_Run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {machine()}._",
     ]
-    text = "\n".join(lines)
-    print(text)
-    if args.write:
-        write_section("embed-order", text)
+    publish("embed-order", lines, args.write)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.common import command_line, open_palace, wait_for, write_section
+from bench.common import command_line, open_palace, publish, wait_for
 from memcastle.metrics import Metrics
 from memcastle.model.requests import MineRequest
 from memcastle.services import SearchRequest
@@ -80,10 +80,7 @@ def main() -> None:
         "",
         f"Counting / search: **{count_p50 / search_p50:.3%}** (target ≤ 2 %).",
     ]
-    report = "\n".join(lines)
-    print(report)
-    if args.write:
-        write_section("metrics-cost", report)
+    publish("metrics-cost", lines, args.write)
 
 
 if __name__ == "__main__":
