@@ -74,6 +74,16 @@ def start_mines(http: httpx.Client, code: Path, notes: Path) -> list[str]:
     ]
 
 
+def mine_at_work(address: str, job_ids: list[str]) -> bool:
+    """Whether one of the mines runs now, or every one has ended (nothing left to interrupt)."""
+    try:
+        with httpx.Client(base_url=address, timeout=10, trust_env=False) as http:
+            states = [http.get(f"/api/jobs/{job_id}").json()["status"] for job_id in job_ids]
+    except (httpx.HTTPError, ValueError, KeyError):
+        return False  # the daemon is still coming up
+    return "running" in states or all(state in ("completed", "failed", "cancelled") for state in states)
+
+
 def finish(http: httpx.Client, job_ids: list[str]) -> None:
     """Wait for the mines; one that a crash budget failed is retried, as its user would."""
 
@@ -141,7 +151,10 @@ def test_random_kills_end_exactly_where_an_undisturbed_run_does(
     writer.start()
     try:
         for _ in range(KILLS):
-            time.sleep(rng.uniform(0.2, 2.5))
+            # A kill is meant to meet a mine at work: wait (on a loaded machine a restart takes a while) until one
+            # runs, unless every mine has ended; then strike at a random moment of its work.
+            wait_until(lambda: mine_at_work(address[0], jobs), timeout=60, what="a mine at work, or every one ended")
+            time.sleep(rng.uniform(0.05, 1.5))
             current.kill()
             current = daemon_process(palace=palace)
             address[0] = current.address
