@@ -17,6 +17,7 @@ palace; `--reuse DIR` asks a kept one. `--write` replaces the section of bench/R
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import sysconfig
 import tempfile
@@ -24,7 +25,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from bench.common import add_overrides, apply_overrides, command_line, machine, open_palace, write_section
-from bench.questions import RANKINGS, Run, ask, mine, show, table
+from bench.questions import RANKINGS, Run, ask, mine, per_question, show, table
 from memcastle.model.search import Hit
 
 # (question, the file under the standard library that implements the answer)
@@ -103,6 +104,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--keep", type=Path)
     parser.add_argument("--reuse", type=Path)
     parser.add_argument("--write", action="store_true")
+    parser.add_argument(
+        "--per-question", type=Path, metavar="FILE", help="each question's hit@5/10 and MRR (JSON), for bench.paired"
+    )
     add_overrides(parser)
     args = parser.parse_args(argv)
     apply_overrides(parser, args)
@@ -130,6 +134,9 @@ def main(argv: Sequence[str] | None = None) -> None:
             (args.keep / BUILT).write_text(ingest + "\n", encoding="utf-8")
         show(runs, QUESTIONS)
         print(f"{ingest}; {machine()}")
+        if args.per_question:
+            answers = {"command": command_line(), **per_question(runs)}
+            args.per_question.write_text(json.dumps(answers) + "\n", encoding="utf-8")
         if args.write:
             write_section("code-questions", markdown(runs, ingest, excluded))
     finally:

@@ -42,18 +42,35 @@ def ask(palace: Palace, ranking: str, questions: Sequence[Question], wing: str, 
 
 
 def mine(palace: Palace, connector: str, locator: str, wing: str) -> str:
-    """Mine one source and wait for every drawer's vectors; says what was made and how long it took."""
+    """Mine one source and wait for every drawer's vectors; says what was made and how long it took (wall and this
+    process's CPU seconds: the daemon's threads, the model's included)."""
     started = time.monotonic()
     job = palace.services.mining.submit_mine(MineRequest(connector, locator, {}, wing=wing)).job
     done = wait_for(palace, job)
     assert done.status.value == "completed", done.error
     mined = time.monotonic() - started
+    cpu = time.process_time()
     waited = wait_for_embeddings(palace)
+    cpu = time.process_time() - cpu
+    passages = (palace.services.status.embedding_status().index or {}).get("vectors", 0)
     result = done.result or {}
     return (
         f"{result.get('documents', 0):,} documents → {result.get('created', 0):,} drawers, mined in {mined:.0f} s, "
-        f"embedded in {waited:.0f} s more"
+        f"{passages:,} vectors embedded in {waited:.0f} s more ({cpu:.0f} CPU s)"
     )
+
+
+def per_question(runs: Sequence[Run]) -> dict[str, dict[str, list[float]]]:
+    """Each question's hit@5, hit@10 and reciprocal rank per ranking, in order, for `bench.paired --metric`."""
+
+    def at(k: int, rank: int | None) -> float:
+        return 1.0 if rank is not None and rank <= k else 0.0
+
+    return {
+        "hit_at_5": {run.ranking: [at(5, r) for r in run.ranks] for run in runs},
+        "hit_at_10": {run.ranking: [at(10, r) for r in run.ranks] for run in runs},
+        "mrr": {run.ranking: [1 / r if r is not None else 0.0 for r in run.ranks] for run in runs},
+    }
 
 
 def table(runs: Sequence[Run], questions: Sequence[Question]) -> list[str]:

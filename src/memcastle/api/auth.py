@@ -11,6 +11,7 @@ import urllib.parse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memcastle.api.access import narrow_mode
+from memcastle.api.asgi import HttpMiddleware
 from memcastle.api.errors import error_body
 from memcastle.model.visibility import EVERYTHING
 from memcastle.runtime.tokens import TOKEN_STATE, TokenRecord, TokenStore
@@ -79,18 +80,12 @@ class BearerAuth:
         await send({"type": "http.response.body", "body": body})
 
 
-class ReaderContext:
+class ReaderContext(HttpMiddleware):
     """Every request runs for its `Reader` (`services.reader`): the interface it came through (the web page, REST —
     the CLI names itself in `X-MemCastle-Client` —, or MCP), the token `BearerAuth` verified and that token's wing
     scope. Installed inside `BearerAuth`, always (with authentication off the reader has no token and sees all)."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         record = token_of_scope(scope)
         who = Reader(
             interface=interface_of(scope),

@@ -26,6 +26,8 @@ from urllib.parse import urlsplit
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from memcastle.api.asgi import HttpMiddleware
+
 # The methods the routes change state with. Others (PUT, TRACE, a made-up verb) reach no route and are a 405; a
 # browser cannot send them across origins without a preflight, which gets no CORS answer.
 STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -97,20 +99,17 @@ def _origin_of(scheme: str, netloc: str) -> tuple[str, str, str]:
     return scheme, name, port or _DEFAULT_PORTS.get(scheme, "")
 
 
-class BrowserGuard:
+class BrowserGuard(HttpMiddleware):
     """Refuse rebinding `Host`s (403 `forbidden_host`), foreign `Origin`s (403 `forbidden_origin`) and state-changing
     `/api` requests that do not declare JSON (415 `unsupported_media_type`)."""
 
     def __init__(self, app: ASGIApp, *, policy: HostPolicy, routed: Callable[[str, str], bool] | None = None) -> None:
-        self.app = app
+        super().__init__(app)
         self.policy = policy
         # Whether a route takes (method, path): a method no route takes goes on to its 405, not to a 415.
         self.routed = routed
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = {key.lower(): value.decode("latin-1") for key, value in scope.get("headers") or []}
         host = headers.get(b"host")
         origin = headers.get(b"origin")

@@ -6,20 +6,18 @@ import json
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from memcastle.api.asgi import HttpMiddleware
 from memcastle.api.errors import error_body
 
 
-class BodyLimit:
+class BodyLimit(HttpMiddleware):
     """Refuse bodies over `max_bytes` with a 413 `{error, code, help}`; nothing of them is stored."""
 
     def __init__(self, app: ASGIApp, max_bytes: int) -> None:
-        self.app = app
+        super().__init__(app)
         self.max_bytes = max_bytes
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         declared = dict(scope.get("headers") or []).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
             await self._refuse(send)

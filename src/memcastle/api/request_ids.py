@@ -10,8 +10,9 @@ import re
 import time
 import uuid
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
+from memcastle.api.asgi import HttpMiddleware
 from memcastle.runtime.logs import REQUEST_ID, REQUEST_ID_STATE
 
 HEADER = "X-Request-Id"
@@ -20,16 +21,10 @@ WELL_FORMED = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 log = logging.getLogger(__name__)
 
 
-class RequestIds:
+class RequestIds(HttpMiddleware):
     """ASGI middleware: the request's id, kept or made, told back and logged with."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         given = dict(scope.get("headers") or []).get(b"x-request-id", b"").decode("latin-1")
         request_id = given if WELL_FORMED.fullmatch(given) else uuid.uuid4().hex
         scope.setdefault("state", {})[REQUEST_ID_STATE] = request_id

@@ -19,7 +19,7 @@ import platformdirs
 
 from memcastle.config.declared import APP, SETTINGS, SettingSpec
 from memcastle.config.sections import Sections, sections
-from memcastle.config.toml import line_for, line_from_message, read_toml_text
+from memcastle.config.toml import line_for, read_toml
 from memcastle.errors import ConfigError
 
 SPEC_BY_KEY = {spec.key: spec for spec in SETTINGS}
@@ -130,12 +130,7 @@ def file_tables(path: Path) -> dict[str, RawTable]:
 
 
 def _apply_file(path: Path, values: dict[str, Any], origins: dict[str, str], tables: dict[str, RawTable]) -> str:
-    text = read_toml_text(path)
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        line = line_from_message(str(exc))
-        raise ConfigError(str(exc), file=str(path), line=line) from None
+    text, data = read_toml(path)
     origin = f"file {path}"
     for key, value in _flatten(data):
         spec = SPEC_BY_KEY.get(key)

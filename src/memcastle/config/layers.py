@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import math
 import re
-import tomllib
 from pathlib import Path
 from typing import Any
 
 from memcastle.config import Settings
-from memcastle.config.toml import line_for, line_from_message, read_toml_text
+from memcastle.config.toml import line_for, read_toml
 from memcastle.errors import ConfigError
 from memcastle.preferences import LEVELS, Criterion, Layer, Scalar, scalar_kind
 
@@ -125,12 +124,7 @@ def palace_layer(palace: Path) -> Layer | None:
     path = palace / PALACE_FILE
     if not path.exists():
         return None
-    text = read_toml_text(path)
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        line = line_from_message(str(exc))
-        raise ConfigError(str(exc), file=str(path), line=line) from None
+    text, data = read_toml(path)
     for key in data:
         if key != "preferences":
             raise ConfigError(

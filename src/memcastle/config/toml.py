@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import functools
 import re
+import tomllib
 from pathlib import Path
+from typing import Any
 
 from memcastle.errors import ConfigError
 
@@ -240,3 +242,13 @@ def read_toml_text(path: Path) -> str:
             line=line_of_byte(data, exc.start),
             help="TOML files are UTF-8 text",
         ) from None
+
+
+def read_toml(path: Path) -> tuple[str, dict[str, Any]]:
+    """A TOML file's text and what it holds; one that cannot be read, is not UTF-8 or is not TOML is a `ConfigError`
+    naming the file and line."""
+    text = read_toml_text(path)
+    try:
+        return text, tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(str(exc), file=str(path), line=line_from_message(str(exc))) from None

@@ -23,7 +23,7 @@ import os
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from memcastle.errors import ConfigError
 from memcastle.hooks import Change, installed, memcastle_argv, settings_file
@@ -118,19 +118,21 @@ def parts(name: str, scope: str, project: Path, home: Path | None = None) -> lis
     return found
 
 
-def install(
-    name: str,
-    scope: str,
-    project: Path,
-    *,
-    palace: str | None = None,
-    home: Path | None = None,
-    endpoint: Endpoint | None = None,
-    reminder: str = "sometimes",
-) -> list[Change]:
-    """The changes installing makes (nothing is written: `Change.write` does it); `endpoint` is how the agent reaches
-    the daemon's MCP tools (`endpoint_of` the configured address)."""
-    endpoint = endpoint or default_endpoint(palace)
+class Wanted(TypedDict, total=False):
+    """What an install writes beyond the agent and scope: the palace its hooks name, the home folder (a test's),
+    `endpoint` (how the agent reaches the daemon's MCP tools: `endpoint_of` the configured address) and how often
+    the hooks remind the agent of its tools."""
+
+    palace: str | None
+    home: Path | None
+    endpoint: Endpoint | None
+    reminder: str
+
+
+def install(name: str, scope: str, project: Path, **wanted: Unpack[Wanted]) -> list[Change]:
+    """The changes installing makes (nothing is written: `Change.write` does it)."""
+    palace, home, reminder = wanted.get("palace"), wanted.get("home"), wanted.get("reminder", "sometimes")
+    endpoint = wanted.get("endpoint") or default_endpoint(palace)
     changes = []
     for part in parts(name, scope, project, home):
         if part.kind == "hooks":
@@ -161,18 +163,10 @@ def uninstall(name: str, scope: str, project: Path, home: Path | None = None) ->
     return changes
 
 
-def status(
-    name: str,
-    scope: str,
-    project: Path,
-    *,
-    palace: str | None = None,
-    home: Path | None = None,
-    endpoint: Endpoint | None = None,
-    reminder: str = "sometimes",
-) -> list[PartStatus]:
+def status(name: str, scope: str, project: Path, **wanted: Unpack[Wanted]) -> list[PartStatus]:
     """Each part's state, compared with what installing (for `palace` and `endpoint`) would write."""
-    endpoint = endpoint or default_endpoint(palace)
+    palace, home, reminder = wanted.get("palace"), wanted.get("home"), wanted.get("reminder", "sometimes")
+    endpoint = wanted.get("endpoint") or default_endpoint(palace)
     found = []
     for part in parts(name, scope, project, home):
         if part.kind == "mcp":

@@ -41,11 +41,56 @@ def fuse(
     waiting: Callable[[str], bool] | None = None,
     exact: bool = False,
 ) -> list[Ranked]:
-    """The legs fused by `weights.method`, best first, ties by drawer id. `exact`: the lexical leg found a drawer
-    holding every term of the query."""
-    if weights.method == "rrf":
-        return fuse_ranks(lexical, semantic, weights, waiting=waiting, exact=exact)
-    return fuse_scores(lexical, semantic, weights, waiting=waiting, exact=exact)
+    """The legs fused by `weights.method`, best first, ties by drawer id. Each leg gives a drawer it found a share:
+
+    - calibrated fusion (the default): weight × (the leg's score scaled between its best and its anchor,
+      `_normalized`, at least 0) / Σ weights; a drawer a leg did not find, or ranks below its anchor, gets 0 from it
+      (drawers that fuse to the same score are ordered by how far below the anchors they are, then by id). Unlike
+      rank fusion it keeps how far apart the legs' scores are, so a strong match in one leg is not flattened to the
+      rank of a weak one;
+    - reciprocal rank fusion (`rrf`): weight / (k + rank), rank from 1.
+
+    A drawer `waiting` for its vectors cannot be in the semantic leg, so it would lose to every drawer the embed job
+    happened to reach first; instead its semantic share is taken to be its lexical one, as if the legs agreed, and
+    the signals say so (`semantic_pending`). `exact`: the lexical leg found a drawer holding every term of the query
+    (`_behind_the_waiting`)."""
+    calibrated = weights.method != "rrf"
+    total = (weights.lexical + weights.semantic) or 1.0
+
+    def shares(candidates: Sequence[ScoredDrawer], weight: float) -> list[tuple[float, float]]:
+        """Each candidate's share, and (calibrated) what its part under the anchor adds up to below it."""
+        if calibrated:
+            return [(weight * max(p, 0.0) / total, weight * min(p, 0.0) / total) for p in _normalized(candidates)]
+        return [(weight / (weights.k + rank), 0.0) for rank in range(1, len(candidates) + 1)]
+
+    signals: dict[str, dict[str, float]] = {}
+    below: dict[str, float] = {}  # what the parts under the anchors add up to: orders the drawers fused to 0
+    for leg, candidates, weight in (("lexical", lexical, weights.lexical), ("semantic", semantic, weights.semantic)):
+        for candidate, (share, under) in zip(candidates, shares(candidates, weight), strict=True):
+            entry = signals.setdefault(candidate.drawer_id, {"fusion": 0.0})
+            entry[_signal(leg, candidate)] = candidate.signal
+            entry["fusion"] += share
+            below[candidate.drawer_id] = below.get(candidate.drawer_id, 0.0) + under
+    if waiting is not None:
+        for candidate, (share, _) in zip(lexical, shares(lexical, weights.semantic), strict=True):
+            entry = signals[candidate.drawer_id]
+            if "semantic" not in entry and waiting(candidate.drawer_id):
+                entry["fusion"] += share
+                entry["semantic_pending"] = 1.0
+    held = _behind_the_waiting(signals) if exact else {}
+    if calibrated:
+        # The semantic part comes from float32 cosines: closer than that carries, two drawers are tied (and then
+        # ordered by id, the same way on every backend). A drawer held behind the waiting ones stays behind them
+        # where rounding ties it with the last of them, in the order its own score gave it.
+        for entry in signals.values():
+            entry["fusion"] = round(entry["fusion"], TIE_DIGITS)
+        below.update({drawer_id: score - 1.0 for drawer_id, score in held.items()})
+        below = {drawer_id: round(under, TIE_DIGITS) for drawer_id, under in below.items()}
+    else:
+        below = {drawer_id: held.get(drawer_id, 0.0) for drawer_id in signals}
+    ranked = [Ranked(drawer_id, entry["fusion"], entry) for drawer_id, entry in signals.items()]
+    ranked.sort(key=lambda r: (-r.base, r.drawer_id in held, -below[r.drawer_id], r.drawer_id))
+    return ranked
 
 
 # Calibrated fusion scales each leg between its best score and its `ANCHOR_RANK`-th best (or its last, when shorter):
@@ -66,49 +111,6 @@ def _normalized(candidates: Sequence[ScoredDrawer]) -> list[float]:
     if high == low:
         return [1.0 if c.signal >= low else 0.0 for c in candidates]
     return [(c.signal - low) / (high - low) for c in candidates]
-
-
-def fuse_scores(
-    lexical: Sequence[ScoredDrawer],
-    semantic: Sequence[ScoredDrawer],
-    weights: FusionWeights,
-    *,
-    waiting: Callable[[str], bool] | None = None,
-    exact: bool = False,
-) -> list[Ranked]:
-    """Calibrated fusion: Σ weight × (the leg's score scaled between its best and its anchor, `_normalized`, at
-    least 0) / Σ weights; a drawer a leg did not find, or ranks below its anchor, gets 0 from it (drawers that fuse
-    to the same score are ordered by how far below the anchors they are, then by id). Unlike rank fusion it keeps
-    how far apart the legs' scores are, so a strong match in one leg is not flattened to the rank of a weak one.
-
-    A drawer `waiting` for its vectors cannot be in the semantic leg; its semantic part is taken to be its lexical
-    part, as if the legs agreed (`semantic_pending`), so it is not pushed down by drawers embedded first."""
-    total = (weights.lexical + weights.semantic) or 1.0
-    signals: dict[str, dict[str, float]] = {}
-    below: dict[str, float] = {}  # what the parts under the anchors add up to: orders the drawers fused to 0
-    for leg, candidates, weight in (("lexical", lexical, weights.lexical), ("semantic", semantic, weights.semantic)):
-        for candidate, part in zip(candidates, _normalized(candidates), strict=True):
-            entry = signals.setdefault(candidate.drawer_id, {"fusion": 0.0})
-            entry[_signal(leg, candidate)] = candidate.signal
-            entry["fusion"] += weight * max(part, 0.0) / total
-            below[candidate.drawer_id] = below.get(candidate.drawer_id, 0.0) + weight * min(part, 0.0) / total
-    if waiting is not None:
-        for candidate, part in zip(lexical, _normalized(lexical), strict=True):
-            entry = signals[candidate.drawer_id]
-            if "semantic" not in entry and waiting(candidate.drawer_id):
-                entry["fusion"] += weights.semantic * max(part, 0.0) / total
-                entry["semantic_pending"] = 1.0
-    held = _behind_the_waiting(signals) if exact else {}
-    for entry in signals.values():
-        # The semantic part comes from float32 cosines: closer than that carries, two drawers are tied (and then
-        # ordered by id, the same way on every backend).
-        entry["fusion"] = round(entry["fusion"], TIE_DIGITS)
-    # A drawer held behind the waiting ones stays behind them where rounding ties it with the last of them, in the
-    # order its own score gave it.
-    below.update({drawer_id: score - 1.0 for drawer_id, score in held.items()})
-    ranked = [Ranked(drawer_id, entry["fusion"], entry) for drawer_id, entry in signals.items()]
-    ranked.sort(key=lambda r: (-r.base, r.drawer_id in held, -round(below[r.drawer_id], TIE_DIGITS), r.drawer_id))
-    return ranked
 
 
 def _behind_the_waiting(signals: dict[str, dict[str, float]]) -> dict[str, float]:
@@ -134,37 +136,6 @@ def _behind_the_waiting(signals: dict[str, dict[str, float]]) -> dict[str, float
         if top >= floor:
             entry["fusion"] = entry["fusion"] * BACKLOG_SHARE * floor / top if top > 0 else 0.0
     return before
-
-
-def fuse_ranks(
-    lexical: Sequence[ScoredDrawer],
-    semantic: Sequence[ScoredDrawer],
-    weights: FusionWeights,
-    *,
-    waiting: Callable[[str], bool] | None = None,
-    exact: bool = False,
-) -> list[Ranked]:
-    """Reciprocal rank fusion: Σ weight / (k + rank), rank from 1; ties by drawer id.
-
-    `waiting(drawer_id)` says a drawer has no vectors yet. Such a drawer cannot be in the semantic leg, so it would
-    lose to every drawer the embed job happened to reach first; instead its semantic rank is taken to be its lexical
-    rank, as if the legs agreed, and the signals say so (`semantic_pending`)."""
-    signals: dict[str, dict[str, float]] = {}
-    for leg, candidates, weight in (("lexical", lexical, weights.lexical), ("semantic", semantic, weights.semantic)):
-        for rank, candidate in enumerate(candidates, start=1):
-            entry = signals.setdefault(candidate.drawer_id, {"fusion": 0.0})
-            entry[_signal(leg, candidate)] = candidate.signal
-            entry["fusion"] += weight / (weights.k + rank)
-    if waiting is not None:
-        for rank, candidate in enumerate(lexical, start=1):
-            entry = signals[candidate.drawer_id]
-            if "semantic" not in entry and waiting(candidate.drawer_id):
-                entry["fusion"] += weights.semantic / (weights.k + rank)
-                entry["semantic_pending"] = 1.0
-    held = _behind_the_waiting(signals) if exact else {}
-    ranked = [Ranked(drawer_id, entry["fusion"], entry) for drawer_id, entry in signals.items()]
-    ranked.sort(key=lambda r: (-r.base, r.drawer_id in held, -held.get(r.drawer_id, 0.0), r.drawer_id))
-    return ranked
 
 
 def _signal(leg: str, candidate: ScoredDrawer) -> str:

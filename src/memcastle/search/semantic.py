@@ -281,12 +281,7 @@ class SemanticIndex:
         ]
         return bool(sizes) and min(sizes) < min(self.ann_min_rows, NARROW_ROWS)
 
-    def candidates(
-        self,
-        vector: npt.NDArray[np.float32],
-        need: int,
-        scope: Scope,
-    ) -> list[ScoredDrawer]:
+    def candidates(self, vector: npt.NDArray[np.float32], need: int, scope: Scope) -> list[ScoredDrawer]:
         """The `need` best eligible drawers by cosine of their best passage; ties by id. While the first load after a
         start is under way in another thread (most of a minute at a million vectors), the vectors read so far."""
         self.refresh(wait=self._loaded)

@@ -61,12 +61,7 @@ class StoredVectorIndex:
     def forget(self, drawer_ids: Sequence[str]) -> None:
         """Nothing is held here: the store erased the vectors with the drawers."""
 
-    def candidates(
-        self,
-        vector: npt.NDArray[np.float32],
-        need: int,
-        scope: Scope,
-    ) -> list[ScoredDrawer]:
+    def candidates(self, vector: npt.NDArray[np.float32], need: int, scope: Scope) -> list[ScoredDrawer]:
         """The `need` best eligible drawers by cosine of their best passage; ties by id."""
         self.refresh()
         if self.dimension is None or need <= 0:

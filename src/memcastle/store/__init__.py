@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypedDict, Unpack
 
 import numpy as np
 
@@ -157,20 +157,25 @@ class SearchStore(Protocol):
 Subset = Literal["all", "prose", "tests", "untested"]
 
 
+class EmbedWalk(TypedDict, total=False):
+    """Where the embed sweep's walk over drawers not fully embedded goes (`EmbeddingStore.next_to_embed`): ascending
+    from `after`, or descending from `before` (newest first); only current (or only closed) drawers when `current`
+    says so; `stage` "head" takes those without their first passage's vector, "rest" those with only part of theirs,
+    "all" (the default) both; `subset` "prose" takes only what people write in words — notes, transcripts, commits,
+    documents (`PROSE_SUFFIXES`), not code or data files —, "tests" only the files that test code (`TEST_PATHS`),
+    "untested" all but those, "all" (the default) every drawer."""
+
+    after: int | None
+    before: int | None
+    current: bool | None
+    stage: str
+    subset: Subset
+
+
 class EmbeddingStore(Protocol):
     """Passage vectors beside the drawers, per model."""
 
-    def next_to_embed(
-        self,
-        model: str,
-        limit: int,
-        *,
-        after: int | None = None,
-        before: int | None = None,
-        current: bool | None = None,
-        stage: str = "all",
-        subset: Subset = "all",
-    ) -> list[tuple[int, Drawer]]: ...
+    def next_to_embed(self, model: str, limit: int, **walk: Unpack[EmbedWalk]) -> list[tuple[int, Drawer]]: ...
     def last_drawer_seq(self) -> int: ...
     def count_missing_embeddings(self, model: str) -> int: ...
     def waiting_texts(self, model: str, after: int, upto: int, limit: int) -> list[tuple[int, str]]: ...
@@ -217,13 +222,7 @@ class NearestStore(Protocol):
     """A store that searches its vectors itself, through a nearest-neighbour index of its own (PostgreSQL + pgvector);
     the semantic leg then keeps no vectors in memory (`memcastle.search.stored`)."""
 
-    def nearest_passages(
-        self,
-        model: str,
-        vector: np.ndarray,
-        limit: int,
-        scope: Scope,
-    ) -> list[tuple[str, float]]:
+    def nearest_passages(self, model: str, vector: np.ndarray, limit: int, scope: Scope) -> list[tuple[str, float]]:
         """The `limit` passage vectors nearest `vector` among eligible drawers: (drawer id, cosine), best first, a
         drawer once per passage found."""
         ...

@@ -11,8 +11,6 @@ from memcastle.knowledge.extraction.contract import (
     DEFAULT_MIN_CONFIDENCE,
     DEFAULT_TIMEOUT,
     ENTITY_KINDS,
-    MAX_ENTITIES,
-    MAX_RELATIONS,
     PREDICATES,
     Extraction,
     ExtractionInput,
@@ -46,8 +44,6 @@ def _read_results(
     *,
     who: str,
     min_confidence: float,
-    max_entities: int = MAX_ENTITIES,
-    max_relations: int = MAX_RELATIONS,
 ) -> list[Extraction]:
     """Check a provider's {"results": [...]} answer against the inputs and normalize each result. The original
     MemCastle's {"extractions": [...]} (one per text, in order) is read the same way, whichever was asked."""
@@ -68,11 +64,7 @@ def _read_results(
                 f"{who} answered result {position} for id {result.get('id')!r}, but text {position} is {item.id!r}"
             )
         try:
-            extractions.append(
-                normalize_extraction(
-                    result, min_confidence=min_confidence, max_entities=max_entities, max_relations=max_relations
-                )
-            )
+            extractions.append(normalize_extraction(result, min_confidence=min_confidence))
         except ProviderError as exc:
             raise ProviderError(f"{who} answered badly for text {position} ({item.id}): {exc.message}") from None
     return extractions
@@ -99,8 +91,6 @@ class CommandProvider:
         timeout: float = DEFAULT_TIMEOUT,
         *,
         min_confidence: float = DEFAULT_MIN_CONFIDENCE,
-        max_entities: int = MAX_ENTITIES,
-        max_relations: int = MAX_RELATIONS,
         format: str = "objects",
     ) -> None:
         if not argv or not all(isinstance(part, str) and part for part in argv):
@@ -112,8 +102,6 @@ class CommandProvider:
         self.model = model
         self._timeout = timeout
         self._min_confidence = min_confidence
-        self._max_entities = max_entities
-        self._max_relations = max_relations
 
     def extract(self, inputs: Sequence[ExtractionInput]) -> list[Extraction]:
         """Run the command once for the whole batch."""
@@ -138,14 +126,7 @@ class CommandProvider:
                 "vocabulary": vocabulary,
             }
         answer = ask_command(self._argv, request, timeout=self._timeout, who=who)
-        return _read_results(
-            answer,
-            inputs,
-            who=who,
-            min_confidence=self._min_confidence,
-            max_entities=self._max_entities,
-            max_relations=self._max_relations,
-        )
+        return _read_results(answer, inputs, who=who, min_confidence=self._min_confidence)
 
 
 SYSTEM_PROMPT = f"""\
@@ -181,16 +162,12 @@ class HttpProvider:
         timeout: float = DEFAULT_TIMEOUT,
         *,
         min_confidence: float = DEFAULT_MIN_CONFIDENCE,
-        max_entities: int = MAX_ENTITIES,
-        max_relations: int = MAX_RELATIONS,
     ) -> None:
         self.endpoint = endpoint_url(url, "/chat/completions", key="extraction.url")
         self.model = model
         self._api_key = api_key or None
         self._timeout = timeout
         self._min_confidence = min_confidence
-        self._max_entities = max_entities
-        self._max_relations = max_relations
 
     def _request_body(self, inputs: Sequence[ExtractionInput]) -> dict[str, Any]:
         """The one chat completion request that asks for the whole batch."""
@@ -224,14 +201,7 @@ class HttpProvider:
         except ValueError:
             cut = " (the reply was cut off at the token limit)" if choice.get("finish_reason") == "length" else ""
             raise ProviderError(f"{who} answered content that is not JSON{cut}: {tail(content)}") from None
-        return _read_results(
-            answer,
-            inputs,
-            who=who,
-            min_confidence=self._min_confidence,
-            max_entities=self._max_entities,
-            max_relations=self._max_relations,
-        )
+        return _read_results(answer, inputs, who=who, min_confidence=self._min_confidence)
 
 
 def _first_choice(completion: Any) -> Any:

@@ -77,13 +77,7 @@ class PostgresEmbeddings(EmbeddingTables):
                         (model, seq, write.dimension, int(supplied)),
                     )
 
-    def nearest_passages(
-        self,
-        model: str,
-        vector: np.ndarray,
-        limit: int,
-        scope: Scope,
-    ) -> list[tuple[str, float]]:
+    def nearest_passages(self, model: str, vector: np.ndarray, limit: int, scope: Scope) -> list[tuple[str, float]]:
         """The nearest passages through the HNSW index of the vector's dimension (see `NearestStore`). Scope and time
         filter inside the walk: pgvector's iterative scan goes on through the graph until `limit` rows pass them (or
         `hnsw.max_scan_tuples` were visited), instead of filtering a fixed number of neighbours afterwards."""

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 
 from memcastle.model import Drawer, DrawerPlace
-from memcastle.store import Subset, VectorChunk
+from memcastle.store import EmbedWalk, VectorChunk
 from memcastle.store.sql.base import Role, SqlStore
 from memcastle.store.sql.drawers import DrawerTables
 from memcastle.store.sql.search import places
@@ -71,24 +71,11 @@ class EmbeddingTables(Role):
         with self._read() as tx:
             return places(tx, drawer_ids)
 
-    def next_to_embed(
-        self,
-        model: str,
-        limit: int,
-        *,
-        after: int | None = None,
-        before: int | None = None,
-        current: bool | None = None,
-        stage: str = "all",
-        subset: Subset = "all",
-    ) -> list[tuple[int, Drawer]]:
-        """Up to `limit` drawers not fully embedded for `model`, as (seq, drawer): ascending from `after`, or
-        descending from `before` (newest first); only current (or only closed) drawers when `current` says so;
-        `stage` "head" takes those without their first passage's vector, "rest" those with only part of theirs;
-        `subset` "prose" takes only what people write in words — notes, transcripts, commits, documents
-        (`PROSE_SUFFIXES`), not code or data files —, "tests" only the files that test code (`TEST_PATHS`),
-        "untested" all but those. The walk follows the primary key, so a batch costs what it skips and reads, not
-        what the palace holds."""
+    def next_to_embed(self, model: str, limit: int, **walk: Unpack[EmbedWalk]) -> list[tuple[int, Drawer]]:
+        """Up to `limit` drawers not fully embedded for `model`, as (seq, drawer), where `walk` goes (`EmbedWalk`).
+        The walk follows the primary key, so a batch costs what it skips and reads, not what the palace holds."""
+        after, before, current = walk.get("after"), walk.get("before"), walk.get("current")
+        stage, subset = walk.get("stage", "all"), walk.get("subset", "all")
         where: list[str] = []
         params: list[Any] = []
         if subset == "prose":
