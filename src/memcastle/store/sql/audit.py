@@ -7,6 +7,7 @@ from typing import Any
 
 from memcastle.model.audit import ReadQuery, ReadRecord
 from memcastle.store.sql.base import Role, batches, marks
+from memcastle.store.sql.rows import record
 
 
 class AuditTables(Role):
@@ -56,15 +57,10 @@ class AuditTables(Role):
                 for item in found:
                     items[int(item["audit_id"])].append((item["kind"], item["item_id"]))
         return [
-            ReadRecord(
+            record(
+                ReadRecord,
+                r,
                 id=int(r["id"]),
-                at=r["at"],
-                interface=r["interface"],
-                operation=r["operation"],
-                token=r["token"],
-                client=r["client"],
-                session=r["session"],
-                query=r["query"],
                 drawer_ids=tuple(i for kind, i in items[int(r["id"])] if kind == "drawer"),
                 fact_ids=tuple(i for kind, i in items[int(r["id"])] if kind == "fact"),
             )

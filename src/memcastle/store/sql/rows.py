@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from memcastle.model import (
     Assertion,
@@ -22,6 +24,11 @@ from memcastle.model import (
 )
 from memcastle.store.sql.base import Row
 
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+T = TypeVar("T", bound="DataclassInstance")
+
 # Every drawer read selects this: the drawer with the names of its wing and room.
 DRAWER_SELECT = (
     "SELECT d.*, w.name AS wing_name, r.name AS room_name FROM drawer d "
@@ -29,18 +36,23 @@ DRAWER_SELECT = (
 )
 
 
+def record(cls: type[T], row: Row, **read: Any) -> T:
+    """A value of the dataclass `cls` whose fields are the row's columns of the same names, but those `read` gives (a
+    column stored as JSON text or 0/1, or named otherwise)."""
+    fields = dataclasses.fields(cls)
+    return cls(**{field.name: read[field.name] if field.name in read else row[field.name] for field in fields})
+
+
 def drawer_from_row(row: Row) -> Drawer:
     # PostgreSQL text cannot hold NUL: such content is kept exactly in `content_exact` (SQLite has no such column).
     exact = row["content_exact"] if "content_exact" in row.keys() else None
     origin = row["origin"]
-    return Drawer(
-        id=row["id"],
+    return record(
+        Drawer,
+        row,
         wing=row["wing_name"],
         room=row["room_name"],
-        name=row["name"],
         content=bytes(exact).decode("utf-8") if exact is not None else row["content"],
-        content_hash=row["content_hash"],
-        fingerprint=row["fingerprint"],
         source=Source(
             kind=row["source_kind"],
             uri=row["source_uri"],
@@ -49,79 +61,39 @@ def drawer_from_row(row: Row) -> Drawer:
         ),
         tags=tuple(json.loads(row["tags"])),
         provenance=Provenance.from_json(json.loads(row["provenance"])),
-        valid_from=row["valid_from"],
-        valid_to=row["valid_to"],
-        supersedes=row["supersedes"],
-        superseded_by=row["superseded_by"],
-        created_at=row["created_at"],
-        closed_at=row["closed_at"],
-        closed_reason=row["closed_reason"],
         pinned=bool(row["pinned"]),
         hidden=bool(row["hidden"]),
-        expires_at=row["expires_at"],
     )
 
 
 def job_from_row(row: Row) -> Job:
     progress = json.loads(row["progress"])
-    return Job(
-        id=row["id"],
-        kind=row["kind"],
+    return record(
+        Job,
+        row,
         status=JobStatus(row["status"]),
-        priority=row["priority"],
         params=json.loads(row["params"]),
-        created_at=row["created_at"],
-        started_at=row["started_at"],
-        finished_at=row["finished_at"],
         progress=Progress(
             current=progress.get("current", 0), total=progress.get("total"), message=progress.get("message")
         ),
-        attempt=row["attempt"],
-        recovery_attempts=row["recovery_attempts"],
-        max_attempts=row["max_attempts"],
         checkpoint=json.loads(row["checkpoint"]),
         result=json.loads(row["result"]) if row["result"] else None,
-        error=row["error"],
-        lease_owner=row["lease_owner"],
-        lease_expires_at=row["lease_expires_at"],
         pause_requested=bool(row["pause_requested"]),
         cancel_requested=bool(row["cancel_requested"]),
-        requested_by=row["requested_by"],
-        coalesce_key=row["coalesce_key"],
     )
 
 
 def source_from_row(row: Row) -> SourceRecord:
-    return SourceRecord(
-        id=row["id"],
-        connector=row["connector"],
-        locator=row["locator"],
-        options=json.loads(row["options"]),
-        cursor=row["cursor"],
-        updated_at=row["updated_at"],
-    )
+    return record(SourceRecord, row, options=json.loads(row["options"]))
 
 
 def document_from_row(row: Row) -> DocumentRecord:
-    return DocumentRecord(
-        source_id=row["source_id"],
-        external_id=row["external_id"],
-        revision=row["revision"],
-        chunk_hashes=tuple(json.loads(row["chunk_hashes"])),
-        drawer_ids=tuple(json.loads(row["drawer_ids"])),
-        updated_at=row["updated_at"],
-    )
+    hashes, drawer_ids = json.loads(row["chunk_hashes"]), json.loads(row["drawer_ids"])
+    return record(DocumentRecord, row, chunk_hashes=tuple(hashes), drawer_ids=tuple(drawer_ids))
 
 
 def entity_from_row(row: Row) -> Entity:
-    return Entity(
-        id=row["id"],
-        name=row["name"],
-        kind=row["kind"],
-        key=row["key"],
-        aliases=tuple(json.loads(row["aliases"])),
-        created_at=row["created_at"],
-    )
+    return record(Entity, row, aliases=tuple(json.loads(row["aliases"])))
 
 
 def hint_from_row(row: Row) -> EntityHint:
@@ -129,34 +101,12 @@ def hint_from_row(row: Row) -> EntityHint:
 
 
 def assertion_from_row(row: Row) -> Assertion:
-    return Assertion(
-        id=row["id"],
-        subject=row["subject"],
-        predicate=row["predicate"],
-        object=row["object"],
-        confidence=float(row["confidence"]),
-        valid_from=row["valid_from"],
-        valid_to=row["valid_to"],
-        drawer_id=row["drawer_id"],
-        extractor=row["extractor"],
-        job_id=row["job_id"],
-        origin=json.loads(row["origin"]) if row["origin"] else None,
-        explicit=bool(row["explicit"]),
-        created_at=row["created_at"],
-    )
+    origin = json.loads(row["origin"]) if row["origin"] else None
+    return record(Assertion, row, confidence=float(row["confidence"]), origin=origin, explicit=bool(row["explicit"]))
 
 
 def fact_link_from_row(row: Row) -> FactLink:
-    return FactLink(
-        id=row["id"],
-        from_id=row["from_id"],
-        to_id=row["to_id"],
-        kind=row["kind"],
-        origin=row["origin"],
-        reason=row["reason"],
-        at=row["at"],
-        evidence_drawer=row["evidence_drawer"],
-    )
+    return record(FactLink, row)
 
 
 def drawer_link_from_row(row: Row) -> DrawerLink:
