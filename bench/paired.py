@@ -2,9 +2,10 @@
 
 Reads two `--per-question` files of `bench.locomo` (each question's recall@10, per level/ranking, in the same order)
 or of `bench.judged` (recall@5, recall@10 and MRR per ranking/category: `--metric recall_at_5`) or of
-`bench.code_questions` (hit@5, hit@10 and MRR per ranking: `--metric hit_at_5`) and, per level/ranking, reports the mean difference B − A, a paired bootstrap 95 % interval of it (10,000 resamples of
-the questions, seeded), and the questions B does better and worse on with the two-sided sign test's p-value. A
-difference whose interval holds 0 is, on these questions, noise.
+`bench.code_questions` (hit@5, hit@10 and MRR per ranking: `--metric hit_at_5`) and, per level/ranking, reports the
+mean difference B − A, a paired bootstrap 95 % interval of it (10,000 resamples of the questions, seeded), and the
+questions B does better and worse on with the two-sided sign test's p-value. A difference whose interval holds 0 is,
+on these questions, noise.
 """
 
 from __future__ import annotations

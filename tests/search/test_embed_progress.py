@@ -100,6 +100,21 @@ def test_every_checkpoint_of_the_sweep_carries_the_backlog_and_the_last_says_not
     assert (current, total, state["passages_pending"], message) == (5, 5, 0, "5 passages")
 
 
+def test_the_jobs_progress_counts_passages_as_its_backlog_does(unstarted: Palace) -> None:
+    """Before, the bar counted drawers made whole: 0 of 3 while the first passages went in. It counts passages now,
+    the unit of the backlog and the ETA beside it."""
+    sentence = "The cellar inventory lists every barrel, its vintage and the shelf it stands on. "
+    for i in range(3):
+        unstarted.services.drawers.save_note(f"Note {i}. " + sentence * 20, wing="w")  # three passages each
+    sweep = EmbeddingBackfill(unstarted.store.embeddings, BuiltinProvider(), batch_size=2, monotonic=Ticks())
+    ctx = Recording()
+    sweep.run(ctx)  # type: ignore[arg-type]
+    first, *_, last = ctx.checkpoints
+    state, current, total, _ = first
+    assert (current, total) == (state["passages"], state["passages"] + state["passages_pending"]) == (2, 9)
+    assert last[1:3] == (9, 9)
+
+
 def test_status_reports_the_backlog_of_the_running_sweep(unstarted: Palace) -> None:
     idle = unstarted.services.status.embedding_status().to_json()
     assert (idle["pending"], idle["passages_pending"], idle["eta_seconds"]) == (0, 0, 0)

@@ -7,6 +7,7 @@ document and the chunk.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
 import time
@@ -138,14 +139,7 @@ class MinePipeline:
             candidate = candidates[index]
             if candidate.cursor_after is not None:
                 # Filed with the document it follows: the cursor saved with a document is past that document.
-                source = SourceRecord(
-                    id=source.id,
-                    connector=source.connector,
-                    locator=source.locator,
-                    options=source.options,
-                    cursor=candidate.cursor_after,
-                    updated_at=source.updated_at,
-                )
+                source = dataclasses.replace(source, cursor=candidate.cursor_after)
             target = _Target(ctx.job_id, connector, spec, source, wing, default_room)
             prepared = self._prepare(target, candidate, keys[index], tally, filed)
             if prepared is not None:

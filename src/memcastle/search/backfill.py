@@ -285,6 +285,7 @@ class EmbeddingBackfill:
                 exact = max(0, left_exact) if left else 0
                 estimate = {**estimate, "passages_pending": exact,
                             "eta_seconds": round(exact / max(estimate["passages_per_second"], 1e-6))}  # fmt: skip
+            passages_left = estimate["passages_pending"] if left else 0
             about = "" if left_exact is not None else "~"  # counted, or estimated past EXACT_COUNT_DRAWERS
             to_go = (
                 f", {about}{estimate['passages_pending']} to go, {eta_text(estimate['eta_seconds'])}" if left else ""
@@ -301,8 +302,9 @@ class EmbeddingBackfill:
                     "headed": headed,
                     **walk.to_state(),
                 },
-                current=done,
-                total=done + left,
+                # The bar counts passages, the unit the backlog and its ETA are in, once it knows them; drawers before.
+                current=done if passages_left is None else passages_done,
+                total=done + left if passages_left is None else passages_done + passages_left,
                 message=f"{passages_done} passages{to_go}"
                 + (f" ({STAGE_NOTES[walk.stage]})" if walk.stage in STAGE_NOTES and left else ""),
             )
