@@ -288,7 +288,7 @@ class EmbeddingBackfill:
             passages_left = estimate["passages_pending"] if left else 0
             about = "" if left_exact is not None else "~"  # counted, or estimated past EXACT_COUNT_DRAWERS
             to_go = (
-                f", {about}{estimate['passages_pending']} to go, {eta_text(estimate['eta_seconds'])}" if left else ""
+                f", {about}{estimate['passages_pending']:,} to go, {eta_text(estimate['eta_seconds'])}" if left else ""
             )
             ctx.checkpoint(
                 {
@@ -305,7 +305,7 @@ class EmbeddingBackfill:
                 # The bar counts passages, the unit the backlog and its ETA are in, once it knows them; drawers before.
                 current=done if passages_left is None else passages_done,
                 total=done + left if passages_left is None else passages_done + passages_left,
-                message=f"{passages_done} passages{to_go}"
+                message=f"{passages_done:,} passages{to_go}"
                 + (f" ({STAGE_NOTES[walk.stage]})" if walk.stage in STAGE_NOTES and left else ""),
             )
         removed = self._finish(model)
