@@ -129,10 +129,20 @@ class Wanted(TypedDict, total=False):
     reminder: str
 
 
+def _settled(wanted: Wanted) -> tuple[str | None, Path | None, Endpoint, str]:
+    """What is wanted, with the defaults: the configured address's endpoint, reminders `sometimes`."""
+    palace = wanted.get("palace")
+    return (
+        palace,
+        wanted.get("home"),
+        wanted.get("endpoint") or default_endpoint(palace),
+        wanted.get("reminder", "sometimes"),
+    )
+
+
 def install(name: str, scope: str, project: Path, **wanted: Unpack[Wanted]) -> list[Change]:
     """The changes installing makes (nothing is written: `Change.write` does it)."""
-    palace, home, reminder = wanted.get("palace"), wanted.get("home"), wanted.get("reminder", "sometimes")
-    endpoint = wanted.get("endpoint") or default_endpoint(palace)
+    palace, home, endpoint, reminder = _settled(wanted)
     changes = []
     for part in parts(name, scope, project, home):
         if part.kind == "hooks":
@@ -165,8 +175,7 @@ def uninstall(name: str, scope: str, project: Path, home: Path | None = None) ->
 
 def status(name: str, scope: str, project: Path, **wanted: Unpack[Wanted]) -> list[PartStatus]:
     """Each part's state, compared with what installing (for `palace` and `endpoint`) would write."""
-    palace, home, reminder = wanted.get("palace"), wanted.get("home"), wanted.get("reminder", "sometimes")
-    endpoint = wanted.get("endpoint") or default_endpoint(palace)
+    palace, home, endpoint, reminder = _settled(wanted)
     found = []
     for part in parts(name, scope, project, home):
         if part.kind == "mcp":

@@ -13,7 +13,7 @@ from memcastle.store import VectorChunk
 from memcastle.store.postgres.locks import EMBEDDING_LOCK, LOCK_NAMESPACE
 from memcastle.store.sql.embeddings import EmbeddingTables
 from memcastle.store.sql.filters import filter_sql
-from memcastle.store.sql.vectors import VectorWrite, vector_chunk
+from memcastle.store.sql.vectors import MARK_EMBEDDED, VectorWrite, vector_chunk
 
 if TYPE_CHECKING:
     from memcastle.store.postgres import PostgresStore
@@ -70,12 +70,7 @@ class PostgresEmbeddings(EmbeddingTables):
                             ],
                         )
                 if write.completes:
-                    conn.execute(
-                        "INSERT INTO embedded(model, drawer_seq, dimension, supplied) VALUES (%s,%s,%s,%s) "
-                        "ON CONFLICT (model, drawer_seq) "
-                        "DO UPDATE SET dimension = excluded.dimension, supplied = excluded.supplied",
-                        (model, seq, write.dimension, int(supplied)),
-                    )
+                    tx.run(MARK_EMBEDDED, (model, seq, write.dimension, int(supplied)))
 
     def nearest_passages(self, model: str, vector: np.ndarray, limit: int, scope: Scope) -> list[tuple[str, float]]:
         """The nearest passages through the HNSW index of the vector's dimension (see `NearestStore`). Scope and time

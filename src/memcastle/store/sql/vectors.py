@@ -11,6 +11,12 @@ import numpy as np
 
 from memcastle.store import VectorChunk
 
+# A drawer made whole for a model: its every passage vector stored (`supplied`: given by the caller, not embedded here).
+MARK_EMBEDDED = (
+    "INSERT INTO embedded(model, drawer_seq, dimension, supplied) VALUES (?,?,?,?) "
+    "ON CONFLICT (model, drawer_seq) DO UPDATE SET dimension = excluded.dimension, supplied = excluded.supplied"
+)
+
 
 @dataclass(frozen=True)
 class VectorWrite:

@@ -41,7 +41,7 @@ from memcastle.store.sql.mining import MiningTables
 from memcastle.store.sql.near import NearTables
 from memcastle.store.sql.neighbours import ContextPass, index_written, renew_around
 from memcastle.store.sql.rows import job_from_row
-from memcastle.store.sql.vectors import VectorWrite, vector_chunk
+from memcastle.store.sql.vectors import MARK_EMBEDDED, VectorWrite, vector_chunk
 from memcastle.store.sqlite.failures import sqlite_errors, storage_failure
 from memcastle.store.sqlite.files import mark_in_use, refuse_a_lost_database
 from memcastle.store.sqlite.fulltext import fts5_match
@@ -312,12 +312,7 @@ class SQLiteEmbeddings(EmbeddingTables):
                     [(model, seq, index, vector.tobytes(), write.total) for index, vector in write.rows()],
                 )
                 if write.completes:
-                    tx.run(
-                        "INSERT INTO embedded(model, drawer_seq, dimension, supplied) VALUES (?,?,?,?) "
-                        "ON CONFLICT (model, drawer_seq) "
-                        "DO UPDATE SET dimension = excluded.dimension, supplied = excluded.supplied",
-                        (model, seq, write.dimension, int(supplied)),
-                    )
+                    tx.run(MARK_EMBEDDED, (model, seq, write.dimension, int(supplied)))
 
     def _vectors_by_id(self, row_ids: list[int]) -> list[tuple[int, np.ndarray]]:
         rows = self._all(f"SELECT id, vector FROM embedding WHERE id IN ({','.join('?' * len(row_ids))})", row_ids)
