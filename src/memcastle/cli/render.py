@@ -268,7 +268,8 @@ def show_jobs(jobs: list[Mapping[str, Any]]) -> None:
 def progress_text(job: Mapping[str, Any]) -> str:
     progress = job.get("progress") or {}
     total = progress.get("total")
-    return f"{progress.get('current', 0)}/{total}" if total else str(progress.get("current", 0))
+    current = progress.get("current", 0)
+    return f"{current:,}/{total:,}" if total else f"{current:,}"
 
 
 def backlog_text(backlog: Mapping[str, Any]) -> str:
