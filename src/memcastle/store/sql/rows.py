@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
 from memcastle.model import (
     Assertion,
@@ -24,10 +24,12 @@ from memcastle.model import (
 )
 from memcastle.store.sql.base import Row
 
-if TYPE_CHECKING:
-    from _typeshed import DataclassInstance
 
-T = TypeVar("T", bound="DataclassInstance")
+class _Dataclass(Protocol):
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+
+
+T = TypeVar("T", bound=_Dataclass)
 
 # Every drawer read selects this: the drawer with the names of its wing and room.
 DRAWER_SELECT = (
