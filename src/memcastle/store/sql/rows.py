@@ -26,6 +26,8 @@ from memcastle.store.sql.base import Row
 
 
 class _Dataclass(Protocol):
+    """Any dataclass: what `dataclasses.fields` reads."""
+
     __dataclass_fields__: ClassVar[dict[str, Any]]
 
 
