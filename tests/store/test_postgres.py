@@ -452,12 +452,12 @@ def test_a_scope_the_graph_walk_gives_up_on_is_scored_exactly(
     import memcastle.store.postgres.vectors as pg_module
 
     ids = [
-        store_pg.drawers.add_drawer(NewDrawer(wing="rare" if i % 200 == 0 else "common", room="r", content=f"d{i}")).id
-        for i in range(1600)
+        store_pg.drawers.add_drawer(NewDrawer(wing="rare" if i % 100 == 0 else "common", room="r", content=f"d{i}")).id
+        for i in range(800)
     ]
     store_pg.embeddings.put_embeddings("m", [(d, unit_rows(1, seed=i)) for i, d in enumerate(ids)])
     query = unit_rows(1, seed=1000)[0]
-    # 1,600 rows: the planner would sort them all rather than walk the graph; price that out, as a large palace does.
+    # 800 rows: the planner would sort them all rather than walk the graph; price that out, as a large palace does.
     from psycopg.conninfo import conninfo_to_dict
 
     name = conninfo_to_dict(store_pg.conninfo)["dbname"]
@@ -469,7 +469,7 @@ def test_a_scope_the_graph_walk_gives_up_on_is_scored_exactly(
     try:
         monkeypatch.setattr(pg_module, "_HNSW_MAX_SCAN", 10)
         found = large.embeddings.nearest_passages("m", query, 8, Scope(wing="rare"))
-        assert {d for d, _ in found} == set(ids[::200]), "all eight drawers of the wing, though the walk stopped early"
+        assert {d for d, _ in found} == set(ids[::100]), "all eight drawers of the wing, though the walk stopped early"
         assert [s for _, s in found] == sorted((s for _, s in found), reverse=True)
         monkeypatch.setattr(pg_module, "_HNSW_MAX_SCAN", 20_000)
         assert large.embeddings.nearest_passages("m", query, 8, Scope(wing="rare")) == found
