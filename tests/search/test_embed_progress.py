@@ -12,7 +12,7 @@ import pytest
 from clocks import DistinctClock
 
 from memcastle.app import Palace, build
-from memcastle.cli.render import backlog_text, index_text
+from memcastle.cli.render import backlog_text, index_text, show_job
 from memcastle.clock import eta_text
 from memcastle.config import load_settings
 from memcastle.model import NewDrawer, Origin, Progress, Provenance, Source
@@ -131,6 +131,21 @@ def test_the_terminal_line_reads_naturally() -> None:
     assert line == " · 1,200 passages done, ~3,400 to go at 41/s, ETA 83 s"
     assert backlog_text({"passages_pending": 0}) == ""
     assert (eta_text(None), eta_text(300), eta_text(7500)) == ("", "ETA 5 min", "ETA 2 h 5 min")
+
+
+def test_job_show_says_a_running_sweeps_figures_once(capsys: pytest.CaptureFixture[str]) -> None:
+    job = {
+        "id": "c1410f24", "kind": "embed", "status": "running", "priority": 0, "attempt": 1, "recovery_attempts": 0,
+        "created_at": "2026-12-07T19:44:06Z", "started_at": "2026-12-07T19:44:06Z", "finished_at": None,
+        "progress": {"current": 3391, "total": 60227,
+                     "message": "3,391 passages, 56,836 to go, ETA 18 min (first passages first)"},
+        "checkpoint": {"passages": 3391, "passages_pending": 56836, "passages_per_second": 53.0, "eta_seconds": 1072},
+    }  # fmt: skip
+    show_job(job)
+    shown = capsys.readouterr().out
+    assert "progress: 3,391/60,227 passages (first passages first)" in shown
+    assert "embedding: 3,391 passages done, ~56,836 to go at 53/s, ETA 18 min" in shown
+    assert shown.count("56,836") == 1, shown
 
 
 def test_the_vectors_line_says_when_they_are_still_being_read_after_a_start() -> None:

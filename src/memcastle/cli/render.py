@@ -307,10 +307,14 @@ def index_text(index: Mapping[str, Any]) -> str:
 def show_job(job: Mapping[str, Any]) -> None:
     from rich.panel import Panel
 
+    message = (job.get("progress") or {}).get("message") or ""
+    backlog = "" if job.get("finished_at") else backlog_text(job.get("checkpoint") or {})
+    if backlog:  # a running embed sweep: its line says the figures below; only the stage it is at stays here
+        message = "passages" + (message[message.rfind(" (") :] if message.endswith(")") else "")
     lines = [
         f"[bold]{job['kind']}[/bold] job {job['id']}",
         f"status: {job['status']}  priority: {job['priority']}",
-        f"progress: {progress_text(job)} {(job.get('progress') or {}).get('message') or ''}",
+        f"progress: {progress_text(job)} {message}",
         f"created {_short(job['created_at'])} · started {_short(job.get('started_at'))} · finished "
         f"{_short(job.get('finished_at'))}",
         f"attempt {job['attempt']} · recoveries {job['recovery_attempts']}",
@@ -319,8 +323,7 @@ def show_job(job: Mapping[str, Any]) -> None:
         lines.append(f"[red]error:[/red] {job['error']}")
     if job.get("waiting"):
         lines.append(f"waiting: {job['waiting']}")
-    backlog = backlog_text(job.get("checkpoint") or {})
-    if backlog and not job.get("finished_at"):
+    if backlog:
         lines.append("embedding: " + backlog.removeprefix(" · "))
     if job.get("result"):
         lines.append("result: " + json.dumps(job["result"], ensure_ascii=False))
