@@ -377,7 +377,7 @@ def test_a_search_does_not_wait_for_a_whole_batch_of_insertions() -> None:
     from memcastle.search.ann import ADD_CHUNK, AnnIndex, AnnShape
 
     rng = np.random.default_rng(5)
-    rows = 40 * 1024
+    rows = 16 * 1024  # over a second of insertion: the first chunk is in after milliseconds
     vectors = rng.standard_normal((rows, 16)).astype(np.float32)
     index = AnnIndex(AnnShape.default("m", 16))
     adding = threading.Thread(target=index.add, args=(np.arange(1, rows + 1, dtype=np.int64), vectors))
